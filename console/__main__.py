@@ -1,0 +1,7 @@
+"""`python -m console` is `warden`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

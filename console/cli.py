@@ -1,0 +1,324 @@
+"""The `warden` command.
+
+Exit status: 0 done, 1 refused or failed (one clear line on stderr, no traceback), 2 usage error.
+Subcommands for operator actions live in ``cli_actions``, for recovery in ``cli_recover``; each
+module exposes ``register(sub, parents)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import socket
+import sys
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from store import Ledger, WardenError
+from store.clock import iso
+from store.errors import NotFound, Refused
+
+from store import report
+
+from .glyphs import budget_label, eta_label, node_status_label, signals_label, task_status_label
+from .text import safe_line
+
+SUBCOMMANDS = (
+    "console", "demo", "status", "graph", "events", "park", "resume", "narrow", "rewind", "abort",
+    "handoffs", "resolve", "recover", "verify-record", "export", "migrate",
+)
+
+
+class UsageError(Exception):
+    """A usage error: exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def default_operator() -> str:
+    """``$USER@host``, plus the SSH client address when ``SSH_CONNECTION`` is set."""
+    try:
+        user = os.environ.get("USER") or getpass.getuser()
+    except Exception:
+        user = "unknown"
+    who = f"{user}@{socket.gethostname()}"
+    ssh = os.environ.get("SSH_CONNECTION", "").split()
+    if ssh:
+        who += f" (ssh from {ssh[0]})"
+    return who
+
+
+def ledger_target(args: argparse.Namespace) -> str:
+    return args.ledger or os.environ.get("WARDEN_LEDGER") or "ledger.db"
+
+
+def runs_dir(args: argparse.Namespace) -> str:
+    return args.runs or os.environ.get("WARDEN_RUNS") or "runs"
+
+
+def open_ledger(args: argparse.Namespace, *, read_only: bool = False) -> Ledger:
+    """Open an existing ledger (never create one: a typo must not leave an empty database)."""
+    return Ledger.open(ledger_target(args), create=False, read_only=read_only)
+
+
+def common_parent() -> argparse.ArgumentParser:
+    p = _Parser(add_help=False)
+    g = p.add_argument_group("common options")
+    g.add_argument("--ledger", metavar="PATH|URL", help="ledger path or URL (default $WARDEN_LEDGER, else ./ledger.db)")
+    g.add_argument("--runs", metavar="DIR", help="run directories (default $WARDEN_RUNS, else ./runs)")
+    g.add_argument("--project", metavar="DIR", help="project dir for recovery (default: parent of --runs)")
+    g.add_argument("--records", metavar="DIR", help="recovery records (default: <project>/recovery-records)")
+    g.add_argument("--operator", metavar="NAME", help="who acts (default $USER@host, plus the SSH client)")
+    g.add_argument("--json", action="store_true", help="print one JSON object (or JSON Lines for events)")
+    g.add_argument("--yes", action="store_true", help="apply without asking")
+    g.add_argument("--dry-run", action="store_true", help="only print the preview")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="warden", description="Warden: an operator console for long-running AI agents.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parents = [common_parent()]
+
+    p = sub.add_parser("console", parents=parents, help="the console (the default)")
+    p.add_argument("--read-only", action="store_true", help="open the ledger read-only; actions are hidden")
+    p.set_defaults(func=cmd_console)
+
+    p = sub.add_parser("demo", parents=parents, help="simulated agents on a throw-away ledger, and the console")
+    p.add_argument("--dir", metavar="DIR", help="where to put the demo ledger and runs (default: a temp dir)")
+    p.add_argument("--speed", type=float, default=1.0, metavar="X", help="time scale (2 = twice as fast)")
+    p.add_argument("--seed", type=int, default=7, metavar="N", help="random seed (repeatable runs)")
+    p.add_argument("--no-console", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("status", parents=parents, help="tasks: counts, P80 ETA, budget gate, stalls, handoffs")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("graph", parents=parents, help="a task's nodes with status, deps, lease, estimate, signals")
+    p.add_argument("task", metavar="TASK")
+    p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("events", parents=parents, help="the journal (JSON Lines with --json)")
+    p.add_argument("--task", metavar="T")
+    p.add_argument("--since", type=int, default=0, metavar="ID")
+    p.add_argument("--follow", action="store_true", help="keep printing new events")
+    p.set_defaults(func=cmd_events)
+
+    p = sub.add_parser("export", parents=parents, help="write a task's latest committed artifact")
+    p.add_argument("task", metavar="TASK")
+    p.add_argument("--output", required=True, metavar="FILE")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("migrate", parents=parents, help="upgrade the ledger's schema in place")
+    p.set_defaults(func=cmd_migrate)
+
+    from . import cli_actions, cli_recover
+
+    cli_actions.register(sub, parents)
+    cli_recover.register(sub, parents)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["console", *argv]
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except UsageError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except WardenError as e:
+        print(f"warden: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("warden: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as e:  # no tracebacks for the operator
+        if os.environ.get("WARDEN_DEBUG"):
+            raise
+        print(f"warden: internal error: {type(e).__name__}: {' '.join(str(e).split())} "
+              "(set WARDEN_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 1
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, sort_keys=False) + "\n")
+    sys.stdout.flush()
+
+
+def out_console() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+# ---------------------------------------------------------------------- subcommands
+def cmd_console(args: argparse.Namespace) -> int:
+    from .app import run_console
+
+    return run_console(
+        ledger=ledger_target(args), runs=runs_dir(args), read_only=args.read_only,
+        operator=args.operator or default_operator(), project=args.project, records=args.records,
+    )
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(directory=args.dir, speed=args.speed, seed=args.seed, operator=args.operator or default_operator(),
+                    with_console=not args.no_console)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with open_ledger(args) as ledger:
+        data = report.status_json(ledger)
+    if args.json:
+        print_json(data)
+        return 0
+    c = out_console()
+    if not data["tasks"]:
+        c.print(f"no tasks in {ledger.display}")
+        return 0
+    t = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("TASK", "STATUS", "DONE", "P80", "BUDGET", "SIGNALS", "HANDOFFS", "TITLE"):
+        t.add_column(col, no_wrap=col != "TITLE", overflow="ellipsis")
+    for task in data["tasks"]:
+        counts = task["counts"]
+        total = sum(counts.values())
+        done = counts.get("succeeded", 0) + counts.get("abandoned", 0)
+        ab = counts.get("abandoned", 0)
+        t.add_row(
+            Text(safe_line(task["task_id"])),
+            Text(task_status_label(task["status"])),
+            f"{done}/{total}" + (f" ({ab} abandoned)" if ab else ""),
+            eta_label(task["eta"]),
+            budget_label(task["budget"]),
+            Text(signals_label(task["signals"])),
+            str(task["handoffs_open"] or "—"),
+            Text(safe_line(task["title"])),
+        )
+    c.print(t)
+    return 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    with open_ledger(args) as ledger:
+        data = report.graph_json(ledger, args.task)
+    if args.json:
+        print_json(data)
+        return 0
+    c = out_console()
+    task = data["task"]
+    c.print(Text.assemble(Text(safe_line(task["task_id"]), style="bold"), "  ",
+                          task_status_label(task["status"]), "  ", safe_line(task["title"])))
+    t = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("NODE", "STATUS", "KIND", "ATT", "DEPS", "LEASE", "P80", "SIGNALS"):
+        t.add_column(col, no_wrap=True, overflow="ellipsis")
+    for n in data["nodes"]:
+        lease = n["lease"]
+        t.add_row(
+            Text(safe_line(n["key"])), node_status_label(n["status"]), Text(safe_line(n["kind"])),
+            str(n["attempt"]), Text(safe_line(", ".join(n["deps"])) or "—"),
+            Text(safe_line(f"{lease['owner']} until {lease['until']}") if lease else "—"),
+            eta_label(n["eta"]), Text(signals_label(n["signals"])),
+        )
+    c.print(t)
+    return 0
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    import time
+
+    with open_ledger(args) as ledger:
+        if args.task is not None:
+            ledger.task(args.task)  # NotFound for a typo
+        cursor = args.since
+        c = out_console()
+        while True:
+            batch = ledger.events(cursor, task_id=args.task, limit=1000)
+            for e in batch:
+                cursor = e.id
+                if args.json:
+                    print_json(report.event_json(e))
+                else:
+                    c.print(Text.assemble(
+                        (f"{e.id:>7} ", "dim"), iso(e.at) or "", " ", (f"{e.layer:<9}", "cyan"), " ",
+                        Text(safe_line(e.task_id or "-")), " ", Text(safe_line(e.node or "-")), " ",
+                        (e.kind, "bold"), " ", Text(safe_line(e.actor)), ": ", Text(safe_line(e.summary)),
+                    ))
+            if len(batch) == 1000:
+                continue
+            if not args.follow:
+                return 0
+            time.sleep(0.5)  # a human-facing tail; not synchronisation
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with open_ledger(args) as ledger:
+        view, data = ledger.latest_artifact(args.task)
+    path = args.output
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except FileExistsError:
+        raise Refused(f"{path} exists; not overwritten (choose another --output)") from None
+    except OSError as e:
+        raise Refused(f"cannot write {path}: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise Refused(f"cannot write {path}: {e.strerror}") from None
+    if args.json:
+        print_json({"task_id": args.task, "artifact": view.name, "node": view.node, "sha256": view.sha256,
+                    "bytes": view.size, "output": path})
+    else:
+        print(f"wrote {path}: {view.name} from {view.node}, {view.size} bytes, sha256 {view.sha256}")
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from store.db import connect_checked, open_database
+    from store.schema import migrate
+
+    db = open_database(ledger_target(args), create=False)
+    connect_checked(db)
+    try:
+        before, after = migrate(db)
+    finally:
+        db.close()
+    if args.json:
+        print_json({"from": before, "to": after})
+    elif before == after:
+        print(f"{getattr(db, 'display', '')}: schema {after} is current; nothing to do")
+    else:
+        print(f"{getattr(db, 'display', '')}: migrated schema {before} → {after}")
+    return 0
+
+
+__all__ = ["main", "build_parser", "default_operator", "open_ledger", "print_json", "NotFound"]

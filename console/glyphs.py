@@ -1,0 +1,71 @@
+"""Status glyphs and short labels: glyph + word everywhere, so nothing relies on colour."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+NODE_GLYPHS = {
+    "pending": "○", "running": "▶", "blocked": "✋", "parked": "⏸", "succeeded": "✔", "failed": "✖",
+    "abandoned": "⊘",
+}
+TASK_GLYPHS = {"active": "▶", "parked": "⏸", "completed": "✔", "failed": "✖", "aborted": "⊘"}
+SIGNAL_GLYPH = "⚠"
+
+
+def node_status_label(status: str) -> str:
+    return f"{NODE_GLYPHS.get(status, '?')} {status}"
+
+
+def task_status_label(status: str) -> str:
+    return f"{TASK_GLYPHS.get(status, '?')} {status}"
+
+
+def duration_label(seconds: float | None) -> str:
+    """Compact duration: 45s, 12m, 3h05m, 2d04h."""
+    if seconds is None:
+        return "—"
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m" if m >= 10 or not s else f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
+
+
+def age_label(seconds: float | None) -> str:
+    """Relative age: "3m ago"."""
+    if seconds is None:
+        return "—"
+    if seconds < 0:
+        return "in " + duration_label(-seconds)
+    return duration_label(seconds) + " ago"
+
+
+CONFIDENCE_SHORT = {"none": "?", "low": "low", "medium": "med", "high": "high"}
+
+
+def eta_label(eta: Mapping[str, Any] | None) -> str:
+    if not eta or eta.get("p80_s") is None:
+        return "—"
+    return f"{duration_label(eta['p80_s'])} ({CONFIDENCE_SHORT.get(eta.get('confidence', 'none'), '?')})"
+
+
+def budget_label(budget: Mapping[str, Any] | None) -> str:
+    if not budget:
+        return "—"
+    ratio = budget.get("ratio")
+    if ratio is None or (not budget.get("token_cap") and not budget.get("wall_cap_s")):
+        return "—"
+    gate = budget.get("gate", "ok")
+    return f"{ratio * 100:.0f}% {gate}"
+
+
+def signals_label(signals: Sequence[Mapping[str, Any]] | None) -> str:
+    if not signals:
+        return "—"
+    return f"{SIGNAL_GLYPH} {len(signals)}"

@@ -1,0 +1,245 @@
+"""Peewee models of the ledger.
+
+The models are declared without a database; every query is bound to the ledger's database with
+``.bind(db)`` so that several ledgers can be open in one process (tests, the demo, the console).
+Times are float seconds since the epoch (UTC), produced by the ledger's injected clock.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import peewee as pw
+
+TASK_STATUSES = ("active", "parked", "completed", "failed", "aborted")
+NODE_STATUSES = ("pending", "running", "blocked", "parked", "succeeded", "failed", "abandoned")
+FINISHED_NODE_STATUSES = ("succeeded", "abandoned")
+FAILURE_CLASSES = ("transient", "idempotent_write", "irreversible_write", "conclusion", "spec")
+LAYERS = ("decision", "execution", "operator", "system")
+HANDOFF_KINDS = ("confirm", "direction", "exception", "acceptance")
+HANDOFF_STATUSES = ("open", "resolved", "withdrawn", "expired")
+EFFECT_STATUSES = ("intended", "confirmed", "compensated")
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON used for storage and digests: sorted keys, no NaN, compact."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+
+
+class JSONField(pw.TextField):
+    """A JSON value stored as canonical text."""
+
+    def db_value(self, value: Any) -> str | None:
+        return None if value is None else dumps(value)
+
+    def python_value(self, value: Any) -> Any:
+        return None if value is None else json.loads(value)
+
+
+class BaseModel(pw.Model):
+    class Meta:
+        database = None
+        legacy_table_names = False
+
+
+class Meta(BaseModel):
+    key = pw.CharField(primary_key=True, max_length=64)
+    value = pw.TextField()
+
+
+class Task(BaseModel):
+    task_id = pw.CharField(primary_key=True, max_length=64)
+    title = pw.TextField(default="")
+    workflow = pw.TextField(default="")
+    workflow_version = pw.TextField(default="")
+    status = pw.CharField(max_length=16, default="active")
+    inputs = JSONField(default=dict)
+    constraints = JSONField(default=list)
+    preconditions = JSONField(default=dict)
+    token_cap = pw.BigIntegerField(null=True)
+    wall_cap_s = pw.DoubleField(null=True)
+    soft_ratio = pw.DoubleField(default=0.7)
+    tokens_used = pw.BigIntegerField(default=0)
+    started_at = pw.DoubleField(null=True)
+    max_claims = pw.IntegerField(default=5)
+    max_repairs = pw.IntegerField(default=3)
+    repair_count = pw.IntegerField(default=0)
+    claim_count = pw.IntegerField(default=0)
+    parked_at = pw.DoubleField(null=True)
+    park_reason = pw.TextField(null=True)
+    park_until = pw.DoubleField(null=True)
+    wake_on = pw.TextField(null=True)
+    revision = pw.BigIntegerField(default=1)
+    created_at = pw.DoubleField()
+    updated_at = pw.DoubleField()
+    finished_at = pw.DoubleField(null=True)
+
+
+class Node(BaseModel):
+    id = pw.AutoField()
+    task = pw.ForeignKeyField(Task, column_name="task_id", field="task_id", on_delete="CASCADE")
+    key = pw.CharField(max_length=200)
+    position = pw.IntegerField()  # insertion order; a topological order by construction
+    kind = pw.CharField(max_length=64, default="tool")
+    title = pw.TextField(default="")
+    status = pw.CharField(max_length=16, default="pending")
+    preconditions = JSONField(default=dict)
+    input_digest = pw.CharField(max_length=64, null=True)
+    output = JSONField(null=True)
+    output_ref = pw.TextField(null=True)
+    output_digest = pw.CharField(max_length=64, null=True)
+    attempt = pw.IntegerField(default=0)
+    retryable = pw.BooleanField(default=True)
+    failure_class = pw.CharField(max_length=32, null=True)
+    error = pw.TextField(null=True)
+    est_tokens = pw.BigIntegerField(null=True)
+    est_wall_s = pw.DoubleField(null=True)
+    always_admit = pw.BooleanField(default=False)
+    max_claims = pw.IntegerField(null=True)  # None: the task's max_claims
+    tokens_used = pw.BigIntegerField(default=0)
+    wall_used_s = pw.DoubleField(default=0.0)
+    units_done = pw.DoubleField(null=True)
+    units_total = pw.DoubleField(null=True)
+    lease_owner = pw.TextField(null=True)
+    lease_token = pw.CharField(max_length=64, null=True)
+    lease_until = pw.DoubleField(null=True)
+    heartbeat_at = pw.DoubleField(null=True)
+    claimed_at = pw.DoubleField(null=True)
+    claim_count = pw.IntegerField(default=0)
+    next_retry_at = pw.DoubleField(null=True)
+    rejections = JSONField(default=list)
+    parked_at = pw.DoubleField(null=True)
+    park_reason = pw.TextField(null=True)
+    park_until = pw.DoubleField(null=True)
+    wake_on = pw.TextField(null=True)
+    started_at = pw.DoubleField(null=True)
+    finished_at = pw.DoubleField(null=True)
+    version = pw.BigIntegerField(default=1)
+
+    class Meta:
+        indexes = (
+            (("task", "key"), True),
+            (("task", "status", "position"), False),
+        )
+
+
+class Edge(BaseModel):
+    """``dst`` depends on ``src``."""
+
+    task = pw.ForeignKeyField(Task, column_name="task_id", field="task_id", on_delete="CASCADE")
+    src = pw.ForeignKeyField(Node, column_name="src_id", on_delete="CASCADE")
+    dst = pw.ForeignKeyField(Node, column_name="dst_id", on_delete="CASCADE")
+
+    class Meta:
+        primary_key = pw.CompositeKey("dst", "src")
+        indexes = ((("src",), False),)
+
+
+class Event(BaseModel):
+    id = pw.BigAutoField()
+    at = pw.DoubleField()
+    task_id = pw.CharField(max_length=64, null=True)
+    node = pw.CharField(max_length=200, null=True)
+    layer = pw.CharField(max_length=16)
+    kind = pw.CharField(max_length=64)
+    actor = pw.TextField(default="")
+    summary = pw.TextField(default="")
+    payload = JSONField(default=dict)
+
+    class Meta:
+        indexes = ((("task_id", "id"), False),)
+
+
+class Observation(BaseModel):
+    id = pw.BigAutoField()
+    node = pw.ForeignKeyField(Node, column_name="node_id", on_delete="CASCADE")
+    at = pw.DoubleField()
+    attempt = pw.IntegerField(default=0)
+    text = pw.TextField(default="")
+    digest = pw.CharField(max_length=64)
+    new_units = pw.IntegerField(default=0)
+    lines = pw.IntegerField(default=0)
+
+    class Meta:
+        indexes = ((("node", "id"), False),)
+
+
+class SeenLine(BaseModel):
+    """The distinct normalised observation lines a node has produced (the new-information memory)."""
+
+    node = pw.ForeignKeyField(Node, column_name="node_id", on_delete="CASCADE")
+    digest = pw.CharField(max_length=32)
+
+    class Meta:
+        primary_key = pw.CompositeKey("node", "digest")
+
+
+class Effect(BaseModel):
+    id = pw.AutoField()
+    task = pw.ForeignKeyField(Task, column_name="task_id", field="task_id", on_delete="CASCADE")
+    node = pw.ForeignKeyField(Node, column_name="node_id", on_delete="CASCADE")
+    effect_key = pw.TextField()
+    status = pw.CharField(max_length=16, default="intended")
+    payload_digest = pw.CharField(max_length=64, null=True)
+    external_id = pw.TextField(null=True)
+    compensation = pw.TextField(null=True)
+    attempt = pw.IntegerField(default=0)
+    intended_at = pw.DoubleField()
+    confirmed_at = pw.DoubleField(null=True)
+
+    class Meta:
+        indexes = ((("task", "effect_key"), True),)
+
+
+class Artifact(BaseModel):
+    id = pw.AutoField()
+    task = pw.ForeignKeyField(Task, column_name="task_id", field="task_id", on_delete="CASCADE")
+    node = pw.ForeignKeyField(Node, column_name="node_id", on_delete="CASCADE")
+    attempt = pw.IntegerField(default=0)
+    name = pw.TextField()
+    sha256 = pw.CharField(max_length=64)
+    size = pw.BigIntegerField()
+    content = pw.BlobField(null=True)
+    ref = pw.TextField(null=True)
+    at = pw.DoubleField()
+
+
+class Handoff(BaseModel):
+    id = pw.AutoField()
+    task = pw.ForeignKeyField(Task, column_name="task_id", field="task_id", on_delete="CASCADE")
+    node = pw.ForeignKeyField(Node, column_name="node_id", on_delete="CASCADE")
+    kind = pw.CharField(max_length=16)
+    question = pw.TextField()
+    context = JSONField(default=dict)
+    options = JSONField(default=list)
+    recommendation = pw.TextField(null=True)
+    status = pw.CharField(max_length=16, default="open")
+    opened_at = pw.DoubleField()
+    opened_by = pw.TextField(default="")
+    attempt = pw.IntegerField(default=0)
+    resolution_option = pw.TextField(null=True)
+    resolution_answer = pw.TextField(null=True)
+    resolved_by = pw.TextField(null=True)
+    resolved_at = pw.DoubleField(null=True)
+
+    class Meta:
+        indexes = ((("status", "opened_at"), False),)
+
+
+class Action(BaseModel):
+    id = pw.AutoField()
+    at = pw.DoubleField()
+    operator = pw.TextField()
+    action = pw.CharField(max_length=16)
+    task_id = pw.CharField(max_length=64, null=True)
+    target = pw.TextField()
+    reason = pw.TextField(default="")
+    plan = JSONField(default=dict)
+    result = pw.CharField(max_length=16)
+    refused_why = pw.TextField(null=True)
+    revision_before = pw.BigIntegerField(null=True)
+    revision_after = pw.BigIntegerField(null=True)
+
+
+MODELS = (Meta, Task, Node, Edge, Event, Observation, SeenLine, Effect, Artifact, Handoff, Action)

@@ -1,0 +1,117 @@
+"""The JSON shapes of `warden status`, `warden graph` and `warden events` (DESIGN.md "JSON shapes").
+
+One place builds them; the CLI prints them and the console's tests compare against them.
+Estimates and signals come from ``estimates.py`` and ``signals.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import budget as budget_mod
+from .clock import iso
+from .schema import SCHEMA_VERSION
+from .views import EventView, GraphView, NodeView, TaskView
+
+
+def empty_eta() -> dict[str, Any]:
+    return {"p50_s": None, "p80_s": None, "samples": 0, "confidence": "none"}
+
+
+def budget_json(task: TaskView) -> dict[str, Any]:
+    ratio = budget_mod.usage_ratio(task.tokens_used, task.token_cap, task.wall_used_s, task.wall_cap_s)
+    return {
+        "tokens_used": task.tokens_used,
+        "token_cap": task.token_cap,
+        "wall_used_s": round(task.wall_used_s, 3),
+        "wall_cap_s": task.wall_cap_s,
+        "gate": budget_mod.gate(ratio, task.soft_ratio),
+        "ratio": round(ratio, 4),
+    }
+
+
+def task_json(task: TaskView, eta: dict[str, Any] | None = None, signals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "task_id": task.task_id,
+        "title": task.title,
+        "status": task.status,
+        "revision": task.revision,
+        "counts": dict(task.counts),
+        "eta": eta or empty_eta(),
+        "budget": budget_json(task),
+        "signals": signals or [],
+        "handoffs_open": task.handoffs_open,
+        "workflow": task.workflow,
+        "workflow_version": task.workflow_version,
+        "preconditions": dict(task.preconditions),
+        "constraints": list(task.constraints),
+        "park": ({"at": iso(task.parked_at), "reason": task.park_reason, "until": iso(task.park_until),
+                  "wake_on": task.wake_on} if task.status == "parked" else None),
+        "created_at": iso(task.created_at),
+        "finished_at": iso(task.finished_at),
+    }
+
+
+def node_json(n: NodeView, eta: dict[str, Any] | None = None, signals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "key": n.key,
+        "kind": n.kind,
+        "title": n.title,
+        "status": n.status,
+        "deps": list(n.deps),
+        "attempt": n.attempt,
+        "lease": {"owner": n.lease_owner, "until": iso(n.lease_until)} if n.has_lease else None,
+        "eta": eta or empty_eta(),
+        "signals": signals or [],
+        "version": n.version,
+        "preconditions": dict(n.preconditions),
+        "units_done": n.units_done,
+        "units_total": n.units_total,
+        "tokens_used": n.tokens_used,
+        "failure_class": n.failure_class,
+        "error": n.error,
+        "output_ref": n.output_ref,
+        "next_retry_at": iso(n.next_retry_at),
+        "heartbeat_at": iso(n.heartbeat_at),
+    }
+
+
+def signal_json(s: Any) -> dict[str, Any]:
+    return {"kind": s.kind, "task_id": s.task_id, "node": s.node, "since": iso(s.since), "severity": s.severity,
+            "evidence": s.evidence}
+
+
+def _analyse(ledger: Any, graph: GraphView) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[Any]]:
+    """(task ETA, node ETAs by key, signals) for one task graph."""
+    from . import estimates, signals
+
+    est = estimates.estimate_graph(ledger, graph)
+    sigs = signals.signals_for_graph(ledger, graph)
+    return est.task.to_json(), {k: e.to_json() for k, e in est.nodes.items()}, sigs
+
+
+def status_json(ledger: Any) -> dict[str, Any]:
+    tasks = []
+    for t in ledger.tasks():
+        graph = ledger.graph(t.task_id)
+        eta, _, sigs = _analyse(ledger, graph)
+        tasks.append(task_json(graph.task, eta, [signal_json(s) for s in sigs]))
+    return {"schema_version": SCHEMA_VERSION, "tasks": tasks}
+
+
+def graph_json(ledger: Any, task_id: str) -> dict[str, Any]:
+    graph = ledger.graph(task_id)
+    eta, node_etas, sigs = _analyse(ledger, graph)
+    by_node: dict[str, list[dict[str, Any]]] = {}
+    for s in sigs:
+        if s.node is not None:
+            by_node.setdefault(s.node, []).append(signal_json(s))
+    return {
+        "task": task_json(graph.task, eta, [signal_json(s) for s in sigs]),
+        "nodes": [node_json(n, node_etas.get(n.key), by_node.get(n.key, [])) for n in graph.nodes],
+    }
+
+
+def event_json(e: EventView) -> dict[str, Any]:
+    return {"id": e.id, "at": iso(e.at), "task_id": e.task_id, "node": e.node, "layer": e.layer, "kind": e.kind,
+            "actor": e.actor, "summary": e.summary, "payload": dict(e.payload)}

@@ -1,0 +1,125 @@
+"""Schema version, creation, migration; unknown versions are refused.
+
+``meta.schema_version`` holds the version a ledger was written with. A newer one is refused (this
+Warden cannot know what it means); an older one is refused with a pointer to ``warden migrate``,
+which upgrades in place under a write lock. Nothing migrates on its own while agents run.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable
+
+import peewee as pw
+
+from .db import is_sqlite, write_tx
+from .errors import LedgerUnavailable, SchemaMismatch
+from .models import MODELS, Meta
+
+SCHEMA_VERSION = 1
+
+# MIGRATIONS[n] upgrades a ledger from version n to n + 1, inside one write transaction.
+MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {}
+
+
+def _read_version(db: pw.Database) -> int | None:
+    """The stored schema version, None when the database has no Warden tables at all."""
+    try:
+        tables = set(db.get_tables())
+    except (pw.DatabaseError, sqlite3.DatabaseError) as e:
+        raise LedgerUnavailable(f"{getattr(db, 'display', 'ledger')} is not a Warden ledger: {' '.join(str(e).split())}") from None
+    if "meta" not in tables:
+        if tables:
+            raise LedgerUnavailable(
+                f"{getattr(db, 'display', 'ledger')} is a database but not a Warden ledger (no meta table)"
+            )
+        return None
+    row = Meta.select(Meta.value).where(Meta.key == "schema_version").bind(db).tuples().first()
+    if row is None:
+        raise LedgerUnavailable(f"{getattr(db, 'display', 'ledger')} has no schema_version; not a Warden ledger")
+    try:
+        return int(row[0])
+    except ValueError:
+        raise LedgerUnavailable(f"{getattr(db, 'display', 'ledger')} has an unreadable schema_version {row[0]!r}") from None
+
+
+def check_version(db: pw.Database, *, create: bool) -> int:
+    """Create the schema on an empty database (when allowed) or check the stored version."""
+    version = _read_version(db)
+    if version is None:
+        if not create or getattr(db, "read_only", False):
+            raise LedgerUnavailable(f"{getattr(db, 'display', 'ledger')} is empty: not a Warden ledger")
+        create_schema(db)
+        return SCHEMA_VERSION
+    _refuse_mismatch(db, version)
+    return version
+
+
+def _refuse_mismatch(db: pw.Database, version: int) -> None:
+    name = getattr(db, "display", "ledger")
+    if version > SCHEMA_VERSION:
+        raise SchemaMismatch(
+            f"{name} was written by a newer Warden (schema {version}); this Warden reads schema "
+            f"{SCHEMA_VERSION}: upgrade Warden"
+        )
+    if version < SCHEMA_VERSION:
+        raise SchemaMismatch(
+            f"{name} has schema {version}; this Warden needs schema {SCHEMA_VERSION}: stop the agents "
+            "and run `warden migrate`"
+        )
+
+
+def create_schema(db: pw.Database) -> None:
+    with write_tx(db):
+        if _read_version_in_tx(db) is not None:  # another process created it meanwhile
+            return
+        with db.bind_ctx(MODELS):
+            db.create_tables(MODELS, safe=True)
+        Meta.insert(key="schema_version", value=str(SCHEMA_VERSION)).on_conflict_ignore().bind(db).execute()
+        if not is_sqlite(db):
+            _install_pg_extras(db)
+
+
+def _read_version_in_tx(db: pw.Database) -> int | None:
+    if "meta" not in set(db.get_tables()):
+        return None
+    row = Meta.select(Meta.value).where(Meta.key == "schema_version").bind(db).tuples().first()
+    return int(row[0]) if row else None
+
+
+def _install_pg_extras(db: pw.Database) -> None:
+    """PostgreSQL: NOTIFY on every journal insert (the feed's wake-up; a hint, not data)."""
+    db.execute_sql(
+        """
+        CREATE OR REPLACE FUNCTION warden_event_notify() RETURNS trigger AS $$
+        BEGIN
+          PERFORM pg_notify('warden_events', NEW.id::text);
+          RETURN NEW;
+        END;
+        $$ LANGUAGE plpgsql
+        """
+    )
+    db.execute_sql("DROP TRIGGER IF EXISTS warden_event_notify ON event")
+    db.execute_sql(
+        "CREATE TRIGGER warden_event_notify AFTER INSERT ON event "
+        "FOR EACH ROW EXECUTE FUNCTION warden_event_notify()"
+    )
+
+
+def migrate(db: pw.Database) -> tuple[int, int]:
+    """Upgrade in place under a write lock. Returns (from, to). Refuses newer schemas."""
+    with write_tx(db):
+        version = _read_version_in_tx(db)
+        if version is None:
+            raise LedgerUnavailable(f"{getattr(db, 'display', 'ledger')} is not a Warden ledger")
+        if version > SCHEMA_VERSION:
+            _refuse_mismatch(db, version)
+        start = version
+        while version < SCHEMA_VERSION:
+            step = MIGRATIONS.get(version)
+            if step is None:
+                raise SchemaMismatch(f"no migration from schema {version} to {version + 1}")
+            step(db)
+            version += 1
+        Meta.update(value=str(version)).where(Meta.key == "schema_version").bind(db).execute()
+    return start, version

@@ -1,0 +1,249 @@
+"""Frozen dataclasses the store hands out: plain values, never live model rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Budget:
+    tokens: int | None = None
+    wall_s: float | None = None
+    soft_ratio: float = 0.7
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A node to add (``Ledger.add_nodes`` or ``commit(..., next_nodes=...)``)."""
+
+    key: str
+    kind: str = "tool"
+    deps: tuple[str, ...] = ()
+    title: str = ""
+    preconditions: Mapping[str, Any] | None = None
+    est_wall_s: float | None = None
+    est_tokens: int | None = None
+    always_admit: bool = False
+    retryable: bool = True
+    units_total: float | None = None
+    max_claims: int | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    task_id: str
+    node_key: str
+    kind: str
+    worker: str
+    token: str
+    attempt: int
+    lease_until: float
+    inputs: Mapping[str, Any]
+    admission: str = "admit"  # admit | admit_degraded (the budget governor's word)
+    lease_s: float = 30.0
+
+    def __repr__(self) -> str:  # never print the token
+        return f"Claim({self.task_id}/{self.node_key}, worker={self.worker!r}, attempt={self.attempt})"
+
+
+@dataclass(frozen=True)
+class Pulse:
+    """What a heartbeat tells the agent."""
+
+    lease_until: float
+    parked: bool = False
+    new_units: int | None = None
+    gate: str = "ok"
+
+
+@dataclass(frozen=True)
+class TaskView:
+    task_id: str
+    title: str
+    workflow: str
+    workflow_version: str
+    status: str
+    revision: int
+    inputs: Any
+    constraints: tuple[str, ...]
+    preconditions: Mapping[str, Any]
+    token_cap: int | None
+    wall_cap_s: float | None
+    soft_ratio: float
+    tokens_used: int
+    started_at: float | None
+    wall_used_s: float
+    max_claims: int
+    max_repairs: int
+    repair_count: int
+    claim_count: int
+    parked_at: float | None
+    park_reason: str | None
+    park_until: float | None
+    wake_on: str | None
+    created_at: float
+    updated_at: float
+    finished_at: float | None
+    counts: Mapping[str, int] = field(default_factory=dict)
+    handoffs_open: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def done(self) -> int:
+        return self.counts.get("succeeded", 0) + self.counts.get("abandoned", 0)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    id: int
+    task_id: str
+    key: str
+    kind: str
+    title: str
+    status: str
+    deps: tuple[str, ...]
+    position: int
+    preconditions: Mapping[str, Any]
+    input_digest: str | None
+    output: Any
+    output_ref: str | None
+    output_digest: str | None
+    attempt: int
+    retryable: bool
+    failure_class: str | None
+    error: str | None
+    est_tokens: int | None
+    est_wall_s: float | None
+    always_admit: bool
+    max_claims: int | None
+    tokens_used: int
+    wall_used_s: float
+    units_done: float | None
+    units_total: float | None
+    lease_owner: str | None
+    lease_until: float | None
+    heartbeat_at: float | None
+    claimed_at: float | None
+    claim_count: int
+    next_retry_at: float | None
+    rejections: tuple[str, ...]
+    parked_at: float | None
+    park_reason: str | None
+    park_until: float | None
+    wake_on: str | None
+    started_at: float | None
+    finished_at: float | None
+    version: int
+
+    @property
+    def has_lease(self) -> bool:
+        return self.status == "running" and self.lease_until is not None
+
+
+@dataclass(frozen=True)
+class EventView:
+    id: int
+    at: float
+    task_id: str | None
+    node: str | None
+    layer: str
+    kind: str
+    actor: str
+    summary: str
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ObservationView:
+    id: int
+    at: float
+    attempt: int
+    text: str
+    digest: str
+    new_units: int
+    lines: int
+
+
+@dataclass(frozen=True)
+class EffectView:
+    id: int
+    task_id: str
+    node: str
+    effect_key: str
+    status: str
+    payload_digest: str | None
+    external_id: str | None
+    compensation: str | None
+    attempt: int
+    intended_at: float
+    confirmed_at: float | None
+
+
+@dataclass(frozen=True)
+class ArtifactView:
+    id: int
+    task_id: str
+    node: str
+    attempt: int
+    name: str
+    sha256: str
+    size: int
+    ref: str | None
+    at: float
+
+
+@dataclass(frozen=True)
+class HandoffView:
+    id: str
+    task_id: str
+    node: str
+    kind: str
+    question: str
+    context: Mapping[str, Any]
+    options: tuple[Mapping[str, Any], ...]
+    recommendation: str | None
+    status: str
+    opened_at: float
+    opened_by: str
+    attempt: int
+    resolution_option: str | None
+    resolution_answer: str | None
+    resolved_by: str | None
+    resolved_at: float | None
+
+
+@dataclass(frozen=True)
+class ActionView:
+    id: int
+    at: float
+    operator: str
+    action: str
+    task_id: str | None
+    target: str
+    reason: str
+    plan: Mapping[str, Any]
+    result: str
+    refused_why: str | None
+    revision_before: int | None
+    revision_after: int | None
+
+
+@dataclass(frozen=True)
+class GraphView:
+    task: TaskView
+    nodes: tuple[NodeView, ...]  # topological order (insertion order)
+
+
+@dataclass(frozen=True)
+class NodeDetail:
+    node: NodeView
+    dependents: tuple[str, ...]
+    observations: tuple[ObservationView, ...]
+    effects: tuple[EffectView, ...]
+    artifacts: tuple[ArtifactView, ...]
+    handoffs: tuple[HandoffView, ...]
+    events: tuple[EventView, ...]  # decision layer first, then the rest, each newest first
