@@ -806,14 +806,20 @@ def _verify_against_run(doc: dict[str, Any], runs_dir: Any, project_dir: Any,
         problems.append(f"the decision does not follow from the evidence: a fresh check says "
                         f"{fresh.decision} ({fresh.reason}){why}")
     recorded = doc.get("fingerprints") if isinstance(doc.get("fingerprints"), dict) else {}
-    for path in sorted(recorded.keys() | fresh.fingerprints.keys()):
-        was, now = recorded.get(path), fresh.fingerprints.get(path)
-        if was is None:
-            problems.append(f"{path}: read by a fresh check but not fingerprinted in the record")
-        elif now is None:
-            problems.append(f"{path}: fingerprinted in the record but not readable now")
-        elif was != now:
-            problems.append(f"{path}: sha256 now {_short(now)}, the record says {_short(was)}")
+    tree, problem = open_run(runs_dir, run)
+    if tree is None:
+        problems.append(f"original run: {problem}")
+    else:
+        with tree:  # every fingerprint re-hashed here, whatever the fresh check reached
+            for path, was in sorted(recorded.items()):
+                r = tree.read(str(path))
+                if not r.ok:
+                    problems.append(r.problem or f"{path}: unreadable")
+                elif r.sha256 != was:
+                    problems.append(f"{path}: sha256 now {_short(r.sha256)}, the record says "
+                                    f"{_short(str(was))}")
+    for path in sorted(fresh.fingerprints.keys() - recorded.keys()):
+        problems.append(f"{path}: read by a fresh check but not fingerprinted in the record")
     rec_inputs = doc.get("inputs")
     if isinstance(rec_inputs, dict):
         for path, was in sorted(rec_inputs.items()):
