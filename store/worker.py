@@ -1,0 +1,220 @@
+"""Agent-side helpers: a lease keeper (heartbeats from a thread) and a one-step loop.
+
+```python
+from store import Ledger
+from store.worker import work_once, StepResult
+
+def draft(inputs, step):
+    step.progress(units_done=1, units_total=3, observation="outline written")
+    return StepResult(output={"text": "..."}, tokens=900)
+
+ledger = Ledger.open("ledger.db")
+while work_once(ledger, "report-001", worker="alice", step=draft) is not None:
+    pass
+```
+
+The step runs on a *copy* of the claim's inputs, so it cannot alter what the ledger handed out.
+A step whose lease was lost (a heartbeat raised ``LeaseLost``, or it ran past ``max_step_s``)
+is never committed: its result is dropped and the outcome says why.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .errors import LeaseLost, WardenError
+from .ledger import Ledger
+from .views import Claim, NodeSpec, Pulse
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What a step returns to be committed."""
+
+    output: Any = None
+    output_ref: str | None = None
+    artifact: tuple[str, bytes] | None = None
+    tokens: int = 0
+    next_nodes: Sequence[NodeSpec] = ()
+    repair: bool = False
+
+
+class StepFailed(Exception):
+    """Raise from a step to fail it with a failure class (default: transient, retryable)."""
+
+    def __init__(self, error: str, failure_class: str = "transient", retryable: bool | None = None,
+                 retry_after_s: float | None = None) -> None:
+        super().__init__(error)
+        self.failure_class = failure_class
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+
+@dataclass
+class Outcome:
+    """How one ``work_once`` ended: committed, failed, lost (lease gone: nothing committed)."""
+
+    claim: Claim
+    status: str  # committed | failed | lost | handoff
+    detail: str = ""
+    result: Any = None
+
+
+class LeaseKeeper:
+    """Heartbeats a claim about every ``lease_s / 3`` from a background thread.
+
+    Progress reported with :meth:`progress` rides on the next heartbeat (or is sent at once with
+    ``now=True``). After ``max_step_s`` the keeper stops extending the lease and marks the step
+    lost: a step that runs away must not keep its node forever. ``lost`` is set on the first
+    ``LeaseLost``; after that the step must not commit.
+    """
+
+    def __init__(self, ledger: Ledger, claim: Claim, *, interval_s: float | None = None,
+                 max_step_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ledger = ledger
+        self.claim = claim
+        self.interval_s = interval_s if interval_s is not None else max(0.05, claim.lease_s / 3.0)
+        self.max_step_s = max_step_s
+        self._clock = clock
+        self._started = clock()
+        self._lock = threading.Lock()
+        self._pending: dict[str, Any] = {}
+        self._tokens = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.lost: str | None = None
+        self.last_pulse: Pulse | None = None
+
+    # the thread -------------------------------------------------------------
+    def start(self) -> "LeaseKeeper":
+        self._thread = threading.Thread(target=self._run, name=f"lease-{self.claim.node_key}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def __enter__(self) -> "LeaseKeeper":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if not self.beat():
+                return
+
+    # one heartbeat --------------------------------------------------------------
+    def beat(self) -> bool:
+        """Send one heartbeat now with what progress has been reported. False once lost."""
+        if self.lost:
+            return False
+        if self.max_step_s is not None and self._clock() - self._started > self.max_step_s:
+            self.lost = f"step ran past its maximum of {self.max_step_s:.0f}s; the lease is left to expire"
+            return False
+        with self._lock:
+            pending, self._pending = self._pending, {}
+            tokens, self._tokens = self._tokens, 0
+        try:
+            self.last_pulse = self.ledger.heartbeat(self.claim, tokens=tokens, **pending)
+        except LeaseLost as e:
+            self.lost = str(e)
+            return False
+        except WardenError as e:  # a transient database problem: retry on the next beat
+            with self._lock:
+                self._tokens += tokens
+                for k, v in pending.items():
+                    self._pending.setdefault(k, v)
+            self.last_error = str(e)
+        return True
+
+    def progress(self, *, units_done: float | None = None, units_total: float | None = None, tokens: int = 0,
+                 observation: str | None = None, now: bool = False) -> bool:
+        """Report progress; it is sent with the next heartbeat (or at once with ``now``).
+
+        Observations are sent at once (each is one data point of the new-information measure).
+        Returns False when the lease is lost: stop working on this step.
+        """
+        with self._lock:
+            if units_done is not None:
+                self._pending["units_done"] = units_done
+            if units_total is not None:
+                self._pending["units_total"] = units_total
+            if observation is not None:
+                self._pending["observation"] = observation
+            self._tokens += int(tokens or 0)
+        if now or observation is not None:
+            return self.beat()
+        return not self.lost
+
+    @property
+    def parked(self) -> bool:
+        return bool(self.last_pulse and self.last_pulse.parked)
+
+
+def work_once(
+    ledger: Ledger,
+    task_id: str | None,
+    worker: str,
+    step: Callable[[dict[str, Any], LeaseKeeper], StepResult | Any],
+    *,
+    lease_s: float = 30.0,
+    max_step_s: float | None = None,
+    kinds: Sequence[str] | None = None,
+    background: bool = True,
+) -> Outcome | None:
+    """Claim one ready node, run ``step(inputs_copy, keeper)``, commit its result.
+
+    Returns None when nothing was claimable. The step may return a :class:`StepResult` (or any
+    JSON value, taken as the output) and may raise :class:`StepFailed`. With ``background`` the
+    keeper heartbeats from a thread; without it only the step's own ``keeper.progress(...,
+    now=True)`` calls heartbeat (deterministic tests).
+    """
+    claim = ledger.claim(task_id, worker, lease_s=lease_s, kinds=kinds)
+    if claim is None:
+        return None
+    keeper = LeaseKeeper(ledger, claim, max_step_s=max_step_s)
+    if background:
+        keeper.start()
+    try:
+        result = step(copy.deepcopy(dict(claim.inputs)), keeper)
+    except StepFailed as e:
+        keeper.stop()
+        if keeper.lost:
+            return Outcome(claim, "lost", keeper.lost)
+        try:
+            ledger.fail(claim, error=str(e), failure_class=e.failure_class, retryable=e.retryable,
+                        retry_after_s=e.retry_after_s)
+        except LeaseLost as lost:
+            return Outcome(claim, "lost", str(lost))
+        return Outcome(claim, "failed", str(e))
+    except Exception as e:
+        keeper.stop()
+        if keeper.lost:
+            return Outcome(claim, "lost", keeper.lost)
+        try:
+            ledger.fail(claim, error=f"{type(e).__name__}: {e}", failure_class="transient")
+        except LeaseLost as lost:
+            return Outcome(claim, "lost", str(lost))
+        return Outcome(claim, "failed", f"{type(e).__name__}: {e}")
+    keeper.stop()
+    if keeper.lost:  # a step whose heartbeat failed must not commit
+        return Outcome(claim, "lost", keeper.lost, result)
+    if not isinstance(result, StepResult):
+        result = StepResult(output=result)
+    try:
+        ledger.commit(claim, output=result.output, output_ref=result.output_ref, artifact=result.artifact,
+                      tokens=result.tokens, next_nodes=result.next_nodes, repair=result.repair)
+    except LeaseLost as e:
+        return Outcome(claim, "lost", str(e), result)
+    return Outcome(claim, "committed", "", result)
+
+
+__all__ = ["LeaseKeeper", "Outcome", "StepFailed", "StepResult", "work_once"]
