@@ -613,3 +613,143 @@ def test_verify_a_symlinked_record_fails(recorded: Path, runs: Path, records: Pa
     (records / "alias").symlink_to(recorded)
     got = verify_record(records, "alias", runs)
     assert got["result"] == "fail" and got["problems"] == ["record alias: alias: symlink, not followed"]
+
+
+# --------------------------------------------------------------------------- ledger-node advice
+# One constructed case per row of ADVICE_TABLE (docs/recovery.md), plus the refusals.
+
+
+def _task(ledger, *, preconditions=None, node_pre=None, deps=False, retryable=False):
+    ledger.create_task("t", title="advice", inputs={"doc": "v1"},
+                       preconditions=preconditions or {})
+    if deps:
+        ledger.add_node("t", "a", kind="tool")
+    ledger.add_node("t", "b", kind="tool", deps=["a"] if deps else [],
+                    preconditions=node_pre, retryable=retryable)
+
+
+def _claim(ledger, key="b"):
+    c = ledger.claim("t", worker="w1", lease_s=30)
+    assert c is not None and c.node_key == key
+    return c
+
+
+def _sql(ledger, sql, *params):
+    ledger.db.execute_sql(sql, list(params))
+
+
+def test_advice_row_effect_unconfirmed_beats_a_safe_failure_class(ledger) -> None:
+    _task(ledger)
+    c = _claim(ledger)
+    ledger.intend_effect(c, "pr:repo/fix:create", compensation="close the PR")
+    ledger.fail(c, error="socket closed", failure_class="transient")
+    a = rv.advise(ledger, "t", "b")
+    assert (a.recommendation, a.reason) == ("needs_human", "effect_unconfirmed")
+    assert a.evidence[0].startswith("may have happened: check the outside system")
+    assert "effect pr:repo/fix:create: intended; compensation: close the PR" in a.evidence
+
+
+def test_advice_row_blocked_on_a_handoff(ledger) -> None:
+    _task(ledger)
+    c = _claim(ledger)
+    hid = ledger.request_human(c, kind="confirm", question="Open the PR?",
+                               options=[{"id": "yes"}, {"id": "no"}])
+    a = rv.advise(ledger, "t", "b")
+    assert (a.situation, a.recommendation, a.reason) == ("blocked", "needs_human", "awaiting_human")
+    assert f"handoff {hid} open (confirm): Open the PR?" in a.evidence
+
+
+def test_advice_row_out_of_scope(ledger) -> None:
+    _task(ledger, preconditions={"scope": "core"}, node_pre={"scope": ["docs", "extras"]})
+    ledger.fail(_claim(ledger), error="x", failure_class="transient")
+    a = rv.advise(ledger, "t", "b")
+    assert (a.recommendation, a.reason) == ("abandon", "out_of_scope")
+    assert any('scope: node needs ["docs", "extras"], task now "core"' in e for e in a.evidence)
+
+
+@pytest.mark.parametrize("failure_class, recommendation, reason", [
+    ("irreversible_write", "needs_human", "irreversible_write"),
+    ("spec", "needs_human", "spec_problem"),
+    ("conclusion", "rewind", "conclusion_rejected"),
+    ("transient", "retry", "safe_to_retry"),
+    ("idempotent_write", "retry", "safe_to_retry"),
+])
+def test_advice_rows_by_failure_class(ledger, failure_class, recommendation, reason) -> None:
+    _task(ledger)
+    ledger.fail(_claim(ledger), error="it broke", failure_class=failure_class)
+    a = rv.advise(ledger, "t", "b")
+    assert (a.situation, a.recommendation, a.reason) == ("failed", recommendation, reason)
+    assert a.target == "b"
+    assert f"failure_class {failure_class}; error: it broke; marked not retryable" in a.evidence
+    assert any(e.startswith("inputs unchanged since it ran") for e in a.evidence)
+
+
+def test_advice_row_inputs_changed(ledger) -> None:
+    _task(ledger, deps=True)
+    ca = _claim(ledger, "a")
+    ledger.commit(ca, output={"facts": 1})
+    ledger.fail(_claim(ledger, "b"), error="x", failure_class="transient")
+    assert rv.advise(ledger, "t", "b").reason == "safe_to_retry"
+    # stands in for an operator rewind of a and a new commit with a different output
+    _sql(ledger, "UPDATE node SET output_digest = ? WHERE task_id = ? AND key = ?",
+         "f" * 64, "t", "a")
+    a = rv.advise(ledger, "t", "b")
+    assert (a.recommendation, a.reason) == ("rewind", "inputs_changed")
+    assert any(e.startswith("inputs changed since it ran: input digest") for e in a.evidence)
+
+
+def test_advice_row_orphaned(ledger, clock) -> None:
+    _task(ledger)
+    _claim(ledger)
+    with pytest.raises(Refused, match="live lease held by w1 for 30s more"):
+        rv.advise(ledger, "t", "b")
+    clock.advance(30)  # lease_until <= now is expired
+    a = rv.advise(ledger, "t", "b")
+    assert (a.situation, a.recommendation, a.reason) == ("orphaned", "retry", "orphaned")
+    assert any("lease held by w1 expired at 2027-01-15T08:00:30.000Z (0s ago)" in e
+               for e in a.evidence)
+
+
+def test_advice_row_unclassified_failure(ledger) -> None:
+    _task(ledger)
+    ledger.fail(_claim(ledger), error="?", failure_class="transient")
+    _sql(ledger, "UPDATE node SET failure_class = NULL WHERE task_id = ? AND key = ?", "t", "b")
+    a = rv.advise(ledger, "t", "b")
+    assert (a.recommendation, a.reason) == ("needs_human", "failure_unclassified")
+
+
+def test_every_advice_row_has_a_case() -> None:
+    reasons = {r for _, _, r in rv.ADVICE_TABLE}
+    assert reasons == {"effect_unconfirmed", "awaiting_human", "out_of_scope",
+                       "irreversible_write", "spec_problem", "inputs_changed",
+                       "conclusion_rejected", "safe_to_retry", "orphaned",
+                       "failure_unclassified"}
+
+
+def test_advice_refuses_nodes_with_nothing_to_recover(ledger) -> None:
+    _task(ledger)
+    with pytest.raises(Refused, match="t/b is pending"):
+        rv.advise(ledger, "t", "b")
+    ledger.commit(_claim(ledger), output={"ok": True})
+    with pytest.raises(Refused, match="t/b is succeeded"):
+        rv.advise(ledger, "t", "b")
+    with pytest.raises(NotFound):
+        rv.advise(ledger, "t", "nope")
+
+
+def test_input_digest_formula_matches_the_ledger(ledger) -> None:
+    """advise() recomputes the claim-time input digest; a change of formula must show here."""
+    _task(ledger, deps=True)
+    ledger.commit(_claim(ledger, "a"), output={"facts": 1})
+    _claim(ledger, "b")
+    b, (a,) = ledger.node("t", "b"), ledger.nodes("t", ["a"])
+    assert b.input_digest == rv.current_input_digest(ledger.task("t").inputs,
+                                                     {"a": a.output_digest})
+
+
+def test_advice_json_shape(ledger) -> None:
+    _task(ledger)
+    ledger.fail(_claim(ledger), error="x", failure_class="transient")
+    j = rv.advise(ledger, "t", "b").to_json()
+    assert j.keys() >= {"task_id", "node", "status", "recommendation", "reason", "evidence"}
+    json.dumps(j)
