@@ -1,0 +1,145 @@
+"""Opening ledgers: schema versions, migrate, read-only, corrupt and foreign files."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from console.cli import main as warden
+from store import Ledger, LedgerUnavailable, ReadOnly, SchemaMismatch
+from store import schema
+
+
+def set_version(path: str, v: int) -> None:
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(v),))
+    con.commit()
+    con.close()
+
+
+def make(path: str) -> None:
+    led = Ledger.open(path)
+    led.create_task("t")
+    led.add_node("t", "a")
+    led.close()
+
+
+def test_a_newer_schema_is_refused_naming_both_versions(ledger_path, capsys):
+    make(ledger_path)
+    set_version(ledger_path, schema.SCHEMA_VERSION + 5)
+    with pytest.raises(SchemaMismatch) as e:
+        Ledger.open(ledger_path)
+    msg = str(e.value)
+    assert f"schema {schema.SCHEMA_VERSION + 5}" in msg and f"schema {schema.SCHEMA_VERSION}" in msg
+    assert warden(["status", "--ledger", ledger_path]) == 1
+    err = capsys.readouterr().err
+    assert "newer Warden" in err and len(err.strip().splitlines()) == 1
+    assert warden(["migrate", "--ledger", ledger_path]) == 1  # migrate refuses too
+
+
+def test_an_older_schema_asks_for_migrate_and_migrate_upgrades(ledger_path, monkeypatch, capsys):
+    make(ledger_path)
+    # Pretend this Warden is one schema ahead with one registered migration step.
+    calls = []
+
+    def step(db):
+        calls.append(db.transaction_depth())
+        db.execute_sql("ALTER TABLE task ADD COLUMN owner TEXT")
+
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION + 1)
+    monkeypatch.setitem(schema.MIGRATIONS, schema.SCHEMA_VERSION - 1, step)
+    with pytest.raises(SchemaMismatch, match="warden migrate"):
+        Ledger.open(ledger_path)
+    assert warden(["status", "--ledger", ledger_path]) == 1
+    assert "warden migrate" in capsys.readouterr().err
+    assert warden(["migrate", "--ledger", ledger_path]) == 0
+    assert "migrated schema" in capsys.readouterr().out
+    assert calls == [1]  # ran inside the one write transaction
+    led = Ledger.open(ledger_path)
+    assert led.task("t").task_id == "t"
+    led.close()
+    con = sqlite3.connect(ledger_path)
+    assert "owner" in [r[1] for r in con.execute("PRAGMA table_info(task)")]
+    con.close()
+    assert warden(["migrate", "--ledger", ledger_path]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+def test_read_only_refuses_every_write(ledger_path):
+    make(ledger_path)
+    ro = Ledger.open(ledger_path, read_only=True)
+    assert ro.task("t").task_id == "t"
+    with pytest.raises(ReadOnly, match="read-only"):
+        ro.create_task("u")
+    with pytest.raises(ReadOnly):
+        ro.claim("t", "w")
+    with pytest.raises(ReadOnly):
+        ro.add_node("t", "b")
+    ro.close()
+    rw = Ledger.open(ledger_path)
+    assert [n.key for n in rw.graph("t").nodes] == ["a"] and rw.node("t", "a").status == "pending"
+    rw.close()
+
+
+def test_read_only_refuses_even_a_raw_write(ledger_path):
+    make(ledger_path)
+    ro = Ledger.open(ledger_path, read_only=True)
+    with pytest.raises(Exception, match="readonly|read-only|query_only"):
+        ro.db.execute_sql("UPDATE task SET title = 'x'")
+    ro.close()
+
+
+def test_a_corrupt_file_gives_one_clear_line(tmp_path, capsys):
+    bad = tmp_path / "ledger.db"
+    bad.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(LedgerUnavailable):
+        Ledger.open(str(bad))
+    assert warden(["status", "--ledger", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert bad.read_bytes() == b"this is not a database at all" * 100
+
+
+def test_a_foreign_sqlite_database_is_not_a_ledger(tmp_path, capsys):
+    other = tmp_path / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE users (id INTEGER)")
+    con.commit()
+    con.close()
+    assert warden(["graph", "x", "--ledger", str(other)]) == 1
+    assert "not a Warden ledger" in capsys.readouterr().err
+
+
+def test_a_missing_ledger_is_not_created_by_the_cli(tmp_path, capsys):
+    missing = tmp_path / "typo.db"
+    for argv in (["status"], ["graph", "t"], ["events"], ["migrate"], ["export", "t", "--output", "x"]):
+        assert warden([*argv, "--ledger", str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert "warden demo" in err
+    assert not missing.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_symlinked_ledger_is_refused(tmp_path, ledger_path):
+    make(ledger_path)
+    link = tmp_path / "link.db"
+    link.symlink_to(ledger_path)
+    with pytest.raises(LedgerUnavailable, match="symbolic link"):
+        Ledger.open(str(link))
+
+
+def test_sqlite_urls(tmp_path):
+    p = tmp_path / "u.db"
+    led = Ledger.open(f"sqlite:///{p}")
+    led.create_task("t")
+    led.close()
+    assert Ledger.open(str(p), create=False).task("t").task_id == "t"
+    with pytest.raises(LedgerUnavailable, match="scheme"):
+        Ledger.open("mysql://x/y")
+
+
+def test_usage_errors_exit_2(capsys):
+    assert warden(["graph"]) == 2
+    assert warden(["nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
