@@ -573,6 +573,8 @@ class Ledger:
             return "the task was aborted"
         if row["status"] == "parked":
             return "the node was parked by an operator"
+        if row["status"] == "abandoned":
+            return "the node was abandoned by an operator (out of scope)"
         if row["status"] == "running" and row["lease_token"] is not None:
             return f"reclaimed after expiry (now attempt {row['attempt']} by {row['lease_owner']})"
         if row["status"] == "pending" and row["attempt"] >= claim.attempt:
