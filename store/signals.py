@@ -1,9 +1,37 @@
-"""Stall signals and budget gates. (Issue 4 replaces this first cut.)"""
+"""Stall signals and budget gates, each with the evidence that fired it.
+
+Per running node: ``no_new_info``, ``repeating``, ``heartbeat_stale``, ``orphaned``,
+``no_progress``, ``overdue``, ``cost_density``. Per task: ``budget_soft``, ``budget_hard``,
+``budget_stop``, ``handoff_waiting`` (one per open handoff, on its node), ``park_expired`` (the
+task, or a parked node, past its ``until``). A parked task raises no node signal at all (stall
+and timeout signals are suppressed while it waits); parked and blocked nodes are not running, so
+they raise none either; resuming restores them because nothing is stored — every signal is
+computed from the ledger as it is now.
+
+The thresholds live in :class:`Thresholds` (defaults documented there and in
+``docs/estimates.md``). The pure functions :func:`node_signals` and :func:`task_signals` take
+plain values, so the one-shot readers below (``warden status`` / ``warden graph``) and the
+incremental :class:`store.analysis.TaskAnalysis` (the console) compute exactly the same thing.
+
+Reading is bounded: the last ``observations_per_node`` observations of every running node in one
+statement (a ``UNION ALL`` of per-node ``ORDER BY id DESC LIMIT n`` arms on the (node, id) index),
+and the newest ``heartbeats_per_node × running`` heartbeat events of the task in one statement.
+"""
 
 from __future__ import annotations
 
+import json
+import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable, Mapping, Sequence
+
+from . import budget as budget_mod
+from .clock import iso
+from .estimates import DurationHistory, quantile
+
+SEVERITIES = ("info", "warn", "alarm")
+STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
+TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired")
 
 
 @dataclass(frozen=True)
@@ -16,5 +44,326 @@ class Signal:
     evidence: str
 
 
-def signals_for_graph(ledger: Any, graph: Any) -> list[Signal]:
-    return []
+@dataclass(frozen=True)
+class Thresholds:
+    """Every threshold in one place. Defaults and their reasons are in docs/estimates.md."""
+
+    no_new_info_observations: int = 5  # the last 5 observations added 0 new lines → alarm
+    repeating_observations: int = 3  # 3 consecutive identical digests → alarm
+    heartbeat_stale_factor: float = 3.0  # silent for > 3 × the node's usual heartbeat interval …
+    heartbeat_stale_min_s: float = 10.0  # … but at least 10 s …
+    heartbeat_stale_lease_fraction: float = 0.5  # … and at most half the lease (then it is orphaned at expiry)
+    no_progress_heartbeats: int = 8  # units_done the same over the last 8 heartbeats …
+    no_progress_min_s: float = 300.0  # … spanning at least 5 minutes → warn
+    overdue_margin: float = 0.5  # running longer than 1.5 × its kind's P80 → warn
+    overdue_min_samples: int = 5  # … when the kind has at least 5 durations
+    overdue_estimate_factor: float = 2.0  # without history: longer than 2 × est_wall_s → info
+    cost_density_factor: float = 5.0  # tokens per unit over 5 × the task's norm → warn
+    cost_density_min_nodes: int = 5  # the norm needs 5 succeeded nodes that reported units
+    cost_density_min_tokens: int = 2_000  # and the node has spent at least this much
+    handoff_warn_s: float = 3600.0  # an open handoff is info, warn after an hour
+    observations_per_node: int = 10  # read bound per running node
+    heartbeats_per_node: int = 12  # read bound (times the running count) for heartbeat events
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+@dataclass(frozen=True)
+class Obs:
+    at: float
+    attempt: int
+    digest: str
+    new_units: int
+
+
+@dataclass(frozen=True)
+class Beat:
+    at: float
+    units_done: float | None
+
+
+# ---------------------------------------------------------------------- formatting
+def dur(seconds: float) -> str:
+    s = int(round(max(0.0, seconds)))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s" if m < 10 and s else f"{m}m"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
+
+
+def _units(v: float | None) -> str:
+    if v is None:
+        return "?"
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def _one_line(text: str, cap: int = 60) -> str:
+    t = " ".join(str(text).split())
+    return t if len(t) <= cap else t[: cap - 1] + "…"
+
+
+# ---------------------------------------------------------------------- per node (pure)
+def node_signals(
+    task_id: str,
+    node: Any,
+    observations: Sequence[Obs],
+    heartbeats: Sequence[Beat],
+    now: float,
+    *,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    kind_p80: tuple[float | None, int] = (None, 0),
+    token_norm: float | None = None,
+    task_status: str = "active",
+) -> list[Signal]:
+    """Signals of one node (a NodeView-like object). Observations and heartbeats oldest first;
+    only those of the current attempt count. Nothing for a node that is not running or whose task
+    is parked."""
+    th = thresholds
+    if node.status != "running" or task_status == "parked":
+        return []
+    out: list[Signal] = []
+    key = node.key
+    claimed = node.claimed_at
+    obs = [o for o in observations if o.attempt == node.attempt]
+    beats = [b for b in heartbeats if claimed is None or b.at >= claimed]
+
+    # orphaned / heartbeat_stale
+    if node.lease_until is not None and node.lease_until <= now:
+        out.append(Signal("orphaned", task_id, key, node.lease_until, "alarm",
+                          f"lease of {_one_line(node.lease_owner or '?', 40)} expired {dur(now - node.lease_until)} ago; "
+                          "nobody reclaimed it"))
+    elif node.heartbeat_at is not None and node.lease_until is not None:
+        lease_s = max(0.0, node.lease_until - node.heartbeat_at)
+        gaps = [b.at - a.at for a, b in zip(beats, beats[1:]) if b.at > a.at]
+        interval = statistics.median(gaps) if gaps else lease_s / 3
+        limit = min(max(th.heartbeat_stale_factor * interval, th.heartbeat_stale_min_s),
+                    th.heartbeat_stale_lease_fraction * lease_s)
+        silent = now - node.heartbeat_at
+        if silent > limit and limit > 0:
+            out.append(Signal("heartbeat_stale", task_id, key, node.heartbeat_at, "warn",
+                              f"no heartbeat for {dur(silent)} (usual interval {dur(interval)}); "
+                              f"lease ends in {dur(node.lease_until - now)}"))
+
+    # no_new_info: the last N observations added nothing new
+    n = th.no_new_info_observations
+    if n > 0 and len(obs) >= n and all(o.new_units == 0 for o in obs[-n:]):
+        i = len(obs) - n
+        while i > 0 and obs[i - 1].new_units == 0:
+            i -= 1
+        out.append(Signal("no_new_info", task_id, key, obs[i].at, "alarm",
+                          f"last {len(obs) - i} observations added 0 new lines"))
+
+    # repeating: the same observation again and again
+    r = th.repeating_observations
+    if r > 1 and len(obs) >= r:
+        last = obs[-1].digest
+        i = len(obs) - 1
+        while i > 0 and obs[i - 1].digest == last:
+            i -= 1
+        run = len(obs) - i
+        if run >= r:
+            out.append(Signal("repeating", task_id, key, obs[i].at, "alarm",
+                              f"the same observation {run} times in a row (digest {last[:8]})"))
+
+    # no_progress: units_done unchanged over the last K heartbeats spanning T seconds
+    k = th.no_progress_heartbeats
+    reported = [b for b in beats if b.units_done is not None]
+    if k > 0 and len(reported) >= k:
+        tail = reported[-k:]
+        value = tail[-1].units_done
+        if all(b.units_done == value for b in tail) and now - tail[0].at >= th.no_progress_min_s:
+            i = len(reported) - k
+            while i > 0 and reported[i - 1].units_done == value:
+                i -= 1
+            total = f"/{_units(node.units_total)}" if node.units_total else ""
+            out.append(Signal("no_progress", task_id, key, reported[i].at, "warn",
+                              f"units_done {_units(value)}{total} unchanged over the last {len(reported) - i} "
+                              f"heartbeats ({dur(now - reported[i].at)})"))
+
+    # overdue: past its kind's P80 by a margin (or far past est_wall_s without history)
+    if claimed is not None:
+        elapsed = now - claimed
+        p80, samples = kind_p80
+        if p80 is not None and samples >= th.overdue_min_samples:
+            limit = (1 + th.overdue_margin) * p80
+            if elapsed > limit:
+                out.append(Signal("overdue", task_id, key, claimed + limit, "warn",
+                                  f"running {dur(elapsed)}, past {1 + th.overdue_margin:g} × its kind's P80 "
+                                  f"({dur(p80)}, {samples} samples)"))
+        elif node.est_wall_s:
+            limit = th.overdue_estimate_factor * node.est_wall_s
+            if elapsed > limit:
+                out.append(Signal("overdue", task_id, key, claimed + limit, "info",
+                                  f"running {dur(elapsed)}, past {th.overdue_estimate_factor:g} × its estimate "
+                                  f"({dur(node.est_wall_s)}; no history)"))
+
+    # cost_density: tokens per unit of progress far above the task's norm
+    if token_norm and node.tokens_used >= th.cost_density_min_tokens:
+        units = float(node.units_done or 0)
+        density = node.tokens_used / max(units, 1.0)
+        if density > th.cost_density_factor * token_norm:
+            out.append(Signal("cost_density", task_id, key, node.heartbeat_at, "warn",
+                              f"{node.tokens_used:,} tokens for {_units(units)} units: {density / token_norm:.1f}× "
+                              f"the task's norm ({token_norm:,.0f} tokens/unit)"))
+    return out
+
+
+# ---------------------------------------------------------------------- per task (pure)
+def task_signals(task: Any, handoffs: Iterable[Any], now: float, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+                 parked_nodes: Iterable[Any] = ()) -> list[Signal]:
+    """Budget gates, open handoffs with their age, parks past their ``until``."""
+    th = thresholds
+    out: list[Signal] = []
+    tid = task.task_id
+    if task.status in ("active", "parked"):
+        ratio_t = task.tokens_used / task.token_cap if task.token_cap else 0.0
+        ratio_w = task.wall_used_s / task.wall_cap_s if task.wall_cap_s else 0.0
+        ratio = budget_mod.usage_ratio(task.tokens_used, task.token_cap, task.wall_used_s, task.wall_cap_s)
+        gate = budget_mod.gate(ratio, task.soft_ratio)
+        if gate != "ok":
+            sev = {"soft": "info", "hard": "warn", "stop": "alarm"}[gate]
+            what = {"soft": "agents should economise", "hard": "only closing (always_admit) nodes are claimable",
+                    "stop": "nothing is claimable"}[gate]
+            if ratio_w >= ratio_t and task.wall_cap_s and task.started_at is not None:
+                threshold = {"soft": task.soft_ratio, "hard": budget_mod.HARD_RATIO, "stop": budget_mod.STOP_RATIO}[gate]
+                since = task.started_at + threshold * task.wall_cap_s
+                used = f"wall clock {dur(task.wall_used_s)} of {dur(task.wall_cap_s)}"
+            else:
+                since = None
+                used = f"tokens {task.tokens_used:,} of {task.token_cap:,}"
+            out.append(Signal(f"budget_{gate}", tid, None, since, sev, f"{used} ({ratio * 100:.0f} %): {what}"))
+    if task.status in ("active", "parked"):
+        for h in handoffs:
+            if h.status != "open":
+                continue
+            age = now - h.opened_at
+            sev = "warn" if age > th.handoff_warn_s else "info"
+            out.append(Signal("handoff_waiting", tid, h.node, h.opened_at, sev,
+                              f"{h.kind} handoff {h.id} open for {dur(age)}: {_one_line(h.question)}"))
+    if task.status == "parked" and task.park_until is not None and task.park_until <= now:
+        out.append(Signal("park_expired", tid, None, task.park_until, "warn",
+                          f"parked past its until ({iso(task.park_until)}, {dur(now - task.park_until)} ago): "
+                          "re-confirm the park or resume"))
+    for n in parked_nodes:
+        if n.status == "parked" and n.park_until is not None and n.park_until <= now:
+            out.append(Signal("park_expired", tid, n.key, n.park_until, "warn",
+                              f"node parked past its until ({iso(n.park_until)}, {dur(now - n.park_until)} ago): "
+                              "re-confirm the park or resume"))
+    return out
+
+
+def sort_signals(signals: Iterable[Signal]) -> list[Signal]:
+    order = {"alarm": 0, "warn": 1, "info": 2}
+    return sorted(signals, key=lambda s: (order.get(s.severity, 3), s.node or "", s.kind))
+
+
+# ---------------------------------------------------------------------- reading the ledger (bounded)
+def read_observations(ledger: Any, node_ids: Sequence[int], per_node: int) -> dict[int, list[Obs]]:
+    """The last ``per_node`` observations of each node, oldest first: one statement per 200 nodes."""
+    out: dict[int, list[Obs]] = {}
+    if not node_ids or per_node <= 0:
+        return out
+    ph = ledger.db.param
+    ids = list(dict.fromkeys(node_ids))
+    for i in range(0, len(ids), 200):
+        chunk = ids[i:i + 200]
+        arm = (f"SELECT * FROM (SELECT node_id, id, at, attempt, digest, new_units FROM observation "
+               f"WHERE node_id = {ph} ORDER BY id DESC LIMIT {int(per_node)}) AS o")
+        sql = " UNION ALL ".join(arm for _ in chunk)
+        for node_id, _id, at, attempt, digest, new_units in sorted(ledger.db.execute_sql(sql, chunk).fetchall(),
+                                                                      key=lambda r: r[1]):
+            out.setdefault(node_id, []).append(Obs(at, attempt, digest, new_units))
+    return out
+
+
+def read_heartbeats(ledger: Any, task_id: str, keys: Sequence[str], per_node: int) -> dict[str, list[Beat]]:
+    """Heartbeats of these nodes from the task's newest ``per_node × len(keys)`` heartbeat events."""
+    from .models import Event
+
+    out: dict[str, list[Beat]] = {}
+    if not keys or per_node <= 0:
+        return out
+    want = set(keys)
+    q = (Event.select(Event.node, Event.at, Event.payload)
+         .where((Event.task_id == task_id) & (Event.kind == "node.heartbeat"))
+         .order_by(Event.id.desc()).limit(per_node * len(want)))
+    for node, at, payload in ledger._q(q).tuples():
+        if node in want:
+            p = payload if isinstance(payload, dict) else json.loads(payload or "{}")
+            out.setdefault(node, []).append(Beat(at, p.get("units_done")))
+    for v in out.values():
+        v.reverse()
+    return out
+
+
+def token_norm(ledger: Any, task_id: str, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> float | None:
+    """Tokens per unit over the task's succeeded nodes that reported units (None: too few)."""
+    import peewee as pw
+
+    from .models import Node
+
+    row = ledger._q(Node.select(pw.fn.SUM(Node.tokens_used), pw.fn.SUM(Node.units_done), pw.fn.COUNT(Node.id))
+                    .where((Node.task == task_id) & (Node.status == "succeeded") & (Node.units_done > 0))).tuples().first()
+    if not row or not row[2] or row[2] < thresholds.cost_density_min_nodes or not row[1]:
+        return None
+    return float(row[0] or 0) / float(row[1])
+
+
+def kind_p80s(history: DurationHistory, kinds: Iterable[str]) -> dict[str, tuple[float | None, int]]:
+    return {k: (quantile(history.samples(k), 0.8), history.count(k)) for k in set(kinds)}
+
+
+def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: Sequence[Any], now: float,
+                       thresholds: Thresholds, history: DurationHistory | None) -> list[Signal]:
+    out = task_signals(task, ledger.handoffs(task_id=task.task_id, status="open"), now, thresholds=thresholds,
+                       parked_nodes=parked)
+    if running and task.status != "parked":
+        obs = read_observations(ledger, [n.id for n in running], thresholds.observations_per_node)
+        beats = read_heartbeats(ledger, task.task_id, [n.key for n in running], thresholds.heartbeats_per_node)
+        if history is None:
+            history = DurationHistory()
+        history.load_kinds(ledger, {n.kind for n in running})
+        p80s = kind_p80s(history, [n.kind for n in running])
+        norm = None
+        if any(n.tokens_used >= thresholds.cost_density_min_tokens for n in running):
+            norm = token_norm(ledger, task.task_id, thresholds)
+        for n in running:
+            out.extend(node_signals(task.task_id, n, obs.get(n.id, ()), beats.get(n.key, ()), now,
+                                    thresholds=thresholds, kind_p80=p80s[n.kind], token_norm=norm,
+                                    task_status=task.status))
+    return sort_signals(out)
+
+
+def signals_for_graph(ledger: Any, graph: Any, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+                      history: DurationHistory | None = None, now: float | None = None) -> list[Signal]:
+    """Every signal of a task whose graph is already loaded (``warden graph``)."""
+    now = ledger.now() if now is None else now
+    running = [n for n in graph.nodes if n.status == "running"]
+    parked = [n for n in graph.nodes if n.status == "parked" and n.park_until is not None]
+    return _signals_for_nodes(ledger, graph.task, running, parked, now, thresholds, history)
+
+
+def signals_for_task(ledger: Any, task: Any, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+                     history: DurationHistory | None = None, now: float | None = None) -> list[Signal]:
+    """Every signal of a task without loading its graph (``warden status``): only the running
+    and parked nodes are read (index on task, status)."""
+    now = ledger.now() if now is None else now
+    running: list[Any] = []
+    parked: list[Any] = []
+    counts = task.counts or {}
+    want = [s for s in ("running", "parked") if counts.get(s)]
+    if want and task.status in ("active", "parked"):
+        from .models import Node
+
+        keys = [k for (k,) in ledger._q(Node.select(Node.key).where(
+            (Node.task == task.task_id) & Node.status.in_(want))).tuples()]
+        for n in ledger.nodes(task.task_id, keys):
+            (running if n.status == "running" else parked).append(n)
+    return _signals_for_nodes(ledger, task, running, parked, now, thresholds, history)
