@@ -1,0 +1,14 @@
+"""The console's screens."""
+
+from .error import LedgerErrorScreen
+from .events import EventLogScreen
+from .graph import TaskGraphScreen
+from .help import HelpScreen
+from .lists import HandoffInboxScreen, RunsScreen
+from .node import NodeDetailScreen
+from .tasks import TaskListScreen
+
+__all__ = [
+    "EventLogScreen", "HandoffInboxScreen", "HelpScreen", "LedgerErrorScreen", "NodeDetailScreen",
+    "RunsScreen", "TaskGraphScreen", "TaskListScreen",
+]

@@ -1,0 +1,564 @@
+"""The Warden console: a Textual app that tails the ledger.
+
+Data flow (one way): ``store.feed`` wake-ups → an async worker reads the journal after the cursor
+and exactly the nodes / tasks the new events name, in worker threads → merges them into a pending
+delta and posts a coalescing ``LedgerChanged`` → the UI-thread handler applies the delta to the view
+model (``console.model``) and repaints only the rows on screen. A keypress never waits on the
+database. The graph is loaded once when opened (in the same snapshot as the journal id it
+reflects) and patched node by node afterwards; it is never re-queried per change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from textual import on, work
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import Worker, WorkerState
+
+from store.errors import LedgerUnavailable, NotFound, WardenError
+from store.feed import Feed, graph_at, tail_at
+from store.views import EventView, GraphView, NodeDetail, NodeView, TaskView
+
+from .commands import WardenCommands
+from .messages import AnalysisReady, LedgerChanged, LedgerStatus, Loaded
+from .model import EventLogModel, GraphModel, TaskListModel
+from .screens import (
+    EventLogScreen,
+    HandoffInboxScreen,
+    HelpScreen,
+    LedgerErrorScreen,
+    NodeDetailScreen,
+    RunsScreen,
+    TaskGraphScreen,
+    TaskListScreen,
+)
+from .screens.base import WardenScreen
+from .text import safe_line
+
+TASK_REFRESH_S = 0.25  # task rows (counts) refresh at most this often during a burst
+ANALYSIS_EVERY_S = 5.0  # estimates and signals: recomputed off the UI thread at most this often
+ANALYSIS_MAX_NODES = 20000  # task-list estimates for bigger tasks only when their graph is open
+EVENT_TAIL = 2000
+
+ACTIONS = {
+    "park": "park", "resume": "resume", "narrow": "narrow", "rewind": "rewind", "abort": "abort",
+    "recover": "recovery advice",
+}
+
+
+@dataclass
+class Pending:
+    """What the feed worker has read and the UI has not applied yet."""
+
+    events: list[EventView] = field(default_factory=list)
+    nodes: dict[tuple[str, str], NodeView] = field(default_factory=dict)
+    tasks: dict[str, TaskView] = field(default_factory=dict)
+    graph: tuple[GraphView, int] | None = None
+    detail: NodeDetail | None = None
+    all_tasks: list[TaskView] | None = None
+    tail: list[EventView] | None = None
+    missing_graph: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.events or self.nodes or self.tasks or self.graph or self.detail
+                    or self.all_tasks is not None or self.missing_graph)
+
+
+@dataclass
+class Step:
+    cursor: int
+    more: bool = False
+    events: list[EventView] = field(default_factory=list)
+    nodes: list[NodeView] = field(default_factory=list)
+    tasks: list[TaskView] = field(default_factory=list)
+    graph: tuple[GraphView, int] | None = None
+    detail: NodeDetail | None = None
+    missing_graph: str | None = None
+
+
+class WardenApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "warden"
+    COMMANDS = App.COMMANDS | {WardenCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("e", "events", "Events", id="events"),
+        Binding("h", "handoffs", "Handoffs", id="handoffs"),
+        Binding("g", "runs", "Runs", id="runs"),
+        Binding("p", "operator('park')", "Park", id="park", show=False),
+        Binding("u", "operator('resume')", "Resume", id="resume", show=False),
+        Binding("n", "operator('narrow')", "Narrow", id="narrow", show=False),
+        Binding("r", "operator('rewind')", "Rewind", id="rewind", show=False),
+        Binding("a", "operator('abort')", "Abort", id="abort", show=False),
+        Binding("R", "operator('recover')", "Recovery advice", id="recover", show=False),
+    ]
+
+    def __init__(
+        self,
+        ledger_target: str,
+        runs_dir: str = "runs",
+        *,
+        read_only: bool = False,
+        operator: str = "",
+        project: str | None = None,
+        records: str | None = None,
+        clock: Callable[[], float] | None = None,
+        fallback_poll_s: float = 2.0,
+        analysis: bool = True,
+    ) -> None:
+        super().__init__()
+        self.ledger_target = ledger_target
+        self.runs_dir = runs_dir
+        self.read_only = read_only
+        self.operator = operator
+        self.project = project
+        self.records = records
+        self.clock = clock or time.time
+        self.analysis_enabled = analysis
+        self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s)
+        self.tasks_model = TaskListModel(self.now)
+        self.events_model = EventLogModel()
+        self.graph_model: GraphModel | None = None
+        self.detail: NodeDetail | None = None
+        self.loaded = False
+        self.live = True
+        self.unavailable: str | None = None
+        self.failed: str | None = None
+        self.cursor = 0
+        self._pending = Pending()
+        self._requests: list[tuple[str, Any]] = []
+        self._kick: asyncio.Event | None = None
+        self._graph_task: str | None = None
+        self._detail_key: tuple[str, str] | None = None
+        self._analysis_dirty: set[str] = set()
+        self._analysed_once: set[str] = set()
+        # Instrumentation (tests and the benchmark): UI time spent applying deltas.
+        self.applied_changes = 0
+        self.apply_seconds = 0.0
+        self.paint_probe: Callable[[list[EventView]], None] | None = None
+        self.load_probe: Callable[[], None] | None = None
+
+    def now(self) -> float:
+        return float(self.clock())
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_mount(self) -> None:
+        self.push_screen(TaskListScreen())
+        self.follow_ledger()
+        self.set_timer(1.0, self._tick)
+        if self.analysis_enabled:
+            self.set_timer(ANALYSIS_EVERY_S, self._analysis_timer)
+
+    def _tick(self) -> None:
+        """Once a second: time-based figures (lease countdowns, ages) on the visible rows only."""
+        screen = self.screen
+        if isinstance(screen, WardenScreen) and self.loaded:
+            screen.tick()
+        self.set_timer(1.0, self._tick)  # re-armed after the work, so ticks never pile up
+
+    def _analysis_timer(self) -> None:
+        if self._analysis_dirty and self.loaded and not self.unavailable:
+            self.run_analysis()
+        self.set_timer(ANALYSIS_EVERY_S, self._analysis_timer)
+
+    # ------------------------------------------------------------------ the feed
+    def request(self, kind: str, arg: Any) -> None:
+        self._requests.append((kind, arg))
+        if self._kick is not None:
+            self._kick.set()
+
+    @work(exclusive=True, group="feed", exit_on_error=False)
+    async def follow_ledger(self) -> None:
+        feed = self.feed
+        kick = self._kick = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        async def pump() -> None:
+            async for _ in feed.wakeups():
+                kick.set()
+
+        pump_task: asyncio.Future | None = None
+        cursor: int | None = None
+        dirty: set[str] = set()
+        last_tasks = 0.0
+        retry_armed = False
+        try:
+            while True:
+                more = False
+                try:
+                    if cursor is None:
+                        tasks, tail, cursor = await asyncio.to_thread(self._read_initial)
+                        self._pending.all_tasks = tasks
+                        self._pending.tail = tail
+                        self.live = feed.live
+                        dirty.clear()
+                        if self._graph_task:
+                            self._requests.append(("graph", self._graph_task))
+                        if self._detail_key:
+                            self._requests.append(("detail", self._detail_key))
+                        self.post_message(LedgerStatus(None))
+                        self.post_message(LedgerChanged())
+                        if pump_task is None:
+                            pump_task = asyncio.ensure_future(pump())
+                    elif await asyncio.to_thread(feed.check):
+                        cursor = None  # the file was replaced: reload everything
+                        continue
+                    requests, self._requests = self._requests, []
+                    due = time.monotonic() - last_tasks >= TASK_REFRESH_S
+                    refresh = set(dirty) if due else set()
+                    step = await asyncio.to_thread(
+                        self._read_step, cursor, self._graph_task, self._detail_key, requests, refresh)
+                    if refresh:
+                        dirty -= refresh
+                        last_tasks = time.monotonic()
+                    cursor = step.cursor
+                    self.cursor = cursor
+                    more = step.more
+                    for e in step.events:
+                        if e.task_id is not None:
+                            dirty.add(e.task_id)
+                            self._analysis_dirty.add(e.task_id)
+                    if self._merge(step):
+                        self.post_message(LedgerChanged())
+                    if self.unavailable:
+                        self.post_message(LedgerStatus(None))
+                    if dirty and not retry_armed:
+                        retry_armed = True
+
+                        def rearm() -> None:
+                            nonlocal retry_armed
+                            retry_armed = False
+                            kick.set()
+
+                        loop.call_later(TASK_REFRESH_S, rearm)
+                except WardenError as e:
+                    if not self.loaded:
+                        self.post_message(LedgerStatus(str(e), fatal=True))
+                        return
+                    self.post_message(LedgerStatus(str(e)))
+                    if pump_task is None:
+                        pump_task = asyncio.ensure_future(pump())
+                if more:
+                    continue
+                await kick.wait()
+                kick.clear()
+        finally:
+            if pump_task is not None:
+                pump_task.cancel()
+
+    def _read_initial(self) -> tuple[list[TaskView], list[EventView], int]:
+        self.feed.check()
+        return tail_at(self.feed, EVENT_TAIL)
+
+    def _read_step(self, cursor: int, graph_task: str | None, detail_key: tuple[str, str] | None,
+                   requests: list[tuple[str, Any]], refresh: set[str]) -> Step:
+        """Worker thread: the journal after the cursor, and exactly the rows it names."""
+        feed = self.feed
+        step = Step(cursor=cursor)
+        want_detail = False
+        for kind, arg in requests:
+            if kind == "graph" and arg == graph_task:
+                try:
+                    step.graph = graph_at(feed, arg)
+                except NotFound:
+                    step.missing_graph = arg
+            elif kind == "detail" and arg == detail_key:
+                want_detail = True
+        delta = feed.since(cursor)
+        step.cursor, step.more, step.events = delta.cursor, delta.more, list(delta.events)
+        if graph_task and step.events:
+            keys = delta.node_keys(graph_task)
+            if keys:
+                step.nodes = feed.read(lambda ledger: ledger.nodes(graph_task, sorted(keys)))
+        if detail_key is not None and (want_detail or detail_key[1] in delta.node_keys(detail_key[0])):
+            try:
+                step.detail = feed.read(lambda ledger: ledger.node_detail(*detail_key))
+            except NotFound:
+                pass
+        for tid in sorted(refresh):
+            try:
+                step.tasks.append(feed.read(lambda ledger: ledger.task(tid)))
+            except NotFound:
+                pass
+        return step
+
+    def _merge(self, step: Step) -> bool:
+        p = self._pending
+        p.events.extend(step.events)
+        for n in step.nodes:
+            p.nodes[(n.task_id, n.key)] = n
+        for t in step.tasks:
+            p.tasks[t.task_id] = t
+        if step.graph is not None:
+            p.graph = step.graph
+            # nodes read before this graph snapshot are older than it
+            p.nodes = {k: v for k, v in p.nodes.items() if k[0] != step.graph[0].task.task_id}
+        if step.detail is not None:
+            p.detail = step.detail
+        if step.missing_graph:
+            p.missing_graph = step.missing_graph
+        return bool(p)
+
+    # ------------------------------------------------------------------ applying deltas (UI thread)
+    def _screens(self, kind: type) -> list[Any]:
+        return [s for s in self.screen_stack if isinstance(s, kind)]
+
+    @on(LedgerChanged)
+    def apply_pending(self) -> None:
+        t0 = time.perf_counter()
+        p, self._pending = self._pending, Pending()
+        if p.all_tasks is not None:
+            self.tasks_model.load(p.all_tasks)
+            for s in self._screens(TaskListScreen):
+                s.data_changed([], True)
+            self._analysis_dirty.update(t.task_id for t in p.all_tasks)
+            first = not self.loaded
+            self.loaded = True
+            if first:
+                if self.load_probe is not None:
+                    self.call_after_refresh(self.load_probe)
+                if self.analysis_enabled:
+                    self.run_analysis()
+        if p.tail is not None:
+            self.events_model.events.clear()
+            self.events_model.extend(p.tail)
+            for s in self._screens(EventLogScreen):
+                s.data_changed(0, True)
+        if p.events:
+            added, reshaped = self.events_model.extend(p.events)
+            if added or reshaped:
+                for s in self._screens(EventLogScreen):
+                    s.data_changed(added, reshaped)
+            if any(e.kind.startswith("handoff.") for e in p.events) and self._screens(HandoffInboxScreen):
+                self.load_handoffs()
+        if p.missing_graph and p.missing_graph == self._graph_task:
+            self.notify(f"task {safe_line(p.missing_graph)} is not in the ledger", severity="error")
+        if p.graph is not None:
+            graph, at = p.graph
+            if graph.task.task_id == self._graph_task:
+                self.graph_model = GraphModel(graph, self.now, loaded_at=at)
+                for s in self._screens(TaskGraphScreen):
+                    if s.task_id == graph.task.task_id:
+                        s.model_ready()
+                self._analysis_dirty.add(graph.task.task_id)
+                if self.analysis_enabled:
+                    self.run_analysis()
+        if p.nodes and self.graph_model is not None:
+            rows, reshaped = self.graph_model.apply(p.nodes.values())
+            for s in self._screens(TaskGraphScreen):
+                if s.task_id == self.graph_model.task_id:
+                    s.data_changed(rows, reshaped)
+        if p.tasks:
+            rows, reshaped = self.tasks_model.update(p.tasks.values())
+            for s in self._screens(TaskListScreen):
+                s.data_changed(rows, reshaped)
+            g = self.graph_model
+            if g is not None and g.task_id in p.tasks:
+                g.set_task(p.tasks[g.task_id])
+                for s in self._screens(TaskGraphScreen):
+                    s.update_summary()
+        if p.detail is not None and self._detail_key == (p.detail.node.task_id, p.detail.node.key):
+            self.detail = p.detail
+            for s in self._screens(NodeDetailScreen):
+                if (s.task_id, s.key) == self._detail_key:
+                    s.show_detail(p.detail)
+        self.apply_seconds += time.perf_counter() - t0
+        self.applied_changes += len(p.events)
+        if self.paint_probe is not None and p.events:
+            events = p.events
+            self.call_after_refresh(self.paint_probe, events)
+
+    @on(LedgerStatus)
+    def ledger_status(self, msg: LedgerStatus) -> None:
+        if msg.fatal:
+            self.failed = msg.error
+            self.push_screen(LedgerErrorScreen(msg.error or "cannot open the ledger"))
+            return
+        error = safe_line(msg.error) if msg.error else None
+        if error == self.unavailable:
+            return
+        self.unavailable = error
+        for s in self.screen_stack:
+            if isinstance(s, WardenScreen):
+                s.refresh_status()
+
+    def retry_open(self) -> None:
+        if isinstance(self.screen, LedgerErrorScreen):
+            self.pop_screen()
+        self.failed = None
+        self.follow_ledger()
+
+    # ------------------------------------------------------------------ estimates and signals
+    def run_analysis(self) -> None:
+        g = self.graph_model
+        snapshot = g.snapshot() if g is not None else None
+        small = [r.view.task_id for r in self.tasks_model.rows
+                 if r.view.total <= ANALYSIS_MAX_NODES
+                 and (r.view.task_id in self._analysis_dirty or r.view.task_id not in self._analysed_once)]
+        self._analysis_dirty.clear()
+        self._analyse(snapshot, small)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="analysis")
+    def _analyse(self, snapshot: GraphView | None, task_ids: list[str]) -> None:
+        from store import estimates, signals
+        from store.report import signal_json
+
+        def analyse(ledger: Any, graph: GraphView) -> tuple[Any, dict, list]:
+            est = estimates.estimate_graph(ledger, graph)
+            sigs = [signal_json(s) for s in signals.signals_for_graph(ledger, graph)]
+            return est.task.to_json(), {k: e.to_json() for k, e in est.nodes.items()}, sigs
+
+        graph_result = None
+        tasks: dict[str, tuple[Any, list]] = {}
+        if snapshot is not None:
+            eta, node_etas, sigs = self.feed.read(lambda ledger: analyse(ledger, snapshot))
+            graph_result = (snapshot.task.task_id, eta, node_etas, sigs)
+            tasks[snapshot.task.task_id] = (eta, sigs)
+        for tid in task_ids:
+            if tid in tasks:
+                continue
+            try:
+                eta, _, sigs = self.feed.read(lambda ledger: analyse(ledger, ledger.graph(tid)))
+            except NotFound:
+                continue
+            tasks[tid] = (eta, sigs)
+        self.post_message(AnalysisReady(tasks, graph_result))
+
+    @on(AnalysisReady)
+    def analysis_ready(self, msg: AnalysisReady) -> None:
+        changed = []
+        for tid, (eta, sigs) in msg.tasks.items():
+            self._analysed_once.add(tid)
+            pos = self.tasks_model.set_analysis(tid, eta, sigs)
+            if pos is not None:
+                changed.append(pos)
+        for s in self._screens(TaskListScreen):
+            s.data_changed(changed, False)
+        g = self.graph_model
+        if msg.graph is not None and g is not None and msg.graph[0] == g.task_id:
+            _, eta, node_etas, sigs = msg.graph
+            g.set_analysis(eta, node_etas, sigs)
+            for s in self._screens(TaskGraphScreen):
+                s.update_summary()
+                s.row_list.refresh_visible()
+
+    @on(Worker.StateChanged)
+    def worker_failed(self, event: Worker.StateChanged) -> None:
+        """One place turns worker errors into a notification; the app keeps running."""
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            err = event.worker.error
+            msg = str(err) if isinstance(err, WardenError) else f"{type(err).__name__}: {err}"
+            self.notify(safe_line(msg, limit=300), title="error", severity="error", timeout=8)
+
+    # ------------------------------------------------------------------ navigation
+    def open_graph(self, task_id: str) -> None:
+        if self._graph_task != task_id:
+            self.graph_model = None
+        self._graph_task = task_id
+        self.push_screen(TaskGraphScreen(task_id))
+        self.request("graph", task_id)
+
+    def graph_closed(self, task_id: str) -> None:
+        if self._graph_task == task_id and not any(
+                s.task_id == task_id for s in self._screens(TaskGraphScreen) if s.is_attached):
+            self._graph_task = None
+            self.graph_model = None
+
+    def open_node(self, task_id: str, key: str) -> None:
+        self._detail_key = (task_id, key)
+        if self.detail is not None and (self.detail.node.task_id, self.detail.node.key) != self._detail_key:
+            self.detail = None
+        self.push_screen(NodeDetailScreen(task_id, key))
+        self.request("detail", (task_id, key))
+
+    def pop_screen(self):  # type: ignore[override]
+        screen = self.screen
+        result = super().pop_screen()
+        if isinstance(screen, TaskGraphScreen):
+            if not any(s is not screen and s.task_id == screen.task_id for s in self._screens(TaskGraphScreen)):
+                self._graph_task = None
+                self.graph_model = None
+        elif isinstance(screen, NodeDetailScreen):
+            rest = [s for s in self._screens(NodeDetailScreen) if s is not screen]
+            self._detail_key = (rest[-1].task_id, rest[-1].key) if rest else None
+        return result
+
+    def _push_once(self, kind: type, factory: Callable[[], Any]) -> None:
+        if isinstance(self.screen, kind):
+            return
+        self.push_screen(factory())
+
+    def action_help(self) -> None:
+        self._push_once(HelpScreen, HelpScreen)
+
+    def action_events(self) -> None:
+        self._push_once(EventLogScreen, EventLogScreen)
+
+    def action_handoffs(self) -> None:
+        self._push_once(HandoffInboxScreen, HandoffInboxScreen)
+
+    def action_runs(self) -> None:
+        self._push_once(RunsScreen, RunsScreen)
+
+    def action_operator(self, action: str) -> None:
+        """p/u/n/r/a/R. The dialogs arrive with the operator-actions work; the hook is here."""
+        if self.read_only:
+            self.notify("read-only: actions are disabled", severity="warning")
+            return
+        screen = self.screen
+        task = screen.selected_task() if isinstance(screen, WardenScreen) else None
+        node = screen.selected_node() if isinstance(screen, WardenScreen) else None
+        self.open_action(action, task, node)
+
+    def open_action(self, action: str, task_id: str | None, node_key: str | None) -> None:
+        target = safe_line(node_key or task_id or "nothing selected")
+        self.notify(f"{ACTIONS.get(action, action)} ({target}): not available yet; use `warden {action}`",
+                    severity="information")
+
+    # ------------------------------------------------------------------ one-off reads for screens
+    def load_handoffs(self) -> None:
+        self._load("handoffs", lambda: self.feed.read(lambda ledger: ledger.handoffs()))
+
+    def load_runs(self) -> None:
+        def read() -> Any:
+            from store.runs import list_runs
+
+            return list_runs(self.runs_dir)
+
+        self._load("runs", read)
+
+    @work(thread=True, exit_on_error=False, group="ledger")
+    def _load(self, what: str, fn: Callable[[], Any]) -> None:
+        self.post_message(Loaded(what, fn()))
+
+    @on(Loaded)
+    def loaded_data(self, msg: Loaded) -> None:
+        kind = {"handoffs": HandoffInboxScreen, "runs": RunsScreen}.get(msg.what)
+        if kind is not None:
+            for s in self._screens(kind):
+                s.show(msg.data)
+
+
+def run_console(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
+                project: str | None = None, records: str | None = None) -> int:
+    """`warden console`: run the app; exit 1 when the ledger could not be opened."""
+    app = WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records)
+    app.run()
+    if app.failed:
+        import sys
+
+        print(f"warden: {app.failed}", file=sys.stderr)
+        return 1
+    return int(app.return_code or 0)
+
+
+__all__ = ["WardenApp", "run_console"]

@@ -1,0 +1,53 @@
+"""The command palette (ctrl+p): every screen and action, plus "open task X" for each task."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from .text import safe_line
+
+COMMANDS: list[tuple[str, str, str]] = [
+    ("Event log", "action_events", "the journal's tail; follow, filter by layer and task (e)"),
+    ("Handoff inbox", "action_handoffs", "open needs_human requests (h)"),
+    ("Runs and recovery", "action_runs", "run directories (g)"),
+    ("Help", "action_help", "every key (?)"),
+    ("Park", "action_operator:park", "park the selected task or node (p)"),
+    ("Resume", "action_operator:resume", "resume the selected task or node (u)"),
+    ("Narrow", "action_operator:narrow", "narrow the selected task (n)"),
+    ("Rewind", "action_operator:rewind", "rewind the selected node (r)"),
+    ("Abort", "action_operator:abort", "abort the selected task (a)"),
+    ("Recovery advice", "action_operator:recover", "for the selected node (R)"),
+    ("Quit", "action_quit", "leave the console (q)"),
+]
+
+
+class WardenCommands(Provider):
+    def _commands(self) -> list[tuple[str, Any, str]]:
+        app: Any = self.app
+        out: list[tuple[str, Any, str]] = []
+        for name, action, help_text in COMMANDS:
+            if ":" in action:
+                meth, arg = action.split(":", 1)
+                out.append((name, partial(getattr(app, meth), arg), help_text))
+            else:
+                out.append((name, getattr(app, action), help_text))
+        model = getattr(app, "tasks_model", None)
+        for row in (model.rows if model is not None else [])[:500]:
+            tid = row.view.task_id
+            out.append((f"Open task {safe_line(tid)}", partial(app.open_graph, tid),
+                        safe_line(row.view.title, limit=80) or "task graph"))
+        return out
+
+    async def discover(self) -> Hits:
+        for name, callback, help_text in self._commands():
+            yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, callback, help_text in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)

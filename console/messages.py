@@ -1,0 +1,43 @@
+"""Messages workers post to the UI thread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.message import Message
+
+
+class LedgerChanged(Message):
+    """New data is waiting in the app's pending delta. Carries nothing itself, so a queue of
+    these coalesces into one (``can_replace``) without losing any change."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, LedgerChanged)
+
+
+class LedgerStatus(Message):
+    """The ledger became unavailable (``error`` set) or available again (``error`` None)."""
+
+    def __init__(self, error: str | None, *, fatal: bool = False, hint: str = "") -> None:
+        super().__init__()
+        self.error = error
+        self.fatal = fatal
+        self.hint = hint
+
+
+class AnalysisReady(Message):
+    """Estimates and signals, computed off the UI thread."""
+
+    def __init__(self, tasks: dict[str, tuple[Any, list[Any]]], graph: tuple[str, Any, dict, list[Any]] | None) -> None:
+        super().__init__()
+        self.tasks = tasks
+        self.graph = graph
+
+
+class Loaded(Message):
+    """A one-off read for a screen (handoffs, runs) finished."""
+
+    def __init__(self, what: str, data: Any) -> None:
+        super().__init__()
+        self.what = what
+        self.data = data

@@ -1,0 +1,455 @@
+"""The console's in-memory view model, updated from feed deltas on the UI thread.
+
+Nothing here touches the database: workers fetch (``ledger.nodes(task, keys)`` for exactly the
+nodes the new events name, ``ledger.task(id)`` for the tasks they name) and the UI thread applies
+the result here. Each model is also the *row source* of a virtualised :class:`RowList`: it turns
+row ``i`` into cells on demand, so only rows on screen are ever formatted. All agent-written text
+goes through ``console.text.safe_line`` before it becomes a cell.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from store.clock import iso
+from store.report import budget_json, empty_eta
+from store.views import EventView, GraphView, NodeView, TaskView
+
+from .glyphs import NODE_GLYPHS, SIGNAL_GLYPH, TASK_GLYPHS, age_label, duration_label, eta_label
+from .text import safe_line
+from .widgets.figures import gauge
+from .widgets.rowlist import Cell, Column
+
+Clock = Callable[[], float]
+
+NODE_STATUSES = tuple(NODE_GLYPHS)
+LAYERS = ("decision", "execution", "operator", "system")
+
+
+def status_cell(status: str, glyphs: Mapping[str, str]) -> Cell:
+    return (f"{glyphs.get(status, '?')} {safe_line(status)}", status if status in glyphs else "")
+
+
+def signals_cell(signals: Sequence[Any]) -> Cell:
+    if not signals:
+        return ("—", "dim")
+    sev = {(_get(s, "severity") or "warn") for s in signals}
+    return (f"{SIGNAL_GLYPH} {len(signals)}", "alarm" if "alarm" in sev else "warn")
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def signal_text(s: Any) -> str:
+    node = _get(s, "node")
+    where = f" {safe_line(node)}" if node else ""
+    return f"{SIGNAL_GLYPH} {safe_line(_get(s, 'kind'))}{where} ({safe_line(_get(s, 'severity'))}): {safe_line(_get(s, 'evidence'), limit=200)}"
+
+
+def progress_text(counts: Mapping[str, int]) -> str:
+    total = sum(counts.values())
+    done = counts.get("succeeded", 0) + counts.get("abandoned", 0)
+    ab = counts.get("abandoned", 0)
+    return f"{done}/{total}" + (f" {NODE_GLYPHS['abandoned']}{ab}" if ab else "")
+
+
+def clock_time(ts: float | None) -> str:
+    """HH:MM:SSZ (UTC) for the event log; the full ISO time is in the node detail."""
+    s = iso(ts)
+    return s[11:19] + "Z" if s else "—"
+
+
+# ---------------------------------------------------------------------- task list
+@dataclass
+class TaskRow:
+    view: TaskView
+    eta: Mapping[str, Any] = field(default_factory=empty_eta)
+    signals: tuple[Any, ...] = ()
+
+
+TASK_COLUMNS = [
+    Column("TASK", 14),
+    Column("STATUS", 11),
+    Column("DONE", 9),
+    Column("P80", 10),
+    Column("BUDGET", 16, priority=2),
+    Column("SIG", 4),
+    Column("HAND", 4),
+    Column("AGE", 8, priority=1),
+    Column("TITLE", 12, priority=3, flex=True),
+]
+
+
+class TaskListModel:
+    """Every task, in creation order. Updated only for the tasks an event names."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.rows: list[TaskRow] = []
+        self.index: dict[str, int] = {}
+        self.filter_text = ""
+        self._visible: list[int] | None = None
+
+    def load(self, tasks: Iterable[TaskView]) -> None:
+        old = {r.view.task_id: r for r in self.rows}
+        self.rows = [TaskRow(t, old[t.task_id].eta, old[t.task_id].signals) if t.task_id in old else TaskRow(t)
+                     for t in tasks]
+        self.index = {r.view.task_id: i for i, r in enumerate(self.rows)}
+        self._refilter()
+
+    def update(self, tasks: Iterable[TaskView]) -> tuple[list[int], bool]:
+        """Apply fresh task views. Returns (changed row positions, whether rows were added)."""
+        changed: list[int] = []
+        added = False
+        for t in tasks:
+            i = self.index.get(t.task_id)
+            if i is None:
+                self.index[t.task_id] = len(self.rows)
+                self.rows.append(TaskRow(t))
+                added = True
+            else:
+                self.rows[i].view = t
+                changed.append(i)
+        if added or self._visible is not None:
+            self._refilter()
+            return [], True
+        return changed, False
+
+    def set_analysis(self, task_id: str, eta: Mapping[str, Any] | None, signals: Sequence[Any]) -> int | None:
+        i = self.index.get(task_id)
+        if i is None:
+            return None
+        self.rows[i].eta = eta or empty_eta()
+        self.rows[i].signals = tuple(signals)
+        return self.position_of(i)
+
+    # --- filter
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text.strip()
+        self._refilter()
+
+    def _refilter(self) -> None:
+        f = self.filter_text.casefold()
+        if not f:
+            self._visible = None
+            return
+        self._visible = [i for i, r in enumerate(self.rows)
+                         if f in r.view.task_id.casefold() or f in r.view.title.casefold() or f in r.view.status]
+
+    def position_of(self, row: int) -> int | None:
+        if self._visible is None:
+            return row
+        try:
+            return self._visible.index(row)
+        except ValueError:
+            return None
+
+    def positions(self, rows: Iterable[int]) -> list[int]:
+        out = []
+        for r in rows:
+            p = self.position_of(r)
+            if p is not None:
+                out.append(p)
+        return out
+
+    def row_at(self, pos: int) -> TaskRow | None:
+        if self._visible is not None:
+            if 0 <= pos < len(self._visible):
+                return self.rows[self._visible[pos]]
+            return None
+        return self.rows[pos] if 0 <= pos < len(self.rows) else None
+
+    # --- row source
+    def row_count(self) -> int:
+        return len(self._visible) if self._visible is not None else len(self.rows)
+
+    def row_cells(self, pos: int) -> list[Cell]:
+        row = self.row_at(pos)
+        if row is None:
+            return []
+        t = row.view
+        b = budget_json(t)
+        if t.token_cap or t.wall_cap_s:
+            budget = (f"{gauge(b['ratio'], 6)} {b['ratio'] * 100:3.0f}% {b['gate']}",
+                      {"ok": "", "soft": "warn"}.get(b["gate"], "alarm"))
+        else:
+            budget = ("—", "dim")
+        sigs = list(row.signals)
+        if b["gate"] in ("soft", "hard", "stop") and (t.token_cap or t.wall_cap_s):
+            sigs.append({"kind": f"budget_{b['gate']}", "severity": "warn" if b["gate"] == "soft" else "alarm"})
+        return [
+            (safe_line(t.task_id), "key"),
+            status_cell(t.status, TASK_GLYPHS),
+            (progress_text(t.counts), ""),
+            (eta_label(row.eta), "" if (row.eta or {}).get("p80_s") is not None else "dim"),
+            budget,
+            signals_cell(sigs),
+            (f"✋{t.handoffs_open}", "blocked") if t.handoffs_open else ("—", "dim"),
+            (age_label(self.clock() - t.created_at), "dim"),
+            (safe_line(t.title), ""),
+        ]
+
+
+# ---------------------------------------------------------------------- graph
+GRAPH_COLUMNS = [
+    Column("NODE", 20),
+    Column("STATUS", 11),
+    Column("ATT", 3, priority=1, align="right"),
+    Column("LEASE", 14, priority=1),
+    Column("DEPS", 12, priority=2),
+    Column("P80", 10),
+    Column("SIG", 4),
+    Column("KIND", 10, priority=3),
+    Column("TITLE", 12, priority=4, flex=True),
+]
+
+MAX_INDENT = 6
+
+
+class GraphModel:
+    """One task's nodes in topological order, patched node by node from deltas."""
+
+    def __init__(self, graph: GraphView, clock: Clock, loaded_at: int = 0) -> None:
+        self.clock = clock
+        self.task = graph.task
+        self.task_id = graph.task.task_id
+        self.loaded_at = loaded_at
+        self.nodes: list[NodeView] = list(graph.nodes)
+        self.index: dict[str, int] = {n.key: i for i, n in enumerate(self.nodes)}
+        self.depth: list[int] = []
+        self.dependents: dict[str, list[str]] = {}
+        self.etas: dict[str, Mapping[str, Any]] = {}
+        self.signals: dict[str, list[Any]] = {}
+        self.task_eta: Mapping[str, Any] = empty_eta()
+        self.task_signals: tuple[Any, ...] = ()
+        self.filter_text = ""
+        self._visible: list[int] | None = None
+        for n in self.nodes:
+            self._link(n)
+
+    def _link(self, n: NodeView) -> None:
+        d = 0
+        for dep in n.deps:
+            j = self.index.get(dep)
+            if j is not None and j < len(self.depth):
+                d = max(d, self.depth[j] + 1)
+            self.dependents.setdefault(dep, []).append(n.key)
+        self.depth.append(d)
+
+    def snapshot(self) -> GraphView:
+        """A GraphView built from the model (for estimates / signals) without a query."""
+        return GraphView(task=self.task, nodes=tuple(self.nodes))
+
+    def apply(self, views: Iterable[NodeView]) -> tuple[list[int], bool]:
+        """Patch these nodes in. Returns (changed positions on screen, whether the shape changed)."""
+        changed: list[int] = []
+        shape = False
+        for v in views:
+            if v.task_id != self.task_id:
+                continue
+            i = self.index.get(v.key)
+            if i is None:
+                self.index[v.key] = len(self.nodes)
+                self.nodes.append(v)
+                self._link(v)
+                shape = True
+                continue
+            old = self.nodes[i]
+            self.nodes[i] = v
+            if self._visible is not None and self._matches(old) != self._matches(v):
+                shape = True
+            changed.append(i)
+        if shape:
+            self._refilter()
+            return [], True
+        return self.positions(changed), False
+
+    def set_task(self, task: TaskView) -> None:
+        self.task = task
+
+    def set_analysis(self, task_eta: Mapping[str, Any] | None, node_etas: Mapping[str, Mapping[str, Any]],
+                     signals: Sequence[Any]) -> None:
+        self.task_eta = task_eta or empty_eta()
+        self.etas = dict(node_etas)
+        by_node: dict[str, list[Any]] = {}
+        for s in signals:
+            node = _get(s, "node")
+            if node:
+                by_node.setdefault(node, []).append(s)
+        self.signals = by_node
+        self.task_signals = tuple(signals)
+
+    # --- filter: free text, or status:X / kind:X terms
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text.strip()
+        self._refilter()
+
+    def _terms(self) -> list[tuple[str, str]]:
+        terms = []
+        for word in self.filter_text.casefold().split():
+            if ":" in word:
+                k, v = word.split(":", 1)
+                if k in ("status", "kind", "key") and v:
+                    terms.append((k, v))
+                    continue
+            terms.append(("", word))
+        return terms
+
+    def _matches(self, n: NodeView, terms: list[tuple[str, str]] | None = None) -> bool:
+        for k, v in terms if terms is not None else self._terms():
+            if k == "status":
+                if not n.status.startswith(v):
+                    return False
+            elif k == "kind":
+                if v not in n.kind.casefold():
+                    return False
+            elif k == "key":
+                if v not in n.key.casefold():
+                    return False
+            elif not (v in n.key.casefold() or v in n.kind.casefold() or n.status.startswith(v)
+                      or v in n.title.casefold()):
+                return False
+        return True
+
+    def _refilter(self) -> None:
+        if not self.filter_text:
+            self._visible = None
+            return
+        terms = self._terms()
+        self._visible = [i for i, n in enumerate(self.nodes) if self._matches(n, terms)]
+
+    def positions(self, rows: Iterable[int]) -> list[int]:
+        if self._visible is None:
+            return list(rows)
+        where = {r: p for p, r in enumerate(self._visible)} if len(self._visible) < 5000 else None
+        out = []
+        for r in rows:
+            if where is not None:
+                p = where.get(r)
+            else:
+                import bisect
+
+                p = bisect.bisect_left(self._visible, r)
+                p = p if p < len(self._visible) and self._visible[p] == r else None
+            if p is not None:
+                out.append(p)
+        return out
+
+    def position_of_key(self, key: str) -> int | None:
+        i = self.index.get(key)
+        if i is None:
+            return None
+        got = self.positions([i])
+        return got[0] if got else None
+
+    def node_at(self, pos: int) -> NodeView | None:
+        if self._visible is not None:
+            return self.nodes[self._visible[pos]] if 0 <= pos < len(self._visible) else None
+        return self.nodes[pos] if 0 <= pos < len(self.nodes) else None
+
+    def row_count(self) -> int:
+        return len(self._visible) if self._visible is not None else len(self.nodes)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for n in self.nodes:
+            out[n.status] = out.get(n.status, 0) + 1
+        return out
+
+    def lease_text(self, n: NodeView) -> Cell:
+        if not n.has_lease:
+            if n.status == "pending" and n.next_retry_at and n.next_retry_at > self.clock():
+                return (f"retry {duration_label(n.next_retry_at - self.clock())}", "dim")
+            return ("—", "dim")
+        left = (n.lease_until or 0) - self.clock()
+        owner = safe_line(n.lease_owner or "?", limit=8)
+        if left <= 0:
+            return (f"{owner} expired", "alarm")
+        return (f"{owner} {duration_label(left)}", "")
+
+    def row_cells(self, pos: int) -> list[Cell]:
+        n = self.node_at(pos)
+        if n is None:
+            return []
+        i = self.index[n.key]
+        indent = " " * min(MAX_INDENT, self.depth[i] if i < len(self.depth) else 0)
+        deps = ("← " + ",".join(safe_line(d) for d in n.deps)) if n.deps else "—"
+        eta = self.etas.get(n.key)
+        return [
+            (indent + safe_line(n.key), "key"),
+            status_cell(n.status, NODE_GLYPHS),
+            (str(n.attempt), ""),
+            self.lease_text(n),
+            (deps, "dim" if not n.deps else ""),
+            (eta_label(eta), "" if eta and eta.get("p80_s") is not None else "dim"),
+            signals_cell(self.signals.get(n.key, ())),
+            (safe_line(n.kind), "dim"),
+            (safe_line(n.title), ""),
+        ]
+
+
+# ---------------------------------------------------------------------- event log
+EVENT_COLUMNS = [
+    Column("ID", 7, priority=1, align="right"),
+    Column("AT", 9),
+    Column("LAYER", 9),
+    Column("TASK", 12, priority=2),
+    Column("NODE", 16),
+    Column("KIND", 16),
+    Column("SUMMARY", 10, flex=True),
+]
+
+
+class EventLogModel:
+    """The tail of the journal (a bounded ring), filtered by layer and task."""
+
+    def __init__(self, capacity: int = 20000) -> None:
+        self.capacity = capacity
+        self.events: deque[EventView] = deque(maxlen=capacity)
+        self.layer: str | None = None
+        self.task_id: str | None = None
+        self.rows: list[EventView] = []
+
+    def _keep(self, e: EventView) -> bool:
+        return (self.layer is None or e.layer == self.layer) and (self.task_id is None or e.task_id == self.task_id)
+
+    def extend(self, events: Sequence[EventView]) -> tuple[int, bool]:
+        """Append new events. Returns (rows added, whether old rows were dropped)."""
+        dropped = len(self.events) + len(events) > self.capacity
+        self.events.extend(events)
+        if dropped:
+            self._refilter()
+            return 0, True
+        added = [e for e in events if self._keep(e)]
+        self.rows.extend(added)
+        return len(added), False
+
+    def set_filter(self, *, layer: str | None = ..., task_id: str | None = ...) -> None:  # type: ignore[assignment]
+        if layer is not ...:
+            self.layer = layer
+        if task_id is not ...:
+            self.task_id = task_id
+        self._refilter()
+
+    def _refilter(self) -> None:
+        self.rows = [e for e in self.events if self._keep(e)]
+
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def row_cells(self, pos: int) -> list[Cell]:
+        if not 0 <= pos < len(self.rows):
+            return []
+        e = self.rows[pos]
+        return [
+            (str(e.id), "dim"),
+            (clock_time(e.at), "dim"),
+            (e.layer, "key" if e.layer == "decision" else ("warn" if e.layer == "operator" else "")),
+            (safe_line(e.task_id or "—"), ""),
+            (safe_line(e.node or "—"), ""),
+            (safe_line(e.kind), ""),
+            (safe_line(e.summary), ""),
+        ]

@@ -1,0 +1,91 @@
+"""What every console screen shares: the status bar, a filter input, the footer."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Input
+
+from ..widgets import RowList, StatusBar
+
+if TYPE_CHECKING:
+    from ..app import WardenApp
+
+
+class FilterInput(Input):
+    """The `/` filter. Keys type into it; escape leaves it (the filter stays applied)."""
+
+    BINDINGS = [Binding("escape", "leave", "Leave filter", id="leave-filter")]
+
+    def action_leave(self) -> None:
+        screen = self.screen
+        if not self.value:
+            self.display = False
+        lst = screen.query(RowList).first(RowList) if screen.query(RowList) else None
+        if lst is not None:
+            lst.focus()
+        else:
+            screen.set_focus(None)
+
+
+class WardenScreen(Screen):
+    """Status bar on top, the screen's body, the footer."""
+
+    header = ""
+
+    @property
+    def wapp(self) -> "WardenApp":
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(self.header, id="status")
+        yield from self.compose_body()
+        yield Footer()
+
+    def compose_body(self) -> Iterable[Widget]:
+        return ()
+
+    def refresh_status(self) -> None:
+        for bar in self.query(StatusBar):
+            bar.update_from_app()
+
+    # Hooks the app calls after applying a delta; each screen repaints only what it shows.
+    def tick(self) -> None:
+        """Once a second: time-based figures on screen."""
+
+    def selected_task(self) -> str | None:
+        return None
+
+    def selected_node(self) -> str | None:
+        return None
+
+
+class ListScreen(WardenScreen):
+    """A screen whose body is one RowList, optionally with a `/` filter."""
+
+    list_id = "list"
+
+    @property
+    def row_list(self) -> RowList:
+        return self.query_one(f"#{self.list_id}", RowList)
+
+    def tick(self) -> None:
+        self.row_list.refresh_visible()
+
+    def action_filter(self) -> None:
+        inp = self.query_one(FilterInput)
+        inp.display = True
+        inp.focus()
+
+    def _filter_input(self, placeholder: str) -> FilterInput:
+        inp = FilterInput(placeholder=placeholder, id="filter")
+        inp.display = False
+        return inp
+
+    def on_show(self) -> None:
+        if not isinstance(self.focused, Input):
+            self.row_list.focus()

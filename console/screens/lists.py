@@ -1,0 +1,188 @@
+"""Read-only listings: the handoff inbox and the runs directory (the resolution screen and the
+recovery wizard build on these)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widget import Widget
+
+from ..glyphs import age_label
+from ..text import safe_line
+from ..widgets import Column, InfoLine, RowList
+from ..widgets.rowlist import Cell
+from .base import ListScreen
+
+HANDOFF_COLUMNS = [
+    Column("ID", 5, align="right"),
+    Column("TASK", 12),
+    Column("NODE", 16),
+    Column("KIND", 10, priority=1),
+    Column("AGE", 8),
+    Column("QUESTION", 16, flex=True),
+]
+
+RUN_COLUMNS = [
+    Column("RUN", 20),
+    Column("STATUS", 12),
+    Column("TASK", 12, priority=1),
+    Column("NODE", 14, priority=2),
+    Column("UPDATED", 20, priority=1),
+    Column("PROBLEMS", 10, flex=True, priority=3),
+]
+
+
+class HandoffSource:
+    def __init__(self, clock: Any) -> None:
+        self.clock = clock
+        self.items: Sequence[Any] = ()
+
+    def row_count(self) -> int:
+        return len(self.items)
+
+    def row_cells(self, i: int) -> list[Cell]:
+        h = self.items[i]
+        return [
+            (safe_line(h.id), "dim"), (safe_line(h.task_id), "key"), (safe_line(h.node), ""),
+            (safe_line(h.kind), "blocked"), (age_label(self.clock() - h.opened_at), "dim"),
+            (safe_line(h.question), ""),
+        ]
+
+
+class RunSource:
+    def __init__(self) -> None:
+        self.items: Sequence[Any] = ()
+
+    def row_count(self) -> int:
+        return len(self.items)
+
+    def row_cells(self, i: int) -> list[Cell]:
+        r = self.items[i]
+        status = r.status or "unreadable"
+        return [
+            (safe_line(r.name), "key"),
+            (safe_line(status) + (" (sim)" if r.simulation else ""),
+             {"completed": "succeeded", "failed": "failed", "interrupted": "warn", "running": "running"}.get(status, "alarm")),
+            (safe_line(r.task_id or "—"), ""), (safe_line(r.node_key or "—"), ""),
+            (safe_line(r.updated_at or "—"), "dim"),
+            (safe_line("; ".join(r.problems)) if r.problems else "—", "alarm" if r.problems else "dim"),
+        ]
+
+
+class HandoffInboxScreen(ListScreen):
+    header = "handoff inbox"
+    list_id = "handoffs"
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="back"),
+        Binding("enter", "open", "Open", id="open"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.source = HandoffSource(lambda: self.wapp.now())
+        self.loaded = False
+
+    def compose_body(self) -> Iterable[Widget]:
+        yield RowList(self.source, HANDOFF_COLUMNS, id="handoffs")
+        yield InfoLine(id="info")
+
+    def on_mount(self) -> None:
+        self.row_list.reset()
+        self.update_info()
+        self.wapp.load_handoffs()
+
+    def show(self, items: Sequence[Any]) -> None:
+        self.source.items = tuple(items)
+        self.loaded = True
+        self.row_list.reset()
+        self.update_info()
+
+    def selected_handoff(self) -> Any:
+        c = self.row_list.cursor
+        return self.source.items[c] if 0 <= c < len(self.source.items) else None
+
+    def selected_task(self) -> str | None:
+        h = self.selected_handoff()
+        return h.task_id if h else None
+
+    def selected_node(self) -> str | None:
+        h = self.selected_handoff()
+        return h.node if h else None
+
+    def action_back(self) -> None:
+        self.wapp.pop_screen()
+
+    def action_open(self) -> None:
+        h = self.selected_handoff()
+        if h is not None:
+            self.wapp.open_node(h.task_id, h.node)
+
+    def on_row_list_highlighted(self) -> None:
+        self.update_info()
+
+    def update_info(self) -> None:
+        out = Text(no_wrap=True, overflow="ellipsis")
+        h = self.selected_handoff()
+        if not self.loaded:
+            out.append("loading…", style="dim")
+        elif h is None:
+            out.append("no open handoffs", style="dim")
+        else:
+            opts = ", ".join(f"{safe_line(o.get('id'))}={safe_line(o.get('label'))}" for o in h.options)
+            out.append(f"options: {opts or '—'}")
+            if h.recommendation:
+                out.append(f"  recommended: {safe_line(h.recommendation)}", style="bold")
+        self.query_one("#info", InfoLine).update(out)
+
+
+class RunsScreen(ListScreen):
+    header = "runs and recovery"
+    list_id = "runs"
+    BINDINGS = [Binding("escape", "back", "Back", id="back")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.source = RunSource()
+        self.loaded = False
+
+    def compose_body(self) -> Iterable[Widget]:
+        yield RowList(self.source, RUN_COLUMNS, id="runs")
+        yield InfoLine(id="info")
+
+    def on_mount(self) -> None:
+        self.row_list.reset()
+        self.update_info()
+        self.wapp.load_runs()
+
+    def show(self, items: Sequence[Any]) -> None:
+        self.source.items = tuple(items)
+        self.loaded = True
+        self.row_list.reset()
+        self.update_info()
+
+    def selected_run(self) -> Any:
+        c = self.row_list.cursor
+        return self.source.items[c] if 0 <= c < len(self.source.items) else None
+
+    def selected_task(self) -> str | None:
+        r = self.selected_run()
+        return r.task_id if r else None
+
+    def selected_node(self) -> str | None:
+        r = self.selected_run()
+        return r.node_key if r else None
+
+    def action_back(self) -> None:
+        self.wapp.pop_screen()
+
+    def update_info(self) -> None:
+        out = Text(no_wrap=True, overflow="ellipsis")
+        if not self.loaded:
+            out.append("loading…", style="dim")
+        elif not self.source.items:
+            out.append(f"no runs in {safe_line(self.wapp.runs_dir)}", style="dim")
+        else:
+            out.append(f"{len(self.source.items)} runs in {safe_line(self.wapp.runs_dir)}", style="dim")
+        self.query_one("#info", InfoLine).update(out)

@@ -1,0 +1,51 @@
+"""The one-line header every screen shows: ledger, mode, live/snapshot, and the unavailable banner."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+class StatusBar(Static):
+    DEFAULT_CSS = """
+    StatusBar { height: 1; width: 1fr; }
+    """
+
+    def __init__(self, title: str = "", **kwargs) -> None:
+        super().__init__("", markup=False, **kwargs)
+        self.title = title
+
+    def on_mount(self) -> None:
+        self.update_from_app()
+
+    def update_from_app(self) -> None:
+        app = self.app
+        text = Text()
+        text.append(" warden ", style="bold reverse")
+        text.append(" ")
+        text.append(self.title)
+        mode = []
+        if getattr(app, "read_only", False):
+            mode.append("read-only")
+        mode.append("live" if getattr(app, "live", True) else "snapshot")
+        text.append("  ·  " + " · ".join(mode), style="dim")
+        error = getattr(app, "unavailable", None)
+        if error:
+            self.set_class(True, "-unavailable")
+            text = Text()
+            text.append(" ⚠ UNAVAILABLE ", style="bold reverse")
+            text.append(" " + error)
+        else:
+            self.set_class(False, "-unavailable")
+        self.update(text)
+
+
+class InfoLine(Static):
+    """A one-line, markup-free line of text under a list (selection details, filters)."""
+
+    DEFAULT_CSS = """
+    InfoLine { height: 1; width: 1fr; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("", markup=False, **kwargs)

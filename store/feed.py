@@ -1,0 +1,295 @@
+"""The change feed: the journal's cursor plus wake-ups when the ledger may have changed.
+
+A reader keeps the id of the last event it has seen (the *cursor*) and asks for what came after:
+
+    feed = Feed("ledger.db", read_only=True)
+    delta = feed.since(cursor)            # Delta(events, cursor, more)
+    async for reason in feed.wakeups():   # "change" (watchfiles) or "poll" (slow fallback)
+        ...
+
+Wake-ups for SQLite come from ``watchfiles.awatch`` on the database's directory, filtered to the
+database file, its ``-wal`` and its ``-shm`` (a short step, ~5 ms), plus a slow fallback poll so a
+missed notification is only late, never lost. A wake-up is only a hint: the cursor is the truth,
+so spurious wake-ups cost one cheap ``id > cursor`` query and nothing else.
+
+PostgreSQL: :meth:`Feed.wakeups` polls only for now. The hook for LISTEN/NOTIFY is
+:meth:`Feed._notify_source` — return an async iterator that yields on each notification and the
+loop below merges it with the fallback poll exactly as it does for watchfiles.
+
+The feed also watches the ledger's identity: a SQLite file that disappears raises
+``LedgerUnavailable`` from :meth:`check` (an open connection would otherwise keep reading the
+deleted inode); a file that is replaced (new inode) is reopened.
+
+Each thread gets its own SQLite connection (Peewee's connection state is thread-local), so
+``since`` may be called from any worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Iterable
+
+import peewee as pw
+
+from .db import parse_target
+from .errors import LedgerUnavailable, WardenError
+from .views import EventView
+
+DEFAULT_BATCH = 5000
+WATCH_STEP_MS = 5
+WATCH_DEBOUNCE_MS = 40
+FALLBACK_POLL_S = 2.0
+
+
+@dataclass(frozen=True)
+class Delta:
+    """Events after a cursor, in id order, and the new cursor. ``more``: the batch was full."""
+
+    events: tuple[EventView, ...]
+    cursor: int
+    more: bool = False
+
+    def task_ids(self) -> set[str]:
+        return {e.task_id for e in self.events if e.task_id is not None}
+
+    def node_keys(self, task_id: str) -> set[str]:
+        """Every node of ``task_id`` these events name (``.node`` and ``payload["nodes"]``)."""
+        return changed_nodes(self.events, task_id)
+
+
+def changed_nodes(events: Iterable[EventView], task_id: str) -> set[str]:
+    keys: set[str] = set()
+    for e in events:
+        if e.task_id != task_id:
+            continue
+        if e.node:
+            keys.add(e.node)
+        listed = e.payload.get("nodes") if isinstance(e.payload, dict) or hasattr(e.payload, "get") else None
+        if isinstance(listed, (list, tuple)):
+            keys.update(str(k) for k in listed if isinstance(k, str))
+        elif isinstance(listed, dict):  # {"reset": [...], "abandoned": [...]} style payloads
+            for v in listed.values():
+                if isinstance(v, (list, tuple)):
+                    keys.update(str(k) for k in v if isinstance(k, str))
+    return keys
+
+
+class Feed:
+    """Cursor reads and wake-ups for one ledger. Opens its own :class:`Ledger`."""
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        clock: Any = None,
+        batch: int = DEFAULT_BATCH,
+        fallback_poll_s: float = FALLBACK_POLL_S,
+        step_ms: int = WATCH_STEP_MS,
+        debounce_ms: int = WATCH_DEBOUNCE_MS,
+    ) -> None:
+        self.target = os.fspath(target)
+        self.read_only = read_only
+        self.clock = clock
+        self.batch = batch
+        self.fallback_poll_s = fallback_poll_s
+        self.step_ms = step_ms
+        self.debounce_ms = debounce_ms
+        t = parse_target(self.target)
+        self.backend = t.backend
+        self.path = os.path.abspath(t.path) if t.backend == "sqlite" and t.path else None
+        self._lock = threading.Lock()
+        self._ledger: Any = None
+        self._identity: tuple[int, int] | None = None
+        self.wakeup_count = 0
+
+    # ------------------------------------------------------------------ the ledger
+    @property
+    def ledger(self) -> Any:
+        """The open ledger (opened on first use; reopened after :meth:`check` saw it replaced)."""
+        with self._lock:
+            if self._ledger is None:
+                self._ledger = self._open()
+            return self._ledger
+
+    def _open(self) -> Any:
+        from .ledger import Ledger
+
+        ledger = Ledger.open(self.target, create=False, read_only=self.read_only, clock=self.clock)
+        self._identity = self._stat_identity()
+        return ledger
+
+    def _stat_identity(self) -> tuple[int, int] | None:
+        if self.path is None:
+            return None
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise LedgerUnavailable(f"the ledger {self.path} has disappeared; waiting for it to return") from None
+        return (st.st_dev, st.st_ino)
+
+    def check(self) -> bool:
+        """Raise ``LedgerUnavailable`` when the file is gone; reopen it when it was replaced.
+
+        Returns True when the ledger was (re)opened by this call.
+        """
+        if self.path is None:
+            if self._ledger is None:
+                _ = self.ledger
+                return True
+            return False
+        ident = self._stat_identity()
+        with self._lock:
+            if self._ledger is not None and ident == self._identity:
+                return False
+            old, self._ledger = self._ledger, None
+        if old is not None:
+            try:
+                old.close()
+            except Exception:
+                pass
+        _ = self.ledger
+        return True
+
+    @property
+    def live(self) -> bool:
+        """False when changes cannot be followed (shown as "snapshot")."""
+        if self.backend != "sqlite" or self.path is None:
+            return True
+        if not self.read_only:
+            return True
+        # A read-only reader of a WAL database needs the shared-memory index to see new commits;
+        # without a readable -shm (and a directory it may create it in) it reads a snapshot.
+        shm = self.path + "-shm"
+        if os.path.exists(shm):
+            return os.access(shm, os.R_OK)
+        return os.access(os.path.dirname(self.path), os.W_OK)
+
+    def close(self) -> None:
+        with self._lock:
+            old, self._ledger = self._ledger, None
+        if old is not None:
+            old.close()
+
+    # ------------------------------------------------------------------ reads
+    def last_event_id(self) -> int:
+        return self._guard(lambda: self.ledger.last_event_id())
+
+    def since(self, cursor: int, *, limit: int | None = None, task_id: str | None = None) -> Delta:
+        """Events with ``id > cursor`` (at most ``limit``), and the new cursor."""
+        n = limit or self.batch
+        events = self._guard(lambda: self.ledger.events(cursor, task_id=task_id, limit=n))
+        new_cursor = events[-1].id if events else cursor
+        return Delta(tuple(events), new_cursor, more=len(events) >= n)
+
+    def read(self, fn: Any) -> Any:
+        """Run ``fn(ledger)`` translating driver errors into ``LedgerUnavailable``."""
+        return self._guard(lambda: fn(self.ledger))
+
+    def _guard(self, fn: Any) -> Any:
+        try:
+            return fn()
+        except WardenError:
+            raise
+        except (pw.DatabaseError, pw.InterfaceError, sqlite3.Error) as e:
+            msg = " ".join(str(e).split()) or type(e).__name__
+            raise LedgerUnavailable(f"cannot read the ledger {self.path or self.target}: {msg}") from None
+
+    # ------------------------------------------------------------------ wake-ups
+    def _watch_names(self) -> set[str]:
+        assert self.path is not None
+        base = os.path.basename(self.path)
+        return {base, base + "-wal", base + "-shm", base + "-journal"}
+
+    def _notify_source(self) -> AsyncIterator[Any] | None:
+        """An async iterator yielding once per change notification, or None to poll only.
+
+        SQLite: watchfiles on the database's files. PostgreSQL: LISTEN/NOTIFY goes here.
+        """
+        if self.backend == "sqlite" and self.path is not None:
+            return self._watchfiles()
+        return None
+
+    async def _watchfiles(self) -> AsyncIterator[Any]:
+        from watchfiles import awatch
+
+        names = self._watch_names()
+        directory = os.path.dirname(self.path or ".") or "."
+
+        def wanted(_change: Any, path: str) -> bool:
+            return os.path.basename(path) in names
+
+        async for changes in awatch(
+            directory, watch_filter=wanted, step=self.step_ms, debounce=self.debounce_ms,
+            recursive=False, rust_timeout=500, yield_on_timeout=False, stop_event=self._stop,
+        ):
+            yield changes
+
+    async def wakeups(self) -> AsyncIterator[str]:
+        """Yield "change" when the ledger's files changed, "poll" every ``fallback_poll_s`` otherwise."""
+        self._stop = asyncio.Event()
+        ready = asyncio.Event()
+        source = self._notify_source()
+
+        async def pump() -> None:
+            if source is None:
+                return
+            try:
+                async for _ in source:
+                    ready.set()
+            except (asyncio.CancelledError, GeneratorExit):
+                raise
+            except Exception:
+                return  # the directory went away or the watcher failed: the poll carries on
+
+        task = asyncio.ensure_future(pump())
+        try:
+            while True:
+                try:
+                    await asyncio.wait_for(ready.wait(), self.fallback_poll_s)
+                    reason = "change"
+                except asyncio.TimeoutError:
+                    reason = "poll"
+                    if task.done() and source is not None:  # watcher died (directory removed): restart
+                        source = self._notify_source()
+                        task = asyncio.ensure_future(pump())
+                ready.clear()
+                self.wakeup_count += 1
+                yield reason
+        finally:
+            self._stop.set()
+            task.cancel()
+
+
+def _graph_at(ledger: Any, task_id: str) -> tuple[Any, int]:
+    from .db import read_tx
+
+    with read_tx(ledger.db):
+        last = ledger.last_event_id()
+        graph = ledger.graph(task_id)
+    return graph, last
+
+
+def _tail_at(ledger: Any, tail: int) -> tuple[list[Any], list[EventView], int]:
+    """(tasks, the last ``tail`` events, cursor) from one consistent snapshot."""
+    from .db import read_tx
+
+    with read_tx(ledger.db):
+        last = ledger.last_event_id()
+        tasks = ledger.tasks()
+        events = ledger.events(max(0, last - tail), limit=tail) if tail else []
+    return tasks, events, last
+
+
+def graph_at(feed: Feed, task_id: str) -> tuple[Any, int]:
+    """A task's whole graph and the journal id it reflects (read in one snapshot)."""
+    return feed.read(lambda ledger: _graph_at(ledger, task_id))
+
+
+def tail_at(feed: Feed, tail: int = 2000) -> tuple[list[Any], list[EventView], int]:
+    """Every task, the journal's last ``tail`` events and the cursor they reflect (one snapshot)."""
+    return feed.read(lambda ledger: _tail_at(ledger, tail))
