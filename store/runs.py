@@ -179,6 +179,12 @@ def parse_json(data: bytes) -> tuple[Any, str | None]:
         return None, f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}"
     except (ValueError, RecursionError) as e:  # e.g. an integer of too many digits
         return None, f"malformed JSON: {str(e).splitlines()[0][:120]}"
+    try:  # what parsed must write back as finite, valid UTF-8 JSON
+        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # (a ValueError too: test it first)
+        return None, "malformed JSON: a lone surrogate escape (not valid Unicode)"
+    except ValueError:
+        return None, "malformed JSON: a number out of range (overflows to infinity)"
     return value, None
 
 

@@ -138,6 +138,8 @@ MALFORMED = {
     "deep": (b'{"x": ' + b"[" * 10_000 + b"]" * 10_000 + b"}", "nested deeper"),
     "bom": (b'\xef\xbb\xbf{"status": "interrupted"}', "byte-order mark"),
     "huge-int": (b'{"x": ' + b"9" * 5000 + b"}", "malformed JSON"),
+    "overflow": (b'{"x": [1, -1e999]}', "number out of range"),
+    "surrogate": (b'{"x": {"y": "\\ud800"}}', "lone surrogate"),
 }
 
 
@@ -311,3 +313,21 @@ def test_problems_never_carry_raw_control_characters(runs: Path) -> None:
     view = read_run(runs, "resume-01")
     (problem,) = [p for p in view.problems if "evil" in p]
     assert problem == "artifact/evil\\x1b]0;pwned\\x07: symlink, not followed"
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_JSONISH = st.lists(st.sampled_from(
+    ['{', '}', '[', ']', '"', '\\', ':', ',', 'NaN', 'Infinity', '-', '1', '1e999', 'true',
+     'null', '"a"', ' ', '\ufeff', '\x00', '\ud800', '"\\ud800"', 'é']), max_size=12
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.one_of(st.binary(max_size=200),
+                 _JSONISH.map(lambda s: s.encode("utf-8", errors="surrogatepass"))))
+def test_parse_json_never_raises(data: bytes) -> None:
+    value, problem = parse_json(data)
+    assert (problem is None) or (value is None and isinstance(problem, str))
+    if problem is None:
+        json.dumps(value, allow_nan=False)  # whatever parsed is plain, finite JSON
