@@ -168,6 +168,7 @@ def test_agent_text_is_printed_literally(proj: Path, capsys) -> None:
 
 
 def test_recover_node_advice(tmp_path: Path, capsys, ledger, ledger_path) -> None:
+    ledger_path = str(ledger_path)
     ledger.create_task("t", inputs={})
     ledger.add_node("t", "b", retryable=False)
     c = ledger.claim("t", worker="w1")
