@@ -43,7 +43,6 @@ from .text import safe_line
 
 TASK_REFRESH_S = 0.25  # task rows (counts) refresh at most this often during a burst
 ANALYSIS_EVERY_S = 5.0  # estimates and signals: recomputed off the UI thread at most this often
-ANALYSIS_MAX_NODES = 20000  # task-list estimates for bigger tasks only when their graph is open
 EVENT_TAIL = 2000
 
 ACTIONS = {
@@ -402,35 +401,44 @@ class WardenApp(App[int]):
         g = self.graph_model
         snapshot = g.snapshot() if g is not None else None
         small = [r.view.task_id for r in self.tasks_model.rows
-                 if r.view.total <= ANALYSIS_MAX_NODES
-                 and (r.view.task_id in self._analysis_dirty or r.view.task_id not in self._analysed_once)]
+                 if r.view.task_id in self._analysis_dirty or r.view.task_id not in self._analysed_once]
         self._analysis_dirty.clear()
         self._analyse(snapshot, small)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="analysis")
     def _analyse(self, snapshot: GraphView | None, task_ids: list[str]) -> None:
+        """Estimates and signals from store.estimates / store.signals (never computed here): the
+        open graph from the model's snapshot (no re-query), other tasks without loading graphs."""
         from store import estimates, signals
         from store.report import signal_json
 
-        def analyse(ledger: Any, graph: GraphView) -> tuple[Any, dict, list]:
-            est = estimates.estimate_graph(ledger, graph)
-            sigs = [signal_json(s) for s in signals.signals_for_graph(ledger, graph)]
-            return est.task.to_json(), {k: e.to_json() for k, e in est.nodes.items()}, sigs
-
+        now = self.now()
+        history = estimates.DurationHistory()
         graph_result = None
         tasks: dict[str, tuple[Any, list]] = {}
+
+        def graph_analysis(ledger: Any, graph: GraphView) -> tuple[Any, dict, list]:
+            est = estimates.estimate_graph(ledger, graph, history=history, now=now)
+            sigs = [signal_json(s) for s in signals.signals_for_graph(ledger, graph, history=history, now=now)]
+            return est.task.to_json(), {k: e.to_json() for k, e in est.nodes.items()}, sigs
+
+        def task_analysis(ledger: Any, tid: str) -> tuple[Any, list]:
+            task = ledger.task(tid)
+            eta = estimates.estimate_task(ledger, task, history=history, now=now).to_json()
+            sigs = [signal_json(s) for s in signals.signals_for_task(ledger, task, history=history, now=now)]
+            return eta, sigs
+
         if snapshot is not None:
-            eta, node_etas, sigs = self.feed.read(lambda ledger: analyse(ledger, snapshot))
+            eta, node_etas, sigs = self.feed.read(lambda ledger: graph_analysis(ledger, snapshot))
             graph_result = (snapshot.task.task_id, eta, node_etas, sigs)
             tasks[snapshot.task.task_id] = (eta, sigs)
         for tid in task_ids:
             if tid in tasks:
                 continue
             try:
-                eta, _, sigs = self.feed.read(lambda ledger: analyse(ledger, ledger.graph(tid)))
+                tasks[tid] = self.feed.read(lambda ledger: task_analysis(ledger, tid))
             except NotFound:
                 continue
-            tasks[tid] = (eta, sigs)
         self.post_message(AnalysisReady(tasks, graph_result))
 
     @on(AnalysisReady)
