@@ -191,12 +191,27 @@ class DurationHistory:
                 return
             kinds = [r[0] for r in ledger._q(Node.select(Node.kind).distinct()).tuples()]
             self.all_loaded = True
-        for kind in sorted(set(kinds) - self.loaded):
-            q = (Node.select(Node.finished_at - Node.claimed_at)
-                 .where((Node.kind == kind) & (Node.status == "succeeded") & Node.claimed_at.is_null(False)
-                        & Node.finished_at.is_null(False))
-                 .order_by(Node.id.desc()).limit(self.cap))
-            ds = [float(r[0]) for r in ledger._q(q).tuples()]
+        todo = sorted(set(kinds) - self.loaded)
+        if not todo:
+            return
+        done = (Node.status == "succeeded") & Node.claimed_at.is_null(False) & Node.finished_at.is_null(False)
+        got: dict[str, list[float]] = {k: [] for k in todo}
+        # One walk down the newest rows for all kinds; a kind still short of `cap` when the walk
+        # was cut by its limit gets its own walk.
+        limit = self.cap * len(todo)
+        rows = list(ledger._q(Node.select(Node.kind, Node.finished_at - Node.claimed_at)
+                              .where(done & Node.kind.in_(todo)).order_by(Node.id.desc()).limit(limit)).tuples())
+        for kind, d in rows:
+            if len(got[kind]) < self.cap:
+                got[kind].append(float(d))
+        if len(rows) == limit:
+            for kind in todo:
+                if len(got[kind]) < self.cap:
+                    got[kind] = [float(r[0]) for r in ledger._q(
+                        Node.select(Node.finished_at - Node.claimed_at).where(done & (Node.kind == kind))
+                        .order_by(Node.id.desc()).limit(self.cap)).tuples()]
+        for kind in todo:
+            ds = got[kind]
             ds.reverse()
             self.extend_oldest_first(kind, ds)
             self.loaded.add(kind)
