@@ -167,12 +167,19 @@ def test_agent_text_is_printed_literally(proj: Path, capsys) -> None:
     assert json.loads(out)["checks"][3]["evidence"].startswith("artifact/[blink]pwned")
 
 
-def test_recover_node_advice(tmp_path: Path, capsys, ledger, ledger_path) -> None:
-    ledger_path = str(ledger_path)
+def _failed_node(ledger) -> None:
     ledger.create_task("t", inputs={})
     ledger.add_node("t", "b", retryable=False)
     c = ledger.claim("t", worker="w1")
     ledger.fail(c, error="\x1b[31mred[/]", failure_class="conclusion")
+
+
+def test_recover_node_advice(tmp_path: Path, capsys) -> None:
+    from store import Ledger, ManualClock
+
+    ledger_path = str(tmp_path / "advice.db")  # its own ledger: independent of shared fixtures
+    with Ledger.open(ledger_path, clock=ManualClock(1_800_000_000)) as ledger:
+        _failed_node(ledger)
     code, out, _ = run(capsys, "recover", "--ledger", ledger_path, "--task", "t", "--node", "b",
                        "--json")
     assert code == 0

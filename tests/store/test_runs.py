@@ -323,7 +323,7 @@ _JSONISH = st.lists(st.sampled_from(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=150, deadline=None, database=None)
 @given(st.one_of(st.binary(max_size=200),
                  _JSONISH.map(lambda s: s.encode("utf-8", errors="surrogatepass"))))
 def test_parse_json_never_raises(data: bytes) -> None:
