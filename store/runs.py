@@ -266,8 +266,8 @@ def _kind_problem(path: str, kind: str) -> str:
 class SafeTree:
     """A directory opened once; files below it are reached without following symlinks.
 
-    Use as a context manager. ``label`` prefixes nothing; paths in problems are relative to
-    the tree's root so they can be shown and compared as they are.
+    Use as a context manager. Paths in problems are relative to the tree's root, so they can
+    be shown and compared as they are.
     """
 
     def __init__(self, fd: int) -> None:
@@ -636,7 +636,7 @@ def list_runs(runs_dir: str | os.PathLike[str]) -> list[RunSummary]:
         return []
     out: list[RunSummary] = []
     with tree:
-        entries, _ = _top_level(tree)
+        entries = _top_level(tree)
         for entry in entries:
             name = entry.path
             if entry.kind == "file":
@@ -651,20 +651,20 @@ def list_runs(runs_dir: str | os.PathLike[str]) -> list[RunSummary]:
     return out
 
 
-def _top_level(tree: SafeTree) -> tuple[list[Entry], list[str]]:
+def _top_level(tree: SafeTree) -> list[Entry]:
+    """The entries directly in the runs directory (lstat only)."""
     entries: list[Entry] = []
-    problems: list[str] = []
     try:
         names = sorted(os.listdir(tree._fd))
-    except OSError as e:
-        return [], [f"cannot list ({e.strerror})"]
+    except OSError:
+        return []
     for name in names:
         try:
             st = os.stat(name, dir_fd=tree._fd, follow_symlinks=False)
         except OSError:
             continue
         entries.append(Entry(name, _kind(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ino))
-    return entries, problems
+    return entries
 
 
 def _summarise(root: str, name: str) -> RunSummary:
