@@ -52,7 +52,7 @@ IDLE_S = 1.0
 RESTART_AFTER_S = 3.0
 """How long the supervisor takes to restart a crashed worker."""
 
-LOOP_CAP = 45
+LOOP_CAP = 60
 """The looping fixer gives up on its own after this many identical iterations."""
 
 CRASH_EXIT = 75
@@ -237,7 +237,7 @@ class DemoAgent:
         mods = sim.get("modules") or []
         lines = [f"walking src/{REPO.split('/')[1]}/ …", f"found {len(mods)} python packages",
                  "reading pyproject.toml: python 3.11, pytest 8"]
-        yield from self.work(claim, 2.0, lines, tokens=400)
+        yield from self.work(claim, 1.5, lines, tokens=400)
         self.ledger.commit(claim, output={"modules": [m["name"] for m in mods]}, tokens=200,
                            next_nodes=[NodeSpec("classify", kind="classify", deps=("scan",),
                                                 title=f"classify {len(mods)} modules", units_total=len(mods))])
@@ -247,9 +247,9 @@ class DemoAgent:
         mods = list(sim.get("modules") or [])
         seed = sim.get("seed", 0)
         n = len(mods)
-        per = max(1, -(-n // 4))
+        per = max(1, -(-n // 3))
         yield from self.work(
-            claim, 4.0, lambda i: "\n".join(f"{m['name']}: {m['kind']}" for m in mods[i * per:(i + 1) * per]) or "done",
+            claim, 3.0, lambda i: "\n".join(f"{m['name']}: {m['kind']}" for m in mods[i * per:(i + 1) * per]) or "done",
             tokens=600, units_total=n,
         )
         # Ask the human first (claims go in node order), so the answer arrives while fixes run.
@@ -303,8 +303,8 @@ class DemoAgent:
                 f"FAILED tests/test_{mod}.py::test_roundtrip - AssertionError: b'\\x00' != b''\n"
                 f"patching {mod}.py:88 (encode -> encode_legacy)")
         for i in range(LOOP_CAP):
-            yield self.tick_s * 1.5
-            pulse = self.ledger.heartbeat(claim, units_done=1, units_total=4, tokens=700, observation=same)
+            yield self.tick_s
+            pulse = self.ledger.heartbeat(claim, units_done=1, units_total=4, tokens=500, observation=same)
             if pulse.parked:
                 break
         self.ledger.note(claim, f"no progress after {LOOP_CAP} identical iterations on {mod}: committing no patch")
