@@ -164,7 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, sort_keys=False) + "\n")
+    # ensure_ascii: agent text with C1 or bidi controls stays escaped (\\u202e) on the terminal
+    sys.stdout.write(json.dumps(obj, ensure_ascii=True, sort_keys=False) + "\n")
     sys.stdout.flush()
 
 

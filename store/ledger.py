@@ -23,7 +23,7 @@ from . import budget as budget_mod
 from . import graph as graph_mod
 from .clock import Clock, system_clock
 from .db import connect_checked, is_sqlite, open_database, read_tx, write_tx
-from .errors import LeaseLost, LedgerUnavailable, NotFound, Refused
+from .errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
 from .models import (
     FAILURE_CLASSES,
     HANDOFF_KINDS,
@@ -101,6 +101,32 @@ def _validate_key(key: str) -> None:
         raise Refused(f"invalid node key {key!r}: use 1-200 of A-Z a-z 0-9 . _ - : / @ +")
 
 
+class Inc:
+    """``column = column + n`` in a raw update."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: float) -> None:
+        self.n = n
+
+
+JSON_COLUMNS = frozenset({"inputs", "constraints", "preconditions", "output", "rejections", "payload", "context",
+                          "options"})
+BOOL_COLUMNS = frozenset({"retryable", "always_admit"})
+
+
+def _decode_row(cols: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+    d = dict(zip(cols, values))
+    for c in JSON_COLUMNS.intersection(d):
+        v = d[c]
+        if isinstance(v, str):
+            d[c] = json.loads(v)
+    for c in BOOL_COLUMNS.intersection(d):
+        if d[c] is not None:
+            d[c] = bool(d[c])
+    return d
+
+
 class Ledger:
     """A ledger on SQLite or PostgreSQL. Open with :meth:`open`."""
 
@@ -174,35 +200,64 @@ class Ledger:
             # Ids from a sequence can become visible out of commit order; holding this lock until
             # commit makes journal inserts commit in id order, so `id > cursor` never skips one.
             self.db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_JOURNAL_LOCK,))
-        q = Event.insert(
-            at=self.now() if at is None else at,
-            task_id=task_id,
-            node=node,
-            layer=layer,
-            kind=kind,
-            actor=actor or "",
-            summary=summary,
-            payload=dict(payload or {}),
+        cur = self.db.execute_sql(
+            self._sql("INSERT INTO event (at, task_id, node, layer, kind, actor, summary, payload) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"),
+            [self.now() if at is None else at, task_id, node, layer, kind, actor or "", summary,
+             dumps(dict(payload or {}))],
         )
-        return int(self._q(q).execute())
+        return int(cur.fetchone()[0])
+
+    def _sql(self, sql: str) -> str:
+        """Our raw SQL is written with ``?``; PostgreSQL's driver wants ``%s``."""
+        return sql if is_sqlite(self.db) else sql.replace("?", "%s")
+
+    def _fetch(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+        cur = self.db.execute_sql(self._sql(sql), list(params))
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return _decode_row([d[0] for d in cur.description], row)
+
+    def _exec(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.db.execute_sql(self._sql(sql), list(params)).rowcount
 
     def _task_row(self, task_id: str, *, for_update: bool = False) -> dict[str, Any]:
-        q = Task.select().where(Task.task_id == task_id)
-        if for_update and not is_sqlite(self.db):
-            q = q.for_update()
-        row = self._q(q).dicts().first()
+        lock = " FOR UPDATE" if for_update and not is_sqlite(self.db) else ""
+        row = self._fetch(f"SELECT * FROM task WHERE task_id = ?{lock}", [task_id])
         if row is None:
             raise NotFound(f"unknown task {task_id!r}")
         return row
 
     def _node_row(self, task_id: str, key: str, *, for_update: bool = False) -> dict[str, Any]:
-        q = Node.select().where((Node.task == task_id) & (Node.key == key))
-        if for_update and not is_sqlite(self.db):
-            q = q.for_update()
-        row = self._q(q).dicts().first()
+        row = self._node_row_or_none(task_id, key, for_update=for_update)
         if row is None:
             raise NotFound(f"unknown node {key!r} in task {task_id!r}")
         return row
+
+    def _node_row_or_none(self, task_id: str, key: str, *, for_update: bool = False) -> dict[str, Any] | None:
+        lock = " FOR UPDATE" if for_update and not is_sqlite(self.db) else ""
+        row = self._fetch(f"SELECT * FROM node WHERE task_id = ? AND key = ?{lock}", [task_id, key])
+        if row is not None:
+            row["task"] = row["task_id"]
+        return row
+
+    def _node_row_by_id(self, node_id: int) -> dict[str, Any]:
+        row = self._fetch("SELECT * FROM node WHERE id = ?", [node_id])
+        assert row is not None
+        row["task"] = row["task_id"]
+        return row
+
+    def _update_node(self, node_id: int, fields: Mapping[str, Any], where: str = "", params: Sequence[Any] = ()) -> int:
+        sets, values = [], []
+        for col, v in fields.items():
+            if isinstance(v, Inc):
+                sets.append(f"{col} = {col} + ?")
+                values.append(v.n)
+            else:
+                sets.append(f"{col} = ?")
+                values.append(dumps(v) if col in JSON_COLUMNS else v)
+        return self._exec(f"UPDATE node SET {', '.join(sets)} WHERE id = ?{where}", [*values, node_id, *params])
 
     def _bump_task(self, task_id: str, **fields: Any) -> None:
         fields.setdefault("updated_at", self.now())
@@ -479,14 +534,14 @@ class Ledger:
             r = cur.fetchone()
         if r is None:
             return None
-        return self._q(Node.select().where(Node.id == r[0])).dicts().first()
+        return self._node_row_by_id(r[0])
 
     def _fail_over_claimed(self, task: Mapping[str, Any], row: Mapping[str, Any], limit: int, worker: str, now: float) -> None:
         err = f"claimed {row['claim_count']} times, the limit is {limit}: not claimed again"
-        self._q(Node.update(
+        self._update_node(row["id"], dict(
             status="failed", failure_class=row["failure_class"] or "transient", retryable=False, error=err,
-            lease_owner=None, lease_token=None, lease_until=None, finished_at=now, version=Node.version + 1,
-        ).where(Node.id == row["id"])).execute()
+            lease_owner=None, lease_token=None, lease_until=None, finished_at=now, version=Inc(1),
+        ))
         self._journal(task["task_id"], row["key"], "system", "node.failed", worker,
                       f"{row['key']} failed: max claims reached", {"error": err, "max_claims": limit})
         self._maybe_fail_task(task["task_id"], now)
@@ -497,18 +552,16 @@ class Ledger:
         attempt = int(row["attempt"]) + 1
         inputs = self._claim_inputs(task, row)
         input_digest = digest_json({"task": task["inputs"], "deps": {k: v.get("digest") for k, v in inputs["deps"].items()}})
-        n = self._q(Node.update(
+        n = self._update_node(row["id"], dict(
             status="running", lease_owner=worker, lease_token=token, lease_until=now + lease_s,
-            heartbeat_at=now, claimed_at=now, claim_count=Node.claim_count + 1, attempt=attempt,
+            heartbeat_at=now, claimed_at=now, claim_count=Inc(1), attempt=attempt,
             input_digest=input_digest, started_at=row["started_at"] if row["started_at"] is not None else now,
-            next_retry_at=None, version=Node.version + 1,
-        ).where((Node.id == row["id"]) & (Node.version == row["version"]))).execute()
+            next_retry_at=None, version=Inc(1),
+        ), " AND version = ?", [row["version"]])
         if n != 1:  # cannot happen under the write lock; refuse rather than double-claim
             raise RuntimeError("claim lost its row under the write lock")
-        tfields: dict[str, Any] = {"claim_count": Task.claim_count + 1, "updated_at": now}
-        if task["started_at"] is None:
-            tfields["started_at"] = now
-        self._q(Task.update(**tfields).where(Task.task_id == task["task_id"])).execute()
+        self._exec("UPDATE task SET claim_count = claim_count + 1, updated_at = ?, started_at = COALESCE(started_at, ?) "
+                   "WHERE task_id = ?", [now, now, task["task_id"]])
         payload = {"worker": worker, "attempt": attempt, "lease_until": now + lease_s, "reclaimed": reclaim}
         if reclaim:
             payload["previous_owner"] = row["lease_owner"]
@@ -522,17 +575,17 @@ class Ledger:
         )
 
     def _claim_inputs(self, task: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
-        S = Node.alias()
         deps = {}
-        q = (Edge.select(S.key, S.output, S.output_ref, S.output_digest, S.status)
-             .join(S, on=(Edge.src == S.id)).where(Edge.dst == row["id"]))
-        for key, output, ref, dig, status in self._q(q).tuples():
+        cur = self.db.execute_sql(self._sql(
+            "SELECT s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
+            "JOIN node s ON s.id = e.src_id WHERE e.dst_id = ? ORDER BY s.position"), [row["id"]])
+        for key, output, ref, dig, status in cur.fetchall():
             deps[key] = {
-                "output": output,
+                "output": json.loads(output) if output is not None else None,
                 "output_ref": ref, "digest": dig, "status": status,
             }
-        h = self._q(Handoff.select().where((Handoff.node == row["id"]) & (Handoff.status == "resolved"))
-                    .order_by(Handoff.id.desc())).dicts().first()
+        h = self._fetch("SELECT * FROM handoff WHERE node_id = ? AND status = 'resolved' ORDER BY id DESC LIMIT 1",
+                        [row["id"]])
         resolution = None
         if h is not None:
             resolution = {
@@ -554,12 +607,12 @@ class Ledger:
     # ------------------------------------------------------------------ fenced writes
     def _fence(self, claim: Claim, now: float, *, for_update: bool = True) -> dict[str, Any]:
         """Inside a write transaction: the node row if the claim still holds, else LeaseLost."""
-        row = self._q(Node.select().where((Node.task == claim.task_id) & (Node.key == claim.node_key))).dicts().first()
+        row = self._node_row_or_none(claim.task_id, claim.node_key)
         if row is None:
             raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: the node no longer exists")
         if row["lease_token"] != claim.token or row["status"] != "running":
-            task = self._q(Task.select(Task.status).where(Task.task_id == claim.task_id)).tuples().first()
-            why = self._lost_why(row, claim, task[0] if task else None)
+            task = self._fetch("SELECT status FROM task WHERE task_id = ?", [claim.task_id])
+            why = self._lost_why(row, claim, task["status"] if task else None)
             raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {why}")
         if row["lease_until"] is None or row["lease_until"] <= now:
             raise LeaseLost(
@@ -584,9 +637,8 @@ class Ledger:
         return "the lease token is no longer current"
 
     def _cas_update(self, row: Mapping[str, Any], claim: Claim, now: float, **fields: Any) -> None:
-        n = self._q(Node.update(**fields).where(
-            (Node.id == row["id"]) & (Node.lease_token == claim.token) & (Node.status == "running")
-            & (Node.lease_until > now))).execute()
+        n = self._update_node(row["id"], fields, " AND lease_token = ? AND status = 'running' AND lease_until > ?",
+                              [claim.token, now])
         if n != 1:
             raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: changed under the write")
 
@@ -595,7 +647,7 @@ class Ledger:
         if t < 0:
             raise Refused("tokens must not be negative")
         if t:
-            self._q(Task.update(tokens_used=Task.tokens_used + t).where(Task.task_id == claim.task_id)).execute()
+            self._exec("UPDATE task SET tokens_used = tokens_used + ? WHERE task_id = ?", [t, claim.task_id])
         return t
 
     def heartbeat(
@@ -620,7 +672,7 @@ class Ledger:
             t = self._add_tokens(claim, tokens)
             fields: dict[str, Any] = {"lease_until": now + lease, "heartbeat_at": now}
             if t:
-                fields["tokens_used"] = Node.tokens_used + t
+                fields["tokens_used"] = Inc(t)
             if units_done is not None:
                 fields["units_done"] = float(units_done)
             if units_total is not None:
@@ -651,14 +703,17 @@ class Ledger:
         hashes = list(dict.fromkeys(hashlib.blake2b(l.encode("utf-8"), digest_size=16).hexdigest() for l in lines))
         seen: set[str] = set()
         for chunk in _chunks(hashes, 500):
-            seen.update(r[0] for r in self._q(SeenLine.select(SeenLine.digest).where(
-                (SeenLine.node == node_id) & (SeenLine.digest.in_(chunk)))).tuples())
+            marks = ", ".join("?" * len(chunk))
+            cur = self.db.execute_sql(self._sql(f"SELECT digest FROM seen_line WHERE node_id = ? AND digest IN ({marks})"),
+                                      [node_id, *chunk])
+            seen.update(r[0] for r in cur.fetchall())
         fresh = [h for h in hashes if h not in seen]
-        for chunk in _chunks(fresh, 500):
-            self._q(SeenLine.insert_many([{"node": node_id, "digest": h} for h in chunk])).execute()
+        for chunk in _chunks(fresh, 400):
+            marks = ", ".join(["(?, ?)"] * len(chunk))
+            self._exec(f"INSERT INTO seen_line (node_id, digest) VALUES {marks}", [x for h in chunk for x in (node_id, h)])
         capped = text if len(text) <= OBSERVATION_TEXT_CAP else text[:OBSERVATION_TEXT_CAP] + "…[truncated]"
-        self._q(Observation.insert(node=node_id, at=now, attempt=attempt, text=capped, digest=digest,
-                                   new_units=len(fresh), lines=len(lines))).execute()
+        self._exec("INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?)", [node_id, now, attempt, capped, digest, len(fresh), len(lines)])
         return len(fresh), digest, len(lines)
 
     def commit(
@@ -681,60 +736,85 @@ class Ledger:
         commit is refused (ask a human instead).
         """
         now = self.now()
-        out_text = dumps(output)
-        if len(out_text.encode("utf-8")) > OUTPUT_CAP:
-            raise Refused(f"output is {len(out_text)} bytes, over {OUTPUT_CAP}: store it as an artifact")
-        art = None
-        if artifact is not None:
-            name, data = artifact
-            if not isinstance(data, (bytes, bytearray)):
-                raise Refused("an artifact is (name, bytes)")
-            if len(data) > ARTIFACT_INLINE_CAP:
-                raise Refused("artifact over 64 MiB: keep it in the run directory and pass output_ref")
-            art = (str(name), bytes(data), sha256_hex(bytes(data)))
+        art = _prepare_commit(output, artifact)
         with write_tx(self.db):
-            row = self._fence(claim, now)
-            task = self._task_row(claim.task_id, for_update=True)
-            if repair and task["repair_count"] >= task["max_repairs"]:
-                raise Refused(
-                    f"repair budget exhausted ({task['repair_count']}/{task['max_repairs']}): ask a human instead"
-                )
-            t = self._add_tokens(claim, tokens)
-            wall = now - (row["claimed_at"] or now)
-            fields: dict[str, Any] = dict(
-                status="succeeded", output=output, output_ref=output_ref, output_digest=digest_json(output),
-                lease_owner=row["lease_owner"], lease_token=None, lease_until=None, finished_at=now,
-                wall_used_s=Node.wall_used_s + wall, version=Node.version + 1, error=None, failure_class=None,
+            return self._commit_tx(claim, now, output, output_ref, tokens, art, units_done, next_nodes, repair,
+                                   summary)
+
+    def commit_many(self, commits: Sequence[tuple[Claim, Mapping[str, Any]]]) -> list[int | WardenError]:
+        """Group commit: several steps' commits in ONE write transaction (one fsync).
+
+        For an agent process that runs many steps at once. Each step stays all-or-nothing (it runs
+        in its own savepoint and is fenced exactly like :meth:`commit`); a step whose lease is lost
+        or whose commit is refused is skipped and its error returned in its place, the others
+        commit. Returns, per step, the journal event id or the error.
+        """
+        now = self.now()
+        prepared = []
+        for claim, kw in commits:
+            bad = set(kw) - {"output", "output_ref", "tokens", "artifact", "units_done", "next_nodes", "repair",
+                             "summary"}
+            if bad:
+                raise TypeError(f"commit_many: unknown commit arguments {sorted(bad)}")
+            prepared.append((claim, kw, _prepare_commit(kw.get("output"), kw.get("artifact"))))
+        results: list[int | WardenError] = []
+        with write_tx(self.db):
+            for claim, kw, art in prepared:
+                try:
+                    with self.db.atomic():  # a savepoint per step, inside the one IMMEDIATE transaction
+                        results.append(self._commit_tx(
+                            claim, now, kw.get("output"), kw.get("output_ref"), kw.get("tokens", 0), art,
+                            kw.get("units_done"), kw.get("next_nodes", ()), kw.get("repair", False),
+                            kw.get("summary")))
+                except (LeaseLost, Refused) as e:
+                    results.append(e)
+        return results
+
+    def _commit_tx(self, claim: Claim, now: float, output: Any, output_ref: str | None, tokens: float | None,
+                   art: tuple[str, bytes, str] | None, units_done: float | None, next_nodes: Sequence[NodeSpec],
+                   repair: bool, summary: str | None) -> int:
+        row = self._fence(claim, now)
+        task = self._task_row(claim.task_id, for_update=True)
+        if repair and task["repair_count"] >= task["max_repairs"]:
+            raise Refused(
+                f"repair budget exhausted ({task['repair_count']}/{task['max_repairs']}): ask a human instead"
             )
-            if t:
-                fields["tokens_used"] = Node.tokens_used + t
-            if units_done is not None:
-                fields["units_done"] = float(units_done)
-            self._cas_update(row, claim, now, **fields)
-            payload: dict[str, Any] = {"attempt": claim.attempt, "output_digest": digest_json(output),
-                                       "wall_s": round(wall, 3)}
-            if output_ref:
-                payload["output_ref"] = output_ref
-            if t:
-                payload["tokens"] = t
-            if art is not None:
-                self._q(Artifact.insert(task=claim.task_id, node=row["id"], attempt=claim.attempt, name=art[0],
-                                        sha256=art[2], size=len(art[1]), content=art[1], ref=output_ref,
-                                        at=now)).execute()
-                payload["artifact"] = {"name": art[0], "sha256": art[2], "bytes": len(art[1])}
-            if repair:
-                self._q(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == claim.task_id)).execute()
-                payload["repair"] = task["repair_count"] + 1
-            event_id = self._journal(claim.task_id, claim.node_key, "execution", "node.committed", claim.worker,
-                                     summary or f"{claim.node_key} succeeded (attempt {claim.attempt})", payload, at=now)
-            if next_nodes:
-                self._add_nodes_tx(claim.task_id, list(next_nodes), actor=claim.worker)
-            self._maybe_complete_task(claim.task_id, now)
+        t = self._add_tokens(claim, tokens)
+        wall = now - (row["claimed_at"] or now)
+        fields: dict[str, Any] = dict(
+            status="succeeded", output=output, output_ref=output_ref, output_digest=digest_json(output),
+            lease_owner=row["lease_owner"], lease_token=None, lease_until=None, finished_at=now,
+            wall_used_s=Inc(wall), version=Inc(1), error=None, failure_class=None,
+        )
+        if t:
+            fields["tokens_used"] = Inc(t)
+        if units_done is not None:
+            fields["units_done"] = float(units_done)
+        self._cas_update(row, claim, now, **fields)
+        payload: dict[str, Any] = {"attempt": claim.attempt, "output_digest": digest_json(output),
+                                   "wall_s": round(wall, 3)}
+        if output_ref:
+            payload["output_ref"] = output_ref
+        if t:
+            payload["tokens"] = t
+        if art is not None:
+            self._q(Artifact.insert(task=claim.task_id, node=row["id"], attempt=claim.attempt, name=art[0],
+                                    sha256=art[2], size=len(art[1]), content=art[1], ref=output_ref,
+                                    at=now)).execute()
+            payload["artifact"] = {"name": art[0], "sha256": art[2], "bytes": len(art[1])}
+        if repair:
+            self._q(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == claim.task_id)).execute()
+            payload["repair"] = task["repair_count"] + 1
+        event_id = self._journal(claim.task_id, claim.node_key, "execution", "node.committed", claim.worker,
+                                 summary or f"{claim.node_key} succeeded (attempt {claim.attempt})", payload, at=now)
+        if next_nodes:
+            self._add_nodes_tx(claim.task_id, list(next_nodes), actor=claim.worker)
+        self._maybe_complete_task(claim.task_id, now)
         return event_id
 
     def _maybe_complete_task(self, task_id: str, now: float) -> None:
-        left = self._q(Node.select(pw.fn.COUNT(Node.id)).where(
-            (Node.task == task_id) & ~(Node.status.in_(("succeeded", "abandoned"))))).scalar()
+        left = self._fetch("SELECT 1 AS x FROM node WHERE task_id = ? AND status IN "
+                           "('pending', 'running', 'blocked', 'parked', 'failed') LIMIT 1", [task_id])
         if left:
             return
         task = self._task_row(task_id)
@@ -783,9 +863,9 @@ class Ledger:
             limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
             exhausted = limit is not None and row["claim_count"] >= limit
             common = dict(lease_token=None, lease_until=None, error=str(error), failure_class=failure_class,
-                          wall_used_s=Node.wall_used_s + wall, version=Node.version + 1)
+                          wall_used_s=Inc(wall), version=Inc(1))
             if t:
-                common["tokens_used"] = Node.tokens_used + t
+                common["tokens_used"] = Inc(t)
             if can_retry and not exhausted:
                 delay = float(retry_after_s) if retry_after_s is not None else retry_delay(claim.attempt)
                 self._cas_update(row, claim, now, status="pending", next_retry_at=now + delay, **common)
@@ -839,9 +919,9 @@ class Ledger:
             t = self._add_tokens(claim, tokens)
             wall = now - (row["claimed_at"] or now)
             fields: dict[str, Any] = dict(status="blocked", lease_token=None, lease_until=None,
-                                          wall_used_s=Node.wall_used_s + wall, version=Node.version + 1)
+                                          wall_used_s=Inc(wall), version=Inc(1))
             if t:
-                fields["tokens_used"] = Node.tokens_used + t
+                fields["tokens_used"] = Inc(t)
             self._cas_update(row, claim, now, **fields)
             hid = self._q(Handoff.insert(task=claim.task_id, node=row["id"], kind=kind, question=str(question),
                                          context=ctx, options=opts, recommendation=recommendation, status="open",
@@ -1139,6 +1219,21 @@ class Ledger:
             raise Refused(f"artifact {r['name']!r} of {task_id} does not match its recorded sha256; not exported")
         view = ArtifactView(r["id"], task_id, r["node_key"], r["attempt"], r["name"], r["sha256"], r["size"], r["ref"], r["at"])
         return view, data
+
+
+def _prepare_commit(output: Any, artifact: tuple[str, bytes] | None) -> tuple[str, bytes, str] | None:
+    """Check a commit's payload before any transaction; returns (name, bytes, sha256) or None."""
+    out_text = dumps(output)
+    if len(out_text.encode("utf-8")) > OUTPUT_CAP:
+        raise Refused(f"output is {len(out_text)} bytes, over {OUTPUT_CAP}: store it as an artifact")
+    if artifact is None:
+        return None
+    name, data = artifact
+    if not isinstance(data, (bytes, bytearray)):
+        raise Refused("an artifact is (name, bytes)")
+    if len(data) > ARTIFACT_INLINE_CAP:
+        raise Refused("artifact over 64 MiB: keep it in the run directory and pass output_ref")
+    return (str(name), bytes(data), sha256_hex(bytes(data)))
 
 
 # ---------------------------------------------------------------------- row → view

@@ -303,3 +303,22 @@ def test_sqlite_pragmas(ledger):
     assert ledger.db.execute_sql("PRAGMA foreign_keys").fetchone()[0] == 1
     assert ledger.db.execute_sql("PRAGMA busy_timeout").fetchone()[0] >= 1000
     assert isinstance(sqlite3.sqlite_version, str)
+
+
+def test_commit_many_commits_each_step_atomically_in_one_transaction(ledger, clock):
+    ledger.create_task("t")
+    for k in "abc":
+        ledger.add_node("t", k)
+    a, b, c = (ledger.claim("t", "w", lease_s=10) for _ in range(3))
+    # b's lease is taken away before the group commit: only b is refused.
+    with write_tx(ledger.db):
+        ledger.db.execute_sql("UPDATE node SET lease_token = NULL, status = 'pending' WHERE key = 'b'")
+    res = ledger.commit_many([(a, {"output": 1, "tokens": 5}), (b, {"output": 2}),
+                              (c, {"output": 3, "artifact": ("c.txt", b"c")})])
+    assert isinstance(res[0], int) and isinstance(res[2], int)
+    assert isinstance(res[1], LeaseLost)
+    assert [ledger.node("t", k).status for k in "abc"] == ["succeeded", "pending", "succeeded"]
+    assert ledger.node("t", "b").output is None
+    assert ledger.task("t").tokens_used == 5
+    with pytest.raises(TypeError):
+        ledger.commit_many([(a, {"nonsense": 1})])
