@@ -1,0 +1,220 @@
+"""A Hypothesis state machine: agents (claim, heartbeat, commit, fail, request_human), operators
+(park, resume, narrow, rewind, abort, resolve — applied at once or later, possibly stale) and the
+clock, on one small graph with a diamond and preconditions.
+
+Invariants after every step: no running node without a lease; nothing claimable in a parked or
+aborted task; abandoned nodes are never claimed (and stay abandoned); every applied action has its
+Action row and its operator event; the task revision only grows; an applied plan changed node
+statuses exactly as it said.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from store import LeaseLost, Ledger, ManualClock, NodeSpec, Refused, StaleRevision
+from store.actions import Plan
+
+KEYS = ["a", "b", "c", "d", "e", "f", "g", "h"]
+SPECS = [
+    NodeSpec("a", "a"),
+    NodeSpec("b", "b", ("a",)),
+    NodeSpec("c", "c", ("a",), preconditions={"lang": "py"}),
+    NodeSpec("d", "d", ("b", "c")),
+    NodeSpec("e", "e", ("d",)),
+    NodeSpec("f", "f", ("a",), preconditions={"scope": "x"}),
+    NodeSpec("g", "g", preconditions={"scope": ["x", "y"]}),
+    NodeSpec("h", "h", ("e", "f")),
+]
+
+
+class ActionsMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = tempfile.mkdtemp(prefix="warden-stateful-")
+        self.clock = ManualClock(1_800_000_000.0)
+        self.led = Ledger.open(f"{self.dir}/ledger.db", clock=self.clock)
+        self.led.db.execute_sql("PRAGMA synchronous=OFF")  # a throw-away ledger; durability is not tested here
+        self.led.create_task("t", preconditions={"scope": "x", "lang": "py"}, max_claims=4)
+        self.led.add_nodes("t", SPECS)
+        self.claims: list = []
+        self.pending: list[Plan] = []
+        self.applied: set[int] = set()
+        self.abandoned: set[str] = set()
+        self.revision = self.led.task("t").revision
+
+    def teardown(self) -> None:
+        self.led.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ------------------------------------------------------------------ helpers
+    def statuses(self) -> dict[str, str]:
+        return {n.key: n.status for n in self.led.graph("t").nodes}
+
+    def _claim_at(self, i: int):
+        return self.claims[i % len(self.claims)]
+
+    def _agent(self, i: int, fn) -> None:
+        c = self._claim_at(i)
+        try:
+            fn(c)
+        except LeaseLost:
+            self.claims.remove(c)
+            return
+        except Refused:
+            return
+
+    def apply(self, plan: Plan) -> None:
+        before = self.statuses()
+        rev = self.led.task("t").revision
+        try:
+            done = self.led.apply(plan, operator="op")
+        except StaleRevision:
+            assert self.statuses() == before
+            assert self.led.task("t").revision == rev
+            assert self.led.actions("t", limit=1)[0].result == "refused"
+            return
+        except Refused as e:  # only a stale resolve or an aborted task may refuse here
+            raise AssertionError(f"unexpected refusal at apply: {e}") from None
+        self.applied.add(done.action_id)
+        after = self.statuses()
+        assert {k: (before[k], after[k]) for k in before if before[k] != after[k]} == dict(plan.changes)
+
+    def plan(self, make, later: bool) -> None:
+        try:
+            p = make()
+        except Refused:
+            return
+        if later:
+            self.pending.append(p)
+        else:
+            self.apply(p)
+
+    # ------------------------------------------------------------------ agents
+    @rule(worker=st.sampled_from(["w1", "w2", "w3"]))
+    def claim(self, worker):
+        before = self.statuses()
+        task = self.led.task("t")
+        c = self.led.claim("t", worker, lease_s=30)
+        if c is None:
+            return
+        assert task.status == "active"
+        assert before[c.node_key] in ("pending", "running"), (c.node_key, before[c.node_key])
+        assert c.node_key not in self.abandoned
+        self.claims = [x for x in self.claims if x.node_key != c.node_key]  # a reclaimed lease
+        self.claims.append(c)
+
+    @precondition(lambda self: self.claims)
+    @rule(i=st.integers(0, 9))
+    def heartbeat(self, i):
+        self._agent(i, lambda c: self.led.heartbeat(c, units_done=1, observation="x"))
+
+    @precondition(lambda self: self.claims)
+    @rule(i=st.integers(0, 9))
+    def commit(self, i):
+        def go(c):
+            self.led.commit(c, output={"k": c.node_key})
+            self.claims.remove(c)
+        self._agent(i, go)
+
+    @precondition(lambda self: self.claims)
+    @rule(i=st.integers(0, 9), retryable=st.booleans())
+    def fail(self, i, retryable):
+        def go(c):
+            self.led.fail(c, error="boom", retryable=retryable, retry_after_s=5)
+            self.claims.remove(c)
+        self._agent(i, go)
+
+    @precondition(lambda self: self.claims)
+    @rule(i=st.integers(0, 9))
+    def request_human(self, i):
+        def go(c):
+            self.led.request_human(c, kind="confirm", question="ok?", options=[{"id": "yes"}, {"id": "no"}])
+            self.claims.remove(c)
+        self._agent(i, go)
+
+    # ------------------------------------------------------------------ clock
+    @rule(s=st.sampled_from([1, 10, 31, 120]))
+    def advance(self, s):
+        self.clock.advance(s)
+
+    # ------------------------------------------------------------------ operators
+    @rule(node=st.sampled_from([None, *KEYS]), now=st.booleans(), later=st.booleans())
+    def park(self, node, now, later):
+        self.plan(lambda: self.led.plan_park("t", node=node, reason="hold", now=now), later)
+
+    @rule(node=st.sampled_from([None, *KEYS]), later=st.booleans())
+    def resume(self, node, later):
+        self.plan(lambda: self.led.plan_resume("t", node=node), later)
+
+    @rule(value=st.sampled_from(["x", "y", "z", ["x", "y"]]), later=st.booleans())
+    def narrow_scope(self, value, later):
+        self.plan(lambda: self.led.plan_narrow("t", set={"scope": value}, reason="scope"), later)
+
+    @rule(key=st.sampled_from(KEYS), later=st.booleans())
+    def narrow_exclude(self, key, later):
+        self.plan(lambda: self.led.plan_narrow("t", exclude=[key], reason="exclude"), later)
+
+    @rule(key=st.sampled_from(KEYS), later=st.booleans())
+    def rewind(self, key, later):
+        self.plan(lambda: self.led.plan_rewind("t", key, reason=f"redo {key}"), later)
+
+    @precondition(lambda self: len(self.applied) >= 3)  # let the graph move before it ends
+    @rule(later=st.booleans())
+    def abort(self, later):
+        self.plan(lambda: self.led.plan_abort("t", reason="stop"), later)
+
+    @rule(option=st.sampled_from(["yes", "no", "maybe"]), later=st.booleans())
+    def resolve(self, option, later):
+        hs = self.led.handoffs(task_id="t")
+        if not hs:
+            return
+        self.plan(lambda: self.led.plan_resolve(hs[0].id, option=option), later)
+
+    @precondition(lambda self: self.pending)
+    @rule()
+    def apply_later(self):
+        self.apply(self.pending.pop(0))
+
+    # ------------------------------------------------------------------ invariants
+    @invariant()
+    def running_nodes_hold_a_lease(self):
+        for n in self.led.graph("t").nodes:
+            if n.status == "running":
+                assert n.lease_owner is not None and n.lease_until is not None, n.key
+
+    @invariant()
+    def nothing_claimable_when_parked_or_aborted(self):
+        if self.led.task("t").status in ("parked", "aborted"):
+            assert self.led.claim("t", "probe", lease_s=30) is None
+
+    @invariant()
+    def abandoned_stays_abandoned(self):
+        now = {k for k, s in self.statuses().items() if s == "abandoned"}
+        assert self.abandoned <= now
+        self.abandoned = now
+
+    @invariant()
+    def every_applied_action_is_audited(self):
+        rows = {a.id: a for a in self.led.actions("t", limit=10_000)}
+        assert {i for i, a in rows.items() if a.result == "applied"} == self.applied
+        ev = {e.payload.get("action_id") for e in self.led.events(0, task_id="t", limit=100_000) if e.layer == "operator"}
+        assert self.applied <= ev
+
+    @invariant()
+    def revision_only_grows(self):
+        rev = self.led.task("t").revision
+        assert rev >= self.revision
+        self.revision = rev
+
+
+ActionsMachine.TestCase.settings = settings(
+    max_examples=40, stateful_step_count=30, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+TestActionsStateful = ActionsMachine.TestCase
