@@ -159,8 +159,8 @@ class WardenApp(App[int]):
 
     def _tick(self) -> None:
         """Once a second: time-based figures (lease countdowns, ages) on the visible rows only."""
-        screen = self.screen
-        if isinstance(screen, WardenScreen) and self.loaded:
+        screen = self.screen_stack[-1] if self.screen_stack else None
+        if isinstance(screen, WardenScreen) and self.loaded and screen.is_mounted:
             screen.tick()
         self.set_timer(1.0, self._tick)  # re-armed after the work, so ticks never pile up
 
@@ -309,7 +309,7 @@ class WardenApp(App[int]):
 
     # ------------------------------------------------------------------ applying deltas (UI thread)
     def _screens(self, kind: type) -> list[Any]:
-        return [s for s in self.screen_stack if isinstance(s, kind)]
+        return [s for s in self.screen_stack if isinstance(s, kind) and s.is_mounted and not s._closing]
 
     @on(LedgerChanged)
     def apply_pending(self) -> None:
@@ -528,9 +528,10 @@ class WardenApp(App[int]):
         self.open_action(action, task, node)
 
     def open_action(self, action: str, task_id: str | None, node_key: str | None) -> None:
-        target = safe_line(node_key or task_id or "nothing selected")
-        self.notify(f"{ACTIONS.get(action, action)} ({target}): not available yet; use `warden {action}`",
-                    severity="information")
+        """The action dialogs and the recovery advice live in console/dialogs.py."""
+        from .dialogs import open_action
+
+        open_action(self, action, task_id, node_key)
 
     # ------------------------------------------------------------------ one-off reads for screens
     def load_handoffs(self) -> None:

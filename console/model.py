@@ -71,14 +71,14 @@ class TaskRow:
 
 
 TASK_COLUMNS = [
-    Column("TASK", 14),
+    Column("TASK", 12),
     Column("STATUS", 11),
     Column("DONE", 9),
-    Column("P80", 10),
+    Column("P80", 11),
     Column("BUDGET", 16, priority=2),
     Column("SIG", 4),
     Column("HAND", 4),
-    Column("AGE", 8, priority=1),
+    Column("AGE", 9, priority=1),
     Column("TITLE", 12, priority=3, flex=True),
 ]
 
@@ -195,12 +195,12 @@ class TaskListModel:
 
 # ---------------------------------------------------------------------- graph
 GRAPH_COLUMNS = [
-    Column("NODE", 20),
+    Column("NODE", 18),
     Column("STATUS", 11),
     Column("ATT", 3, priority=1, align="right"),
     Column("LEASE", 14, priority=1),
     Column("DEPS", 12, priority=2),
-    Column("P80", 10),
+    Column("P80", 11),
     Column("SIG", 4),
     Column("KIND", 10, priority=3),
     Column("TITLE", 12, priority=4, flex=True),

@@ -179,14 +179,14 @@ async def test_node_detail_updates_live(ledger_path):
         await wait_for(pilot, lambda: app.screen.detail.node.status == "running", what="detail update")
 
 
-@pytest.mark.parametrize("key", ["p", "u", "n", "r", "a", "R"])
-async def test_actions_in_read_only_show_a_notice(ledger_path, key):
+async def test_actions_in_read_only_show_a_notice(ledger_path):
     app = make_app(ledger_path, read_only=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press(key)
-        assert isinstance(app.screen, TaskListScreen)
-        assert [n.message for n in app._notifications] == ["read-only: actions are disabled"]
+        for n, key in enumerate(["p", "u", "n", "r", "a", "R"], 1):
+            await pilot.press(key)
+            assert isinstance(app.screen, TaskListScreen)
+            assert [n.message for n in app._notifications] == ["read-only: actions are disabled"] * n
 
 
 async def test_read_only_every_view_works_and_follows(ledger_path):
@@ -226,7 +226,8 @@ async def test_handoff_inbox_and_runs(ledger_path, tmp_path):
         await pilot.press("h")
         await wait_for(pilot, lambda: app.screen.loaded)
         assert [(h.task_id, h.node) for h in app.screen.source.items] == [("report-001", "section-2")]
-        await pilot.press("enter")
+        app.screen.action_open()
+        await pilot.pause()
         assert isinstance(app.screen, NodeDetailScreen) and app.screen.key == "section-2"
         await pilot.press("escape", "escape", "g")
         await wait_for(pilot, lambda: app.screen.loaded)
@@ -240,7 +241,7 @@ async def test_help_lists_every_binding(ledger_path):
     keys_in_help = " ".join(k for k, _ in KEYS)
     classes = [WardenApp, TaskListScreen, TaskGraphScreen, NodeDetailScreen, EventLogScreen, HandoffInboxScreen,
                RunsScreen, HelpScreen, FilterInput]
-    names = {"question_mark": "?", "slash": "/"}
+    names = {"question_mark": "?", "slash": "/", "up": "↑", "down": "↓"}
     for cls in classes:
         for b in cls.BINDINGS:
             for key in b.key.split(","):
