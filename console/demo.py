@@ -34,6 +34,9 @@ from store.demo_agents import CRASH_EXIT, LIVE_TASKS, ROSTER, DemoPaths, create_
 STOP_GRACE_S = 3.0
 """How long workers get to stop on their own before they are terminated."""
 
+MAX_RESTARTS = 3
+"""How often one worker is restarted after an unplanned death (the planned crash always is)."""
+
 
 class WorkerPool:
     """The demo's worker processes, supervised: a crashed worker is restarted under a new name."""
@@ -86,10 +89,11 @@ class WorkerPool:
                     if rc is None or self._stopping.is_set():
                         continue
                     del self.procs[name]
-                    if rc == CRASH_EXIT:
-                        self.crashes.append(name)
-                        base = name.split("-")[0]
-                        k = self._restarts.get(base, 1) + 1
+                    base = name.split("-")[0]
+                    k = self._restarts.get(base, 1) + 1
+                    if rc == CRASH_EXIT or (rc != 0 and k <= MAX_RESTARTS + 1):
+                        # the planned crash, or an unplanned death (see logs/NAME.log): restart it
+                        self.crashes.append(name if rc == CRASH_EXIT else f"{name} (exit {rc})")
                         self._restarts[base] = k
                         self._spawn(f"{base}-{k}", role)
 
