@@ -76,7 +76,8 @@ class HandoffInboxScreen(ListScreen):
     list_id = "handoffs"
     BINDINGS = [
         Binding("escape", "back", "Back", id="back"),
-        Binding("enter", "open", "Open", id="open"),
+        Binding("enter", "resolve", "Resolve", id="resolve"),
+        Binding("o", "open", "Node", id="open"),
     ]
 
     def __init__(self) -> None:
@@ -119,6 +120,14 @@ class HandoffInboxScreen(ListScreen):
         if h is not None:
             self.wapp.open_node(h.task_id, h.node)
 
+    def action_resolve(self) -> None:
+        """The resolution screen (console/screens/resolve.py); the list reloads when it closes."""
+        from .resolve import ResolveHandoffScreen
+
+        h = self.selected_handoff()
+        if h is not None:
+            self.wapp.push_screen(ResolveHandoffScreen(h.id), lambda _done: self.wapp.load_handoffs())
+
     def on_row_list_highlighted(self) -> None:
         self.update_info()
 
@@ -140,7 +149,10 @@ class HandoffInboxScreen(ListScreen):
 class RunsScreen(ListScreen):
     header = "runs and recovery"
     list_id = "runs"
-    BINDINGS = [Binding("escape", "back", "Back", id="back")]
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="back"),
+        Binding("enter", "recover", "Recover", id="recover-run"),
+    ]
 
     def __init__(self) -> None:
         super().__init__()
@@ -176,6 +188,14 @@ class RunsScreen(ListScreen):
 
     def action_back(self) -> None:
         self.wapp.pop_screen()
+
+    def action_recover(self) -> None:
+        """The recovery wizard (console/screens/recovery.py) for the selected run."""
+        from .recovery import RecoveryWizardScreen
+
+        r = self.selected_run()
+        if r is not None:
+            self.wapp.push_screen(RecoveryWizardScreen(r.name), lambda _rec: self.wapp.load_runs())
 
     def update_info(self) -> None:
         out = Text(no_wrap=True, overflow="ellipsis")
