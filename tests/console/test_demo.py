@@ -124,10 +124,8 @@ def test_quitting_the_console_stops_every_worker(tmp_path):
 
 def test_a_worker_exits_when_its_parent_dies(tmp_path):
     root = tmp_path / "demo"
-    from store import ManualClock
-    from store.demo_agents import create_demo
-
-    create_demo(root, seed=7, clock=ManualClock(time.time()))
+    root.mkdir()
+    Ledger.open(root / "ledger.db").close()  # an empty ledger: the worker just waits for work
     pidfile = tmp_path / "worker.pid"
     parent = (
         "import os, subprocess, sys\n"
@@ -138,7 +136,11 @@ def test_a_worker_exits_when_its_parent_dies(tmp_path):
     )  # ... and the parent exits at once, leaving the worker behind
     subprocess.run([sys.executable, "-c", parent], check=True, cwd=str(ROOT))
     pid = int(pidfile.read_text())
-    wait_for(lambda: not processes_mentioning(str(root / "ledger.db")), 10, f"worker {pid} to exit")
+    try:
+        wait_for(lambda: not processes_mentioning(str(root / "ledger.db")), 10, f"worker {pid} to exit")
+    finally:
+        if processes_mentioning(str(root / "ledger.db")):  # the test failed: do not leave it behind
+            os.kill(pid, 9)
 
 
 def test_demo_refuses_a_directory_that_already_holds_one(tmp_path, capsys):
