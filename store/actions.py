@@ -32,7 +32,7 @@ Semantics (see docs/operations.md for before/after examples):
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from . import graph as graph_mod
 from .clock import iso, parse_time
@@ -150,53 +150,51 @@ def _chunks(seq: Sequence[Any], n: int = CHUNK) -> Iterable[Sequence[Any]]:
 _LEAN = "n.id, n.key, n.status, n.version, n.lease_owner, n.lease_token, n.position"
 
 
-@dataclass
-class _N:
+class _N(NamedTuple):
+    """The few columns a plan needs (a tuple: plans read up to 100,000 of them)."""
+
     id: int
     key: str
     status: str
     version: int
     owner: str | None
-    leased: bool
+    lease_token: str | None
     position: int
     extra: Any = None
 
+    @property
+    def leased(self) -> bool:
+        return self.lease_token is not None
+
 
 def _lean(rows: Iterable[tuple]) -> list[_N]:
-    return [_N(r[0], r[1], r[2], int(r[3]), r[4], r[5] is not None, r[6], r[7] if len(r) > 7 else None)
-            for r in rows]
+    return [_N(*r) for r in rows]
 
 
-def _all_nodes(ledger: Any, task_id: str, extra: str | None = None, extra_params: Sequence[Any] = ()) -> list[_N]:
+def _all_nodes(ledger: Any, task_id: str, where: str = "") -> list[_N]:
     ph = _ph(ledger)
-    cols = _LEAN + (f", {extra}" if extra else "")
-    return _lean(_rows(ledger, f"SELECT {cols} FROM node n WHERE n.task_id = {ph} ORDER BY n.position",
-                       [*extra_params, task_id]))
+    return _lean(_rows(ledger, f"SELECT {_LEAN} FROM node n WHERE n.task_id = {ph}{where} ORDER BY n.position",
+                       [task_id]))
 
 
 def _closure_nodes(ledger: Any, task_id: str, start_ids: Sequence[int]) -> list[_N]:
-    """The start nodes and everything downstream of them (recursive CTE over the src index)."""
+    """The start nodes and everything downstream of them, in position order: one recursive CTE
+    over the edge table's src index, so it reads only the closure. The start ids go in as one
+    parameter (a JSON array on SQLite, an array on PostgreSQL), however many there are."""
     if not start_ids:
         return []
+    if is_sqlite(ledger.db):
+        seed, param = "SELECT value FROM json_each(?)", dumps([int(i) for i in start_ids])
+    else:
+        seed, param = "SELECT unnest(%s::bigint[])", [int(i) for i in start_ids]
+    sql = (f"WITH RECURSIVE down(id) AS ({seed} UNION SELECT e.dst_id FROM edge e JOIN down d ON e.src_id = d.id) "
+           f"SELECT {_LEAN} FROM node n JOIN down ON n.id = down.id ORDER BY n.position")
+    return _lean(_rows(ledger, sql, [param]))
+
+
+def _count(ledger: Any, task_id: str, where: str = "") -> int:
     ph = _ph(ledger)
-    if len(start_ids) <= CHUNK:
-        seed = f"SELECT id FROM node WHERE id IN ({','.join([ph] * len(start_ids))})"
-        sql = (f"WITH RECURSIVE down(id) AS ({seed} UNION SELECT e.dst_id FROM edge e JOIN down d ON e.src_id = d.id) "
-               f"SELECT {_LEAN} FROM node n JOIN down ON n.id = down.id ORDER BY n.position")
-        return _lean(_rows(ledger, sql, list(start_ids)))
-    # Many starts: one read of the task's edges and a closure in memory.
-    edges = _rows(ledger, f"SELECT src_id, dst_id FROM edge WHERE task_id = {ph}", [task_id])
-    down: dict[int, list[int]] = {}
-    for s, d in edges:
-        down.setdefault(s, []).append(d)
-    ids = graph_mod.downstream_closure(start_ids, down)
-    out: list[_N] = []
-    id_list = sorted(ids)
-    for chunk in _chunks(id_list):
-        out.extend(_lean(_rows(ledger, f"SELECT {_LEAN} FROM node n WHERE n.id IN ({','.join([ph] * len(chunk))})",
-                               list(chunk))))
-    out.sort(key=lambda n: n.position)
-    return out
+    return int(_rows(ledger, f"SELECT COUNT(*) FROM node n WHERE n.task_id = {ph}{where}", [task_id])[0][0])
 
 
 def _task(ledger: Any, task_id: str) -> dict[str, Any]:
@@ -265,25 +263,17 @@ def _effects(ledger: Any, task_id: str, node_ids: set[int] | None) -> tuple[list
     return confirmed, warnings
 
 
-def _counts_after(ledger: Any, task_id: str, changes: Mapping[str, tuple[str, str]]) -> dict[str, int]:
-    ph = _ph(ledger)
-    counts = {s: int(c) for s, c in _rows(ledger, f"SELECT status, COUNT(*) FROM node WHERE task_id = {ph} "
-                                                  "GROUP BY status", [task_id])}
-    for a, b in changes.values():
-        counts[a] = counts.get(a, 0) - 1
-        counts[b] = counts.get(b, 0) + 1
-    return counts
-
-
 def _reopened_status(ledger: Any, task: Mapping[str, Any], changes: Mapping[str, tuple[str, str]]) -> str:
-    """Task status after a narrow / rewind / resolve (parked stays parked)."""
+    """Task status after a narrow / rewind / resolve (parked stays parked; the task completes when
+    nothing unfinished is left; a completed or failed task with new work reopens)."""
     before = task["status"]
     if before == "parked":
         return before
-    counts = _counts_after(ledger, task["task_id"], changes)
-    unfinished = sum(c for s, c in counts.items() if s not in FINISHED)
-    if unfinished == 0 and sum(counts.values()) > 0:
-        return "completed"
+    if not any(b == "pending" for _, b in changes.values()):
+        unfinished = _count(ledger, task["task_id"], " AND n.status NOT IN ('succeeded', 'abandoned')")
+        unfinished -= sum(1 for a, b in changes.values() if a not in FINISHED and b in FINISHED)
+        if unfinished == 0:
+            return "completed"
     if before == "completed" or (before == "failed" and changes):
         return "active"
     return before
@@ -438,26 +428,31 @@ def plan_narrow(ledger: Any, task_id: str, *, reason: str, set: Mapping[str, Any
             if not isinstance(k, str) or not k:
                 raise Refused(f"invalid precondition name {k!r}")
         dumps(assignments)
-        # Only nodes whose preconditions mention one of the names are parsed (canonical JSON: "K":).
-        if assignments:
-            cond = " OR ".join(["n.preconditions LIKE " + _ph(ledger) + " ESCAPE '\\'"] * len(assignments))
-            extra = f"CASE WHEN {cond} THEN n.preconditions END"
-            likes = [f'%{_like_escape(dumps(k))}:%' for k in assignments]
-        else:
-            extra, likes = "NULL", []
-        nodes = _all_nodes(ledger, task_id, extra, likes)
-        by_key = {n.key: n for n in nodes}
+        # Only the nodes whose preconditions mention one of the names are read and parsed (the
+        # stored JSON is canonical, so a name K appears as "K":), plus the excluded keys.
+        ph = _ph(ledger)
+        conds, params_sql = [], []
+        for k in assignments:
+            conds.append(f"n.preconditions LIKE {ph} ESCAPE '\\'")
+            params_sql.append(f"%{_like_escape(dumps(k))}:%")
+        candidates: dict[str, _N] = {}
+        if conds:
+            for r in _rows(ledger, f"SELECT {_LEAN}, n.preconditions FROM node n WHERE n.task_id = {ph} "
+                                   f"AND ({' OR '.join(conds)})", [task_id, *params_sql]):
+                candidates[r[1]] = _N(*r)
+        for chunk in _chunks(excluded):
+            for r in _rows(ledger, f"SELECT {_LEAN}, NULL FROM node n WHERE n.task_id = {ph} "
+                                   f"AND n.key IN ({','.join([ph] * len(chunk))})", [task_id, *chunk]):
+                candidates.setdefault(r[1], _N(*r))
         for k in excluded:
-            if k not in by_key:
+            if k not in candidates:
                 raise NotFound(f"unknown node {k!r} in task {task_id!r}")
         import json as _json
 
-        out: list[_N] = []
         why: dict[str, str] = {}
         excl = {*excluded}
-        for n in nodes:
+        for n in sorted(candidates.values(), key=lambda n: n.position):
             if n.key in excl:
-                out.append(n)
                 why[n.key] = "excluded"
                 continue
             if n.extra is None:
@@ -465,27 +460,28 @@ def plan_narrow(ledger: Any, task_id: str, *, reason: str, set: Mapping[str, Any
             pre = _json.loads(n.extra)
             for k, v in assignments.items():
                 if k in pre and not _in_scope(pre[k], v):
-                    out.append(n)
                     why[n.key] = f"{k}={dumps(pre[k])}"
                     break
-        newly = [n for n in out if n.status != "abandoned"]
+        newly = [candidates[k] for k in why if candidates[k].status != "abandoned"]
         changes: dict[str, tuple[str, str]] = {n.key: (n.status, "abandoned") for n in newly}
         closure = _closure_nodes(ledger, task_id, [n.id for n in newly])
-        still_running = []
+        still_running, kept = [], []
         for n in closure:
             if n.key in changes:
                 continue
             if n.status == "succeeded":
                 changes[n.key] = ("succeeded", "pending")
-            elif n.status == "running":
-                still_running.append(n.key)
+            else:
+                kept.append(n.key)
+                if n.status == "running":
+                    still_running.append(n.key)
         old_pre = dict(task["preconditions"] or {})
         new_pre = {**old_pre, **assignments}
         if not changes and new_pre == old_pre:
             raise Refused("this narrow changes nothing: every node is already in that scope")
-        closure_by_key = {n.key: n for n in closure}
-        all_by_key = {**by_key, **closure_by_key}
-        vs = list({**{n.key: n for n in newly}, **closure_by_key}.values())
+        all_by_key = {n.key: n for n in closure}
+        for n in newly:
+            all_by_key.setdefault(n.key, n)
         ab_ids = {all_by_key[k].id for k, (_, b) in changes.items() if b == "abandoned"}
         reset_ids = {all_by_key[k].id for k, (_, b) in changes.items() if b == "pending"}
         effects, ewarn = _effects(ledger, task_id, ab_ids | reset_ids)
@@ -495,12 +491,13 @@ def plan_narrow(ledger: Any, task_id: str, *, reason: str, set: Mapping[str, Any
         after = _reopened_status(ledger, task, changes)
         if after == "completed" and task["status"] != "completed":
             warnings.append("every node is then succeeded or abandoned: the task completes")
-        kept = [n.key for n in nodes if n.key not in changes]
         params = {"set": assignments, "exclude": excluded, "preconditions_before": old_pre,
                   "preconditions_after": new_pre,
-                  "out_of_scope": {k: why[k] for k in (n.key for n in newly)}}
+                  "out_of_scope": {n.key: why[n.key] for n in newly},
+                  "unaffected": _count(ledger, task_id) - len(changes) - len(kept)}
         return _mk(ledger, "narrow", task, task_id, reason, list(all_by_key.values()), changes, kept=kept,
-                   status_after=after, versions_of=vs, handoffs=_open_handoffs(ledger, task_id, ab_ids),
+                   status_after=after, versions_of=list(all_by_key.values()),
+                   handoffs=_open_handoffs(ledger, task_id, ab_ids),
                    reapplied=_resolved_latest(ledger, task_id, reset_ids), effects=effects, warnings=warnings,
                    params=params)
 
@@ -698,7 +695,7 @@ def _execute(ledger: Any, plan: Plan, task: Mapping[str, Any], operator: str, no
     by_to: dict[str, list[int]] = {}
     for k, (_, to) in plan.changes.items():
         by_to.setdefault(to, []).append(ids[k])
-    bump = {"version": Node.version + 1}
+    bump = {"version": INC}
     revoke = {"lease_token": None, "lease_until": None}
     unpark = {"parked_at": None, "park_reason": None, "park_until": None, "wake_on": None}
     for to, id_list in by_to.items():
@@ -758,7 +755,6 @@ def _execute(ledger: Any, plan: Plan, task: Mapping[str, Any], operator: str, no
     )).execute())
     payload: dict[str, Any] = {
         "nodes": list(plan.changes), "action_id": action_id, "reason": plan.reason,
-        "changes": {k: [a, b] for k, (a, b) in plan.changes.items()},
         "revoked_leases": [dict(r) for r in plan.revoked_leases],
         "handoffs_withdrawn": list(plan.handoffs_withdrawn),
         "task_status": list(plan.task_status), "revision": rev_after,
@@ -787,9 +783,28 @@ def _event_summary(plan: Plan) -> str:
     return s[:500]
 
 
+class _Inc:
+    """``column = column + 1`` in a raw update."""
+
+
+INC = _Inc()
+_JSON_COLUMNS = {"rejections", "preconditions", "output"}
+
+
 def _update(ledger: Any, id_list: Sequence[int], **fields: Any) -> None:
+    """One raw ``UPDATE node SET … WHERE id IN (…)`` per chunk (a set-based update; building the
+    same query with Peewee costs more than running it at 10,000 ids)."""
+    ph = _ph(ledger)
+    sets, values = [], []
+    for col, v in fields.items():
+        if v is INC:
+            sets.append(f"{col} = {col} + 1")
+        else:
+            sets.append(f"{col} = {ph}")
+            values.append(dumps(v) if col in _JSON_COLUMNS and v is not None else v)
+    head = f"UPDATE node SET {', '.join(sets)} WHERE id IN "
     for chunk in _chunks(list(id_list)):
-        ledger._q(Node.update(**fields).where(Node.id.in_(list(chunk)))).execute()
+        ledger.db.execute_sql(head + f"({','.join([ph] * len(chunk))})", [*values, *chunk])
 
 
 def _append_rejections(ledger: Any, id_list: Sequence[int], reason: str, fields: Mapping[str, Any]) -> None:
