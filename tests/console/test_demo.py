@@ -122,6 +122,33 @@ def test_quitting_the_console_stops_every_worker(tmp_path):
     assert "reopen it with:   warden console --ledger" in out.getvalue()
 
 
+def test_headless_demo_stops_on_sigint_and_leaves_no_process(tmp_path):
+    import queue
+    import signal
+
+    root = tmp_path / "demo"
+    proc = subprocess.Popen([sys.executable, "-m", "console", "demo", "--no-console", "--dir", str(root),
+                             "--speed", "0.5"], cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    seen = []
+    try:
+        deadline = time.monotonic() + 30
+        while not any("agents started" in line for line in seen):
+            seen.append(lines.get(timeout=max(0.1, deadline - time.monotonic())))
+        wait_for(lambda: len(processes_mentioning(str(root / "ledger.db"))) == 6, 15, "six workers")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert processes_mentioning(str(root)) == []
+    while not lines.empty():
+        seen.append(lines.get())
+    assert any("reopen it with:" in line for line in seen)
+
+
 def test_a_worker_exits_when_its_parent_dies(tmp_path):
     root = tmp_path / "demo"
     root.mkdir()
