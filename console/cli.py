@@ -244,6 +244,9 @@ def cmd_graph(args: argparse.Namespace) -> int:
             eta_label(n["eta"]), Text(signals_label(n["signals"])),
         )
     c.print(t)
+    for sig in task["signals"]:  # what fired each signal, one line each (agent text made safe)
+        c.print(Text(safe_line(f"⚠ {sig['severity']} {sig['kind']} {sig['node'] or task['task_id']}: {sig['evidence']}")),
+                soft_wrap=True)
     return 0
 
 

@@ -60,7 +60,7 @@ class Thresholds:
     overdue_estimate_factor: float = 2.0  # without history: longer than 2 × est_wall_s → info
     cost_density_factor: float = 5.0  # tokens per unit over 5 × the task's norm → warn
     cost_density_min_nodes: int = 5  # the norm needs 5 succeeded nodes that reported units
-    cost_density_min_tokens: int = 2_000  # and the node has spent at least this much
+    cost_density_min_tokens: int = 5_000  # and the node has spent at least this much
     handoff_warn_s: float = 3600.0  # an open handoff is info, warn after an hour
     observations_per_node: int = 10  # read bound per running node
     heartbeats_per_node: int = 12  # read bound (times the running count) for heartbeat events

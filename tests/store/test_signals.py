@@ -155,18 +155,26 @@ def cost_setup(ledger, clock):
     for i in range(5):  # the task's norm: 1,000 tokens per unit
         c = ledger.claim("t", "h", lease_s=60)
         clock.advance(5)
-        ledger.heartbeat(c, units_done=2, units_total=2, tokens=2000)
+        ledger.heartbeat(c, units_done=2, units_total=2, tokens=2000)  # 1,000 tokens per unit
         ledger.commit(c, output={})
     return ledger.claim("t", "w1", lease_s=60)
 
 
 def test_cost_density_far_above_the_task_norm(ledger, clock):
     c = cost_setup(ledger, clock)
-    beat(ledger, clock, c, units_done=1, units_total=4, tokens=5000)
+    beat(ledger, clock, c, units_done=2, units_total=4, tokens=10_000)
     assert not sigs(ledger, kind="cost_density")  # 5× the norm: not above it
-    beat(ledger, clock, c, units_done=1, units_total=4, tokens=100)
+    beat(ledger, clock, c, units_done=2, units_total=4, tokens=200)
     (s,) = sigs(ledger, kind="cost_density")
-    assert s.severity == "warn" and s.evidence == "5,100 tokens for 1 units: 5.1× the task's norm (1,000 tokens/unit)"
+    assert s.severity == "warn" and s.evidence == "10,200 tokens for 2 units: 5.1× the task's norm (1,000 tokens/unit)"
+
+
+def test_cost_density_needs_a_minimum_spend(ledger, clock):
+    c = cost_setup(ledger, clock)
+    beat(ledger, clock, c, units_done=0, units_total=4, tokens=4_999)  # 5× the norm per unit, but a small spend
+    assert not sigs(ledger, kind="cost_density")
+    beat(ledger, clock, c, units_done=0, units_total=4, tokens=2)
+    assert sigs(ledger, kind="cost_density")
 
 
 # ---------------------------------------------------------------------- task level
