@@ -94,8 +94,10 @@ class Shooter:
             await self.pilot.pause()
         raise SystemExit(f"screenshots: could not select {what}")
 
-    async def dialog(self, key: str, name: str, title: str) -> None:
-        """Press ``key``; if a modal opens, capture it; close whatever opened with escape."""
+    async def dialog(self, key: str, name: str, title: str,
+                     then: tuple[tuple[str, ...], str, str] | None = None) -> None:
+        """Press ``key``; if a modal opens, capture it (and, with ``then``, press those keys and
+        capture again); close whatever opened with escape."""
         from textual.screen import ModalScreen
 
         depth = len(self.app.screen_stack)
@@ -107,6 +109,10 @@ class Shooter:
         opened = type(self.app.screen).__name__
         if isinstance(self.app.screen, ModalScreen):
             await self.shoot(name, title)
+            if then is not None:
+                keys, name2, title2 = then
+                await self.pilot.press(*keys)
+                await self.shoot(name2, title2)
         else:
             self.missing.append(f"{name} ({key!r} opened {opened}, not a dialog)")
         await self.pilot.press("escape")
@@ -115,6 +121,7 @@ class Shooter:
 
 async def take_all(out: Path, size: tuple[int, int]) -> Shooter:
     from console.app import WardenApp
+    from console.commands import WardenCommands
     from console.screens import NodeDetailScreen, TaskGraphScreen
 
     loop_key = f"fix-{maint_simulation(SEED, faults=True)['loop_module']}"
@@ -154,7 +161,8 @@ async def take_all(out: Path, size: tuple[int, int]) -> Shooter:
 
         await pilot.press("g")
         await s.shoot("runs", "runs and recovery")
-        await s.dialog("enter", "dialog-recover", "recovery wizard")
+        await s.dialog("enter", "dialog-recover", "recovery wizard",
+                       then=(("enter",) * 5, "dialog-recover-decision", "recovery wizard: the decision"))
         await pilot.press("escape")
 
         await pilot.press("e")
@@ -165,6 +173,9 @@ async def take_all(out: Path, size: tuple[int, int]) -> Shooter:
         await s.shoot("help", "help")
         await pilot.press("escape")
 
+        # Textual's own commands (theme, screenshot, …) arrive from a second provider in whatever
+        # order the two finish; the picture shows Warden's commands only, so it is repeatable.
+        app.COMMANDS = {WardenCommands}
         await s.dialog("ctrl+p", "palette", "command palette")
     return s
 
