@@ -270,7 +270,8 @@ def _reopened_status(ledger: Any, task: Mapping[str, Any], changes: Mapping[str,
     if before == "parked":
         return before
     if not any(b == "pending" for _, b in changes.values()):
-        unfinished = _count(ledger, task["task_id"], " AND n.status NOT IN ('succeeded', 'abandoned')")
+        unfinished = _count(ledger, task["task_id"],  # IN, not NOT IN: a range on the (task, status) index
+                            " AND n.status IN ('pending', 'running', 'blocked', 'parked', 'failed')")
         unfinished -= sum(1 for a, b in changes.values() if a not in FINISHED and b in FINISHED)
         if unfinished == 0:
             return "completed"
