@@ -13,7 +13,8 @@ sigs = analysis.signals()                          # list[Signal], same as signa
 ```
 
 ``apply_event`` touches only the nodes it is given and the event's own payload (a heartbeat's
-observation digest and new-line count, a commit's duration): no query, except one for the open
+lease, units, tokens, observation digest and new-line count — a heartbeat needs no re-read of its
+node; a commit's duration): no query, except one for the open
 handoffs after a ``handoff.*`` event and one for the task row after a task-level event when the
 caller does not pass the task view. ``estimate()`` recomputes the distributions of the running
 nodes (they depend on the clock) and of nodes whose kind history moved; the task figure is the
@@ -25,6 +26,7 @@ that. ``signals()`` visits the running nodes, the open handoffs and the parked n
 from __future__ import annotations
 
 from collections import Counter, deque
+from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
 from .estimates import (
@@ -153,6 +155,21 @@ class TaskAnalysis:
                 self.obs[key] = deque(maxlen=self.thresholds.observations_per_node)
                 self.beats[key] = deque(maxlen=self.thresholds.heartbeats_per_node)
         elif kind == "node.heartbeat" and key in self.nodes:
+            n = self.nodes[key]
+            if not changed_nodes and fresh and n.status == "running" and (
+                    n.heartbeat_at is None or n.heartbeat_at < event.at):
+                # A heartbeat changes only these columns: no need to re-read the node. (A view read
+                # after this heartbeat already shows it: its heartbeat_at is not older.)
+                upd: dict[str, Any] = {"heartbeat_at": event.at}
+                if "lease_until" in p:
+                    upd["lease_until"] = p["lease_until"]
+                for col in ("units_done", "units_total"):
+                    if p.get(col) is not None:
+                        upd[col] = float(p[col])
+                if p.get("tokens"):
+                    upd["tokens_used"] = n.tokens_used + int(p["tokens"])
+                self.nodes[key] = replace(n, **upd)
+                changed.add(key)
             self.beats.setdefault(key, deque(maxlen=self.thresholds.heartbeats_per_node)).append(
                 Beat(event.at, p.get("units_done")))
             if "digest" in p:

@@ -204,7 +204,9 @@ def _run_task(ledger: Ledger, clock: ManualClock, rng: random.Random, cfg: SimCo
         nonlocal cursor
         for ev in ledger.events(cursor, task_id=tid):
             cursor = ev.id
-            analysis.apply_event(ev, ledger.nodes(tid, [ev.node]) if ev.node else [])
+            # Like the console: a heartbeat's payload is enough; other events re-read their node.
+            fetch = ev.node and ev.kind != "node.heartbeat"
+            analysis.apply_event(ev, ledger.nodes(tid, [ev.node]) if fetch else [])
 
     def push(at: float, worker: str, what: str) -> None:
         nonlocal seq
