@@ -145,6 +145,7 @@ class DemoAgent:
     ) -> None:
         self.ledger = ledger
         self.name = name
+        self.role = role
         self.kinds = ROLES[role]
         self.tick_s = tick_s
         self.lease_s = lease_s
@@ -654,7 +655,6 @@ class Simulation:
         log = (lambda line, n=name: self.log(f"{n}: {line}")) if self.log else None
         agent = DemoAgent(self.ledger, name, role, tick_s=self.tick_s, lease_s=max(LEASE_S, 3 * self.tick_s),
                           idle_s=max(IDLE_S, self.tick_s), seed=self.seed, log=log)
-        agent.role = role  # type: ignore[attr-defined]
         self.agents[name] = agent
         heapq.heappush(self._heap, (at, self._seq, name, agent.loop()))
         self._seq += 1
@@ -677,7 +677,7 @@ class Simulation:
                 base = name.split("-")[0]
                 k = self._restarts.get(base, 1) + 1
                 self._restarts[base] = k
-                self._start(f"{base}-{k}", self.agents[name].role, self.clock.now + RESTART_AFTER_S)  # type: ignore[attr-defined]
+                self._start(f"{base}-{k}", self.agents[name].role, self.clock.now + RESTART_AFTER_S)
                 continue
             heapq.heappush(self._heap, (self.clock.now + max(0.01, float(wait)), self._seq, name, gen))
             self._seq += 1
