@@ -1,0 +1,427 @@
+"""The action dialogs driven like an operator (Pilot) against a file ledger: cancel changes
+nothing; apply changes exactly the plan; a plan made stale from outside is refused, re-shown
+under a banner and applied only when Apply is pressed again; abort needs the exact task id;
+an empty reason cannot apply; enter in an input never applies; read-only refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Button, Input, Select, SelectionList, Static
+
+from console.dialogs import (
+    STALE_BANNER,
+    AbortDialog,
+    ActionDialog,
+    NarrowDialog,
+    ParkDialog,
+    ResumeDialog,
+    RewindDialog,
+)
+from console.screens import TaskGraphScreen, TaskListScreen
+from store import Ledger, ManualClock
+
+from conftest import NOW, T0, settle
+from conftest import make_app as _make_app
+from conftest import wait_for as _wait_for
+
+
+def make_app(*a: Any, **kw: Any):
+    kw.setdefault("analysis", False)  # estimates are not what these tests look at
+    return _make_app(*a, **kw)
+
+
+async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "") -> None:
+    await _wait_for(pilot, cond, timeout=timeout, what=what)
+
+OUTSIDE = "other-op@elsewhere"
+
+
+def add_scope_task(path: Path) -> None:
+    """scope-003: two module nodes with preconditions, both succeeded, and a merge after them."""
+    clock = ManualClock(T0 + 200)
+    with Ledger.open(path, clock=clock) as ledger:
+        ledger.create_task("scope-003", title="Migrate modules", preconditions={"module": ["a", "b"]})
+        ledger.add_node("scope-003", "mod-a", preconditions={"module": "a"})
+        ledger.add_node("scope-003", "mod-b", preconditions={"module": "b"})
+        ledger.add_node("scope-003", "docs", preconditions={"module": ["a", "b"]})
+        ledger.add_node("scope-003", "merge", deps=["mod-a", "mod-b"])
+        for _ in range(2):
+            c = ledger.claim("scope-003", worker="erin", lease_s=60)
+            ledger.commit(c, output={"ok": c.node_key})
+
+
+@pytest.fixture
+def lp(ledger_path: Path) -> Path:
+    add_scope_task(ledger_path)
+    return ledger_path
+
+
+def state(path: Path, task_id: str) -> dict[str, Any]:
+    """Everything an action may change, read through a fresh connection."""
+    with Ledger.open(path, create=False, clock=ManualClock(NOW)) as ledger:
+        g = ledger.graph(task_id)
+        return {
+            "task": (g.task.status, g.task.revision, dict(g.task.preconditions), g.task.park_reason),
+            "nodes": {n.key: (n.status, n.version, n.rejections, n.lease_owner) for n in g.nodes},
+            "actions": [(a.action, a.result, a.operator, a.reason) for a in ledger.actions(task_id)],
+            "handoffs": [(h.id, h.status) for h in ledger.handoffs(status=None, task_id=task_id)],
+        }
+
+
+def statuses(s: dict[str, Any]) -> dict[str, str]:
+    return {k: v[0] for k, v in s["nodes"].items()}
+
+
+async def open_dialog(pilot, action: str, task: str, node: str | None = None, **kw) -> ActionDialog:
+    app = pilot.app
+    await settle(pilot)
+    from console.dialogs import open_action
+
+    dlg = open_action(app, action, task, node, **kw)
+    assert isinstance(dlg, ActionDialog)
+    await wait_for(pilot, lambda: app.screen is dlg and dlg.is_mounted, what="the dialog")
+    return dlg
+
+
+async def plan_ready(pilot, dlg: ActionDialog) -> None:
+    await wait_for(pilot, lambda: not dlg.planning and (dlg.plan is not None or dlg.plan_error is not None),
+                   what="the plan")
+    await pilot.pause()
+
+
+def apply_button(dlg: ActionDialog) -> Button:
+    return dlg.query_one("#apply", Button)
+
+
+async def type_reason(pilot, dlg: ActionDialog, text: str = "wrong sources") -> None:
+    dlg.query_one("#reason", Input).focus()
+    await pilot.press(*text)
+
+
+# (action, task, node, what to type besides the reason)
+CASES = {
+    "park": ("park", "report-001", None),
+    "resume": ("resume", "idle-002", None),
+    "narrow": ("narrow", "scope-003", None),
+    "rewind": ("rewind", "report-001", "outline"),
+    "abort": ("abort", "report-001", None),
+}
+
+
+async def fill(pilot, dlg: ActionDialog, reason: str = "wrong sources") -> None:
+    """Make the dialog ready to apply: the choices (narrow), the reason, the confirmation."""
+    if isinstance(dlg, NarrowDialog):
+        await wait_for(pilot, lambda: dlg.choices is not None, what="narrow choices")
+        dlg.query_one("#pre-key", Select).value = "module"
+        await pilot.pause()
+        dlg.query_one("#pre-value", Select).value = '"a"'
+        await pilot.pause()
+    await plan_ready(pilot, dlg)
+    if dlg.needs_reason:
+        await type_reason(pilot, dlg, reason)
+    if isinstance(dlg, AbortDialog):
+        dlg.query_one("#confirm", Input).focus()
+        await pilot.press(*dlg.task_id)
+    await pilot.pause()
+
+
+# ---------------------------------------------------------------------- keys and focus
+async def test_rewind_from_the_graph_with_keys(lp):
+    app = make_app(lp, operator="ana@console")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.graph_model is not None)
+        await settle(pilot)
+        await pilot.press("j")  # outline
+        assert isinstance(app.screen, TaskGraphScreen) and app.screen.selected_node() == "outline"
+        before = state(lp, "report-001")
+        await pilot.press("r")
+        dlg = app.screen
+        assert isinstance(dlg, RewindDialog)
+        assert dlg.focused is dlg.query_one("#reason", Input)  # focus starts in the reason
+        await plan_ready(pilot, dlg)
+        plan = dlg.plan
+        assert set(plan.changes) == {"outline", "section-1", "section-2", "section-3"}
+        assert str(apply_button(dlg).label) == "Rewind 4 nodes"
+        assert apply_button(dlg).disabled  # no reason yet
+        await pilot.press("ctrl+s")
+        assert app.screen is dlg and state(lp, "report-001") == before
+        # keys type into the reason (r, a, p do not open other dialogs); enter never applies
+        await pilot.press(*"rap sheet wrong", "enter")
+        assert dlg.query_one("#reason", Input).value == "rap sheet wrong"
+        assert app.screen is dlg and state(lp, "report-001") == before
+        assert not apply_button(dlg).disabled
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen is not dlg, what="dialog closed")
+        after = state(lp, "report-001")
+        changed = {k for k in after["nodes"] if after["nodes"][k][0] != before["nodes"][k][0]}
+        assert changed == {k for k, (a, b) in plan.changes.items() if a != b}
+        assert all(after["nodes"][k][0] == b for k, (_, b) in plan.changes.items())
+        assert after["nodes"]["outline"][2][-1] == "rap sheet wrong"  # fed back to the agent
+        assert after["actions"][0] == ("rewind", "applied", "ana@console", "rap sheet wrong")
+        assert any("applied (action" in n.message for n in app._notifications)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_cancel_changes_nothing(lp, case):
+    action, task, node = CASES[case]
+    app = make_app(lp)
+    async with app.run_test(size=(80, 24)) as pilot:
+        before = state(lp, task)
+        dlg = await open_dialog(pilot, action, task, node)
+        await fill(pilot, dlg)
+        assert not apply_button(dlg).disabled, dlg.blockers()
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is not dlg, what="dialog closed")
+        assert isinstance(app.screen, TaskListScreen)
+        await settle(pilot)
+        assert dlg.result is None
+        assert state(lp, task) == before
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_apply_changes_exactly_the_plan(lp, case):
+    action, task, node = CASES[case]
+    app = make_app(lp, operator="ana@console")
+    async with app.run_test(size=(80, 24)) as pilot:
+        before = state(lp, task)
+        dlg = await open_dialog(pilot, action, task, node)
+        await fill(pilot, dlg)
+        plan = dlg.plan
+        if case == "resume":  # no reason input: focus starts on Cancel
+            assert dlg.focused is dlg.query_one("#cancel", Button)
+        await pilot.click("#apply")
+        await wait_for(pilot, lambda: app.screen is not dlg, what="dialog closed")
+        after = state(lp, task)
+        expect = {k: v for k, v in statuses(before).items()}
+        expect.update({k: b for k, (_, b) in plan.changes.items()})
+        assert statuses(after) == expect
+        assert after["task"][0] == plan.task_status[1]
+        assert after["actions"][0][:3] == (action, "applied", "ana@console")
+        assert after["actions"][0][3] == ("" if case == "resume" else "wrong sources")
+        for lease in plan.revoked_leases:
+            assert after["nodes"][lease["node"]][3] is None
+        withdrawn = {h for h, st in after["handoffs"] if st == "withdrawn"}
+        assert withdrawn == set(plan.handoffs_withdrawn)
+        assert dlg.result is not None and dlg.result.applied
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_stale_plan_shows_banner_applies_nothing_then_the_fresh_plan(lp, case):
+    action, task, node = CASES[case]
+    app = make_app(lp, operator="ana@console")
+    async with app.run_test(size=(80, 24)) as pilot:
+        dlg = await open_dialog(pilot, action, task, node)
+        await fill(pilot, dlg)
+        old = dlg.plan
+        # Another operator acts on the task between the preview and Apply.
+        other = {"report-001": "figures", "idle-002": "rebuild", "scope-003": "merge"}[task]
+        with Ledger.open(lp, create=False, clock=ManualClock(NOW)) as ledger:
+            ledger.apply(ledger.plan_park(task, node=other, reason="outside"), operator=OUTSIDE)
+        moved = state(lp, task)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: dlg.stale is not None and not dlg.planning and not dlg.applying,
+                       what="the stale banner")
+        banner = dlg.query_one("#banner", Static)
+        assert banner.display and STALE_BANNER in str(banner.render())
+        assert app.screen is dlg  # still open: the operator reviews again
+        after_refusal = state(lp, task)
+        assert statuses(after_refusal) == statuses(moved)  # nothing applied
+        assert after_refusal["actions"][0][:2] == (action, "refused")
+        fresh = dlg.plan
+        assert fresh is not None and fresh.revision == moved["task"][1] != old.revision
+        assert not apply_button(dlg).disabled  # the reason is kept; Apply must be pressed again
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen is not dlg, what="dialog closed")
+        done = state(lp, task)
+        assert done["actions"][0][:2] == (action, "applied")
+        expect = statuses(moved)
+        expect.update({k: b for k, (_, b) in fresh.changes.items()})
+        assert statuses(done) == expect
+
+
+# ---------------------------------------------------------------------- refusals in the dialog
+async def test_abort_needs_the_exact_task_id(lp):
+    app = make_app(lp)
+    async with app.run_test(size=(80, 24)) as pilot:
+        before = state(lp, "report-001")
+        await settle(pilot)
+        await pilot.press("a")  # report-001 is selected on the task list
+        dlg = app.screen
+        assert isinstance(dlg, AbortDialog)
+        await plan_ready(pilot, dlg)
+        assert str(apply_button(dlg).label) == "Abort task report-001"
+        await type_reason(pilot, dlg, "superseded")
+        confirm = dlg.query_one("#confirm", Input)
+        for wrong in ("report-00", "report-002", "REPORT-001", "report-001 ", "evil-task"):
+            confirm.value = wrong
+            await pilot.pause()
+            assert apply_button(dlg).disabled, wrong
+            await pilot.press("ctrl+s")
+            assert app.screen is dlg
+        confirm.value = ""
+        confirm.focus()
+        await pilot.press(*"report-001", "enter")  # enter in the confirmation does not apply
+        await pilot.pause()
+        assert app.screen is dlg and state(lp, "report-001") == before
+        assert not apply_button(dlg).disabled
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen is not dlg)
+        assert state(lp, "report-001")["task"][0] == "aborted"
+
+
+@pytest.mark.parametrize("reason", ["", "   "])
+async def test_empty_reason_cannot_apply(lp, reason):
+    app = make_app(lp)
+    async with app.run_test(size=(80, 24)) as pilot:
+        before = state(lp, "report-001")
+        dlg = await open_dialog(pilot, "park", "report-001")
+        await plan_ready(pilot, dlg)
+        dlg.query_one("#reason", Input).value = reason
+        await pilot.pause()
+        assert apply_button(dlg).disabled
+        await pilot.press("ctrl+s")
+        await pilot.click("#apply")
+        await pilot.pause()
+        assert app.screen is dlg
+        assert "type a reason" in str(dlg.query_one("#dialog-error", Static).render())
+        assert state(lp, "report-001") == before
+
+
+async def test_refused_plan_is_shown_and_cannot_apply(lp):
+    app = make_app(lp)
+    async with app.run_test(size=(80, 24)) as pilot:
+        dlg = await open_dialog(pilot, "rewind", "report-001", "figures")  # pending: nothing to rewind
+        await plan_ready(pilot, dlg)
+        assert dlg.plan is None and "nothing to rewind" in dlg.plan_error
+        await type_reason(pilot, dlg)
+        assert apply_button(dlg).disabled
+
+
+async def test_park_options_until_and_now(lp):
+    app = make_app(lp, operator="ana@console")
+    async with app.run_test(size=(80, 24)) as pilot:
+        dlg = await open_dialog(pilot, "park", "report-001", "section-1")
+        assert isinstance(dlg, ParkDialog)
+        await plan_ready(pilot, dlg)
+        assert dlg.plan.params["node"] is None and str(apply_button(dlg).label) == "Park task"
+        assert dlg.plan.changes == {}  # running work finishes its step unless "now"
+        dlg.query_one("#until", Input).value = "2h"
+        dlg.query_one("#wake-on", Input).value = "the data drop"
+        dlg.query_one("#now").value = True
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        p = dlg.plan
+        assert p.changes == {"section-1": ("running", "parked")}
+        assert p.revoked_leases == ({"node": "section-1", "owner": "bob"},)
+        assert p.params["until_ts"] == NOW + 7200 and p.params["wake_on"] == "the data drop"
+        preview = str(dlg.query_one("#preview").render())
+        assert "held by bob" in preview and "wake on: the data drop" in preview
+        dlg.query_one("#until", Input).value = "yesterday-ish"
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        assert dlg.plan is None and apply_button(dlg).disabled
+        dlg.query_one("#until", Input).value = "2h"
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        await type_reason(pilot, dlg, "waiting for data")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen is not dlg)
+        with Ledger.open(lp, create=False) as ledger:
+            t = ledger.task("report-001")
+            assert (t.status, t.park_until, t.wake_on) == ("parked", NOW + 7200, "the data drop")
+            assert ledger.node("report-001", "section-1").status == "parked"
+
+
+async def test_park_only_the_selected_node(lp):
+    app = make_app(lp)
+    async with app.run_test(size=(80, 24)) as pilot:
+        dlg = await open_dialog(pilot, "park", "report-001", "figures")
+        await plan_ready(pilot, dlg)
+        dlg.query_one("#only-node").value = True
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        assert dlg.plan.params["node"] == "figures" and dlg.plan.changes == {"figures": ("pending", "parked")}
+        assert str(apply_button(dlg).label) == "Park node figures"
+
+
+async def test_narrow_preview_follows_the_choices(lp):
+    app = make_app(lp)
+    async with app.run_test(size=(80, 24)) as pilot:
+        dlg = await open_dialog(pilot, "narrow", "scope-003")
+        await wait_for(pilot, lambda: dlg.choices is not None)
+        await pilot.pause()
+        assert dlg.plan is None and not dlg.planning  # nothing chosen: nothing to plan
+        assert set(dlg.choices.keys["module"]) == {'"a"', '"b"'}
+        key = dlg.query_one("#pre-key", Select)
+        assert [v for _, v in key._options if isinstance(v, str)] == ["module"]
+        key.value = "module"
+        await pilot.pause()
+        dlg.query_one("#pre-value", Select).value = '"b"'
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        assert dlg.plan.abandoned == ("mod-a",) and dlg.plan.params["set"] == {"module": "b"}
+        assert str(apply_button(dlg).label) == "Narrow: abandon 1 node"
+        dlg.query_one("#pre-value", Select).value = '"a"'
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        assert dlg.plan.abandoned == ("mod-b",)
+        # exclude docs as well
+        dlg.query_one("#exclude", SelectionList).select("docs")
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        assert set(dlg.plan.abandoned) == {"mod-b", "docs"} and dlg.plan.params["exclude"] == ["docs"]
+        assert "mod-b" in str(dlg.query_one("#preview").render())
+
+
+async def test_resume_opens_on_cancel_and_enter_cancels(lp):
+    app = make_app(lp)
+    async with app.run_test(size=(80, 24)) as pilot:
+        before = state(lp, "idle-002")
+        dlg = await open_dialog(pilot, "resume", "idle-002")
+        assert isinstance(dlg, ResumeDialog)
+        await plan_ready(pilot, dlg)
+        assert dlg.focused is dlg.query_one("#cancel", Button)
+        assert not apply_button(dlg).disabled and str(apply_button(dlg).label) == "Resume task"
+        await pilot.press("enter")  # the default is Cancel
+        await wait_for(pilot, lambda: app.screen is not dlg)
+        assert state(lp, "idle-002") == before
+
+
+# ---------------------------------------------------------------------- read-only, selection
+@pytest.mark.parametrize("key", ["p", "u", "n", "a"])
+async def test_read_only_action_keys_show_a_notice_and_write_nothing(lp, key):
+    app = make_app(lp, read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        before = state(lp, "report-001")
+        await settle(pilot)
+        await pilot.press(key)
+        await pilot.pause()
+        assert isinstance(app.screen, TaskListScreen)
+        assert [n.message for n in app._notifications] == ["read-only: actions are disabled"]
+        from console.dialogs import open_action
+
+        assert open_action(app, "park", "report-001", None) is None  # the hook refuses too
+        assert isinstance(app.screen, TaskListScreen)
+        assert state(lp, "report-001") == before
+
+
+async def test_rewind_without_a_node_says_how(lp):
+    app = make_app(lp)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, TaskListScreen)
+        assert "select a node" in list(app._notifications)[-1].message
+
+
+async def test_action_dialogs_in_the_command_palette():
+    from console.commands import COMMANDS
+
+    names = {name for name, _, _ in COMMANDS}
+    assert {"Park", "Resume", "Narrow", "Rewind", "Abort", "Recovery advice"} <= names
