@@ -36,7 +36,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from . import graph as graph_mod
 from .clock import iso, parse_time
-from .db import is_sqlite, read_tx, write_tx
+from .db import is_sqlite, read_tx, retry_write, write_tx
 from .errors import NotFound, Refused, StaleRevision
 from .models import Action, Handoff, Node, Task, dumps
 
@@ -618,6 +618,7 @@ def _not_open(h: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------- apply
+@retry_write
 def apply(ledger: Any, plan: Plan, *, operator: str) -> Plan:
     """Apply exactly ``plan`` in one write transaction, or raise ``StaleRevision`` (writing only a
     refused Action row) when the ledger changed since the plan was computed."""
@@ -634,6 +635,8 @@ def apply(ledger: Any, plan: Plan, *, operator: str) -> Plan:
     current_rev: int | None = None
     with write_tx(ledger.db):
         now = ledger.now()
+        # FOR UPDATE on PostgreSQL: the task row first (the one lock order), excluding claims (KEY
+        # SHARE) and agent writes (NO KEY UPDATE) while the revision is checked and the plan applied.
         task = ledger._task_row(plan.task_id, for_update=True)
         current_rev = int(task["revision"])
         stale = _stale(ledger, plan, task)

@@ -2,25 +2,37 @@
 
 * ``ledger.db``, ``/abs/ledger.db``, ``sqlite:///rel.db``, ``sqlite:////abs.db`` → SQLite
   (WAL, ``synchronous=FULL``, ``foreign_keys=ON``, a busy timeout).
-* ``postgresql://user@host:port/db`` → PostgreSQL (psycopg 3, Read Committed).
+* ``postgresql://user@host:port/db`` → PostgreSQL (psycopg 3, Read Committed). Credentials come
+  from ``PGPASSWORD`` / ``~/.pgpass`` (libpq's usual sources) rather than the URL; query
+  parameters (``?sslmode=require``, ``?options=-csearch_path%3Dwarden``) are passed to libpq.
 
 Write transactions go through :func:`write_tx`, which begins ``IMMEDIATE`` on SQLite and refuses
 to nest: Peewee silently turns a nested ``atomic()`` into a savepoint, which would let a caller
 believe it holds the write lock it took at the outer level only.
+
+PostgreSQL runs writes at Read Committed with explicit row locks taken in one fixed order —
+the task row, then node rows, then (last) the journal's advisory lock — so operator actions and
+agent writes cannot deadlock one another. Should the server still abort a write with a deadlock or
+a serialization failure, :func:`retry_write` re-runs the whole transaction a bounded number of
+times and then raises :class:`WriteConflict` with one line. Reads that must be one snapshot
+(:func:`read_tx`) run at Repeatable Read on PostgreSQL; SQLite's deferred transaction already is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import random
 import sqlite3
+import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import urlparse, unquote
 
 import peewee as pw
 
-from .errors import LedgerUnavailable, ReadOnly
+from .errors import LedgerUnavailable, ReadOnly, WriteConflict
 
 BUSY_TIMEOUT_S = 30.0
 NO_LEDGER_HINT = "start an agent (Ledger.open creates one) or run `warden demo`"
@@ -63,6 +75,12 @@ class WardenSqlite(pw.SqliteDatabase):
 class WardenPostgres(pw.PostgresqlDatabase):
     read_only = False
     backend = "postgresql"
+
+    def _initialize_connection(self, conn: Any) -> None:
+        # Peewee calls this for every new connection (first use, and each reconnect after a
+        # close), so a read-only ledger stays read-only on the server side whatever happens.
+        if self.read_only:
+            conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
 
 
 def open_database(target: str | os.PathLike[str], *, read_only: bool = False, create: bool = False) -> pw.Database:
@@ -110,6 +128,17 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool) -> pw.Database:
 
 
 def _open_postgres(t: Target, *, read_only: bool) -> pw.Database:
+    dbname, kwargs = pg_connect_args(t)
+    db = WardenPostgres(dbname, isolation_level="READ COMMITTED", prefer_psycopg3=True, autoconnect=True, **kwargs)
+    db.read_only = read_only
+    db.display = t.display
+    db.url = t.url
+    return db
+
+
+def pg_connect_args(t: Target) -> tuple[str, dict[str, str | int]]:
+    """(dbname, libpq keyword arguments) from a postgresql:// URL. Missing parts (password, host,
+    user) are left to libpq: PGPASSWORD, ~/.pgpass, PGHOST, PGUSER..."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -129,19 +158,13 @@ def _open_postgres(t: Target, *, read_only: bool) -> pw.Database:
             k, v = part.split("=", 1)
             kwargs[k] = unquote(v)
     dbname = unquote(p.path.lstrip("/")) or "postgres"
-    db = WardenPostgres(dbname, isolation_level="READ COMMITTED", prefer_psycopg3=True, autoconnect=True, **kwargs)
-    db.read_only = read_only
-    db.display = t.display
-    db.url = t.url
-    return db
+    return dbname, kwargs
 
 
 def connect_checked(db: pw.Database) -> None:
     """Connect now, turning driver errors into one clear line."""
     try:
         db.connect(reuse_if_open=True)
-        if getattr(db, "read_only", False) and getattr(db, "backend", "") == "postgresql":
-            db.execute_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
     except (pw.DatabaseError, pw.OperationalError, sqlite3.DatabaseError) as e:
         raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {_one_line(e)}") from None
 
@@ -179,12 +202,72 @@ def write_tx(db: pw.Database) -> Iterator[None]:
 
 @contextlib.contextmanager
 def read_tx(db: pw.Database) -> Iterator[None]:
-    """A consistent read snapshot (a deferred transaction on SQLite). Nests harmlessly."""
+    """A consistent read snapshot (a deferred transaction on SQLite, Repeatable Read on
+    PostgreSQL, where Read Committed would give each statement its own snapshot). Nests harmlessly."""
     if db.transaction_depth() != 0:
         yield
         return
-    with db.atomic():
-        yield
+    if is_sqlite(db):
+        with db.atomic():
+            yield
+    else:
+        with db.atomic(isolation_level="REPEATABLE READ"):
+            yield
+
+
+# ---------------------------------------------------------------------- bounded retry (PostgreSQL)
+WRITE_ATTEMPTS = 5
+RETRY_SQLSTATES = {"40001": "a serialization failure", "40P01": "a deadlock"}
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def sqlstate(e: BaseException | None) -> str | None:
+    """The SQLSTATE behind a (Peewee-wrapped) driver error, if any."""
+    seen = 0
+    while e is not None and seen < 8:
+        code = getattr(e, "sqlstate", None)
+        if code:
+            return str(code)
+        inner = e.args[0] if getattr(e, "args", None) and isinstance(e.args[0], BaseException) else None
+        e = inner or e.__cause__ or e.__context__
+        seen += 1
+    return None
+
+
+def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_ATTEMPTS,
+              what: str = "the write") -> Any:
+    """Run ``fn`` (which opens its own :func:`write_tx`) and re-run it when PostgreSQL aborts it
+    with a deadlock or a serialization failure, at most ``attempts`` times, with a short jittered
+    back-off; then raise :class:`WriteConflict`. Inside an outer transaction ``fn`` runs once
+    (only the outermost caller may retry: a retry re-runs the whole transaction)."""
+    if is_sqlite(db) or db.transaction_depth() != 0:
+        return fn()
+    last = ""
+    for attempt in range(1, attempts + 1):
+        try:
+            return fn()
+        except (pw.DatabaseError, pw.InterfaceError) as e:
+            code = sqlstate(e)
+            if code not in RETRY_SQLSTATES:
+                raise
+            last = RETRY_SQLSTATES[code]
+            if attempt < attempts:
+                time.sleep(random.uniform(0.005, 0.02) * (2 ** (attempt - 1)))
+    raise WriteConflict(
+        f"{what} on {getattr(db, 'display', 'the ledger')} was aborted by PostgreSQL {attempts} times "
+        f"(last: {last}); nothing was written — try again"
+    )
+
+
+def retry_write(fn: _F) -> _F:
+    """Decorator for a write method whose first argument has ``.db`` (a Ledger) or is the db."""
+
+    @functools.wraps(fn)
+    def wrapper(first: Any, *args: Any, **kwargs: Any) -> Any:
+        db = getattr(first, "db", first)
+        return run_write(db, lambda: fn(first, *args, **kwargs), what=fn.__name__.lstrip("_").replace("_", " "))
+
+    return wrapper  # type: ignore[return-value]
 
 
 def translate_errors(db: pw.Database, e: BaseException) -> Exception:

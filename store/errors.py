@@ -40,3 +40,8 @@ class ReadOnly(Refused):
 
 class LedgerUnavailable(WardenError):
     """The ledger is missing, corrupt, or not a database Warden can read."""
+
+
+class WriteConflict(WardenError):
+    """PostgreSQL kept aborting a write (deadlock or serialization failure) past the retry bound;
+    nothing was written."""

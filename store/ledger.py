@@ -22,7 +22,7 @@ import peewee as pw
 from . import budget as budget_mod
 from . import graph as graph_mod
 from .clock import Clock, system_clock
-from .db import connect_checked, is_sqlite, open_database, read_tx, write_tx
+from .db import connect_checked, is_sqlite, open_database, read_tx, retry_write, write_tx
 from .errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
 from .models import (
     FAILURE_CLASSES,
@@ -66,6 +66,11 @@ ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
 RETRY_BASE_S = 5.0
 RETRY_CAP_S = 600.0
 PG_JOURNAL_LOCK = 0x57A4DE  # transaction-scoped advisory lock serialising journal inserts
+# PostgreSQL row locks on the task row, weakest first. Lock order everywhere: the task row, then node
+# rows, then the journal's advisory lock (last, in `_journal`). Claims take KEY SHARE (claims do not
+# wait for one another, nor for agent writes); agent writes and graph growth take NO KEY UPDATE;
+# operator actions take UPDATE, which excludes both while an action checks its revision and applies.
+TASK_LOCKS = {"share": " FOR KEY SHARE", "update": " FOR NO KEY UPDATE", "exclusive": " FOR UPDATE"}
 
 
 def sha256_hex(data: bytes) -> str:
@@ -133,6 +138,14 @@ class Ledger:
     def __init__(self, db: pw.Database, clock: Clock = system_clock) -> None:
         self.db = db
         self.clock = clock
+        # Test hooks: name → callable, run at a named point inside a transaction (tests hold a
+        # transaction open there to prove what it does and does not block). Empty in production.
+        self.hooks: dict[str, Any] = {}
+
+    def _hook(self, name: str, *args: Any) -> None:
+        fn = self.hooks.get(name)
+        if fn is not None:
+            fn(*args)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -222,8 +235,11 @@ class Ledger:
     def _exec(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self.db.execute_sql(self._sql(sql), list(params)).rowcount
 
-    def _task_row(self, task_id: str, *, for_update: bool = False) -> dict[str, Any]:
-        lock = " FOR UPDATE" if for_update and not is_sqlite(self.db) else ""
+    def _task_row(self, task_id: str, *, for_update: bool | str = False) -> dict[str, Any]:
+        """The task row; on PostgreSQL ``for_update`` locks it: True/"exclusive" (operator
+        actions), "update" (agent writes, graph growth) or "share" (claims) — see TASK_LOCKS."""
+        mode = "exclusive" if for_update is True else (for_update or None)
+        lock = TASK_LOCKS[mode] if mode and not is_sqlite(self.db) else ""
         row = self._fetch(f"SELECT * FROM task WHERE task_id = ?{lock}", [task_id])
         if row is None:
             raise NotFound(f"unknown task {task_id!r}")
@@ -289,6 +305,21 @@ class Ledger:
         preconditions = dict(preconditions or {})
         dumps(inputs)  # refuse what cannot be stored before writing anything
         dumps(preconditions)
+        try:
+            return self._create_task(task_id, title, workflow, workflow_version, inputs, constraints, preconditions,
+                                     budget, max_claims, max_repairs, exist_ok, actor)
+        except pw.IntegrityError:
+            if is_sqlite(self.db):
+                raise
+            # PostgreSQL: another process created the same task between our check and our insert
+            # (SQLite's BEGIN IMMEDIATE rules that out); look again.
+            return self._create_task(task_id, title, workflow, workflow_version, inputs, constraints, preconditions,
+                                     budget, max_claims, max_repairs, exist_ok, actor)
+
+    @retry_write
+    def _create_task(self, task_id: str, title: str, workflow: str, workflow_version: str, inputs: Any,
+                     constraints: list[str], preconditions: dict[str, Any], budget: Budget, max_claims: int,
+                     max_repairs: int, exist_ok: bool, actor: str) -> TaskView:
         now = self.now()
         with write_tx(self.db):
             existing = self._q(Task.select(Task.task_id).where(Task.task_id == task_id)).first()
@@ -347,12 +378,16 @@ class Ledger:
     def add_nodes(self, task_id: str, specs: Iterable[NodeSpec], *, actor: str = "") -> int:
         """Add many nodes in one transaction (any order among themselves). Returns how many were new."""
         specs = list(specs)
+        return self._add_nodes(task_id, specs, actor)
+
+    @retry_write
+    def _add_nodes(self, task_id: str, specs: list[NodeSpec], actor: str) -> int:
         with write_tx(self.db):
             added = self._add_nodes_tx(task_id, specs, actor=actor)
         return added
 
     def _add_nodes_tx(self, task_id: str, specs: list[NodeSpec], *, actor: str) -> int:
-        task = self._task_row(task_id, for_update=True)
+        task = self._task_row(task_id, for_update="update")
         if task["status"] == "aborted":
             raise Refused(f"task {task_id!r} is aborted; nothing can be added")
         seen: set[str] = set()
@@ -473,11 +508,17 @@ class Ledger:
         if lease_s <= 0:
             raise Refused("lease_s must be positive")
         for _ in range(1000):  # each round either claims, fails an over-claimed node, or ends
-            with write_tx(self.db):
-                result = self._claim_tx(task_id, worker, float(lease_s), kinds)
-            if result != "again":
-                return result
+            result = self._claim_round(task_id, worker, float(lease_s), kinds)
+            if isinstance(result, tuple):  # over-claimed: fail it in its own transaction, go again
+                self._fail_over_claimed(*result, worker)
+                continue
+            return result
         return None
+
+    @retry_write
+    def _claim_round(self, task_id: str | None, worker: str, lease_s: float, kinds: Sequence[str] | None):
+        with write_tx(self.db):
+            return self._claim_tx(task_id, worker, lease_s, kinds)
 
     def _claim_tx(self, task_id: str | None, worker: str, lease_s: float, kinds: Sequence[str] | None):
         now = self.now()
@@ -488,7 +529,9 @@ class Ledger:
             task_ids = [r[0] for r in self._q(
                 Task.select(Task.task_id).where(Task.status == "active").order_by(Task.created_at)).tuples()]
         for tid in task_ids:
-            task = self._task_row(tid)
+            # KEY SHARE: claims of one task never wait for each other; an operator action (FOR
+            # UPDATE) waits for this claim to commit, and a claim behind it sees its result.
+            task = self._task_row(tid, for_update="share")
             if task["status"] != "active":
                 continue
             gate = self._task_gate(task, now)
@@ -500,8 +543,7 @@ class Ledger:
                 continue
             limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
             if limit is not None and row["claim_count"] >= limit:
-                self._fail_over_claimed(task, row, limit, worker, now)
-                return "again"
+                return (tid, row["id"])
             return self._take(task, row, worker, lease_s, now, gate)
         return None
 
@@ -514,7 +556,9 @@ class Ledger:
             extra += " AND n.kind IN (%s)" % ",".join(["?" if is_sqlite(self.db) else "%s"] * len(kinds))
             params.extend(kinds)
         ph = "?" if is_sqlite(self.db) else "%s"
-        lock = "" if is_sqlite(self.db) else " FOR UPDATE OF n SKIP LOCKED"
+        # NO KEY UPDATE, not UPDATE: foreign-key checks (KEY SHARE) of concurrent inserts that
+        # reference this node must not wait for a claim.
+        lock = "" if is_sqlite(self.db) else " FOR NO KEY UPDATE OF n SKIP LOCKED"
         # Reclaim first: a running node whose lease expired has been waited on longest.
         sql_expired = (
             f"SELECT n.id FROM node n WHERE n.task_id = {ph} AND n.status = 'running' "
@@ -536,7 +580,26 @@ class Ledger:
             return None
         return self._node_row_by_id(r[0])
 
-    def _fail_over_claimed(self, task: Mapping[str, Any], row: Mapping[str, Any], limit: int, worker: str, now: float) -> None:
+    @retry_write
+    def _fail_over_claimed(self, task_id: str, node_id: int, worker: str) -> None:
+        """Fail a node claimed ``max_claims`` times, in its own transaction taking the task row
+        before the node (a claim holds only KEY SHARE on the task; failing may fail the task)."""
+        with write_tx(self.db):
+            now = self.now()
+            task = self._task_row(task_id, for_update="update")
+            lock = "" if is_sqlite(self.db) else " FOR NO KEY UPDATE"
+            row = self._fetch(f"SELECT * FROM node WHERE id = ?{lock}", [node_id])
+            if row is None or row["status"] not in ("pending", "running"):
+                return
+            if row["status"] == "running" and (row["lease_until"] is None or row["lease_until"] > now):
+                return  # somebody holds it
+            limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
+            if limit is None or row["claim_count"] < limit:
+                return
+            self._fail_over_claimed_tx(task, row, limit, worker, now)
+
+    def _fail_over_claimed_tx(self, task: Mapping[str, Any], row: Mapping[str, Any], limit: int, worker: str,
+                              now: float) -> None:
         err = f"claimed {row['claim_count']} times, the limit is {limit}: not claimed again"
         self._update_node(row["id"], dict(
             status="failed", failure_class=row["failure_class"] or "transient", retryable=False, error=err,
@@ -560,8 +623,12 @@ class Ledger:
         ), " AND version = ?", [row["version"]])
         if n != 1:  # cannot happen under the write lock; refuse rather than double-claim
             raise RuntimeError("claim lost its row under the write lock")
-        self._exec("UPDATE task SET claim_count = claim_count + 1, updated_at = ?, started_at = COALESCE(started_at, ?) "
-                   "WHERE task_id = ?", [now, now, task["task_id"]])
+        self._hook("claim.locked", task["task_id"], row["key"])
+        # No write to the task row on a claim (it would serialise every claim of the task): the
+        # task's claim count is the sum of its nodes' attempts; only the first claim stamps
+        # started_at (later claims match no row and take no lock).
+        if task["started_at"] is None:
+            self._exec("UPDATE task SET started_at = ? WHERE task_id = ? AND started_at IS NULL", [now, task["task_id"]])
         payload = {"worker": worker, "attempt": attempt, "lease_until": now + lease_s, "reclaimed": reclaim}
         if reclaim:
             payload["previous_owner"] = row["lease_owner"]
@@ -640,6 +707,9 @@ class Ledger:
         n = self._update_node(row["id"], fields, " AND lease_token = ? AND status = 'running' AND lease_until > ?",
                               [claim.token, now])
         if n != 1:
+            # PostgreSQL (Read Committed): an operator action committed between our fence read and
+            # this update; say what it did, as the fence would have.
+            self._fence(claim, now)
             raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: changed under the write")
 
     def _add_tokens(self, claim: Claim, tokens: float | None) -> int:
@@ -650,6 +720,7 @@ class Ledger:
             self._exec("UPDATE task SET tokens_used = tokens_used + ? WHERE task_id = ?", [t, claim.task_id])
         return t
 
+    @retry_write
     def heartbeat(
         self,
         claim: Claim,
@@ -716,6 +787,7 @@ class Ledger:
                    "VALUES (?, ?, ?, ?, ?, ?, ?)", [node_id, now, attempt, capped, digest, len(fresh), len(lines)])
         return len(fresh), digest, len(lines)
 
+    @retry_write
     def commit(
         self,
         claim: Claim,
@@ -741,6 +813,7 @@ class Ledger:
             return self._commit_tx(claim, now, output, output_ref, tokens, art, units_done, next_nodes, repair,
                                    summary)
 
+    @retry_write
     def commit_many(self, commits: Sequence[tuple[Claim, Mapping[str, Any]]]) -> list[int | WardenError]:
         """Group commit: several steps' commits in ONE write transaction (one fsync).
 
@@ -773,8 +846,8 @@ class Ledger:
     def _commit_tx(self, claim: Claim, now: float, output: Any, output_ref: str | None, tokens: float | None,
                    art: tuple[str, bytes, str] | None, units_done: float | None, next_nodes: Sequence[NodeSpec],
                    repair: bool, summary: str | None) -> int:
+        task = self._task_row(claim.task_id, for_update="update")  # the task row first (lock order)
         row = self._fence(claim, now)
-        task = self._task_row(claim.task_id, for_update=True)
         if repair and task["repair_count"] >= task["max_repairs"]:
             raise Refused(
                 f"repair budget exhausted ({task['repair_count']}/{task['max_repairs']}): ask a human instead"
@@ -839,6 +912,7 @@ class Ledger:
             self._journal(task_id, None, "system", "task.failed", "warden",
                           f"task {task_id} failed: a node failed and nothing else can run", {})
 
+    @retry_write
     def fail(
         self,
         claim: Claim,
@@ -855,8 +929,8 @@ class Ledger:
             raise Refused(f"unknown failure class {failure_class!r}: one of {', '.join(FAILURE_CLASSES)}")
         now = self.now()
         with write_tx(self.db):
+            task = self._task_row(claim.task_id, for_update="update")  # the task row first (lock order)
             row = self._fence(claim, now)
-            task = self._task_row(claim.task_id)
             t = self._add_tokens(claim, tokens)
             wall = now - (row["claimed_at"] or now)
             can_retry = row["retryable"] if retryable is None else bool(retryable)
@@ -883,6 +957,7 @@ class Ledger:
                 self._maybe_fail_task(claim.task_id, now)
         return eid
 
+    @retry_write
     def request_human(
         self,
         claim: Claim,
@@ -932,6 +1007,7 @@ class Ledger:
                           at=now)
         return str(hid)
 
+    @retry_write
     def intend_effect(
         self,
         claim: Claim,
@@ -961,6 +1037,7 @@ class Ledger:
                               f"{claim.node_key} intends {effect_key}", {"effect_key": effect_key}, at=now)
         return self._effect(claim.task_id, effect_key)
 
+    @retry_write
     def confirm_effect(
         self,
         claim: Claim,
@@ -987,6 +1064,7 @@ class Ledger:
                                "compensation": compensation or existing["compensation"]}, at=now)
         return self._effect(claim.task_id, effect_key)
 
+    @retry_write
     def note(self, claim: Claim, text: str, *, layer: str = "decision") -> int:
         """Journal a note from the agent (a decision, an observation worth keeping)."""
         if layer not in ("decision", "execution"):
@@ -1030,6 +1108,10 @@ class Ledger:
     def tasks(self) -> list[TaskView]:
         with read_tx(self.db):
             rows = list(self._q(Task.select().order_by(Task.created_at, Task.task_id)).dicts())
+            claims = dict(self._q(Node.select(Node.task, pw.fn.COALESCE(pw.fn.SUM(Node.attempt), 0))
+                                  .group_by(Node.task)).tuples())
+            for r in rows:
+                r["claim_count"] = int(claims.get(r["task_id"], 0))
             counts = self._counts()
             hopen = dict(self._q(Handoff.select(Handoff.task, pw.fn.COUNT(Handoff.id))
                                  .where(Handoff.status == "open").group_by(Handoff.task)).tuples())
@@ -1038,11 +1120,18 @@ class Ledger:
 
     def task(self, task_id: str) -> TaskView:
         with read_tx(self.db):
-            r = self._task_row(task_id)
+            r = self._with_claims(self._task_row(task_id))
             counts = self._counts(task_id)
             hopen = self._q(Handoff.select(pw.fn.COUNT(Handoff.id)).where(
                 (Handoff.task == task_id) & (Handoff.status == "open"))).scalar()
         return _task_view(r, self.now(), counts.get(task_id, {}), int(hopen or 0))
+
+    def _with_claims(self, r: dict[str, Any]) -> dict[str, Any]:
+        """A task's claim count is the sum of its nodes' attempts (every claim adds exactly one;
+        a rewind does not reset it), so a claim never writes the task row."""
+        n = self._fetch("SELECT COALESCE(SUM(attempt), 0) AS n FROM node WHERE task_id = ?", [r["task_id"]])
+        r["claim_count"] = int(n["n"]) if n else 0
+        return r
 
     def _counts(self, task_id: str | None = None) -> dict[str, dict[str, int]]:
         q = Node.select(Node.task, Node.status, pw.fn.COUNT(Node.id)).group_by(Node.task, Node.status)

@@ -12,7 +12,7 @@ from typing import Callable
 
 import peewee as pw
 
-from .db import is_sqlite, write_tx
+from .db import is_sqlite, retry_write, write_tx
 from .errors import LedgerUnavailable, SchemaMismatch
 from .models import MODELS, Meta
 
@@ -69,8 +69,18 @@ def _refuse_mismatch(db: pw.Database, version: int) -> None:
         )
 
 
+PG_SCHEMA_LOCK = 0x57A4DF  # serialises concurrent creators and migrators of one PostgreSQL ledger
+
+
+def _schema_lock(db: pw.Database) -> None:
+    if not is_sqlite(db):  # SQLite's BEGIN IMMEDIATE already serialises them
+        db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_SCHEMA_LOCK,))
+
+
+@retry_write
 def create_schema(db: pw.Database) -> None:
     with write_tx(db):
+        _schema_lock(db)
         if _read_version_in_tx(db) is not None:  # another process created it meanwhile
             return
         with db.bind_ctx(MODELS):
@@ -109,6 +119,7 @@ def _install_pg_extras(db: pw.Database) -> None:
 def migrate(db: pw.Database) -> tuple[int, int]:
     """Upgrade in place under a write lock. Returns (from, to). Refuses newer schemas."""
     with write_tx(db):
+        _schema_lock(db)
         version = _read_version_in_tx(db)
         if version is None:
             raise LedgerUnavailable(f"{getattr(db, 'display', 'ledger')} is not a Warden ledger")

@@ -1,9 +1,21 @@
-"""Shared fixtures: a file ledger in tmp_path on a fixed, manual clock."""
+"""Shared fixtures: a ledger on a fixed, manual clock, on each backend.
+
+``backend`` is parametrised (ids ``sqlite`` and ``postgres``): every test that asks for ``ledger``,
+``ledger_path`` or ``new_target`` runs on a SQLite file in ``tmp_path`` and on PostgreSQL. The
+PostgreSQL half needs a server: set ``WARDEN_TEST_PG_URL`` (``.ci/run`` starts a throw-away one and
+sets it); without it those tests skip, saying why. Each PostgreSQL test gets a fresh schema of its
+own (``?options=-csearch_path=…`` in the URL, so subprocesses given the URL see the same one),
+dropped afterwards. Tests of SQLite-only behaviour (file corruption, WAL, ``mode=ro``, symlinks)
+ask for ``sqlite_only`` or build their own file paths.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import uuid
+from typing import Callable
+from urllib.parse import quote
 
 import pytest
 
@@ -16,6 +28,78 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+PG_URL = os.environ.get("WARDEN_TEST_PG_URL", "").strip()
+PG_SKIP = "PostgreSQL tests need a server: set WARDEN_TEST_PG_URL=postgresql://user@host:port/db (.ci/run starts one)"
+
+
+def pg_admin():
+    """An autocommit psycopg connection to the test server (for schemas, pg_terminate_backend...)."""
+    import psycopg
+
+    return psycopg.connect(PG_URL, autocommit=True)
+
+
+def pg_schema_url(schema: str) -> str:
+    sep = "&" if "?" in PG_URL else "?"
+    return f"{PG_URL}{sep}options={quote('-csearch_path=' + schema, safe='')}"
+
+
+class PgSchemas:
+    """Creates throw-away schemas on the test server and drops them at the end of a test."""
+
+    def __init__(self) -> None:
+        self.made: list[str] = []
+        self._admin = None
+
+    def new(self) -> str:
+        if self._admin is None:
+            self._admin = pg_admin()
+        name = "wt_" + uuid.uuid4().hex[:16]
+        self._admin.execute(f'CREATE SCHEMA "{name}"')
+        self.made.append(name)
+        return pg_schema_url(name)
+
+    def drop(self) -> None:
+        if self._admin is None:
+            return
+        for name in self.made:
+            self._admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request) -> str:
+    if request.param == "postgres" and not PG_URL:
+        pytest.skip(PG_SKIP)
+    return request.param
+
+
+@pytest.fixture
+def pg_only() -> str:
+    """A test that is about PostgreSQL only: skipped (saying why) without a server."""
+    if not PG_URL:
+        pytest.skip(PG_SKIP)
+    return PG_URL
+
+
+@pytest.fixture
+def new_target(backend, tmp_path) -> Callable[[str], str]:
+    """A factory: ``new_target(name)`` → a target for a new, empty ledger on this test's backend
+    (a file path under tmp_path, or a URL to a fresh PostgreSQL schema)."""
+    if backend == "sqlite":
+        yield lambda name="ledger": str(tmp_path / f"{name}.db")
+        return
+    schemas = PgSchemas()
+    yield lambda name="ledger": schemas.new()
+    schemas.drop()
+
+
+@pytest.fixture
+def pg_target(pg_only) -> Callable[[str], str]:
+    """Like ``new_target`` but always PostgreSQL (for PostgreSQL-only tests)."""
+    schemas = PgSchemas()
+    yield lambda name="ledger": schemas.new()
+    schemas.drop()
+
 
 @pytest.fixture
 def clock() -> ManualClock:
@@ -23,8 +107,15 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def ledger_path(tmp_path) -> str:
-    return str(tmp_path / "ledger.db")
+def ledger_path(new_target) -> str:
+    return new_target("ledger")
+
+
+@pytest.fixture
+def sqlite_only(backend) -> None:
+    """Marks a test of SQLite-only behaviour (files, WAL, mode=ro): its PostgreSQL variant skips."""
+    if backend != "sqlite":
+        pytest.skip("SQLite-only behaviour (files, WAL, mode=ro, symlinks)")
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import traceback
 import pytest
 
 from store import LeaseLost, Ledger, NodeSpec, StaleRevision
+from store.db import is_sqlite
 
 ROUNDS = 200
 BARRIER_TIMEOUT = 60
@@ -30,7 +31,8 @@ def _open(path: str) -> Ledger:
     lock and the compare-and-set, not about fsync durability (tested elsewhere), and FULL would
     spend most of the run waiting for the disk."""
     led = Ledger.open(path)
-    led.db.execute_sql("PRAGMA synchronous=NORMAL")
+    if is_sqlite(led.db):
+        led.db.execute_sql("PRAGMA synchronous=NORMAL")
     return led
 
 
@@ -125,8 +127,8 @@ LOST_WHY = {"rewind": "revoked", "abort": "aborted", "park_now": "parked", "park
 
 @pytest.mark.parametrize("actions", [("rewind",), ("abort",), ("park_now", "park_node_now")],
                          ids=["rewind", "abort", "park-now"])
-def test_agent_commit_races_operator_action(tmp_path, actions):
-    path = str(tmp_path / "race.db")
+def test_agent_commit_races_operator_action(new_target, actions):
+    path = new_target("race")
     _prepare(path, ROUNDS, "r", [NodeSpec("x", "x"), NodeSpec("y", "y", ("x",))])
     barrier = CTX.Barrier(2, timeout=BARRIER_TIMEOUT)
     q = CTX.Queue()
@@ -219,9 +221,9 @@ def _resolver(path: str, rounds: int, seed: int, name: str, option: str, barrier
         barrier.abort()
 
 
-def test_two_operators_resolve_the_same_handoff(tmp_path):
+def test_two_operators_resolve_the_same_handoff(new_target):
     rounds = 60
-    path = str(tmp_path / "resolve.db")
+    path = new_target("resolve")
     _prepare(path, rounds, "h", [NodeSpec("x", "x")])
     barrier = CTX.Barrier(3, timeout=BARRIER_TIMEOUT)
     q = CTX.Queue()

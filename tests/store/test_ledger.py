@@ -296,7 +296,7 @@ def test_output_too_large_is_refused(chain):
     assert chain.node("t", "a").status == "running"
 
 
-def test_sqlite_pragmas(ledger):
+def test_sqlite_pragmas(sqlite_only, ledger):
     cur = ledger.db.execute_sql("PRAGMA journal_mode")
     assert cur.fetchone()[0] == "wal"
     assert ledger.db.execute_sql("PRAGMA synchronous").fetchone()[0] == 2  # FULL

@@ -635,7 +635,7 @@ def _claim(ledger, key="b"):
 
 
 def _sql(ledger, sql, *params):
-    ledger.db.execute_sql(sql, list(params))
+    ledger.db.execute_sql(ledger._sql(sql), list(params))  # `?` → `%s` on PostgreSQL
 
 
 def test_advice_row_effect_unconfirmed_beats_a_safe_failure_class(ledger) -> None:

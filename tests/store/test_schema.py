@@ -9,13 +9,23 @@ import pytest
 from console.cli import main as warden
 from store import Ledger, LedgerUnavailable, ReadOnly, SchemaMismatch
 from store import schema
+from store.db import is_sqlite, open_database
 
 
 def set_version(path: str, v: int) -> None:
-    con = sqlite3.connect(path)
-    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(v),))
-    con.commit()
-    con.close()
+    db = open_database(path)
+    ph = "?" if is_sqlite(db) else "%s"
+    with db.atomic():
+        db.execute_sql(f"UPDATE meta SET value = {ph} WHERE key = 'schema_version'", (str(v),))
+    db.close()
+
+
+def columns(path: str, table: str) -> list[str]:
+    db = open_database(path)
+    try:
+        return [c.name for c in db.get_columns(table)]
+    finally:
+        db.close()
 
 
 def make(path: str) -> None:
@@ -59,9 +69,7 @@ def test_an_older_schema_asks_for_migrate_and_migrate_upgrades(ledger_path, monk
     led = Ledger.open(ledger_path)
     assert led.task("t").task_id == "t"
     led.close()
-    con = sqlite3.connect(ledger_path)
-    assert "owner" in [r[1] for r in con.execute("PRAGMA table_info(task)")]
-    con.close()
+    assert "owner" in columns(ledger_path, "task")
     assert warden(["migrate", "--ledger", ledger_path]) == 0
     assert "nothing to do" in capsys.readouterr().out
 
