@@ -19,9 +19,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @pytest.fixture
-def db(tmp_path):
-    """a → b → c (c scope=ext), d (a root, blocked on a handoff); a, b succeeded; c running."""
-    path = str(tmp_path / "actions.db")
+def db(new_target):
+    """a → b → c (c scope=ext), d (a root, blocked on a handoff); a, b succeeded; c running.
+    On each backend (tests/conftest.py: a SQLite file, or a PostgreSQL URL)."""
+    path = new_target("actions")
     with Ledger.open(path, clock=ManualClock(T0)) as ledger:
         _build(ledger)
     return path

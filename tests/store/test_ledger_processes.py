@@ -106,8 +106,8 @@ def test_report_workflow_with_a_crashing_verifier(tmp_path, fclock, capsys):
     led.close()
 
 
-def test_four_processes_claiming_from_a_200_node_graph(tmp_path):
-    db = str(tmp_path / "ledger.db")
+def test_four_processes_claiming_from_a_200_node_graph(new_target):
+    db = new_target("ledger")
     rng = random.Random(4)
     led = Ledger.open(db)
     led.create_task("big", max_claims=3)
