@@ -218,7 +218,7 @@ class TaskAnalysis:
     def workers(self, now: float) -> int:
         window = now - self.params.worker_window_s
         who = {w for w, at in self.claims.items() if at >= window}
-        who.update(n.lease_owner for n in self.nodes.values() if n.status == "running" and n.lease_owner)
+        who.update(self.nodes[k].lease_owner for k in self._running_set if self.nodes[k].lease_owner)
         return max(1, len(who))
 
     def estimate(self, now: float | None = None) -> GraphEstimate:
