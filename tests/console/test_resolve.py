@@ -1,0 +1,238 @@
+"""Handoff resolution from the inbox (h, enter), the one-pass answering of a task's handoffs,
+the lost race (resolved by another operator after the screen opened), recovery advice (R)
+opening the matching dialog, and read-only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual.widgets import Button, Input, OptionList, Static
+
+from console.dialogs import NarrowDialog, RewindDialog
+from console.screens import HandoffInboxScreen, NodeDetailScreen
+from console.screens.advice import AdviceDialog
+from console.screens.resolve import ResolveHandoffScreen
+from store import Ledger, ManualClock
+
+from conftest import HOSTILE, NOW, T0, settle
+from conftest import make_app as _make_app
+from conftest import wait_for as _wait_for
+
+
+def make_app(*a: Any, **kw: Any):
+    kw.setdefault("analysis", False)
+    return _make_app(*a, **kw)
+
+
+async def wait_for(pilot, cond, timeout: float = 30.0, what: str = "") -> None:
+    await _wait_for(pilot, cond, timeout=timeout, what=what)
+
+
+def second_handoff(path: Path) -> str:
+    """figures (report-001) asks too, later than section-2; its context is hostile text."""
+    with Ledger.open(path, clock=ManualClock(T0 + 300)) as ledger:
+        c = ledger.claim("report-001", worker="frank", lease_s=60)
+        assert c.node_key == "figures"
+        return ledger.request_human(c, kind="direction", question="Which chart style?",
+                                    options=[{"id": "bar", "label": "Bars", "consequence": "one chart per metric"},
+                                             {"id": "line", "label": "Lines", "consequence": HOSTILE}],
+                                    context={"done": "data loaded", "stuck": HOSTILE, "why": "bars read better"},
+                                    recommendation="bar")
+
+
+def handoffs(path: Path) -> list[Any]:
+    with Ledger.open(path, create=False) as ledger:
+        return ledger.handoffs(status=None, task_id="report-001")
+
+
+async def open_inbox_and_resolve(pilot) -> ResolveHandoffScreen:
+    app = pilot.app
+    await settle(pilot)
+    await pilot.press("h")
+    await wait_for(pilot, lambda: isinstance(app.screen, HandoffInboxScreen) and app.screen.loaded)
+    await pilot.press("enter")
+    scr = app.screen
+    assert isinstance(scr, ResolveHandoffScreen)
+    await wait_for(pilot, lambda: scr.handoff is not None, what="the handoff")
+    await pilot.pause()
+    return scr
+
+
+async def test_resolve_from_the_inbox_then_the_next_of_the_task(ledger_path):
+    second = second_handoff(ledger_path)
+    app = make_app(ledger_path, operator="ana@console")
+    async with app.run_test(size=(80, 24)) as pilot:
+        scr = await open_inbox_and_resolve(pilot)
+        first = scr.handoff
+        assert first.node == "section-2" and scr.remaining == 1  # oldest first
+        opts = scr.query_one("#options", OptionList)
+        assert scr.focused is opts and opts.highlighted == 1  # on the recommendation ("no")
+        body = str(scr.query_one("#handoff", Static).render())
+        assert "Include the unaudited Q3 figures?" in body and "Recommended: no" in body
+        assert scr.query_one("#apply", Button).disabled  # nothing chosen yet
+        await pilot.press("ctrl+s")
+        assert all(h.status == "open" for h in handoffs(ledger_path))
+        await pilot.press("up", "enter")  # choose "yes"
+        assert scr.chosen == "yes"
+        scr.query_one("#answer", Input).focus()
+        await pilot.press(*"flag it clearly", "enter")  # enter in the answer does not resolve
+        await pilot.pause()
+        assert all(h.status == "open" for h in handoffs(ledger_path))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: scr.handoff is not None and scr.handoff.id == second, what="the next handoff")
+        hs = {h.id: h for h in handoffs(ledger_path)}
+        h1 = hs[first.id]
+        assert (h1.status, h1.resolution_option, h1.resolution_answer, h1.resolved_by) == (
+            "resolved", "yes", "flag it clearly", "ana@console")
+        with Ledger.open(ledger_path, create=False) as ledger:
+            assert ledger.node("report-001", "section-2").status == "pending"
+        # the second one: hostile context shown literally, never interpreted
+        body = str(scr.query_one("#handoff", Static).render())
+        assert "\\x1b]52;c;" in body and "\x1b" not in body and "What is done" in body and "why: bars" in body
+        assert "resolved #" in str(scr.query_one("#banner", Static).render())
+        assert scr.query_one("#answer", Input).value == ""
+        await pilot.press("enter", "ctrl+s")  # the recommended option, no answer
+        await wait_for(pilot, lambda: not isinstance(app.screen, ResolveHandoffScreen), what="closed")
+        assert isinstance(app.screen, HandoffInboxScreen)
+        await wait_for(pilot, lambda: app.screen.source.items == (), what="the inbox empties")
+        assert {h.id: (h.status, h.resolution_option) for h in handoffs(ledger_path)}[second] == ("resolved", "bar")
+
+
+async def test_lost_race_tells_who_resolved_it(ledger_path):
+    app = make_app(ledger_path, operator="ana@console")
+    async with app.run_test(size=(80, 24)) as pilot:
+        scr = await open_inbox_and_resolve(pilot)
+        await pilot.press("enter")  # choose the recommended "no"
+        assert scr.chosen == "no"
+        with Ledger.open(ledger_path, create=False, clock=ManualClock(NOW)) as ledger:
+            ledger.apply(ledger.plan_resolve(scr.handoff.id, option="yes"), operator="bo@elsewhere")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: scr.closed_reason is not None and not scr.busy, what="the refusal")
+        banner = str(scr.query_one("#banner", Static).render())
+        assert "already resolved by bo@elsewhere" in banner and "(option yes)" in banner
+        assert scr.query_one("#apply", Button).disabled
+        [h] = handoffs(ledger_path)
+        assert (h.resolved_by, h.resolution_option) == ("bo@elsewhere", "yes")  # theirs stands
+        with Ledger.open(ledger_path, create=False) as ledger:
+            assert [a.operator for a in ledger.actions("report-001") if a.action == "resolve"] == ["bo@elsewhere"]
+        await pilot.press("escape")
+        assert isinstance(app.screen, HandoffInboxScreen)
+
+
+async def test_handoff_without_options_needs_an_answer(ledger_path):
+    with Ledger.open(ledger_path, clock=ManualClock(T0 + 300)) as ledger:
+        c = ledger.claim("report-001", worker="frank", lease_s=60)
+        hid = ledger.request_human(c, kind="exception", question="What now?")
+    app = make_app(ledger_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        scr = ResolveHandoffScreen(hid)
+        app.push_screen(scr)
+        await wait_for(pilot, lambda: scr.handoff is not None)
+        await pilot.pause()
+        assert scr.focused is scr.query_one("#answer", Input)
+        await pilot.press("ctrl+s")
+        assert scr.query_one("#apply", Button).disabled and handoffs(ledger_path)[-1].status == "open"
+        await pilot.press(*"skip the charts", "ctrl+s")
+        # resolved; the task's other open handoff (section-2) is offered next
+        await wait_for(pilot, lambda: scr.handoff.id != hid, what="the next handoff")
+        assert scr.handoff.node == "section-2" and scr.focused is scr.query_one("#options")
+        h = [h for h in handoffs(ledger_path) if h.id == hid][0]
+        assert (h.status, h.resolution_option, h.resolution_answer) == ("resolved", None, "skip the charts")
+
+
+async def test_read_only_resolution_shows_but_cannot_resolve(ledger_path):
+    app = make_app(ledger_path, read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        scr = await open_inbox_and_resolve(pilot)
+        await pilot.press("enter")
+        btn = scr.query_one("#apply", Button)
+        assert btn.disabled and str(btn.label) == "read-only"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "read-only: actions are disabled" in [n.message for n in app._notifications]
+        assert [h.status for h in handoffs(ledger_path)] == ["open"]
+
+
+async def test_inbox_o_opens_the_node(ledger_path):
+    app = make_app(ledger_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("h")
+        await wait_for(pilot, lambda: isinstance(app.screen, HandoffInboxScreen) and app.screen.loaded)
+        await pilot.press("o")
+        assert isinstance(app.screen, NodeDetailScreen) and app.screen.key == "section-2"
+
+
+# ---------------------------------------------------------------------- recovery advice (R)
+async def advice_for(pilot, task: str, node: str) -> AdviceDialog:
+    app = pilot.app
+    await settle(pilot)
+    app.open_node(task, node)
+    await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen))
+    await pilot.press("R")
+    dlg = app.screen
+    assert isinstance(dlg, AdviceDialog)
+    await wait_for(pilot, lambda: dlg.advice is not None or dlg.error is not None, what="the advice")
+    await pilot.pause()
+    return dlg
+
+
+async def test_advice_retry_opens_a_prefilled_rewind(ledger_path):
+    app = make_app(ledger_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        dlg = await advice_for(pilot, "report-001", "section-3")  # failed, transient
+        assert (dlg.advice.recommendation, dlg.advice.reason) == ("retry", "safe_to_retry")
+        body = str(dlg.query_one("#advice", Static).render())
+        assert "rate limited by the provider" in body  # the evidence
+        assert dlg.focused is dlg.query_one("#cancel", Button)
+        assert str(dlg.query_one("#accept", Button).label) == "Retry section-3"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, RewindDialog))
+        rw = app.screen
+        assert rw.node == "section-3"
+        assert rw.query_one("#reason", Input).value.startswith("recovery advice: retry (safe_to_retry)")
+        await wait_for(pilot, lambda: rw.plan is not None)
+        await pilot.pause()
+        assert rw.plan.changes == {"section-3": ("failed", "pending")} and not rw.query_one("#apply").disabled
+        await pilot.press("escape")  # accepting the advice applied nothing by itself
+        with Ledger.open(ledger_path, create=False) as ledger:
+            assert ledger.node("report-001", "section-3").status == "failed"
+
+
+async def test_advice_needs_human_opens_the_handoff(ledger_path):
+    app = make_app(ledger_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        dlg = await advice_for(pilot, "report-001", "section-2")  # blocked on a handoff
+        assert dlg.advice.recommendation == "needs_human"
+        await pilot.click("#accept")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResolveHandoffScreen))
+        await wait_for(pilot, lambda: app.screen.handoff is not None)
+        assert app.screen.handoff.node == "section-2"
+
+
+async def test_advice_abandon_opens_narrow_with_the_node_excluded(ledger_path):
+    with Ledger.open(ledger_path, clock=ManualClock(T0 + 300)) as ledger:
+        ledger.create_task("scoped", preconditions={"region": "eu"})
+        ledger.add_node("scoped", "us-only", preconditions={"region": "us"})
+        ledger.add_node("scoped", "eu-only", preconditions={"region": "eu"})
+        c = ledger.claim("scoped", worker="gil")
+        ledger.fail(c, error="no access", failure_class="transient", retryable=False)
+    app = make_app(ledger_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        dlg = await advice_for(pilot, "scoped", "us-only")
+        assert dlg.advice.recommendation == "abandon"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: isinstance(app.screen, NarrowDialog))
+        nd = app.screen
+        await wait_for(pilot, lambda: nd.plan is not None, what="narrow plan")
+        assert nd.plan.abandoned == ("us-only",) and nd.plan.params["exclude"] == ["us-only"]
+
+
+async def test_advice_for_a_node_with_nothing_to_recover(ledger_path):
+    app = make_app(ledger_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        dlg = await advice_for(pilot, "report-001", "collect")  # succeeded
+        assert dlg.advice is None and "advice is for failed" in dlg.error
+        assert dlg.query_one("#accept", Button).disabled
