@@ -33,28 +33,43 @@ SPECS = [
 ]
 
 
+_SHARED: dict = {}
+
+
+def _shared_ledger() -> tuple[Ledger, ManualClock]:
+    """One throw-away ledger for every example (a new task each): creating a schema per example
+    would cost more than the example. Removed at exit."""
+    if not _SHARED:
+        import atexit
+
+        d = tempfile.mkdtemp(prefix="warden-stateful-")
+        clock = ManualClock(1_800_000_000.0)
+        led = Ledger.open(f"{d}/ledger.db", clock=clock)
+        led.db.execute_sql("PRAGMA synchronous=OFF")  # durability is not what this tests
+        _SHARED.update(led=led, clock=clock, dir=d, n=0)
+        atexit.register(lambda: (led.close(), shutil.rmtree(d, ignore_errors=True)))
+    _SHARED["n"] += 1
+    return _SHARED["led"], _SHARED["clock"]
+
+
 class ActionsMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.dir = tempfile.mkdtemp(prefix="warden-stateful-")
-        self.clock = ManualClock(1_800_000_000.0)
-        self.led = Ledger.open(f"{self.dir}/ledger.db", clock=self.clock)
-        self.led.db.execute_sql("PRAGMA synchronous=OFF")  # a throw-away ledger; durability is not tested here
-        self.led.create_task("t", preconditions={"scope": "x", "lang": "py"}, max_claims=4)
-        self.led.add_nodes("t", SPECS)
+        self.led, self.clock = _shared_ledger()
+        self.t = f"t{_SHARED['n']}"
+        self.led.create_task(self.t, preconditions={"scope": "x", "lang": "py"}, max_claims=4)
+        self.led.add_nodes(self.t, SPECS)
         self.claims: list = []
         self.pending: list[Plan] = []
         self.applied: set[int] = set()
         self.abandoned: set[str] = set()
-        self.revision = self.led.task("t").revision
-
-    def teardown(self) -> None:
-        self.led.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.revision = self.led.task(self.t).revision
+        self.cursor = self.led.last_event_id()
+        self.events_seen: set = set()
 
     # ------------------------------------------------------------------ helpers
     def statuses(self) -> dict[str, str]:
-        return {n.key: n.status for n in self.led.graph("t").nodes}
+        return {n.key: n.status for n in self.led.graph(self.t).nodes}
 
     def _claim_at(self, i: int):
         return self.claims[i % len(self.claims)]
@@ -71,13 +86,13 @@ class ActionsMachine(RuleBasedStateMachine):
 
     def apply(self, plan: Plan) -> None:
         before = self.statuses()
-        rev = self.led.task("t").revision
+        rev = self.led.task(self.t).revision
         try:
             done = self.led.apply(plan, operator="op")
         except StaleRevision:
             assert self.statuses() == before
-            assert self.led.task("t").revision == rev
-            assert self.led.actions("t", limit=1)[0].result == "refused"
+            assert self.led.task(self.t).revision == rev
+            assert self.led.actions(self.t, limit=1)[0].result == "refused"
             return
         except Refused as e:  # only a stale resolve or an aborted task may refuse here
             raise AssertionError(f"unexpected refusal at apply: {e}") from None
@@ -99,8 +114,8 @@ class ActionsMachine(RuleBasedStateMachine):
     @rule(worker=st.sampled_from(["w1", "w2", "w3"]))
     def claim(self, worker):
         before = self.statuses()
-        task = self.led.task("t")
-        c = self.led.claim("t", worker, lease_s=30)
+        task = self.led.task(self.t)
+        c = self.led.claim(self.t, worker, lease_s=30)
         if c is None:
             return
         assert task.status == "active"
@@ -146,32 +161,32 @@ class ActionsMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------------ operators
     @rule(node=st.sampled_from([None, *KEYS]), now=st.booleans(), later=st.booleans())
     def park(self, node, now, later):
-        self.plan(lambda: self.led.plan_park("t", node=node, reason="hold", now=now), later)
+        self.plan(lambda: self.led.plan_park(self.t, node=node, reason="hold", now=now), later)
 
     @rule(node=st.sampled_from([None, *KEYS]), later=st.booleans())
     def resume(self, node, later):
-        self.plan(lambda: self.led.plan_resume("t", node=node), later)
+        self.plan(lambda: self.led.plan_resume(self.t, node=node), later)
 
     @rule(value=st.sampled_from(["x", "y", "z", ["x", "y"]]), later=st.booleans())
     def narrow_scope(self, value, later):
-        self.plan(lambda: self.led.plan_narrow("t", set={"scope": value}, reason="scope"), later)
+        self.plan(lambda: self.led.plan_narrow(self.t, set={"scope": value}, reason="scope"), later)
 
     @rule(key=st.sampled_from(KEYS), later=st.booleans())
     def narrow_exclude(self, key, later):
-        self.plan(lambda: self.led.plan_narrow("t", exclude=[key], reason="exclude"), later)
+        self.plan(lambda: self.led.plan_narrow(self.t, exclude=[key], reason="exclude"), later)
 
     @rule(key=st.sampled_from(KEYS), later=st.booleans())
     def rewind(self, key, later):
-        self.plan(lambda: self.led.plan_rewind("t", key, reason=f"redo {key}"), later)
+        self.plan(lambda: self.led.plan_rewind(self.t, key, reason=f"redo {key}"), later)
 
     @precondition(lambda self: len(self.applied) >= 3)  # let the graph move before it ends
     @rule(later=st.booleans())
     def abort(self, later):
-        self.plan(lambda: self.led.plan_abort("t", reason="stop"), later)
+        self.plan(lambda: self.led.plan_abort(self.t, reason="stop"), later)
 
     @rule(option=st.sampled_from(["yes", "no", "maybe"]), later=st.booleans())
     def resolve(self, option, later):
-        hs = self.led.handoffs(task_id="t")
+        hs = self.led.handoffs(task_id=self.t)
         if not hs:
             return
         self.plan(lambda: self.led.plan_resolve(hs[0].id, option=option), later)
@@ -183,38 +198,36 @@ class ActionsMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ invariants
     @invariant()
-    def running_nodes_hold_a_lease(self):
-        for n in self.led.graph("t").nodes:
+    def invariants(self):
+        # one read of each table per step: this runs after every step of every example
+        task = self.led.task(self.t)
+        nodes = self.led.graph(self.t).nodes
+        # no running node without a lease
+        for n in nodes:
             if n.status == "running":
                 assert n.lease_owner is not None and n.lease_until is not None, n.key
-
-    @invariant()
-    def nothing_claimable_when_parked_or_aborted(self):
-        if self.led.task("t").status in ("parked", "aborted"):
-            assert self.led.claim("t", "probe", lease_s=30) is None
-
-    @invariant()
-    def abandoned_stays_abandoned(self):
-        now = {k for k, s in self.statuses().items() if s == "abandoned"}
-        assert self.abandoned <= now
-        self.abandoned = now
-
-    @invariant()
-    def every_applied_action_is_audited(self):
-        rows = {a.id: a for a in self.led.actions("t", limit=10_000)}
-        assert {i for i, a in rows.items() if a.result == "applied"} == self.applied
-        ev = {e.payload.get("action_id") for e in self.led.events(0, task_id="t", limit=100_000) if e.layer == "operator"}
-        assert self.applied <= ev
-
-    @invariant()
-    def revision_only_grows(self):
-        rev = self.led.task("t").revision
-        assert rev >= self.revision
-        self.revision = rev
+        # nothing claimable in a parked or aborted task
+        if task.status in ("parked", "aborted"):
+            assert self.led.claim(self.t, "probe", lease_s=30) is None
+        # abandoned stays abandoned (and claim() checked it is never claimed)
+        abandoned = {n.key for n in nodes if n.status == "abandoned"}
+        assert self.abandoned <= abandoned
+        self.abandoned = abandoned
+        # every applied action has its Action row and its operator event
+        rows = self.led.actions(self.t, limit=10_000)
+        assert {a.id for a in rows if a.result == "applied"} == self.applied
+        for e in self.led.events(self.cursor, task_id=self.t, limit=100_000):
+            self.cursor = e.id
+            if e.layer == "operator":
+                self.events_seen.add(e.payload.get("action_id"))
+        assert self.applied <= self.events_seen
+        # the task revision only grows
+        assert task.revision >= self.revision
+        self.revision = task.revision
 
 
 ActionsMachine.TestCase.settings = settings(
-    max_examples=40, stateful_step_count=30, deadline=None,
+    max_examples=30, stateful_step_count=30, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestActionsStateful = ActionsMachine.TestCase
