@@ -17,12 +17,8 @@ never on sleeps.
 from __future__ import annotations
 
 import asyncio
-import json
 import multiprocessing as mp
-import os
 import random
-import subprocess
-import sys
 import threading
 import time
 import traceback
@@ -38,7 +34,6 @@ from store.feed import Feed
 pytestmark = [pytest.mark.postgres]
 
 CTX = mp.get_context("fork")
-AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_proc.py")
 WAIT = 60.0
 
 
@@ -167,6 +162,26 @@ def test_an_operator_action_waits_for_an_open_claim_then_sees_it(pg_target):
 
 
 # ---------------------------------------------------------------------- 8 claimers, 2,000 nodes
+def _drainer(url: str, name: str, start, q) -> None:
+    """Claim and commit until the task is finished; report every claim."""
+    try:
+        led = Ledger.open(url, create=False)
+        start.wait(WAIT)
+        mine = []
+        while True:
+            c = led.claim("big", name, lease_s=600)
+            if c is None:
+                if led.task("big").status != "active":
+                    break
+                continue  # dependencies still running elsewhere: look again
+            mine.append(c.node_key)
+            led.commit(c, output={"by": name})
+        q.put(("done", name, mine))
+        led.close()
+    except BaseException:
+        q.put(("crash", name, traceback.format_exc()))
+
+
 def test_eight_processes_claiming_from_a_2000_node_graph(pg_target):
     url = pg_target()
     rng = random.Random(8)
@@ -178,18 +193,23 @@ def test_eight_processes_claiming_from_a_2000_node_graph(pg_target):
         specs.append(NodeSpec(f"n{i}", kind="work", deps=deps))
     led.add_nodes("big", specs)
     deadlocks = _deadlocks()
+    start = CTX.Event()
+    q = CTX.Queue()
+    procs = [CTX.Process(target=_drainer, args=(url, f"w{i}", start, q)) for i in range(8)]
+    for p in procs:
+        p.start()
     t0 = time.monotonic()
-    procs = [subprocess.Popen([sys.executable, AGENT, "drain", url, "big", f"w{i}", "--lease", "600"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(8)]
+    start.set()
     claims: dict[str, list[str]] = {}
-    for i, p in enumerate(procs):
-        out, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err  # a deadlock or a double claim would surface here
-        for line in out.splitlines():
-            ev = json.loads(line)
-            if ev["event"] == "claimed":
-                claims.setdefault(ev["node"], []).append(f"w{i}")
+    for _ in procs:
+        kind, name, detail = q.get(timeout=900)
+        assert kind == "done", detail  # a deadlock or a double claim would surface here
+        for key in detail:
+            claims.setdefault(key, []).append(name)
     elapsed = time.monotonic() - t0
+    for p in procs:
+        p.join(WAIT)
+        assert p.exitcode == 0
     assert len(claims) == 2000
     assert all(len(who) == 1 for who in claims.values()), {k: v for k, v in claims.items() if len(v) > 1}
     assert len({w for who in claims.values() for w in who}) >= 4  # the work was really shared
