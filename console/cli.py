@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import sys
+import time
 from typing import Any, Sequence
 
 from rich.console import Console
@@ -173,6 +174,45 @@ def out_console() -> Console:
     return Console(highlight=False, soft_wrap=False)
 
 
+def print_fitted(c: Console, headers: list[str], rows: list[list[str]], give_way: list[str]) -> None:
+    """A plain table that fits the terminal: columns in ``give_way`` shrink (then vanish), in that
+    order, before any other column is touched. Cells are plain (already made safe) text."""
+    from rich.cells import cell_len
+
+    widths = [max([cell_len(h)] + [cell_len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    avail = max(20, c.width)
+
+    def total() -> int:
+        shown = [w for w in widths if w > 0]
+        return sum(shown) + 2 * (len(shown) - 1)
+
+    for name in give_way:
+        i = headers.index(name)
+        excess = total() - avail
+        if excess <= 0:
+            break
+        keep = widths[i] - excess
+        widths[i] = keep if keep >= max(6, cell_len(name)) else 0
+    t = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0), collapse_padding=True)
+    keep_cols = [i for i, w in enumerate(widths) if w > 0]
+    for i in keep_cols:
+        t.add_column(headers[i], width=widths[i], no_wrap=True, overflow="ellipsis")
+    for r in rows:
+        t.add_row(*(Text(r[i]) for i in keep_cols))
+    c.print(t)
+
+
+def _until_label(until_iso: str | None, now: float) -> str:
+    from datetime import datetime
+
+    from .glyphs import duration_label
+
+    if not until_iso:
+        return ""
+    at = datetime.fromisoformat(until_iso.replace("Z", "+00:00")).timestamp()
+    return f"expired {duration_label(now - at)} ago" if at <= now else f"{duration_label(at - now)} left"
+
+
 # ---------------------------------------------------------------------- subcommands
 def cmd_console(args: argparse.Namespace) -> int:
     from .app import run_console
@@ -200,25 +240,22 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not data["tasks"]:
         c.print(f"no tasks in {ledger.display}")
         return 0
-    t = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("TASK", "STATUS", "DONE", "P80", "BUDGET", "SIGNALS", "HANDOFFS", "TITLE"):
-        t.add_column(col, no_wrap=col != "TITLE", overflow="ellipsis")
+    rows = []
     for task in data["tasks"]:
         counts = task["counts"]
         total = sum(counts.values())
         done = counts.get("succeeded", 0) + counts.get("abandoned", 0)
         ab = counts.get("abandoned", 0)
-        t.add_row(
-            Text(safe_line(task["task_id"])),
-            Text(task_status_label(task["status"])),
-            f"{done}/{total}" + (f" ({ab} abandoned)" if ab else ""),
-            eta_label(task["eta"]),
-            budget_label(task["budget"]),
-            Text(signals_label(task["signals"])),
-            str(task["handoffs_open"] or "—"),
-            Text(safe_line(task["title"])),
-        )
-    c.print(t)
+        rows.append([
+            safe_line(task["task_id"]), task_status_label(task["status"]),
+            f"{done}/{total}" + (f" ({ab} abandoned)" if ab else ""), eta_label(task["eta"]),
+            signals_label(task["signals"]), str(task["handoffs_open"] or "—"), budget_label(task["budget"]),
+            safe_line(task["title"]),
+        ])
+    # At 80 columns the title and the budget give way first; id, status, progress, P80, signals
+    # and handoffs stay whole.
+    print_fitted(c, ["TASK", "STATUS", "DONE", "P80", "SIGNALS", "HANDOFFS", "BUDGET", "TITLE"], rows,
+                 give_way=["TITLE", "BUDGET"])
     return 0
 
 
@@ -232,18 +269,18 @@ def cmd_graph(args: argparse.Namespace) -> int:
     task = data["task"]
     c.print(Text.assemble(Text(safe_line(task["task_id"]), style="bold"), "  ",
                           task_status_label(task["status"]), "  ", safe_line(task["title"])))
-    t = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("NODE", "STATUS", "KIND", "ATT", "DEPS", "LEASE", "P80", "SIGNALS"):
-        t.add_column(col, no_wrap=True, overflow="ellipsis")
+    rows = []
+    now = time.time()
     for n in data["nodes"]:
         lease = n["lease"]
-        t.add_row(
-            Text(safe_line(n["key"])), node_status_label(n["status"]), Text(safe_line(n["kind"])),
-            str(n["attempt"]), Text(safe_line(", ".join(n["deps"])) or "—"),
-            Text(safe_line(f"{lease['owner']} until {lease['until']}") if lease else "—"),
-            eta_label(n["eta"]), Text(signals_label(n["signals"])),
-        )
-    c.print(t)
+        rows.append([
+            safe_line(n["key"]), node_status_label(n["status"]), str(n["attempt"]), eta_label(n["eta"]),
+            signals_label(n["signals"]),
+            safe_line(f"{lease['owner']} {_until_label(lease['until'], now)}") if lease else "—",
+            safe_line(n["kind"]), safe_line(", ".join(n["deps"])) or "—",
+        ])
+    print_fitted(c, ["NODE", "STATUS", "ATT", "P80", "SIGNALS", "LEASE", "KIND", "DEPS"], rows,
+                 give_way=["DEPS", "KIND", "LEASE"])
     for sig in task["signals"]:  # what fired each signal, one line each (agent text made safe)
         c.print(Text(safe_line(f"⚠ {sig['severity']} {sig['kind']} {sig['node'] or task['task_id']}: {sig['evidence']}")),
                 soft_wrap=True)
