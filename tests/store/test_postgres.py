@@ -452,3 +452,35 @@ def test_read_only_holds_on_every_connection(pg_target):
         ro.db.close()  # the next statement reconnects: still read-only
         assert ro.task("t").title == ""
     ro.close()
+
+
+# ---------------------------------------------------------------------- agents starting at once
+def _starter(url: str, name: str, barrier, q) -> None:
+    try:
+        barrier.wait()
+        led = Ledger.open(url)  # the first one creates the schema; the others wait for it and see it
+        barrier.wait()
+        led.create_task("t", title="shared", exist_ok=True)
+        led.add_nodes("t", [NodeSpec("a"), NodeSpec("b", deps=("a",))])
+        q.put(("ok", name, None))
+        led.close()
+    except BaseException:
+        q.put(("crash", name, traceback.format_exc()))
+        barrier.abort()
+
+
+def test_agents_starting_at_once_create_the_schema_and_the_task_once(pg_target):
+    url = pg_target()  # an empty schema
+    barrier = CTX.Barrier(4, timeout=WAIT)
+    q = CTX.Queue()
+    procs = [CTX.Process(target=_starter, args=(url, f"w{i}", barrier, q)) for i in range(4)]
+    for p in procs:
+        p.start()
+    got = [q.get(timeout=WAIT) for _ in procs]
+    for p in procs:
+        p.join(WAIT)
+    assert all(g[0] == "ok" for g in got), [g[2] for g in got if g[0] != "ok"]
+    with Ledger.open(url, create=False) as led:
+        kinds = [e.kind for e in led.events(0)]
+        assert kinds == ["task.created", "graph.nodes_added"]
+        assert [n.key for n in led.graph("t").nodes] == ["a", "b"]
