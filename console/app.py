@@ -17,16 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from textual import on, work
+from textual.worker import get_current_worker
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
 from store.errors import LedgerUnavailable, NotFound, WardenError
-from store.feed import Feed, graph_at, tail_at
+from store.feed import Feed, graph_pages, tail_at
 from store.views import EventView, GraphView, NodeDetail, NodeView, TaskView
 
 from .commands import WardenCommands
-from .messages import AnalysisReady, LedgerChanged, LedgerStatus, Loaded
+from .messages import AnalysisReady, GraphPageReady, LedgerChanged, LedgerStatus, Loaded
 from .model import EventLogModel, GraphModel, TaskListModel
 from .screens import (
     EventLogScreen,
@@ -57,16 +58,15 @@ class Pending:
 
     events: list[EventView] = field(default_factory=list)
     nodes: dict[tuple[str, str], NodeView] = field(default_factory=dict)
+    as_of: dict[str, int] = field(default_factory=dict)  # node key → the journal id it was read at
     tasks: dict[str, TaskView] = field(default_factory=dict)
-    graph: tuple[GraphView, int] | None = None
     detail: NodeDetail | None = None
     all_tasks: list[TaskView] | None = None
     tail: list[EventView] | None = None
-    missing_graph: str | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.nodes or self.tasks or self.graph or self.detail
-                    or self.all_tasks is not None or self.missing_graph)
+        return bool(self.events or self.nodes or self.tasks or self.detail
+                    or self.all_tasks is not None)
 
 
 @dataclass
@@ -76,9 +76,7 @@ class Step:
     events: list[EventView] = field(default_factory=list)
     nodes: list[NodeView] = field(default_factory=list)
     tasks: list[TaskView] = field(default_factory=list)
-    graph: tuple[GraphView, int] | None = None
     detail: NodeDetail | None = None
-    missing_graph: str | None = None
 
 
 class WardenApp(App[int]):
@@ -139,6 +137,8 @@ class WardenApp(App[int]):
         self._graph_task: str | None = None
         self._detail_key: tuple[str, str] | None = None
         self._analysis_dirty: set[str] = set()
+        self._early_nodes: dict[str, tuple[NodeView, int]] = {}
+        self.graph_pages_applied = 0  # (tests and the benchmark)
         self._analysed_once: set[str] = set()
         # Instrumentation (tests and the benchmark): UI time spent applying deltas.
         self.applied_changes = 0
@@ -201,7 +201,7 @@ class WardenApp(App[int]):
                         self.live = feed.live
                         dirty.clear()
                         if self._graph_task:
-                            self._requests.append(("graph", self._graph_task))
+                            self._load_graph(self._graph_task)
                         if self._detail_key:
                             self._requests.append(("detail", self._detail_key))
                         self.post_message(LedgerStatus(None))
@@ -265,12 +265,7 @@ class WardenApp(App[int]):
         step = Step(cursor=cursor)
         want_detail = False
         for kind, arg in requests:
-            if kind == "graph" and arg == graph_task:
-                try:
-                    step.graph = graph_at(feed, arg)
-                except NotFound:
-                    step.missing_graph = arg
-            elif kind == "detail" and arg == detail_key:
+            if kind == "detail" and arg == detail_key:
                 want_detail = True
         delta = feed.since(cursor)
         step.cursor, step.more, step.events = delta.cursor, delta.more, list(delta.events)
@@ -295,16 +290,11 @@ class WardenApp(App[int]):
         p.events.extend(step.events)
         for n in step.nodes:
             p.nodes[(n.task_id, n.key)] = n
+            p.as_of[n.key] = step.cursor
         for t in step.tasks:
             p.tasks[t.task_id] = t
-        if step.graph is not None:
-            p.graph = step.graph
-            # nodes read before this graph snapshot are older than it
-            p.nodes = {k: v for k, v in p.nodes.items() if k[0] != step.graph[0].task.task_id}
         if step.detail is not None:
             p.detail = step.detail
-        if step.missing_graph:
-            p.missing_graph = step.missing_graph
         return bool(p)
 
     # ------------------------------------------------------------------ applying deltas (UI thread)
@@ -339,23 +329,16 @@ class WardenApp(App[int]):
                     s.data_changed(added, reshaped)
             if any(e.kind.startswith("handoff.") for e in p.events) and self._screens(HandoffInboxScreen):
                 self.load_handoffs()
-        if p.missing_graph and p.missing_graph == self._graph_task:
-            self.notify(f"task {safe_line(p.missing_graph)} is not in the ledger", severity="error")
-        if p.graph is not None:
-            graph, at = p.graph
-            if graph.task.task_id == self._graph_task:
-                self.graph_model = GraphModel(graph, self.now, loaded_at=at)
+        if p.nodes and self._graph_task is not None:
+            if self.graph_model is None:  # its first page is on the way: keep them for it
+                for k, v in p.nodes.items():
+                    if k[0] == self._graph_task:
+                        self._early_nodes[k[1]] = (v, p.as_of.get(k[1], 0))
+            else:
+                rows, reshaped = self.graph_model.apply(p.nodes.values(), p.as_of)
                 for s in self._screens(TaskGraphScreen):
-                    if s.task_id == graph.task.task_id:
-                        s.model_ready()
-                self._analysis_dirty.add(graph.task.task_id)
-                if self.analysis_enabled:
-                    self.run_analysis()
-        if p.nodes and self.graph_model is not None:
-            rows, reshaped = self.graph_model.apply(p.nodes.values())
-            for s in self._screens(TaskGraphScreen):
-                if s.task_id == self.graph_model.task_id:
-                    s.data_changed(rows, reshaped)
+                    if s.task_id == self.graph_model.task_id:
+                        s.data_changed(rows, reshaped)
         if p.tasks:
             rows, reshaped = self.tasks_model.update(p.tasks.values())
             for s in self._screens(TaskListScreen):
@@ -375,6 +358,57 @@ class WardenApp(App[int]):
         if self.paint_probe is not None and p.events:
             events = p.events
             self.call_after_refresh(self.paint_probe, events)
+
+    # ------------------------------------------------------------------ opening a graph
+    @work(thread=True, exclusive=True, exit_on_error=False, group="graph")
+    def _load_graph(self, task_id: str) -> None:
+        """The open task's graph, page by page from one snapshot: the first rows paint after
+        one small page; the rest stream in while the list is already usable."""
+        worker = get_current_worker()
+        try:
+            for page in graph_pages(self.feed, task_id):
+                if worker.is_cancelled or self._graph_task != task_id:
+                    return
+                self.post_message(GraphPageReady(task_id, page))
+        except NotFound:
+            self.post_message(GraphPageReady(task_id, None))
+        except LedgerUnavailable as e:
+            self.post_message(LedgerStatus(str(e)))
+
+    @on(GraphPageReady)
+    def graph_page(self, msg: GraphPageReady) -> None:
+        t0 = time.perf_counter()
+        page = msg.page
+        if msg.task_id != self._graph_task:
+            return
+        if page is None:
+            self.notify(f"task {safe_line(msg.task_id)} is not in the ledger", severity="error")
+            return
+        self.graph_pages_applied += 1
+        g = self.graph_model
+        if page.start == 0:
+            g = self.graph_model = GraphModel(GraphView(task=page.task, nodes=page.nodes), self.now,
+                                              loaded_at=page.at, total=page.total, complete=False)
+            early, self._early_nodes = self._early_nodes, {}
+            if early:
+                g.apply([v for v, _ in early.values()], {k: at for k, (_, at) in early.items()})
+            if page.last:
+                g.extend((), last=True)
+            for s in self._screens(TaskGraphScreen):
+                if s.task_id == g.task_id:
+                    s.model_ready()
+        elif g is not None and g.task_id == msg.task_id and not g.complete:
+            g.extend(page.nodes, last=page.last)
+            for s in self._screens(TaskGraphScreen):
+                if s.task_id == g.task_id:
+                    s.rows_arrived()
+        else:
+            return
+        if page.last:
+            self._analysis_dirty.add(msg.task_id)
+            if self.analysis_enabled:
+                self.run_analysis()
+        self.apply_seconds += time.perf_counter() - t0
 
     @on(LedgerStatus)
     def ledger_status(self, msg: LedgerStatus) -> None:
@@ -419,7 +453,11 @@ class WardenApp(App[int]):
 
         def graph_analysis(ledger: Any, graph: GraphView) -> tuple[Any, dict, list]:
             est = estimates.estimate_graph(ledger, graph, history=history, now=now)
-            sigs = [signal_json(s) for s in signals.signals_for_graph(ledger, graph, history=history, now=now)]
+            # the model's rows carry what estimates read; signals read whole nodes, and only
+            # the running and parked ones (a few), so those are read here as NodeViews
+            live = [n.key for n in graph.nodes if n.status in ("running", "parked")]
+            full = GraphView(task=graph.task, nodes=tuple(ledger.nodes(graph.task.task_id, live)))
+            sigs = [signal_json(s) for s in signals.signals_for_graph(ledger, full, history=history, now=now)]
             return est.task.to_json(), {k: e.to_json() for k, e in est.nodes.items()}, sigs
 
         def task_analysis(ledger: Any, tid: str) -> tuple[Any, list]:
@@ -471,9 +509,12 @@ class WardenApp(App[int]):
     def open_graph(self, task_id: str) -> None:
         if self._graph_task != task_id:
             self.graph_model = None
+            self._early_nodes = {}
         self._graph_task = task_id
         self.push_screen(TaskGraphScreen(task_id))
-        self.request("graph", task_id)
+        if self.graph_model is None or not self.graph_model.complete:
+            self.graph_model = None
+            self._load_graph(task_id)
 
     def graph_closed(self, task_id: str) -> None:
         if self._graph_task == task_id and not any(

@@ -41,3 +41,12 @@ class Loaded(Message):
         super().__init__()
         self.what = what
         self.data = data
+
+
+class GraphPageReady(Message):
+    """One page of the open task's graph (``store.feed.GraphPage``), read in a worker thread."""
+
+    def __init__(self, task_id: str, page: Any) -> None:
+        super().__init__()
+        self.task_id = task_id
+        self.page = page

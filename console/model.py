@@ -210,14 +210,23 @@ MAX_INDENT = 6
 
 
 class GraphModel:
-    """One task's nodes in topological order, patched node by node from deltas."""
+    """One task's nodes in topological order, patched node by node from deltas.
 
-    def __init__(self, graph: GraphView, clock: Clock, loaded_at: int = 0) -> None:
+    A big graph arrives in pages (``store.feed.graph_pages``, one snapshot at journal id
+    ``loaded_at``): the first page makes the model, :meth:`extend` appends the rest, and the list
+    shows what has arrived while the remainder loads. A node update read at a cursor no newer than
+    the snapshot is ignored (the snapshot is at least as new; a later change has a later event and
+    is fetched again); an update for a node whose page has not arrived waits for it."""
+
+    def __init__(self, graph: GraphView, clock: Clock, loaded_at: int = 0, *, total: int | None = None,
+                 complete: bool = True) -> None:
         self.clock = clock
         self.task = graph.task
         self.task_id = graph.task.task_id
         self.loaded_at = loaded_at
-        self.nodes: list[NodeView] = list(graph.nodes)
+        self.total = total if total is not None else len(graph.nodes)
+        self.complete = complete
+        self.nodes: list[Any] = list(graph.nodes)  # NodeView or store.feed.NodeRow (same attributes)
         self.index: dict[str, int] = {n.key: i for i, n in enumerate(self.nodes)}
         self.depth: list[int] = []
         self.dependents: dict[str, list[str]] = {}
@@ -227,31 +236,66 @@ class GraphModel:
         self.task_signals: tuple[Any, ...] = ()
         self.filter_text = ""
         self._visible: list[int] | None = None
+        self._early: dict[str, Any] = {}  # updates for nodes whose page has not arrived yet
         for n in self.nodes:
             self._link(n)
 
-    def _link(self, n: NodeView) -> None:
+    def _link(self, n: Any) -> None:
         d = 0
+        depth = self.depth
         for dep in n.deps:
             j = self.index.get(dep)
-            if j is not None and j < len(self.depth):
-                d = max(d, self.depth[j] + 1)
+            if j is not None and j < len(depth):
+                d = max(d, depth[j] + 1)
             self.dependents.setdefault(dep, []).append(n.key)
-        self.depth.append(d)
+        depth.append(d)
+
+    def extend(self, nodes: Sequence[Any], *, last: bool = False) -> bool:
+        """The next page of the snapshot. Returns whether rows were added on screen."""
+        early = self._early
+        start = len(self.nodes)
+        for n in nodes:
+            if n.key in self.index:
+                continue
+            if early:
+                n = early.pop(n.key, n)
+            self.index[n.key] = len(self.nodes)
+            self.nodes.append(n)
+            self._link(n)
+        if last:
+            self.complete = True
+            for n in list(early.values()):  # added after the snapshot
+                self.index[n.key] = len(self.nodes)
+                self.nodes.append(n)
+                self._link(n)
+            early.clear()
+        self.total = max(self.total, len(self.nodes))
+        if self._visible is not None:
+            terms = self._terms()
+            self._visible.extend(i for i in range(start, len(self.nodes)) if self._matches(self.nodes[i], terms))
+        return len(self.nodes) > start
 
     def snapshot(self) -> GraphView:
         """A GraphView built from the model (for estimates / signals) without a query."""
         return GraphView(task=self.task, nodes=tuple(self.nodes))
 
-    def apply(self, views: Iterable[NodeView]) -> tuple[list[int], bool]:
-        """Patch these nodes in. Returns (changed positions on screen, whether the shape changed)."""
+    def apply(self, views: Iterable[NodeView], as_of: Mapping[str, int] | int | None = None) -> tuple[list[int], bool]:
+        """Patch these nodes in. ``as_of``: the journal id each was read at (a mapping by key, or
+        one id for all); reads no newer than the snapshot are skipped. Returns (changed positions
+        on screen, whether the shape changed)."""
         changed: list[int] = []
         shape = False
         for v in views:
             if v.task_id != self.task_id:
                 continue
+            at = as_of.get(v.key) if isinstance(as_of, Mapping) else as_of
+            if at is not None and at <= self.loaded_at:
+                continue
             i = self.index.get(v.key)
             if i is None:
+                if not self.complete:
+                    self._early[v.key] = v
+                    continue
                 self.index[v.key] = len(self.nodes)
                 self.nodes.append(v)
                 self._link(v)
@@ -354,6 +398,9 @@ class GraphModel:
         return len(self._visible) if self._visible is not None else len(self.nodes)
 
     def counts(self) -> dict[str, int]:
+        """Nodes by status: the task row's counts (read with it), not a walk over every node."""
+        if self.task.counts:
+            return dict(self.task.counts)
         out: dict[str, int] = {}
         for n in self.nodes:
             out[n.status] = out.get(n.status, 0) + 1

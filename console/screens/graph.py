@@ -100,6 +100,12 @@ class TaskGraphScreen(ListScreen):
     def _filter_done(self) -> None:
         self.row_list.focus()
 
+    def rows_arrived(self) -> None:
+        """The next page of a streaming graph: more rows, nothing on screen changed."""
+        self.row_list.grow()
+        self.update_summary()
+        self.update_info()
+
     def data_changed(self, rows: list[int], reshaped: bool) -> None:
         if reshaped:
             self.row_list.reset()
@@ -123,6 +129,8 @@ class TaskGraphScreen(ListScreen):
             out.append(f"  {signals_label(m.task_signals)}")
             if t.handoffs_open:
                 out.append(f"  ✋{t.handoffs_open}")
+            if not m.complete:
+                out.append(f"  loading {len(m.nodes)}/{m.total}…", style="dim")
             if t.title:
                 out.append("  " + safe_line(t.title), style="dim")
         self.query_one("#summary", InfoLine).update(out)

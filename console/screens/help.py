@@ -12,33 +12,103 @@ from textual.widgets import Static
 
 from .base import WardenScreen
 
-KEYS: list[tuple[str, str]] = [
-    ("enter", "open: task → graph → node detail (event log, handoffs: the node)"),
-    ("escape", "back (does nothing on the task list); leaves a filter input"),
-    ("↑ ↓  j k", "move; PgUp PgDn Home End jump"),
-    ("/", "filter (task list, graph: text, status:running, kind:llm_call)"),
-    ("?", "this help"),
-    ("q", "quit"),
-    ("e", "event log (f follow, l layer, t task of the selected event)"),
-    ("h", "handoff inbox"),
-    ("g", "runs and recovery"),
-    ("p", "park the selected task or node"),
-    ("u", "resume the selected task or node"),
-    ("n", "narrow the selected task"),
-    ("r", "rewind the selected node"),
-    ("a", "abort the selected task"),
-    ("R", "recovery advice for the selected node"),
-    ("ctrl+p", "command palette (every command, searchable)"),
+# (title, the classes whose BINDINGS the section covers, [(keys, what they do)]). A test walks
+# every console class with BINDINGS and checks each key is listed in its section.
+SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] = [
+    ("Everywhere", ("WardenApp",), [
+        (("?",), "this help"),
+        (("q",), "quit"),
+        (("e",), "event log"),
+        (("h",), "handoff inbox"),
+        (("g",), "runs and recovery"),
+        (("p",), "park the selected task or node"),
+        (("u",), "resume the selected task or node"),
+        (("n",), "narrow the selected task"),
+        (("r",), "rewind the selected node"),
+        (("a",), "abort the selected task"),
+        (("R",), "recovery advice for the selected node"),
+        (("ctrl+p",), "command palette (every command, searchable)"),
+    ]),
+    ("Lists", ("RowList",), [
+        (("↑", "↓", "k", "j"), "move"),
+        (("PgUp", "PgDn", "Home", "End"), "jump"),
+    ]),
+    ("Task list", ("TaskListScreen",), [
+        (("enter",), "open the task's graph"),
+        (("/",), "filter by id, title or status"),
+    ]),
+    ("Task graph", ("TaskGraphScreen",), [
+        (("enter",), "open the node's detail"),
+        (("/",), "filter: text, status:running, kind:llm_call"),
+        (("escape",), "back"),
+    ]),
+    ("Filter input", ("FilterInput",), [
+        (("escape",), "leave the input (the filter stays)"),
+    ]),
+    ("Node detail", ("NodeDetailScreen",), [
+        (("↑", "↓", "k", "j"), "scroll"),
+        (("escape",), "back"),
+    ]),
+    ("Event log", ("EventLogScreen",), [
+        (("f",), "follow the newest event on / off"),
+        (("l",), "filter by layer (cycles)"),
+        (("t",), "only the selected event's task (again: all)"),
+        (("enter",), "open the event's node"),
+        (("escape",), "back"),
+    ]),
+    ("Handoff inbox", ("HandoffInboxScreen",), [
+        (("enter",), "resolve the selected handoff"),
+        (("o",), "open its node"),
+        (("escape",), "back"),
+    ]),
+    ("Handoff resolution", ("ResolveHandoffScreen",), [
+        (("ctrl+s",), "resolve with the chosen option and answer"),
+        (("n",), "next open handoff of the task"),
+        (("escape",), "cancel"),
+    ]),
+    ("Runs", ("RunsScreen",), [
+        (("enter",), "recovery wizard for the selected run"),
+        (("escape",), "back"),
+    ]),
+    ("Recovery wizard", ("RecoveryWizardScreen",), [
+        (("enter", "space", "→"), "next check"),
+        (("←", "backspace"), "previous check"),
+        (("ctrl+s",), "confirm the decision"),
+        (("escape",), "leave"),
+    ]),
+    ("Action dialogs and recovery advice", ("ActionDialog", "AdviceDialog"), [
+        (("ctrl+s",), "apply (when the reason is filled)"),
+        (("escape",), "cancel: nothing changes"),
+    ]),
+    ("Ledger error screen", ("LedgerErrorScreen",), [
+        (("r",), "retry opening the ledger"),
+        (("q",), "quit"),
+    ]),
+    ("Help", ("HelpScreen",), [
+        (("escape", "?"), "close"),
+    ]),
 ]
+
+# How a Binding's key is written in the help.
+KEY_NAMES = {"question_mark": "?", "slash": "/", "up": "↑", "down": "↓", "left": "←", "right": "→",
+             "pageup": "PgUp", "pagedown": "PgDn", "home": "Home", "end": "End"}
+
+
+def help_keys(class_name: str) -> set[str]:
+    """Every key the help lists for ``class_name``'s section(s)."""
+    return {k for _, owners, rows in SECTIONS if class_name in owners for keys, _ in rows for k in keys}
 
 
 def help_text(read_only: bool) -> Text:
     out = Text()
-    out.append("Keys\n\n", style="bold")
-    for key, what in KEYS:
-        out.append(f"  {key:<10}", style="bold")
-        out.append(what + "\n")
-    out.append("\nWhile a text input has focus, keys type into it; escape leaves the input.\n")
+    for title, _, rows in SECTIONS:
+        out.append(f"{title}\n", style="bold")
+        for keys, what in rows:
+            out.append(f"  {' '.join(keys):<16}", style="bold")
+            out.append(what + "\n")
+        out.append("\n")
+    out.append("While a text input has focus, keys type into it; escape leaves the input. "
+               "escape on the task list does nothing.\n")
     out.append("Statuses: ○ pending ▶ running ✋ blocked ⏸ parked ✔ succeeded ✖ failed ⊘ abandoned; "
                "⚠ n = signals; ✋n = open handoffs.\n")
     if read_only:
@@ -64,4 +134,4 @@ class HelpScreen(WardenScreen):
         self.wapp.pop_screen()
 
 
-__all__ = ["HelpScreen", "KEYS", "help_text"]
+__all__ = ["HelpScreen", "KEY_NAMES", "SECTIONS", "help_keys", "help_text"]

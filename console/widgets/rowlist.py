@@ -131,6 +131,17 @@ class RowList(ScrollView, can_focus=True):
             self.cursor = self._count - 1
         self.refresh()
 
+    def grow(self) -> None:
+        """Rows were appended (a graph streaming in): nothing on screen changed but the count."""
+        count = self.source.row_count()
+        if count == self._count:
+            return
+        old, self._count = self._count, count
+        self.virtual_size = Size(self.size.width, self._count + 1)
+        top = int(self.scroll_y)
+        if old < top + self.size.height:  # some of the new rows are on screen
+            self.refresh()
+
     def rows_changed(self, indices: Sequence[int]) -> None:
         """These rows' data changed: drop their cached lines, repaint those on screen."""
         top = int(self.scroll_y)

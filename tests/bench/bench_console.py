@@ -31,25 +31,36 @@ sys.path.insert(0, str(ROOT))
 
 
 def build(path: Path, nodes: int, events: int) -> None:
-    from store import Ledger, NodeSpec
+    """The ledger, fast: the schema from ``Ledger.open`` (then closed), rows by raw ``executemany``
+    in one transaction with ``synchronous=OFF`` for the build only (the console and the writer
+    open it afterwards with the store's own pragmas)."""
+    from store import Ledger
 
+    Ledger.open(path).close()
     t0 = time.time()
-    with Ledger.open(path) as ledger:
-        ledger.create_task("big", title="benchmark")
-        width = max(1000, nodes // 10)  # a wide first layer: plenty of ready nodes to claim
-        specs = [NodeSpec(f"n{i:06d}", kind="tool", deps=(f"n{i - width:06d}",) if i >= width else ())
-                 for i in range(nodes)]
-        for i in range(0, nodes, 20000):
-            ledger.add_nodes("big", specs[i:i + 20000])
-    con = sqlite3.connect(path)
-    cols = [r[1] for r in con.execute("PRAGMA table_info(event)")]
-    assert {"at", "task_id", "node", "layer", "kind", "actor", "summary", "payload"} <= set(cols), cols
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("PRAGMA synchronous=OFF")
+    cols = {r[1] for r in con.execute("PRAGMA table_info(event)")}
+    assert {"at", "task_id", "node", "layer", "kind", "actor", "summary", "payload"} <= cols, cols
+    width = max(1000, nodes // 10)  # a wide first layer: plenty of ready nodes to claim
+    con.execute("BEGIN")
+    con.execute(
+        "INSERT INTO task (task_id, title, workflow, workflow_version, status, inputs, constraints, preconditions,"
+        " soft_ratio, tokens_used, max_claims, max_repairs, repair_count, claim_count, revision, created_at,"
+        " updated_at) VALUES ('big', 'benchmark', '', '', 'active', '{}', '[]', '{}', 0.7, 0, 5, 3, 0, 0, 1, ?, ?)",
+        (t0, t0))
+    con.executemany(
+        "INSERT INTO node (id, task_id, key, position, kind, title, status, preconditions, attempt, retryable,"
+        " always_admit, tokens_used, wall_used_s, claim_count, rejections, version)"
+        " VALUES (?, 'big', ?, ?, 'tool', '', 'pending', '{}', 0, 1, 0, 0, 0.0, 0, '[]', 1)",
+        ((i + 1, f"n{i:06d}", i) for i in range(nodes)))
+    con.executemany("INSERT INTO edge (task_id, src_id, dst_id) VALUES ('big', ?, ?)",
+                    ((i - width + 1, i + 1) for i in range(width, nodes)))
     row = ("big", "n000000", "execution", "node.heartbeat", "filler", "filler", "{}")
-    batch = 50000
-    for i in range(0, events, batch):
-        con.executemany("INSERT INTO event (at, task_id, node, layer, kind, actor, summary, payload) VALUES (?,?,?,?,?,?,?,?)",
-                        [(t0,) + row for _ in range(min(batch, events - i))])
-        con.commit()
+    con.executemany("INSERT INTO event (at, task_id, node, layer, kind, actor, summary, payload)"
+                    " VALUES (?,?,?,?,?,?,?,?)", ((t0,) + row for _ in range(events)))
+    con.execute("COMMIT")
+    con.execute("PRAGMA synchronous=NORMAL")
     con.close()
 
 

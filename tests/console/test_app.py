@@ -21,7 +21,6 @@ from console.screens import (
     TaskGraphScreen,
     TaskListScreen,
 )
-from console.screens.help import KEYS
 from console.widgets import RowList
 
 from conftest import make_app, settle, wait_for
@@ -234,20 +233,47 @@ async def test_handoff_inbox_and_runs(ledger_path, tmp_path):
         assert app.screen.source.items == ()  # a missing runs dir is an empty list, not an error
 
 
-async def test_help_lists_every_binding(ledger_path):
-    from console.app import WardenApp
-    from console.screens.base import FilterInput
+def _classes_with_bindings() -> list[type]:
+    """Every console class (app, screens, dialogs, widgets) that declares BINDINGS."""
+    import importlib
+    import inspect
+    import pkgutil
 
-    keys_in_help = " ".join(k for k, _ in KEYS)
-    classes = [WardenApp, TaskListScreen, TaskGraphScreen, NodeDetailScreen, EventLogScreen, HandoffInboxScreen,
-               RunsScreen, HelpScreen, FilterInput]
-    names = {"question_mark": "?", "slash": "/", "up": "↑", "down": "↓"}
+    import console.screens
+    import console.widgets
+    from textual.dom import DOMNode
+
+    names = ["console.app", "console.dialogs"]
+    for pkg in (console.screens, console.widgets):
+        names += [f"{pkg.__name__}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)]
+    out = []
+    for name in names:
+        mod = importlib.import_module(name)
+        for _, cls in inspect.getmembers(mod, inspect.isclass):
+            if cls.__module__ == name and issubclass(cls, DOMNode) and cls.__dict__.get("BINDINGS"):
+                out.append(cls)
+    return out
+
+
+def test_help_lists_every_binding():
+    from console.screens.help import KEY_NAMES, help_keys, help_text
+
+    classes = _classes_with_bindings()
+    found = {c.__name__ for c in classes}
+    # the walk finds the screens, dialogs and widgets it must (so it cannot pass by finding none)
+    assert {"WardenApp", "TaskListScreen", "TaskGraphScreen", "NodeDetailScreen", "EventLogScreen",
+            "HandoffInboxScreen", "RunsScreen", "HelpScreen", "RowList", "FilterInput"} <= found, found
+    text = help_text(False).plain
+    missing = []
     for cls in classes:
+        listed = help_keys(cls.__name__)
         for b in cls.BINDINGS:
             for key in b.key.split(","):
-                if cls is EventLogScreen and key in "flt":
-                    continue  # listed under `e`
-                assert names.get(key, key) in keys_in_help, (cls.__name__, key)
+                shown = KEY_NAMES.get(key, key)
+                if shown not in listed:
+                    missing.append((cls.__name__, key, b.action))
+                assert shown in text
+    assert not missing, missing
 
 
 @pytest.mark.parametrize("case", ["missing", "corrupt", "newer"])
