@@ -152,7 +152,7 @@ def bench_sim(tasks: int, seeds: list[int]) -> dict:
             s["cpu_wall_s"] = round(time.perf_counter() - t, 1)
             out[f"seed {seed}"] = s
             print(f"  seed {seed}: {json.dumps(s)}", flush=True)
-            pooled["checks"] += r.checks
+            pooled["checks"] += [dict(c, task=f"{seed}/{c['task']}") for c in r.checks]
             pooled["loops"] += r.loops
             pooled["healthy"] += r.healthy
     from store.sim import SimReport
