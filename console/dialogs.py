@@ -35,7 +35,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
+from rich.segment import Segment
+from textual.strip import Strip
 from textual.widgets import Button, Checkbox, Footer, Input, Label, Select, SelectionList, Static
+from textual.widgets._toggle_button import ToggleButton
+from textual.widgets.option_list import OptionDoesNotExist
 
 from store.errors import Refused, StaleRevision, WardenError
 
@@ -183,7 +187,7 @@ ModalScreen.warden-modal {
 .warden-modal #dialog-error { height: auto; color: $error; }
 .warden-modal #dialog-error.-empty { display: none; }
 .warden-modal #buttons { height: 1; align-horizontal: right; margin-top: 1; }
-.warden-modal #buttons Button { margin-left: 2; min-width: 10; }
+.warden-modal #buttons Button { margin-left: 2; min-width: 10; width: auto; }
 """
 
 
@@ -196,6 +200,24 @@ class Tick(Checkbox):
     @property
     def BUTTON_INNER(self) -> str:  # type: ignore[override]  # noqa: N802 - Textual's name
         return "X" if self.value else " "
+
+
+class MarkList(SelectionList):
+    """A selection list whose mark is a character, not only a colour: [X] marked, [ ] not."""
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        segs = list(strip)
+        try:
+            sel = self.get_option_at_index(self.scroll_offset[1] + y)
+        except OptionDoesNotExist:
+            return strip
+        if len(segs) >= 3 and segs[1].text == ToggleButton.BUTTON_INNER:
+            segs[0] = Segment("[", segs[0].style)
+            segs[1] = Segment("X" if sel.value in self._selected else " ", segs[1].style)
+            segs[2] = Segment("]", segs[2].style)
+            return Strip(segs, strip.cell_length)
+        return strip
 
 
 # ---------------------------------------------------------------------- messages from workers
@@ -340,6 +362,7 @@ class ActionDialog(ModalScreen["Plan | None"]):
         preview = self.query_one("#preview", PlanPreview)
         if msg.stale is not None:
             self.stale = msg.stale
+            self.say("")
             banner = self.query_one("#banner", Static)
             banner.update(Text(STALE_BANNER + "\n", style="bold") + Text(safe_line(msg.stale, limit=200), style="dim"))
             banner.display = True
@@ -392,7 +415,10 @@ class ActionDialog(ModalScreen["Plan | None"]):
 
     def update_buttons(self) -> None:
         btn = self.query_one("#apply", Button)
-        btn.label = self.apply_label(self.plan)
+        label = self.apply_label(self.plan)
+        if str(btn.label) != label:
+            btn.label = label
+            btn.refresh(layout=True)  # the button's width follows its label
         btn.disabled = not self.can_apply()
 
     @on(Input.Changed)
@@ -636,7 +662,7 @@ class NarrowDialog(ActionDialog):
             yield Label(" = ")
             yield Select([], prompt="new value", id="pre-value", compact=True)
         yield Label("or exclude nodes (space to mark):", classes="field-help")
-        yield SelectionList(id="exclude", compact=True)
+        yield MarkList(id="exclude", compact=True)
 
     def on_mount(self) -> None:
         super().on_mount()

@@ -137,6 +137,7 @@ class AdviceDialog(ModalScreen[None]):
         else:
             accept.label = label
             accept.disabled = False
+        accept.refresh(layout=True)
 
     def accept_label(self) -> str | None:
         a = self.advice

@@ -107,7 +107,8 @@ def render_handoff(h: Any, now: float) -> Text:
 def option_prompt(o: Mapping[str, Any], recommended: bool) -> Text:
     t = Text()
     t.append(safe_line(o.get("id"), limit=30), style="bold")
-    t.append("  " + safe_line(o.get("label") or "", limit=60))
+    if o.get("label"):
+        t.append(" — " + safe_line(o.get("label"), limit=60))
     if recommended:
         t.append("  ★ recommended", style="bold")
     cons = o.get("consequence")
@@ -285,7 +286,10 @@ class ResolveHandoffScreen(ModalScreen[bool]):
             btn.label = "read-only"
             btn.disabled = True
             return
-        btn.label = f"Resolve: {safe_line(self.chosen, limit=20)}" if self.chosen else "Resolve"
+        label = f"Resolve: {safe_line(self.chosen, limit=20)}" if self.chosen else "Resolve"
+        if str(btn.label) != label:
+            btn.label = label
+            btn.refresh(layout=True)
         btn.disabled = bool(self.blockers())
 
     # ---- resolving
