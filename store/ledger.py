@@ -14,6 +14,7 @@ import math
 import os
 import re
 import secrets
+from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -432,20 +433,18 @@ class Ledger:
         for k in order:
             s = by_key[k]
             pos += 1
-            rows.append(dict(
-                task=task_id, key=s.key, position=pos, kind=s.kind, title=s.title, status="pending",
-                preconditions=dict(s.preconditions or {}), est_wall_s=s.est_wall_s, est_tokens=s.est_tokens,
-                always_admit=bool(s.always_admit), retryable=bool(s.retryable), units_total=s.units_total,
-                max_claims=s.max_claims, rejections=[], version=1,
-            ))
-        for chunk in _chunks(rows, 500):
-            self._q(Node.insert_many(chunk)).execute()
+            rows.append((task_id, s.key, pos, s.kind, s.title, "pending", dumps(dict(s.preconditions or {})),
+                         s.est_wall_s, s.est_tokens, bool(s.always_admit), bool(s.retryable), s.units_total,
+                         s.max_claims, "[]", 1))
+        cur = self.db.cursor()
+        cur.executemany(self._sql(
+            "INSERT INTO node (task_id, key, position, kind, title, status, preconditions, est_wall_s, est_tokens, "
+            "always_admit, retryable, units_total, max_claims, rejections, version, attempt, tokens_used, "
+            "wall_used_s, claim_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0)"), rows)
         ids = self._ids_for_keys(task_id, list(new_keys) + [d for s in new_specs for d in s.deps])
-        edges = [
-            dict(task=task_id, src=ids[d], dst=ids[s.key]) for s in new_specs for d in dict.fromkeys(s.deps)
-        ]
-        for chunk in _chunks(edges, 500):
-            self._q(Edge.insert_many(chunk)).execute()
+        edges = [(task_id, ids[d], ids[s.key]) for s in new_specs for d in dict.fromkeys(s.deps)]
+        if edges:
+            cur.executemany(self._sql("INSERT INTO edge (task_id, src_id, dst_id) VALUES (?, ?, ?)"), edges)
         fields: dict[str, Any] = {}
         if task["status"] == "completed":
             fields.update(status="active", finished_at=None)
@@ -457,12 +456,17 @@ class Ledger:
         return len(new_specs)
 
     def _ids_for_keys(self, task_id: str, keys: Sequence[str]) -> dict[str, int]:
-        out: dict[str, int] = {}
         uniq = list(dict.fromkeys(keys))
+        if len(uniq) > 2000:  # many keys: one scan of the task beats thousands of IN lists
+            wanted = set(uniq)
+            cur = self.db.execute_sql(self._sql("SELECT key, id FROM node WHERE task_id = ?"), [task_id])
+            return {k: i for k, i in cur.fetchall() if k in wanted}
+        out: dict[str, int] = {}
         for chunk in _chunks(uniq, 500):
-            for k, i in self._q(Node.select(Node.key, Node.id).where(
-                    (Node.task == task_id) & (Node.key.in_(chunk)))).tuples():
-                out[k] = i
+            marks = ", ".join("?" * len(chunk))
+            cur = self.db.execute_sql(self._sql(f"SELECT key, id FROM node WHERE task_id = ? AND key IN ({marks})"),
+                                      [task_id, *chunk])
+            out.update(cur.fetchall())
         return out
 
     def _edges_for_ids(self, task_id: str, dst_ids: Sequence[int]) -> list[tuple[str, str]]:
@@ -1146,37 +1150,46 @@ class Ledger:
         """The task and all its nodes in topological order, each with its dependency keys."""
         with read_tx(self.db):
             task = self.task(task_id)
-            rows = list(self._q(Node.select().where(Node.task == task_id).order_by(Node.position)).dicts())
+            rows = self.db.execute_sql(self._sql(f"SELECT {_NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? "
+                                                 "ORDER BY position"), [task_id]).fetchall()
             deps = self._deps_by_id(task_id)
-        key_of = {r["id"]: r["key"] for r in rows}
-        nodes = tuple(_node_view(r, tuple(key_of[s] for s in deps.get(r["id"], ()))) for r in rows)
-        return GraphView(task=task, nodes=nodes)
+        key_of = {r[0]: r[2] for r in rows}
+        cache: dict[str, Any] = {}
+        return GraphView(task=task, nodes=tuple(
+            _node_view_row(r, tuple(key_of[x] for x in deps[r[0]]) if r[0] in deps else (), cache) for r in rows))
 
     def _deps_by_id(self, task_id: str, dst_ids: Sequence[int] | None = None) -> dict[int, list[int]]:
-        q = Edge.select(Edge.dst, Edge.src).where(Edge.task == task_id)
         out: dict[int, list[int]] = {}
         if dst_ids is None:
-            for d, s in self._q(q).tuples():
-                out.setdefault(d, []).append(s)
+            cur = self.db.execute_sql(self._sql("SELECT dst_id, src_id FROM edge WHERE task_id = ?"), [task_id])
+            for d, src in cur.fetchall():
+                out.setdefault(d, []).append(src)
             return out
         for chunk in _chunks(list(dst_ids), 500):
-            for d, s in self._q(q.where(Edge.dst.in_(chunk))).tuples():
-                out.setdefault(d, []).append(s)
+            marks = ", ".join("?" * len(chunk))
+            cur = self.db.execute_sql(self._sql(f"SELECT dst_id, src_id FROM edge WHERE dst_id IN ({marks})"), chunk)
+            for d, src in cur.fetchall():
+                out.setdefault(d, []).append(src)
         return out
 
     def nodes(self, task_id: str, keys: Sequence[str]) -> list[NodeView]:
         """Just these nodes (for applying a feed delta), in topological order; unknown keys skipped."""
-        rows: list[dict[str, Any]] = []
+        rows: list[tuple] = []
         with read_tx(self.db):
             for chunk in _chunks(list(dict.fromkeys(keys)), 500):
-                rows.extend(self._q(Node.select().where((Node.task == task_id) & Node.key.in_(chunk))).dicts())
-            deps = self._deps_by_id(task_id, [r["id"] for r in rows])
-            src_ids = {s for v in deps.values() for s in v}
-            keys_of = {}
-            for chunk in _chunks(list(src_ids), 500):
-                keys_of.update(dict(self._q(Node.select(Node.id, Node.key).where(Node.id.in_(chunk))).tuples()))
-        rows.sort(key=lambda r: r["position"])
-        return [_node_view(r, tuple(keys_of[s] for s in deps.get(r["id"], ()))) for r in rows]
+                marks = ", ".join("?" * len(chunk))
+                rows.extend(self.db.execute_sql(self._sql(
+                    f"SELECT {_NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? AND key IN ({marks})"),
+                    [task_id, *chunk]).fetchall())
+            deps = self._deps_by_id(task_id, [r[0] for r in rows])
+            src_ids = list({x for v in deps.values() for x in v})
+            keys_of: dict[int, str] = {}
+            for chunk in _chunks(src_ids, 500):
+                marks = ", ".join("?" * len(chunk))
+                keys_of.update(self.db.execute_sql(self._sql(f"SELECT id, key FROM node WHERE id IN ({marks})"),
+                                                   chunk).fetchall())
+        rows.sort(key=lambda r: r[7])
+        return [_node_view_row(r, tuple(keys_of[x] for x in deps.get(r[0], ()))) for r in rows]
 
     def node(self, task_id: str, key: str) -> NodeView:
         got = self.nodes(task_id, [key])
@@ -1361,6 +1374,59 @@ def _node_view(r: Mapping[str, Any], deps: tuple[str, ...]) -> NodeView:
         park_until=r["park_until"], wake_on=r["wake_on"], started_at=r["started_at"], finished_at=r["finished_at"],
         version=int(r["version"]),
     )
+
+
+# Column order of the raw node reads; _node_view_row turns one such row into a NodeView.
+_NODE_VIEW_COLUMNS = (
+    "id, task_id, key, kind, title, status, lease_token, position, preconditions, input_digest, output, "
+    "output_ref, output_digest, attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, "
+    "max_claims, tokens_used, wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, "
+    "claimed_at, claim_count, next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, "
+    "finished_at, version"
+)
+_EMPTY_JSON = {"{}": None, "[]": None, "null": None}
+
+
+def _json_col(v: Any, cache: dict[str, Any] | None = None) -> Any:
+    if v is None or not isinstance(v, str):
+        return v
+    if v in _EMPTY_JSON:  # the common case, without the parser
+        return {} if v == "{}" else ([] if v == "[]" else None)
+    if cache is None:
+        return json.loads(v)
+    got = cache.get(v)
+    if got is None:
+        got = cache[v] = json.loads(v)
+    # Many nodes share one preconditions text: parse it once, hand each node its own copy.
+    return dict(got) if isinstance(got, dict) else (list(got) if isinstance(got, list) else got)
+
+
+def _node_view_row(r: Sequence[Any], deps: tuple[str, ...], cache: dict[str, Any] | None = None) -> NodeView:
+    (id_, task_id, key, kind, title, status, token, position, pre, input_digest, output, output_ref, output_digest,
+     attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, max_claims, tokens_used,
+     wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, claimed_at, claim_count,
+     next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, finished_at, version) = r
+    return _fast_node_view((
+        id_, task_id, key, kind, title, status, deps, position, _json_col(pre, cache) or {}, input_digest,
+        _json_col(output),
+        output_ref, output_digest, attempt, bool(retryable), failure_class, error, est_tokens, est_wall_s,
+        bool(always_admit), max_claims, int(tokens_used), float(wall_used_s), units_done, units_total,
+        lease_owner if token else None, lease_until if token else None, heartbeat_at, claimed_at, claim_count,
+        next_retry_at, tuple(_json_col(rejections) or ()), parked_at, park_reason, park_until, wake_on, started_at,
+        finished_at, int(version),
+    ))
+
+
+_NODE_VIEW_FIELDS = tuple(f.name for f in dataclass_fields(NodeView))
+
+
+def _fast_node_view(values: tuple) -> NodeView:
+    """Build a NodeView without its generated ``__init__``: a frozen dataclass sets each of its 39
+    fields through ``object.__setattr__``, which made reading a 100k-node graph take seconds. The
+    result is an ordinary, equal, frozen NodeView (it has no ``__post_init__`` or defaults to run)."""
+    view = object.__new__(NodeView)
+    view.__dict__.update(zip(_NODE_VIEW_FIELDS, values))
+    return view
 
 
 def _event_view(r: Mapping[str, Any]) -> EventView:
