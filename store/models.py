@@ -121,6 +121,7 @@ class Node(BaseModel):
         indexes = (
             (("task", "key"), True),
             (("task", "status", "position"), False),
+            (("kind", "status"), False),  # the estimator's per-kind duration history
         )
 
 
