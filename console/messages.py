@@ -28,10 +28,12 @@ class LedgerStatus(Message):
 class AnalysisReady(Message):
     """Estimates and signals, computed off the UI thread."""
 
-    def __init__(self, tasks: dict[str, tuple[Any, list[Any]]], graph: tuple[str, Any, dict, list[Any]] | None) -> None:
+    def __init__(self, tasks: dict[str, tuple[Any, list[Any]]], graph: tuple[str, Any, dict, list[Any]] | None,
+                 *, signals_only: bool = False) -> None:
         super().__init__()
         self.tasks = tasks
         self.graph = graph
+        self.signals_only = signals_only  # the time-based recompute: no estimates in it
 
 
 class Loaded(Message):
@@ -46,7 +48,16 @@ class Loaded(Message):
 class GraphPageReady(Message):
     """One page of the open task's graph (``store.feed.GraphPage``), read in a worker thread."""
 
-    def __init__(self, task_id: str, page: Any) -> None:
+    def __init__(self, task_id: str, page: Any, ack: Any = None) -> None:
         super().__init__()
         self.task_id = task_id
         self.page = page
+        self.ack = ack  # a threading.Event the UI sets once the page is applied and painted
+
+
+class TasksRead(Message):
+    """Fresh task rows (counts, budget, handoffs) for the tasks recent events named."""
+
+    def __init__(self, tasks: list[Any]) -> None:
+        super().__init__()
+        self.tasks = tasks

@@ -70,16 +70,18 @@ class TaskRow:
     signals: tuple[Any, ...] = ()
 
 
+# At 80 columns the title and the budget gauge give way first, then the age; id, status,
+# progress, P80, signals and handoffs always stay, and an id of up to 20 characters is never cut.
 TASK_COLUMNS = [
-    Column("TASK", 12),
+    Column("TASK", 20),
     Column("STATUS", 11),
     Column("DONE", 9),
     Column("P80", 11),
     Column("BUDGET", 16, priority=2),
     Column("SIG", 4),
     Column("HAND", 4),
-    Column("AGE", 9, priority=1),
-    Column("TITLE", 12, priority=3, flex=True),
+    Column("AGE", 7, priority=3),
+    Column("TITLE", 8, priority=4, flex=True),
 ]
 
 

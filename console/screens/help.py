@@ -104,7 +104,7 @@ def help_text(read_only: bool) -> Text:
     for title, _, rows in SECTIONS:
         out.append(f"{title}\n", style="bold")
         for keys, what in rows:
-            out.append(f"  {' '.join(keys):<16}", style="bold")
+            out.append(f"  {' '.join(keys):<20}", style="bold")
             out.append(what + "\n")
         out.append("\n")
     out.append("While a text input has focus, keys type into it; escape leaves the input. "

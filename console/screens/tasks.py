@@ -63,7 +63,8 @@ class TaskListScreen(ListScreen):
             self.row_list.reset()
         else:
             self.row_list.rows_changed(rows)
-        self.update_info()
+        if reshaped or self.row_list.cursor in rows:  # the line under the list is the selection's
+            self.update_info()
 
     def update_info(self) -> None:
         model = self.wapp.tasks_model

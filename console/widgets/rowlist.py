@@ -115,6 +115,7 @@ class RowList(ScrollView, can_focus=True):
         self.source = source
         self.columns = list(columns)
         self._cache: dict[int, Strip] = {}
+        self._cells: dict[int, list[Cell]] = {}  # the cells each cached line was built from
         self._layout: list[tuple[int, int]] = []
         self._layout_width = -1
         self._styles: dict[str, Style] = {}
@@ -125,6 +126,7 @@ class RowList(ScrollView, can_focus=True):
     def reset(self) -> None:
         """The source changed shape: re-measure and repaint what is on screen."""
         self._cache.clear()
+        self._cells.clear()
         self._count = self.source.row_count()
         self.virtual_size = Size(self.size.width, self._count + 1)
         if self._count and self.cursor >= self._count:
@@ -148,6 +150,7 @@ class RowList(ScrollView, can_focus=True):
         height = self.size.height - 1
         for i in indices:
             self._cache.pop(i, None)
+            self._cells.pop(i, None)
             y = i - top + 1
             if 1 <= y <= height:
                 self.refresh(Region(0, y, self.size.width, 1))
@@ -157,10 +160,15 @@ class RowList(ScrollView, can_focus=True):
         return range(top, min(self._count, top + max(0, self.size.height - 1)))
 
     def refresh_visible(self) -> None:
-        """Repaint the rows on screen (time-based figures), nothing else."""
-        for i in self.visible_range():
+        """Time-based figures (ages, lease countdowns, time signals): rebuild the cells of the rows
+        on screen and repaint only those whose text changed — a second later, most did not."""
+        visible = self.visible_range()
+        for i in [i for i in self._cache if i not in visible]:  # off screen: rebuilt when scrolled to
             self._cache.pop(i, None)
-        self.refresh()
+            self._cells.pop(i, None)
+        changed = [i for i in visible if i in self._cells and list(self.source.row_cells(i)) != self._cells[i]]
+        if changed:
+            self.rows_changed(changed)
 
     @property
     def row_count(self) -> int:
@@ -206,9 +214,11 @@ class RowList(ScrollView, can_focus=True):
         super().notify_style_update()
         self._styles.clear()
         self._cache.clear()
+        self._cells.clear()
 
     def on_resize(self) -> None:
         self._cache.clear()
+        self._cells.clear()
         self.virtual_size = Size(self.size.width, self._count + 1)
         self._scroll_cursor_into_view()
 
@@ -270,10 +280,13 @@ class RowList(ScrollView, can_focus=True):
         strip = self._cache.get(index)
         if strip is None:
             self.paint_count += 1
-            strip = self._build(self.source.row_cells(index), width, base)
+            cells = list(self.source.row_cells(index))
+            strip = self._build(cells, width, base)
             if len(self._cache) > 4 * max(50, self.size.height):
                 self._cache.clear()
+                self._cells.clear()
             self._cache[index] = strip
+            self._cells[index] = cells
         if index == self.cursor:
             name = "rowlist--cursor" if self.has_focus else "rowlist--cursor-blurred"
             strip = strip.apply_style(self.get_component_rich_style(name, partial=True))

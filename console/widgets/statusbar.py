@@ -49,3 +49,12 @@ class InfoLine(Static):
 
     def __init__(self, **kwargs) -> None:
         super().__init__("", markup=False, **kwargs)
+        self._shown: object = None
+
+    def update(self, content: object = "", *, layout: bool = False) -> None:  # type: ignore[override]
+        """Its size never depends on the text, so no layout pass (a whole-screen reflow per
+        change, otherwise); the same text again is not repainted at all."""
+        if content == self._shown:
+            return
+        self._shown = content.copy() if hasattr(content, "copy") else content
+        super().update(content, layout=layout)

@@ -316,3 +316,37 @@ async def test_ledger_that_disappears_shows_a_banner_and_recovers(ledger_path, t
         assert "UNAVAILABLE" not in str(app.screen.query_one("#status").render())
         _write(ledger_path, "ledger.add_node('report-001', 'after', kind='tool')")
         await wait_for(pilot, lambda: app.tasks_model.rows[0].view.total == 9, what="updates after recovery")
+
+
+async def test_time_based_signals_appear_without_any_new_event(tmp_path):
+    """A running node's heartbeat goes stale and its lease lapses only because time passes: the
+    slow tick's signals-only recompute shows it on the task list and in the graph, with no event."""
+    from store import Ledger, ManualClock
+
+    clock = ManualClock(1_800_000_000.0)
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path, clock=clock) as ledger:
+        ledger.create_task("quiet", title="nothing happens")
+        ledger.add_node("quiet", "work", kind="tool", est_wall_s=60)
+        c = ledger.claim("quiet", worker="w1", lease_s=120)
+        ledger.heartbeat(c, units_done=1, units_total=10)
+        last = ledger.last_event_id()
+    now = [clock() + 1]
+    app = make_app(path, clock=lambda: now[0])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        row = app.tasks_model.rows[app.tasks_model.index["quiet"]]
+        assert row.signals == ()  # fresh: nothing to say yet
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete)
+        await settle(pilot)
+        assert app.graph_model.signals == {}
+        now[0] += 3 * 3600  # hours pass; nobody writes
+        app.run_time_signals()
+        await wait_for(pilot, lambda: bool(app.graph_model.signals.get("work")), what="node signals")
+        await pilot.press("escape")
+        app.run_time_signals()
+        await wait_for(pilot, lambda: bool(app.tasks_model.rows[app.tasks_model.index["quiet"]].signals),
+                       what="task signals")
+        kinds = {s["kind"] for s in app.tasks_model.rows[app.tasks_model.index["quiet"]].signals}
+        assert kinds and app.cursor == last  # no event was written or read

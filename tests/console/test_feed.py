@@ -12,7 +12,7 @@ import pytest
 
 from store import Ledger
 from store.errors import LedgerUnavailable
-from store.feed import Feed, changed_nodes, graph_at, tail_at
+from store.feed import Feed, changed_nodes, graph_at, graph_pages, tail_at
 
 
 def test_since_pages_through_the_journal_in_order(ledger_path):
@@ -75,8 +75,28 @@ def test_missing_ledger_is_refused_not_created(tmp_path):
     assert not (tmp_path / "nope.db").exists()
 
 
-async def test_wakeup_on_a_commit_from_another_process(ledger_path):
-    feed = Feed(ledger_path, read_only=True, fallback_poll_s=30)  # the poll cannot be what wakes us
+def test_graph_pages_are_the_graph_in_order(ledger_path):
+    feed = Feed(ledger_path, read_only=True)
+    graph, at = graph_at(feed, "report-001")
+    pages = list(graph_pages(feed, "report-001", first=3, page=2))
+    assert [p.start for p in pages] == [0, 3, 5, 7] and [p.last for p in pages] == [False] * 3 + [True]
+    assert {p.at for p in pages} == {at} and {p.total for p in pages} == {len(graph.nodes)}
+    rows = [n for p in pages for n in p.nodes]
+    assert [n.key for n in rows] == [n.key for n in graph.nodes]
+    for row, view in zip(rows, graph.nodes):
+        assert (row.status, row.kind, row.attempt, row.lease_owner, row.lease_until, row.has_lease,
+                sorted(row.deps)) == (view.status, view.kind, view.attempt, view.lease_owner, view.lease_until,
+                                      view.has_lease, sorted(view.deps))
+
+
+@pytest.mark.parametrize("inotify", [True, False], ids=["inotify", "watchfiles"])
+async def test_wakeup_on_a_commit_from_another_process(ledger_path, inotify):
+    from store.feed import _inotify
+
+    if inotify and _inotify() is None:
+        pytest.skip("no inotify on this platform")
+    feed = Feed(ledger_path, read_only=True, fallback_poll_s=30, use_inotify=inotify)  # the poll cannot wake us
+    assert feed._notify_source().__name__ == ("_inotify" if inotify else "_watchfiles")
     cursor = feed.last_event_id()
     wakeups = feed.wakeups()
     first = asyncio.ensure_future(wakeups.__anext__())
@@ -102,3 +122,17 @@ async def test_fallback_poll_without_any_change(ledger_path):
     it = feed.wakeups()
     assert await asyncio.wait_for(it.__anext__(), 5) == "poll"
     await it.aclose()
+
+
+def test_graph_pages_fall_back_to_position_order(ledger_path):
+    import sqlite3
+
+    con = sqlite3.connect(ledger_path)
+    with con:  # ids no longer in position order (not what add_nodes writes; the reader must not care)
+        con.execute("UPDATE node SET position = 1000 - position WHERE task_id = 'report-001'")
+    con.close()
+    feed = Feed(ledger_path, read_only=True)
+    pages = list(graph_pages(feed, "report-001", first=3, page=100))
+    rows = [n for p in pages for n in p.nodes]  # in id order these would be in descending position
+    assert [n.position for n in rows] == sorted(n.position for n in rows) and len(rows) == 8
+    assert pages[0].start == 0 and pages[-1].last
