@@ -140,21 +140,21 @@ def test_four_processes_claiming_from_a_200_node_graph(new_target):
     led.close()
 
 
-def _snapshot(db: str) -> dict:
-    import sqlite3
+def _snapshot(target: str) -> dict:
+    from store.db import open_database
 
-    con = sqlite3.connect(db)
+    db = open_database(target)  # SQLite file or PostgreSQL URL
     try:
         out = {}
         for table in ("task", "node", "event", "artifact", "observation", "effect", "handoff"):
-            out[table] = con.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+            out[table] = db.execute_sql(f"SELECT * FROM {table} ORDER BY 1").fetchall()
         return out
     finally:
-        con.close()
+        db.close()
 
 
-def test_a_process_killed_inside_commit_leaves_no_partial_state(tmp_path, fclock):
-    db = str(tmp_path / "ledger.db")
+def test_a_process_killed_inside_commit_leaves_no_partial_state(tmp_path, fclock, new_target):
+    db = new_target("ledger")
     led = Ledger.open(db, clock=fclock)
     led.create_task("t")
     led.add_node("t", "only", kind="work")
