@@ -113,6 +113,9 @@ def render_plan(plan: "Plan") -> Text:
         more = f" … and {len(plan.kept) - KEPT_NAMES} more" if len(plan.kept) > KEPT_NAMES else ""
         out.append(f"\nkept as they are ({len(plan.kept)}): ", style="bold")
         out.append(names + more + "\n", style="dim")
+    unaffected = params.get("unaffected")
+    if isinstance(unaffected, int) and unaffected > 0:
+        out.append(f"\n{_plural(unaffected, 'other node')} not affected\n", style="dim")
     if plan.revoked_leases:
         out.append(f"\nleases revoked ({len(plan.revoked_leases)})\n", style="bold")
         for r in plan.revoked_leases[:LIST_CAP]:
@@ -698,6 +701,8 @@ class NarrowDialog(ActionDialog):
                              key in pre))
         if pre:
             self.replan()
+        elif self.plan_args() is None:
+            self.query_one("#preview", PlanPreview).show_line(self.waiting_text())
 
     def _values_for(self, key: str) -> list[tuple[Content, str]]:
         assert self.choices is not None

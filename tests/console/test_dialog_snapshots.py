@@ -94,6 +94,16 @@ def _wizard(steps: int):
     return run
 
 
+def _steady(run):
+    """No blinking cursor in a picture: inputs keep a steady cursor."""
+    async def wrapped(pilot) -> None:
+        await run(pilot)
+        for inp in pilot.app.screen.query(Input):
+            inp.cursor_blink = False
+        await pilot.pause()
+    return wrapped
+
+
 DIALOGS = {
     "park": _open("park", "report-001", None, "waiting for legal"),
     "resume": _open("resume", "idle-002"),
@@ -120,4 +130,4 @@ def dialog_dir(fixed_dir: Path) -> Path:
 def test_dialog(snap_compare, dialog_dir, monkeypatch, dialog, size):
     monkeypatch.delenv("NO_COLOR", raising=False)
     app = make_app(analysis=False, operator="ana@console")
-    assert snap_compare(app, terminal_size=size, run_before=DIALOGS[dialog])
+    assert snap_compare(app, terminal_size=size, run_before=_steady(DIALOGS[dialog]))
