@@ -167,28 +167,21 @@ async def test_rewind_from_the_graph_with_keys(lp):
 
 
 @pytest.mark.parametrize("case", list(CASES))
-async def test_cancel_changes_nothing(lp, case):
+async def test_cancel_changes_nothing_apply_changes_exactly_the_plan(lp, case):
     action, task, node = CASES[case]
-    app = make_app(lp)
+    app = make_app(lp, operator="ana@console")
     async with app.run_test(size=(80, 24)) as pilot:
         before = state(lp, task)
+        # escape cancels a dialog that was ready to apply: nothing changes
         dlg = await open_dialog(pilot, action, task, node)
         await fill(pilot, dlg)
         assert not apply_button(dlg).disabled, dlg.blockers()
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is not dlg, what="dialog closed")
-        assert isinstance(app.screen, TaskListScreen)
+        assert isinstance(app.screen, TaskListScreen) and dlg.result is None
         await settle(pilot)
-        assert dlg.result is None
         assert state(lp, task) == before
-
-
-@pytest.mark.parametrize("case", list(CASES))
-async def test_apply_changes_exactly_the_plan(lp, case):
-    action, task, node = CASES[case]
-    app = make_app(lp, operator="ana@console")
-    async with app.run_test(size=(80, 24)) as pilot:
-        before = state(lp, task)
+        # apply changes exactly what the plan said
         dlg = await open_dialog(pilot, action, task, node)
         await fill(pilot, dlg)
         plan = dlg.plan
@@ -393,16 +386,16 @@ async def test_resume_opens_on_cancel_and_enter_cancels(lp):
 
 
 # ---------------------------------------------------------------------- read-only, selection
-@pytest.mark.parametrize("key", ["p", "u", "n", "a"])
-async def test_read_only_action_keys_show_a_notice_and_write_nothing(lp, key):
+async def test_read_only_action_keys_show_a_notice_and_write_nothing(lp):
     app = make_app(lp, read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
         before = state(lp, "report-001")
         await settle(pilot)
-        await pilot.press(key)
-        await pilot.pause()
-        assert isinstance(app.screen, TaskListScreen)
-        assert [n.message for n in app._notifications] == ["read-only: actions are disabled"]
+        for n, key in enumerate(["p", "u", "n", "r", "a", "R"], 1):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, TaskListScreen)
+            assert [n.message for n in app._notifications] == ["read-only: actions are disabled"] * n
         from console.dialogs import open_action
 
         assert open_action(app, "park", "report-001", None) is None  # the hook refuses too
