@@ -676,9 +676,21 @@ class Ledger:
         }
 
     # ------------------------------------------------------------------ fenced writes
-    def _fence(self, claim: Claim, now: float, *, for_update: bool = True) -> dict[str, Any]:
-        """Inside a write transaction: the node row if the claim still holds, else LeaseLost."""
-        row = self._node_row_or_none(claim.task_id, claim.node_key)
+    def _fence(self, claim: Claim, now: float, *, lock: bool = False) -> dict[str, Any]:
+        """Inside a write transaction: the node row if the claim still holds, else LeaseLost.
+
+        Writes that end in a compare-and-set on the node (heartbeat, commit, fail, request_human)
+        need no lock here. Writes that do not update the node (intend/confirm effect, note) pass
+        ``lock=True``: on PostgreSQL the node row is then held (NO KEY UPDATE) until commit, so an
+        operator's revocation cannot slip in between this check and the commit (SQLite's
+        BEGIN IMMEDIATE already excludes it)."""
+        if lock and not is_sqlite(self.db):
+            row = self._fetch("SELECT * FROM node WHERE task_id = ? AND key = ? FOR NO KEY UPDATE",
+                              [claim.task_id, claim.node_key])
+            if row is not None:
+                row["task"] = row["task_id"]
+        else:
+            row = self._node_row_or_none(claim.task_id, claim.node_key)
         if row is None:
             raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: the node no longer exists")
         if row["lease_token"] != claim.token or row["status"] != "running":
@@ -1030,7 +1042,8 @@ class Ledger:
             raise Refused("an effect needs a key")
         now = self.now()
         with write_tx(self.db):
-            row = self._fence(claim, now)
+            row = self._fence(claim, now, lock=True)
+            self._hook("effect.fenced", claim.task_id, claim.node_key)
             existing = self._q(Effect.select().where((Effect.task == claim.task_id) & (Effect.effect_key == effect_key))).dicts().first()
             if existing is None:
                 pd = digest_json(payload) if payload is not None else None
@@ -1053,7 +1066,7 @@ class Ledger:
         """Record that an intended effect happened (with its external id and how to undo it)."""
         now = self.now()
         with write_tx(self.db):
-            self._fence(claim, now)
+            self._fence(claim, now, lock=True)
             existing = self._q(Effect.select().where((Effect.task == claim.task_id) & (Effect.effect_key == effect_key))).dicts().first()
             if existing is None:
                 raise Refused(f"effect {effect_key!r} was never intended: call intend_effect first")
@@ -1075,7 +1088,7 @@ class Ledger:
             raise Refused("an agent note's layer is decision or execution")
         now = self.now()
         with write_tx(self.db):
-            self._fence(claim, now)
+            self._fence(claim, now, lock=True)
             return self._journal(claim.task_id, claim.node_key, layer, "node.note", claim.worker, str(text)[:2000],
                                  {"text": str(text)[:8000]}, at=now)
 

@@ -484,3 +484,68 @@ def test_agents_starting_at_once_create_the_schema_and_the_task_once(pg_target):
         kinds = [e.kind for e in led.events(0)]
         assert kinds == ["task.created", "graph.nodes_added"]
         assert [n.key for n in led.graph("t").nodes] == ["a", "b"]
+
+
+# ---------------------------------------------------------------------- fenced writes without a CAS
+def _intender(url: str, barrier, release, q) -> None:
+    try:
+        led = Ledger.open(url, create=False)
+        c = led.claim("t", "agent", lease_s=600)
+
+        def hold(task_id: str, key: str) -> None:  # fenced, inside the transaction
+            barrier.wait()
+            release.wait(WAIT)
+
+        led.hooks["effect.fenced"] = hold
+        e = led.intend_effect(c, "pr:x:create")
+        q.put(("intended", e.status))
+        led.close()
+    except BaseException:
+        q.put(("crash", traceback.format_exc()))
+        barrier.abort()
+
+
+def test_an_operator_revocation_waits_for_a_fenced_effect_intent(pg_target):
+    """intend_effect does not update the node, so its fence holds the node row until commit: an
+    operator's rewind cannot revoke the lease between the check and the commit."""
+    from tests.conftest import pg_admin
+
+    url = pg_target()
+    with Ledger.open(url) as led:
+        led.create_task("t")
+        led.add_node("t", "a")
+    barrier = CTX.Barrier(2, timeout=20)
+    release = CTX.Event()
+    q = CTX.Queue()
+    agent = CTX.Process(target=_intender, args=(url, barrier, release, q))
+    agent.start()
+    barrier.wait()  # the agent is fenced and holds its transaction open
+    op = Ledger.open(url, create=False)
+    plan = op.plan_rewind("t", "a", reason="wrong approach")
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def apply() -> None:
+        try:
+            op.apply(plan, operator="op")
+            done.set()
+        except BaseException as e:
+            failed.append(e)
+
+    th = threading.Thread(target=apply)
+    th.start()
+    with pg_admin() as admin:
+        # The only backend that can wait on a lock here is the operator's (the agent is idle in
+        # its transaction, waiting for `release`).
+        _wait_until(lambda: failed or _waiting_pids(admin), "the rewind to wait for the fenced intent")
+    assert not failed, failed
+    assert not done.is_set()
+    release.set()
+    assert q.get(timeout=WAIT) == ("intended", "intended")
+    th.join(WAIT)
+    agent.join(WAIT)
+    assert done.is_set()
+    kinds = [e.kind for e in op.events(0, task_id="t")]
+    assert kinds.index("effect.intended") < kinds.index("operator.rewind")  # intent, then revocation
+    assert op.node("t", "a").status == "pending"
+    op.close()
