@@ -28,6 +28,7 @@ from store.feed import Feed, graph_pages, tail_at
 from store.views import EventView, GraphView, NodeDetail, NodeView, TaskView
 
 from .commands import WardenCommands
+from .glyphs import READ_ONLY_NOTICE
 from .messages import AnalysisReady, GraphPageReady, LedgerChanged, LedgerStatus, Loaded, TasksRead
 from .model import EventLogModel, GraphModel, TaskListModel
 from .screens import (
@@ -637,7 +638,7 @@ class WardenApp(App[int]):
     def action_operator(self, action: str) -> None:
         """p/u/n/r/a/R. The dialogs arrive with the operator-actions work; the hook is here."""
         if self.read_only:
-            self.notify("read-only: actions are disabled", severity="warning")
+            self.notify(READ_ONLY_NOTICE, severity="warning")
             return
         screen = self.screen
         task = screen.selected_task() if isinstance(screen, WardenScreen) else None

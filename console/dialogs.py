@@ -43,7 +43,7 @@ from textual.widgets.option_list import OptionDoesNotExist
 
 from store.errors import Refused, StaleRevision, WardenError
 
-from .glyphs import node_status_label, task_status_label
+from .glyphs import READ_ONLY_NOTICE, node_status_label, task_status_label
 from .text import safe, safe_line
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ STALE_BANNER = "⚠ the ledger changed since this preview — review again"
 
 ACTION_TITLES = {
     "park": "Park", "resume": "Resume", "narrow": "Narrow", "rewind": "Rewind", "abort": "Abort",
+    "escalate": "Ask a human about",
 }
 
 
@@ -762,6 +763,29 @@ class NarrowDialog(ActionDialog):
         return f"Narrow: abandon {_plural(len(plan.abandoned), 'node')}"
 
 
+class EscalateDialog(ActionDialog):
+    """Raise a needs_human handoff on a node (from the recovery wizard): node → blocked until a
+    person resolves it; a running lease is revoked."""
+
+    action = "escalate"
+
+    def __init__(self, task_id: str, node: str | None = None, *, reason: str = "", question: str = "",
+                 context: Mapping[str, Any] | None = None) -> None:
+        super().__init__(task_id, node, reason=reason)
+        self.question = question
+        self.context = dict(context or {})
+
+    def target_label(self) -> str:
+        return f"node {safe_line(self.node)} of task {safe_line(self.task_id)}: blocked until a person answers"
+
+    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
+        return ledger.plan_escalate(self.task_id, self.node, reason=PREVIEW_PLACEHOLDER, question=self.question,
+                                    context=self.context)
+
+    def apply_label(self, plan: "Plan | None") -> str:
+        return f"Ask a human about {safe_line(self.node or '', limit=30)}"
+
+
 DIALOGS: dict[str, type[ActionDialog]] = {
     "park": ParkDialog, "resume": ResumeDialog, "narrow": NarrowDialog, "rewind": RewindDialog, "abort": AbortDialog,
 }
@@ -769,7 +793,7 @@ DIALOGS: dict[str, type[ActionDialog]] = {
 
 # ---------------------------------------------------------------------- opening them
 def read_only_notice(app: Any) -> None:
-    app.notify("read-only: actions are disabled", severity="warning")
+    app.notify(READ_ONLY_NOTICE, severity="warning")
 
 
 def _graph_status(app: Any, task_id: str, node: str | None) -> tuple[str | None, str | None]:
@@ -828,6 +852,6 @@ def open_action(app: Any, action: str, task_id: str | None, node: str | None, *,
 
 
 __all__ = [
-    "AbortDialog", "ActionDialog", "DIALOGS", "NarrowDialog", "ParkDialog", "PlanPreview", "ResumeDialog",
+    "AbortDialog", "ActionDialog", "DIALOGS", "EscalateDialog", "NarrowDialog", "ParkDialog", "PlanPreview", "ResumeDialog",
     "RewindDialog", "STALE_BANNER", "open_action", "operator_name", "precondition_values", "render_plan",
 ]

@@ -10,6 +10,7 @@ NODE_GLYPHS = {
 }
 TASK_GLYPHS = {"active": "▶", "parked": "⏸", "completed": "✔", "failed": "✖", "aborted": "⊘"}
 SIGNAL_GLYPH = "⚠"
+READ_ONLY_NOTICE = "read-only (opened with --read-only): actions are disabled"
 
 
 def node_status_label(status: str) -> str:

@@ -40,7 +40,7 @@ from .db import is_sqlite, read_tx, retry_write, write_tx
 from .errors import NotFound, Refused, StaleRevision
 from .models import Action, Handoff, Node, Task, dumps
 
-ACTIONS = ("park", "resume", "narrow", "rewind", "abort", "resolve")
+ACTIONS = ("park", "resume", "narrow", "rewind", "abort", "resolve", "escalate")
 FINISHED = ("succeeded", "abandoned")
 CHUNK = 500
 SUMMARY_KEYS = 8  # node keys named in a one-line summary before "and N more"
@@ -77,7 +77,7 @@ class Plan:
     @property
     def node_target(self) -> str | None:
         """The node key when the action targets one node (rewind, park/resume --node, resolve)."""
-        if self.action == "rewind" or (self.action in ("park", "resume") and self.params.get("node")):
+        if self.action in ("rewind", "escalate") or (self.action in ("park", "resume") and self.params.get("node")):
             return self.target
         if self.action == "resolve":
             return self.params.get("node")
@@ -597,6 +597,43 @@ def plan_resolve(ledger: Any, handoff_id: str, *, option: str | None = None, ans
                            "question": h["question"]})
 
 
+ESCALATE_OPTIONS = (
+    {"id": "replay", "label": "Replay as a new attempt",
+     "consequence": "the node runs again from its inputs under a new attempt; nothing of the earlier run is reused"},
+    {"id": "continue", "label": "Continue with my answer",
+     "consequence": "the node runs again and its agent reads the answer (e.g. what was fixed or done by hand)"},
+)
+
+
+def plan_escalate(ledger: Any, task_id: str, node: str, *, reason: str, question: str | None = None,
+                  context: Mapping[str, Any] | None = None) -> Plan:
+    """Raise a needs_human handoff on a node from the operator's side (e.g. the recovery wizard
+    found a run linked to it whose evidence is incomplete): the node → blocked, a running lease is
+    revoked, and an ``exception`` handoff asks what should happen. Resolving it makes the node
+    pending again, with the resolution in its next claim's inputs."""
+    with read_tx(ledger.db):
+        task = _task(ledger, task_id)
+        reason = _reason(reason, "escalate")
+        n = _node_one(ledger, task_id, node)
+        if n.status == "blocked":
+            raise Refused(f"node {node} is already waiting for a human (see `warden handoffs`)")
+        if n.status in ("succeeded", "abandoned", "parked"):
+            raise Refused(f"node {node} is {n.status}: "
+                          + ("rewind it first if its result is in doubt" if n.status == "succeeded"
+                             else "there is nothing to ask about"))
+        q = (question or "").strip() or f"What should happen to node {node}?"
+        ctx = dict(context or {})
+        dumps(ctx)
+        warnings = []
+        if n.status == "running":
+            warnings.append(f"node {node} is running: its lease ({n.owner or 'unknown'}) is revoked; "
+                            "the agent's next write is refused")
+        changes = {n.key: (n.status, "blocked")}
+        return _mk(ledger, "escalate", task, node, reason, [n], changes, versions_of=[n], warnings=warnings,
+                   params={"node": node, "question": q, "context": ctx, "kind": "exception",
+                           "options": [dict(o) for o in ESCALATE_OPTIONS], "recommendation": "replay"})
+
+
 def _handoff_row(ledger: Any, handoff_id: Any) -> dict[str, Any]:
     try:
         hid = int(str(handoff_id))
@@ -629,7 +666,7 @@ def apply(ledger: Any, plan: Plan, *, operator: str) -> Plan:
     operator = (operator or "").strip()
     if not operator:
         raise Refused("an operator name is required (who acts)")
-    if plan.action in ("park", "narrow", "rewind", "abort"):
+    if plan.action in ("park", "narrow", "rewind", "abort", "escalate"):
         _reason(plan.reason, plan.action)
     stale: str | None = None
     current_rev: int | None = None
@@ -735,6 +772,16 @@ def _execute(ledger: Any, plan: Plan, task: Mapping[str, Any], operator: str, no
                       .where((Handoff.id == int(plan.target)) & (Handoff.status == "open"))).execute()
         if n != 1:  # cannot happen under the write lock after _stale; refuse rather than double-resolve
             raise RuntimeError("handoff changed under the write lock")
+    handoff_id = None
+    if plan.action == "escalate":
+        ctx = dict(p.get("context") or {})
+        ctx.setdefault("why", plan.reason)
+        node_id = ids[plan.target]
+        attempt = ledger._fetch("SELECT attempt FROM node WHERE id = ?", [node_id])["attempt"]
+        handoff_id = int(ledger._q(Handoff.insert(
+            task=plan.task_id, node=node_id, kind=p.get("kind", "exception"), question=p["question"], context=ctx,
+            options=list(p.get("options") or []), recommendation=p.get("recommendation"), status="open",
+            opened_at=now, opened_by=operator, attempt=attempt)).execute())
     # the task row: one revision bump for the action itself
     tfields: dict[str, Any] = {}
     after = plan.task_status[1]
@@ -767,6 +814,8 @@ def _execute(ledger: Any, plan: Plan, task: Mapping[str, Any], operator: str, no
         payload.update(handoff=plan.target, option=p.get("option"), answer=p.get("answer"))
     if plan.action == "narrow":
         payload.update(preconditions=p.get("preconditions_after"))
+    if handoff_id is not None:
+        payload.update(handoff=str(handoff_id), question=p.get("question"))
     ledger._journal(plan.task_id, plan.node_target, "operator", f"operator.{plan.action}", operator,
                     _event_summary(plan), payload, at=now)
     # Consequences the action itself does not choose: the task completes or fails as the graph says.
@@ -777,6 +826,8 @@ def _execute(ledger: Any, plan: Plan, task: Mapping[str, Any], operator: str, no
         if final != rev_after:
             rev_after = final
             ledger._q(Action.update(revision_after=final).where(Action.id == action_id)).execute()
+    if handoff_id is not None:
+        plan = replace(plan, params={**plan.params, "handoff": str(handoff_id)})
     return replace(plan, applied=True, action_id=action_id, revision_after=rev_after)
 
 

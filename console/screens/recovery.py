@@ -114,6 +114,7 @@ class RecoveryWizardScreen(ModalScreen[Any]):
             with Horizontal(id="buttons"):
                 yield Button("Leave it", id="cancel", variant="primary", compact=True)
                 yield Button("Open node", id="open-node", compact=True)
+                yield Button("Ask a human…", id="escalate", variant="warning", compact=True)
                 yield Button("Record the verification…", id="record", variant="warning", compact=True)
                 yield Button("Write record", id="apply", variant="warning", compact=True, disabled=True)
         yield Footer()
@@ -194,6 +195,30 @@ class RecoveryWizardScreen(ModalScreen[Any]):
         app: Any = self.app
         self.dismiss(self.recorded)
         app.open_node(rec.task_id, rec.node_key)
+
+    @on(Button.Pressed, "#escalate")
+    def _escalate(self) -> None:
+        """Raise a needs_human handoff on the run's node: the escalate dialog, pre-filled."""
+        rec = self.recovery
+        app: Any = self.app
+        if rec is None or not (rec.task_id and rec.node_key):
+            return
+        if getattr(app, "read_only", False):
+            from ..dialogs import read_only_notice
+
+            read_only_notice(app)
+            return
+        from ..dialogs import EscalateDialog
+
+        failed = next((c for c in rec.checks if not c.ok and getattr(c, "ran", True)), None)
+        question = (f"Run {rec.run} of node {rec.node_key} stopped as {rec.original_status}; recovery decided "
+                    f"{rec.decision} ({rec.reason}). How should the node go on?")
+        context = {"run": rec.run, "decision": rec.decision, "reason": rec.reason,
+                   "failed_check": failed.name if failed else None,
+                   "evidence": failed.evidence if failed else None, "stuck_at": rec.original_status}
+        self.dismiss(self.recorded)
+        app.push_screen(EscalateDialog(rec.task_id, rec.node_key, reason=f"recovery of run {rec.run}: {rec.decision}",
+                                       question=question, context=context))
 
     @on(Button.Pressed, "#record")
     def _start_record(self) -> None:
@@ -352,6 +377,10 @@ class RecoveryWizardScreen(ModalScreen[Any]):
         ro = getattr(self.app, "read_only", False)
         self.query_one("#record-row").display = self.mode == "record"
         self.query_one("#open-node").display = bool(at_decision and rec.task_id and rec.node_key)
+        esc = self.query_one("#escalate", Button)
+        esc.display = bool(self.mode == "decision" and rec is not None and not rec.reusable and rec.task_id
+                           and rec.node_key)
+        esc.disabled = ro
         rec_btn = self.query_one("#record", Button)
         rec_btn.display = bool(self.mode == "decision" and rec is not None and rec.reusable)
         rec_btn.disabled = ro

@@ -185,7 +185,7 @@ async def test_actions_in_read_only_show_a_notice(ledger_path):
         for n, key in enumerate(["p", "u", "n", "r", "a", "R"], 1):
             await pilot.press(key)
             assert isinstance(app.screen, TaskListScreen)
-            assert [n.message for n in app._notifications] == ["read-only: actions are disabled"] * n
+            assert [n.message for n in app._notifications] == ["read-only (opened with --read-only): actions are disabled"] * n
 
 
 async def test_read_only_every_view_works_and_follows(ledger_path):

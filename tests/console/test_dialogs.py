@@ -395,7 +395,7 @@ async def test_read_only_action_keys_show_a_notice_and_write_nothing(lp):
             await pilot.press(key)
             await pilot.pause()
             assert isinstance(app.screen, TaskListScreen)
-            assert [n.message for n in app._notifications] == ["read-only: actions are disabled"] * n
+            assert [n.message for n in app._notifications] == ["read-only (opened with --read-only): actions are disabled"] * n
         from console.dialogs import open_action
 
         assert open_action(app, "park", "report-001", None) is None  # the hook refuses too

@@ -132,9 +132,46 @@ async def test_read_only_shows_the_checks_and_writes_nothing(project, ledger_pat
         scr._start_record()
         await pilot.pause()
         assert scr.mode == "decision"
-        assert "read-only: actions are disabled" in [n.message for n in app._notifications]
+        assert "read-only (opened with --read-only): actions are disabled" in [n.message for n in app._notifications]
     assert rf.snapshot(project / "runs") == before
     assert not (project / "recovery-records").exists()
+
+
+async def test_needs_human_can_raise_a_handoff_on_the_linked_node(project, ledger_path):
+    import json
+
+    from console.dialogs import EscalateDialog
+    from store import Ledger
+
+    run = rf.make_run(project / "runs", "resume-03", "partial")
+    state = json.loads((run / "state.json").read_text())
+    state["node_key"] = "figures"  # a pending node of report-001 in the fixed ledger
+    rf.write_json(run / "state.json", state)
+    before = rf.snapshot(project / "runs")
+    app = make_app(ledger_path, runs=str(project / "runs"), operator="ana@console")
+    async with app.run_test(size=(80, 24)) as pilot:
+        scr = await open_wizard(pilot, "resume-03")
+        while scr.mode == "check":
+            await pilot.press("enter")
+        assert "decision: needs_human" in body(scr)
+        assert scr.query_one("#escalate", Button).display
+        await pilot.click("#escalate")
+        dlg = app.screen
+        assert isinstance(dlg, EscalateDialog) and dlg.node == "figures"
+        assert dlg.query_one("#reason", Input).value == "recovery of run resume-03: needs_human"
+        await wait_for(pilot, lambda: dlg.plan is not None, what="the plan")
+        assert dlg.plan.changes == {"figures": ("pending", "blocked")}
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: dlg.result is not None or app.screen is not dlg, what="the apply")
+    led = Ledger.open(str(ledger_path), create=False)
+    try:
+        assert led.node("report-001", "figures").status == "blocked"
+        (h,) = [h for h in led.handoffs() if h.node == "figures"]
+        assert h.kind == "exception" and h.opened_by == "ana@console" and "resume-03" in h.question
+        assert h.context["run"] == "resume-03" and h.context["failed_check"] == "artifact"
+    finally:
+        led.close()
+    assert rf.snapshot(project / "runs") == before
 
 
 async def test_invalid_run_shows_why(project, ledger_path):

@@ -151,7 +151,7 @@ async def test_read_only_resolution_shows_but_cannot_resolve(ledger_path):
         assert btn.disabled and str(btn.label) == "read-only"
         await pilot.press("ctrl+s")
         await pilot.pause()
-        assert "read-only: actions are disabled" in [n.message for n in app._notifications]
+        assert "read-only (opened with --read-only): actions are disabled" in [n.message for n in app._notifications]
         assert [h.status for h in handoffs(ledger_path)] == ["open"]
 
 
