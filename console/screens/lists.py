@@ -16,18 +16,18 @@ from ..widgets.rowlist import Cell
 from .base import ListScreen
 
 HANDOFF_COLUMNS = [
-    Column("ID", 5, align="right"),
-    Column("TASK", 12),
+    Column("ID", 4, align="right"),
+    Column("TASK", 16),
     Column("NODE", 16),
     Column("KIND", 10, priority=1),
-    Column("AGE", 8),
+    Column("AGE", 10),
     Column("QUESTION", 16, flex=True),
 ]
 
 RUN_COLUMNS = [
     Column("RUN", 20),
     Column("STATUS", 12),
-    Column("TASK", 12, priority=1),
+    Column("TASK", 20, priority=1),
     Column("NODE", 14, priority=2),
     Column("UPDATED", 20, priority=1),
     Column("PROBLEMS", 10, flex=True, priority=3),
