@@ -197,7 +197,7 @@ class TaskListModel:
 
 # ---------------------------------------------------------------------- graph
 GRAPH_COLUMNS = [
-    Column("NODE", 18),
+    Column("NODE", 22),
     Column("STATUS", 11),
     Column("ATT", 3, priority=1, align="right"),
     Column("LEASE", 14, priority=1),
