@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
 from store.errors import LedgerUnavailable, NotFound, WardenError
-from store.feed import Feed, graph_pages, tail_at
+from store.feed import FALLBACK_POLL_S, Feed, graph_pages, tail_at
 from store.views import EventView, GraphView, NodeDetail, NodeView, TaskView
 
 from .commands import WardenCommands
@@ -111,7 +111,7 @@ class WardenApp(App[int]):
         project: str | None = None,
         records: str | None = None,
         clock: Callable[[], float] | None = None,
-        fallback_poll_s: float = 2.0,
+        fallback_poll_s: float = FALLBACK_POLL_S,
         analysis: bool = True,
     ) -> None:
         super().__init__()

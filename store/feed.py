@@ -53,7 +53,7 @@ PG_CHANNEL = "warden_events"
 PG_RECONNECT_S = (0.05, 2.0)  # the listener's reconnect back-off: first and longest wait
 WATCH_STEP_MS = 5
 WATCH_DEBOUNCE_MS = 40
-FALLBACK_POLL_S = 2.0
+FALLBACK_POLL_S = 5.0  # a safety net: inotify / watchfiles / LISTEN wake the feed at once
 
 
 _INOTIFY: Any = False
