@@ -239,17 +239,21 @@ class ApplyDone(Message):
 
 
 # ---------------------------------------------------------------------- the dialog
-class ActionDialog(ModalScreen["Plan | None"]):
+class OneLineMessage:
+    """A modal's one-line message under its inputs (``#dialog-error``), hidden when empty."""
+
+    def say(self, text: Any) -> None:
+        w = self.query_one("#dialog-error", Static)  # type: ignore[attr-defined]
+        w.update(text)
+        w.set_class(not str(text), "-empty")
+
+
+class ActionDialog(OneLineMessage, ModalScreen["Plan | None"]):
     """The common dialog: options (per action), preview, reason, Cancel / Apply."""
 
     DEFAULT_CSS = DIALOG_CSS
     SCOPED_CSS = False
 
-    def say(self, text: Any) -> None:
-        """The dialog's one-line message (hidden when empty)."""
-        w = self.query_one("#dialog-error", Static)
-        w.update(text)
-        w.set_class(not str(text), "-empty")
 
     action = ""
     needs_reason = True
@@ -852,6 +856,6 @@ def open_action(app: Any, action: str, task_id: str | None, node: str | None, *,
 
 
 __all__ = [
-    "AbortDialog", "ActionDialog", "DIALOGS", "EscalateDialog", "NarrowDialog", "ParkDialog", "PlanPreview", "ResumeDialog",
+    "AbortDialog", "ActionDialog", "DIALOGS", "EscalateDialog", "OneLineMessage", "NarrowDialog", "ParkDialog", "PlanPreview", "ResumeDialog",
     "RewindDialog", "STALE_BANNER", "open_action", "operator_name", "precondition_values", "render_plan",
 ]

@@ -23,7 +23,7 @@ from textual.widgets import Button, Footer, Static
 
 from store.errors import WardenError
 
-from ..dialogs import DIALOG_CSS, open_action, read_only_notice
+from ..dialogs import DIALOG_CSS, OneLineMessage, open_action, read_only_notice
 from ..glyphs import node_status_label
 from ..text import safe_line
 
@@ -61,17 +61,12 @@ def render_advice(advice: Any, handoffs: list[Any]) -> Text:
     return out
 
 
-class AdviceDialog(ModalScreen[None]):
+class AdviceDialog(OneLineMessage, ModalScreen[None]):
     """The advice for one node; Accept opens the matching action dialog, pre-filled."""
 
     DEFAULT_CSS = DIALOG_CSS
     SCOPED_CSS = False
 
-    def say(self, text: Any) -> None:
-        """The dialog's one-line message (hidden when empty)."""
-        w = self.query_one("#dialog-error", Static)
-        w.update(text)
-        w.set_class(not str(text), "-empty")
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="dialog-cancel"),
         Binding("ctrl+s", "accept", "Accept", id="dialog-accept", priority=True),

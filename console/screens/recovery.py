@@ -28,7 +28,7 @@ from textual.widgets import Button, Footer, Input, Label, Static
 
 from store.errors import WardenError
 
-from ..dialogs import DIALOG_CSS, operator_name, read_only_notice
+from ..dialogs import DIALOG_CSS, OneLineMessage, operator_name, read_only_notice
 from ..text import safe, safe_line
 
 CHECK_HELP = {
@@ -71,17 +71,12 @@ def check_mark(c: Any) -> str:
     return "✔ passed" if c.ok else "✖ failed"
 
 
-class RecoveryWizardScreen(ModalScreen[Any]):
+class RecoveryWizardScreen(OneLineMessage, ModalScreen[Any]):
     """Checks one at a time, then the decision and its allowed choices."""
 
     DEFAULT_CSS = WIZARD_CSS
     SCOPED_CSS = False
 
-    def say(self, text: Any) -> None:
-        """The dialog's one-line message (hidden when empty)."""
-        w = self.query_one("#dialog-error", Static)
-        w.update(text)
-        w.set_class(not str(text), "-empty")
     BINDINGS = [
         Binding("escape", "leave", "Leave it", id="dialog-cancel"),
         Binding("enter,space,right", "next", "Next", id="wizard-next"),

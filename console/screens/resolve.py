@@ -26,7 +26,7 @@ from textual.widgets.option_list import Option
 
 from store.errors import Refused, StaleRevision, WardenError
 
-from ..dialogs import DIALOG_CSS, operator_name, read_only_notice
+from ..dialogs import DIALOG_CSS, OneLineMessage, operator_name, read_only_notice
 from ..glyphs import age_label
 from ..text import safe, safe_line
 
@@ -116,17 +116,12 @@ def option_prompt(o: Mapping[str, Any], recommended: bool) -> Text:
     return t
 
 
-class ResolveHandoffScreen(ModalScreen[bool]):
+class ResolveHandoffScreen(OneLineMessage, ModalScreen[bool]):
     """One open handoff, its options, an answer; ctrl+s resolves. Dismisses True if any was resolved."""
 
     DEFAULT_CSS = RESOLVE_CSS
     SCOPED_CSS = False
 
-    def say(self, text: Any) -> None:
-        """The dialog's one-line message (hidden when empty)."""
-        w = self.query_one("#dialog-error", Static)
-        w.update(text)
-        w.set_class(not str(text), "-empty")
     BINDINGS = [
         Binding("escape", "cancel", "Close", id="dialog-cancel"),
         Binding("ctrl+s", "resolve", "Resolve", id="dialog-resolve", priority=True),
