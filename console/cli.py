@@ -288,30 +288,54 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    import time
-
     with open_ledger(args) as ledger:
         if args.task is not None:
             ledger.task(args.task)  # NotFound for a typo
-        cursor = args.since
-        c = out_console()
+        last = ledger.last_event_id()
+    c = out_console()
+
+    def show(e: Any) -> None:
+        if args.json:
+            print_json(report.event_json(e))
+        else:
+            c.print(Text.assemble(
+                (f"{e.id:>7} ", "dim"), iso(e.at) or "", " ", (f"{e.layer:<9}", "cyan"), " ",
+                Text(safe_line(e.task_id or "-")), " ", Text(safe_line(e.node or "-")), " ",
+                (e.kind, "bold"), " ", Text(safe_line(e.actor)), ": ", Text(safe_line(e.summary)),
+            ))
+
+    from store.feed import Feed
+
+    feed = Feed(ledger_target(args), read_only=True)
+
+    def drain(cursor: int, upto: int | None = None) -> int:
         while True:
-            batch = ledger.events(cursor, task_id=args.task, limit=1000)
-            for e in batch:
+            delta = feed.since(cursor, task_id=args.task)
+            for e in delta.events:
+                if upto is not None and e.id > upto:
+                    return cursor
+                show(e)
                 cursor = e.id
-                if args.json:
-                    print_json(report.event_json(e))
-                else:
-                    c.print(Text.assemble(
-                        (f"{e.id:>7} ", "dim"), iso(e.at) or "", " ", (f"{e.layer:<9}", "cyan"), " ",
-                        Text(safe_line(e.task_id or "-")), " ", Text(safe_line(e.node or "-")), " ",
-                        (e.kind, "bold"), " ", Text(safe_line(e.actor)), ": ", Text(safe_line(e.summary)),
-                    ))
-            if len(batch) == 1000:
-                continue
-            if not args.follow:
-                return 0
-            time.sleep(0.5)  # a human-facing tail; not synchronisation
+            if not delta.more:
+                return delta.cursor if upto is None else cursor
+
+    try:
+        cursor = drain(args.since, None if args.follow else last)
+        if not args.follow:
+            return 0
+
+        async def follow(cursor: int) -> None:
+            # Woken by the ledger's files (SQLite) or NOTIFY (PostgreSQL), with a slow fallback
+            # poll; a wake-up is a hint, the cursor is the truth.
+            async for _ in feed.wakeups():
+                cursor = drain(cursor)
+
+        import asyncio
+
+        asyncio.run(follow(cursor))
+        return 0
+    finally:
+        feed.close()
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -1117,6 +1117,10 @@ class Ledger:
         from . import actions
         return actions.plan_resolve(self, *args, **kwargs)
 
+    def plan_escalate(self, *args: Any, **kwargs: Any):
+        from . import actions
+        return actions.plan_escalate(self, *args, **kwargs)
+
     def apply(self, plan: Any, *, operator: str):
         from . import actions
         return actions.apply(self, plan, operator=operator)
