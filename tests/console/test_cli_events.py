@@ -5,26 +5,37 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
+import queue
 import subprocess
 import sys
-import time
+import threading
 
 from store import Ledger
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def read_line(proc: subprocess.Popen, timeout: float = 30.0) -> dict:
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if sel.select(timeout=deadline - time.monotonic()):
-            line = proc.stdout.readline()
-            assert line, proc.stderr.read()
-            return json.loads(line)
-    raise AssertionError("no event line in time")
+class Lines:
+    """The follower's stdout, line by line, read by a thread (a select on the pipe would miss lines
+    already sitting in Python's buffer)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.q: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.q.put(line)
+        self.q.put("")
+
+    def next(self, timeout: float = 30.0) -> dict:
+        try:
+            line = self.q.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("no event line in time") from None
+        assert line, self.proc.stderr.read()
+        return json.loads(line)
 
 
 def test_follow_prints_existing_then_new_events(tmp_path):
@@ -34,12 +45,13 @@ def test_follow_prints_existing_then_new_events(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT)
     proc = subprocess.Popen([sys.executable, "-m", "console", "events", "--follow", "--json", "--ledger", db],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines = Lines(proc)
     try:
-        first = read_line(proc)
+        first = lines.next()
         assert first["kind"] == "task.created"
         led.add_node("t", "a")  # written after the follower started
         led.add_node("t", "b")
-        got = [read_line(proc), read_line(proc)]
+        got = [lines.next(), lines.next()]
         assert [e["kind"] for e in got] == ["graph.nodes_added"] * 2
         assert [e["node"] for e in got] == ["a", "b"]
         assert first["id"] < got[0]["id"] < got[1]["id"]
