@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from store.clock import duration_text
+
 NODE_GLYPHS = {
     "pending": "○", "running": "▶", "blocked": "✋", "parked": "⏸", "succeeded": "✔", "failed": "✖",
     "abandoned": "⊘",
@@ -22,20 +24,10 @@ def task_status_label(status: str) -> str:
 
 
 def duration_label(seconds: float | None) -> str:
-    """Compact duration: 45s, 12m, 3h05m, 2d04h."""
+    """Compact duration: 45s, 3m05s, 12m, 3h05m, 2d04h (or — when unknown)."""
     if seconds is None:
         return "—"
-    s = max(0, int(round(seconds)))
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m" if m >= 10 or not s else f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h}h{m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d{h:02d}h"
+    return duration_text(seconds)
 
 
 def age_label(seconds: float | None) -> str:

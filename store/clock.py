@@ -56,3 +56,18 @@ def parse_time(text: str, now: float) -> float:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
+
+
+def duration_text(seconds: float) -> str:
+    """Compact duration for people: 45s, 3m05s, 12m, 3h05m, 2d04h."""
+    s = int(round(max(0.0, float(seconds))))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s" if m < 10 and s else f"{m}m"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import budget as budget_mod
-from .clock import iso
+from .clock import duration_text, iso
 from .estimates import DurationHistory, quantile
 
 SEVERITIES = ("info", "warn", "alarm")
@@ -85,17 +85,7 @@ class Beat:
 
 # ---------------------------------------------------------------------- formatting
 def dur(seconds: float) -> str:
-    s = int(round(max(0.0, seconds)))
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m{s:02d}s" if m < 10 and s else f"{m}m"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h}h{m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d{h:02d}h"
+    return duration_text(seconds)
 
 
 def _units(v: float | None) -> str:
