@@ -180,7 +180,6 @@ def test_demo_refuses_a_directory_that_already_holds_one(tmp_path, capsys):
 
 # ---------------------------------------------------------------------- the real thing in tmux
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-@pytest.mark.skipif(not (ROOT / "console" / "app.py").exists(), reason="console/app.py is not there yet")
 def test_warden_demo_in_tmux_shows_the_scenarios_and_quits_clean(tmp_path):
     """80×24: within 20 s of the console's first screen, a stall mark and an open handoff on the
     maintenance task and running nodes in its graph; `q` leaves no process behind."""
