@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import heapq
-import json
 import os
 import random
 import signal
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Mapping, Sequence
 
+from .runs import write_atomic, write_json
 from .clock import Clock, ManualClock, system_clock
 from .errors import LeaseLost, Refused, WardenError
 from .ledger import Ledger
@@ -537,20 +537,6 @@ PROJECT_INPUTS = {
 RUN_CASES = (("review-export-07", "exported"), ("review-export-08", "partial"), ("review-export-09", "empty"))
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _write_json(path: Path, value: Any) -> None:
-    _write(path, (json.dumps(value, indent=2) + "\n").encode())
-
-
 def make_runs(project: Path, at: float) -> list[Path]:
     """Three interrupted export runs under ``project/runs`` (the project holds their inputs).
 
@@ -561,27 +547,27 @@ def make_runs(project: Path, at: float) -> list[Path]:
 
     for rel, data in PROJECT_INPUTS.items():
         if not (project / rel).exists():
-            _write(project / rel, data)
+            write_atomic(project / rel, data)
     out = []
     for name, case in RUN_CASES:
         run = project / "runs" / name
         run.mkdir(parents=True)
-        _write_json(run / "context.json", {"inputs": {rel: sha256_hex(d) for rel, d in PROJECT_INPUTS.items()},
+        write_json(run / "context.json", {"inputs": {rel: sha256_hex(d) for rel, d in PROJECT_INPUTS.items()},
                                            "workflow": "review-export", "version": 3})
-        _write_json(run / "receipts" / "01-load.json", {"step": "load", "ok": True})
+        write_json(run / "receipts" / "01-load.json", {"step": "load", "ok": True})
         if case in ("exported", "partial"):
             body = f"# Review ({name})\n\nQ: why did the export stop?\nA: the process was killed.\n".encode()
-            _write(run / "artifact" / "review.md", body)
+            write_atomic(run / "artifact" / "review.md", body)
             if case == "exported":
-                _write_json(run / "artifact" / "manifest.json",
+                write_json(run / "artifact" / "manifest.json",
                             {"files": {"review.md": {"sha256": sha256_hex(body), "bytes": len(body)}}})
-        _write_json(run / "state.json", {
+        write_json(run / "state.json", {
             "run_id": name, "task_id": "report-prev", "node_key": "finalize", "status": "interrupted",
             "steps": [{"name": "load", "status": "done", "receipt": "receipts/01-load.json"},
                       {"name": "export", "status": "running"}, {"name": "verify", "status": "pending"}],
             "updated_at": iso(at),
         })
-        _write_json(run / "SIMULATION.json", {"simulated": True, "case": case, "by": "warden demo"})
+        write_json(run / "SIMULATION.json", {"simulated": True, "case": case, "by": "warden demo"})
         out.append(run)
     return out
 

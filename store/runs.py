@@ -818,3 +818,25 @@ def preview(
         return Preview(relpath, "", False, None, r.problem)
     text = (r.data or b"").decode("utf-8", errors="replace")
     return Preview(relpath, text, r.truncated, r.size)
+
+
+# ---------------------------------------------------------------------- writing (for agents)
+def write_atomic(path: "os.PathLike[str] | str", data: bytes) -> None:
+    """How an agent writes a run file so a crash never leaves half of it: a temp file in the same
+    directory, fsync, rename over the name (docs/recovery.md). Parent directories are created."""
+    from pathlib import Path
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: "os.PathLike[str] | str", value: object) -> None:
+    """``write_atomic`` of indented JSON (state.json, manifest.json, receipts)."""
+    write_atomic(path, (json.dumps(value, indent=2) + "\n").encode())
+

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -89,3 +90,19 @@ class ListScreen(WardenScreen):
     def on_show(self) -> None:
         if not isinstance(self.focused, Input):
             self.row_list.focus()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        self.row_list.focus()
+
+    def data_changed(self, rows: list[int], reshaped: bool) -> None:
+        """Repaint the rows a delta touched (all of them when the list's shape changed)."""
+        if reshaped:
+            self.row_list.reset()
+        else:
+            self.row_list.rows_changed(rows)
+        if reshaped or self.row_list.cursor in rows:  # the line under the list is the selection's
+            self.update_info()
+
+    def update_info(self) -> None:
+        """The line under the list, about the selected row (screens that have one override it)."""

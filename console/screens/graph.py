@@ -96,23 +96,11 @@ class TaskGraphScreen(ListScreen):
             self.row_list.reset()
         self.update_info()
 
-    @on(Input.Submitted, "#filter")
-    def _filter_done(self) -> None:
-        self.row_list.focus()
-
     def rows_arrived(self) -> None:
         """The next page of a streaming graph: more rows, nothing on screen changed."""
         self.row_list.grow()
         self.update_summary()
         self.update_info()
-
-    def data_changed(self, rows: list[int], reshaped: bool) -> None:
-        if reshaped:
-            self.row_list.reset()
-        else:
-            self.row_list.rows_changed(rows)
-        if reshaped or self.row_list.cursor in rows:  # the line under the list is the selection's
-            self.update_info()
 
     def update_summary(self) -> None:
         m = self.model

@@ -54,18 +54,6 @@ class TaskListScreen(ListScreen):
         self.row_list.reset()
         self.update_info()
 
-    @on(Input.Submitted, "#filter")
-    def _filter_done(self) -> None:
-        self.row_list.focus()
-
-    def data_changed(self, rows: list[int], reshaped: bool) -> None:
-        if reshaped:
-            self.row_list.reset()
-        else:
-            self.row_list.rows_changed(rows)
-        if reshaped or self.row_list.cursor in rows:  # the line under the list is the selection's
-            self.update_info()
-
     def update_info(self) -> None:
         model = self.wapp.tasks_model
         row = model.row_at(self.row_list.cursor)

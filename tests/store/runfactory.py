@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from store.runs import write_atomic, write_json  # noqa: F401  (how an agent writes)
+
 INPUTS = {
     "notes/source.md": b"# Source\n\nThe facts the review is made from.\n",
     "agent/exporter.py": b"def export(): ...\n",
@@ -24,21 +26,6 @@ EXPORT_CALLS: list[str] = []
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """How an agent should write: temp file in the same dir, fsync, rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def write_json(path: Path, value: Any) -> None:
-    write_atomic(path, (json.dumps(value, indent=2) + "\n").encode())
 
 
 def export_review(artifact_dir: Path, text: str = "# Review\n\nQ: why?\nA: because.\n") -> None:
