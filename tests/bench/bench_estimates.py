@@ -12,7 +12,7 @@
 2. The incremental path (``store.analysis.TaskAnalysis``) on the same task: its one-off load, then
    the cost of one journal event — a heartbeat (payload only) and a commit (one node re-read) —
    followed by the task's estimate and signals.
-3. Calibration on the simulator (``store.sim``): P80 coverage at 25 / 50 / 75 % progress, stall
+3. Calibration on the simulator (``tests.support.sim``): P80 coverage at 25 / 50 / 75 % progress, stall
    recall within 5 observations, precision and false alarms, over several seeds.
 """
 
@@ -33,7 +33,7 @@ sys.path.insert(0, ROOT)
 from store import Ledger, ManualClock, NodeSpec  # noqa: E402
 from store import report  # noqa: E402
 from store.analysis import TaskAnalysis  # noqa: E402
-from store.sim import SimConfig, run_simulation  # noqa: E402
+from tests.support.sim import SimConfig, run_simulation  # noqa: E402
 
 T0 = 1_800_000_000.0
 
@@ -155,7 +155,7 @@ def bench_sim(tasks: int, seeds: list[int]) -> dict:
             pooled["checks"] += [dict(c, task=f"{seed}/{c['task']}") for c in r.checks]
             pooled["loops"] += r.loops
             pooled["healthy"] += r.healthy
-    from store.sim import SimReport
+    from tests.support.sim import SimReport
 
     allr = SimReport(checks=pooled["checks"], loops=pooled["loops"], healthy=pooled["healthy"])
     out["pooled"] = allr.summary()

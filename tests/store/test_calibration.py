@@ -1,4 +1,4 @@
-"""Calibration on a small seeded workload (store/sim.py): P80 coverage, loop detection, no alarm
+"""Calibration on a small seeded workload (tests/support/sim.py): P80 coverage, loop detection, no alarm
 on slow-but-progressing nodes. The workload is seeded, so the figures are the same on every run;
 the bench (tests/bench/bench_estimates.py) runs the larger workload quoted in docs/estimates.md."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from store.sim import SimConfig, run_simulation
+from tests.support.sim import SimConfig, run_simulation
 
 CONFIG = SimConfig(seed=1, tasks=14, warmup_tasks=3)
 

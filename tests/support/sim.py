@@ -29,11 +29,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from .analysis import TaskAnalysis
-from .clock import ManualClock
-from .estimates import DurationHistory, estimate_task
-from .ledger import Ledger
-from .views import NodeSpec
+from store.analysis import TaskAnalysis
+from store.clock import ManualClock
+from store.estimates import DurationHistory, estimate_task
+from store.ledger import Ledger
+from store.views import NodeSpec
 
 STALL_ALARM_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress")
 
