@@ -1,4 +1,4 @@
-"""store/recovery.py: checks and decisions, records, independent verification."""
+"""store/recovery/: checks and decisions, records, independent verification, node advice."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from store import recovery as rv
+from store.recovery import checks as rv_checks, records as rv_records
 from store.clock import ManualClock
 from store.errors import NotFound, Refused
 from store.recovery import (
@@ -320,14 +321,14 @@ def test_fifty_megabyte_artifact_is_checked_in_bounded_memory(runs: Path) -> Non
 
 def test_a_change_during_the_check_fails_stable(runs: Path, monkeypatch) -> None:
     run = rf.make_run(runs)
-    original = rv._Session.artifact
+    original = rv_checks._Session.artifact
 
     def artifact_then_concurrent_write(self):
         out = original(self)
         (run / "artifact/review.md").write_text("# Review\n\nrewritten by a live agent\n")
         return out
 
-    monkeypatch.setattr(rv._Session, "artifact", artifact_then_concurrent_write)
+    monkeypatch.setattr(rv_checks._Session, "artifact", artifact_then_concurrent_write)
     decision, name, evidence = failing(check(runs, "resume-01"))
     assert (decision, name) == ("needs_human", "stable")
     assert "artifact/review.md: content changed while checking" in evidence
@@ -335,14 +336,14 @@ def test_a_change_during_the_check_fails_stable(runs: Path, monkeypatch) -> None
 
 def test_a_file_appearing_during_the_check_fails_stable(runs: Path, monkeypatch) -> None:
     run = rf.make_run(runs)
-    original = rv._Session.artifact
+    original = rv_checks._Session.artifact
 
     def artifact_then_receipt(self):
         out = original(self)
         rf.write_json(run / "receipts/02-export.json", {"ok": True})
         return out
 
-    monkeypatch.setattr(rv._Session, "artifact", artifact_then_receipt)
+    monkeypatch.setattr(rv_checks._Session, "artifact", artifact_then_receipt)
     _, name, evidence = failing(check(runs, "resume-01"))
     assert name == "stable" and "receipts/02-export.json: appeared while checking" in evidence
 
@@ -432,14 +433,14 @@ def test_records_inside_the_run_refused(runs: Path) -> None:
 def test_failure_after_mkdir_removes_what_was_created(runs: Path, records: Path,
                                                       monkeypatch) -> None:
     rf.make_run(runs)
-    real = rv._write_atomic
+    real = rv_records._write_atomic
 
     def fail_on_json(dir_fd, filename, data):
         if filename == "recovery.json":
             raise OSError(28, "No space left on device")
         return real(dir_fd, filename, data)
 
-    monkeypatch.setattr(rv, "_write_atomic", fail_on_json)
+    monkeypatch.setattr(rv_records, "_write_atomic", fail_on_json)
     with pytest.raises(OSError, match="No space"):
         record(runs, "resume-01", "review-01")
     assert os.listdir(records) == []

@@ -304,7 +304,7 @@ def test_fifty_megabyte_file_is_hashed_in_bounded_memory(tmp_path: Path) -> None
 def test_printable_escapes_controls_bidi_and_zero_width() -> None:
     assert printable("ok name.md") == "ok name.md"
     assert printable("复习.md") == "复习.md"
-    assert printable("a\x1b[31mb\u202ec\u200bd\ne") == "a\\x1b[31mb\\u202ec\\u200bd\\x0ae"
+    assert printable("a\x1b[31mb\u202ec\u200bd\ne") == "a\\x1b[31mb\\u202ec\\u200bd\\ne"
 
 
 def test_problems_never_carry_raw_control_characters(runs: Path) -> None:
