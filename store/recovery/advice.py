@@ -111,12 +111,13 @@ def advise(ledger: LedgerReads, task_id: str, node_key: str) -> Advice:
     orphaned = status == "running" and node.lease_until is not None and node.lease_until <= now
     if status == "running" and not orphaned:
         left = (node.lease_until - now) if node.lease_until is not None else None
-        raise Refused(f"{task_id}/{node_key} is running under a live lease held by "
-                      f"{node.lease_owner}" + (f" for {left:.0f}s more" if left is not None else "")
+        raise Refused(f"{safe_line(task_id)}/{safe_line(node_key)} is running under a live lease "
+                      f"held by {safe_line(node.lease_owner)}"
+                      + (f" for {left:.0f}s more" if left is not None else "")
                       + "; nothing to recover yet")
     if status not in ("failed", "blocked") and not orphaned:
-        raise Refused(f"{task_id}/{node_key} is {status}; advice is for failed, orphaned or "
-                      "blocked nodes")
+        raise Refused(f"{safe_line(task_id)}/{safe_line(node_key)} is {safe_line(status)}; "
+                      "advice is for failed, orphaned or blocked nodes")
     situation = "orphaned" if orphaned else status
 
     evidence: list[str] = [f"status {situation}; attempt {node.attempt}, claims {node.claim_count}"

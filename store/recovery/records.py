@@ -16,6 +16,7 @@ from store.recovery.checks import check, resolve_dirs
 from store.recovery.handoff import render_handoff
 from store.recovery.model import REUSE, Recovery
 from store.runs import require_name
+from store.text import safe_line
 
 RECORD_FORMAT = "warden.recovery/1"
 RECORD_FILES = ("HANDOFF.md", "recovery.json")
@@ -115,10 +116,11 @@ def record(
         default_records_dir(project)
     target = os.path.join(records, name)
     if os.path.lexists(target):
-        raise Refused(f"record {name} already exists in {records}; records are never "
+        raise Refused(f"record {name} already exists in {safe_line(records)}; records are never "
                       "overwritten: choose another name")
     if _inside(records, os.path.join(runs, run)):
-        raise Refused(f"records dir {records} is inside run {run}; the run is never modified")
+        raise Refused(f"records dir {safe_line(records)} is inside run {run}; the run is never "
+                      "modified")
     rec = check(runs, run, project)
     if rec.decision != REUSE:
         raise RecordRefused(
@@ -128,7 +130,7 @@ def record(
     try:
         os.mkdir(target, 0o755)
     except FileExistsError:
-        raise Refused(f"record {name} already exists in {records}; records are never "
+        raise Refused(f"record {name} already exists in {safe_line(records)}; records are never "
                       "overwritten: choose another name") from None
     try:
         at = iso(clock()) or ""

@@ -49,7 +49,7 @@ def verify_record(
     records = os.path.abspath(os.fspath(records_dir))
     tree, problem = SafeTree.open_child(records, name)
     if tree is None and problem == "missing":
-        raise NotFound(f"no record named {name} in {records}")
+        raise NotFound(f"no record named {name} in {safe_line(records)}")
     problems: list[str] = []
     doc: dict[str, Any] | None = None
     if tree is None:

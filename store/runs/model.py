@@ -169,7 +169,7 @@ def open_run(runs_dir: str | os.PathLike[str], name: str) -> tuple[SafeTree | No
     root = os.fspath(runs_dir)
     run, problem = SafeTree.open_child(root, name)
     if run is None and problem == "missing":
-        raise NotFound(f"no run named {name} in {root}")
+        raise NotFound(f"no run named {name} in {safe_line(root)}")
     return run, problem
 
 

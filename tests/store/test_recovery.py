@@ -754,3 +754,40 @@ def test_advice_json_shape(ledger) -> None:
     j = rv.advise(ledger, "t", "b").to_json()
     assert j.keys() >= {"task_id", "node", "status", "recommendation", "reason", "evidence"}
     json.dumps(j)
+
+
+# ---------------------------------------------------------------------- refusals are safe lines
+
+
+def test_an_advice_refusal_shows_the_workers_name_escaped(ledger) -> None:
+    _task(ledger)
+    assert ledger.claim("t", worker="w\x1b]0;pwned\x07\u202e", lease_s=30) is not None
+    with pytest.raises(Refused) as e:
+        rv.advise(ledger, "t", "b")
+    line = str(e.value)
+    assert "held by w\\x1b]0;pwned\\x07\\u202e" in line
+    assert "\x1b" not in line and "\x07" not in line and "\u202e" not in line
+
+
+def test_paths_in_refusals_are_shown_escaped(tmp_path: Path) -> None:
+    evil = "\x1b]0;pwned\x07\u202e\x9b2J"
+    runs = tmp_path / f"runs{evil}"
+    rf.make_run(runs)
+    records = tmp_path / f"records{evil}"
+    lines = []
+    with pytest.raises(NotFound) as e:
+        check(runs, "nope")
+    lines.append(str(e.value))
+    record(runs, "resume-01", "r1", records_dir=records)
+    with pytest.raises(Refused) as e:
+        record(runs, "resume-01", "r1", records_dir=records)
+    lines.append(str(e.value))
+    with pytest.raises(Refused) as e:
+        record(runs, "resume-01", "r2", records_dir=runs / "resume-01" / "artifact")
+    lines.append(str(e.value))
+    with pytest.raises(NotFound) as e:
+        verify_record(records, "nope", runs)
+    lines.append(str(e.value))
+    for line in lines:
+        assert "\\x1b]0;pwned\\x07\\u202e\\x9b2J" in line, line
+        assert not any(c in line for c in "\x1b\x07\u202e\x9b\n"), ascii(line)

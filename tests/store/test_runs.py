@@ -1,4 +1,4 @@
-"""store/runs.py: run directories are read safely, and every problem comes back as data."""
+"""store/runs/: run directories are read safely, and every problem comes back as data."""
 
 from __future__ import annotations
 
