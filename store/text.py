@@ -58,7 +58,9 @@ _LISTED = frozenset(
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _MULTI_LINE_KEEPS = frozenset("\n\t")
-_CANDIDATE = re.compile(r"[^\x20-\x7e]")  # printable ASCII is always safe: skipped at C speed
+_ONE_LINE_KEEPS: frozenset[str] = frozenset()
+_NOT_ASCII_PRINTABLE = re.compile(r"[^\x20-\x7e]+")
+_LISTED_RE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]")
 
 
 def is_unsafe(ch: str) -> bool:
@@ -86,14 +88,17 @@ def _as_text(value: object, limit: int | None) -> str:
     return s
 
 
-def _escape_line(m: re.Match[str]) -> str:
-    ch = m.group(0)
-    return escape_char(ch) if is_unsafe(ch) else ch
+def _clean(s: str) -> bool:
+    # A fast pre-check at C speed. str.isprintable() is False for every character of an unsafe
+    # category (and for Zs, which the slow path keeps); the listed characters are checked by
+    # code point so the rule holds whatever this Python's Unicode database says.
+    return s.isprintable() and _LISTED_RE.search(s) is None
 
 
-def _escape_multi(m: re.Match[str]) -> str:
-    ch = m.group(0)
-    return escape_char(ch) if ch not in _MULTI_LINE_KEEPS and is_unsafe(ch) else ch
+def _escape_run(run: str, keep: frozenset[str]) -> str:
+    if _clean(run):
+        return run
+    return "".join(escape_char(ch) if ch not in keep and is_unsafe(ch) else ch for ch in run)
 
 
 def safe_line(value: object, *, limit: int | None = None) -> str:
@@ -102,14 +107,14 @@ def safe_line(value: object, *, limit: int | None = None) -> str:
     ``value`` may be any object (``None`` is the empty string, others go through ``str``).
     """
     s = _as_text(value, limit)
-    if s.isascii() and s.isprintable():
+    if _clean(s):
         return s
-    return _CANDIDATE.sub(_escape_line, s)
+    return _NOT_ASCII_PRINTABLE.sub(lambda m: _escape_run(m.group(0), _ONE_LINE_KEEPS), s)
 
 
 def safe(value: object, *, limit: int | None = None) -> str:
     """Multi-line text: newlines and tabs kept, every other unsafe character shown as an escape."""
     s = _as_text(value, limit)
-    if s.isascii() and s.replace("\n", "").replace("\t", "").isprintable():
+    if _clean(s.replace("\n", "").replace("\t", "")):
         return s
-    return _CANDIDATE.sub(_escape_multi, s)
+    return _NOT_ASCII_PRINTABLE.sub(lambda m: _escape_run(m.group(0), _MULTI_LINE_KEEPS), s)
