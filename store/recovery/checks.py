@@ -293,7 +293,8 @@ class _Session:
 
 
 def resolve_dirs(runs_dir: str | os.PathLike[str], project_dir: str | os.PathLike[str] | None
-             ) -> tuple[str, str]:
+                 ) -> tuple[str, str]:
+    """The absolute runs and project directories; the project defaults to the runs' parent."""
     runs = os.path.abspath(os.fspath(runs_dir))
     project = os.path.abspath(os.fspath(project_dir)) if project_dir else os.path.dirname(runs)
     return runs, project
