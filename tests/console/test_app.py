@@ -292,7 +292,9 @@ async def test_unopenable_ledger_shows_a_clear_screen(tmp_path, case):
         con.close()
     app = make_app(path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, LedgerErrorScreen), what="the error screen")
+        # the screen becomes current before it has mounted its children: wait for the message too
+        await wait_for(pilot, lambda: isinstance(app.screen, LedgerErrorScreen) and bool(app.screen.query("#error")),
+                       what="the error screen and its message")
         text = str(app.screen.query_one("#error").render())
         assert "How to fix" in text
         expect = {"missing": "warden demo", "corrupt": "not a readable Warden ledger", "newer": "Upgrade Warden"}[case]
