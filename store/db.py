@@ -70,11 +70,14 @@ def parse_target(target: str | os.PathLike[str]) -> Target:
 class WardenSqlite(pw.SqliteDatabase):
     read_only = False
     backend = "sqlite"
+    display = ""  # what to call it in messages: the file's path
 
 
 class WardenPostgres(pw.PostgresqlDatabase):
     read_only = False
     backend = "postgresql"
+    display = ""  # the URL without credentials
+    url: str | None = None
 
     def _initialize_connection(self, conn: Any) -> None:
         # Peewee calls this for every new connection (first use, and each reconnect after a
@@ -136,7 +139,7 @@ def _open_postgres(t: Target, *, read_only: bool) -> pw.Database:
     return db
 
 
-def pg_connect_args(t: Target) -> tuple[str, dict[str, str | int]]:
+def pg_connect_args(t: Target) -> tuple[str, dict[str, Any]]:
     """(dbname, libpq keyword arguments) from a postgresql:// URL. Missing parts (password, host,
     user) are left to libpq: PGPASSWORD, ~/.pgpass, PGHOST, PGUSER..."""
     try:
@@ -144,7 +147,7 @@ def pg_connect_args(t: Target) -> tuple[str, dict[str, str | int]]:
     except ImportError:
         raise LedgerUnavailable("PostgreSQL needs psycopg: pip install 'warden[postgres]'") from None
     p = urlparse(t.url or "")
-    kwargs: dict = {}
+    kwargs: dict[str, Any] = {}
     if p.hostname:
         kwargs["host"] = p.hostname
     if p.port:
@@ -269,10 +272,3 @@ def retry_write(fn: _F) -> _F:
 
     return wrapper  # type: ignore[return-value]
 
-
-def translate_errors(db: pw.Database, e: BaseException) -> Exception:
-    """Map a driver error to a typed store error with one line."""
-    msg = _one_line(e)
-    if "readonly" in msg.replace(" ", "").lower() or "read-only" in msg.lower():
-        return ReadOnly(f"the ledger {getattr(db, 'display', '')} is read-only: {msg}")
-    return LedgerUnavailable(f"ledger {getattr(db, 'display', '')}: {msg}")

@@ -19,7 +19,7 @@ never data: the reader re-reads ``id > cursor``. When that connection drops (ser
 ``pg_terminate_backend``, network) the listener reconnects with a short back-off, LISTENs again and
 then wakes the reader once, so whatever committed while nobody listened is read from the cursor —
 no gap. The fallback poll carries on throughout. Journal inserts are serialised by a
-transaction-scoped advisory lock (``Ledger._journal``), so events become visible in id order and
+transaction-scoped advisory lock (``LedgerCore.journal``), so events become visible in id order and
 ``id > cursor`` never skips one that commits later with a smaller id.
 
 The feed also watches the ledger's identity: a SQLite file that disappears raises
@@ -39,14 +39,20 @@ import struct
 import sys
 import threading
 from dataclasses import dataclass
-from collections import namedtuple
-from typing import Any, AsyncIterator, Iterable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterable, Iterator, TypeVar
 
 import peewee as pw
 
-from .db import parse_target, pg_connect_args
+from .clock import Clock
+from .db import parse_target, pg_connect_args, read_tx
 from .errors import LedgerUnavailable, WardenError
-from .views import EventView
+from .ledger import Ledger
+from .ledger.queries import GRAPH_FIRST_PAGE, GRAPH_PAGE
+from .views import EventView, GraphPage, GraphView, NodeRow, TaskView
+
+__all__ = ["Delta", "Feed", "GraphPage", "NodeRow", "changed_nodes", "graph_at", "graph_pages", "tail_at"]
+
+_T = TypeVar("_T")
 
 DEFAULT_BATCH = 5000
 PG_CHANNEL = "warden_events"
@@ -125,7 +131,7 @@ class Feed:
         target: str | os.PathLike[str],
         *,
         read_only: bool = False,
-        clock: Any = None,
+        clock: Clock | None = None,
         batch: int = DEFAULT_BATCH,
         fallback_poll_s: float = FALLBACK_POLL_S,
         step_ms: int = WATCH_STEP_MS,
@@ -144,24 +150,21 @@ class Feed:
         self.backend = t.backend
         self.path = os.path.abspath(t.path) if t.backend == "sqlite" and t.path else None
         self._lock = threading.Lock()
-        self._ledger: Any = None
+        self._ledger: Ledger | None = None
         self._identity: tuple[int, int] | None = None
-        self.wakeup_count = 0
         self.listener_pid: int | None = None  # PostgreSQL: the LISTEN connection's backend pid
         self.listen_count = 0  # PostgreSQL: how many times LISTEN was (re-)established
 
     # ------------------------------------------------------------------ the ledger
     @property
-    def ledger(self) -> Any:
+    def ledger(self) -> Ledger:
         """The open ledger (opened on first use; reopened after :meth:`check` saw it replaced)."""
         with self._lock:
             if self._ledger is None:
                 self._ledger = self._open()
             return self._ledger
 
-    def _open(self) -> Any:
-        from .ledger import Ledger
-
+    def _open(self) -> Ledger:
         ledger = Ledger.open(self.target, create=False, read_only=self.read_only, clock=self.clock)
         self._identity = self._stat_identity()
         return ledger
@@ -229,11 +232,11 @@ class Feed:
         new_cursor = events[-1].id if events else cursor
         return Delta(tuple(events), new_cursor, more=len(events) >= n)
 
-    def read(self, fn: Any) -> Any:
+    def read(self, fn: Callable[[Ledger], _T]) -> _T:
         """Run ``fn(ledger)`` translating driver errors into ``LedgerUnavailable``."""
         return self._guard(lambda: fn(self.ledger))
 
-    def _guard(self, fn: Any) -> Any:
+    def _guard(self, fn: Callable[[], _T]) -> _T:
         try:
             return fn()
         except WardenError:
@@ -414,26 +417,21 @@ class Feed:
                         source = self._notify_source()
                         task = asyncio.ensure_future(pump())
                 ready.clear()
-                self.wakeup_count += 1
                 yield reason
         finally:
             self._stop.set()
             task.cancel()
 
 
-def _graph_at(ledger: Any, task_id: str) -> tuple[Any, int]:
-    from .db import read_tx
-
+def _graph_at(ledger: Ledger, task_id: str) -> tuple[GraphView, int]:
     with read_tx(ledger.db):
         last = ledger.last_event_id()
         graph = ledger.graph(task_id)
     return graph, last
 
 
-def _tail_at(ledger: Any, tail: int) -> tuple[list[Any], list[EventView], int]:
+def _tail_at(ledger: Ledger, tail: int) -> tuple[list[TaskView], list[EventView], int]:
     """(tasks, the last ``tail`` events, cursor) from one consistent snapshot."""
-    from .db import read_tx
-
     with read_tx(ledger.db):
         last = ledger.last_event_id()
         tasks = ledger.tasks()
@@ -441,122 +439,26 @@ def _tail_at(ledger: Any, tail: int) -> tuple[list[Any], list[EventView], int]:
     return tasks, events, last
 
 
-def graph_at(feed: Feed, task_id: str) -> tuple[Any, int]:
+def graph_at(feed: Feed, task_id: str) -> tuple[GraphView, int]:
     """A task's whole graph and the journal id it reflects (read in one snapshot)."""
     return feed.read(lambda ledger: _graph_at(ledger, task_id))
 
 
-def tail_at(feed: Feed, tail: int = 2000) -> tuple[list[Any], list[EventView], int]:
+def tail_at(feed: Feed, tail: int = 2000) -> tuple[list[TaskView], list[EventView], int]:
     """Every task, the journal's last ``tail`` events and the cursor they reflect (one snapshot)."""
     return feed.read(lambda ledger: _tail_at(ledger, tail))
 
 
 # ---------------------------------------------------------------------- a graph in pages
-GRAPH_FIRST_PAGE = 300
-GRAPH_PAGE = 2000
-
-# What a graph row shows and what the estimates read (``estimates.LEAN_COLUMNS``), as SQL over the
-# node table; the lease shows only while a token is held (as in ``Ledger.nodes``).
-_NODE_COLUMNS = (
-    ("id", "id"), ("key", "key"), ("kind", "kind"), ("title", "title"), ("status", "status"),
-    ("position", "position"), ("attempt", "attempt"), ("claimed_at", "claimed_at"),
-    ("units_done", "units_done"), ("units_total", "units_total"), ("est_wall_s", "est_wall_s"),
-    ("next_retry_at", "next_retry_at"),
-    ("lease_owner", "CASE WHEN lease_token IS NOT NULL THEN lease_owner END"),
-    ("lease_until", "CASE WHEN lease_token IS NOT NULL THEN lease_until END"),
-    ("heartbeat_at", "heartbeat_at"), ("parked_at", "parked_at"), ("park_until", "park_until"),
-    ("started_at", "started_at"), ("finished_at", "finished_at"), ("version", "version"),
-)
-_NODE_SELECT = "SELECT " + ", ".join(sql for _, sql in _NODE_COLUMNS) + " FROM node"
-
-
-class NodeRow(namedtuple("NodeRow", [name for name, _ in _NODE_COLUMNS] + ["deps"])):
-    """A node as a graph list shows it: the subset of NodeView's attributes a row and the
-    estimates need, on a plain tuple built by C code from the database row (a 100k-node graph
-    as NodeViews took 250 MB here). Whatever needs the whole node (detail, signals, dialogs)
-    reads the NodeView by key."""
-
-    __slots__ = ()
-
-    @property
-    def has_lease(self) -> bool:
-        return self.status == "running" and self.lease_until is not None
-
-
-@dataclass(frozen=True)
-class GraphPage:
-    """A run of a task's nodes in topological order, from one snapshot reflecting journal id ``at``.
-
-    ``start`` is the position in that order of the page's first node; ``total`` the task's node
-    count in the snapshot; ``last`` marks the final page."""
-
-    task: Any
-    nodes: tuple[NodeRow, ...]
-    start: int
-    total: int
-    at: int
-    last: bool
-
-
 def graph_pages(feed: Feed, task_id: str, *, first: int = GRAPH_FIRST_PAGE,
-                page: int = GRAPH_PAGE, order: str = "id") -> Iterator[GraphPage]:
-    """A task's graph as a stream of pages, all from one read snapshot: a small first page (the
-    rows on screen, fast), then big ones. Raw SQL on one ordered cursor into :class:`NodeRow`
-    tuples: the same 100k-node graph as ``Ledger.graph`` (NodeViews through the query builder)
-    took 20 s and 250 MB here.
-
-    The stream is in id order: a task's nodes are inserted in position order (``add_nodes``
-    numbers them in its topological order under the task's write lock), so id order is position
-    order, and SQLite walks the (task_id) index with no sort — the first page of a 100k-node
-    graph comes after 300 rows, not after sorting 100k. Should a position ever go backwards, the
-    stream starts again ordered by position (its next page has ``start`` 0: readers restart).
+                page: int = GRAPH_PAGE) -> Iterator[GraphPage]:
+    """A task's graph as a stream of pages of lean :class:`NodeRow` tuples, all from one read
+    snapshot (``Ledger.graph_pages``): a small first page (the rows on screen, fast), then big
+    ones. The same 100k-node graph as ``Ledger.graph`` (NodeViews) took 20 s and 250 MB here.
 
     Runs in a worker thread; the caller posts each page to the UI as it arrives."""
-    ledger = feed.ledger
-    from .db import read_tx
-
-    db = ledger.db
-    sql = ledger._sql
-    make = tuple.__new__
-    words: dict[str, str] = {}  # one string object per kind / status, not one per row
     try:
-        with read_tx(db):
-            at = ledger.last_event_id()
-            task = ledger.task(task_id)
-            total = sum(task.counts.values())
-            cur = db.execute_sql(sql(_NODE_SELECT + f" WHERE task_id = ? ORDER BY {order}"), [task_id])
-            start = 0
-            size = first
-            last_pos = -1 << 62
-            while True:
-                rows = cur.fetchmany(size)
-                if order != "position":
-                    ok = all(rows[i][5] <= rows[i + 1][5] for i in range(len(rows) - 1))
-                    if not ok or (rows and rows[0][5] < last_pos):
-                        break
-                    if rows:
-                        last_pos = rows[-1][5]
-                deps: dict[int, list[str]] = {}
-                ids = [r[0] for r in rows]
-                for i in range(0, len(ids), 500):
-                    chunk = ids[i:i + 500]
-                    marks = ",".join("?" * len(chunk))
-                    for dst, key in db.execute_sql(sql(
-                            "SELECT e.dst_id, s.key FROM edge e JOIN node s ON s.id = e.src_id "
-                            f"WHERE e.dst_id IN ({marks}) ORDER BY e.dst_id, s.position"), chunk):
-                        deps.setdefault(dst, []).append(key)
-                none: tuple[str, ...] = ()
-                nodes = tuple(make(NodeRow, (r[0], r[1], words.setdefault(r[2], r[2]), r[3],
-                                             words.setdefault(r[4], r[4])) + r[5:]
-                                   + (tuple(deps[r[0]]) if r[0] in deps else none,)) for r in rows)
-                last = len(rows) < size
-                yield GraphPage(task, nodes, start, max(total, start + len(nodes)), at, last)
-                if last:
-                    return
-                start += len(rows)
-                size = page
-        if order != "position":  # out of order (see above): once more, sorted
-            yield from graph_pages(feed, task_id, first=first, page=page, order="position")
+        yield from feed.ledger.graph_pages(task_id, first=first, page=page)
     except WardenError:
         raise
     except (pw.DatabaseError, pw.InterfaceError, sqlite3.Error) as e:

@@ -1,11 +1,12 @@
-"""Pure graph algorithms over node keys: topological order, closures, cycle detection.
+"""Pure graph algorithms over node keys: topological order and cycle detection.
 
-``deps`` maps a node to the nodes it depends on (its upstream). Nothing here touches a database.
+``deps`` maps a node to the nodes it depends on (its upstream). Nothing here touches a database;
+closures over a stored graph are one recursive query (``store.actions.planning.closure_nodes``).
 """
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
 from typing import Iterable, Mapping, Sequence
 
 
@@ -23,8 +24,6 @@ def topological_order(keys: Sequence[str], deps: Mapping[str, Iterable[str]]) ->
                 indeg[k] += 1
                 down[d].append(k)
     index = {k: i for i, k in enumerate(keys)}
-    import heapq
-
     heap = [index[k] for k in keys if indeg[k] == 0]
     heapq.heapify(heap)
     out: list[str] = []
@@ -37,30 +36,3 @@ def topological_order(keys: Sequence[str], deps: Mapping[str, Iterable[str]]) ->
                 heapq.heappush(heap, index[c])
     return out if len(out) == len(keys) else None
 
-
-def dependents_map(deps: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
-    """Invert ``deps``: node → the nodes that depend on it."""
-    down: dict[str, list[str]] = {}
-    for k, ds in deps.items():
-        down.setdefault(k, [])
-        for d in ds:
-            down.setdefault(d, []).append(k)
-    return down
-
-
-def downstream_closure(starts: Iterable[str], dependents: Mapping[str, Iterable[str]]) -> set[str]:
-    """The start nodes and everything that (transitively) depends on them."""
-    seen: set[str] = set()
-    queue = deque(starts)
-    while queue:
-        k = queue.popleft()
-        if k in seen:
-            continue
-        seen.add(k)
-        queue.extend(c for c in dependents.get(k, ()) if c not in seen)
-    return seen
-
-
-def upstream_closure(starts: Iterable[str], deps: Mapping[str, Iterable[str]]) -> set[str]:
-    """The start nodes and everything they (transitively) depend on."""
-    return downstream_closure(starts, deps)

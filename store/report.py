@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import budget as budget_mod
+from . import estimates, signals
 from .clock import iso
+from .ledger import Ledger
 from .schema import SCHEMA_VERSION
 from .views import EventView, GraphView, NodeView, TaskView
 
@@ -81,10 +83,8 @@ def signal_json(s: Any) -> dict[str, Any]:
             "evidence": s.evidence}
 
 
-def _analyse(ledger: Any, graph: GraphView) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[Any]]:
+def _analyse(ledger: Ledger, graph: GraphView) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[Any]]:
     """(task ETA, node ETAs by key, signals) for one task graph."""
-    from . import estimates, signals
-
     now = ledger.now()
     history = estimates.DurationHistory()  # the estimator's memory, loaded per kind on first use
     est = estimates.estimate_graph(ledger, graph, history=history, now=now)
@@ -92,10 +92,8 @@ def _analyse(ledger: Any, graph: GraphView) -> tuple[dict[str, Any], dict[str, d
     return est.task.to_json(), {k: e.to_json() for k, e in est.nodes.items()}, sigs
 
 
-def status_json(ledger: Any) -> dict[str, Any]:
+def status_json(ledger: Ledger) -> dict[str, Any]:
     tasks = []
-    from . import estimates, signals
-
     now = ledger.now()
     history = estimates.DurationHistory()  # the estimator's memory, loaded per kind on first use
     for t in ledger.tasks():
@@ -106,7 +104,7 @@ def status_json(ledger: Any) -> dict[str, Any]:
     return {"schema_version": SCHEMA_VERSION, "tasks": tasks}
 
 
-def graph_json(ledger: Any, task_id: str) -> dict[str, Any]:
+def graph_json(ledger: Ledger, task_id: str) -> dict[str, Any]:
     graph = ledger.graph(task_id)
     eta, node_etas, sigs = _analyse(ledger, graph)
     by_node: dict[str, list[dict[str, Any]]] = {}

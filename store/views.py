@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,39 @@ class NodeView:
         return self.status == "running" and self.lease_until is not None
 
 
+class NodeRow(NamedTuple):
+    """A node as a graph list shows it: the subset of NodeView's attributes a row and the
+    estimates need, on a plain tuple built by C code from the database row (a 100k-node graph
+    as NodeViews took 250 MB). Whatever needs the whole node (detail, signals, dialogs) reads
+    the NodeView by key."""
+
+    id: int
+    key: str
+    kind: str
+    title: str
+    status: str
+    position: int
+    attempt: int
+    claimed_at: float | None
+    units_done: float | None
+    units_total: float | None
+    est_wall_s: float | None
+    next_retry_at: float | None
+    lease_owner: str | None
+    lease_until: float | None
+    heartbeat_at: float | None
+    parked_at: float | None
+    park_until: float | None
+    started_at: float | None
+    finished_at: float | None
+    version: int
+    deps: tuple[str, ...]
+
+    @property
+    def has_lease(self) -> bool:
+        return self.status == "running" and self.lease_until is not None
+
+
 @dataclass(frozen=True)
 class EventView:
     id: int
@@ -236,6 +269,21 @@ class ActionView:
 class GraphView:
     task: TaskView
     nodes: tuple[NodeView, ...]  # topological order (insertion order)
+
+
+@dataclass(frozen=True)
+class GraphPage:
+    """A run of a task's nodes in topological order, from one snapshot reflecting journal id ``at``.
+
+    ``start`` is the position in that order of the page's first node; ``total`` the task's node
+    count in the snapshot; ``last`` marks the final page."""
+
+    task: TaskView
+    nodes: tuple[NodeRow, ...]
+    start: int
+    total: int
+    at: int
+    last: bool
 
 
 @dataclass(frozen=True)

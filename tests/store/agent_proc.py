@@ -117,7 +117,7 @@ def main() -> int:
             say(event="committed", node=claim.node_key)
     if a.command == "hang-in-commit":
         claim = ledger.claim(a.task, a.worker, lease_s=a.lease)
-        original = Ledger._maybe_complete_task
+        original = Ledger.maybe_complete_task
 
         def hang(self, task_id, now):  # runs inside commit's write transaction, after every update
             original(self, task_id, now)
@@ -125,7 +125,7 @@ def main() -> int:
                 f.write("inside")
             threading.Event().wait()  # until SIGKILL
 
-        Ledger._maybe_complete_task = hang
+        Ledger.maybe_complete_task = hang
         ledger.commit(claim, output={"x": 1}, tokens=77, artifact=("a.bin", b"half"))
         return 0
     return 2

@@ -234,7 +234,7 @@ def _journal_writer(url: str, name: str, n: int, seed: int, start, q) -> None:
         start.wait(WAIT)
         for i in range(n):
             with write_tx(led.db):
-                led._journal("t", None, "system", "test.write", name, f"{name} {i}", {"i": i})
+                led.journal("t", None, "system", "test.write", name, f"{name} {i}", {"i": i})
                 # Hold the transaction open after the insert for a random while, so that without
                 # serialised journal inserts a later id would often commit before an earlier one.
                 x = 0

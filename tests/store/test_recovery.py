@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from store import recovery as rv
+from store import sql
 from store.recovery import checks as rv_checks, records as rv_records
 from store.clock import ManualClock
 from store.errors import NotFound, Refused
@@ -635,8 +636,8 @@ def _claim(ledger, key="b"):
     return c
 
 
-def _sql(ledger, sql, *params):
-    ledger.db.execute_sql(ledger._sql(sql), list(params))  # `?` → `%s` on PostgreSQL
+def _sql(ledger, text, *params):
+    sql.execute(ledger.db, text, params)  # `?` → `%s` on PostgreSQL
 
 
 def test_advice_row_effect_unconfirmed_beats_a_safe_failure_class(ledger) -> None:

@@ -1,0 +1,31 @@
+"""Operator actions: plan (a pure read) → preview → apply (one revision-checked transaction).
+
+Every action is computed first as a :class:`Plan`: the exact node status changes, the leases it
+revokes, the handoffs it withdraws, the effects it does *not* undo, warnings, and the task
+``revision`` and node ``versions`` it was computed at. :func:`apply` applies exactly that plan in
+one write transaction, or — when the task revision or any of those node versions moved — writes
+only a refused Action row and raises :class:`StaleRevision`. A heartbeat never bumps a version,
+so it never makes a preview stale.
+
+One module per action (its typed params, its plan function, its apply function): ``park``,
+``resume``, ``narrow``, ``rewind``, ``abort``, ``resolve``, ``escalate``; ``plan`` holds the
+Plan, ``planning`` what plans read, ``changes`` what apply functions write with, ``apply`` the
+shared apply. Semantics with before/after examples: docs/operations.md.
+"""
+
+from .abort import AbortParams, plan_abort
+from .apply import apply
+from .escalate import ESCALATE_OPTIONS, EscalateParams, plan_escalate
+from .narrow import NarrowParams, plan_narrow
+from .park import ParkParams, plan_park
+from .plan import ACTIONS, ActionParams, Plan
+from .planning import FINISHED
+from .resolve import ResolveParams, plan_resolve
+from .resume import ResumeParams, plan_resume
+from .rewind import RewindParams, plan_rewind
+
+__all__ = [
+    "ACTIONS", "ESCALATE_OPTIONS", "FINISHED", "AbortParams", "ActionParams", "EscalateParams", "NarrowParams",
+    "ParkParams", "Plan", "ResolveParams", "ResumeParams", "RewindParams", "apply", "plan_abort", "plan_escalate",
+    "plan_narrow", "plan_park", "plan_resolve", "plan_resume", "plan_rewind",
+]

@@ -1,0 +1,161 @@
+"""Applying a Plan: exactly the previewed change in one write transaction, or nothing.
+
+Under the task row's lock (FOR UPDATE on PostgreSQL; BEGIN IMMEDIATE on SQLite) the task
+``revision`` and every planned node ``version`` are checked; when one moved, only a refused
+Action row is written and :class:`StaleRevision` raised. Otherwise the action's own apply
+function (dispatched by the plan's typed params) makes its changes, and this module adds what
+every action shares: open handoffs withdrawn, one revision bump, the Action audit row, the
+operator-layer journal event, and the completion check where the graph decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+from .. import sql
+from ..db import retry_write, write_tx
+from ..errors import Refused, StaleRevision
+from ..ledger.core import LedgerCore
+from ..models import Action, Handoff, Task
+from .abort import AbortParams, apply_abort
+from .changes import ApplyTx, Outcome
+from .escalate import EscalateParams, apply_escalate
+from .narrow import NarrowParams, apply_narrow
+from .park import ParkParams, apply_park
+from .plan import Plan
+from .planning import require_reason
+from .resolve import ResolveParams, apply_resolve, still_open
+from .resume import ResumeParams, apply_resume
+from .rewind import RewindParams, apply_rewind
+
+
+@retry_write
+def apply(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
+    """Apply exactly ``plan`` in one write transaction, or raise ``StaleRevision`` (writing only a
+    refused Action row) when the ledger changed since the plan was computed."""
+    if not isinstance(plan, Plan):
+        raise Refused("apply needs a Plan from ledger.plan_*")
+    if plan.applied:
+        raise Refused(f"this plan was already applied (action {plan.action_id})")
+    operator = (operator or "").strip()
+    if not operator:
+        raise Refused("an operator name is required (who acts)")
+    if plan.params.reason_required:
+        require_reason(plan.reason, plan.action)
+    with write_tx(core.db):
+        now = core.now()
+        # FOR UPDATE on PostgreSQL: the task row first (the one lock order), excluding claims (KEY
+        # SHARE) and agent writes (NO KEY UPDATE) while the revision is checked and the plan applied.
+        task = core.task_row(plan.task_id, lock="exclusive")
+        ids = _ids(core, plan)
+        stale = _stale(core, plan, task, ids)
+        if stale is None:
+            return _apply(ApplyTx(core, plan, task, ids, operator, now))
+    with write_tx(core.db):
+        core.bind(Action.insert(
+            at=core.now(), operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target,
+            reason=plan.reason, plan=plan.to_json(), result="refused", refused_why=stale,
+            revision_before=plan.revision, revision_after=int(task["revision"]),
+        )).execute()
+    raise StaleRevision(stale)
+
+
+def _ids(core: LedgerCore, plan: Plan) -> dict[str, int]:
+    """Node ids by key for every node the plan names (its own map, else looked up)."""
+    ids = dict(plan.node_ids)
+    need = [k for k in list(plan.versions) + list(plan.changes) if k not in ids]
+    if need:
+        ids.update(core.ids_for_keys(plan.task_id, need))
+    return ids
+
+
+def _stale(core: LedgerCore, plan: Plan, task: Mapping[str, Any], ids: Mapping[str, int]) -> str | None:
+    """Why the plan no longer describes the ledger, or None."""
+    if isinstance(plan.params, ResolveParams):
+        gone = still_open(core, plan)
+        if gone is not None:
+            return gone
+    if task["status"] == "aborted":
+        return f"task {plan.task_id} was aborted since the preview; nothing changed"
+    rev = int(task["revision"])
+    keys = list(plan.versions)
+    id_list = [ids[k] for k in keys if k in ids]
+    missing = [k for k in keys if k not in ids]
+    current: dict[int, int] = {}
+    for chunk in sql.chunks(id_list):
+        for i, v in sql.fetch_all(core.db, f"SELECT id, version FROM node WHERE id IN ({sql.marks(len(chunk))})",
+                                  chunk):
+            current[i] = int(v)
+    key_of = {i: k for k, i in ids.items()}
+    moved = [(key_of[i], plan.versions[key_of[i]], current.get(i)) for i in id_list
+             if current.get(i) != plan.versions[key_of[i]]]
+    if rev == plan.revision and not moved and not missing:
+        return None
+    detail = ""
+    if moved:
+        k, a, b = moved[0]
+        detail = f"; node {k} version {a} → {b}" + (f" and {len(moved) - 1} more" if len(moved) > 1 else "")
+    return f"the ledger changed since the preview (revision {plan.revision} → {rev}{detail}); review again"
+
+
+def _apply_action(tx: ApplyTx) -> Outcome:
+    """The action's own changes, dispatched by its typed params."""
+    match tx.plan.params:
+        case ParkParams() as p:
+            return apply_park(tx, p)
+        case ResumeParams() as p:
+            return apply_resume(tx, p)
+        case NarrowParams() as p:
+            return apply_narrow(tx, p)
+        case RewindParams() as p:
+            return apply_rewind(tx, p)
+        case AbortParams() as p:
+            return apply_abort(tx, p)
+        case ResolveParams() as p:
+            return apply_resolve(tx, p)
+        case EscalateParams() as p:
+            return apply_escalate(tx, p)
+    raise Refused(f"cannot apply a {tx.plan.action!r} plan")
+
+
+def _apply(tx: ApplyTx) -> Plan:
+    core, plan, now, operator = tx.core, tx.plan, tx.now, tx.operator
+    outcome = _apply_action(tx)
+    if plan.handoffs_withdrawn:
+        for chunk in sql.chunks([int(h) for h in plan.handoffs_withdrawn]):
+            core.bind(Handoff.update(status="withdrawn", resolved_by=operator, resolved_at=now)
+                      .where(Handoff.id.in_(list(chunk)) & (Handoff.status == "open"))).execute()
+    # the task row: one revision bump for the action itself
+    core.bump_task(plan.task_id, updated_at=now, **outcome.task_fields)
+    rev_after = int(tx.task["revision"]) + 1
+    action_id = int(core.bind(Action.insert(
+        at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target, reason=plan.reason,
+        plan=plan.to_json(), result="applied", revision_before=plan.revision, revision_after=rev_after,
+    )).execute())
+    payload: dict[str, Any] = {
+        "nodes": list(plan.changes), "action_id": action_id, "reason": plan.reason,
+        "revoked_leases": [dict(r) for r in plan.revoked_leases],
+        "handoffs_withdrawn": list(plan.handoffs_withdrawn),
+        "task_status": list(plan.task_status), "revision": rev_after,
+        **outcome.payload,
+    }
+    core.journal(plan.task_id, plan.node_target, "operator", f"operator.{plan.action}", operator,
+                 _event_summary(plan), payload, at=now)
+    if outcome.settle:
+        # Consequences the action itself does not choose: the task completes or fails as the graph says.
+        core.maybe_complete_task(plan.task_id, now)
+        core.maybe_fail_task(plan.task_id, now)
+        final = int(core.bind(Task.select(Task.revision).where(Task.task_id == plan.task_id)).scalar())
+        if final != rev_after:
+            rev_after = final
+            core.bind(Action.update(revision_after=final).where(Action.id == action_id)).execute()
+    done = plan if outcome.params is None else replace(plan, params=outcome.params)
+    return replace(done, applied=True, action_id=action_id, revision_after=rev_after)
+
+
+def _event_summary(plan: Plan) -> str:
+    s = plan.summary()
+    if plan.reason:
+        s += f" — {plan.reason}"
+    return s[:500]

@@ -1,0 +1,88 @@
+"""escalate: raise a needs_human handoff on a node from the operator's side (e.g. the recovery
+wizard found a run linked to it whose evidence is incomplete): the node → blocked, a running lease
+is revoked, and an ``exception`` handoff asks what should happen. Resolving it makes the node
+pending again, with the resolution in its next claim's inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+from .. import sql
+from ..db import read_tx
+from ..errors import Refused
+from ..ledger.core import LedgerCore
+from ..models import Handoff, dumps
+from . import planning as pl
+from .changes import BUMP, REVOKE, UNPARK, ApplyTx, Outcome, set_nodes
+from .plan import ActionParams, Plan
+
+ESCALATE_OPTIONS = (
+    {"id": "replay", "label": "Replay as a new attempt",
+     "consequence": "the node runs again from its inputs under a new attempt; nothing of the earlier run is reused"},
+    {"id": "continue", "label": "Continue with my answer",
+     "consequence": "the node runs again and its agent reads the answer (e.g. what was fixed or done by hand)"},
+)
+
+
+@dataclass(frozen=True)
+class EscalateParams(ActionParams):
+    action = "escalate"
+
+    node: str
+    question: str
+    context: Mapping[str, Any]
+    kind: str
+    options: Sequence[Mapping[str, Any]]
+    recommendation: str | None
+    handoff: str | None = None  # the handoff opened, once applied
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"node": self.node, "question": self.question, "context": self.context, "kind": self.kind,
+               "options": self.options, "recommendation": self.recommendation}
+        if self.handoff is not None:
+            out["handoff"] = self.handoff
+        return out
+
+    def node_target(self, target: str) -> str | None:
+        return target
+
+
+def plan_escalate(core: LedgerCore, task_id: str, node: str, *, reason: str, question: str | None = None,
+                  context: Mapping[str, Any] | None = None) -> Plan:
+    """Ask a human what should happen to ``node`` (it becomes blocked on an ``exception`` handoff)."""
+    with read_tx(core.db):
+        task = pl.open_task(core, task_id)
+        reason = pl.require_reason(reason, "escalate")
+        n = pl.node_one(core, task_id, node)
+        if n.status == "blocked":
+            raise Refused(f"node {node} is already waiting for a human (see `warden handoffs`)")
+        if n.status in ("succeeded", "abandoned", "parked"):
+            raise Refused(f"node {node} is {n.status}: "
+                          + ("rewind it first if its result is in doubt" if n.status == "succeeded"
+                             else "there is nothing to ask about"))
+        q = (question or "").strip() or f"What should happen to node {node}?"
+        ctx = dict(context or {})
+        dumps(ctx)
+        warnings = []
+        if n.status == "running":
+            warnings.append(f"node {node} is running: its lease ({n.owner or 'unknown'}) is revoked; "
+                            "the agent's next write is refused")
+        params = EscalateParams(node=node, question=q, context=ctx, kind="exception",
+                                options=[dict(o) for o in ESCALATE_OPTIONS], recommendation="replay")
+        return pl.make_plan(core, params, task, node, reason, [n], {n.key: (n.status, "blocked")}, versions_of=[n],
+                            warnings=warnings)
+
+
+def apply_escalate(tx: ApplyTx, p: EscalateParams) -> Outcome:
+    set_nodes(tx, tx.changed_to("blocked"), {"status": "blocked", **UNPARK, **REVOKE, **BUMP})
+    ctx = dict(p.context or {})
+    ctx.setdefault("why", tx.plan.reason)
+    node_id = tx.ids[tx.plan.target]
+    attempt = sql.scalar(tx.core.db, "SELECT attempt FROM node WHERE id = ?", [node_id])
+    handoff_id = str(tx.core.bind(Handoff.insert(
+        task=tx.plan.task_id, node=node_id, kind=p.kind, question=p.question, context=ctx,
+        options=list(p.options or []), recommendation=p.recommendation, status="open",
+        opened_at=tx.now, opened_by=tx.operator, attempt=attempt)).execute())
+    return Outcome(payload={"handoff": handoff_id, "question": p.question},
+                   params=replace(p, handoff=handoff_id))

@@ -1,0 +1,152 @@
+"""narrow: change the task's scope — ``set={K: V}`` and/or ``exclude=[node keys]``.
+
+A node is out of scope when its preconditions name K with a different value (or a list without
+V); nodes that do not name K stay in scope. Out of scope → abandoned (running ones revoked, their
+open handoffs withdrawn); succeeded nodes downstream of a newly abandoned node → pending; the
+task's preconditions take the new values.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .. import sql
+from ..db import read_tx
+from ..errors import NotFound, Refused
+from ..ledger.core import LedgerCore
+from ..models import dumps
+from . import planning as pl
+from .changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
+from .plan import ActionParams, Plan
+
+
+@dataclass(frozen=True)
+class NarrowParams(ActionParams):
+    action = "narrow"
+
+    assignments: Mapping[str, Any]  # --set K=V
+    exclude: Sequence[str]
+    preconditions_before: Mapping[str, Any]
+    preconditions_after: Mapping[str, Any]
+    out_of_scope: Mapping[str, str]  # node key → why
+    unaffected: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"set": self.assignments, "exclude": self.exclude, "preconditions_before": self.preconditions_before,
+                "preconditions_after": self.preconditions_after, "out_of_scope": self.out_of_scope,
+                "unaffected": self.unaffected}
+
+
+def _in_scope(node_value: Any, value: Any) -> bool:
+    if node_value == value:
+        return True
+    if isinstance(node_value, list) and value in node_value:
+        return True
+    if isinstance(value, list) and not isinstance(node_value, list) and node_value in value:
+        return True
+    return False
+
+
+def _like_escape(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _candidates(core: LedgerCore, task_id: str, assignments: Mapping[str, Any],
+                excluded: Sequence[str]) -> dict[str, pl.LeanNode]:
+    """Only the nodes whose preconditions mention one of the names (the stored JSON is canonical,
+    so a name K appears as ``"K":``), with their preconditions text, plus the excluded keys."""
+    conds, like = [], []
+    for k in assignments:
+        conds.append("n.preconditions LIKE ? ESCAPE '\\'")
+        like.append(f"%{_like_escape(dumps(k))}:%")
+    candidates: dict[str, pl.LeanNode] = {}
+    if conds:
+        for r in sql.fetch_all(core.db, f"SELECT {pl.LEAN}, n.preconditions FROM node n WHERE n.task_id = ? "
+                                        f"AND ({' OR '.join(conds)})", [task_id, *like]):
+            candidates[r[1]] = pl.LeanNode(*r)
+    for chunk in sql.chunks(list(excluded)):
+        for r in sql.fetch_all(core.db, f"SELECT {pl.LEAN}, NULL FROM node n WHERE n.task_id = ? "
+                                        f"AND n.key IN ({sql.marks(len(chunk))})", [task_id, *chunk]):
+            candidates.setdefault(r[1], pl.LeanNode(*r))
+    for k in excluded:
+        if k not in candidates:
+            raise NotFound(f"unknown node {k!r} in task {task_id!r}")
+    return candidates
+
+
+def plan_narrow(core: LedgerCore, task_id: str, *, reason: str, set: Mapping[str, Any] | None = None,  # noqa: A002
+                exclude: Sequence[str] = ()) -> Plan:
+    """Narrow the task's scope: ``set={K: V}`` and/or ``exclude=[node keys]``."""
+    assignments = dict(set or {})
+    excluded = list(dict.fromkeys(exclude or ()))
+    with read_tx(core.db):
+        task = pl.open_task(core, task_id)
+        reason = pl.require_reason(reason, "narrow")
+        if not assignments and not excluded:
+            raise Refused("narrow needs --set K=V or --exclude KEY")
+        for k in assignments:
+            if not isinstance(k, str) or not k:
+                raise Refused(f"invalid precondition name {k!r}")
+        dumps(assignments)
+        candidates = _candidates(core, task_id, assignments, excluded)
+        why: dict[str, str] = {}
+        excl = {*excluded}
+        for n in sorted(candidates.values(), key=lambda n: n.position):
+            if n.key in excl:
+                why[n.key] = "excluded"
+                continue
+            if n.extra is None:
+                continue
+            pre = json.loads(n.extra)
+            for k, v in assignments.items():
+                if k in pre and not _in_scope(pre[k], v):
+                    why[n.key] = f"{k}={dumps(pre[k])}"
+                    break
+        newly = [candidates[k] for k in why if candidates[k].status != "abandoned"]
+        changes: dict[str, tuple[str, str]] = {n.key: (n.status, "abandoned") for n in newly}
+        closure = pl.closure_nodes(core, [n.id for n in newly])
+        still_running, kept = [], []
+        for n in closure:
+            if n.key in changes:
+                continue
+            if n.status == "succeeded":
+                changes[n.key] = ("succeeded", "pending")
+            else:
+                kept.append(n.key)
+                if n.status == "running":
+                    still_running.append(n.key)
+        old_pre = dict(task["preconditions"] or {})
+        new_pre = {**old_pre, **assignments}
+        if not changes and new_pre == old_pre:
+            raise Refused("this narrow changes nothing: every node is already in that scope")
+        all_by_key = {n.key: n for n in closure}
+        for n in newly:
+            all_by_key.setdefault(n.key, n)
+        ab_ids = {all_by_key[k].id for k, (_, b) in changes.items() if b == "abandoned"}
+        reset_ids = {all_by_key[k].id for k, (_, b) in changes.items() if b == "pending"}
+        effects, ewarn = pl.effects(core, task_id, ab_ids | reset_ids)
+        warnings = [f"{len(still_running)} running node(s) downstream of abandoned work keep running on their old "
+                    f"inputs: {pl.names(still_running)}"] if still_running else []
+        warnings += ewarn
+        after = pl.reopened_status(core, task, changes)
+        if after == "completed" and task["status"] != "completed":
+            warnings.append("every node is then succeeded or abandoned: the task completes")
+        params = NarrowParams(assignments=assignments, exclude=excluded, preconditions_before=old_pre,
+                              preconditions_after=new_pre, out_of_scope={n.key: why[n.key] for n in newly},
+                              unaffected=pl.count(core, task_id) - len(changes) - len(kept))
+        return pl.make_plan(core, params, task, task_id, reason, list(all_by_key.values()), changes, kept=kept,
+                            status_after=after, versions_of=list(all_by_key.values()),
+                            handoffs=pl.open_handoffs(core, task_id, ab_ids),
+                            reapplied=pl.resolved_latest(core, task_id, reset_ids), effects=effects,
+                            warnings=warnings)
+
+
+def apply_narrow(tx: ApplyTx, p: NarrowParams) -> Outcome:
+    set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now, "next_retry_at": None,
+                                               **REVOKE, **BUMP})
+    set_nodes(tx, tx.changed_to("pending"), FRESH)
+    preconditions = dict(p.preconditions_after or tx.task["preconditions"] or {})
+    return Outcome(task_fields={"preconditions": preconditions, **tx.reopens()},
+                   payload={"preconditions": p.preconditions_after}, settle=True)

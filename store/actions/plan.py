@@ -1,0 +1,125 @@
+"""The Plan every operator action is first computed as, and the base of each action's params.
+
+A :class:`Plan` is a pure value: the exact impact of an action (node status changes, leases
+revoked, handoffs withdrawn, effects not undone, warnings) and the task ``revision`` and node
+``versions`` it was computed at. Its JSON shape (:meth:`Plan.to_json`) is a contract
+(DESIGN.md "plan"; the CLI's ``--json`` and the Action audit row).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterator, Mapping
+
+from ..clock import iso
+
+ACTIONS = ("park", "resume", "narrow", "rewind", "abort", "resolve", "escalate")
+
+
+class ActionParams(Mapping[str, Any]):
+    """An action's own parameters: a frozen dataclass per action (``ParkParams``, ...).
+
+    Also a read-only mapping of its JSON form (:meth:`to_json`), so ``plan.params["node"]`` and
+    ``plan.params.get("until")`` read as they always have."""
+
+    action: ClassVar[str]
+    reason_required: ClassVar[bool] = True
+
+    def to_json(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def node_target(self, target: str) -> str | None:
+        """The node key the action targets, if it targets one node (else None)."""
+        return None
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_json()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_json())
+
+    def __len__(self) -> int:
+        return len(self.to_json())
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The exact impact of an operator action, computed at ``revision`` / ``versions``."""
+
+    action: str
+    task_id: str
+    target: str  # a node key, a task id or a handoff id — always a string
+    reason: str
+    revision: int
+    versions: Mapping[str, int]
+    reset: tuple[str, ...] = ()  # nodes that become pending
+    abandoned: tuple[str, ...] = ()  # nodes that become abandoned
+    parked: tuple[str, ...] = ()  # nodes that become parked
+    kept: tuple[str, ...] = ()  # nodes in the action's scope left as they are
+    revoked_leases: tuple[Mapping[str, str], ...] = ()
+    handoffs_withdrawn: tuple[str, ...] = ()
+    resolutions_reapplied: tuple[str, ...] = ()
+    effects_not_undone: tuple[Mapping[str, Any], ...] = ()
+    warnings: tuple[str, ...] = ()
+    changes: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # key → (from, to)
+    task_status: tuple[str, str] = ("", "")  # (before, after)
+    params: ActionParams = field(kw_only=True)  # the action's typed params (a mapping of its JSON)
+    planned_at: float = 0.0
+    applied: bool = False
+    action_id: int | None = None
+    revision_after: int | None = None
+    node_ids: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def node_target(self) -> str | None:
+        """The node key when the action targets one node (rewind, park/resume --node, resolve)."""
+        return self.params.node_target(self.target)
+
+    def to_json(self) -> dict[str, Any]:
+        """The DESIGN.md "plan" shape (+ changes, task_status, params, planned_at)."""
+        out: dict[str, Any] = {
+            "action": self.action,
+            "task_id": self.task_id,
+            "target": self.target,
+            "reason": self.reason,
+            "revision": self.revision,
+            "versions": dict(self.versions),
+            "reset": list(self.reset),
+            "abandoned": list(self.abandoned),
+            "parked": list(self.parked),
+            "kept": list(self.kept),
+            "revoked_leases": [dict(r) for r in self.revoked_leases],
+            "handoffs_withdrawn": list(self.handoffs_withdrawn),
+            "resolutions_reapplied": list(self.resolutions_reapplied),
+            "effects_not_undone": [dict(e) for e in self.effects_not_undone],
+            "warnings": list(self.warnings),
+            "changes": {k: {"from": a, "to": b} for k, (a, b) in self.changes.items()},
+            "task_status": {"from": self.task_status[0], "to": self.task_status[1]},
+            "params": self.params.to_json(),
+            "planned_at": iso(self.planned_at),
+        }
+        if self.applied:
+            out["applied"] = True
+            out["action_id"] = self.action_id
+            out["revision_after"] = self.revision_after
+        return out
+
+    def summary(self) -> str:
+        """One line saying what the plan does (agent-written keys are not made safe here)."""
+        parts = []
+        for label, keys in (("→ pending", self.reset), ("→ abandoned", self.abandoned), ("→ parked", self.parked)):
+            if keys:
+                parts.append(f"{len(keys)} {'node' if len(keys) == 1 else 'nodes'} {label}")
+        blocked = [k for k, (_, b) in self.changes.items() if b == "blocked"]
+        if blocked:
+            parts.append(f"{len(blocked)} → blocked")
+        if self.revoked_leases:
+            parts.append(f"{len(self.revoked_leases)} lease{'s' if len(self.revoked_leases) != 1 else ''} revoked")
+        if self.handoffs_withdrawn:
+            parts.append(f"{len(self.handoffs_withdrawn)} handoff(s) withdrawn")
+        a, b = self.task_status
+        if a != b:
+            parts.append(f"task {a} → {b}")
+        if not parts:
+            parts.append("no node changes")
+        return f"{self.action} {self.target}: " + ", ".join(parts)

@@ -1,0 +1,112 @@
+"""resolve: answer a needs_human handoff — the handoff → resolved (option, answer, by, at); its
+node blocked → pending, with the resolution in its next claim's inputs. Two operators racing:
+one wins, the other is told who did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..clock import iso
+from ..db import read_tx
+from ..errors import NotFound, Refused
+from ..ledger.core import LedgerCore
+from ..models import Handoff
+from . import planning as pl
+from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
+from .plan import ActionParams, Plan
+
+
+@dataclass(frozen=True)
+class ResolveParams(ActionParams):
+    action = "resolve"
+    reason_required = False  # the option and answer are the reason
+
+    handoff: str
+    node: str
+    option: str | None
+    answer: str | None
+    question: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"handoff": self.handoff, "node": self.node, "option": self.option, "answer": self.answer,
+                "question": self.question}
+
+    def node_target(self, target: str) -> str | None:
+        return self.node
+
+
+def handoff_row(core: LedgerCore, handoff_id: Any) -> dict[str, Any]:
+    try:
+        hid = int(str(handoff_id))
+    except ValueError:
+        raise NotFound(f"unknown handoff {handoff_id!r}") from None
+    row = core.first_dict(Handoff.select().where(Handoff.id == hid))
+    if row is None:
+        raise NotFound(f"unknown handoff {handoff_id!r}")
+    return dict(row)
+
+
+def not_open(h: Mapping[str, Any]) -> str:
+    """Why a handoff cannot be resolved any more (who resolved or withdrew it, when)."""
+    if h["status"] == "resolved":
+        return (f"handoff {h['id']} was already resolved by {h['resolved_by']} at {iso(h['resolved_at'])} "
+                f"(option {h['resolution_option']})")
+    if h["status"] == "withdrawn":
+        return f"handoff {h['id']} was withdrawn by {h['resolved_by'] or 'an operator'} at {iso(h['resolved_at'])}"
+    return f"handoff {h['id']} is {h['status']}"
+
+
+def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None, answer: str | None = None) -> Plan:
+    """Resolve a needs_human handoff with one of its options (and an optional answer)."""
+    with read_tx(core.db):
+        h = handoff_row(core, handoff_id)
+        hid = str(h["id"])
+        task = pl.open_task(core, h["task"])
+        if h["status"] != "open":
+            raise Refused(not_open(h))
+        offered = [str(o.get("id")) for o in (h["options"] or [])]
+        option = None if option is None or str(option) == "" else str(option)
+        answer = None if answer is None or str(answer).strip() == "" else str(answer)
+        if offered:
+            if option is None:
+                raise Refused(f"handoff {hid} needs --option: one of {', '.join(offered)}")
+            if option not in offered:
+                raise Refused(f"option {option!r} is not offered by handoff {hid}: one of {', '.join(offered)}")
+        elif option is not None:
+            raise Refused(f"handoff {hid} offers no options: answer it with --answer TEXT")
+        elif answer is None:
+            raise Refused(f"handoff {hid} offers no options: answer it with --answer TEXT")
+        reason = " — ".join(x for x in (option, answer) if x)
+        n = pl.node_by_id(core, h["node"])
+        changes: dict[str, tuple[str, str]] = {}
+        warnings = []
+        if n.status == "blocked":
+            changes[n.key] = ("blocked", "pending")
+        elif n.status == "parked":
+            warnings.append(f"node {n.key} is parked: it stays parked until resumed, then runs with this resolution")
+        else:
+            warnings.append(f"node {n.key} is {n.status}: the resolution is recorded for its next claim")
+        after = pl.reopened_status(core, task, changes)
+        params = ResolveParams(handoff=hid, node=n.key, option=option, answer=answer, question=h["question"])
+        return pl.make_plan(core, params, task, hid, reason, [n], changes, status_after=after, versions_of=[n],
+                            warnings=warnings)
+
+
+def still_open(core: LedgerCore, plan: Plan) -> str | None:
+    """At apply, under the task's lock: why the handoff can no longer be resolved, or None."""
+    h = core.first_dict(Handoff.select().where(Handoff.id == int(plan.target)))
+    if h is None:
+        return f"handoff {plan.target} no longer exists"
+    return None if h["status"] == "open" else not_open(h)
+
+
+def apply_resolve(tx: ApplyTx, p: ResolveParams) -> Outcome:
+    set_nodes(tx, tx.changed_to("pending"), {"status": "pending", **REVOKE, **BUMP})
+    n = tx.core.bind(Handoff.update(status="resolved", resolution_option=p.option, resolution_answer=p.answer,
+                                    resolved_by=tx.operator, resolved_at=tx.now)
+                     .where((Handoff.id == int(tx.plan.target)) & (Handoff.status == "open"))).execute()
+    if n != 1:  # cannot happen under the write lock after the check; refuse rather than double-resolve
+        raise RuntimeError("handoff changed under the write lock")
+    return Outcome(task_fields=tx.reopens(), payload={"handoff": tx.plan.target, "option": p.option,
+                                                      "answer": p.answer}, settle=True)

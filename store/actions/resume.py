@@ -1,0 +1,76 @@
+"""resume: undo a park. A reason is optional.
+
+Task: → active; nodes parked at or after the task's park (by ``--now`` or while it was parked) →
+pending (→ blocked when they still have an open handoff). Nodes parked on their own before the
+task park stay parked: resume them with ``node=``.
+Node: parked → pending (→ blocked with an open handoff).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import sql
+from ..db import read_tx
+from ..errors import Refused
+from ..ledger.core import LedgerCore
+from . import planning as pl
+from .changes import BUMP, REVOKE, UNPARK, ApplyTx, Outcome, set_nodes
+from .plan import ActionParams, Plan
+
+
+@dataclass(frozen=True)
+class ResumeParams(ActionParams):
+    action = "resume"
+    reason_required = False
+
+    node: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node}
+
+    def node_target(self, target: str) -> str | None:
+        return target if self.node else None
+
+
+def plan_resume(core: LedgerCore, task_id: str, *, node: str | None = None, reason: str | None = None) -> Plan:
+    """Undo a park (of the task, or of one node with ``node=``)."""
+    reason = "" if reason is None else str(reason).strip()
+    with read_tx(core.db):
+        task = pl.open_task(core, task_id)
+        params = ResumeParams(node=node)
+        if node is not None:
+            n = pl.node_one(core, task_id, node)
+            if n.status != "parked":
+                raise Refused(f"node {node} is not parked (it is {n.status})")
+            to = "blocked" if pl.open_handoffs(core, task_id, {n.id}) else "pending"
+            warnings = []
+            if task["status"] == "parked":
+                warnings.append(f"task {task_id} is still parked: nothing is claimed until it is resumed")
+            return pl.make_plan(core, params, task, node, reason, [n], {n.key: ("parked", to)}, warnings=warnings)
+        if task["status"] != "parked":
+            raise Refused(f"task {task_id} is not parked (it is {task['status']})")
+        nodes = pl.lean(sql.fetch_all(core.db, f"SELECT {pl.LEAN}, n.parked_at FROM node n WHERE n.task_id = ? "
+                                               "AND n.status = 'parked' ORDER BY n.position", [task_id]))
+        since = task["parked_at"] if task["parked_at"] is not None else float("-inf")
+        ours = [n for n in nodes if n.extra is not None and n.extra >= since]
+        our_ids = {n.id for n in ours}
+        kept = [n.key for n in nodes if n.id not in our_ids]
+        with_handoff = pl.nodes_with_open_handoffs(core, task_id)
+        changes = {n.key: ("parked", "blocked" if n.id in with_handoff else "pending") for n in ours}
+        warnings = []
+        if kept:
+            warnings.append(f"{len(kept)} node(s) parked on their own before the task stay parked: {pl.names(kept)} "
+                            "(resume each with --node KEY)")
+        return pl.make_plan(core, params, task, task_id, reason, nodes, changes, kept=kept, status_after="active",
+                            warnings=warnings)
+
+
+def apply_resume(tx: ApplyTx, p: ResumeParams) -> Outcome:
+    for status in ("pending", "blocked"):
+        set_nodes(tx, tx.changed_to(status), {"status": status, **UNPARK, **REVOKE, **BUMP})
+    if p.node:
+        return Outcome()
+    return Outcome(task_fields={"status": "active", "parked_at": None, "park_reason": None, "park_until": None,
+                                "wake_on": None})

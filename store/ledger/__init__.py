@@ -1,0 +1,16 @@
+"""The ledger: :class:`Ledger` (``facade``) over its parts —
+
+* ``core``     the open database, clock, journal writer, task/node rows (``LedgerCore``)
+* ``rows``     database rows → frozen views
+* ``build``    create_task, add_node(s): keys, edges, cycles
+* ``claims``   claiming ready nodes under the budget governor
+* ``fenced``   the agent's lease-fenced writes: heartbeat, commit, fail, handoff, effects, notes
+* ``queries``  tasks, graphs (whole or in pages), nodes, the journal, handoffs, audit, artifacts
+
+The operator actions (plan → preview → apply) live in ``store.actions``; the facade exposes them.
+"""
+
+from .core import LedgerCore, digest_json, normalise_lines, retry_delay, sha256_hex
+from .facade import Ledger
+
+__all__ = ["Ledger", "LedgerCore", "digest_json", "normalise_lines", "retry_delay", "sha256_hex"]

@@ -1,0 +1,164 @@
+"""Building the graph: create a task, add nodes and their edges (checked: keys, cycles, unknown
+dependencies), idempotent for an agent that died between deciding and adding."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import peewee as pw
+
+from .. import graph as graph_mod
+from .. import sql
+from ..db import is_sqlite, retry_write, write_tx
+from ..errors import Refused
+from ..models import Edge, Node, Task, dumps
+from ..views import Budget, NodeSpec
+from .core import LedgerCore, validate_key, validate_task_id
+
+
+def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, workflow_version: str, inputs: Any,
+                constraints: Sequence[str] | None, preconditions: Mapping[str, Any] | None, budget: Budget | None,
+                max_claims: int, max_repairs: int, exist_ok: bool, actor: str) -> None:
+    """Create a task. With ``exist_ok`` an existing task is left unchanged (idempotent)."""
+    validate_task_id(task_id)
+    budget = budget or Budget()
+    constraint_list = [str(c) for c in (constraints or [])]
+    precondition_map = dict(preconditions or {})
+    dumps(inputs)  # refuse what cannot be stored before writing anything
+    dumps(precondition_map)
+    args = (task_id, title, workflow, workflow_version, inputs, constraint_list, precondition_map, budget, max_claims,
+            max_repairs, exist_ok, actor)
+    try:
+        return _create_task(core, *args)
+    except pw.IntegrityError:
+        if is_sqlite(core.db):
+            raise
+        # PostgreSQL: another process created the same task between our check and our insert
+        # (SQLite's BEGIN IMMEDIATE rules that out); look again.
+        return _create_task(core, *args)
+
+
+@retry_write
+def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, workflow_version: str, inputs: Any,
+                 constraints: list[str], preconditions: dict[str, Any], budget: Budget, max_claims: int,
+                 max_repairs: int, exist_ok: bool, actor: str) -> None:
+    now = core.now()
+    with write_tx(core.db):
+        existing = core.bind(Task.select(Task.task_id).where(Task.task_id == task_id)).first()
+        if existing is not None:
+            if exist_ok:
+                return
+            raise Refused(f"task {task_id!r} already exists")
+        core.bind(
+            Task.insert(
+                task_id=task_id,
+                title=title,
+                workflow=workflow,
+                workflow_version=workflow_version,
+                status="active",
+                inputs=inputs if inputs is not None else {},
+                constraints=constraints,
+                preconditions=preconditions,
+                token_cap=budget.tokens,
+                wall_cap_s=budget.wall_s,
+                soft_ratio=budget.soft_ratio,
+                max_claims=max_claims,
+                max_repairs=max_repairs,
+                revision=1,
+                created_at=now,
+                updated_at=now,
+            )
+        ).execute()
+        core.journal(task_id, None, "system", "task.created", actor, f"task created: {title or task_id}",
+                     {"workflow": workflow, "workflow_version": workflow_version})
+
+
+@retry_write
+def add_nodes(core: LedgerCore, task_id: str, specs: list[NodeSpec], actor: str) -> int:
+    """Add many nodes in one transaction (any order among themselves). Returns how many were new."""
+    with write_tx(core.db):
+        added = add_nodes_tx(core, task_id, specs, actor=actor)
+    return added
+
+
+def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor: str) -> int:
+    """:func:`add_nodes` inside the caller's write transaction (a commit's ``next_nodes``)."""
+    task = core.task_row(task_id, lock="update")
+    if task["status"] == "aborted":
+        raise Refused(f"task {task_id!r} is aborted; nothing can be added")
+    seen: set[str] = set()
+    for s in specs:
+        validate_key(s.key)
+        if s.key in seen:
+            raise Refused(f"node {s.key!r} is listed twice")
+        seen.add(s.key)
+        if s.key in s.deps:
+            raise Refused(f"node {s.key!r} cannot depend on itself (a cycle)")
+        dumps(dict(s.preconditions or {}))
+    keys = [s.key for s in specs] + [d for s in specs for d in s.deps]
+    existing = core.ids_for_keys(task_id, keys)
+    existing_deps: dict[str, set[str]] = {}
+    old = [s for s in specs if s.key in existing]
+    if old:
+        for dst, src in _edges_for_ids(core, [existing[s.key] for s in old]):
+            existing_deps.setdefault(dst, set()).add(src)
+    new_specs = []
+    for s in specs:
+        if s.key in existing:
+            if set(s.deps) != existing_deps.get(s.key, set()):
+                raise Refused(f"node {s.key!r} already exists with other dependencies")
+            continue
+        new_specs.append(s)
+    if not new_specs:
+        return 0
+    new_keys = {s.key for s in new_specs}
+    for s in new_specs:
+        for d in s.deps:
+            if d not in existing and d not in new_keys:
+                raise Refused(f"node {s.key!r} depends on unknown node {d!r}")
+    order = graph_mod.topological_order(
+        [s.key for s in new_specs], {s.key: [d for d in s.deps if d in new_keys] for s in new_specs}
+    )
+    if order is None:
+        raise Refused("the new nodes' dependencies form a cycle")
+    by_key = {s.key: s for s in new_specs}
+    pos = int(sql.scalar(core.db, "SELECT MAX(position) FROM node WHERE task_id = ?", [task_id]) or 0)
+    rows = []
+    for k in order:
+        s = by_key[k]
+        pos += 1
+        rows.append((task_id, s.key, pos, s.kind, s.title, "pending", dumps(dict(s.preconditions or {})),
+                     s.est_wall_s, s.est_tokens, bool(s.always_admit), bool(s.retryable), s.units_total,
+                     s.max_claims, "[]", 1))
+    sql.execute_many(
+        core.db,
+        "INSERT INTO node (task_id, key, position, kind, title, status, preconditions, est_wall_s, est_tokens, "
+        "always_admit, retryable, units_total, max_claims, rejections, version, attempt, tokens_used, "
+        "wall_used_s, claim_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0)", rows)
+    ids = core.ids_for_keys(task_id, list(new_keys) + [d for s in new_specs for d in s.deps])
+    edges = [(task_id, ids[d], ids[s.key]) for s in new_specs for d in dict.fromkeys(s.deps)]
+    if edges:
+        sql.execute_many(core.db, "INSERT INTO edge (task_id, src_id, dst_id) VALUES (?, ?, ?)", edges)
+    fields: dict[str, Any] = {}
+    if task["status"] == "completed":
+        fields.update(status="active", finished_at=None)
+    core.bump_task(task_id, **fields)
+    summary = (f"node added: {new_specs[0].key}" if len(new_specs) == 1
+               else f"{len(new_specs)} nodes added")
+    core.journal(task_id, new_specs[0].key if len(new_specs) == 1 else None, "system", "graph.nodes_added",
+                 actor, summary, {"nodes": [s.key for s in new_specs]})
+    return len(new_specs)
+
+
+def _edges_for_ids(core: LedgerCore, dst_ids: Sequence[int]) -> list[tuple[str, str]]:
+    """(dependent key, dependency key) of every edge into these nodes."""
+    D = Node.alias()
+    S = Node.alias()
+    out: list[tuple[str, str]] = []
+    for chunk in sql.chunks(list(dst_ids)):
+        q = (Edge.select(D.key, S.key)
+             .join(D, on=(Edge.dst == D.id))
+             .switch(Edge).join(S, on=(Edge.src == S.id))
+             .where(Edge.dst.in_(list(chunk))))
+        out.extend(core.tuple_rows(q))
+    return out

@@ -1,0 +1,198 @@
+"""Claiming ready work: find a ready node, take its lease, hand the agent its inputs.
+
+Ready: pending, every dependency succeeded or abandoned, ``next_retry_at`` passed, task active.
+A running node whose lease has expired (``lease_until <= now``) is reclaimed first. On PostgreSQL
+claims take ``FOR NO KEY UPDATE ... SKIP LOCKED`` on the node and only KEY SHARE on the task row,
+so claims of different nodes of one task proceed concurrently.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any, Mapping, Sequence
+
+from .. import budget as budget_mod
+from .. import sql
+from ..db import read_tx, retry_write, write_tx
+from ..errors import Refused
+from ..models import Task
+from ..sql import Inc
+from ..views import Claim
+from .core import LedgerCore, digest_json
+
+CLAIM_ROUNDS = 1000  # each round either claims, fails an over-claimed node, or ends
+
+
+def admit(core: LedgerCore, task_id: str, node_key: str) -> str:
+    """The budget governor for one node: ``admit | admit_degraded | deny_hard``."""
+    with read_tx(core.db):
+        task = core.task_row(task_id)
+        node = core.node_row(task_id, node_key)
+    return budget_mod.admit(core.task_gate(task, core.now()), bool(node["always_admit"]))
+
+
+def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
+          kinds: Sequence[str] | None) -> Claim | None:
+    """Claim a ready node of ``task_id`` (or of any active task when None), or None."""
+    if not worker:
+        raise Refused("a claim needs a worker name")
+    if lease_s <= 0:
+        raise Refused("lease_s must be positive")
+    for _ in range(CLAIM_ROUNDS):
+        result = _claim_round(core, task_id, worker, float(lease_s), kinds)
+        if isinstance(result, tuple):  # over-claimed: fail it in its own transaction, go again
+            _fail_over_claimed(core, result[0], result[1], worker)
+            continue
+        return result
+    return None
+
+
+@retry_write
+def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
+                 kinds: Sequence[str] | None) -> Claim | tuple[str, int] | None:
+    """One write transaction: a Claim, None, or (task id, node id) of a node over its max_claims."""
+    with write_tx(core.db):
+        now = core.now()
+        if task_id is not None:
+            task_ids = [task_id]
+            core.task_row(task_id)  # NotFound for an unknown task
+        else:
+            task_ids = [r[0] for r in core.tuple_rows(
+                Task.select(Task.task_id).where(Task.status == "active").order_by(Task.created_at))]
+        for tid in task_ids:
+            # KEY SHARE: claims of one task never wait for each other; an operator action (FOR
+            # UPDATE) waits for this claim to commit, and a claim behind it sees its result.
+            task = core.task_row(tid, lock="share")
+            if task["status"] != "active":
+                continue
+            gate = core.task_gate(task, now)
+            if gate == "stop":
+                continue
+            row = _find_claimable(core, tid, now, gate == "hard", kinds)
+            if row is None:
+                continue
+            limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
+            if limit is not None and row["claim_count"] >= limit:
+                return (tid, row["id"])
+            return _take(core, task, row, worker, lease_s, now, gate)
+        return None
+
+
+def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool,
+                    kinds: Sequence[str] | None) -> dict[str, Any] | None:
+    extra = ""
+    params: list[Any] = []
+    if only_admit:
+        extra += f" AND n.always_admit = {sql.true(core.db)}"
+    if kinds:
+        extra += f" AND n.kind IN ({sql.marks(len(kinds))})"
+        params.extend(kinds)
+    # NO KEY UPDATE, not UPDATE: foreign-key checks (KEY SHARE) of concurrent inserts that
+    # reference this node must not wait for a claim.
+    lock = sql.lock(core.db, " FOR NO KEY UPDATE OF n SKIP LOCKED")
+    # Reclaim first: a running node whose lease expired has been waited on longest.
+    r = sql.execute(core.db, "SELECT n.id FROM node n WHERE n.task_id = ? AND n.status = 'running' "
+                             f"AND n.lease_until <= ?{extra} ORDER BY n.position LIMIT 1{lock}",
+                    [task_id, now, *params]).fetchone()
+    if r is None:
+        r = sql.execute(core.db, "SELECT n.id FROM node n WHERE n.task_id = ? AND n.status = 'pending' "
+                                 f"AND (n.next_retry_at IS NULL OR n.next_retry_at <= ?){extra} "
+                                 "AND NOT EXISTS (SELECT 1 FROM edge e JOIN node d ON d.id = e.src_id "
+                                 "WHERE e.dst_id = n.id AND d.status NOT IN ('succeeded', 'abandoned')) "
+                                 f"ORDER BY n.position LIMIT 1{lock}",
+                        [task_id, now, *params]).fetchone()
+    if r is None:
+        return None
+    return core.node_row_by_id(r[0])
+
+
+@retry_write
+def _fail_over_claimed(core: LedgerCore, task_id: str, node_id: int, worker: str) -> None:
+    """Fail a node claimed ``max_claims`` times, in its own transaction taking the task row
+    before the node (a claim holds only KEY SHARE on the task; failing may fail the task)."""
+    with write_tx(core.db):
+        now = core.now()
+        task = core.task_row(task_id, lock="update")
+        row = core.node_row_by_id(node_id, lock=" FOR NO KEY UPDATE")
+        if row is None or row["status"] not in ("pending", "running"):
+            return
+        if row["status"] == "running" and (row["lease_until"] is None or row["lease_until"] > now):
+            return  # somebody holds it
+        limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
+        if limit is None or row["claim_count"] < limit:
+            return
+        err = f"claimed {row['claim_count']} times, the limit is {limit}: not claimed again"
+        core.update_node(row["id"], dict(
+            status="failed", failure_class=row["failure_class"] or "transient", retryable=False, error=err,
+            lease_owner=None, lease_token=None, lease_until=None, finished_at=now, version=Inc(1),
+        ))
+        core.journal(task["task_id"], row["key"], "system", "node.failed", worker,
+                     f"{row['key']} failed: max claims reached", {"error": err, "max_claims": limit})
+        core.maybe_fail_task(task["task_id"], now)
+
+
+def _take(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], worker: str, lease_s: float,
+          now: float, gate: str) -> Claim:
+    token = secrets.token_hex(16)
+    reclaim = row["status"] == "running"
+    attempt = int(row["attempt"]) + 1
+    inputs = _claim_inputs(core, task, row)
+    input_digest = digest_json({"task": task["inputs"], "deps": {k: v.get("digest") for k, v in inputs["deps"].items()}})
+    n = core.update_node(row["id"], dict(
+        status="running", lease_owner=worker, lease_token=token, lease_until=now + lease_s,
+        heartbeat_at=now, claimed_at=now, claim_count=Inc(1), attempt=attempt,
+        input_digest=input_digest, started_at=row["started_at"] if row["started_at"] is not None else now,
+        next_retry_at=None, version=Inc(1),
+    ), " AND version = ?", [row["version"]])
+    if n != 1:  # cannot happen under the write lock; refuse rather than double-claim
+        raise RuntimeError("claim lost its row under the write lock")
+    core.hook("claim.locked", task["task_id"], row["key"])
+    # No write to the task row on a claim (it would serialise every claim of the task): the
+    # task's claim count is the sum of its nodes' attempts; only the first claim stamps
+    # started_at (later claims match no row and take no lock).
+    if task["started_at"] is None:
+        sql.execute(core.db, "UPDATE task SET started_at = ? WHERE task_id = ? AND started_at IS NULL",
+                    [now, task["task_id"]])
+    payload = {"worker": worker, "attempt": attempt, "lease_until": now + lease_s, "reclaimed": reclaim}
+    if reclaim:
+        payload["previous_owner"] = row["lease_owner"]
+    core.journal(task["task_id"], row["key"], "execution", "node.claimed", worker,
+                 f"{row['key']} claimed by {worker} (attempt {attempt}){' after lease expiry' if reclaim else ''}",
+                 payload)
+    return Claim(
+        task_id=task["task_id"], node_key=row["key"], kind=row["kind"], worker=worker, token=token,
+        attempt=attempt, lease_until=now + lease_s, inputs=inputs,
+        admission=budget_mod.admit(gate, bool(row["always_admit"])), lease_s=lease_s,
+    )
+
+
+def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """The task inputs, the dependencies' outputs, the rejections and the latest resolution."""
+    deps = {}
+    for key, output, ref, dig, status in sql.fetch_all(
+            core.db, "SELECT s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
+                     "JOIN node s ON s.id = e.src_id WHERE e.dst_id = ? ORDER BY s.position", [row["id"]]):
+        deps[key] = {
+            "output": json.loads(output) if output is not None else None,
+            "output_ref": ref, "digest": dig, "status": status,
+        }
+    h = sql.fetch_one(core.db, "SELECT * FROM handoff WHERE node_id = ? AND status = 'resolved' "
+                               "ORDER BY id DESC LIMIT 1", [row["id"]])
+    resolution = None
+    if h is not None:
+        resolution = {
+            "handoff": str(h["id"]), "kind": h["kind"], "question": h["question"],
+            "option": h["resolution_option"], "answer": h["resolution_answer"],
+            "by": h["resolved_by"], "at": h["resolved_at"],
+        }
+    return {
+        "task": task["inputs"],
+        "constraints": list(task["constraints"] or []),
+        "preconditions": dict(task["preconditions"] or {}),
+        "node_preconditions": dict(row["preconditions"] or {}),
+        "deps": deps,
+        "rejections": list(row["rejections"] or []),
+        "resolution": resolution,
+        "attempt": int(row["attempt"]) + 1,
+    }

@@ -1,0 +1,274 @@
+"""The ledger's core: an open database, its clock, the journal writer and the row reads and writes
+every other part of the ledger (and the operator actions) build on.
+
+Everything here is public on purpose: the agent writes, the graph building, the queries and
+``store.actions`` share this small layer instead of reaching into one another's internals.
+
+Every write is one transaction that begins IMMEDIATE at depth 0 (``db.write_tx``) and appends its
+journal events (:meth:`LedgerCore.journal`) in that same transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import Any, Callable, Literal, Mapping, Self, Sequence, TypeVar, cast
+
+import peewee as pw
+
+from .. import budget as budget_mod
+from .. import sql
+from ..clock import Clock, system_clock
+from ..db import connect_checked, is_sqlite, open_database
+from ..errors import NotFound, Refused
+from ..models import LAYERS, Task, dumps
+from ..schema import check_version
+from .rows import wall_used
+
+TASK_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+NODE_KEY_RE = re.compile(r"^[A-Za-z0-9._:/@+-]{1,200}$")
+RETRY_BASE_S = 5.0
+RETRY_CAP_S = 600.0
+PG_JOURNAL_LOCK = 0x57A4DE  # transaction-scoped advisory lock serialising journal inserts
+# PostgreSQL row locks on the task row, weakest first. Lock order everywhere: the task row, then node
+# rows, then the journal's advisory lock (last, in `journal`). Claims take KEY SHARE (claims do not
+# wait for one another, nor for agent writes); agent writes and graph growth take NO KEY UPDATE;
+# operator actions take UPDATE, which excludes both while an action checks its revision and applies.
+TaskLock = Literal["share", "update", "exclusive"]
+TASK_LOCKS: dict[str, str] = {"share": " FOR KEY SHARE", "update": " FOR NO KEY UPDATE", "exclusive": " FOR UPDATE"}
+# Unfinished node statuses, as an IN list (a range on the (task, status) index, unlike NOT IN).
+UNFINISHED_SQL = "('pending', 'running', 'blocked', 'parked', 'failed')"
+
+_Query = TypeVar("_Query", bound=pw.BaseQuery)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def digest_json(value: Any) -> str:
+    return sha256_hex(dumps(value).encode("utf-8"))
+
+
+def normalise_lines(text: str) -> list[str]:
+    """Observation → normalised lines: stripped, white space collapsed, case folded, no empties."""
+    out = []
+    for line in text.splitlines():
+        norm = " ".join(line.split()).casefold()
+        if norm:
+            out.append(norm)
+    return out
+
+
+def retry_delay(attempt: int, base: float = RETRY_BASE_S, cap: float = RETRY_CAP_S) -> float:
+    """Deterministic exponential back-off: base · 2^(attempt-1), capped."""
+    return min(cap, base * (2 ** max(0, attempt - 1)))
+
+
+def validate_task_id(task_id: str) -> None:
+    if not isinstance(task_id, str) or not TASK_ID_RE.match(task_id):
+        raise Refused(f"invalid task id {task_id!r}: use 1-64 of A-Z a-z 0-9 . _ -")
+
+
+def validate_key(key: str) -> None:
+    if not isinstance(key, str) or not NODE_KEY_RE.match(key):
+        raise Refused(f"invalid node key {key!r}: use 1-200 of A-Z a-z 0-9 . _ - : / @ +")
+
+
+class LedgerCore:
+    """An open ledger database and its clock; the shared layer under :class:`store.Ledger`."""
+
+    def __init__(self, db: pw.Database, clock: Clock = system_clock) -> None:
+        self.db = db
+        self.clock = clock
+        # Test hooks: name → callable, run at a named point inside a transaction (tests hold a
+        # transaction open there to prove what it does and does not block). Empty in production.
+        self.hooks: dict[str, Callable[..., Any]] = {}
+
+    def hook(self, name: str, *args: Any) -> None:
+        fn = self.hooks.get(name)
+        if fn is not None:
+            fn(*args)
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(
+        cls,
+        target: str | os.PathLike[str] = "ledger.db",
+        *,
+        clock: Clock | None = None,
+        read_only: bool = False,
+        create: bool = True,
+    ) -> Self:
+        """Open (and, for the agent side, create) a ledger: a path, ``sqlite:///…`` or
+        ``postgresql://…``.
+
+        ``create=False`` refuses a ledger that does not exist yet (the console and the CLI), so a
+        typo never leaves a stray empty database behind.
+        """
+        db = open_database(target, read_only=read_only, create=create and not read_only)
+        connect_checked(db)
+        try:
+            check_version(db, create=create and not read_only)
+        except Exception:
+            db.close()
+            raise
+        return cls(db, clock or system_clock)
+
+    @property
+    def display(self) -> str:
+        return str(getattr(self.db, "display", "ledger"))
+
+    @property
+    def read_only(self) -> bool:
+        return bool(getattr(self.db, "read_only", False))
+
+    def close(self) -> None:
+        if not self.db.is_closed():
+            self.db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def now(self) -> float:
+        return float(self.clock())
+
+    def bind(self, query: _Query) -> _Query:
+        """A Peewee query bound to this ledger's database (the models are declared without one)."""
+        return query.bind(self.db)
+
+    def dict_rows(self, query: pw.BaseQuery) -> list[dict[str, Any]]:
+        """A Peewee query's rows as dicts by column name."""
+        return cast("list[dict[str, Any]]", list(query.bind(self.db).dicts()))
+
+    def first_dict(self, query: pw.SelectBase) -> dict[str, Any] | None:
+        """A Peewee select's first row as a dict, or None."""
+        return cast("dict[str, Any] | None", query.bind(self.db).dicts().first())
+
+    def tuple_rows(self, query: pw.BaseQuery) -> list[tuple[Any, ...]]:
+        """A Peewee query's rows as tuples."""
+        return cast("list[tuple[Any, ...]]", list(query.bind(self.db).tuples()))
+
+    # Used by store/signals.py, store/estimates.py and store/analysis.py, which other work is moving
+    # to ``bind``; remove when nothing calls it.
+    _q = bind
+
+    # ------------------------------------------------------------------ the journal
+    def journal(
+        self,
+        task_id: str | None,
+        node: str | None,
+        layer: str,
+        kind: str,
+        actor: str,
+        summary: str,
+        payload: Mapping[str, Any] | None = None,
+        at: float | None = None,
+    ) -> int:
+        """Append one journal event inside the caller's write transaction; returns its id."""
+        assert layer in LAYERS, layer
+        if not is_sqlite(self.db):
+            # Ids from a sequence can become visible out of commit order; holding this lock until
+            # commit makes journal inserts commit in id order, so `id > cursor` never skips one.
+            sql.execute(self.db, "SELECT pg_advisory_xact_lock(?)", (PG_JOURNAL_LOCK,))
+        cur = sql.execute(
+            self.db,
+            "INSERT INTO event (at, task_id, node, layer, kind, actor, summary, payload) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            [self.now() if at is None else at, task_id, node, layer, kind, actor or "", summary,
+             dumps(dict(payload or {}))],
+        )
+        return int(cur.fetchone()[0])
+
+    # ------------------------------------------------------------------ rows
+    def task_row(self, task_id: str, *, lock: TaskLock | None = None) -> dict[str, Any]:
+        """The task row (decoded); on PostgreSQL ``lock`` takes a row lock: "exclusive"
+        (operator actions), "update" (agent writes, graph growth) or "share" (claims)."""
+        clause = sql.lock(self.db, TASK_LOCKS[lock]) if lock else ""
+        row = sql.fetch_one(self.db, f"SELECT * FROM task WHERE task_id = ?{clause}", [task_id])
+        if row is None:
+            raise NotFound(f"unknown task {task_id!r}")
+        return row
+
+    def node_row(self, task_id: str, key: str, *, for_update: bool = False) -> dict[str, Any]:
+        row = self.node_row_or_none(task_id, key, for_update=for_update)
+        if row is None:
+            raise NotFound(f"unknown node {key!r} in task {task_id!r}")
+        return row
+
+    def node_row_or_none(self, task_id: str, key: str, *, for_update: bool = False) -> dict[str, Any] | None:
+        clause = sql.lock(self.db, " FOR UPDATE") if for_update else ""
+        row = sql.fetch_one(self.db, f"SELECT * FROM node WHERE task_id = ? AND key = ?{clause}", [task_id, key])
+        if row is not None:
+            row["task"] = row["task_id"]
+        return row
+
+    def node_row_by_id(self, node_id: int, *, lock: str = "") -> dict[str, Any] | None:
+        """The node row by id (``lock``: a row-lock clause taken on PostgreSQL only)."""
+        row = sql.fetch_one(self.db, f"SELECT * FROM node WHERE id = ?{sql.lock(self.db, lock)}", [node_id])
+        if row is not None:
+            row["task"] = row["task_id"]
+        return row
+
+    def update_node(self, node_id: int, fields: Mapping[str, Any], where: str = "",
+                    params: Sequence[Any] = ()) -> int:
+        """``UPDATE node SET fields WHERE id = node_id`` + ``where``; returns the rows changed."""
+        sets, values = sql.set_clause(fields)
+        return sql.execute_count(self.db, f"UPDATE node SET {sets} WHERE id = ?{where}", [*values, node_id, *params])
+
+    def bump_task(self, task_id: str, **fields: Any) -> None:
+        """Update the task row and bump its revision (``updated_at`` defaults to now)."""
+        fields.setdefault("updated_at", self.now())
+        self.bind(Task.update(revision=Task.revision + 1, **fields).where(Task.task_id == task_id)).execute()
+
+    def ids_for_keys(self, task_id: str, keys: Sequence[str]) -> dict[str, int]:
+        """Node ids by key (unknown keys are left out)."""
+        uniq = list(dict.fromkeys(keys))
+        if len(uniq) > 2000:  # many keys: one scan of the task beats thousands of IN lists
+            wanted = set(uniq)
+            return {k: i for k, i in sql.fetch_all(self.db, "SELECT key, id FROM node WHERE task_id = ?", [task_id])
+                    if k in wanted}
+        out: dict[str, int] = {}
+        for chunk in sql.chunks(uniq):
+            out.update(sql.fetch_all(self.db, f"SELECT key, id FROM node WHERE task_id = ? AND key IN "
+                                              f"({sql.marks(len(chunk))})", [task_id, *chunk]))
+        return out
+
+    # ------------------------------------------------------------------ the task's course
+    def task_gate(self, task: Mapping[str, Any], now: float) -> str:
+        """The task row's budget gate (``ok | soft | hard | stop``) at ``now``."""
+        ratio = budget_mod.usage_ratio(task["tokens_used"], task["token_cap"], wall_used(task, now),
+                                       task["wall_cap_s"])
+        return budget_mod.gate(ratio, task["soft_ratio"])
+
+    def maybe_complete_task(self, task_id: str, now: float) -> None:
+        """Inside a write: the task completes when every node is succeeded or abandoned."""
+        left = sql.fetch_one(self.db, f"SELECT 1 AS x FROM node WHERE task_id = ? AND status IN {UNFINISHED_SQL} "
+                                      "LIMIT 1", [task_id])
+        if left:
+            return
+        task = self.task_row(task_id)
+        if task["status"] in ("active", "failed"):
+            self.bump_task(task_id, status="completed", finished_at=now)
+            self.journal(task_id, None, "system", "task.completed", "warden", f"task {task_id} completed", {})
+
+    def maybe_fail_task(self, task_id: str, now: float) -> None:
+        """Inside a write: a task with a terminally failed node and nothing left that can move fails."""
+        movable = sql.execute(
+            self.db,
+            "SELECT 1 FROM node n WHERE n.task_id = ? AND (n.status IN ('running', 'blocked', 'parked') "
+            "OR (n.status = 'pending' AND NOT EXISTS (SELECT 1 FROM edge e JOIN node d ON d.id = e.src_id "
+            "WHERE e.dst_id = n.id AND d.status NOT IN ('succeeded', 'abandoned')))) LIMIT 1",
+            [task_id],
+        ).fetchone()
+        if movable:
+            return
+        task = self.task_row(task_id)
+        if task["status"] == "active":
+            self.bump_task(task_id, status="failed", finished_at=now)
+            self.journal(task_id, None, "system", "task.failed", "warden",
+                         f"task {task_id} failed: a node failed and nothing else can run", {})

@@ -1,0 +1,311 @@
+"""The Ledger: the one object agents and the console hold — the typed facade over the agent writes
+(``claims``, ``fenced``), graph building (``build``), queries (``queries``) and the operator
+actions (``store.actions``), all sharing :class:`~store.ledger.core.LedgerCore`.
+
+Every agent write is a compare-and-set on (node, lease token, status running,
+``lease_until > now``) judged with the injected clock at write time; when it does not match,
+``LeaseLost`` is raised and nothing is written. Every write appends its journal events in the
+same transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from .. import actions as operator_actions
+from ..actions import Plan
+from ..errors import WardenError
+from ..views import (
+    ActionView,
+    ArtifactView,
+    Budget,
+    Claim,
+    EffectView,
+    EventView,
+    GraphPage,
+    GraphView,
+    HandoffView,
+    NodeDetail,
+    NodeSpec,
+    NodeView,
+    ObservationView,
+    Pulse,
+    TaskView,
+)
+from . import build, claims, fenced, queries
+from .core import LedgerCore
+
+
+class Ledger(LedgerCore):
+    """A ledger on SQLite or PostgreSQL. Open with :meth:`open`."""
+
+    # ------------------------------------------------------------------ graph building
+    def create_task(
+        self,
+        task_id: str,
+        *,
+        title: str = "",
+        workflow: str = "",
+        workflow_version: str = "",
+        inputs: Any = None,
+        constraints: Sequence[str] | None = None,
+        preconditions: Mapping[str, Any] | None = None,
+        budget: Budget | None = None,
+        max_claims: int = 5,
+        max_repairs: int = 3,
+        exist_ok: bool = False,
+        actor: str = "",
+    ) -> TaskView:
+        """Create a task. With ``exist_ok`` an existing task is returned unchanged (idempotent)."""
+        build.create_task(self, task_id, title=title, workflow=workflow, workflow_version=workflow_version,
+                          inputs=inputs, constraints=constraints, preconditions=preconditions, budget=budget,
+                          max_claims=max_claims, max_repairs=max_repairs, exist_ok=exist_ok, actor=actor)
+        return self.task(task_id)
+
+    def add_node(
+        self,
+        task_id: str,
+        key: str,
+        *,
+        kind: str = "tool",
+        deps: Sequence[str] = (),
+        title: str = "",
+        preconditions: Mapping[str, Any] | None = None,
+        est_wall_s: float | None = None,
+        est_tokens: int | None = None,
+        always_admit: bool = False,
+        retryable: bool = True,
+        units_total: float | None = None,
+        max_claims: int | None = None,
+        actor: str = "",
+    ) -> NodeView:
+        """Add one node. Unknown dependencies and cycles are refused; re-adding the same node
+        with the same dependencies is a no-op (an agent may die between deciding and adding)."""
+        spec = NodeSpec(key, kind, tuple(deps), title, preconditions, est_wall_s, est_tokens,
+                        always_admit, retryable, units_total, max_claims)
+        build.add_nodes(self, task_id, [spec], actor)
+        return self.node(task_id, key)
+
+    def add_nodes(self, task_id: str, specs: Iterable[NodeSpec], *, actor: str = "") -> int:
+        """Add many nodes in one transaction (any order among themselves). Returns how many were new."""
+        return build.add_nodes(self, task_id, list(specs), actor)
+
+    # ------------------------------------------------------------------ claims and the budget
+    def admit(self, task_id: str, node_key: str) -> str:
+        """The budget governor for one node: ``admit | admit_degraded | deny_hard``."""
+        return claims.admit(self, task_id, node_key)
+
+    def claim(self, task_id: str | None, worker: str, lease_s: float = 30.0, *,
+              kinds: Sequence[str] | None = None) -> Claim | None:
+        """Claim a ready node of ``task_id`` (or of any active task when None), or None.
+
+        Ready: pending, every dependency succeeded or abandoned, ``next_retry_at`` passed, task
+        active. A running node whose lease has expired (``lease_until <= now``) is reclaimed.
+        """
+        return claims.claim(self, task_id, worker, lease_s, kinds)
+
+    # ------------------------------------------------------------------ fenced writes
+    def heartbeat(
+        self,
+        claim: Claim,
+        *,
+        units_done: float | None = None,
+        units_total: float | None = None,
+        tokens: float | None = 0,
+        observation: str | None = None,
+        lease_s: float | None = None,
+    ) -> Pulse:
+        """Extend the lease and record progress. Raises LeaseLost when the claim no longer holds.
+
+        Returns a :class:`Pulse`; ``parked`` tells the agent its task or node was parked: finish
+        the current step, then stop claiming.
+        """
+        return fenced.heartbeat(self, claim, units_done=units_done, units_total=units_total, tokens=tokens,
+                                observation=observation, lease_s=lease_s)
+
+    def commit(
+        self,
+        claim: Claim,
+        *,
+        output: Any = None,
+        output_ref: str | None = None,
+        tokens: float | None = 0,
+        artifact: tuple[str, bytes] | None = None,
+        units_done: float | None = None,
+        next_nodes: Sequence[NodeSpec] = (),
+        repair: bool = False,
+        summary: str | None = None,
+    ) -> int:
+        """Record the step's result atomically: output, artifact, tokens, timings, status
+        succeeded, follow-up nodes (``next_nodes``) and the journal event. Returns the event id.
+
+        ``repair=True`` counts one repair loop against the task's ``max_repairs``: past it the
+        commit is refused (ask a human instead).
+        """
+        return fenced.commit(self, claim, output=output, output_ref=output_ref, tokens=tokens, artifact=artifact,
+                             units_done=units_done, next_nodes=next_nodes, repair=repair, summary=summary)
+
+    def commit_many(self, commits: Sequence[tuple[Claim, Mapping[str, Any]]]) -> list[int | WardenError]:
+        """Group commit: several steps' commits in ONE write transaction (one fsync).
+
+        For an agent process that runs many steps at once. Each step stays all-or-nothing (it runs
+        in its own savepoint and is fenced exactly like :meth:`commit`); a step whose lease is lost
+        or whose commit is refused is skipped and its error returned in its place, the others
+        commit. Returns, per step, the journal event id or the error.
+        """
+        return fenced.commit_many(self, commits)
+
+    def fail(
+        self,
+        claim: Claim,
+        *,
+        error: str,
+        failure_class: str = "transient",
+        retryable: bool | None = None,
+        retry_after_s: float | None = None,
+        tokens: float | None = 0,
+    ) -> int:
+        """Record a failed step. Retryable → pending with a persisted ``next_retry_at``
+        (deterministic back-off unless ``retry_after_s``); otherwise failed."""
+        return fenced.fail(self, claim, error=error, failure_class=failure_class, retryable=retryable,
+                           retry_after_s=retry_after_s, tokens=tokens)
+
+    def request_human(
+        self,
+        claim: Claim,
+        *,
+        kind: str,
+        question: str,
+        options: Sequence[Mapping[str, Any]] = (),
+        recommendation: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        tokens: float | None = 0,
+    ) -> str:
+        """Open a needs_human handoff; the node becomes blocked until it is resolved. Returns the
+        handoff id."""
+        return fenced.request_human(self, claim, kind=kind, question=question, options=options,
+                                    recommendation=recommendation, context=context, tokens=tokens)
+
+    def intend_effect(self, claim: Claim, effect_key: str, *, payload: Any = None,
+                      compensation: str | None = None) -> EffectView:
+        """Log an intended side effect *before* making the external call.
+
+        Idempotent on ``effect_key`` within the task: when the key is already logged, the
+        existing record is returned unchanged — if it is ``confirmed`` the effect already
+        happened and must not be made again.
+        """
+        fenced.intend_effect(self, claim, effect_key, payload=payload, compensation=compensation)
+        return queries.effect(self, claim.task_id, effect_key)
+
+    def confirm_effect(self, claim: Claim, effect_key: str, *, external_id: str | None = None,
+                       compensation: str | None = None) -> EffectView:
+        """Record that an intended effect happened (with its external id and how to undo it)."""
+        fenced.confirm_effect(self, claim, effect_key, external_id=external_id, compensation=compensation)
+        return queries.effect(self, claim.task_id, effect_key)
+
+    def note(self, claim: Claim, text: str, *, layer: str = "decision") -> int:
+        """Journal a note from the agent (a decision, an observation worth keeping)."""
+        return fenced.note(self, claim, text, layer=layer)
+
+    # ------------------------------------------------------------------ operator actions
+    def plan_park(self, task_id: str, *, reason: str, node: str | None = None, until: Any = None,
+                  wake_on: str | None = None, now: bool = False) -> Plan:
+        """Park a task (or one node with ``node=``) until an outside signal (``until``: a time or
+        a duration like ``2h``); ``now`` revokes running leases."""
+        return operator_actions.plan_park(self, task_id, reason=reason, node=node, until=until, wake_on=wake_on,
+                                          now=now)
+
+    def plan_resume(self, task_id: str, *, node: str | None = None, reason: str | None = None) -> Plan:
+        """Undo a park of the task (or of one node with ``node=``). A reason is optional."""
+        return operator_actions.plan_resume(self, task_id, node=node, reason=reason)
+
+    def plan_narrow(self, task_id: str, *, reason: str, set: Mapping[str, Any] | None = None,  # noqa: A002
+                    exclude: Sequence[str] = ()) -> Plan:
+        """Narrow the task's scope: ``set={K: V}`` and/or ``exclude=[node keys]``."""
+        return operator_actions.plan_narrow(self, task_id, reason=reason, set=set, exclude=exclude)
+
+    def plan_rewind(self, task_id: str, node: str, *, reason: str) -> Plan:
+        """Rewind a node: it and everything downstream → pending, the reason fed back to the agent."""
+        return operator_actions.plan_rewind(self, task_id, node, reason=reason)
+
+    def plan_abort(self, task_id: str, *, reason: str) -> Plan:
+        """Abort a task: every unfinished node abandoned, leases revoked, open handoffs withdrawn."""
+        return operator_actions.plan_abort(self, task_id, reason=reason)
+
+    def plan_resolve(self, handoff_id: str, *, option: str | None = None, answer: str | None = None) -> Plan:
+        """Resolve a needs_human handoff with one of its options (and an optional answer)."""
+        return operator_actions.plan_resolve(self, handoff_id, option=option, answer=answer)
+
+    def plan_escalate(self, task_id: str, node: str, *, reason: str, question: str | None = None,
+                      context: Mapping[str, Any] | None = None) -> Plan:
+        """Ask a human what should happen to a node (it becomes blocked on an ``exception`` handoff)."""
+        return operator_actions.plan_escalate(self, task_id, node, reason=reason, question=question,
+                                              context=context)
+
+    def apply(self, plan: Plan, *, operator: str) -> Plan:
+        """Apply exactly ``plan`` in one transaction and return it applied, or raise
+        ``StaleRevision`` when the ledger changed since it was computed."""
+        return operator_actions.apply(self, plan, operator=operator)
+
+    # ------------------------------------------------------------------ queries
+    def tasks(self) -> list[TaskView]:
+        return queries.tasks(self)
+
+    def task(self, task_id: str) -> TaskView:
+        return queries.task(self, task_id)
+
+    def graph(self, task_id: str) -> GraphView:
+        """The task and all its nodes in topological order, each with its dependency keys."""
+        return queries.graph(self, task_id)
+
+    def graph_pages(self, task_id: str, *, first: int = queries.GRAPH_FIRST_PAGE,
+                    page: int = queries.GRAPH_PAGE) -> Iterator[GraphPage]:
+        """The task's graph as pages of lean ``NodeRow`` tuples from one snapshot (see
+        ``queries.graph_pages``)."""
+        return queries.graph_pages(self, task_id, first=first, page=page)
+
+    def nodes(self, task_id: str, keys: Sequence[str]) -> list[NodeView]:
+        """Just these nodes (for applying a feed delta), in topological order; unknown keys skipped."""
+        return queries.nodes(self, task_id, keys)
+
+    def node(self, task_id: str, key: str) -> NodeView:
+        return queries.node(self, task_id, key)
+
+    def dependents(self, task_id: str, key: str) -> tuple[str, ...]:
+        return queries.dependents(self, task_id, key)
+
+    def node_detail(self, task_id: str, key: str, *, events_limit: int = 200,
+                    observations_limit: int = 200) -> NodeDetail:
+        return queries.node_detail(self, task_id, key, events_limit=events_limit,
+                                   observations_limit=observations_limit)
+
+    def observations(self, task_id: str, key: str, limit: int = 50) -> list[ObservationView]:
+        return queries.observations(self, task_id, key, limit)
+
+    def events(self, since: int = 0, *, task_id: str | None = None, limit: int = 1000) -> list[EventView]:
+        """Journal events with ``id > since`` in id order (the tail cursor)."""
+        return queries.events(self, since, task_id=task_id, limit=limit)
+
+    def last_event_id(self) -> int:
+        return queries.last_event_id(self)
+
+    def effects(self, task_id: str) -> list[EffectView]:
+        return queries.effects(self, task_id)
+
+    def handoffs(self, *, status: str | None = "open", task_id: str | None = None) -> list[HandoffView]:
+        """Handoffs, oldest first (by default the open ones across all tasks)."""
+        return queries.handoffs(self, status=status, task_id=task_id)
+
+    def handoff(self, handoff_id: str) -> HandoffView:
+        return queries.handoff(self, handoff_id)
+
+    def actions(self, task_id: str | None = None, limit: int = 100) -> list[ActionView]:
+        """The operator audit, newest first."""
+        return queries.actions(self, task_id, limit)
+
+    def artifacts(self, task_id: str) -> list[ArtifactView]:
+        return queries.artifacts(self, task_id)
+
+    def latest_artifact(self, task_id: str) -> tuple[ArtifactView, bytes]:
+        """The task's latest committed artifact and its bytes, after checking its sha256."""
+        return queries.latest_artifact(self, task_id)

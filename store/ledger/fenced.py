@@ -1,0 +1,380 @@
+"""The agent's writes under its lease: heartbeat, commit, fail, request_human, effects, notes.
+
+Every one is a compare-and-set on (node, lease token, status running, ``lease_until > now``)
+judged with the injected clock at write time (:func:`fence`, :func:`cas_update`); when it does not
+match, ``LeaseLost`` is raised and nothing is written. Lock order on PostgreSQL: the task row,
+then the node row, then the journal's advisory lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Mapping, Sequence
+
+from .. import sql
+from ..db import retry_write, write_tx
+from ..errors import LeaseLost, Refused, WardenError
+from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
+from ..sql import Inc
+from ..views import Claim, NodeSpec, Pulse
+from .build import add_nodes_tx
+from .core import LedgerCore, digest_json, normalise_lines, retry_delay, sha256_hex
+
+OBSERVATION_TEXT_CAP = 4096
+OUTPUT_CAP = 64 * 1024
+ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
+COMMIT_ARGS = frozenset({"output", "output_ref", "tokens", "artifact", "units_done", "next_nodes", "repair",
+                         "summary"})
+
+
+# ---------------------------------------------------------------------- the fence
+def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> dict[str, Any]:
+    """Inside a write transaction: the node row if the claim still holds, else LeaseLost.
+
+    Writes that end in a compare-and-set on the node (heartbeat, commit, fail, request_human)
+    need no lock here. Writes that do not update the node (intend/confirm effect, note) pass
+    ``lock=True``: on PostgreSQL the node row is then held (NO KEY UPDATE) until commit, so an
+    operator's revocation cannot slip in between this check and the commit (SQLite's
+    BEGIN IMMEDIATE already excludes it)."""
+    clause = sql.lock(core.db, " FOR NO KEY UPDATE") if lock else ""
+    row = sql.fetch_one(core.db, f"SELECT * FROM node WHERE task_id = ? AND key = ?{clause}",
+                        [claim.task_id, claim.node_key])
+    if row is None:
+        raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: the node no longer exists")
+    row["task"] = row["task_id"]
+    if row["lease_token"] != claim.token or row["status"] != "running":
+        task = sql.fetch_one(core.db, "SELECT status FROM task WHERE task_id = ?", [claim.task_id])
+        why = _lost_why(row, claim, task["status"] if task else None)
+        raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {why}")
+    if row["lease_until"] is None or row["lease_until"] <= now:
+        raise LeaseLost(
+            f"lease lost on {claim.task_id}/{claim.node_key}: expired "
+            f"{now - (row['lease_until'] or now):.1f}s ago; the node may be reclaimed"
+        )
+    return row
+
+
+def _lost_why(row: Mapping[str, Any], claim: Claim, task_status: str | None) -> str:
+    if task_status == "aborted":
+        return "the task was aborted"
+    if row["status"] == "parked":
+        return "the node was parked by an operator"
+    if row["status"] == "abandoned":
+        return "the node was abandoned by an operator (out of scope)"
+    if row["status"] == "running" and row["lease_token"] is not None:
+        return f"reclaimed after expiry (now attempt {row['attempt']} by {row['lease_owner']})"
+    if row["status"] == "pending" and row["attempt"] >= claim.attempt:
+        return "revoked (rewound or reset by an operator)"
+    if row["status"] in ("succeeded", "failed", "abandoned", "blocked"):
+        return f"the node is {row['status']}"
+    return "the lease token is no longer current"
+
+
+def cas_update(core: LedgerCore, row: Mapping[str, Any], claim: Claim, now: float, **fields: Any) -> None:
+    """Update the fenced node only while the claim still holds (checked by row count)."""
+    n = core.update_node(row["id"], fields, " AND lease_token = ? AND status = 'running' AND lease_until > ?",
+                         [claim.token, now])
+    if n != 1:
+        # PostgreSQL (Read Committed): an operator action committed between our fence read and
+        # this update; say what it did, as the fence would have.
+        fence(core, claim, now)
+        raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: changed under the write")
+
+
+def _add_tokens(core: LedgerCore, claim: Claim, tokens: float | None) -> int:
+    t = int(tokens or 0)
+    if t < 0:
+        raise Refused("tokens must not be negative")
+    if t:
+        sql.execute(core.db, "UPDATE task SET tokens_used = tokens_used + ? WHERE task_id = ?", [t, claim.task_id])
+    return t
+
+
+# ---------------------------------------------------------------------- heartbeat
+@retry_write
+def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units_total: float | None,
+              tokens: float | None, observation: str | None, lease_s: float | None) -> Pulse:
+    """Extend the lease and record progress (see ``Ledger.heartbeat``)."""
+    now = core.now()
+    lease = float(lease_s or claim.lease_s)
+    with write_tx(core.db):
+        row = fence(core, claim, now)
+        t = _add_tokens(core, claim, tokens)
+        fields: dict[str, Any] = {"lease_until": now + lease, "heartbeat_at": now}
+        if t:
+            fields["tokens_used"] = Inc(t)
+        if units_done is not None:
+            fields["units_done"] = float(units_done)
+        if units_total is not None:
+            fields["units_total"] = float(units_total)
+        cas_update(core, row, claim, now, **fields)
+        new_units = None
+        payload: dict[str, Any] = {"lease_until": now + lease}
+        if units_done is not None:
+            payload["units_done"] = units_done
+        if units_total is not None:
+            payload["units_total"] = units_total
+        if t:
+            payload["tokens"] = t
+        if observation is not None:
+            new_units, digest, nlines = _observe(core, row["id"], claim.attempt, observation, now)
+            payload.update(new_units=new_units, digest=digest, lines=nlines)
+        core.journal(claim.task_id, claim.node_key, "execution", "node.heartbeat", claim.worker,
+                     f"{claim.node_key} heartbeat" + (f" (+{new_units} new)" if new_units is not None else ""),
+                     payload, at=now)
+        task = core.task_row(claim.task_id)
+    return Pulse(lease_until=now + lease, parked=task["status"] == "parked", new_units=new_units,
+                 gate=core.task_gate(task, now))
+
+
+def _observe(core: LedgerCore, node_id: int, attempt: int, text: str, now: float) -> tuple[int, str, int]:
+    """Record an observation; returns (new distinct normalised lines, digest, lines)."""
+    text = str(text)
+    lines = normalise_lines(text)
+    digest = sha256_hex("\n".join(lines).encode("utf-8"))
+    hashes = list(dict.fromkeys(hashlib.blake2b(line.encode("utf-8"), digest_size=16).hexdigest()
+                                for line in lines))
+    seen: set[str] = set()
+    for chunk in sql.chunks(hashes):
+        seen.update(r[0] for r in sql.fetch_all(
+            core.db, f"SELECT digest FROM seen_line WHERE node_id = ? AND digest IN ({sql.marks(len(chunk))})",
+            [node_id, *chunk]))
+    fresh = [h for h in hashes if h not in seen]
+    for chunk in sql.chunks(fresh, 400):
+        values = ", ".join(["(?, ?)"] * len(chunk))
+        sql.execute(core.db, f"INSERT INTO seen_line (node_id, digest) VALUES {values}",
+                    [x for h in chunk for x in (node_id, h)])
+    capped = text if len(text) <= OBSERVATION_TEXT_CAP else text[:OBSERVATION_TEXT_CAP] + "…[truncated]"
+    sql.execute(core.db, "INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?)", [node_id, now, attempt, capped, digest, len(fresh), len(lines)])
+    return len(fresh), digest, len(lines)
+
+
+# ---------------------------------------------------------------------- commit
+def prepare_commit(output: Any, artifact: tuple[str, bytes] | None) -> tuple[str, bytes, str] | None:
+    """Check a commit's payload before any transaction; returns (name, bytes, sha256) or None."""
+    out_text = dumps(output)
+    if len(out_text.encode("utf-8")) > OUTPUT_CAP:
+        raise Refused(f"output is {len(out_text)} bytes, over {OUTPUT_CAP}: store it as an artifact")
+    if artifact is None:
+        return None
+    name, data = artifact
+    if not isinstance(data, (bytes, bytearray)):
+        raise Refused("an artifact is (name, bytes)")
+    if len(data) > ARTIFACT_INLINE_CAP:
+        raise Refused("artifact over 64 MiB: keep it in the run directory and pass output_ref")
+    return (str(name), bytes(data), sha256_hex(bytes(data)))
+
+
+@retry_write
+def commit(core: LedgerCore, claim: Claim, *, output: Any, output_ref: str | None, tokens: float | None,
+           artifact: tuple[str, bytes] | None, units_done: float | None, next_nodes: Sequence[NodeSpec],
+           repair: bool, summary: str | None) -> int:
+    """Record the step's result atomically (see ``Ledger.commit``). Returns the event id."""
+    now = core.now()
+    art = prepare_commit(output, artifact)
+    with write_tx(core.db):
+        return commit_tx(core, claim, now, output, output_ref, tokens, art, units_done, next_nodes, repair, summary)
+
+
+@retry_write
+def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, Mapping[str, Any]]]) -> list[int | WardenError]:
+    """Several steps' commits in ONE write transaction (see ``Ledger.commit_many``)."""
+    now = core.now()
+    prepared = []
+    for claim, kw in commits:
+        bad = set(kw) - COMMIT_ARGS
+        if bad:
+            raise TypeError(f"commit_many: unknown commit arguments {sorted(bad)}")
+        prepared.append((claim, kw, prepare_commit(kw.get("output"), kw.get("artifact"))))
+    results: list[int | WardenError] = []
+    with write_tx(core.db):
+        for claim, kw, art in prepared:
+            try:
+                with core.db.atomic():  # a savepoint per step, inside the one IMMEDIATE transaction
+                    results.append(commit_tx(
+                        core, claim, now, kw.get("output"), kw.get("output_ref"), kw.get("tokens", 0), art,
+                        kw.get("units_done"), kw.get("next_nodes", ()), kw.get("repair", False),
+                        kw.get("summary")))
+            except (LeaseLost, Refused) as e:
+                results.append(e)
+    return results
+
+
+def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_ref: str | None,
+              tokens: float | None, art: tuple[str, bytes, str] | None, units_done: float | None,
+              next_nodes: Sequence[NodeSpec], repair: bool, summary: str | None) -> int:
+    """One fenced commit inside the caller's write transaction."""
+    task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order)
+    row = fence(core, claim, now)
+    if repair and task["repair_count"] >= task["max_repairs"]:
+        raise Refused(
+            f"repair budget exhausted ({task['repair_count']}/{task['max_repairs']}): ask a human instead"
+        )
+    t = _add_tokens(core, claim, tokens)
+    wall = now - (row["claimed_at"] or now)
+    fields: dict[str, Any] = dict(
+        status="succeeded", output=output, output_ref=output_ref, output_digest=digest_json(output),
+        lease_owner=row["lease_owner"], lease_token=None, lease_until=None, finished_at=now,
+        wall_used_s=Inc(wall), version=Inc(1), error=None, failure_class=None,
+    )
+    if t:
+        fields["tokens_used"] = Inc(t)
+    if units_done is not None:
+        fields["units_done"] = float(units_done)
+    cas_update(core, row, claim, now, **fields)
+    payload: dict[str, Any] = {"attempt": claim.attempt, "output_digest": digest_json(output),
+                               "wall_s": round(wall, 3)}
+    if output_ref:
+        payload["output_ref"] = output_ref
+    if t:
+        payload["tokens"] = t
+    if art is not None:
+        core.bind(Artifact.insert(task=claim.task_id, node=row["id"], attempt=claim.attempt, name=art[0],
+                                  sha256=art[2], size=len(art[1]), content=art[1], ref=output_ref,
+                                  at=now)).execute()
+        payload["artifact"] = {"name": art[0], "sha256": art[2], "bytes": len(art[1])}
+    if repair:
+        core.bind(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == claim.task_id)).execute()
+        payload["repair"] = task["repair_count"] + 1
+    event_id = core.journal(claim.task_id, claim.node_key, "execution", "node.committed", claim.worker,
+                            summary or f"{claim.node_key} succeeded (attempt {claim.attempt})", payload, at=now)
+    if next_nodes:
+        add_nodes_tx(core, claim.task_id, list(next_nodes), actor=claim.worker)
+    core.maybe_complete_task(claim.task_id, now)
+    return event_id
+
+
+# ---------------------------------------------------------------------- fail
+@retry_write
+def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retryable: bool | None,
+         retry_after_s: float | None, tokens: float | None) -> int:
+    """Record a failed step (see ``Ledger.fail``). Returns the event id."""
+    if failure_class not in FAILURE_CLASSES:
+        raise Refused(f"unknown failure class {failure_class!r}: one of {', '.join(FAILURE_CLASSES)}")
+    now = core.now()
+    with write_tx(core.db):
+        task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order)
+        row = fence(core, claim, now)
+        t = _add_tokens(core, claim, tokens)
+        wall = now - (row["claimed_at"] or now)
+        can_retry = row["retryable"] if retryable is None else bool(retryable)
+        limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
+        exhausted = limit is not None and row["claim_count"] >= limit
+        common: dict[str, Any] = dict(lease_token=None, lease_until=None, error=str(error),
+                                      failure_class=failure_class, wall_used_s=Inc(wall), version=Inc(1))
+        if t:
+            common["tokens_used"] = Inc(t)
+        if can_retry and not exhausted:
+            delay = float(retry_after_s) if retry_after_s is not None else retry_delay(claim.attempt)
+            cas_update(core, row, claim, now, status="pending", next_retry_at=now + delay, **common)
+            return core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
+                                f"{claim.node_key} failed ({failure_class}); retry in {delay:.0f}s",
+                                {"error": str(error)[:2000], "failure_class": failure_class, "retry": True,
+                                 "next_retry_at": now + delay, "attempt": claim.attempt}, at=now)
+        cas_update(core, row, claim, now, status="failed", finished_at=now, **common)
+        why = "retries exhausted" if (can_retry and exhausted) else "not retryable"
+        eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
+                           f"{claim.node_key} failed ({failure_class}, {why})",
+                           {"error": str(error)[:2000], "failure_class": failure_class, "retry": False,
+                            "attempt": claim.attempt}, at=now)
+        core.maybe_fail_task(claim.task_id, now)
+    return eid
+
+
+# ---------------------------------------------------------------------- handoff
+@retry_write
+def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, options: Sequence[Mapping[str, Any]],
+                  recommendation: str | None, context: Mapping[str, Any] | None, tokens: float | None) -> str:
+    """Open a needs_human handoff; the node becomes blocked. Returns the handoff id."""
+    if kind not in HANDOFF_KINDS:
+        raise Refused(f"unknown handoff kind {kind!r}: one of {', '.join(HANDOFF_KINDS)}")
+    if not str(question).strip():
+        raise Refused("a handoff needs a question")
+    opts = []
+    for o in options:
+        if "id" not in o:
+            raise Refused("every handoff option needs an id")
+        opts.append({"id": str(o["id"]), "label": str(o.get("label", o["id"])),
+                     "consequence": str(o.get("consequence", ""))})
+    ids = [o["id"] for o in opts]
+    if len(set(ids)) != len(ids):
+        raise Refused("handoff option ids must be distinct")
+    if recommendation is not None and recommendation not in ids:
+        raise Refused(f"recommendation {recommendation!r} is not one of the options")
+    ctx = dict(context or {})
+    dumps(ctx)
+    now = core.now()
+    with write_tx(core.db):
+        row = fence(core, claim, now)
+        t = _add_tokens(core, claim, tokens)
+        wall = now - (row["claimed_at"] or now)
+        fields: dict[str, Any] = dict(status="blocked", lease_token=None, lease_until=None,
+                                      wall_used_s=Inc(wall), version=Inc(1))
+        if t:
+            fields["tokens_used"] = Inc(t)
+        cas_update(core, row, claim, now, **fields)
+        hid = core.bind(Handoff.insert(task=claim.task_id, node=row["id"], kind=kind, question=str(question),
+                                       context=ctx, options=opts, recommendation=recommendation, status="open",
+                                       opened_at=now, opened_by=claim.worker, attempt=claim.attempt)).execute()
+        core.journal(claim.task_id, claim.node_key, "decision", "handoff.opened", claim.worker,
+                     f"{claim.node_key} asks a human ({kind}): {str(question)[:120]}",
+                     {"handoff": str(hid), "kind": kind, "options": ids, "recommendation": recommendation},
+                     at=now)
+    return str(hid)
+
+
+# ---------------------------------------------------------------------- effects and notes
+@retry_write
+def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: Any,
+                  compensation: str | None) -> None:
+    """Log an intended side effect (idempotent on ``effect_key`` within the task)."""
+    if not effect_key:
+        raise Refused("an effect needs a key")
+    now = core.now()
+    with write_tx(core.db):
+        row = fence(core, claim, now, lock=True)
+        core.hook("effect.fenced", claim.task_id, claim.node_key)
+        existing = core.first_dict(Effect.select().where((Effect.task == claim.task_id)
+                                                   & (Effect.effect_key == effect_key)))
+        if existing is None:
+            pd = digest_json(payload) if payload is not None else None
+            core.bind(Effect.insert(task=claim.task_id, node=row["id"], effect_key=effect_key, status="intended",
+                                    payload_digest=pd, compensation=compensation, attempt=claim.attempt,
+                                    intended_at=now)).execute()
+            core.journal(claim.task_id, claim.node_key, "execution", "effect.intended", claim.worker,
+                         f"{claim.node_key} intends {effect_key}", {"effect_key": effect_key}, at=now)
+
+
+@retry_write
+def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_id: str | None,
+                   compensation: str | None) -> None:
+    """Record that an intended effect happened (with its external id and how to undo it)."""
+    now = core.now()
+    with write_tx(core.db):
+        fence(core, claim, now, lock=True)
+        existing = core.first_dict(Effect.select().where((Effect.task == claim.task_id)
+                                                   & (Effect.effect_key == effect_key)))
+        if existing is None:
+            raise Refused(f"effect {effect_key!r} was never intended: call intend_effect first")
+        if existing["status"] != "confirmed":
+            fields: dict[str, Any] = dict(status="confirmed", external_id=external_id, confirmed_at=now)
+            if compensation is not None:
+                fields["compensation"] = compensation
+            core.bind(Effect.update(**fields).where(Effect.id == existing["id"])).execute()
+            core.journal(claim.task_id, claim.node_key, "execution", "effect.confirmed", claim.worker,
+                         f"{claim.node_key} confirmed {effect_key}" + (f" ({external_id})" if external_id else ""),
+                         {"effect_key": effect_key, "external_id": external_id,
+                          "compensation": compensation or existing["compensation"]}, at=now)
+
+
+@retry_write
+def note(core: LedgerCore, claim: Claim, text: str, *, layer: str) -> int:
+    """Journal a note from the agent (a decision, an observation worth keeping)."""
+    if layer not in ("decision", "execution"):
+        raise Refused("an agent note's layer is decision or execution")
+    now = core.now()
+    with write_tx(core.db):
+        fence(core, claim, now, lock=True)
+        return core.journal(claim.task_id, claim.node_key, layer, "node.note", claim.worker, str(text)[:2000],
+                            {"text": str(text)[:8000]}, at=now)

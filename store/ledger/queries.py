@@ -1,0 +1,293 @@
+"""Read queries: tasks, graphs (whole or in pages), nodes and their detail, the journal, handoffs,
+the operator audit, effects and artifacts — each returned as frozen views (``views.py``).
+
+Reads that must agree with one another run in one snapshot (``db.read_tx``). Graph reads are raw
+SQL into tuples decoded by ``rows.py``: a 100,000-node graph through the query builder took
+seconds and hundreds of megabytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+import peewee as pw
+
+from .. import sql
+from ..db import read_tx
+from ..errors import NotFound, Refused
+from ..models import Action, Artifact, Edge, Effect, Event, Handoff, Node, Observation, Task
+from ..views import (
+    ActionView,
+    ArtifactView,
+    EffectView,
+    EventView,
+    GraphPage,
+    GraphView,
+    HandoffView,
+    NodeDetail,
+    NodeView,
+    ObservationView,
+    TaskView,
+)
+from . import rows
+from .core import LedgerCore, sha256_hex
+
+GRAPH_FIRST_PAGE = 300
+GRAPH_PAGE = 2000
+
+
+# ---------------------------------------------------------------------- tasks
+def tasks(core: LedgerCore) -> list[TaskView]:
+    with read_tx(core.db):
+        task_rows = list(core.dict_rows(Task.select().order_by(Task.created_at, Task.task_id)))
+        claims = dict(core.tuple_rows(Node.select(Node.task, pw.fn.COALESCE(pw.fn.SUM(Node.attempt), 0))
+                                .group_by(Node.task)))
+        for r in task_rows:
+            r["claim_count"] = int(claims.get(r["task_id"], 0))
+        counts = _counts(core)
+        hopen = dict(core.tuple_rows(Handoff.select(Handoff.task, pw.fn.COUNT(Handoff.id))
+                               .where(Handoff.status == "open").group_by(Handoff.task)))
+    now = core.now()
+    return [rows.task_view(r, now, counts.get(r["task_id"], {}), hopen.get(r["task_id"], 0)) for r in task_rows]
+
+
+def task(core: LedgerCore, task_id: str) -> TaskView:
+    with read_tx(core.db):
+        r = core.task_row(task_id)
+        # A task's claim count is the sum of its nodes' attempts (every claim adds exactly one; a
+        # rewind does not reset it), so a claim never writes the task row.
+        r["claim_count"] = int(sql.scalar(core.db, "SELECT COALESCE(SUM(attempt), 0) FROM node WHERE task_id = ?",
+                                          [task_id]) or 0)
+        counts = _counts(core, task_id)
+        hopen = core.bind(Handoff.select(pw.fn.COUNT(Handoff.id)).where(
+            (Handoff.task == task_id) & (Handoff.status == "open"))).scalar()
+    return rows.task_view(r, core.now(), counts.get(task_id, {}), int(hopen or 0))
+
+
+def _counts(core: LedgerCore, task_id: str | None = None) -> dict[str, dict[str, int]]:
+    q = Node.select(Node.task, Node.status, pw.fn.COUNT(Node.id)).group_by(Node.task, Node.status)
+    if task_id is not None:
+        q = q.where(Node.task == task_id)
+    out: dict[str, dict[str, int]] = {}
+    for t, s, n in core.tuple_rows(q):
+        out.setdefault(t, {})[s] = int(n)
+    return out
+
+
+# ---------------------------------------------------------------------- graphs and nodes
+def graph(core: LedgerCore, task_id: str) -> GraphView:
+    """The task and all its nodes in topological order, each with its dependency keys."""
+    with read_tx(core.db):
+        the_task = task(core, task_id)
+        node_rows = sql.fetch_all(core.db, f"SELECT {rows.NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? "
+                                           "ORDER BY position", [task_id])
+        deps = _deps_by_id(core, task_id)
+    key_of = {r[0]: r[2] for r in node_rows}
+    cache: dict[str, Any] = {}
+    return GraphView(task=the_task, nodes=tuple(
+        rows.node_view(r, tuple(key_of[x] for x in deps[r[0]]) if r[0] in deps else (), cache) for r in node_rows))
+
+
+def _deps_by_id(core: LedgerCore, task_id: str, dst_ids: Sequence[int] | None = None) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    if dst_ids is None:
+        for d, src in sql.fetch_all(core.db, "SELECT dst_id, src_id FROM edge WHERE task_id = ?", [task_id]):
+            out.setdefault(d, []).append(src)
+        return out
+    for chunk in sql.chunks(list(dst_ids)):
+        for d, src in sql.fetch_all(core.db, f"SELECT dst_id, src_id FROM edge WHERE dst_id IN "
+                                             f"({sql.marks(len(chunk))})", chunk):
+            out.setdefault(d, []).append(src)
+    return out
+
+
+def nodes(core: LedgerCore, task_id: str, keys: Sequence[str]) -> list[NodeView]:
+    """Just these nodes (for applying a feed delta), in topological order; unknown keys skipped."""
+    found: list[tuple[Any, ...]] = []
+    with read_tx(core.db):
+        for chunk in sql.chunks(list(dict.fromkeys(keys))):
+            found.extend(sql.fetch_all(core.db, f"SELECT {rows.NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? "
+                                                f"AND key IN ({sql.marks(len(chunk))})", [task_id, *chunk]))
+        deps = _deps_by_id(core, task_id, [r[0] for r in found])
+        src_ids = list({x for v in deps.values() for x in v})
+        keys_of: dict[int, str] = {}
+        for chunk in sql.chunks(src_ids):
+            keys_of.update(sql.fetch_all(core.db, f"SELECT id, key FROM node WHERE id IN ({sql.marks(len(chunk))})",
+                                         chunk))
+    found.sort(key=lambda r: r[rows.NODE_VIEW_POSITION])
+    return [rows.node_view(r, tuple(keys_of[x] for x in deps.get(r[0], ()))) for r in found]
+
+
+def node(core: LedgerCore, task_id: str, key: str) -> NodeView:
+    got = nodes(core, task_id, [key])
+    if not got:
+        core.task_row(task_id)
+        raise NotFound(f"unknown node {key!r} in task {task_id!r}")
+    return got[0]
+
+
+def dependents(core: LedgerCore, task_id: str, key: str) -> tuple[str, ...]:
+    D = Node.alias()
+    S = Node.alias()
+    q = (Edge.select(D.key).join(D, on=(Edge.dst == D.id)).switch(Edge).join(S, on=(Edge.src == S.id))
+         .where((Edge.task == task_id) & (S.key == key)).order_by(D.position))
+    return tuple(r[0] for r in core.tuple_rows(q))
+
+
+def graph_pages(core: LedgerCore, task_id: str, *, first: int = GRAPH_FIRST_PAGE, page: int = GRAPH_PAGE,
+                order: str = "id") -> Iterator[GraphPage]:
+    """A task's graph as a stream of pages of lean ``NodeRow`` tuples, all from one read snapshot:
+    a small first page (the rows on screen, fast), then big ones.
+
+    The stream is in id order: a task's nodes are inserted in position order (``add_nodes``
+    numbers them in its topological order under the task's write lock), so id order is position
+    order, and SQLite walks the (task_id) index with no sort — the first page of a 100k-node graph
+    comes after 300 rows, not after sorting 100k. Should a position ever go backwards, the stream
+    starts again ordered by position (its next page has ``start`` 0: readers restart)."""
+    assert order in ("id", "position"), order
+    db = core.db
+    pos = rows.NODE_ROW_POSITION
+    words: dict[str, str] = {}  # one string object per kind / status, not one per row
+    with read_tx(db):
+        at = last_event_id(core)
+        the_task = task(core, task_id)
+        total = sum(the_task.counts.values())
+        cur = sql.execute(db, rows.NODE_ROW_SELECT + f" WHERE task_id = ? ORDER BY {order}", [task_id])
+        start = 0
+        size = first
+        last_pos = -1 << 62
+        while True:
+            batch = cur.fetchmany(size)
+            if order != "position":
+                ok = all(batch[i][pos] <= batch[i + 1][pos] for i in range(len(batch) - 1))
+                if not ok or (batch and batch[0][pos] < last_pos):
+                    break
+                if batch:
+                    last_pos = batch[-1][pos]
+            deps: dict[int, list[str]] = {}
+            ids = [r[0] for r in batch]
+            for chunk in sql.chunks(ids):
+                for dst, key in sql.execute(db, "SELECT e.dst_id, s.key FROM edge e JOIN node s ON s.id = e.src_id "
+                                                f"WHERE e.dst_id IN ({sql.marks(len(chunk))}) "
+                                                "ORDER BY e.dst_id, s.position", chunk):
+                    deps.setdefault(dst, []).append(key)
+            node_rows = rows.node_rows(batch, deps, words)
+            last = len(batch) < size
+            yield GraphPage(the_task, node_rows, start, max(total, start + len(node_rows)), at, last)
+            if last:
+                return
+            start += len(batch)
+            size = page
+    if order != "position":  # out of order (see above): once more, sorted
+        yield from graph_pages(core, task_id, first=first, page=page, order="position")
+
+
+def node_detail(core: LedgerCore, task_id: str, key: str, *, events_limit: int,
+                observations_limit: int) -> NodeDetail:
+    with read_tx(core.db):
+        the_node = node(core, task_id, key)
+        obs = list(core.dict_rows(Observation.select().where(Observation.node == the_node.id)
+                             .order_by(Observation.id.desc()).limit(observations_limit)))
+        obs.reverse()
+        effects_ = [rows.effect_view(r, key) for r in core.dict_rows(
+            Effect.select().where(Effect.node == the_node.id).order_by(Effect.id))]
+        arts = [rows.artifact_view(r, task_id, key)
+                for r in core.dict_rows(Artifact.select(Artifact.id, Artifact.attempt, Artifact.name, Artifact.sha256,
+                                                   Artifact.size, Artifact.ref, Artifact.at)
+                                   .where(Artifact.node == the_node.id).order_by(Artifact.id))]
+        hand = [rows.handoff_view(r, key) for r in core.dict_rows(
+            Handoff.select().where(Handoff.node == the_node.id).order_by(Handoff.id))]
+        evs = [rows.event_view(r) for r in core.dict_rows(
+            Event.select().where((Event.task_id == task_id) & (Event.node == key))
+            .order_by(Event.id.desc()).limit(events_limit))]
+        deps_on = dependents(core, task_id, key)
+    evs.sort(key=lambda e: (e.layer != "decision", -e.id))
+    return NodeDetail(
+        node=the_node, dependents=deps_on, observations=tuple(rows.observation_view(o) for o in obs),
+        effects=tuple(effects_), artifacts=tuple(arts), handoffs=tuple(hand), events=tuple(evs),
+    )
+
+
+def observations(core: LedgerCore, task_id: str, key: str, limit: int) -> list[ObservationView]:
+    the_node = core.node_row(task_id, key)
+    found = list(core.dict_rows(Observation.select().where(Observation.node == the_node["id"])
+                           .order_by(Observation.id.desc()).limit(limit)))
+    found.reverse()
+    return [rows.observation_view(o) for o in found]
+
+
+# ---------------------------------------------------------------------- the journal
+def events(core: LedgerCore, since: int, *, task_id: str | None, limit: int) -> list[EventView]:
+    """Journal events with ``id > since`` in id order (the tail cursor)."""
+    q = Event.select().where(Event.id > since)
+    if task_id is not None:
+        q = q.where(Event.task_id == task_id)
+    return [rows.event_view(r) for r in core.dict_rows(q.order_by(Event.id).limit(limit))]
+
+
+def last_event_id(core: LedgerCore) -> int:
+    return int(core.bind(Event.select(pw.fn.MAX(Event.id))).scalar() or 0)
+
+
+# ---------------------------------------------------------------------- effects, handoffs, audit, artifacts
+def effect(core: LedgerCore, task_id: str, effect_key: str) -> EffectView:
+    r = core.first_dict(Effect.select(Effect, Node.key.alias("node_key")).join(Node, on=(Effect.node == Node.id))
+                  .where((Effect.task == task_id) & (Effect.effect_key == effect_key)))
+    if r is None:
+        raise NotFound(f"unknown effect {effect_key!r}")
+    return rows.effect_view(r, r["node_key"])
+
+
+def effects(core: LedgerCore, task_id: str) -> list[EffectView]:
+    q = (Effect.select(Effect, Node.key.alias("node_key")).join(Node, on=(Effect.node == Node.id))
+         .where(Effect.task == task_id).order_by(Effect.id))
+    return [rows.effect_view(r, r["node_key"]) for r in core.dict_rows(q)]
+
+
+def handoffs(core: LedgerCore, *, status: str | None, task_id: str | None) -> list[HandoffView]:
+    """Handoffs, oldest first."""
+    q = Handoff.select(Handoff, Node.key.alias("node_key")).join(Node, on=(Handoff.node == Node.id))
+    if status is not None:
+        q = q.where(Handoff.status == status)
+    if task_id is not None:
+        q = q.where(Handoff.task == task_id)
+    return [rows.handoff_view(r, r["node_key"]) for r in core.dict_rows(q.order_by(Handoff.opened_at, Handoff.id))]
+
+
+def handoff(core: LedgerCore, handoff_id: str) -> HandoffView:
+    try:
+        hid = int(str(handoff_id))
+    except ValueError:
+        raise NotFound(f"unknown handoff {handoff_id!r}") from None
+    r = core.first_dict(Handoff.select(Handoff, Node.key.alias("node_key")).join(Node, on=(Handoff.node == Node.id))
+                  .where(Handoff.id == hid))
+    if r is None:
+        raise NotFound(f"unknown handoff {handoff_id!r}")
+    return rows.handoff_view(r, r["node_key"])
+
+
+def actions(core: LedgerCore, task_id: str | None, limit: int) -> list[ActionView]:
+    q = Action.select()
+    if task_id is not None:
+        q = q.where(Action.task_id == task_id)
+    return [rows.action_view(r) for r in core.dict_rows(q.order_by(Action.id.desc()).limit(limit))]
+
+
+def artifacts(core: LedgerCore, task_id: str) -> list[ArtifactView]:
+    q = (Artifact.select(Artifact.id, Artifact.attempt, Artifact.name, Artifact.sha256, Artifact.size, Artifact.ref,
+                         Artifact.at, Node.key.alias("node_key"))
+         .join(Node, on=(Artifact.node == Node.id)).where(Artifact.task == task_id).order_by(Artifact.id))
+    return [rows.artifact_view(r, task_id, r["node_key"]) for r in core.dict_rows(q)]
+
+
+def latest_artifact(core: LedgerCore, task_id: str) -> tuple[ArtifactView, bytes]:
+    """The task's latest committed artifact and its bytes, after checking its sha256."""
+    core.task_row(task_id)
+    r = core.first_dict(Artifact.select(Artifact, Node.key.alias("node_key")).join(Node, on=(Artifact.node == Node.id))
+                  .where(Artifact.task == task_id).order_by(Artifact.id.desc()))
+    if r is None:
+        raise NotFound(f"task {task_id!r} has no committed artifact")
+    data = bytes(r["content"] or b"")
+    if sha256_hex(data) != r["sha256"] or len(data) != r["size"]:
+        raise Refused(f"artifact {r['name']!r} of {task_id} does not match its recorded sha256; not exported")
+    return rows.artifact_view(r, task_id, r["node_key"]), data

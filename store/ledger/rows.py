@@ -1,0 +1,141 @@
+"""Database rows → the frozen views the store hands out (``views.py``). Pure functions, no I/O.
+
+Two node shapes: the whole :class:`NodeView` (detail, signals, dialogs) and the lean
+:class:`NodeRow` a graph list shows (a plain tuple: a 100k-node graph as NodeViews took 250 MB).
+Both are read with the raw column lists below (``NODE_VIEW_COLUMNS``, ``NODE_ROW_SELECT``) and
+decoded here; the lease shows only while a token is held.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields as dataclass_fields
+from typing import Any, Mapping, Sequence
+
+from ..sql import json_value
+from ..views import (
+    ActionView,
+    ArtifactView,
+    EffectView,
+    EventView,
+    HandoffView,
+    NodeRow,
+    NodeView,
+    ObservationView,
+    TaskView,
+)
+
+
+def wall_used(task: Mapping[str, Any], now: float) -> float:
+    """A task's wall-clock time used: from its first claim to its end (or now)."""
+    if task["started_at"] is None:
+        return 0.0
+    end = task["finished_at"] if task["finished_at"] is not None else now
+    return max(0.0, end - task["started_at"])
+
+
+def task_view(r: Mapping[str, Any], now: float, counts: Mapping[str, int], handoffs_open: int) -> TaskView:
+    return TaskView(
+        task_id=r["task_id"], title=r["title"], workflow=r["workflow"], workflow_version=r["workflow_version"],
+        status=r["status"], revision=int(r["revision"]), inputs=r["inputs"], constraints=tuple(r["constraints"] or ()),
+        preconditions=dict(r["preconditions"] or {}), token_cap=r["token_cap"], wall_cap_s=r["wall_cap_s"],
+        soft_ratio=r["soft_ratio"], tokens_used=int(r["tokens_used"]), started_at=r["started_at"],
+        wall_used_s=wall_used(r, now), max_claims=r["max_claims"], max_repairs=r["max_repairs"],
+        repair_count=r["repair_count"], claim_count=r["claim_count"], parked_at=r["parked_at"],
+        park_reason=r["park_reason"], park_until=r["park_until"], wake_on=r["wake_on"], created_at=r["created_at"],
+        updated_at=r["updated_at"], finished_at=r["finished_at"], counts=dict(counts), handoffs_open=int(handoffs_open),
+    )
+
+
+# ---------------------------------------------------------------------- the whole node
+# Column order of the raw node reads; node_view turns one such row into a NodeView.
+NODE_VIEW_COLUMNS = (
+    "id, task_id, key, kind, title, status, lease_token, position, preconditions, input_digest, output, "
+    "output_ref, output_digest, attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, "
+    "max_claims, tokens_used, wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, "
+    "claimed_at, claim_count, next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, "
+    "finished_at, version"
+)
+NODE_VIEW_POSITION = 7  # index of ``position`` in a NODE_VIEW_COLUMNS row
+_NODE_VIEW_FIELDS = tuple(f.name for f in dataclass_fields(NodeView))
+
+
+def node_view(r: Sequence[Any], deps: tuple[str, ...], cache: dict[str, Any] | None = None) -> NodeView:
+    """A NODE_VIEW_COLUMNS row and its dependency keys → NodeView (``cache``: see ``json_value``)."""
+    (id_, task_id, key, kind, title, status, token, position, pre, input_digest, output, output_ref, output_digest,
+     attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, max_claims, tokens_used,
+     wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, claimed_at, claim_count,
+     next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, finished_at, version) = r
+    return _fast_node_view((
+        id_, task_id, key, kind, title, status, deps, position, json_value(pre, cache) or {}, input_digest,
+        json_value(output),
+        output_ref, output_digest, attempt, bool(retryable), failure_class, error, est_tokens, est_wall_s,
+        bool(always_admit), max_claims, int(tokens_used), float(wall_used_s), units_done, units_total,
+        lease_owner if token else None, lease_until if token else None, heartbeat_at, claimed_at, claim_count,
+        next_retry_at, tuple(json_value(rejections) or ()), parked_at, park_reason, park_until, wake_on, started_at,
+        finished_at, int(version),
+    ))
+
+
+def _fast_node_view(values: tuple[Any, ...]) -> NodeView:
+    """Build a NodeView without its generated ``__init__``: a frozen dataclass sets each of its 39
+    fields through ``object.__setattr__``, which made reading a 100k-node graph take seconds. The
+    result is an ordinary, equal, frozen NodeView (it has no ``__post_init__`` or defaults to run)."""
+    view = object.__new__(NodeView)
+    view.__dict__.update(zip(_NODE_VIEW_FIELDS, values))
+    return view
+
+
+# ---------------------------------------------------------------------- the lean node
+# NodeRow's fields as SQL over the node table, in NodeRow's order (its last field, ``deps``, is
+# read from the edge table).
+_NODE_ROW_SQL = {
+    "lease_owner": "CASE WHEN lease_token IS NOT NULL THEN lease_owner END",
+    "lease_until": "CASE WHEN lease_token IS NOT NULL THEN lease_until END",
+}
+NODE_ROW_SELECT = "SELECT " + ", ".join(_NODE_ROW_SQL.get(f, f) for f in NodeRow._fields[:-1]) + " FROM node"
+NODE_ROW_POSITION = NodeRow._fields.index("position")
+_KIND, _STATUS = NodeRow._fields.index("kind"), NodeRow._fields.index("status")
+assert (_KIND, _STATUS) == (2, 4)
+
+
+def node_rows(rows: Sequence[tuple[Any, ...]], deps: Mapping[int, list[str]], words: dict[str, str]) -> tuple[NodeRow, ...]:
+    """NODE_ROW_SELECT rows and their dependency keys by node id → NodeRows, built by C code
+    (``tuple.__new__``); ``words`` keeps one string object per kind and status, not one per row."""
+    make = tuple.__new__
+    none: tuple[str, ...] = ()
+    return tuple(make(NodeRow, (r[0], r[1], words.setdefault(r[2], r[2]), r[3], words.setdefault(r[4], r[4]))
+                      + r[5:] + (tuple(deps[r[0]]) if r[0] in deps else none,)) for r in rows)
+
+
+# ---------------------------------------------------------------------- the rest
+def event_view(r: Mapping[str, Any]) -> EventView:
+    return EventView(int(r["id"]), r["at"], r["task_id"], r["node"], r["layer"], r["kind"], r["actor"], r["summary"],
+                     r["payload"] or {})
+
+
+def effect_view(r: Mapping[str, Any], node_key: str) -> EffectView:
+    return EffectView(r["id"], r["task"], node_key, r["effect_key"], r["status"], r["payload_digest"], r["external_id"],
+                      r["compensation"], r["attempt"], r["intended_at"], r["confirmed_at"])
+
+
+def handoff_view(r: Mapping[str, Any], node_key: str) -> HandoffView:
+    return HandoffView(
+        id=str(r["id"]), task_id=r["task"], node=node_key, kind=r["kind"], question=r["question"],
+        context=r["context"] or {}, options=tuple(r["options"] or ()), recommendation=r["recommendation"],
+        status=r["status"], opened_at=r["opened_at"], opened_by=r["opened_by"], attempt=r["attempt"],
+        resolution_option=r["resolution_option"], resolution_answer=r["resolution_answer"],
+        resolved_by=r["resolved_by"], resolved_at=r["resolved_at"],
+    )
+
+
+def artifact_view(r: Mapping[str, Any], task_id: str, node_key: str) -> ArtifactView:
+    return ArtifactView(r["id"], task_id, node_key, r["attempt"], r["name"], r["sha256"], r["size"], r["ref"], r["at"])
+
+
+def observation_view(o: Mapping[str, Any]) -> ObservationView:
+    return ObservationView(o["id"], o["at"], o["attempt"], o["text"], o["digest"], o["new_units"], o["lines"])
+
+
+def action_view(r: Mapping[str, Any]) -> ActionView:
+    return ActionView(r["id"], r["at"], r["operator"], r["action"], r["task_id"], r["target"], r["reason"],
+                      r["plan"] or {}, r["result"], r["refused_why"], r["revision_before"], r["revision_after"])

@@ -1,0 +1,156 @@
+"""The one raw-SQL layer: row primitives for every module of the store that writes SQL by hand.
+
+The hot paths (the lease fence and its compare-and-set, the journal insert, the completion check,
+graph reads, bulk inserts, set-based operator updates) are raw SQL because they were measured to
+be several times faster than the same statements built with Peewee. They all go through here:
+
+* SQL is written with ``?`` placeholders; :func:`translate` turns them into ``%s`` for
+  PostgreSQL's driver (so SQL text must hold no literal ``?`` or ``%``: pass values as params).
+* :class:`Inc` is ``column = column + n`` in :func:`set_clause`.
+* JSON columns are stored as canonical text (``models.dumps``) and decoded on the way out
+  (:func:`decode_row`, :func:`json_value`); boolean columns come back as ``bool``.
+* :func:`fetch_one` / :func:`fetch_all` / :func:`execute` / :func:`execute_many` run a statement on
+  a database; :func:`lock` adds a row-lock clause on PostgreSQL only; :func:`chunks` splits long
+  ``IN (...)`` lists.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator, Mapping, Sequence
+
+import peewee as pw
+
+from .db import is_sqlite
+from .models import dumps
+
+CHUNK = 500  # ids or keys per ``IN (...)`` list
+
+JSON_COLUMNS = frozenset({"inputs", "constraints", "preconditions", "output", "rejections", "payload", "context",
+                          "options"})
+BOOL_COLUMNS = frozenset({"retryable", "always_admit"})
+
+
+class Inc:
+    """``column = column + n`` in a raw update (see :func:`set_clause`)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: float) -> None:
+        self.n = n
+
+
+# ---------------------------------------------------------------------- statements
+def translate(db: pw.Database, sql: str) -> str:
+    """Our raw SQL is written with ``?``; PostgreSQL's driver wants ``%s``."""
+    return sql if is_sqlite(db) else sql.replace("?", "%s")
+
+
+def marks(n: int) -> str:
+    """``?, ?, ?`` for an ``IN (...)`` list of ``n`` values."""
+    return ", ".join("?" * n)
+
+
+def lock(db: pw.Database, clause: str) -> str:
+    """A row-lock clause (``" FOR UPDATE"``, ...) on PostgreSQL; nothing on SQLite, where the
+    write transaction's ``BEGIN IMMEDIATE`` already excludes every other writer."""
+    return "" if is_sqlite(db) else clause
+
+
+def true(db: pw.Database) -> str:
+    """The SQL literal for a true boolean column."""
+    return "1" if is_sqlite(db) else "TRUE"
+
+
+def execute(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> Any:
+    """Run one statement; returns the driver's cursor."""
+    return db.execute_sql(translate(db, sql), list(params))
+
+
+def execute_count(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> int:
+    """Run one statement; returns how many rows it changed (a compare-and-set checks this)."""
+    return int(execute(db, sql, params).rowcount)
+
+
+def execute_many(db: pw.Database, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    """One statement over many parameter rows (bulk inserts)."""
+    db.cursor().executemany(translate(db, sql), rows)
+
+
+def fetch_all(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Every row as a plain tuple (no decoding: the caller knows its columns)."""
+    return list(execute(db, sql, params).fetchall())
+
+
+def fetch_one(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+    """The first row as a dict by column name, JSON and boolean columns decoded; None if none."""
+    cur = execute(db, sql, params)
+    row = cur.fetchone()
+    if row is None:
+        return None
+    return decode_row([d[0] for d in cur.description], row)
+
+
+def scalar(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> Any:
+    """The first column of the first row, or None."""
+    row = execute(db, sql, params).fetchone()
+    return None if row is None else row[0]
+
+
+def set_clause(fields: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """``a = ?, b = b + ?`` and its values, JSON columns encoded (``Inc`` adds to the column)."""
+    sets: list[str] = []
+    values: list[Any] = []
+    for col, v in fields.items():
+        if isinstance(v, Inc):
+            sets.append(f"{col} = {col} + ?")
+            values.append(v.n)
+        else:
+            sets.append(f"{col} = ?")
+            values.append(dumps(v) if col in JSON_COLUMNS else v)
+    return ", ".join(sets), values
+
+
+def id_array(db: pw.Database, ids: Sequence[int]) -> tuple[str, Any]:
+    """(a SELECT yielding these ids, its one parameter): the ids go in as a single parameter —
+    a JSON array on SQLite, an array on PostgreSQL — however many there are."""
+    if is_sqlite(db):
+        return "SELECT value FROM json_each(?)", dumps([int(i) for i in ids])
+    return "SELECT unnest(?::bigint[])", [int(i) for i in ids]
+
+
+def chunks(seq: Sequence[Any], n: int = CHUNK) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]
+
+
+# ---------------------------------------------------------------------- decoding
+def decode_row(cols: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+    """A row as a dict by column name, JSON columns parsed and boolean columns as ``bool``."""
+    d = dict(zip(cols, values))
+    for c in JSON_COLUMNS.intersection(d):
+        v = d[c]
+        if isinstance(v, str):
+            d[c] = json.loads(v)
+    for c in BOOL_COLUMNS.intersection(d):
+        if d[c] is not None:
+            d[c] = bool(d[c])
+    return d
+
+
+_EMPTY_JSON = {"{}": None, "[]": None, "null": None}
+
+
+def json_value(v: Any, cache: dict[str, Any] | None = None) -> Any:
+    """One JSON column's value. With ``cache`` a text seen before is parsed once (many nodes share
+    one preconditions text) and each caller gets its own copy of the container."""
+    if v is None or not isinstance(v, str):
+        return v
+    if v in _EMPTY_JSON:  # the common case, without the parser
+        return {} if v == "{}" else ([] if v == "[]" else None)
+    if cache is None:
+        return json.loads(v)
+    got = cache.get(v)
+    if got is None:
+        got = cache[v] = json.loads(v)
+    return dict(got) if isinstance(got, dict) else (list(got) if isinstance(got, list) else got)
