@@ -127,7 +127,7 @@ def _apply(tx: ApplyTx) -> Plan:
             core.bind(Handoff.update(status="withdrawn", resolved_by=operator, resolved_at=now)
                       .where(Handoff.id.in_(list(chunk)) & (Handoff.status == "open"))).execute()
     # the task row: one revision bump for the action itself
-    core.bump_task(plan.task_id, updated_at=now, **outcome.task_fields)
+    core.bump_task(plan.task_id, {"updated_at": now, **outcome.task_fields})
     rev_after = int(tx.task["revision"]) + 1
     action_id = int(core.bind(Action.insert(
         at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target, reason=plan.reason,

@@ -142,7 +142,7 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
     fields: dict[str, Any] = {}
     if task["status"] == "completed":
         fields.update(status="active", finished_at=None)
-    core.bump_task(task_id, **fields)
+    core.bump_task(task_id, fields)
     summary = (f"node added: {new_specs[0].key}" if len(new_specs) == 1
                else f"{len(new_specs)} nodes added")
     core.journal(task_id, new_specs[0].key if len(new_specs) == 1 else None, "system", "graph.nodes_added",

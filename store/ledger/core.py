@@ -86,10 +86,11 @@ class LedgerCore:
         # transaction open there to prove what it does and does not block). Empty in production.
         self.hooks: dict[str, Callable[..., Any]] = {}
 
-    def hook(self, name: str, *args: Any) -> None:
+    def hook(self, name: str, task_id: str, node_key: str) -> None:
+        """Run the test hook ``name`` (if one is set) with the task and node it is at."""
         fn = self.hooks.get(name)
         if fn is not None:
-            fn(*args)
+            fn(task_id, node_key)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -220,10 +221,10 @@ class LedgerCore:
         sets, values = sql.set_clause(fields)
         return sql.execute_count(self.db, f"UPDATE node SET {sets} WHERE id = ?{where}", [*values, node_id, *params])
 
-    def bump_task(self, task_id: str, **fields: Any) -> None:
-        """Update the task row and bump its revision (``updated_at`` defaults to now)."""
-        fields.setdefault("updated_at", self.now())
-        self.bind(Task.update(revision=Task.revision + 1, **fields).where(Task.task_id == task_id)).execute()
+    def bump_task(self, task_id: str, fields: Mapping[str, Any]) -> None:
+        """Update the task row with ``fields`` and bump its revision (``updated_at`` defaults to now)."""
+        values = {"updated_at": self.now(), **fields}
+        self.bind(Task.update(revision=Task.revision + 1, **values).where(Task.task_id == task_id)).execute()
 
     def ids_for_keys(self, task_id: str, keys: Sequence[str]) -> dict[str, int]:
         """Node ids by key (unknown keys are left out)."""
@@ -253,7 +254,7 @@ class LedgerCore:
             return
         task = self.task_row(task_id)
         if task["status"] in ("active", "failed"):
-            self.bump_task(task_id, status="completed", finished_at=now)
+            self.bump_task(task_id, {"status": "completed", "finished_at": now})
             self.journal(task_id, None, "system", "task.completed", "warden", f"task {task_id} completed", {})
 
     def maybe_fail_task(self, task_id: str, now: float) -> None:
@@ -269,6 +270,6 @@ class LedgerCore:
             return
         task = self.task_row(task_id)
         if task["status"] == "active":
-            self.bump_task(task_id, status="failed", finished_at=now)
+            self.bump_task(task_id, {"status": "failed", "finished_at": now})
             self.journal(task_id, None, "system", "task.failed", "warden",
                          f"task {task_id} failed: a node failed and nothing else can run", {})

@@ -1,0 +1,277 @@
+"""The store's shape: a typed facade, one raw-SQL layer, one module per operator action.
+
+These read the code (signatures, the AST) and drive the layer on both backends; the behaviour of
+each action is tested in test_actions.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import typing
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from store import Ledger, NodeSpec, Refused, sql
+from store.actions import (
+    AbortParams,
+    ActionParams,
+    EscalateParams,
+    NarrowParams,
+    ParkParams,
+    Plan,
+    ResolveParams,
+    ResumeParams,
+    RewindParams,
+)
+from store.db import WardenPostgres, WardenSqlite
+from store.ledger import LedgerCore
+from store.models import MODELS, JSONField, dumps
+
+STORE = Path(__file__).resolve().parents[2] / "store"
+OWNED = [STORE / "sql.py", STORE / "feed.py", STORE / "report.py", STORE / "worker.py",
+         *sorted((STORE / "ledger").glob("*.py")), *sorted((STORE / "actions").glob("*.py"))]
+
+
+# ---------------------------------------------------------------------- the facade
+def public_methods() -> list[tuple[str, typing.Any]]:
+    return [(name, fn) for name, fn in inspect.getmembers(Ledger, predicate=callable)
+            if not name.startswith("_") and (inspect.isfunction(fn) or inspect.ismethod(fn))]
+
+
+def test_every_public_ledger_method_has_an_explicit_typed_signature() -> None:
+    methods = public_methods()
+    assert len(methods) >= 40  # the whole agent, operator and query API
+    for name, fn in methods:
+        sig = inspect.signature(fn)
+        kinds = {p.kind for p in sig.parameters.values()}
+        assert inspect.Parameter.VAR_POSITIONAL not in kinds and inspect.Parameter.VAR_KEYWORD not in kinds, name
+        hints = typing.get_type_hints(fn)  # every annotation resolves to a real type
+        assert "return" in hints, name
+        missing = [p for p in sig.parameters if p not in ("self", "cls") and p not in hints]
+        assert not missing, (name, missing)
+
+
+@pytest.mark.parametrize("name", ["plan_park", "plan_resume", "plan_narrow", "plan_rewind", "plan_abort",
+                                  "plan_resolve", "plan_escalate", "apply"])
+def test_operator_methods_return_a_plan(name: str) -> None:
+    assert typing.get_type_hints(getattr(Ledger, name))["return"] is Plan
+
+
+def test_ledger_is_the_shared_core() -> None:
+    assert issubclass(Ledger, LedgerCore)
+    for name in ("journal", "task_row", "node_row", "update_node", "bump_task", "ids_for_keys",
+                 "maybe_complete_task", "maybe_fail_task", "bind"):
+        assert callable(getattr(LedgerCore, name)), name
+
+
+# ---------------------------------------------------------------------- the house, read from the code
+def functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+@pytest.mark.parametrize("path", [p for p in OWNED if p.parent.name in ("ledger", "actions") or p.name == "sql.py"],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_imports_inside_functions(path: Path) -> None:
+    tree = ast.parse(path.read_text())
+    for fn in functions(tree):
+        inner = [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert not inner, f"{path.name}: {fn.name} imports inside its body (line {inner[0].lineno})"
+
+
+NAMEDTUPLE_API = {"_fields", "_replace", "_asdict", "_make"}
+
+
+@pytest.mark.parametrize("path", OWNED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_module_reaches_into_another_objects_private_members(path: Path) -> None:
+    tree = ast.parse(path.read_text())
+    bad = [(n.lineno, ast.unparse(n)) for n in ast.walk(tree)
+           if isinstance(n, ast.Attribute) and n.attr.startswith("_") and not n.attr.startswith("__")
+           and n.attr not in NAMEDTUPLE_API
+           and not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))]
+    assert not bad, f"{path.name}: {bad}"
+
+
+@pytest.mark.parametrize("path", OWNED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_function_takes_an_untyped_ledger(path: Path) -> None:
+    tree = ast.parse(path.read_text())
+    for fn in functions(tree):
+        for a in fn.args.args + fn.args.kwonlyargs:
+            if a.arg in ("ledger", "core", "tx"):
+                assert a.annotation is not None and ast.unparse(a.annotation) not in ("Any", "typing.Any"), \
+                    f"{path.name}: {fn.name}({a.arg}: {ast.unparse(a.annotation) if a.annotation else '?'})"
+
+
+def test_raw_sql_is_written_only_through_the_sql_layer() -> None:
+    """Only store/sql.py calls the driver (``execute_sql`` / ``cursor``) in the modules it serves."""
+    for path in OWNED:
+        if path.name == "sql.py":
+            continue
+        text = path.read_text()
+        assert ".execute_sql(" not in text and ".cursor()" not in text, path
+
+
+# ---------------------------------------------------------------------- the sql layer
+SQLITE = WardenSqlite(None)
+POSTGRES = WardenPostgres(None)
+
+
+def test_placeholders_translate_per_backend() -> None:
+    text = "SELECT 1 FROM node WHERE task_id = ? AND key IN (?, ?)"
+    assert sql.translate(SQLITE, text) == text
+    assert sql.translate(POSTGRES, text) == "SELECT 1 FROM node WHERE task_id = %s AND key IN (%s, %s)"
+    assert sql.marks(3) == "?, ?, ?" and sql.marks(1) == "?"
+    assert sql.lock(SQLITE, " FOR UPDATE") == "" and sql.lock(POSTGRES, " FOR UPDATE") == " FOR UPDATE"
+    assert sql.true(SQLITE) == "1" and sql.true(POSTGRES) == "TRUE"
+    assert sql.id_array(SQLITE, [3, 1])[1] == "[3,1]" and sql.id_array(POSTGRES, [3, 1])[1] == [3, 1]
+
+
+@pytest.mark.parametrize("n", [0, 1, 499, 500, 501, 1234])
+def test_chunks_cover_the_sequence_in_order(n: int) -> None:
+    seq = list(range(n))
+    parts = list(sql.chunks(seq))
+    assert [x for p in parts for x in p] == seq and all(0 < len(p) <= sql.CHUNK for p in parts)
+
+
+def test_set_clause_encodes_json_columns_and_increments() -> None:
+    sets, values = sql.set_clause({"status": "pending", "version": sql.Inc(1), "rejections": ["b", "a"],
+                                   "preconditions": {"z": 1, "a": [1, 2]}, "wall_used_s": sql.Inc(2.5)})
+    assert sets == ("status = ?, version = version + ?, rejections = ?, preconditions = ?, "
+                    "wall_used_s = wall_used_s + ?")
+    assert values == ["pending", 1, '["b","a"]', '{"a":[1,2],"z":1}', 2.5]
+
+
+def test_decoding_parses_json_and_booleans_and_copies_cached_values() -> None:
+    row = sql.decode_row(["id", "preconditions", "retryable", "always_admit", "output", "key"],
+                         [7, '{"a":1}', 1, 0, None, "k"])
+    assert row == {"id": 7, "preconditions": {"a": 1}, "retryable": True, "always_admit": False, "output": None,
+                   "key": "k"}
+    cache: dict[str, typing.Any] = {}
+    one, two = sql.json_value('{"s":[1]}', cache), sql.json_value('{"s":[1]}', cache)
+    assert one == two == {"s": [1]} and one is not two
+    one["x"] = 1
+    assert sql.json_value('{"s":[1]}', cache) == {"s": [1]}
+    assert sql.json_value("{}") == {} and sql.json_value("[]") == [] and sql.json_value("null") is None
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(output=JSON_VALUES, rejections=st.lists(st.text(max_size=20), max_size=5),
+       pre=st.dictionaries(st.text(min_size=1, max_size=8), JSON_VALUES, max_size=4),
+       tokens=st.integers(0, 10**6), wall=st.floats(0, 1e6, allow_nan=False))
+def test_a_raw_update_reads_back_what_was_written(ledger: Ledger, output, rejections, pre, tokens, wall) -> None:
+    """set_clause + update_node + fetch_one round-trip on the real backend (both in CI)."""
+    if not ledger.tasks():
+        ledger.create_task("t")
+        ledger.add_node("t", "a")
+    before = ledger.node_row("t", "a")
+    with ledger.db.atomic():
+        n = ledger.update_node(before["id"], {"output": output, "rejections": rejections, "preconditions": pre,
+                                              "tokens_used": sql.Inc(tokens), "wall_used_s": sql.Inc(wall),
+                                              "retryable": False})
+    assert n == 1
+    after = ledger.node_row("t", "a")
+    assert after["output"] == json.loads(dumps(output)) and after["rejections"] == rejections
+    assert after["preconditions"] == json.loads(dumps(pre)) and after["retryable"] is False
+    assert after["tokens_used"] == before["tokens_used"] + tokens
+    assert after["wall_used_s"] == pytest.approx(before["wall_used_s"] + wall)
+    view = ledger.node("t", "a")  # the facade's view decodes the same row the same way
+    assert view.output == after["output"] and view.rejections == tuple(rejections)
+
+
+# ---------------------------------------------------------------------- one module per action
+PLAN_KEYS = ["action", "task_id", "target", "reason", "revision", "versions", "reset", "abandoned", "parked", "kept",
+             "revoked_leases", "handoffs_withdrawn", "resolutions_reapplied", "effects_not_undone", "warnings",
+             "changes", "task_status", "params", "planned_at"]
+PARAM_KEYS = {
+    "park": ["node", "until", "until_ts", "wake_on", "now"],
+    "resume": ["node"],
+    "narrow": ["set", "exclude", "preconditions_before", "preconditions_after", "out_of_scope", "unaffected"],
+    "rewind": ["node"],
+    "abort": [],
+    "resolve": ["handoff", "node", "option", "answer", "question"],
+    "escalate": ["node", "question", "context", "kind", "options", "recommendation"],
+}
+PARAM_TYPES = {"park": ParkParams, "resume": ResumeParams, "narrow": NarrowParams, "rewind": RewindParams,
+               "abort": AbortParams, "resolve": ResolveParams, "escalate": EscalateParams}
+
+
+@pytest.fixture
+def small(ledger, clock):
+    ledger.create_task("t", preconditions={"scope": "all"})
+    ledger.add_nodes("t", [NodeSpec("a", "a"), NodeSpec("b", "b", ("a",), preconditions={"scope": "x"}),
+                           NodeSpec("c", "c", ("b",)), NodeSpec("h", "h")])
+    for k in ("a", "b"):
+        c = ledger.claim("t", "w", lease_s=60, kinds=[k])
+        ledger.commit(c, output={k: 1})
+    c = ledger.claim("t", "w", lease_s=60, kinds=["h"])
+    hid = ledger.request_human(c, kind="confirm", question="go?", options=[{"id": "yes"}, {"id": "no"}])
+    clock.advance(1)
+    return hid
+
+
+def plans(ledger: Ledger, hid: str) -> dict[str, typing.Callable[[], Plan]]:
+    return {
+        "park": lambda: ledger.plan_park("t", reason="wait", until="2h", wake_on="data"),
+        "resume": lambda: ledger.plan_resume("t", node="c"),
+        "narrow": lambda: ledger.plan_narrow("t", reason="cut", set={"scope": "y"}),
+        "rewind": lambda: ledger.plan_rewind("t", "a", reason="again"),
+        "abort": lambda: ledger.plan_abort("t", reason="stop"),
+        "resolve": lambda: ledger.plan_resolve(hid, option="yes", answer="fine"),
+        "escalate": lambda: ledger.plan_escalate("t", "c", reason="look"),
+    }
+
+
+@pytest.mark.parametrize("action", list(PARAM_KEYS))
+def test_each_action_has_typed_params_and_the_plan_json_shape_is_unchanged(ledger, small, action) -> None:
+    if action == "resume":
+        ledger.apply(ledger.plan_park("t", node="c", reason="hold"), operator="op")
+    plan = plans(ledger, small)[action]()
+    assert isinstance(plan.params, PARAM_TYPES[action]) and plan.params.action == plan.action == action
+    assert dataclasses.is_dataclass(plan.params) and isinstance(plan.params, ActionParams)
+    j = plan.to_json()
+    assert list(j) == PLAN_KEYS
+    assert list(j["params"]) == PARAM_KEYS[action]
+    assert dict(plan.params) == j["params"] and len(plan.params) == len(PARAM_KEYS[action])
+    for k in PARAM_KEYS[action]:  # readable as the mapping it always was
+        assert plan.params[k] == plan.params.get(k) == j["params"][k]
+    json.dumps(j)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.params.node = "x"  # type: ignore[misc, union-attr]
+    done = ledger.apply(plan, operator="op")
+    jd = done.to_json()
+    assert list(jd) == PLAN_KEYS + ["applied", "action_id", "revision_after"]
+    extra = ["handoff"] if action == "escalate" else []
+    assert list(jd["params"]) == PARAM_KEYS[action] + extra
+    assert ledger.actions(limit=1)[0].plan == j  # the audit row holds the plan as shown
+
+
+def test_a_plan_whose_params_no_action_applies_is_refused_and_changes_nothing(ledger, small) -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Unknown(ActionParams):
+        action = "rewind"
+
+        def to_json(self) -> dict[str, typing.Any]:
+            return {}
+
+    plan = ledger.plan_rewind("t", "a", reason="again")
+    before = (ledger.task("t").revision, [n.status for n in ledger.graph("t").nodes], ledger.last_event_id())
+    with pytest.raises(Refused, match="cannot apply"):
+        ledger.apply(dataclasses.replace(plan, params=Unknown()), operator="op")
+    assert (ledger.task("t").revision, [n.status for n in ledger.graph("t").nodes], ledger.last_event_id()) == before
+    assert ledger.actions() == []
+
+
+def test_the_models_and_the_raw_layer_agree_on_json_columns() -> None:
+    json_cols = {f.column_name for m in MODELS for f in m._meta.sorted_fields if isinstance(f, JSONField)}
+    assert json_cols - {"plan"} == sql.JSON_COLUMNS  # the audit's plan column is written only through Peewee
