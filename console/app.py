@@ -1,33 +1,38 @@
 """The Warden console: a Textual app that tails the ledger.
 
-Data flow (one way): ``store.feed`` wake-ups → an async worker reads the journal after the cursor
-and exactly the nodes / tasks the new events name, in worker threads → merges them into a pending
-delta and posts a coalescing ``LedgerChanged`` → the UI-thread handler applies the delta to the view
-model (``console.model``) and repaints only the rows on screen. A keypress never waits on the
-database. The graph is loaded once when opened (in the same snapshot as the journal id it
-reflects) and patched node by node afterwards; it is never re-queried per change.
+Data flow (one way): ``store.feed`` wake-ups → the feed worker (``console.follow``) reads the
+journal after the cursor and exactly the nodes / tasks the new events name, in worker threads →
+merges them into a pending delta and posts a coalescing ``LedgerChanged`` → the UI-thread handler
+here applies the delta to the view models (``console.model``) and repaints only the rows on
+screen. A keypress never waits on the database. The graph is loaded once when opened (in the same
+snapshot as the journal id it reflects) and patched node by node afterwards; it is never
+re-queried per change. Estimates and signals are computed off the UI thread
+(``console.analysis``).
+
+Operator actions go the other way: a key (p/u/n/r/a/R) or the command palette → a dialog
+(``console.dialogs``, or the recovery advice in ``console.screens.advice``) → a plan → apply, in
+the dialog's workers; the views follow from the feed.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-import threading
+import sys
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from textual import on, work
-from textual.worker import get_current_worker
 from textual.app import App
 from textual.binding import Binding
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
-from store.errors import LedgerUnavailable, NotFound, WardenError
-from store.feed import FALLBACK_POLL_S, Feed, graph_pages, tail_at
-from store.views import EventView, GraphView, NodeDetail, NodeView, TaskView
+from store.errors import WardenError
+from store.feed import FALLBACK_POLL_S, Feed
+from store.views import EventView, GraphView, NodeDetail, TaskView
 
+from .analysis import analyse
 from .commands import WardenCommands
+from .dialogs import open_action
+from .follow import LedgerFollower, Pending
 from .glyphs import READ_ONLY_NOTICE
 from .messages import AnalysisReady, GraphPageReady, LedgerChanged, LedgerStatus, Loaded, TasksRead
 from .model import EventLogModel, GraphModel, TaskListModel
@@ -41,44 +46,11 @@ from .screens import (
     TaskGraphScreen,
     TaskListScreen,
 )
+from .screens.advice import AdviceDialog
 from .screens.base import WardenScreen
 from .text import safe_line
 
-TASK_REFRESH_S = 0.25  # task rows (counts) refresh at most this often during a burst
 ANALYSIS_EVERY_S = 5.0  # estimates and signals: recomputed off the UI thread at most this often
-EVENT_TAIL = 2000
-
-ACTIONS = {
-    "park": "park", "resume": "resume", "narrow": "narrow", "rewind": "rewind", "abort": "abort",
-    "recover": "recovery advice",
-}
-
-
-@dataclass
-class Pending:
-    """What the feed worker has read and the UI has not applied yet."""
-
-    events: list[EventView] = field(default_factory=list)
-    nodes: dict[tuple[str, str], NodeView] = field(default_factory=dict)
-    as_of: dict[str, int] = field(default_factory=dict)  # node key → the journal id it was read at
-    tasks: dict[str, TaskView] = field(default_factory=dict)
-    detail: NodeDetail | None = None
-    all_tasks: list[TaskView] | None = None
-    tail: list[EventView] | None = None
-
-    def __bool__(self) -> bool:
-        return bool(self.events or self.nodes or self.tasks or self.detail
-                    or self.all_tasks is not None)
-
-
-@dataclass
-class Step:
-    cursor: int
-    more: bool = False
-    events: list[EventView] = field(default_factory=list)
-    nodes: list[NodeView] = field(default_factory=list)
-    tasks: list[TaskView] = field(default_factory=list)
-    detail: NodeDetail | None = None
 
 
 class WardenApp(App[int]):
@@ -124,24 +96,15 @@ class WardenApp(App[int]):
         self.clock = clock or time.time
         self.analysis_enabled = analysis
         self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s)
+        self.follower = LedgerFollower(self.feed)  # the feed side: cursor, requests, pending delta
         self.tasks_model = TaskListModel(self.now)
         self.events_model = EventLogModel()
         self.graph_model: GraphModel | None = None
         self.detail: NodeDetail | None = None
         self.loaded = False
-        self.live = True
         self.unavailable: str | None = None
         self.failed: str | None = None
-        self.cursor = 0
-        self._pending = Pending()
-        self._requests: list[tuple[str, Any]] = []
-        self._kick: asyncio.Event | None = None
-        self._graph_task: str | None = None
-        self._detail_key: tuple[str, str] | None = None
-        self._analysis_dirty: set[str] = set()
-        self._early_nodes: dict[str, tuple[NodeView, int]] = {}
-        self._task_interval = TASK_REFRESH_S
-        self._tasks_busy = False
+        self._early_nodes: dict[str, tuple[Any, int]] = {}  # graph rows that arrived before its first page
         self.graph_pages_applied = 0  # (tests and the benchmark)
         self._analysed_once: set[str] = set()
         # Instrumentation (tests and the benchmark): UI time spent applying deltas.
@@ -154,6 +117,23 @@ class WardenApp(App[int]):
     def now(self) -> float:
         return float(self.clock())
 
+    @property
+    def live(self) -> bool:
+        """Following changes as they happen (False: a snapshot, e.g. a read-only copy)."""
+        return self.follower.live
+
+    @property
+    def cursor(self) -> int:
+        """The last journal id the console has read."""
+        return self.follower.cursor
+
+    def settled(self) -> bool:
+        """Loaded, nothing requested or read and not yet applied, no graph still loading (tests,
+        screenshots: wait for this, then for the workers)."""
+        g = self.graph_model
+        graph_loading = self.follower.graph_task is not None and (g is None or not g.complete)
+        return self.loaded and self.follower.idle() and not graph_loading
+
     # ------------------------------------------------------------------ lifecycle
     def on_mount(self) -> None:
         self.push_screen(TaskListScreen())
@@ -165,7 +145,7 @@ class WardenApp(App[int]):
     def _tick(self) -> None:
         """Once a second: time-based figures (lease countdowns, ages) on the visible rows only."""
         screen = self.screen_stack[-1] if self.screen_stack else None
-        if isinstance(screen, WardenScreen) and self.loaded and screen.is_mounted:
+        if isinstance(screen, WardenScreen) and self.loaded and self.is_running and screen.is_mounted:
             screen.tick()
         self.set_timer(1.0, self._tick)  # re-armed after the work, so ticks never pile up
 
@@ -175,7 +155,7 @@ class WardenApp(App[int]):
         the clock moves, so they are recomputed — signals only — for the tasks on screen and the
         open graph's running and parked nodes (a few rows, never the whole graph)."""
         if self.loaded and not self.unavailable:
-            if self._analysis_dirty:
+            if self.follower.analysis_dirty:
                 self.run_analysis()
             else:
                 self.run_time_signals()
@@ -195,136 +175,20 @@ class WardenApp(App[int]):
         if snapshot is not None or visible:
             self._analyse(snapshot, sorted(set(visible)), signals_only=True)
 
-    # ------------------------------------------------------------------ the feed
+    # ------------------------------------------------------------------ the feed (console/follow.py)
     def request(self, kind: str, arg: Any) -> None:
-        self._requests.append((kind, arg))
-        if self._kick is not None:
-            self._kick.set()
+        self.follower.request(kind, arg)
 
     @work(exclusive=True, group="feed", exit_on_error=False)
     async def follow_ledger(self) -> None:
-        feed = self.feed
-        kick = self._kick = asyncio.Event()
-        loop = asyncio.get_running_loop()
-
-        async def pump() -> None:
-            async for _ in feed.wakeups():
-                kick.set()
-
-        pump_task: asyncio.Future | None = None
-        cursor: int | None = None
-        dirty: set[str] = set()
-        last_tasks = 0.0
-        retry_armed = False
-        try:
-            while True:
-                more = False
-                try:
-                    if cursor is None:
-                        tasks, tail, cursor = await asyncio.to_thread(self._read_initial)
-                        self._pending.all_tasks = tasks
-                        self._pending.tail = tail
-                        self.live = feed.live
-                        dirty.clear()
-                        if self._graph_task:
-                            self._load_graph(self._graph_task)
-                        if self._detail_key:
-                            self._requests.append(("detail", self._detail_key))
-                        self.post_message(LedgerStatus(None))
-                        self.post_message(LedgerChanged())
-                        if pump_task is None:
-                            pump_task = asyncio.ensure_future(pump())
-                    elif await asyncio.to_thread(feed.check):
-                        cursor = None  # the file was replaced: reload everything
-                        continue
-                    requests, self._requests = self._requests, []
-                    step = await asyncio.to_thread(
-                        self._read_step, cursor, self._graph_task, self._detail_key, requests)
-                    cursor = step.cursor
-                    self.cursor = cursor
-                    more = step.more
-                    for e in step.events:
-                        if e.task_id is not None:
-                            dirty.add(e.task_id)
-                            self._analysis_dirty.add(e.task_id)
-                    if self._merge(step):
-                        self.post_message(LedgerChanged())
-                    if self.unavailable:
-                        self.post_message(LedgerStatus(None))
-                    # Task rows (counts over every node of a task: 50 ms at 100k nodes) are read
-                    # in their own thread, at most every ``_task_interval``, so a change's own
-                    # read never waits behind them.
-                    wait = self._task_interval - (time.monotonic() - last_tasks)
-                    if dirty and not self._tasks_busy and wait <= 0:
-                        self._tasks_busy = True
-                        last_tasks = time.monotonic()
-                        self._refresh_tasks(sorted(dirty), lambda: loop.call_soon_threadsafe(kick.set))
-                        dirty.clear()
-                    elif dirty and not retry_armed:
-                        retry_armed = True
-
-                        def rearm() -> None:
-                            nonlocal retry_armed
-                            retry_armed = False
-                            kick.set()
-
-                        loop.call_later(max(wait, 0.05), rearm)
-                except WardenError as e:
-                    if not self.loaded:
-                        self.post_message(LedgerStatus(str(e), fatal=True))
-                        return
-                    self.post_message(LedgerStatus(str(e)))
-                    if pump_task is None:
-                        pump_task = asyncio.ensure_future(pump())
-                if more:
-                    continue
-                await kick.wait()
-                kick.clear()
-        finally:
-            if pump_task is not None:
-                pump_task.cancel()
-
-    def _read_initial(self) -> tuple[list[TaskView], list[EventView], int]:
-        self.feed.check()
-        return tail_at(self.feed, EVENT_TAIL)
-
-    def _read_step(self, cursor: int, graph_task: str | None, detail_key: tuple[str, str] | None,
-                   requests: list[tuple[str, Any]]) -> Step:
-        """Worker thread: the journal after the cursor, and exactly the rows it names."""
-        feed = self.feed
-        step = Step(cursor=cursor)
-        want_detail = False
-        for kind, arg in requests:
-            if kind == "detail" and arg == detail_key:
-                want_detail = True
-        delta = feed.since(cursor)
-        step.cursor, step.more, step.events = delta.cursor, delta.more, list(delta.events)
-        if graph_task and step.events:
-            keys = delta.node_keys(graph_task)
-            if keys:
-                step.nodes = feed.read(lambda ledger: ledger.nodes(graph_task, sorted(keys)))
-        if detail_key is not None and (want_detail or detail_key[1] in delta.node_keys(detail_key[0])):
-            try:
-                step.detail = feed.read(lambda ledger: ledger.node_detail(*detail_key))
-            except NotFound:
-                pass
-        return step
+        await self.follower.run(self)
 
     @work(thread=True, exit_on_error=False, group="tasks")
-    def _refresh_tasks(self, task_ids: list[str], wake: Callable[[], Any]) -> None:
-        t0 = time.monotonic()
-        tasks = []
+    def refresh_tasks(self, task_ids: list[str], wake: Callable[[], Any]) -> None:
+        tasks: list[TaskView] = []
         try:
-            for tid in task_ids:
-                try:
-                    tasks.append(self.feed.read(lambda ledger: ledger.task(tid)))
-                except NotFound:
-                    pass
+            self.follower.read_tasks(task_ids, into=tasks)
         finally:
-            took = time.monotonic() - t0
-            # at most a tenth of a core on task rows, and never more often than TASK_REFRESH_S
-            self._task_interval = max(TASK_REFRESH_S, 10 * took)
-            self._tasks_busy = False
             if tasks:
                 self.post_message(TasksRead(tasks))
             try:
@@ -338,31 +202,23 @@ class WardenApp(App[int]):
         self._apply_tasks({t.task_id: t for t in msg.tasks})
         self.apply_seconds += time.perf_counter() - t0
 
-    def _merge(self, step: Step) -> bool:
-        p = self._pending
-        p.events.extend(step.events)
-        for n in step.nodes:
-            p.nodes[(n.task_id, n.key)] = n
-            p.as_of[n.key] = step.cursor
-        for t in step.tasks:
-            p.tasks[t.task_id] = t
-        if step.detail is not None:
-            p.detail = step.detail
-        return bool(p)
-
     # ------------------------------------------------------------------ applying deltas (UI thread)
     def _screens(self, kind: type) -> list[Any]:
-        return [s for s in self.screen_stack if isinstance(s, kind) and s.is_mounted and not s._closing]
+        """The screens of ``kind`` on the stack that can take an update: none once the app is
+        shutting down (its screens are being taken apart); a popped screen is off the stack."""
+        if not self.is_running:
+            return []
+        return [s for s in self.screen_stack if isinstance(s, kind) and s.is_mounted]
 
     @on(LedgerChanged)
     def apply_pending(self) -> None:
         t0 = time.perf_counter()
-        p, self._pending = self._pending, Pending()
+        p: Pending = self.follower.take_pending()
         if p.all_tasks is not None:
             self.tasks_model.load(p.all_tasks)
             for s in self._screens(TaskListScreen):
                 s.data_changed([], True)
-            self._analysis_dirty.update(t.task_id for t in p.all_tasks)
+            self.follower.analysis_dirty.update(t.task_id for t in p.all_tasks)
             first = not self.loaded
             self.loaded = True
             if first:
@@ -382,10 +238,10 @@ class WardenApp(App[int]):
                     s.data_changed(added, reshaped)
             if any(e.kind.startswith("handoff.") for e in p.events) and self._screens(HandoffInboxScreen):
                 self.load_handoffs()
-        if p.nodes and self._graph_task is not None:
+        if p.nodes and self.follower.graph_task is not None:
             if self.graph_model is None:  # its first page is on the way: keep them for it
                 for k, v in p.nodes.items():
-                    if k[0] == self._graph_task:
+                    if k[0] == self.follower.graph_task:
                         self._early_nodes[k[1]] = (v, p.as_of.get(k[1], 0))
             else:
                 rows, reshaped = self.graph_model.apply(p.nodes.values(), p.as_of)
@@ -394,10 +250,10 @@ class WardenApp(App[int]):
                         s.data_changed(rows, reshaped)
         if p.tasks:
             self._apply_tasks(p.tasks)
-        if p.detail is not None and self._detail_key == (p.detail.node.task_id, p.detail.node.key):
+        if p.detail is not None and self.follower.detail_key == (p.detail.node.task_id, p.detail.node.key):
             self.detail = p.detail
             for s in self._screens(NodeDetailScreen):
-                if (s.task_id, s.key) == self._detail_key:
+                if (s.task_id, s.key) == self.follower.detail_key:
                     s.show_detail(p.detail)
         self.apply_seconds += time.perf_counter() - t0
         self.applied_changes += len(p.events)
@@ -407,28 +263,10 @@ class WardenApp(App[int]):
 
     # ------------------------------------------------------------------ opening a graph
     @work(thread=True, exclusive=True, exit_on_error=False, group="graph")
-    def _load_graph(self, task_id: str) -> None:
-        """The open task's graph, page by page from one snapshot: the first rows paint after
-        one small page; the rest stream in while the list is already usable.
-
-        Each page waits until the UI has applied and painted the previous one. Without that, this
-        thread (pure Python while it builds rows) holds the GIL and the UI thread, which drops
-        it at every select(), waits up to a switch interval each time it wants it back: the first
-        rows of a 100k-node graph painted after 1.1 s although the page was read in 0.25 s."""
+    def load_graph(self, task_id: str) -> None:
+        """The open task's graph, page by page from one snapshot (``LedgerFollower.read_graph``)."""
         worker = get_current_worker()
-        try:
-            for page in graph_pages(self.feed, task_id):
-                if worker.is_cancelled or self._graph_task != task_id:
-                    return
-                ack = threading.Event()
-                self.post_message(GraphPageReady(task_id, page, ack))
-                while not ack.wait(0.2):
-                    if worker.is_cancelled or self._graph_task != task_id:
-                        return
-        except NotFound:
-            self.post_message(GraphPageReady(task_id, None))
-        except LedgerUnavailable as e:
-            self.post_message(LedgerStatus(str(e)))
+        self.follower.read_graph(task_id, self.post_message, lambda: worker.is_cancelled)
 
     @on(GraphPageReady)
     def graph_page(self, msg: GraphPageReady) -> None:
@@ -436,7 +274,7 @@ class WardenApp(App[int]):
             self.call_after_refresh(msg.ack.set)
         t0 = time.perf_counter()
         page = msg.page
-        if msg.task_id != self._graph_task:
+        if msg.task_id != self.follower.graph_task:
             return
         if page is None:
             self.notify(f"task {safe_line(msg.task_id)} is not in the ledger", severity="error")
@@ -464,7 +302,7 @@ class WardenApp(App[int]):
         else:
             return
         if page.last:
-            self._analysis_dirty.add(msg.task_id)
+            self.follower.analysis_dirty.add(msg.task_id)
             if self.analysis_enabled:
                 self.run_analysis()
         self.apply_seconds += time.perf_counter() - t0
@@ -504,51 +342,14 @@ class WardenApp(App[int]):
         g = self.graph_model
         snapshot = g.snapshot() if g is not None else None
         small = [r.view.task_id for r in self.tasks_model.rows
-                 if r.view.task_id in self._analysis_dirty or r.view.task_id not in self._analysed_once]
-        self._analysis_dirty.clear()
+                 if r.view.task_id in self.follower.analysis_dirty or r.view.task_id not in self._analysed_once]
+        self.follower.analysis_dirty.clear()
         self._analyse(snapshot, small)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="analysis")
     def _analyse(self, snapshot: GraphView | None, task_ids: list[str], signals_only: bool = False) -> None:
-        """Estimates and signals from store.estimates / store.signals (never computed here): the
-        open graph from the model's snapshot (no re-query), other tasks without loading graphs."""
-        from store import estimates, signals
-        from store.report import signal_json
-
-        now = self.now()
-        history = estimates.DurationHistory()
-        graph_result = None
-        tasks: dict[str, tuple[Any, list]] = {}
-
-        def graph_analysis(ledger: Any, graph: GraphView) -> tuple[Any, dict, list]:
-            est = None if signals_only else estimates.estimate_graph(ledger, graph, history=history, now=now)
-            # the model's rows carry what estimates read; signals read whole nodes, and only
-            # the running and parked ones (a few), so those are read here as NodeViews
-            live = [n.key for n in graph.nodes if n.status in ("running", "parked")]
-            full = GraphView(task=graph.task, nodes=tuple(ledger.nodes(graph.task.task_id, live)))
-            sigs = [signal_json(s) for s in signals.signals_for_graph(ledger, full, history=history, now=now)]
-            if est is None:
-                return None, None, sigs
-            return est.task.to_json(), {k: e.to_json() for k, e in est.nodes.items()}, sigs
-
-        def task_analysis(ledger: Any, tid: str) -> tuple[Any, list]:
-            task = ledger.task(tid)
-            eta = None if signals_only else estimates.estimate_task(ledger, task, history=history, now=now).to_json()
-            sigs = [signal_json(s) for s in signals.signals_for_task(ledger, task, history=history, now=now)]
-            return eta, sigs
-
-        if snapshot is not None:
-            eta, node_etas, sigs = self.feed.read(lambda ledger: graph_analysis(ledger, snapshot))
-            graph_result = (snapshot.task.task_id, eta, node_etas, sigs)
-            tasks[snapshot.task.task_id] = (eta, sigs)
-        for tid in task_ids:
-            if tid in tasks:
-                continue
-            try:
-                tasks[tid] = self.feed.read(lambda ledger: task_analysis(ledger, tid))
-            except NotFound:
-                continue
-        self.post_message(AnalysisReady(tasks, graph_result, signals_only=signals_only))
+        """Estimates and signals (console/analysis.py) off the UI thread."""
+        self.post_message(analyse(self.feed, self.now(), snapshot, task_ids, signals_only=signals_only))
 
     @on(AnalysisReady)
     def analysis_ready(self, msg: AnalysisReady) -> None:
@@ -584,24 +385,24 @@ class WardenApp(App[int]):
 
     # ------------------------------------------------------------------ navigation
     def open_graph(self, task_id: str) -> None:
-        if self._graph_task != task_id:
+        if self.follower.graph_task != task_id:
             self.graph_model = None
             self._early_nodes = {}
-        self._graph_task = task_id
+        self.follower.graph_task = task_id
         self.push_screen(TaskGraphScreen(task_id))
         if self.graph_model is None or not self.graph_model.complete:
             self.graph_model = None
-            self._load_graph(task_id)
+            self.load_graph(task_id)
 
     def graph_closed(self, task_id: str) -> None:
-        if self._graph_task == task_id and not any(
+        if self.follower.graph_task == task_id and not any(
                 s.task_id == task_id for s in self._screens(TaskGraphScreen) if s.is_attached):
-            self._graph_task = None
+            self.follower.graph_task = None
             self.graph_model = None
 
     def open_node(self, task_id: str, key: str) -> None:
-        self._detail_key = (task_id, key)
-        if self.detail is not None and (self.detail.node.task_id, self.detail.node.key) != self._detail_key:
+        self.follower.detail_key = (task_id, key)
+        if self.detail is not None and (self.detail.node.task_id, self.detail.node.key) != self.follower.detail_key:
             self.detail = None
         self.push_screen(NodeDetailScreen(task_id, key))
         self.request("detail", (task_id, key))
@@ -611,11 +412,11 @@ class WardenApp(App[int]):
         result = super().pop_screen()
         if isinstance(screen, TaskGraphScreen):
             if not any(s is not screen and s.task_id == screen.task_id for s in self._screens(TaskGraphScreen)):
-                self._graph_task = None
+                self.follower.graph_task = None
                 self.graph_model = None
         elif isinstance(screen, NodeDetailScreen):
             rest = [s for s in self._screens(NodeDetailScreen) if s is not screen]
-            self._detail_key = (rest[-1].task_id, rest[-1].key) if rest else None
+            self.follower.detail_key = (rest[-1].task_id, rest[-1].key) if rest else None
         return result
 
     def _push_once(self, kind: type, factory: Callable[[], Any]) -> None:
@@ -636,7 +437,7 @@ class WardenApp(App[int]):
         self._push_once(RunsScreen, RunsScreen)
 
     def action_operator(self, action: str) -> None:
-        """p/u/n/r/a/R. The dialogs arrive with the operator-actions work; the hook is here."""
+        """p/u/n/r/a/R on the selection of the screen on top."""
         if self.read_only:
             self.notify(READ_ONLY_NOTICE, severity="warning")
             return
@@ -646,10 +447,15 @@ class WardenApp(App[int]):
         self.open_action(action, task, node)
 
     def open_action(self, action: str, task_id: str | None, node_key: str | None) -> None:
-        """The action dialogs and the recovery advice live in console/dialogs.py."""
-        from .dialogs import open_action
-
-        open_action(self, action, task_id, node_key)
+        """The recovery advice (console/screens/advice.py) or an action dialog (console/dialogs/)."""
+        if action != "recover":
+            open_action(self, action, task_id, node_key)
+        elif self.read_only:
+            self.notify(READ_ONLY_NOTICE, severity="warning")
+        elif not task_id or not node_key:
+            self.notify("recovery advice: select a node (in the task graph or node detail)", severity="warning")
+        else:
+            self.push_screen(AdviceDialog(task_id, node_key))
 
     # ------------------------------------------------------------------ one-off reads for screens
     def load_handoffs(self) -> None:
@@ -681,8 +487,6 @@ def run_console(*, ledger: str, runs: str = "runs", read_only: bool = False, ope
     app = WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records)
     app.run()
     if app.failed:
-        import sys
-
         print(f"warden: {app.failed}", file=sys.stderr)
         return 1
     return int(app.return_code or 0)

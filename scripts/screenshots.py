@@ -3,7 +3,7 @@
 
     python scripts/screenshots.py [--out screenshots] [--size 100x30] [--no-png]
 
-The ledger is ``store.demo_agents.build_demo_ledger`` with a fixed seed on a ManualClock: the same
+The ledger is ``console.demo.build_demo_ledger`` with a fixed seed on a ManualClock: the same
 history, the same live agents run the same simulated seconds in-process, no real time involved. The
 console is driven with Textual's Pilot on a clock fixed at that moment, so the same code gives the
 same pictures. Every screen is captured, and every dialog the console has (an action key that
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from store import ManualClock  # noqa: E402
-from store.demo_agents import build_demo_ledger, maint_simulation  # noqa: E402
+from console.demo import build_demo_ledger, maint_simulation  # noqa: E402
 
 SEED = 7
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -48,7 +48,7 @@ async def wait_for(pilot: Any, cond: Callable[[], bool], what: str, timeout: flo
 
 def idle(app: Any) -> bool:
     busy = [w for w in app.workers if w.group in ("analysis", "ledger") and w.is_running]
-    return app.loaded and not app._requests and not busy and not app._pending
+    return app.loaded and app.follower.idle() and not busy
 
 
 async def settle(pilot: Any) -> None:

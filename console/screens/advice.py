@@ -18,14 +18,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 
 from store.errors import WardenError
 
-from ..dialogs import DIALOG_CSS, OneLineMessage, open_action, read_only_notice
+from ..dialogs.base import WardenModal, read_only_notice
+from ..dialogs.opening import open_action
 from ..glyphs import node_status_label
 from ..text import safe_line
+from .resolve import ResolveHandoffScreen
 
 ACCEPT_LABELS = {
     "rewind": "Rewind from {node}",
@@ -61,11 +62,8 @@ def render_advice(advice: Any, handoffs: list[Any]) -> Text:
     return out
 
 
-class AdviceDialog(OneLineMessage, ModalScreen[None]):
+class AdviceDialog(WardenModal[None]):
     """The advice for one node; Accept opens the matching action dialog, pre-filled."""
-
-    DEFAULT_CSS = DIALOG_CSS
-    SCOPED_CSS = False
 
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="dialog-cancel"),
@@ -73,7 +71,7 @@ class AdviceDialog(OneLineMessage, ModalScreen[None]):
     ]
 
     def __init__(self, task_id: str, node: str) -> None:
-        super().__init__(classes="warden-modal")
+        super().__init__()
         self.task_id = task_id
         self.node = node
         self.advice: Any = None
@@ -108,7 +106,7 @@ class AdviceDialog(OneLineMessage, ModalScreen[None]):
             return advice, hs
 
         try:
-            advice, hs = self.app.feed.read(read)  # type: ignore[attr-defined]
+            advice, hs = self.host.feed.read(read)
         except WardenError as e:
             self.post_message(AdviceReady(None, [], error=str(e)))
         else:
@@ -174,8 +172,6 @@ class AdviceDialog(OneLineMessage, ModalScreen[None]):
             self.opened = open_action(app, "narrow", a.task_id, None, exclude=[a.target],
                                       reason=f"recovery advice: abandon {a.target} ({a.reason}): {lead}"[:300])
         elif a.recommendation == "needs_human" and self.handoffs:
-            from .resolve import ResolveHandoffScreen
-
             self.opened = ResolveHandoffScreen(self.handoffs[0].id)
             app.push_screen(self.opened)
 

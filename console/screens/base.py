@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from textual import on
 from textual.app import ComposeResult
@@ -11,10 +11,8 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input
 
+from ..host import ConsoleHost, host_of
 from ..widgets import RowList, StatusBar
-
-if TYPE_CHECKING:
-    from ..app import WardenApp
 
 
 class FilterInput(Input):
@@ -39,8 +37,9 @@ class WardenScreen(Screen):
     header = ""
 
     @property
-    def wapp(self) -> "WardenApp":
-        return self.app  # type: ignore[return-value]
+    def wapp(self) -> ConsoleHost:
+        """The app, as screens see it (console/host.py)."""
+        return host_of(self)
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self.header, id="status")

@@ -6,7 +6,7 @@ from typing import Iterable
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import Center, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 

@@ -23,12 +23,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from store.errors import WardenError
 
-from ..dialogs import DIALOG_CSS, OneLineMessage, operator_name, read_only_notice
+from ..dialogs.base import WardenModal, read_only_notice
+from ..dialogs.escalate import EscalateDialog
+from ..operator import resolve_operator
 from ..text import safe, safe_line
 
 CHECK_HELP = {
@@ -46,12 +47,6 @@ DECISION_HELP = {
                        "Nothing can be recorded.",
     "unsupported_state": "the run is not in a state recovery understands. Nothing can be recorded.",
 }
-
-WIZARD_CSS = DIALOG_CSS + """
-RecoveryWizardScreen #steps { height: auto; }
-RecoveryWizardScreen #record-row { height: 1; margin-top: 1; }
-"""
-
 
 class RecoveryChecked(Message):
     def __init__(self, recovery: Any, error: str | None = None) -> None:
@@ -71,11 +66,8 @@ def check_mark(c: Any) -> str:
     return "✔ passed" if c.ok else "✖ failed"
 
 
-class RecoveryWizardScreen(OneLineMessage, ModalScreen[Any]):
+class RecoveryWizardScreen(WardenModal[Any]):
     """Checks one at a time, then the decision and its allowed choices."""
-
-    DEFAULT_CSS = WIZARD_CSS
-    SCOPED_CSS = False
 
     BINDINGS = [
         Binding("escape", "leave", "Leave it", id="dialog-cancel"),
@@ -85,7 +77,7 @@ class RecoveryWizardScreen(OneLineMessage, ModalScreen[Any]):
     ]
 
     def __init__(self, run: str) -> None:
-        super().__init__(classes="warden-modal")
+        super().__init__()
         self.run = run
         self.recovery: Any = None
         self.error: str | None = None
@@ -199,12 +191,8 @@ class RecoveryWizardScreen(OneLineMessage, ModalScreen[Any]):
         if rec is None or not (rec.task_id and rec.node_key):
             return
         if getattr(app, "read_only", False):
-            from ..dialogs import read_only_notice
-
             read_only_notice(app)
             return
-        from ..dialogs import EscalateDialog
-
         failed = next((c for c in rec.checks if not c.ok and getattr(c, "ran", True)), None)
         question = (f"Run {rec.run} of node {rec.node_key} stopped as {rec.original_status}; recovery decided "
                     f"{rec.decision} ({rec.reason}). How should the node go on?")
@@ -266,7 +254,7 @@ class RecoveryWizardScreen(OneLineMessage, ModalScreen[Any]):
             return
         self.writing = True
         self._refresh()
-        self._write(self.record_name(), operator_name(self.app))
+        self._write(self.record_name(), resolve_operator(self.host.operator))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="recovery-record")
     def _write(self, name: str, operator: str) -> None:
@@ -361,7 +349,7 @@ class RecoveryWizardScreen(OneLineMessage, ModalScreen[Any]):
         app: Any = self.app
         name = self.record_name() or "NAME"
         out.append("\nHANDOFF.md that will be written (preview)\n", style="bold underline")
-        out.append(safe(render_handoff(rec, name, operator_name(app), iso(app.now()) or ""), limit=20000))
+        out.append(safe(render_handoff(rec, name, resolve_operator(app.operator), iso(app.now()) or ""), limit=20000))
         return out
 
     def _refresh(self) -> None:

@@ -20,13 +20,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from store.errors import Refused, StaleRevision, WardenError
 
-from ..dialogs import DIALOG_CSS, OneLineMessage, operator_name, read_only_notice
+from ..dialogs.base import WardenModal, read_only_notice
+from ..operator import resolve_operator
 from ..glyphs import age_label
 from ..text import safe, safe_line
 
@@ -34,12 +34,6 @@ from ..text import safe, safe_line
 DONE_KEYS = ("done", "what_is_done", "progress")
 STUCK_KEYS = ("stuck", "where_stuck", "blocked_on", "problem")
 WHY_KEYS = ("why", "recommendation_why")
-
-RESOLVE_CSS = DIALOG_CSS + """
-ResolveHandoffScreen #handoff-scroll { height: 1fr; min-height: 3; }
-ResolveHandoffScreen #options { height: auto; max-height: 8; margin-top: 1; }
-"""
-
 
 class HandoffLoaded(Message):
     def __init__(self, handoff: Any, remaining: int, error: str | None = None) -> None:
@@ -116,11 +110,8 @@ def option_prompt(o: Mapping[str, Any], recommended: bool) -> Text:
     return t
 
 
-class ResolveHandoffScreen(OneLineMessage, ModalScreen[bool]):
+class ResolveHandoffScreen(WardenModal[bool]):
     """One open handoff, its options, an answer; ctrl+s resolves. Dismisses True if any was resolved."""
-
-    DEFAULT_CSS = RESOLVE_CSS
-    SCOPED_CSS = False
 
     BINDINGS = [
         Binding("escape", "cancel", "Close", id="dialog-cancel"),
@@ -129,7 +120,7 @@ class ResolveHandoffScreen(OneLineMessage, ModalScreen[bool]):
     ]
 
     def __init__(self, handoff_id: str) -> None:
-        super().__init__(classes="warden-modal")
+        super().__init__()
         self.handoff_id = str(handoff_id)
         self.handoff: Any = None
         self.remaining = 0
@@ -172,7 +163,7 @@ class ResolveHandoffScreen(OneLineMessage, ModalScreen[bool]):
             return h, len(others)
 
         try:
-            h, remaining = self.app.feed.read(read)  # type: ignore[attr-defined]
+            h, remaining = self.host.feed.read(read)
         except WardenError as e:
             self.post_message(HandoffLoaded(None, 0, error=str(e)))
         else:
@@ -192,7 +183,7 @@ class ResolveHandoffScreen(OneLineMessage, ModalScreen[bool]):
         self.remaining = msg.remaining
         self.chosen = None
         self.closed_reason = None
-        body.update(render_handoff(h, self.app.now()))  # type: ignore[attr-defined]
+        body.update(render_handoff(h, self.host.now()))
         self.query_one("#handoff-scroll", VerticalScroll).scroll_home(animate=False)
         title = Text("Resolve handoff ", style="bold")
         title.append(f"#{safe_line(h.id)} of task {safe_line(h.task_id)}")
@@ -311,11 +302,11 @@ class ResolveHandoffScreen(OneLineMessage, ModalScreen[bool]):
         self.busy = True
         self.update_buttons()
         self.say(Text("resolving…", style="dim"))
-        self._resolve(self.handoff, self.chosen, self.answer() or None, operator_name(self.app))
+        self._resolve(self.handoff, self.chosen, self.answer() or None, resolve_operator(self.host.operator))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="resolve")
     def _resolve(self, h: Any, option: str | None, answer: str | None, operator: str) -> None:
-        feed = self.app.feed  # type: ignore[attr-defined]
+        feed = self.host.feed
 
         def go(ledger: Any) -> Any:
             plan = ledger.plan_resolve(h.id, option=option, answer=answer)

@@ -107,8 +107,7 @@ async def wait_for(pilot: Any, cond: Callable[[], bool], timeout: float = 10.0, 
 def idle(app: Any) -> bool:
     """Loaded, no request queued, no one-off or analysis worker running."""
     busy = [w for w in app.workers if w.group in ("analysis", "ledger", "graph", "tasks") and w.is_running]
-    graph_loading = app._graph_task is not None and (app.graph_model is None or not app.graph_model.complete)
-    return app.loaded and not app._requests and not busy and not app._pending and not graph_loading
+    return app.settled() and not busy
 
 
 async def settle(pilot: Any) -> None:

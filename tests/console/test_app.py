@@ -239,12 +239,13 @@ def _classes_with_bindings() -> list[type]:
     import inspect
     import pkgutil
 
+    import console.dialogs
     import console.screens
     import console.widgets
     from textual.dom import DOMNode
 
-    names = ["console.app", "console.dialogs"]
-    for pkg in (console.screens, console.widgets):
+    names = ["console.app"]
+    for pkg in (console.dialogs, console.screens, console.widgets):
         names += [f"{pkg.__name__}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)]
     out = []
     for name in names:
@@ -262,7 +263,8 @@ def test_help_lists_every_binding():
     found = {c.__name__ for c in classes}
     # the walk finds the screens, dialogs and widgets it must (so it cannot pass by finding none)
     assert {"WardenApp", "TaskListScreen", "TaskGraphScreen", "NodeDetailScreen", "EventLogScreen",
-            "HandoffInboxScreen", "RunsScreen", "HelpScreen", "RowList", "FilterInput"} <= found, found
+            "HandoffInboxScreen", "RunsScreen", "HelpScreen", "RowList", "FilterInput", "ActionDialog",
+            "AdviceDialog", "ResolveHandoffScreen", "RecoveryWizardScreen"} <= found, found
     text = help_text(False).plain
     missing = []
     for cls in classes:

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from console import cli_actions
+from console.cli import actions as cli_actions
 from console.cli import main as warden
 from store import Ledger, ManualClock, NodeSpec
 

@@ -1,4 +1,4 @@
-"""Operator action subcommands: park, resume, narrow, rewind, abort, handoffs, resolve.
+"""Operator action subcommands: park, resume, narrow, rewind, abort, resolve.
 
 Every action is planned first (``ledger.plan_*``), shown, and applied (``ledger.apply``) only when
 confirmed: ``--dry-run`` prints the plan and stops; ``--yes`` applies without asking; on a terminal
@@ -18,19 +18,13 @@ import sys
 from typing import Any, Callable
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from store.clock import iso
-
-from .glyphs import node_status_label, task_status_label
-from .text import safe_line
+from ..glyphs import node_status_label, task_status_label
+from ..text import safe_line
+from .common import UsageError, open_ledger, operator_of, out_console, print_json
 
 LIST_LIMIT = 20  # node keys shown per line of a text preview before "and N more"
-
-
-class Declined(Exception):
-    """The operator did not confirm (or could not be asked)."""
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -69,11 +63,8 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--reason", required=True, metavar="R", help="why (required)")
     p.set_defaults(func=cmd_abort)
 
-    p = sub.add_parser("handoffs", parents=parents, help="open needs_human handoffs")
-    p.add_argument("--task", metavar="T", help="only this task")
-    p.add_argument("--all", action="store_true", help="every handoff, not only the open ones")
-    p.set_defaults(func=cmd_handoffs)
 
+def register_resolve(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("resolve", parents=parents, help="answer a handoff with one of its options")
     p.add_argument("handoff", metavar="HANDOFF")
     p.add_argument("--option", metavar="ID", help="one of the handoff's option ids")
@@ -96,35 +87,25 @@ def _ask(prompt: str) -> str:
         return ""
 
 
-def _operator(args: argparse.Namespace) -> str:
-    from .cli import default_operator
-
-    return (args.operator or "").strip() or default_operator()
-
-
 def run_action(args: argparse.Namespace, make_plan: Callable[[Any], Any], *, confirm_task_id: bool = False) -> int:
-    from .cli import open_ledger, print_json
-
     with open_ledger(args) as ledger:
         plan = make_plan(ledger)
         if args.dry_run:
             if args.json:
                 print_json(plan.to_json())
             else:
-                render_plan(plan, Console(highlight=False, soft_wrap=False), dry_run=True)
+                render_plan(plan, out_console(), dry_run=True)
             return 0
         if not args.yes:
             if not _interactive():
-                err = Console(stderr=True, highlight=False, soft_wrap=False)
                 if args.json:
-                    sys.stderr.write(json.dumps(plan.to_json(), ensure_ascii=False) + "\n")
+                    print_json(plan.to_json(), err=True)
                 else:
-                    render_plan(plan, err)
+                    render_plan(plan, out_console(err=True))
                 print("warden: not applied: no terminal to confirm on; add --yes to apply (nothing changed)",
                       file=sys.stderr)
                 return 1
-            out = Console(highlight=False, soft_wrap=False)
-            render_plan(plan, out)
+            render_plan(plan, out_console())
             if confirm_task_id:
                 typed = _ask(f"Type the task id ({plan.task_id}) to {plan.action} it, or press enter to cancel: ")
                 ok = typed.strip() == plan.task_id
@@ -133,11 +114,11 @@ def run_action(args: argparse.Namespace, make_plan: Callable[[Any], Any], *, con
             if not ok:
                 print("warden: not applied (not confirmed); nothing changed", file=sys.stderr)
                 return 1
-        done = ledger.apply(plan, operator=_operator(args))
+        done = ledger.apply(plan, operator=operator_of(args))
         if args.json:
             print_json(done.to_json())
         else:
-            Console(highlight=False, soft_wrap=False).print(
+            out_console().print(
                 Text(f"applied (action {done.action_id}, revision {done.revision} → {done.revision_after}): ")
                 + Text(safe_line(done.summary())))
         return 0
@@ -206,8 +187,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:
-    from .cli import UsageError
-
     if "=" not in text:
         raise UsageError(f"warden narrow: --set needs K=V, got {text!r}")
     k, v = text.split("=", 1)
@@ -239,41 +218,5 @@ def cmd_resolve(args: argparse.Namespace) -> int:
     return run_action(args, lambda led: led.plan_resolve(args.handoff, option=args.option, answer=args.answer))
 
 
-def handoff_json(h: Any, now: float) -> dict[str, Any]:
-    return {
-        "id": h.id, "task_id": h.task_id, "node": h.node, "kind": h.kind, "question": h.question,
-        "options": [dict(o) for o in h.options], "recommendation": h.recommendation, "status": h.status,
-        "age_s": round(max(0.0, now - h.opened_at), 3),
-        "opened_at": iso(h.opened_at), "opened_by": h.opened_by, "context": dict(h.context),
-        "resolution": ({"option": h.resolution_option, "answer": h.resolution_answer, "by": h.resolved_by,
-                        "at": iso(h.resolved_at)} if h.status in ("resolved", "withdrawn") else None),
-    }
-
-
-def cmd_handoffs(args: argparse.Namespace) -> int:
-    from .cli import open_ledger, print_json
-    from .glyphs import age_label
-
-    with open_ledger(args) as ledger:
-        if args.task is not None:
-            ledger.task(args.task)  # NotFound for a typo
-        rows = ledger.handoffs(status=None if args.all else "open", task_id=args.task)
-        now = ledger.now()
-    data = {"handoffs": [handoff_json(h, now) for h in rows]}
-    if args.json:
-        print_json(data)
-        return 0
-    c = Console(highlight=False, soft_wrap=False)
-    if not rows:
-        c.print("no open handoffs" if not args.all else "no handoffs")
-        return 0
-    t = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("ID", "TASK", "NODE", "KIND", "AGE", "STATUS", "QUESTION", "OPTIONS"):
-        t.add_column(col, no_wrap=col not in ("QUESTION", "OPTIONS"), overflow="fold")
-    for h in rows:
-        opts = ", ".join(("*" if o.get("id") == h.recommendation else "") + str(o.get("id")) for o in h.options)
-        t.add_row(h.id, Text(safe_line(h.task_id)), Text(safe_line(h.node)), Text(safe_line(h.kind)),
-                  age_label(now - h.opened_at), h.status, Text(safe_line(h.question)), Text(safe_line(opts)))
-    c.print(t)
-    c.print(Text("resolve with: warden resolve ID --option OPTION [--answer TEXT]   (* = recommended)", style="dim"))
-    return 0
+__all__ = ["cmd_abort", "cmd_narrow", "cmd_park", "cmd_resolve", "cmd_resume", "cmd_rewind", "parse_assignment",
+           "register", "register_resolve", "render_plan", "run_action"]

@@ -3,7 +3,7 @@
 1. A fresh directory (a temp dir unless ``--dir``) gets ``ledger.db`` — finished history (so the
    estimates have samples) and three live tasks — and ``runs/`` with three interrupted runs, its
    project inputs beside it (so ``warden recover RUN`` works from that directory with defaults).
-2. Six worker processes (``python -m store.demo_agents``) play the agents through the public agent
+2. Six worker processes (``python -m console.demo.worker``) play the agents through the public agent
    API only. A supervisor thread restarts a worker that crashed on purpose (the report verifier),
    under a new name; its node is reclaimed once its lease expires.
 3. The console opens on the ledger and the runs. On quit the workers are told to stop (a stop
@@ -13,7 +13,8 @@
 ``with_console=False`` (the hidden ``--no-console``) runs the workers headless until every live
 task has ended or SIGINT, printing what happened — handy for tests and measuring.
 
-The console never imports Peewee; this module talks to the store through its public API.
+The runner and the agents (``agent``, ``simulation``, ``layout``, ``world``, ``worker`` beside it)
+talk to the store through its public API only; the agents import nothing else from the console.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from store import Ledger
-from store.demo_agents import CRASH_EXIT, LIVE_TASKS, ROSTER, DemoPaths, create_demo
+
+from .layout import DemoPaths, create_demo
+from .world import CRASH_EXIT, LIVE_TASKS, ROSTER
 
 STOP_GRACE_S = 3.0
 """How long workers get to stop on their own before they are terminated."""
@@ -56,11 +59,11 @@ class WorkerPool:
 
     def _spawn(self, name: str, role: str) -> None:
         log = open(self.log_dir / f"{name}.log", "ab")
-        cmd = [sys.executable, "-m", "store.demo_agents", "--ledger", str(self.paths.ledger), "--worker", name,
+        cmd = [sys.executable, "-m", "console.demo.worker", "--ledger", str(self.paths.ledger), "--worker", name,
                "--role", role, "--speed", repr(self.speed), "--seed", str(self.seed),
                "--stop-file", str(self.stop_file), "--parent-pid", str(os.getpid())]
         env = dict(os.environ)
-        root = str(Path(__file__).resolve().parent.parent)
+        root = str(Path(__file__).resolve().parents[2])  # the directory holding store/ and console/
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         # A session of their own: the terminal's ^C / ^Z reach the demo, which stops them in order.
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -178,7 +181,7 @@ def run_demo(
               file=out, flush=True)
         if with_console:
             if console is None:
-                from .app import run_console as console
+                from ..app import run_console as console
             rc = console(ledger=str(paths.ledger), runs=str(paths.runs), read_only=False, operator=operator,
                          project=str(paths.root), records=None)
         else:

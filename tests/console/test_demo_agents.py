@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from store import Ledger, ManualClock
-from store.demo_agents import (
+from console.demo import (
     LIVE_TASKS,
     LOOP_CAP,
     Simulation,

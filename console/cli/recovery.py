@@ -4,19 +4,17 @@
     warden recover --task T --node K [--json]       advice for a failed/orphaned/blocked node
     warden verify-record NAME [--json]              exit 0 pass, 1 fail
 
-Registered by ``console.cli`` through ``register(sub, parents)``. Everything an agent wrote is
+Registered by ``console.cli.entry`` through ``register(sub, parents)``. Everything an agent wrote is
 printed as literal text (``rich.text.Text`` of ``console.text.safe_line``), never as markup.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -34,7 +32,8 @@ from store.recovery import (
 )
 from store.runs import require_name
 
-from .text import safe_line
+from ..text import safe_line
+from .common import UsageError, open_ledger, operator_of, out_console, print_json
 
 RECOVER_HELP = "check an interrupted run's evidence (or advise on a ledger node)"
 VERIFY_HELP = "re-check a recovery record and its original run independently"
@@ -69,28 +68,7 @@ def resolve_dirs(args: argparse.Namespace) -> tuple[str, str, str]:
 
 
 def _usage(message: str) -> Exception:
-    from .cli import UsageError
-
     return UsageError(f"warden recover: {message}")
-
-
-def _operator(args: argparse.Namespace) -> str:
-    if getattr(args, "operator", None):
-        return args.operator
-    from .cli import default_operator
-
-    return default_operator()
-
-
-def _print_json(obj: Any, *, err: bool = False) -> None:
-    # ensure_ascii: agent-written strings reach the terminal as \u escapes, never as controls
-    stream = sys.stderr if err else sys.stdout
-    stream.write(json.dumps(obj, ensure_ascii=True) + "\n")
-    stream.flush()
-
-
-def _console(err: bool = False) -> Console:
-    return Console(stderr=err, highlight=False, soft_wrap=False)
 
 
 # --------------------------------------------------------------------------- recover
@@ -136,7 +114,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
             print("nothing written", file=sys.stderr)
             return 1
     try:
-        made = record(runs, run, name, records_dir=records, operator=_operator(args),
+        made = record(runs, run, name, records_dir=records, operator=operator_of(args),
                       project_dir=project)
     except RecordRefused as e:
         _show_recovery(args, e.recovery, None)
@@ -151,9 +129,9 @@ def _show_recovery(args: argparse.Namespace, rec: Recovery, record_path: str | N
         out = rec.to_json(record_path)
         if note:
             out["note"] = note
-        _print_json(out, err=err)
+        print_json(out, err=err)
         return
-    c = _console(err)
+    c = out_console(err=err)
     mark = "✔" if rec.decision == REUSE else "✖"
     c.print(Text.assemble(("run ", "bold"), (rec.run, "bold"), ": ", (f"{mark} {rec.decision}",
                           "bold"), f" ({rec.reason})"))
@@ -178,19 +156,17 @@ def _show_recovery(args: argparse.Namespace, rec: Recovery, record_path: str | N
 
 
 def _advise(args: argparse.Namespace) -> int:
-    from .cli import open_ledger
-
     with open_ledger(args, read_only=True) as ledger:
         advice = advise(ledger, args.task, args.node)
     if args.json:
-        _print_json(advice.to_json())
+        print_json(advice.to_json())
         return 0
     _show_advice(advice)
     return 0
 
 
 def _show_advice(a: Advice) -> None:
-    c = _console()
+    c = out_console()
     c.print(Text.assemble(
         Text(safe_line(a.task_id), style="bold"), "/", Text(safe_line(a.node_key), style="bold"),
         f" ({a.situation}): ", (f"recommend {a.recommendation}", "bold"), f" ({a.reason})"))
@@ -206,9 +182,9 @@ def cmd_verify_record(args: argparse.Namespace) -> int:
     runs, project, records = resolve_dirs(args)
     result = verify_record(records, name, runs, project)
     if args.json:
-        _print_json(result)
+        print_json(result)
     else:
-        c = _console()
+        c = out_console()
         ok = result["result"] == "pass"
         c.print(Text.assemble(("record ", "bold"), (name, "bold"), ": ",
                               ("✔ pass" if ok else "✖ fail", "bold")))

@@ -1,0 +1,269 @@
+"""Inspection subcommands — they read, never act: status, graph, events, handoffs, export, migrate.
+
+    warden status [--json]                         tasks: counts, P80 ETA, budget gate, stalls, handoffs
+    warden graph TASK [--json]                     a task's nodes with status, deps, lease, estimate, signals
+    warden events [--task T] [--since ID] [--follow] [--json]   the journal (JSON Lines with --json)
+    warden handoffs [--task T] [--all] [--json]    open needs_human handoffs
+    warden export TASK --output FILE               a task's latest committed artifact (never overwrites)
+    warden migrate                                 the schema upgrade in place
+
+(``export`` and ``migrate`` write, but they are not operator actions on the graph: no plan, no
+confirmation.) Registered by ``console.cli.entry`` through ``register(sub, parents)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import time
+from datetime import datetime
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from store import report
+from store.clock import iso
+from store.errors import Refused
+from store.feed import Feed
+
+from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, signals_label
+from ..glyphs import task_status_label
+from ..text import safe_line
+from .common import ledger_target, open_ledger, out_console, print_fitted, print_json
+
+
+def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("status", parents=parents, help="tasks: counts, P80 ETA, budget gate, stalls, handoffs")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("graph", parents=parents, help="a task's nodes with status, deps, lease, estimate, signals")
+    p.add_argument("task", metavar="TASK")
+    p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("events", parents=parents, help="the journal (JSON Lines with --json)")
+    p.add_argument("--task", metavar="T")
+    p.add_argument("--since", type=int, default=0, metavar="ID")
+    p.add_argument("--follow", action="store_true", help="keep printing new events")
+    p.set_defaults(func=cmd_events)
+
+    p = sub.add_parser("export", parents=parents, help="write a task's latest committed artifact")
+    p.add_argument("task", metavar="TASK")
+    p.add_argument("--output", required=True, metavar="FILE")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("migrate", parents=parents, help="upgrade the ledger's schema in place")
+    p.set_defaults(func=cmd_migrate)
+
+
+def register_handoffs(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """``handoffs`` sits between the actions in ``warden --help`` (beside ``resolve``)."""
+    p = sub.add_parser("handoffs", parents=parents, help="open needs_human handoffs")
+    p.add_argument("--task", metavar="T", help="only this task")
+    p.add_argument("--all", action="store_true", help="every handoff, not only the open ones")
+    p.set_defaults(func=cmd_handoffs)
+
+
+def _until_label(until_iso: str | None, now: float) -> str:
+    if not until_iso:
+        return ""
+    at = datetime.fromisoformat(until_iso.replace("Z", "+00:00")).timestamp()
+    return f"expired {duration_label(now - at)} ago" if at <= now else f"{duration_label(at - now)} left"
+
+
+# ---------------------------------------------------------------------- status, graph
+def cmd_status(args: argparse.Namespace) -> int:
+    with open_ledger(args) as ledger:
+        data = report.status_json(ledger)
+    if args.json:
+        print_json(data)
+        return 0
+    c = out_console()
+    if not data["tasks"]:
+        c.print(f"no tasks in {ledger.display}")
+        return 0
+    rows = []
+    for task in data["tasks"]:
+        counts = task["counts"]
+        total = sum(counts.values())
+        done = counts.get("succeeded", 0) + counts.get("abandoned", 0)
+        ab = counts.get("abandoned", 0)
+        rows.append([
+            safe_line(task["task_id"]), task_status_label(task["status"]),
+            f"{done}/{total}" + (f" ({ab} abandoned)" if ab else ""), eta_label(task["eta"]),
+            signals_label(task["signals"]), str(task["handoffs_open"] or "—"), budget_label(task["budget"]),
+            safe_line(task["title"]),
+        ])
+    # At 80 columns the title and the budget give way first; id, status, progress, P80, signals
+    # and handoffs stay whole.
+    print_fitted(c, ["TASK", "STATUS", "DONE", "P80", "SIGNALS", "HANDOFFS", "BUDGET", "TITLE"], rows,
+                 give_way=["TITLE", "BUDGET"])
+    return 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    with open_ledger(args) as ledger:
+        data = report.graph_json(ledger, args.task)
+    if args.json:
+        print_json(data)
+        return 0
+    c = out_console()
+    task = data["task"]
+    c.print(Text.assemble(Text(safe_line(task["task_id"]), style="bold"), "  ",
+                          task_status_label(task["status"]), "  ", safe_line(task["title"])))
+    rows = []
+    now = time.time()
+    for n in data["nodes"]:
+        lease = n["lease"]
+        rows.append([
+            safe_line(n["key"]), node_status_label(n["status"]), str(n["attempt"]), eta_label(n["eta"]),
+            signals_label(n["signals"]),
+            safe_line(f"{lease['owner']} {_until_label(lease['until'], now)}") if lease else "—",
+            safe_line(n["kind"]), safe_line(", ".join(n["deps"])) or "—",
+        ])
+    print_fitted(c, ["NODE", "STATUS", "ATT", "P80", "SIGNALS", "LEASE", "KIND", "DEPS"], rows,
+                 give_way=["DEPS", "KIND", "LEASE"])
+    for sig in task["signals"]:  # what fired each signal, one line each (agent text made safe)
+        c.print(Text(safe_line(f"⚠ {sig['severity']} {sig['kind']} {sig['node'] or task['task_id']}: {sig['evidence']}")),
+                soft_wrap=True)
+    return 0
+
+
+# ---------------------------------------------------------------------- events
+def cmd_events(args: argparse.Namespace) -> int:
+    with open_ledger(args) as ledger:
+        if args.task is not None:
+            ledger.task(args.task)  # NotFound for a typo
+        last = ledger.last_event_id()
+    c = out_console()
+
+    def show(e: Any) -> None:
+        if args.json:
+            print_json(report.event_json(e))
+        else:
+            c.print(Text.assemble(
+                (f"{e.id:>7} ", "dim"), iso(e.at) or "", " ", (f"{e.layer:<9}", "cyan"), " ",
+                Text(safe_line(e.task_id or "-")), " ", Text(safe_line(e.node or "-")), " ",
+                (e.kind, "bold"), " ", Text(safe_line(e.actor)), ": ", Text(safe_line(e.summary)),
+            ))
+
+    feed = Feed(ledger_target(args), read_only=True)
+
+    def drain(cursor: int, upto: int | None = None) -> int:
+        while True:
+            delta = feed.since(cursor, task_id=args.task)
+            for e in delta.events:
+                if upto is not None and e.id > upto:
+                    return cursor
+                show(e)
+                cursor = e.id
+            if not delta.more:
+                return delta.cursor if upto is None else cursor
+
+    try:
+        cursor = drain(args.since, None if args.follow else last)
+        if not args.follow:
+            return 0
+
+        async def follow(cursor: int) -> None:
+            # Woken by the ledger's files (SQLite) or NOTIFY (PostgreSQL), with a slow fallback
+            # poll; a wake-up is a hint, the cursor is the truth.
+            async for _ in feed.wakeups():
+                cursor = drain(cursor)
+
+        asyncio.run(follow(cursor))
+        return 0
+    finally:
+        feed.close()
+
+
+# ---------------------------------------------------------------------- handoffs
+def handoff_json(h: Any, now: float) -> dict[str, Any]:
+    return {
+        "id": h.id, "task_id": h.task_id, "node": h.node, "kind": h.kind, "question": h.question,
+        "options": [dict(o) for o in h.options], "recommendation": h.recommendation, "status": h.status,
+        "age_s": round(max(0.0, now - h.opened_at), 3),
+        "opened_at": iso(h.opened_at), "opened_by": h.opened_by, "context": dict(h.context),
+        "resolution": ({"option": h.resolution_option, "answer": h.resolution_answer, "by": h.resolved_by,
+                        "at": iso(h.resolved_at)} if h.status in ("resolved", "withdrawn") else None),
+    }
+
+
+def cmd_handoffs(args: argparse.Namespace) -> int:
+    with open_ledger(args) as ledger:
+        if args.task is not None:
+            ledger.task(args.task)  # NotFound for a typo
+        rows = ledger.handoffs(status=None if args.all else "open", task_id=args.task)
+        now = ledger.now()
+    data = {"handoffs": [handoff_json(h, now) for h in rows]}
+    if args.json:
+        print_json(data)
+        return 0
+    c = out_console()
+    if not rows:
+        c.print("no open handoffs" if not args.all else "no handoffs")
+        return 0
+    t = Table(box=None, header_style="bold", pad_edge=False)
+    for col in ("ID", "TASK", "NODE", "KIND", "AGE", "STATUS", "QUESTION", "OPTIONS"):
+        t.add_column(col, no_wrap=col not in ("QUESTION", "OPTIONS"), overflow="fold")
+    for h in rows:
+        opts = ", ".join(("*" if o.get("id") == h.recommendation else "") + str(o.get("id")) for o in h.options)
+        t.add_row(h.id, Text(safe_line(h.task_id)), Text(safe_line(h.node)), Text(safe_line(h.kind)),
+                  age_label(now - h.opened_at), h.status, Text(safe_line(h.question)), Text(safe_line(opts)))
+    c.print(t)
+    c.print(Text("resolve with: warden resolve ID --option OPTION [--answer TEXT]   (* = recommended)", style="dim"))
+    return 0
+
+
+# ---------------------------------------------------------------------- export, migrate
+def cmd_export(args: argparse.Namespace) -> int:
+    with open_ledger(args) as ledger:
+        view, data = ledger.latest_artifact(args.task)
+    path = args.output
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except FileExistsError:
+        raise Refused(f"{path} exists; not overwritten (choose another --output)") from None
+    except OSError as e:
+        raise Refused(f"cannot write {path}: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise Refused(f"cannot write {path}: {e.strerror}") from None
+    if args.json:
+        print_json({"task_id": args.task, "artifact": view.name, "node": view.node, "sha256": view.sha256,
+                    "bytes": view.size, "output": path})
+    else:
+        print(f"wrote {path}: {view.name} from {view.node}, {view.size} bytes, sha256 {view.sha256}")
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from store.db import connect_checked, open_database
+    from store.schema import migrate
+
+    db = open_database(ledger_target(args), create=False)
+    connect_checked(db)
+    try:
+        before, after = migrate(db)
+    finally:
+        db.close()
+    if args.json:
+        print_json({"from": before, "to": after})
+    elif before == after:
+        print(f"{getattr(db, 'display', '')}: schema {after} is current; nothing to do")
+    else:
+        print(f"{getattr(db, 'display', '')}: migrated schema {before} → {after}")
+    return 0
+
+
+__all__ = ["cmd_events", "cmd_export", "cmd_graph", "cmd_handoffs", "cmd_migrate", "cmd_status", "handoff_json",
+           "register", "register_handoffs"]

@@ -1,0 +1,26 @@
+"""The operator action dialogs: park, resume, narrow, rewind, abort, escalate.
+
+- ``base``: :class:`WardenModal` (every console modal: layout from ``modal.tcss``, the one-line
+  message) and :class:`ActionDialog` (plan in a worker, preview, reason, Cancel / Apply, the
+  stale-plan banner);
+- ``plan``: the preview of a plan (:func:`render_plan`, :class:`PlanPreview`);
+- ``park`` (park, resume), ``rewind`` (rewind, abort), ``narrow``, ``escalate``: one dialog each;
+- ``opening``: :func:`open_action`, from the selection to its dialog.
+
+Dialogs depend on the store's public API, ``console.host`` and the small modules below them
+(text, glyphs, operator, widgets); never on the app or the screens.
+"""
+
+from .base import ACTION_TITLES, MODAL_TCSS, STALE_BANNER, ActionDialog, WardenModal, read_only_notice
+from .escalate import EscalateDialog
+from .narrow import NarrowDialog, precondition_values
+from .opening import DIALOGS, open_action
+from .park import ParkDialog, ResumeDialog
+from .plan import PlanPreview, render_plan
+from .rewind import AbortDialog, RewindDialog
+
+__all__ = [
+    "ACTION_TITLES", "AbortDialog", "ActionDialog", "DIALOGS", "EscalateDialog", "MODAL_TCSS", "NarrowDialog",
+    "ParkDialog", "PlanPreview", "ResumeDialog", "RewindDialog", "STALE_BANNER", "WardenModal", "open_action",
+    "precondition_values", "read_only_notice", "render_plan",
+]

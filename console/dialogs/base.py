@@ -1,0 +1,356 @@
+"""The action dialogs' common ground: :class:`WardenModal` (every modal screen of the console) and
+:class:`ActionDialog` (park, resume, narrow, rewind, abort, escalate).
+
+Every action dialog follows one pattern (DESIGN.md "Dialogs"; STYLE.md):
+
+1. It opens at once and computes the plan in a thread worker (a pure read, ``ledger.plan_*``),
+   showing "computing the plan…" meanwhile; a keypress never waits on the database.
+2. :class:`~console.dialogs.plan.PlanPreview` shows exactly what the plan changes: the task's
+   status, each node that changes (from → to), the leases revoked and their owners, the effects
+   already done that the action does not undo (with their compensation hints), the handoffs
+   withdrawn, the warnings. The preview scrolls inside the dialog, so a long plan fits 80×24.
+3. Focus starts in the reason input (on Cancel when the dialog has none, e.g. resume). Apply is
+   disabled until the plan is ready and the reason — and for abort the exact task id — is filled.
+   ``ctrl+s`` or the Apply button applies; ``enter`` in an input never does; ``escape`` cancels.
+   The Apply button names the effect ("Rewind 5 nodes", "Abort task maint-1", "Park task").
+4. Apply runs in a thread worker (``ledger.apply``). On ``StaleRevision`` the dialog recomputes
+   the plan, shows the fresh one under a banner ("the ledger changed since this preview — review
+   again") and waits for Apply to be pressed again. Nothing is applied on that path.
+5. The result is notified; the views follow from the change feed.
+
+The plan is computed with a placeholder reason (the store requires one) and the operator's reason
+is put into that same plan at apply time: the impact applied is exactly the impact previewed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, TypeVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Input, Label, Static
+
+from store.errors import StaleRevision, WardenError
+
+from ..glyphs import READ_ONLY_NOTICE
+from ..host import ConsoleHost, host_of
+from ..operator import resolve_operator
+from ..text import safe_line
+from .plan import PlanPreview
+
+if TYPE_CHECKING:
+    from store.actions import Plan
+
+MODAL_TCSS = Path(__file__).with_name("modal.tcss")  # the layout of every modal screen
+PREVIEW_PLACEHOLDER = "(preview)"  # the store requires a reason to plan; the operator's replaces it
+STALE_BANNER = "⚠ the ledger changed since this preview — review again"
+
+ACTION_TITLES = {
+    "park": "Park", "resume": "Resume", "narrow": "Narrow", "rewind": "Rewind", "abort": "Abort",
+    "escalate": "Ask a human about",
+}
+
+ResultType = TypeVar("ResultType")
+
+
+def read_only_notice(app: Any) -> None:
+    app.notify(READ_ONLY_NOTICE, severity="warning")
+
+
+# ---------------------------------------------------------------------- every modal screen
+class WardenModal(ModalScreen[ResultType]):
+    """A console modal: the ``warden-modal`` layout (modal.tcss), the app as a
+    :class:`~console.host.ConsoleHost`, and a one-line message under the inputs
+    (``#dialog-error``, hidden when empty)."""
+
+    CSS_PATH = MODAL_TCSS
+
+    def __init__(self) -> None:
+        super().__init__(classes="warden-modal")
+
+    @property
+    def host(self) -> ConsoleHost:
+        return host_of(self)
+
+    def say(self, text: Any) -> None:
+        w = self.query_one("#dialog-error", Static)
+        w.update(text)
+        w.set_class(not str(text), "-empty")
+
+
+# ---------------------------------------------------------------------- messages from workers
+class PlanReady(Message):
+    def __init__(self, seq: int, plan: "Plan | None", error: str | None = None, stale: str | None = None) -> None:
+        super().__init__()
+        self.seq, self.plan, self.error, self.stale = seq, plan, error, stale
+
+
+class ApplyDone(Message):
+    def __init__(self, plan: "Plan | None", error: str | None = None) -> None:
+        super().__init__()
+        self.plan, self.error = plan, error
+
+
+# ---------------------------------------------------------------------- the action dialog
+class ActionDialog(WardenModal["Plan | None"]):
+    """The common dialog: options (per action), preview, reason, Cancel / Apply."""
+
+    action = ""
+    needs_reason = True
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="dialog-cancel"),
+        Binding("ctrl+s", "apply", "Apply", id="dialog-apply", priority=True),
+    ]
+
+    def __init__(self, task_id: str, node: str | None = None, *, reason: str = "") -> None:
+        super().__init__()
+        self.task_id = task_id
+        self.node = node
+        self.initial_reason = reason
+        self.plan: "Plan | None" = None
+        self.plan_error: str | None = None
+        self.planning = False
+        self.applying = False
+        self.stale: str | None = None  # the store's message when the last apply met a moved ledger
+        self.result: "Plan | None" = None
+        self._seq = 0
+        self.apply_attempts = 0  # applies started (a test seam: Cancel, escape, enter never start one)
+
+    # ---- layout
+    def title_text(self) -> Text:
+        out = Text()
+        out.append(f"{ACTION_TITLES.get(self.action, self.action)} ", style="bold")
+        out.append(self.target_label())
+        return out
+
+    def target_label(self) -> str:
+        if self.node:
+            return f"node {safe_line(self.node)} of task {safe_line(self.task_id)}"
+        return f"task {safe_line(self.task_id)}"
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="warden-dialog"):
+            yield Static(self.title_text(), id="dialog-title", markup=False)
+            banner = Static("", id="banner", markup=False)
+            banner.display = False
+            yield banner
+            yield from self.compose_options()
+            with VerticalScroll(id="preview-scroll"):
+                yield PlanPreview(id="preview")
+            if self.needs_reason:
+                with Horizontal(classes="field"):
+                    yield Label("reason", classes="field-label")
+                    yield Input(self.initial_reason, placeholder="why? required: recorded, shown to the agent",
+                                id="reason", compact=True, select_on_focus=False)
+            yield from self.compose_confirm()
+            yield Static("", id="dialog-error", markup=False, classes="-empty")
+            with Horizontal(id="buttons"):
+                yield Button("Cancel", id="cancel", variant="primary", compact=True)
+                yield Button(self.apply_label(None), id="apply", variant="error", disabled=True, compact=True)
+        yield Footer()
+
+    def compose_options(self) -> Iterable[Any]:
+        return ()
+
+    def compose_confirm(self) -> Iterable[Any]:
+        return ()
+
+    def on_mount(self) -> None:
+        if self.needs_reason:
+            self.query_one("#reason", Input).focus()
+        else:
+            self.query_one("#cancel", Button).focus()
+        self.replan()
+
+    # ---- the plan (thread worker; a pure read)
+    def plan_args(self) -> dict[str, Any] | None:
+        """The arguments for :meth:`compute` from the current choices (None: nothing to plan yet)."""
+        return {}
+
+    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
+        raise NotImplementedError
+
+    def waiting_text(self) -> str:
+        return "computing the plan…"
+
+    def replan(self) -> None:
+        args = self.plan_args()
+        self._seq += 1
+        self.plan = None
+        self.plan_error = None
+        preview = self.query_one("#preview", PlanPreview)
+        if args is None:
+            self.planning = False
+            preview.show_line(self.waiting_text())
+        else:
+            self.planning = True
+            preview.show_line("computing the plan…")
+            self._compute(self._seq, args)
+        self.update_buttons()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="plan")
+    def _compute(self, seq: int, args: Mapping[str, Any]) -> None:
+        try:
+            plan = self.host.feed.read(lambda ledger: self.compute(ledger, args))
+        except WardenError as e:
+            self.post_message(PlanReady(seq, None, error=str(e)))
+        except Exception as e:  # noqa: BLE001 - shown in the dialog, the app keeps running
+            self.post_message(PlanReady(seq, None, error=f"{type(e).__name__}: {e}"))
+        else:
+            self.post_message(PlanReady(seq, plan))
+
+    @on(PlanReady)
+    def _plan_ready(self, msg: PlanReady) -> None:
+        msg.stop()
+        if msg.seq != self._seq:
+            return  # an older request: a newer one is on its way
+        self.planning = False
+        self.applying = False
+        preview = self.query_one("#preview", PlanPreview)
+        if msg.stale is not None:
+            self.stale = msg.stale
+            self.say("")
+            banner = self.query_one("#banner", Static)
+            banner.update(Text(STALE_BANNER + "\n", style="bold") + Text(safe_line(msg.stale, limit=200), style="dim"))
+            banner.display = True
+        if msg.plan is not None:
+            self.plan = msg.plan
+            self.plan_error = None
+            preview.show_plan(msg.plan)
+        else:
+            self.plan = None
+            self.plan_error = msg.error
+            preview.show_line(self.refusal_text(msg.error or "no plan"), style="bold")
+        self.plan_changed()
+        self.update_buttons()
+
+    def refusal_text(self, error: str) -> str:
+        return f"cannot {self.action}: {error}"
+
+    def plan_changed(self) -> None:
+        """Hook: a new plan (or refusal) arrived."""
+
+    # ---- apply
+    def reason(self) -> str:
+        if not self.needs_reason:
+            return ""
+        return self.query_one("#reason", Input).value.strip()
+
+    def confirmed(self) -> bool:
+        return True
+
+    def blockers(self) -> list[str]:
+        """Why Apply is disabled right now (empty: it can apply)."""
+        out = []
+        if self.applying:
+            out.append("applying…")
+        elif self.planning:
+            out.append("the plan is being computed")
+        elif self.plan is None:
+            out.append("there is no plan to apply")
+        if self.needs_reason and not self.reason():
+            out.append("type a reason")
+        if not self.confirmed():
+            out.append(f"type the task id {safe_line(self.task_id)} to confirm")
+        return out
+
+    def can_apply(self) -> bool:
+        return not self.blockers()
+
+    def apply_label(self, plan: "Plan | None") -> str:
+        return ACTION_TITLES.get(self.action, "Apply")
+
+    def update_buttons(self) -> None:
+        btn = self.query_one("#apply", Button)
+        label = self.apply_label(self.plan)
+        if str(btn.label) != label:
+            btn.label = label
+            btn.refresh(layout=True)  # the button's width follows its label
+        btn.disabled = not self.can_apply()
+
+    @on(Input.Changed)
+    def _input_changed(self, event: Input.Changed) -> None:
+        if event.input.id in ("reason", "confirm"):
+            self.say("")
+            self.update_buttons()
+
+    @on(Input.Submitted)
+    def _input_submitted(self, event: Input.Submitted) -> None:
+        """enter in an input never applies: it moves to the next field."""
+        event.stop()
+        self.focus_next()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_pressed(self) -> None:
+        self.action_cancel()
+
+    @on(Button.Pressed, "#apply")
+    def _apply_pressed(self) -> None:
+        self.action_apply()
+
+    def action_cancel(self) -> None:
+        if not self.applying:
+            self.dismiss(None)
+
+    def action_apply(self) -> None:
+        blockers = self.blockers()
+        if blockers:
+            self.say(Text("cannot apply yet: " + "; ".join(blockers), style="bold"))
+            return
+        assert self.plan is not None
+        plan = replace(self.plan, reason=self.reason())
+        args = self.plan_args() or {}
+        self.applying = True
+        self.apply_attempts += 1
+        self.say(Text("applying…", style="dim"))
+        self.update_buttons()
+        self._seq += 1
+        self._apply(self._seq, plan, args, resolve_operator(self.host.operator))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="apply")
+    def _apply(self, seq: int, plan: "Plan", args: Mapping[str, Any], operator: str) -> None:
+        feed = self.host.feed
+        try:
+            done = feed.read(lambda ledger: ledger.apply(plan, operator=operator))
+        except StaleRevision as e:
+            try:
+                fresh = feed.read(lambda ledger: self.compute(ledger, args))
+            except WardenError as e2:
+                self.post_message(PlanReady(seq, None, error=str(e2), stale=str(e)))
+            else:
+                self.post_message(PlanReady(seq, fresh, stale=str(e)))
+        except WardenError as e:
+            self.post_message(ApplyDone(None, error=str(e)))
+        except Exception as e:  # noqa: BLE001
+            self.post_message(ApplyDone(None, error=f"{type(e).__name__}: {e}"))
+        else:
+            self.post_message(ApplyDone(done))
+
+    @on(ApplyDone)
+    def _apply_done(self, msg: ApplyDone) -> None:
+        msg.stop()
+        self.applying = False
+        if msg.plan is None:
+            self.say(
+                Text("not applied: " + safe_line(msg.error or "unknown error", limit=300), style="bold"))
+            self.update_buttons()
+            return
+        done = msg.plan
+        self.result = done
+        self.app.notify(safe_line(f"applied (action {done.action_id}): {done.summary()}", limit=300),
+                        title=ACTION_TITLES.get(self.action, self.action))
+        self.dismiss(done)
+
+
+__all__ = [
+    "ACTION_TITLES", "ActionDialog", "ApplyDone", "MODAL_TCSS", "PREVIEW_PLACEHOLDER", "PlanReady", "STALE_BANNER",
+    "WardenModal", "read_only_notice",
+]

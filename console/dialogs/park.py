@@ -1,0 +1,104 @@
+"""Park and resume: a task, or only the selected node (the "only node" box)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from textual import on
+from textual.containers import Horizontal
+from textual.widgets import Checkbox, Input, Label
+
+from ..text import safe_line
+from ..widgets import Tick
+from .base import PREVIEW_PLACEHOLDER, ActionDialog
+
+if TYPE_CHECKING:
+    from store.actions import Plan
+
+
+class ScopedDialog(ActionDialog):
+    """park / resume: the whole task, or only the selected node."""
+
+    def scope_checkbox(self, checked: bool) -> Iterable[Any]:
+        if self.node:
+            yield Tick(f"only node {safe_line(self.node)}", checked, id="only-node", compact=True)
+
+    def only_node(self) -> bool:
+        if not self.node:
+            return False
+        boxes = self.query("#only-node")
+        return bool(boxes.first(Checkbox).value) if boxes else False
+
+    def target_label(self) -> str:
+        return f"task {safe_line(self.task_id)}" + (f" (selected node {safe_line(self.node)})" if self.node else "")
+
+
+class ParkDialog(ScopedDialog):
+    action = "park"
+
+    def compose_options(self) -> Iterable[Any]:
+        with Horizontal(classes="field"):
+            yield Label("until", classes="field-label")
+            yield Input(placeholder="optional: 2h, 1d or an ISO time", id="until", compact=True)
+        with Horizontal(classes="field"):
+            yield Label("wake on", classes="field-label")
+            yield Input(placeholder="optional: the outside signal being waited for", id="wake-on", compact=True)
+        with Horizontal(classes="field"):
+            yield Tick("stop running work now (revoke leases)", False, id="now", compact=True)
+            yield from self.scope_checkbox(False)
+
+    def plan_args(self) -> dict[str, Any]:
+        return {
+            "until": self.query_one("#until", Input).value.strip() or None,
+            "wake_on": self.query_one("#wake-on", Input).value.strip() or None,
+            "now": bool(self.query_one("#now", Checkbox).value),
+            "node": self.node if self.only_node() else None,
+        }
+
+    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
+        return ledger.plan_park(self.task_id, reason=PREVIEW_PLACEHOLDER, node=args["node"], until=args["until"],
+                                wake_on=args["wake_on"], now=args["now"])
+
+    def apply_label(self, plan: "Plan | None") -> str:
+        if plan is not None and plan.params.get("node"):
+            return f"Park node {safe_line(plan.target, limit=30)}"
+        return "Park node" if self.only_node() else "Park task"
+
+    @on(Input.Changed, "#until,#wake-on")
+    def _opts_changed(self) -> None:
+        self.replan()
+
+    @on(Checkbox.Changed)
+    def _check_changed(self) -> None:
+        self.replan()
+
+
+class ResumeDialog(ScopedDialog):
+    action = "resume"
+    needs_reason = False
+
+    def __init__(self, task_id: str, node: str | None = None, *, reason: str = "",
+                 node_parked: bool = False, task_parked: bool = True) -> None:
+        super().__init__(task_id, node, reason=reason)
+        self.default_node = bool(node) and node_parked and not task_parked
+
+    def compose_options(self) -> Iterable[Any]:
+        yield from self.scope_checkbox(self.default_node)
+
+    def plan_args(self) -> dict[str, Any]:
+        return {"node": self.node if self.only_node() else None}
+
+    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
+        return ledger.plan_resume(self.task_id, node=args["node"])
+
+    def apply_label(self, plan: "Plan | None") -> str:
+        if plan is not None and plan.params.get("node"):
+            return f"Resume node {safe_line(plan.target, limit=30)}"
+        return "Resume node" if self.only_node() else "Resume task"
+
+    @on(Checkbox.Changed)
+    def _check_changed(self) -> None:
+        self.replan()
+
+
+__all__ = ["ParkDialog", "ResumeDialog", "ScopedDialog"]

@@ -1,0 +1,59 @@
+"""What the console's screens and dialogs may use of the app: :class:`ConsoleHost`.
+
+Screens and dialogs sit below the app (``console.app.WardenApp`` implements this protocol and
+imports them); they reach it through ``self.app`` typed as a ``ConsoleHost``, never by importing
+``console.app``. Store reads and writes go through ``feed.read`` from thread workers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Protocol, cast
+
+if TYPE_CHECKING:
+    from textual.dom import DOMNode
+
+    from store.feed import Feed
+    from store.views import NodeDetail
+
+    from .model import EventLogModel, GraphModel, TaskListModel
+
+
+class ConsoleHost(Protocol):
+    """The app as its screens and dialogs see it."""
+
+    feed: "Feed"  # ``feed.read(fn)`` runs ``fn(ledger)`` on a worker thread's connection
+    clock: Callable[[], float]  # the injected clock (``time.time`` unless a test fixes it)
+    read_only: bool
+    operator: str  # who acts ("" for console.operator's default)
+    runs_dir: str
+    project: str | None
+    records: str | None
+    loaded: bool
+    live: bool
+    unavailable: str | None
+    tasks_model: "TaskListModel"
+    events_model: "EventLogModel"
+    graph_model: "GraphModel | None"
+    detail: "NodeDetail | None"
+
+    def now(self) -> float: ...
+    def open_graph(self, task_id: str) -> None: ...
+    def open_node(self, task_id: str, key: str) -> None: ...
+    def open_action(self, action: str, task_id: str | None, node_key: str | None) -> None: ...
+    def load_handoffs(self) -> None: ...
+    def load_runs(self) -> None: ...
+    def retry_open(self) -> None: ...
+
+    # Textual's App, as used here
+    def push_screen(self, screen: Any, callback: Callable[[Any], Any] | None = None) -> Any: ...
+    def pop_screen(self) -> Any: ...
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None) -> None: ...
+
+
+def host_of(node: "DOMNode") -> ConsoleHost:
+    """``node.app`` as the console's app."""
+    return cast(ConsoleHost, node.app)
+
+
+__all__ = ["ConsoleHost", "host_of"]
