@@ -74,6 +74,9 @@ class WardenModal(ModalScreen[ResultType]):
 
     def __init__(self) -> None:
         super().__init__(classes="warden-modal")
+        # Writes started (an apply, a resolution, a record): a seam the tests read to prove that
+        # Cancel, escape, enter, an empty reason or read-only never start one.
+        self.apply_attempts = 0
 
     @property
     def host(self) -> ConsoleHost:
@@ -122,7 +125,6 @@ class ActionDialog(WardenModal["Plan | None"]):
         self.stale: str | None = None  # the store's message when the last apply met a moved ledger
         self.result: "Plan | None" = None
         self._seq = 0
-        self.apply_attempts = 0  # applies started (a test seam: Cancel, escape, enter never start one)
 
     # ---- layout
     def title_text(self) -> Text:

@@ -254,6 +254,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
             return
         self.writing = True
         self._refresh()
+        self.apply_attempts += 1
         self._write(self.record_name(), resolve_operator(self.host.operator))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="recovery-record")

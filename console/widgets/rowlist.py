@@ -120,7 +120,6 @@ class RowList(ScrollView, can_focus=True):
         self._layout_width = -1
         self._styles: dict[str, Style] = {}
         self._count = 0
-        self.paint_count = 0  # rows built (for tests and the benchmark)
 
     # ------------------------------------------------------------------ data changes
     def reset(self) -> None:
@@ -279,7 +278,6 @@ class RowList(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         strip = self._cache.get(index)
         if strip is None:
-            self.paint_count += 1
             cells = list(self.source.row_cells(index))
             strip = self._build(cells, width, base)
             if len(self._cache) > 4 * max(50, self.size.height):

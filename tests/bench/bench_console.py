@@ -19,7 +19,6 @@ import json
 import os
 import resource
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile

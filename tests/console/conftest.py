@@ -3,6 +3,8 @@ helpers that wait on conditions (never on sleeps)."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -116,3 +118,36 @@ async def settle(pilot: Any) -> None:
     await pilot.pause()
     await wait_for(pilot, lambda: idle(app), what="the app to settle")
     await pilot.pause()
+
+
+async def workers_done(pilot: Any, node: Any, timeout: float = 30.0) -> None:
+    """Wait until every worker ``node`` started (a dialog's plan, apply, resolve or record
+    worker) has finished: an apply that was started has written by then. A condition, not a sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        running = [w for w in pilot.app.workers if w.node is node and not w.is_finished]
+        if not running:
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for the workers of {node}")
+        try:  # an empty list would mean "every worker", the feed's included: never passed
+            await asyncio.wait_for(pilot.app.workers.wait_for_complete(running), max(0.1, deadline - time.monotonic()))
+        except Exception:  # noqa: BLE001 - failed or cancelled workers are finished too
+            pass
+    await pilot.pause()
+
+
+@pytest.fixture
+def console_applies(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every ``Ledger.apply`` the console makes during the test, as (action, target): the app's
+    worker threads apply; the test's own setup (main thread) is not counted."""
+    calls: list[tuple[str, str]] = []
+    real = Ledger.apply
+
+    def spy(self: Ledger, plan: Any, *args: Any, **kw: Any) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            calls.append((plan.action, plan.target))
+        return real(self, plan, *args, **kw)
+
+    monkeypatch.setattr(Ledger, "apply", spy)
+    return calls

@@ -77,7 +77,7 @@ def test_graph_json_has_node_eta_and_signals(db, capsys):
 def test_status_human_output_shows_p80_and_signal_count(db, capsys):
     code, out, err = run(capsys, "status")
     assert code == 0, err
-    line = next(l for l in out.splitlines() if l.startswith("t "))
+    line = next(ln for ln in out.splitlines() if ln.startswith("t "))
     assert "(?)" in line and "⚠ 2" in line  # P80 with its confidence, and the stall mark with its count
 
 

@@ -1,7 +1,13 @@
 """The action dialogs driven like an operator (Pilot) against a file ledger: cancel changes
 nothing; apply changes exactly the plan; a plan made stale from outside is refused, re-shown
 under a banner and applied only when Apply is pressed again; abort needs the exact task id;
-an empty reason cannot apply; enter in an input never applies; read-only refuses."""
+an empty reason cannot apply; enter in an input never applies; read-only refuses; the command
+palette runs the commands it lists.
+
+A negative test (nothing may be applied) waits for every worker of the dialog to finish before it
+looks, and checks three things: the dialog started no apply (``apply_attempts``), the console
+called ``Ledger.apply`` never (the ``console_applies`` spy, which the positive tests show does
+see the console's applies), and the ledger is unchanged."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.command import CommandList, CommandPalette
 from textual.widgets import Button, Input, Select, SelectionList, Static
 
 from console.dialogs import (
@@ -20,10 +27,18 @@ from console.dialogs import (
     ResumeDialog,
     RewindDialog,
 )
-from console.screens import TaskGraphScreen, TaskListScreen
+from console.glyphs import READ_ONLY_NOTICE
+from console.screens import (
+    EventLogScreen,
+    HandoffInboxScreen,
+    HelpScreen,
+    RunsScreen,
+    TaskGraphScreen,
+    TaskListScreen,
+)
 from store import Ledger, ManualClock
 
-from conftest import NOW, T0, settle
+from conftest import NOW, T0, settle, workers_done
 from conftest import make_app as _make_app
 from conftest import wait_for as _wait_for
 
@@ -96,6 +111,15 @@ def apply_button(dlg: ActionDialog) -> Button:
     return dlg.query_one("#apply", Button)
 
 
+async def nothing_applied(pilot, dlg: ActionDialog, applies: list, lp: Path, before: dict[str, Any],
+                          task: str) -> None:
+    """Once the dialog's workers are done: no apply started, none reached the ledger, no change."""
+    await workers_done(pilot, dlg)
+    assert dlg.apply_attempts == 0
+    assert applies == []
+    assert state(lp, task) == before
+
+
 async def type_reason(pilot, dlg: ActionDialog, text: str = "wrong sources") -> None:
     dlg.query_one("#reason", Input).focus()
     await pilot.press(*text)
@@ -129,7 +153,7 @@ async def fill(pilot, dlg: ActionDialog, reason: str = "wrong sources") -> None:
 
 
 # ---------------------------------------------------------------------- keys and focus
-async def test_rewind_from_the_graph_with_keys(lp):
+async def test_rewind_from_the_graph_with_keys(lp, console_applies):
     app = make_app(lp, operator="ana@console")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -149,14 +173,17 @@ async def test_rewind_from_the_graph_with_keys(lp):
         assert str(apply_button(dlg).label) == "Rewind 4 nodes"
         assert apply_button(dlg).disabled  # no reason yet
         await pilot.press("ctrl+s")
-        assert app.screen is dlg and state(lp, "report-001") == before
+        assert app.screen is dlg
+        await nothing_applied(pilot, dlg, console_applies, lp, before, "report-001")
         # keys type into the reason (r, a, p do not open other dialogs); enter never applies
         await pilot.press(*"rap sheet wrong", "enter")
         assert dlg.query_one("#reason", Input).value == "rap sheet wrong"
-        assert app.screen is dlg and state(lp, "report-001") == before
+        assert app.screen is dlg
+        await nothing_applied(pilot, dlg, console_applies, lp, before, "report-001")
         assert not apply_button(dlg).disabled
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.screen is not dlg, what="dialog closed")
+        assert dlg.apply_attempts == 1 and console_applies == [("rewind", "outline")]
         after = state(lp, "report-001")
         changed = {k for k in after["nodes"] if after["nodes"][k][0] != before["nodes"][k][0]}
         assert changed == {k for k, (a, b) in plan.changes.items() if a != b}
@@ -167,7 +194,7 @@ async def test_rewind_from_the_graph_with_keys(lp):
 
 
 @pytest.mark.parametrize("case", list(CASES))
-async def test_cancel_changes_nothing_apply_changes_exactly_the_plan(lp, case):
+async def test_cancel_changes_nothing_apply_changes_exactly_the_plan(lp, case, console_applies):
     action, task, node = CASES[case]
     app = make_app(lp, operator="ana@console")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -179,6 +206,7 @@ async def test_cancel_changes_nothing_apply_changes_exactly_the_plan(lp, case):
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is not dlg, what="dialog closed")
         assert isinstance(app.screen, TaskListScreen) and dlg.result is None
+        await nothing_applied(pilot, dlg, console_applies, lp, before, task)
         await settle(pilot)
         assert state(lp, task) == before
         # apply changes exactly what the plan said
@@ -201,6 +229,7 @@ async def test_cancel_changes_nothing_apply_changes_exactly_the_plan(lp, case):
         withdrawn = {h for h, st in after["handoffs"] if st == "withdrawn"}
         assert withdrawn == set(plan.handoffs_withdrawn)
         assert dlg.result is not None and dlg.result.applied
+        assert dlg.apply_attempts == 1 and console_applies == [(action, plan.target)]  # the spy sees applies
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -238,7 +267,7 @@ async def test_stale_plan_shows_banner_applies_nothing_then_the_fresh_plan(lp, c
 
 
 # ---------------------------------------------------------------------- refusals in the dialog
-async def test_abort_needs_the_exact_task_id(lp):
+async def test_abort_needs_the_exact_task_id(lp, console_applies):
     app = make_app(lp)
     async with app.run_test(size=(80, 24)) as pilot:
         before = state(lp, "report-001")
@@ -256,19 +285,21 @@ async def test_abort_needs_the_exact_task_id(lp):
             assert apply_button(dlg).disabled, wrong
             await pilot.press("ctrl+s")
             assert app.screen is dlg
+            await nothing_applied(pilot, dlg, console_applies, lp, before, "report-001")
         confirm.value = ""
         confirm.focus()
         await pilot.press(*"report-001", "enter")  # enter in the confirmation does not apply
-        await pilot.pause()
-        assert app.screen is dlg and state(lp, "report-001") == before
+        assert app.screen is dlg
+        await nothing_applied(pilot, dlg, console_applies, lp, before, "report-001")
         assert not apply_button(dlg).disabled
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.screen is not dlg)
         assert state(lp, "report-001")["task"][0] == "aborted"
+        assert dlg.apply_attempts == 1 and console_applies == [("abort", "report-001")]
 
 
 @pytest.mark.parametrize("reason", ["", "   "])
-async def test_empty_reason_cannot_apply(lp, reason):
+async def test_empty_reason_cannot_apply(lp, reason, console_applies):
     app = make_app(lp)
     async with app.run_test(size=(80, 24)) as pilot:
         before = state(lp, "report-001")
@@ -279,20 +310,23 @@ async def test_empty_reason_cannot_apply(lp, reason):
         assert apply_button(dlg).disabled
         await pilot.press("ctrl+s")
         await pilot.click("#apply")
-        await pilot.pause()
+        await nothing_applied(pilot, dlg, console_applies, lp, before, "report-001")
         assert app.screen is dlg
         assert "type a reason" in str(dlg.query_one("#dialog-error", Static).render())
-        assert state(lp, "report-001") == before
 
 
-async def test_refused_plan_is_shown_and_cannot_apply(lp):
+async def test_refused_plan_is_shown_and_cannot_apply(lp, console_applies):
     app = make_app(lp)
     async with app.run_test(size=(80, 24)) as pilot:
+        before = state(lp, "report-001")
         dlg = await open_dialog(pilot, "rewind", "report-001", "figures")  # pending: nothing to rewind
         await plan_ready(pilot, dlg)
         assert dlg.plan is None and "nothing to rewind" in dlg.plan_error
         await type_reason(pilot, dlg)
         assert apply_button(dlg).disabled
+        await pilot.press("ctrl+s")
+        await nothing_applied(pilot, dlg, console_applies, lp, before, "report-001")
+        assert "there is no plan to apply" in str(dlg.query_one("#dialog-error", Static).render())
 
 
 async def test_park_options_until_and_now(lp):
@@ -371,7 +405,7 @@ async def test_narrow_preview_follows_the_choices(lp):
         assert "mod-b" in str(dlg.query_one("#preview").render())
 
 
-async def test_resume_opens_on_cancel_and_enter_cancels(lp):
+async def test_resume_opens_on_cancel_and_enter_cancels(lp, console_applies):
     app = make_app(lp)
     async with app.run_test(size=(80, 24)) as pilot:
         before = state(lp, "idle-002")
@@ -382,11 +416,11 @@ async def test_resume_opens_on_cancel_and_enter_cancels(lp):
         assert not apply_button(dlg).disabled and str(apply_button(dlg).label) == "Resume task"
         await pilot.press("enter")  # the default is Cancel
         await wait_for(pilot, lambda: app.screen is not dlg)
-        assert state(lp, "idle-002") == before
+        await nothing_applied(pilot, dlg, console_applies, lp, before, "idle-002")
 
 
 # ---------------------------------------------------------------------- read-only, selection
-async def test_read_only_action_keys_show_a_notice_and_write_nothing(lp):
+async def test_read_only_action_keys_show_a_notice_and_write_nothing(lp, console_applies):
     app = make_app(lp, read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
         before = state(lp, "report-001")
@@ -400,7 +434,8 @@ async def test_read_only_action_keys_show_a_notice_and_write_nothing(lp):
 
         assert open_action(app, "park", "report-001", None) is None  # the hook refuses too
         assert isinstance(app.screen, TaskListScreen)
-        assert state(lp, "report-001") == before
+        await settle(pilot)
+        assert console_applies == [] and state(lp, "report-001") == before
 
 
 async def test_rewind_without_a_node_says_how(lp):
@@ -413,8 +448,78 @@ async def test_rewind_without_a_node_says_how(lp):
         assert "select a node" in list(app._notifications)[-1].message
 
 
-async def test_action_dialogs_in_the_command_palette():
+# ---------------------------------------------------------------------- the command palette
+def _screen_is(kind: type, **attrs: Any):
+    return lambda app: isinstance(app.screen, kind) and all(getattr(app.screen, k) == v for k, v in attrs.items())
+
+
+def _notified(text: str):
+    return lambda app: isinstance(app.screen, TaskListScreen) and any(text in n.message for n in app._notifications)
+
+
+# What each palette entry does from the task list (report-001 selected). A command added to the
+# palette without an entry here fails test_every_palette_command_has_an_expected_effect.
+PALETTE = {
+    "Event log": _screen_is(EventLogScreen),
+    "Handoff inbox": _screen_is(HandoffInboxScreen),
+    "Runs and recovery": _screen_is(RunsScreen),
+    "Help": _screen_is(HelpScreen),
+    "Park": _screen_is(ParkDialog, task_id="report-001"),
+    "Resume": _screen_is(ResumeDialog, task_id="report-001"),
+    "Narrow": _screen_is(NarrowDialog, task_id="report-001"),
+    "Rewind": _notified("rewind: select a node"),
+    "Abort": _screen_is(AbortDialog, task_id="report-001"),
+    "Recovery advice": _notified("recovery advice: select a node"),
+    "Open task idle-002": _screen_is(TaskGraphScreen, task_id="idle-002"),
+    "Quit": lambda app: app.return_code == 0,
+}
+
+
+async def run_from_palette(pilot, name: str, typed: str | None = None) -> None:
+    """ctrl+p, type, move the highlight to ``name`` among the hits, enter — as an operator would."""
+    app = pilot.app
+    await pilot.press("ctrl+p")
+    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the command palette")
+    palette = app.screen
+    hits = palette.query_one(CommandList)
+    await pilot.press(*(typed or name))
+
+    def hit_names() -> list[str]:
+        return [str(hits.get_option_at_index(i).prompt).split("\n")[0] for i in range(hits.option_count)]
+
+    await wait_for(pilot, lambda: name in hit_names() and hits.highlighted is not None, what=f"the hit {name!r}")
+    target = hit_names().index(name)
+    while hits.highlighted != target:
+        await pilot.press("down" if hits.highlighted < target else "up")
+    await pilot.press("enter")
+    if name != "Quit":
+        await wait_for(pilot, lambda: app.screen is not palette, what="the palette to close")
+
+
+def test_every_palette_command_has_an_expected_effect():
     from console.commands import COMMANDS
 
-    names = {name for name, _, _ in COMMANDS}
-    assert {"Park", "Resume", "Narrow", "Rewind", "Abort", "Recovery advice"} <= names
+    assert {name for name, _, _ in COMMANDS} == set(PALETTE) - {"Open task idle-002"}
+
+
+@pytest.mark.parametrize("name", list(PALETTE))
+async def test_the_palette_runs_the_command(lp, name):
+    app = make_app(lp)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, TaskListScreen) and app.screen.selected_task() == "report-001"
+        await run_from_palette(pilot, name, typed=name.lower())
+        await wait_for(pilot, lambda: PALETTE[name](app), what=f"{name} to run")
+
+
+async def test_the_palette_respects_read_only(lp, console_applies):
+    app = make_app(lp, read_only=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        before = state(lp, "report-001")
+        await settle(pilot)
+        for name in ("Park", "Abort", "Recovery advice"):
+            await run_from_palette(pilot, name)
+            await wait_for(pilot, lambda: isinstance(app.screen, TaskListScreen), what="the task list")
+        assert [n.message for n in app._notifications] == [READ_ONLY_NOTICE] * 3
+        await settle(pilot)
+        assert console_applies == [] and state(lp, "report-001") == before

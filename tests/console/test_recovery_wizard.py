@@ -15,7 +15,7 @@ from console.screens import NodeDetailScreen, RunsScreen
 from console.screens.recovery import RecoveryWizardScreen
 from store.recovery import verify_record
 
-from conftest import settle
+from conftest import settle, workers_done
 from conftest import make_app as _make_app
 from conftest import wait_for as _wait_for
 
@@ -84,11 +84,12 @@ async def test_record_the_verification_leaves_the_run_unchanged(project, ledger_
         assert scr.mode == "record" and scr.focused is scr.query_one("#record-name", Input)
         assert scr.query_one("#apply", Button).disabled
         await pilot.press(*"review-01", "enter")  # enter in the name never writes
-        await pilot.pause()
-        assert not (project / "recovery-records" / "review-01").exists()
+        await workers_done(pilot, scr)
+        assert scr.apply_attempts == 0 and not (project / "recovery-records" / "review-01").exists()
         assert "HANDOFF.md that will be written" in body(scr) and "# Recovery handoff review-01" in body(scr)
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: scr.mode == "written", what="the record")
+        assert scr.apply_attempts == 1
         rec_dir = project / "recovery-records" / "review-01"
         assert sorted(p.name for p in rec_dir.iterdir()) == ["HANDOFF.md", "recovery.json"]
         assert verify_record(project / "recovery-records", "review-01", project / "runs")["result"] == "pass"
@@ -115,7 +116,8 @@ async def test_needs_human_offers_no_record(project, ledger_path):
         assert "decision: needs_human" in body(scr)
         assert not scr.query_one("#record", Button).display
         await pilot.press("ctrl+s")  # nothing to confirm here
-        assert not (project / "recovery-records").exists()
+        await workers_done(pilot, scr)
+        assert scr.apply_attempts == 0 and not (project / "recovery-records").exists()
         await pilot.click("#open-node")
         assert isinstance(app.screen, NodeDetailScreen) and app.screen.key == "export"
 
@@ -130,8 +132,9 @@ async def test_read_only_shows_the_checks_and_writes_nothing(project, ledger_pat
         assert scr.mode == "decision" and "read-only" in body(scr)
         assert scr.query_one("#record", Button).disabled
         scr._start_record()
-        await pilot.pause()
-        assert scr.mode == "decision"
+        await pilot.press("ctrl+s")
+        await workers_done(pilot, scr)
+        assert scr.mode == "decision" and scr.apply_attempts == 0
         assert "read-only (opened with --read-only): actions are disabled" in [n.message for n in app._notifications]
     assert rf.snapshot(project / "runs") == before
     assert not (project / "recovery-records").exists()

@@ -15,7 +15,7 @@ from console.screens.advice import AdviceDialog
 from console.screens.resolve import ResolveHandoffScreen
 from store import Ledger, ManualClock
 
-from conftest import HOSTILE, NOW, T0, settle
+from conftest import HOSTILE, NOW, T0, settle, workers_done
 from conftest import make_app as _make_app
 from conftest import wait_for as _wait_for
 
@@ -59,7 +59,7 @@ async def open_inbox_and_resolve(pilot) -> ResolveHandoffScreen:
     return scr
 
 
-async def test_resolve_from_the_inbox_then_the_next_of_the_task(ledger_path):
+async def test_resolve_from_the_inbox_then_the_next_of_the_task(ledger_path, console_applies):
     second = second_handoff(ledger_path)
     app = make_app(ledger_path, operator="ana@console")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -72,15 +72,19 @@ async def test_resolve_from_the_inbox_then_the_next_of_the_task(ledger_path):
         assert "Include the unaudited Q3 figures?" in body and "Recommended: no" in body
         assert scr.query_one("#apply", Button).disabled  # nothing chosen yet
         await pilot.press("ctrl+s")
+        await workers_done(pilot, scr)
+        assert scr.apply_attempts == 0 and console_applies == []
         assert all(h.status == "open" for h in handoffs(ledger_path))
         await pilot.press("up", "enter")  # choose "yes"
         assert scr.chosen == "yes"
         scr.query_one("#answer", Input).focus()
         await pilot.press(*"flag it clearly", "enter")  # enter in the answer does not resolve
-        await pilot.pause()
+        await workers_done(pilot, scr)
+        assert scr.apply_attempts == 0 and console_applies == []
         assert all(h.status == "open" for h in handoffs(ledger_path))
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: scr.handoff is not None and scr.handoff.id == second, what="the next handoff")
+        assert scr.apply_attempts == 1 and [a for a, _ in console_applies] == ["resolve"]
         hs = {h.id: h for h in handoffs(ledger_path)}
         h1 = hs[first.id]
         assert (h1.status, h1.resolution_option, h1.resolution_answer, h1.resolved_by) == (
@@ -120,7 +124,7 @@ async def test_lost_race_tells_who_resolved_it(ledger_path):
         assert isinstance(app.screen, HandoffInboxScreen)
 
 
-async def test_handoff_without_options_needs_an_answer(ledger_path):
+async def test_handoff_without_options_needs_an_answer(ledger_path, console_applies):
     with Ledger.open(ledger_path, clock=ManualClock(T0 + 300)) as ledger:
         c = ledger.claim("report-001", worker="frank", lease_s=60)
         hid = ledger.request_human(c, kind="exception", question="What now?")
@@ -133,6 +137,8 @@ async def test_handoff_without_options_needs_an_answer(ledger_path):
         await pilot.pause()
         assert scr.focused is scr.query_one("#answer", Input)
         await pilot.press("ctrl+s")
+        await workers_done(pilot, scr)
+        assert scr.apply_attempts == 0 and console_applies == []
         assert scr.query_one("#apply", Button).disabled and handoffs(ledger_path)[-1].status == "open"
         await pilot.press(*"skip the charts", "ctrl+s")
         # resolved; the task's other open handoff (section-2) is offered next
@@ -142,7 +148,7 @@ async def test_handoff_without_options_needs_an_answer(ledger_path):
         assert (h.status, h.resolution_option, h.resolution_answer) == ("resolved", None, "skip the charts")
 
 
-async def test_read_only_resolution_shows_but_cannot_resolve(ledger_path):
+async def test_read_only_resolution_shows_but_cannot_resolve(ledger_path, console_applies):
     app = make_app(ledger_path, read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
         scr = await open_inbox_and_resolve(pilot)
@@ -150,7 +156,8 @@ async def test_read_only_resolution_shows_but_cannot_resolve(ledger_path):
         btn = scr.query_one("#apply", Button)
         assert btn.disabled and str(btn.label) == "read-only"
         await pilot.press("ctrl+s")
-        await pilot.pause()
+        await workers_done(pilot, scr)
+        assert scr.apply_attempts == 0 and console_applies == []
         assert "read-only (opened with --read-only): actions are disabled" in [n.message for n in app._notifications]
         assert [h.status for h in handoffs(ledger_path)] == ["open"]
 
@@ -179,7 +186,7 @@ async def advice_for(pilot, task: str, node: str) -> AdviceDialog:
     return dlg
 
 
-async def test_advice_retry_opens_a_prefilled_rewind(ledger_path):
+async def test_advice_retry_opens_a_prefilled_rewind(ledger_path, console_applies):
     app = make_app(ledger_path)
     async with app.run_test(size=(80, 24)) as pilot:
         dlg = await advice_for(pilot, "report-001", "section-3")  # failed, transient
@@ -197,6 +204,8 @@ async def test_advice_retry_opens_a_prefilled_rewind(ledger_path):
         await pilot.pause()
         assert rw.plan.changes == {"section-3": ("failed", "pending")} and not rw.query_one("#apply").disabled
         await pilot.press("escape")  # accepting the advice applied nothing by itself
+        await workers_done(pilot, rw)
+        assert rw.apply_attempts == 0 and console_applies == []
         with Ledger.open(ledger_path, create=False) as ledger:
             assert ledger.node("report-001", "section-3").status == "failed"
 

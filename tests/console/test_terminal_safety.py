@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import pty
-import re
 import select
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -84,7 +82,6 @@ def _alive(pid: int) -> bool:
 def test_hostile_text_never_reaches_the_terminal(tmp_path):
     # Open the hostile task's node: its title, kind, worker, observation and note are all hostile.
     out = _run_console(tmp_path, [(b"j", b"evil-task"), (b"\r", b"task evil-task"), (b"\r", b"Lease")], b"evil-task")
-    text = out.decode("utf-8", "replace")
     # it is on screen, as visible escapes
     for shown in (b"\\x1b]52;c;", b"\\u202e", b"\\x9b31m", b"\\x1b[31m", b"[@click=app.quit]", b"[link="):
         assert shown in out, shown
