@@ -5,13 +5,15 @@ The demo ledger is built once per module (a few seconds of CPU); each test works
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from store import Ledger, ManualClock
 from console.demo import (
     LIVE_TASKS,
     LOOP_CAP,
@@ -20,7 +22,11 @@ from console.demo import (
     ledger_is_quiet,
     maint_simulation,
 )
+from store import Ledger, ManualClock
 from store.errors import Refused
+
+DEMO = Path(__file__).resolve().parents[2] / "console" / "demo"
+AGENT_MODULES = ("agent", "layout", "simulation", "world", "worker")
 
 T0 = 1_800_000_000.0
 SEED = 7
@@ -259,3 +265,32 @@ def test_rewinding_the_pull_requests_does_not_repeat_a_confirmed_effect(demo):
     assert len(events(ledger, "maint-billing", "open-prs", "effect.confirmed")) == len(before)
     obs = [o.text for o in ledger.observations("maint-billing", "open-prs", limit=200)]
     assert any("already open" in t and "not repeated" in t for t in obs)
+
+
+# ---------------------------------------------------------------------- agents, not console code
+@pytest.mark.parametrize("module", AGENT_MODULES)
+def test_the_agents_import_the_store_and_their_own_package_only(module):
+    """An agent process uses the store's public API: no Textual, no Rich, no console module
+    outside console/demo (imports inside functions included)."""
+    tree = ast.parse((DEMO / f"{module}.py").read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append("." * node.level + (node.module or ""))
+    assert found, module
+    for name in found:
+        top = name.split(".")[0]
+        ok = (name.startswith(".") and not name.startswith("..")) or top == "store" or top in sys.stdlib_module_names
+        assert ok and top not in ("textual", "rich", "console", "peewee"), (module, name)
+
+
+def test_a_worker_process_loads_no_console_ui():
+    code = ("import sys, console.demo.worker; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')"
+            " or m in ('console.app', 'console.dialogs', 'console.screens')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=str(DEMO.parents[1]))
+    assert out.stdout.strip() == "[]", out.stdout
+
