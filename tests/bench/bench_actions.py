@@ -110,8 +110,8 @@ def main() -> None:
     res["narrow_every_abandoned"] = len(plan.abandoned)
     led.close()
 
-    for name, make in (("rewind", lambda l: l.plan_rewind("big", "m3.0", reason="bench")),
-                       ("narrow", lambda l: l.plan_narrow("big", set={"module": others}, reason="bench"))):
+    for name, make in (("rewind", lambda led: led.plan_rewind("big", "m3.0", reason="bench")),
+                       ("narrow", lambda led: led.plan_narrow("big", set={"module": others}, reason="bench"))):
         times, cpus = [], []
         for _ in range(max(1, args.repeat // 2)):
             copy = os.path.join(d, "apply.db")
