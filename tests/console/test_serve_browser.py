@@ -1,0 +1,232 @@
+"""`warden serve` in a real browser: headless Chromium (Debian's ``chromium``) driven by playwright.
+
+The terminal's text is read from xterm.js's own buffer: a test-only init script notes the
+``Terminal`` object when textual.js builds it (the page ships no such hook). Every request the
+page makes is recorded, and any to another host is aborted and fails the test.
+
+Where no browser can be had the tests skip, saying why; under CI (``$CI`` set) they fail instead,
+since CI must run them (``.ci/run`` installs Chromium).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+pytest.importorskip("textual_serve", reason="warden serve needs the serve extra: pip install 'warden[serve]'")
+
+from servekit import Served, serving  # noqa: E402
+
+from console.glyphs import READ_ONLY_NOTICE  # noqa: E402
+from store import Ledger  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# Status glyphs, signal, arrows, box drawing, blocks and the command palette's icon.
+GLYPHS = list("○▶✋⏸✔✖⊘⚠→←↑↓…─│╭╮╰╯▁▄█▊▏░⏎⌫🔎★▼")
+
+HOOK = """
+(() => {
+  // Test-only: note each object that gets an xterm '_core' (the Terminal textual.js builds).
+  window.__wardenTerms = [];
+  Object.defineProperty(Object.prototype, '_core', {
+    configurable: true,
+    get() { return undefined; },
+    set(value) {
+      Object.defineProperty(this, '_core', {value, writable: true, configurable: true, enumerable: false});
+      window.__wardenTerms.push(this);
+    },
+  });
+})();
+"""
+SCREEN_JS = """() => {
+  const t = (window.__wardenTerms || []).find(x => x && x.buffer && x.buffer.active && x.rows);
+  if (!t) return null;
+  const b = t.buffer.active, out = [];
+  for (let i = 0; i < t.rows; i++) {
+    const line = b.getLine(b.viewportY + i);
+    out.push(line ? line.translateToString(true) : '');
+  }
+  return out.join('\\n');
+}"""
+GLYPH_JS = """async (chars) => {
+  await document.fonts.load("24px 'Roboto Mono'", chars.join(''));
+  const canvas = document.createElement('canvas');
+  canvas.width = 80; canvas.height = 40;
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
+  const draw = (ch) => {
+    ctx.clearRect(0, 0, 80, 40);
+    ctx.font = "24px 'Roboto Mono'";
+    ctx.fillStyle = '#000';
+    ctx.fillText(ch, 4, 30);
+    return Array.from(ctx.getImageData(0, 0, 80, 40).data).join(',');
+  };
+  const tofu = draw('\\u{10FFFD}'), blank = draw(' ');
+  return chars.filter(ch => { const d = draw(ch); return d === tofu || d === blank; });
+}"""
+
+
+def _need_browser() -> Any:
+    reason = None
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        reason = "playwright is not installed (pip install 'warden[test]')"
+        sync_playwright = None
+    if reason is None and not os.access(CHROMIUM, os.X_OK):
+        reason = f"no browser: {CHROMIUM} is missing (apt-get install chromium)"
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI must run the browser tests (.ci/run installs Chromium)")
+        pytest.skip(reason)
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_playwright = _need_browser()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class Tab:
+    """A fresh browser context (no cookies) on one server, recording every request it makes."""
+
+    def __init__(self, browser: Any, served: Served) -> None:
+        self.served = served
+        self.context = browser.new_context(viewport={"width": 1100, "height": 700})
+        self.requests: list[str] = []
+        self.foreign: list[str] = []
+        self.console: list[str] = []
+        self.context.add_init_script(HOOK)
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("websocket", lambda ws: self.requests.append(ws.url))
+        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        if url.startswith(self.served.origin + "/"):
+            route.continue_()
+        else:
+            self.foreign.append(url)
+            route.abort()
+
+    def screen(self) -> str:
+        return self.page.evaluate(SCREEN_JS) or ""
+
+    def wait_screen(self, cond: Callable[[str], bool] | str, what: str = "", timeout: float = 60.0) -> str:
+        check = (lambda s: cond in s) if isinstance(cond, str) else cond
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.screen()
+            if check(text):
+                return text
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what or cond!r}; the terminal shows:\n{text}")
+            self.page.wait_for_timeout(100)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def test_console_in_the_browser(browser: Any, ledger_path: Path) -> None:
+    with serving(ledger_path) as served:
+        tab = Tab(browser, served)
+        try:
+            tab.page.goto(served.url)
+            assert tab.page.url == served.origin + "/"  # the token left the address bar
+            tab.wait_screen(lambda s: re.search(r"report-001\s+▶ active", s) and re.search(r"idle-002\s+⏸ parked", s)
+                            and "read-only" in s, "the task list, read-only")
+            # the keyboard is in the terminal without a click
+            assert tab.page.evaluate("document.activeElement.classList.contains('xterm-helper-textarea')")
+            # every glyph the console uses is drawn from the served fonts (not tofu, not blank)
+            assert tab.page.evaluate(GLYPH_JS, GLYPHS) == []
+            loaded = tab.page.evaluate("""() => { const o = []; document.fonts.forEach(f => {
+                if (f.status === 'loaded') o.push(f.unicodeRange.slice(0, 12)); }); return o; }""")
+            assert len(loaded) >= 4  # Roboto Mono and the three fallbacks the screen needed
+
+            tab.page.keyboard.press("Enter")  # task list → graph
+            text = tab.wait_screen(lambda s: "task report-001" in s and "NODE" in s, "the task graph")
+            text = tab.wait_screen(lambda s: re.search(r"section-2\s+✋ blocked", s) is not None, "the graph's rows")
+            assert re.search(r"collect\s+✔ succeeded", text) and re.search(r"section-3\s+✖ failed", text)
+
+            tab.page.keyboard.press("p")  # an action key, read-only: a notice, no dialog
+            tab.wait_screen(lambda s: "actions are disabled" in " ".join(s.split()), "the read-only notice")
+
+            tab.page.keyboard.press("q")
+            text = tab.wait_screen("The console ended", "the session's end")
+            assert "The console ended (exit status 0)." in text
+            assert tab.page.locator("#ended").is_visible()
+
+            assert tab.foreign == []
+            assert tab.requests and all(u.startswith((served.origin + "/", served.ws_url)) for u in tab.requests)
+            assert not [m for m in tab.console if "Content Security Policy" in m or "Refused to" in m]
+        finally:
+            tab.close()
+    with Ledger.open(str(ledger_path), create=False, read_only=True) as ledger:
+        assert [a.operator for a in ledger.actions()] == ["op@host"]  # only the fixture's own park
+    assert READ_ONLY_NOTICE.endswith("actions are disabled")
+
+
+def test_strangers_are_refused(browser: Any, ledger_path: Path) -> None:
+    with serving(ledger_path) as served:
+        tab = Tab(browser, served)
+        try:
+            resp = tab.page.goto(served.origin + "/")
+            assert resp.status == 401 and "token" in tab.page.content()
+            resp = tab.page.goto(served.origin + "/?token=" + served.token[:-2])
+            assert resp.status == 403
+            resp = tab.page.goto(served.origin + "/static/js/textual.js")
+            assert resp.status == 401
+            opened = tab.page.evaluate("""(url) => new Promise(done => {
+                const ws = new WebSocket(url);
+                ws.onopen = () => { ws.close(); done('open'); };
+                ws.onerror = () => done('refused');
+                ws.onclose = () => done('refused');
+            })""", served.ws_url)
+            assert opened == "refused"
+            assert served.sessions() == []
+            assert tab.foreign == []
+        finally:
+            tab.close()
+
+
+def test_allowed_actions_are_recorded_as_the_served_operator(browser: Any, ledger_path: Path) -> None:
+    with serving(ledger_path, "--allow-actions", "--operator", "alice-web") as served:
+        tab = Tab(browser, served)
+        try:
+            tab.page.goto(served.url)
+            tab.wait_screen(lambda s: "report-001" in s and "idle-002" in s, "the task list")
+            tab.page.keyboard.press("p")  # park the selected task (report-001)
+            tab.wait_screen(lambda s: "Park" in s and "report-001" in s and "reason" in s.lower(), "the park dialog")
+            tab.page.keyboard.type("paused from the browser")
+            tab.wait_screen("paused from the browser", "the reason typed into the dialog")
+            tab.page.keyboard.press("Control+s")
+            deadline = time.monotonic() + 60
+            while True:
+                with Ledger.open(str(ledger_path), create=False, read_only=True) as ledger:
+                    acts = [a for a in ledger.actions() if a.reason == "paused from the browser"]
+                if acts or time.monotonic() > deadline:
+                    break
+                tab.page.wait_for_timeout(100)
+            assert acts, "the park was not applied; the terminal shows:\n" + tab.screen()
+            (act,) = acts
+            assert (act.operator, act.action, act.task_id, act.result) == ("alice-web", "park", "report-001", "applied")
+            tab.wait_screen(lambda s: re.search(r"report-001\s+⏸ parked", s) is not None, "the parked task")
+            assert tab.foreign == []
+        finally:
+            tab.close()
