@@ -14,49 +14,23 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
 pytest.importorskip("textual_serve", reason="warden serve needs the serve extra: pip install 'warden[serve]'")
 
-from servekit import Served, serving  # noqa: E402
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, Tab  # noqa: E402
+from tests.support.serve import serving  # noqa: E402
 
 from console.glyphs import READ_ONLY_NOTICE  # noqa: E402
 from store import Ledger  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 # Status glyphs, signal, arrows, box drawing, blocks and the command palette's icon.
 GLYPHS = list("○▶✋⏸✔✖⊘⚠→←↑↓…─│╭╮╰╯▁▄█▊▏░⏎⌫🔎★▼")
 
-HOOK = """
-(() => {
-  // Test-only: note each object that gets an xterm '_core' (the Terminal textual.js builds).
-  window.__wardenTerms = [];
-  Object.defineProperty(Object.prototype, '_core', {
-    configurable: true,
-    get() { return undefined; },
-    set(value) {
-      Object.defineProperty(this, '_core', {value, writable: true, configurable: true, enumerable: false});
-      window.__wardenTerms.push(this);
-    },
-  });
-})();
-"""
-SCREEN_JS = """() => {
-  const t = (window.__wardenTerms || []).find(x => x && x.buffer && x.buffer.active && x.rows);
-  if (!t) return null;
-  const b = t.buffer.active, out = [];
-  for (let i = 0; i < t.rows; i++) {
-    const line = b.getLine(b.viewportY + i);
-    out.push(line ? line.translateToString(true) : '');
-  }
-  return out.join('\\n');
-}"""
 GLYPH_JS = """async (chars) => {
   await document.fonts.load("24px 'Roboto Mono'", chars.join(''));
   const canvas = document.createElement('canvas');
@@ -99,48 +73,6 @@ def browser() -> Iterator[Any]:
             yield b
         finally:
             b.close()
-
-
-class Tab:
-    """A fresh browser context (no cookies) on one server, recording every request it makes."""
-
-    def __init__(self, browser: Any, served: Served) -> None:
-        self.served = served
-        self.context = browser.new_context(viewport={"width": 1100, "height": 700})
-        self.requests: list[str] = []
-        self.foreign: list[str] = []
-        self.console: list[str] = []
-        self.context.add_init_script(HOOK)
-        self.context.route("**/*", self._route)
-        self.page = self.context.new_page()
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.on("websocket", lambda ws: self.requests.append(ws.url))
-        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
-
-    def _route(self, route: Any) -> None:
-        url = route.request.url
-        if url.startswith(self.served.origin + "/"):
-            route.continue_()
-        else:
-            self.foreign.append(url)
-            route.abort()
-
-    def screen(self) -> str:
-        return self.page.evaluate(SCREEN_JS) or ""
-
-    def wait_screen(self, cond: Callable[[str], bool] | str, what: str = "", timeout: float = 60.0) -> str:
-        check = (lambda s: cond in s) if isinstance(cond, str) else cond
-        deadline = time.monotonic() + timeout
-        while True:
-            text = self.screen()
-            if check(text):
-                return text
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what or cond!r}; the terminal shows:\n{text}")
-            self.page.wait_for_timeout(100)
-
-    def close(self) -> None:
-        self.context.close()
 
 
 def test_console_in_the_browser(browser: Any, ledger_path: Path) -> None:

@@ -9,13 +9,14 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("textual_serve", reason="warden serve needs the serve extra: pip install 'warden[serve]'")
 aiohttp = pytest.importorskip("aiohttp")
 
-from servekit import Served, cmdline, environ, serving  # noqa: E402
+from tests.support.serve import Served, cmdline, environ, serving  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -79,6 +80,12 @@ async def session_output(served: Served, *, keys: str = "", cookie: str | None =
                 else:
                     break
     return received.decode("utf-8", "replace"), texts
+
+
+async def until_closed(ws: Any) -> None:
+    while (await ws.receive()).type not in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED,
+                                            aiohttp.WSMsgType.CLOSING):
+        pass
 
 
 # ---------------------------------------------------------------------- who gets in
@@ -168,12 +175,13 @@ async def test_session_command_line_and_environment(ledger_path: Path) -> None:
                 async with http.ws_connect(served.ws_url, headers=hdrs) as ws:
                     m = served.wait_line(r"session 1 started for (\S+) \(pid (\d+)")
                     pid = int(m[2])
-                    argv = cmdline(pid)
+                    # the shell textual-serve starts execs the console: wait for that (same pid)
+                    deadline = time.monotonic() + 30
+                    while "console" not in (argv := cmdline(pid))[1:3] and time.monotonic() < deadline:
+                        await asyncio.sleep(0.02)
                     child_env = environ(pid)
                     await ws.send_str(json.dumps(["stdin", "q"]))
-                    while (await ws.receive()).type not in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED,
-                                                            aiohttp.WSMsgType.CLOSING):
-                        pass
+                    await until_closed(ws)
         assert argv[1:4] == ["-m", "console", "console"]
         assert argv[argv.index("--ledger") + 1] == str(ledger_path)
         assert ("--read-only" in argv) is read_only
@@ -225,8 +233,7 @@ async def test_session_limit(ledger_path: Path) -> None:
                 served.wait_line(r"session 1 started")
                 assert await ws_status(served, cookie=served.token) == 503
                 await ws.send_str(json.dumps(["stdin", "q"]))
-                while not (await ws.receive()).type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
-                    pass
+                await until_closed(ws)
         served.wait_line(r"session 1 ended")
         out, _ = await session_output(served, keys="q")
         assert "The console ended (exit status 0)." in out
@@ -240,8 +247,7 @@ async def test_stopping_the_server_ends_open_sessions(ledger_path: Path) -> None
                 pid = int(served.wait_line(r"session 1 started for \S+ \(pid (\d+)")[1])
                 served.proc.terminate()
                 assert served.proc.wait(30) == 0
-                while not (await ws.receive()).type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
-                    pass
+                await until_closed(ws)
         deadline = time.monotonic() + 10
         while Path(f"/proc/{pid}").exists() and _alive(pid):
             assert time.monotonic() < deadline, "the session's console outlived the server"
