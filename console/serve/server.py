@@ -177,8 +177,10 @@ class WardenServer(Server):
             mode = "actions allowed" if self.config.allow_actions else "read-only"
             self.say(f"session {number} started for {cred.name} (pid {service.pid}, {mode})")
             await self._process_messages(websocket, service)
-        except (ValueError, AssertionError):  # a malformed message from the page: end the session
-            pass
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a malformed message from the page (or a dead process): end the session
+            self.say(f"session {number}: ended on {type(e).__name__} from the page")
         finally:
             await service.shutdown(SESSION_STOP_S)
             self.sessions.pop(number, None)
