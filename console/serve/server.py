@@ -190,6 +190,8 @@ class WardenServer(Server):
         return websocket
 
     async def close_sessions(self, app: web.Application) -> None:
+        for service in self.sessions.values():
+            service.end_note = "The server stopped (warden serve was stopped on the server)."
         await asyncio.gather(*(s.shutdown(SESSION_STOP_S) for s in list(self.sessions.values())),
                              return_exceptions=True)
 

@@ -46,6 +46,7 @@ class SessionService(AppService):
         self.extra_env = dict(env or {})
         self.exit_status: int | None = None
         self.last_words = ""
+        self.end_note = ""  # why the session ended, when it was not the operator's doing
         self._app_exited = False
 
     @property
@@ -114,6 +115,8 @@ class SessionService(AppService):
     async def _show_end(self) -> None:
         text = safe(self.last_words).rstrip("\n")
         lines = [f"The console ended (exit status {self.exit_status})."]
+        if self.end_note:
+            lines.append(self.end_note)
         if text:
             lines += ["It printed:", ""] + text.split("\n")
         # Leave the app's screen (the web driver stays in it) and write plainly on the main one.

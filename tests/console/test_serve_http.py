@@ -245,9 +245,14 @@ async def test_stopping_the_server_ends_open_sessions(ledger_path: Path) -> None
         async with aiohttp.ClientSession() as http:
             async with http.ws_connect(served.ws_url, headers=hdrs) as ws:
                 pid = int(served.wait_line(r"session 1 started for \S+ \(pid (\d+)")[1])
+                got = bytearray()
+                while b"report-001" not in got:
+                    got.extend((await ws.receive()).data or b"")
                 served.proc.terminate()
+                while (msg := await ws.receive()).type == aiohttp.WSMsgType.BINARY:
+                    got.extend(msg.data)
                 assert served.proc.wait(30) == 0
-                await until_closed(ws)
+        assert b"The console ended (exit status 0).\r\nThe server stopped" in got
         deadline = time.monotonic() + 10
         while Path(f"/proc/{pid}").exists() and _alive(pid):
             assert time.monotonic() < deadline, "the session's console outlived the server"
