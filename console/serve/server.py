@@ -18,7 +18,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, TextIO
-from urllib.parse import urlencode
 
 import textual_serve
 from aiohttp import web
@@ -117,7 +116,7 @@ class WardenServer(Server):
     @web.middleware
     async def guard(self, request: web.Request,
                     handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-        """Every request: same origin, a known token; a token in the page's URL becomes a cookie."""
+        """Every request: same origin, a known token; a token in the page's URL is set as a cookie."""
         if not same_origin(request.headers.get("Origin"), request.host):
             return refusal(403, "warden serve: refused: a request from another site")
         cookie = cookie_name(self.bound_port)
@@ -129,21 +128,19 @@ class WardenServer(Server):
                                     "printed (…/?token=…)")
             return refusal(403, "warden serve: wrong token")
         request["credential"] = cred
-        if where == "query" and request.path == "/":
-            # Remember the token in a cookie (reloads work) and take it out of the address bar.
-            keep = {k: v for k, v in request.query.items() if k == "fontsize"}
-            resp = web.HTTPSeeOther("/" + (f"?{urlencode(keep)}" if keep else ""))
-            resp.set_cookie(cookie, token or "", path="/", httponly=True, samesite="Strict",
-                            secure=request.secure or request.headers.get("X-Forwarded-Proto") == "https")
-            secure_headers(resp, cache=False)
-            return resp
         try:
             resp = await handler(request)
         except web.HTTPException as exc:
             secure_headers(exc, cache=False)
             raise
-        if not isinstance(resp, web.WebSocketResponse):
-            secure_headers(resp, cache=request.path != "/")
+        if isinstance(resp, web.WebSocketResponse):
+            return resp
+        secure_headers(resp, cache=request.path != "/")
+        if where == "query" and request.path == "/":
+            # Remember the token in a cookie so the websocket, the assets and reloads carry it;
+            # page.js then takes it out of the address bar (history.replaceState).
+            resp.set_cookie(cookie, token or "", path="/", httponly=True, samesite="Strict",
+                            secure=request.secure or request.headers.get("X-Forwarded-Proto") == "https")
         return resp
 
     async def handle_index(self, request: web.Request) -> web.Response:

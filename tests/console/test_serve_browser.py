@@ -79,8 +79,9 @@ def test_console_in_the_browser(browser: Any, ledger_path: Path) -> None:
     with serving(ledger_path) as served:
         tab = Tab(browser, served)
         try:
-            tab.page.goto(served.url)
-            assert tab.page.url == served.origin + "/"  # the token left the address bar
+            tab.page.goto(served.url + "&fontsize=15")
+            assert tab.page.url == served.origin + "/?fontsize=15"  # the token left the address bar
+            assert tab.page.evaluate("document.getElementById('terminal').dataset.fontSize") == "15"
             tab.wait_screen(lambda s: re.search(r"report-001\s+▶ active", s) and re.search(r"idle-002\s+⏸ parked", s)
                             and "read-only" in s, "the task list, read-only")
             # the keyboard is in the terminal without a click

@@ -107,15 +107,20 @@ async def test_every_path_refuses_without_or_with_a_wrong_token(ledger_path: Pat
         assert served.sessions() == []  # no console was started for anyone refused
 
 
-async def test_token_in_url_becomes_a_cookie_and_leaves_the_url(ledger_path: Path) -> None:
+async def test_token_in_url_becomes_a_cookie(ledger_path: Path) -> None:
     with serving(ledger_path) as served:
-        status, headers, _ = await get(served, f"/?token={served.token}&fontsize=18&ping=http://evil.example/")
-        assert status == 303
-        assert headers["Location"] == "/?fontsize=18"  # token and anything else dropped
+        status, headers, body = await get(served, f"/?token={served.token}&fontsize=18")
+        assert status == 200 and b'id="terminal"' in body
+        assert served.token.encode() not in body  # the page does not echo it (page.js drops it from the URL)
         cookie = headers["Set-Cookie"]
         assert cookie.startswith(f"{served.cookie}={served.token};")
         for attr in ("HttpOnly", "SameSite=Strict", "Path=/"):
             assert attr in cookie
+        assert "Secure" not in cookie
+        _, headers, _ = await get(served, f"/?token={served.token}", headers={"X-Forwarded-Proto": "https"})
+        assert "Secure" in headers["Set-Cookie"]
+        _, headers, _ = await get(served, "/", cookie=served.token)
+        assert "Set-Cookie" not in headers  # only a token in the URL is turned into a cookie
         status, headers, body = await get(served, "/?fontsize=18", cookie=served.token)
         assert status == 200 and headers["Cache-Control"] == "no-store"
         assert b'data-font-size="18"' in body and served.token.encode() not in body

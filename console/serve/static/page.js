@@ -35,6 +35,17 @@
     }
   }
 
+  // The token came in the URL (?token=…) and is now a cookie: take it out of the address bar and
+  // the history entry, keeping any other parameter (fontsize).
+  (function forgetToken() {
+    var params = new URLSearchParams(location.search);
+    if (params.has("token")) {
+      params.delete("token");
+      var rest = params.toString();
+      history.replaceState(null, "", location.pathname + (rest ? "?" + rest : "") + location.hash);
+    }
+  })();
+
   window.onload = function (event) {
     var terminal = document.getElementById("terminal");
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
