@@ -11,6 +11,7 @@ to the browser as well.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
 import string
@@ -208,8 +209,11 @@ class WardenServer(Server):
             await site.start()
         except OSError as e:
             await runner.cleanup()
-            raise ServeError(f"cannot listen on {self.config.host}:{self.config.port}: "
-                             f"{e.strerror or e}") from None
+            if isinstance(e, socket.gaierror):  # a --host name that does not resolve
+                why = e.strerror or str(e)
+            else:
+                why = os.strerror(e.errno).lower() if e.errno else str(e)
+            raise ServeError(f"cannot listen on {self.config.host}:{self.config.port}: {why}") from None
         self.bound_port = int(runner.addresses[0][1])
         self.announce()
         try:

@@ -285,3 +285,17 @@ async def test_a_malformed_message_ends_only_that_session(ledger_path: Path, mes
         out, _ = await session_output(served, keys="q")  # the server still serves
         assert "The console ended (exit status 0)." in out
         assert "Traceback" not in "".join(served.lines)
+
+
+def test_a_taken_port_is_one_line_and_exit_1(ledger_path: Path) -> None:
+    import subprocess
+    import sys
+
+    with serving(ledger_path) as served:
+        proc = subprocess.run([sys.executable, "-m", "console", "serve", "--ledger", str(ledger_path),
+                               "--port", str(served.port)], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert proc.returncode == 1, proc
+    assert proc.stderr.strip().splitlines() == [f"warden serve: cannot listen on 127.0.0.1:{served.port}: "
+                                                "address already in use"], proc.stderr
+    assert "http://" not in proc.stdout
