@@ -11,6 +11,7 @@ to the browser as well.
 from __future__ import annotations
 
 import asyncio
+import html
 import os
 import signal
 import socket
@@ -24,6 +25,7 @@ import textual_serve
 from aiohttp import web
 from textual_serve.server import Server
 
+from ..text import safe_line
 from .auth import Credential, TokenBook, cookie_name, is_loopback, request_token, same_origin
 from .session import SessionService
 
@@ -149,8 +151,6 @@ class WardenServer(Server):
             size = min(40, max(8, int(request.query.get("fontsize", "16"))))
         except ValueError:
             size = 16
-        import html
-
         body = self.page.substitute(title=html.escape(self.config.title), font_size=size)
         return web.Response(text=body, content_type="text/html")
 
@@ -177,8 +177,8 @@ class WardenServer(Server):
             await self._process_messages(websocket, service)
         except asyncio.CancelledError:
             raise
-        except Exception as e:  # a malformed message from the page (or a dead process): end the session
-            self.say(f"session {number}: ended on {type(e).__name__} from the page")
+        except Exception as e:  # a malformed message from the page, say: end this session only
+            self.say(f"session {number}: stopped on {type(e).__name__}: {safe_line(str(e), limit=200)}")
         finally:
             await service.shutdown(SESSION_STOP_S)
             self.sessions.pop(number, None)
