@@ -101,7 +101,7 @@ class WardenServer(Server):
         app = web.Application(middlewares=[self.guard], client_max_size=64 * 1024)
         app.add_routes([
             web.get("/", self.handle_index),
-            web.get("/ws", self.handle_websocket),
+            web.get("/ws", self.handle_session),
             *(web.get(f"/static/{name}", self.file_handler(TEXTUAL_SERVE_STATIC / name))
               for name in TEXTUAL_SERVE_FILES),
             web.static("/assets", STATIC, show_index=False, follow_symlinks=False),
@@ -154,7 +154,8 @@ class WardenServer(Server):
         body = self.page.substitute(title=html.escape(self.config.title), font_size=size)
         return web.Response(text=body, content_type="text/html")
 
-    async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+    async def handle_session(self, request: web.Request) -> web.StreamResponse:
+        """The websocket of one browser session: a console process of its own, read-only unless allowed."""
         cred: Credential = request["credential"]
         if len(self.sessions) >= self.config.max_sessions:
             return refusal(503, f"warden serve: {self.config.max_sessions} sessions are open; "

@@ -40,8 +40,11 @@ class SessionService(AppService):
     ) -> None:
         # ``exec`` so the shell textual-serve starts becomes the console itself: its pid is the
         # console's, and a kill reaches it.
+        async def close_remote() -> None:
+            await close()
+
         super().__init__("exec " + shlex.join(argv), write_bytes=write_bytes, write_str=write_str,
-                         close=close, download_manager=download_manager)
+                         close=close_remote, download_manager=download_manager)
         self.argv = tuple(argv)
         self.extra_env = dict(env or {})
         self.exit_status: int | None = None
