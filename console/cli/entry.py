@@ -8,9 +8,10 @@ Subcommands live by kind, each module exposing ``register(sub, parents)``:
   (``console.demo``);
 - ``console.cli.inspection`` — status, graph, events, handoffs, export, migrate (reads);
 - ``console.cli.actions`` — park, resume, narrow, rewind, abort, resolve (plan, confirm, apply);
-- ``console.cli.recovery`` — recover, verify-record.
+- ``console.cli.recovery`` — recover, verify-record;
+- ``console.cli.serve`` — serve (the console in a browser; the server is ``console.serve``).
 
-A new subcommand (e.g. ``serve``) is a module beside these with its own ``register`` and one line
+A new subcommand is a module beside these with its own ``register`` and one line
 in :data:`REGISTRARS`. The CLI is the top of the console: nothing in ``console`` imports it.
 """
 
@@ -23,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from store import WardenError
 
-from . import actions, inspection, recovery
+from . import actions, inspection, recovery, serve
 from .common import CliParser, UsageError, ledger_target, operator_of, runs_dir
 
 Registrar = Callable[[Any, list[argparse.ArgumentParser]], None]
@@ -35,6 +36,7 @@ REGISTRARS: tuple[Registrar, ...] = (
     inspection.register_handoffs,
     actions.register_resolve,
     recovery.register,           # recover, verify-record
+    serve.register,              # serve (the console in a browser)
 )
 
 

@@ -14,13 +14,15 @@ import argparse
 import importlib.util
 import os
 import sys
-from typing import Any, Callable
+from typing import Any
+
+from .common import UsageError, ledger_target, open_ledger, runs_dir
 
 EXTRA_MODULES = ("textual_serve", "aiohttp")
 TOKEN_ENV = "WARDEN_SERVE_TOKEN"
 
 
-def add_parser(sub: Any, parents: list[argparse.ArgumentParser], func: Callable[[argparse.Namespace], int]) -> None:
+def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", parents=parents, help="the console in a browser: a private URL with a token")
     p.add_argument("--host", default="127.0.0.1", metavar="ADDR",
                    help="address to listen on (default 127.0.0.1; any other needs a token given)")
@@ -32,41 +34,40 @@ def add_parser(sub: Any, parents: list[argparse.ArgumentParser], func: Callable[
     p.add_argument("--allow-actions", action="store_true",
                    help="let sessions act (park, rewind, …); without it the console is read-only")
     p.add_argument("--max-sessions", type=int, default=16, metavar="N", help="open sessions at most (default 16)")
-    p.set_defaults(func=func)
+    p.set_defaults(func=cmd_serve)
 
 
 def serve_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in EXTRA_MODULES)
 
 
-def usage(line: str) -> int:
-    print(f"warden serve: {line}", file=sys.stderr)
-    return 2
+def usage(line: str) -> UsageError:
+    return UsageError(f"warden serve: {line}")
 
 
-def run_serve(args: argparse.Namespace, *, ledger: str, runs: str, check_ledger: Callable[[], None]) -> int:
+def cmd_serve(args: argparse.Namespace) -> int:
     """Check the flags, the extra and the ledger, then serve until Ctrl+C (or SIGTERM)."""
     if not serve_available():
         print("warden serve: needs the serve extra (textual-serve): pip install 'warden[serve]'", file=sys.stderr)
         return 1
-    from .serve.auth import Credential, TokenBook, TokenError, check_name, check_token, is_loopback, new_token, \
+    from ..serve.auth import Credential, TokenBook, TokenError, check_name, check_token, is_loopback, new_token, \
         parse_tokens_file
 
     if not 0 <= args.port <= 65535:
-        return usage(f"--port {args.port}: not a port (0-65535)")
+        raise usage(f"--port {args.port}: not a port (0-65535)")
     if args.max_sessions < 1:
-        return usage("--max-sessions must be at least 1")
+        raise usage("--max-sessions must be at least 1")
     given = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     try:
         if args.tokens:
             if given is not None or args.operator:
-                return usage("--tokens names every token's operator; give it without --token, "
+                raise usage("--tokens names every token's operator; give it without --token, "
                              f"${TOKEN_ENV} or --operator")
             try:
                 with open(args.tokens, encoding="utf-8") as f:
                     creds = parse_tokens_file(f.read(), where=args.tokens)
             except OSError as e:
-                return usage(f"--tokens {args.tokens}: {e.strerror}")
+                raise usage(f"--tokens {args.tokens}: {e.strerror}")
         else:
             token = check_token(given, where="--token" if args.token is not None else f"${TOKEN_ENV}") \
                 if given is not None else new_token()
@@ -74,15 +75,15 @@ def run_serve(args: argparse.Namespace, *, ledger: str, runs: str, check_ledger:
             cred = Credential(name or "", token)
             creds = [Credential(name or f"web-{cred.fingerprint}", token)]
     except TokenError as e:
-        return usage(str(e))
+        raise usage(str(e))
     if not is_loopback(args.host) and given is None and not args.tokens:
-        return usage(f"refusing to listen on {args.host} (not loopback) without a token given: "
+        raise usage(f"refusing to listen on {args.host} (not loopback) without a token given: "
                      f"pass --token, ${TOKEN_ENV} or --tokens FILE")
-    check_ledger()  # a missing or unreadable ledger: one line, before anything listens
-    from .serve.server import ServeConfig, ServeError, WardenServer
+    open_ledger(args, read_only=True).close()  # a missing or unreadable ledger: one line, before anything listens
+    from ..serve.server import ServeConfig, ServeError, WardenServer
 
     config = ServeConfig(
-        ledger=ledger, runs=runs, book=TokenBook(creds), host=args.host, port=args.port,
+        ledger=ledger_target(args), runs=runs_dir(args), book=TokenBook(creds), host=args.host, port=args.port,
         allow_actions=args.allow_actions, project=args.project, records=args.records,
         max_sessions=args.max_sessions, print_token=given is None and not args.tokens,
     )
@@ -93,4 +94,4 @@ def run_serve(args: argparse.Namespace, *, ledger: str, runs: str, check_ledger:
         return 1
 
 
-__all__ = ["add_parser", "run_serve", "serve_available", "TOKEN_ENV"]
+__all__ = ["register", "cmd_serve", "serve_available", "TOKEN_ENV"]
