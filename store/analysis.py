@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import replace
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from .estimates import (
     DEFAULT_PARAMS,

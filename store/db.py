@@ -22,19 +22,45 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import random
 import sqlite3
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import urlparse, unquote
 
 import peewee as pw
 
-from .errors import LedgerUnavailable, ReadOnly, WriteConflict
+from . import errors
+from .backends import (
+    BUSY_TIMEOUT_S,
+    RECONNECT_BUDGET_S,
+    Backoff,
+    ConnectionLost,
+    LedgerBusy,
+    RequestState,
+    WardenPostgres,
+    WardenSqlite,
+    one_line,
+    sqlstate,
+)
+from .errors import LedgerUnavailable, ReadOnly, WardenError, WriteConflict
 
-BUSY_TIMEOUT_S = 30.0
+__all__ = [
+    "BUSY_TIMEOUT_S", "RECONNECT_BUDGET_S", "Backoff", "ConnectionLost", "LedgerBusy", "Target", "WardenPostgres",
+    "WardenSqlite", "connect_checked", "is_sqlite", "open_database", "parse_target", "pg_connect_args", "read_tx",
+    "register_result", "retry_conflicts", "retry_read", "retry_write", "run_read", "run_write", "sqlstate", "write_tx",
+]
+
+# The connection's application_name (pg_stat_activity) for each kind of client.
+APPLICATION_NAMES = ("warden-agent", "warden-console", "warden-cli")
+PG_CONNECT_TIMEOUT_S = 10
+# TCP keepalives, so a connection to a server that vanished without a word (failover, a cut
+# network) is noticed in about a minute instead of the kernel's two hours.
+PG_KEEPALIVES = {"keepalives": "1", "keepalives_idle": "30", "keepalives_interval": "10", "keepalives_count": "3"}
 NO_LEDGER_HINT = "start an agent (Ledger.open creates one) or run `warden demo`"
 
 
@@ -67,34 +93,31 @@ def parse_target(target: str | os.PathLike[str]) -> Target:
     return Target("sqlite", path=s)
 
 
-class WardenSqlite(pw.SqliteDatabase):
-    read_only = False
-    backend = "sqlite"
-    display = ""  # what to call it in messages: the file's path
+def open_database(
+    target: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    create: bool = False,
+    busy_timeout_s: float = BUSY_TIMEOUT_S,
+    application_name: str = "warden-agent",
+    backoff: Backoff | None = None,
+) -> pw.Database:
+    """Return a connected-on-demand database. Refuses a missing SQLite file unless ``create``.
 
-
-class WardenPostgres(pw.PostgresqlDatabase):
-    read_only = False
-    backend = "postgresql"
-    display = ""  # the URL without credentials
-    url: str | None = None
-
-    def _initialize_connection(self, conn: Any) -> None:
-        # Peewee calls this for every new connection (first use, and each reconnect after a
-        # close), so a read-only ledger stays read-only on the server side whatever happens.
-        if self.read_only:
-            conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-
-
-def open_database(target: str | os.PathLike[str], *, read_only: bool = False, create: bool = False) -> pw.Database:
-    """Return a connected-on-demand database. Refuses a missing SQLite file unless ``create``."""
+    ``busy_timeout_s``: how long a write waits for a lock before ``LedgerBusy`` (SQLite's busy
+    timeout; PostgreSQL's ``lock_timeout``). ``application_name``: what PostgreSQL shows in
+    ``pg_stat_activity`` (a URL's own ``application_name=`` wins). ``backoff``: the reconnect
+    policy (PostgreSQL)."""
+    if not busy_timeout_s or busy_timeout_s <= 0:
+        raise errors.Refused("busy_timeout_s must be positive")
     t = parse_target(target)
     if t.backend == "sqlite":
-        return _open_sqlite(t, read_only=read_only, create=create)
-    return _open_postgres(t, read_only=read_only)
+        return _open_sqlite(t, read_only=read_only, create=create, busy_timeout_s=float(busy_timeout_s))
+    return _open_postgres(t, read_only=read_only, busy_timeout_s=float(busy_timeout_s),
+                          application_name=application_name, backoff=backoff)
 
 
-def _open_sqlite(t: Target, *, read_only: bool, create: bool) -> pw.Database:
+def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: float) -> pw.Database:
     path = os.path.abspath(t.path or "ledger.db")
     if os.path.islink(path):
         raise LedgerUnavailable(f"{path} is a symbolic link; open the real file instead")
@@ -105,37 +128,47 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool) -> pw.Database:
         raise LedgerUnavailable(f"no ledger at {path}: {NO_LEDGER_HINT}")
     elif not os.path.isdir(os.path.dirname(path)):
         raise LedgerUnavailable(f"cannot create a ledger at {path}: the directory does not exist")
+    busy_ms = int(busy_timeout_s * 1000)
     if read_only:
         db = WardenSqlite(
             f"file:{path}?mode=ro",
             uri=True,
-            timeout=BUSY_TIMEOUT_S,
+            timeout=busy_timeout_s,
             check_same_thread=False,
-            pragmas={"foreign_keys": 1, "busy_timeout": int(BUSY_TIMEOUT_S * 1000), "query_only": 1},
+            pragmas={"foreign_keys": 1, "busy_timeout": busy_ms, "query_only": 1},
         )
         db.read_only = True
     else:
         db = WardenSqlite(
             path,
-            timeout=BUSY_TIMEOUT_S,
+            timeout=busy_timeout_s,
             check_same_thread=False,
             pragmas={
                 "journal_mode": "wal",
                 "synchronous": "full",
                 "foreign_keys": 1,
-                "busy_timeout": int(BUSY_TIMEOUT_S * 1000),
+                "busy_timeout": busy_ms,
             },
         )
     db.display = path
+    db.busy_timeout_s = busy_timeout_s
     return db
 
 
-def _open_postgres(t: Target, *, read_only: bool) -> pw.Database:
+def _open_postgres(t: Target, *, read_only: bool, busy_timeout_s: float, application_name: str,
+                   backoff: Backoff | None) -> pw.Database:
     dbname, kwargs = pg_connect_args(t)
+    kwargs.setdefault("application_name", application_name)
+    kwargs.setdefault("connect_timeout", str(PG_CONNECT_TIMEOUT_S))
+    for k, v in PG_KEEPALIVES.items():
+        kwargs.setdefault(k, v)
     db = WardenPostgres(dbname, isolation_level="READ COMMITTED", prefer_psycopg3=True, autoconnect=True, **kwargs)
     db.read_only = read_only
     db.display = t.display
     db.url = t.url
+    db.busy_timeout_s = busy_timeout_s
+    if backoff is not None:
+        db.backoff = backoff
     return db
 
 
@@ -165,19 +198,34 @@ def pg_connect_args(t: Target) -> tuple[str, dict[str, Any]]:
 
 
 def connect_checked(db: pw.Database) -> None:
-    """Connect now, turning driver errors into one clear line."""
+    """Connect now (PostgreSQL: retrying within the reconnect budget), turning driver errors
+    into one clear line."""
     try:
-        db.connect(reuse_if_open=True)
-    except (pw.DatabaseError, pw.OperationalError, sqlite3.DatabaseError) as e:
-        raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {_one_line(e)}") from None
+        if isinstance(db, WardenPostgres):
+            try:
+                db.connect(reuse_if_open=True)
+            except (pw.OperationalError, pw.InterfaceError) as e:
+                db.reconnect(e)
+            db.healthy()
+        else:
+            db.connect(reuse_if_open=True)
+    except WardenError as e:
+        raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {e}") from None
+    except (pw.DatabaseError, pw.OperationalError, pw.InterfaceError, sqlite3.DatabaseError) as e:
+        raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {one_line(e)}") from None
 
 
 def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
+    return one_line(e)
 
 
 def is_sqlite(db: pw.Database) -> bool:
     return getattr(db, "backend", "sqlite") == "sqlite"
+
+
+# ---------------------------------------------------------------------- transactions
+def _request(db: pw.Database) -> RequestState:
+    return db.request  # type: ignore[no-any-return]
 
 
 @contextlib.contextmanager
@@ -185,11 +233,19 @@ def write_tx(db: pw.Database) -> Iterator[None]:
     """One write transaction at depth 0: ``BEGIN IMMEDIATE`` on SQLite, Read Committed on PG.
 
     Raises ``ReadOnly`` on a read-only ledger and ``RuntimeError`` when called inside another
-    transaction (the nested-transaction guard).
+    transaction (the nested-transaction guard). Under :func:`run_write` on PostgreSQL the
+    transaction was opened by ``run_write`` (which records the write's request id in it before
+    committing): this body joins it, once.
     """
     if getattr(db, "read_only", False):
         raise ReadOnly(f"the ledger {getattr(db, 'display', '')} is open read-only; nothing was written")
     depth = db.transaction_depth()
+    req = db.request if isinstance(db, WardenPostgres) else None
+    if req is not None and req.rid is not None and depth == 1 and not req.joined:
+        req.joined = True
+        yield
+        req.body_done = True
+        return
     if depth != 0:
         raise RuntimeError(
             f"nested write transaction (depth {depth}): a write must begin IMMEDIATE at depth 0, "
@@ -218,57 +274,222 @@ def read_tx(db: pw.Database) -> Iterator[None]:
             yield
 
 
-# ---------------------------------------------------------------------- bounded retry (PostgreSQL)
+# ---------------------------------------------------------------------- results of writes
+# A write's result is recorded with its request id (PostgreSQL) so that a retry after a lost
+# COMMIT returns what the first attempt returned. Plain JSON values are recorded as they are;
+# other result types register an encoder and a decoder (which gets the write's own arguments).
+_Encode = Callable[[Any], Any]
+_Decode = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
+_CODECS: dict[str, tuple[type, _Encode, _Decode]] = {}
+
+
+def register_result(tag: str, cls: type, encode: _Encode, decode: _Decode) -> None:
+    """Teach :func:`run_write` to record results of type ``cls`` (``decode(data, args, kwargs)``
+    rebuilds one from ``encode``'s JSON and the write's arguments)."""
+    _CODECS[tag] = (cls, encode, decode)
+
+
+def _encode(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"v": value}
+    if isinstance(value, BaseException):
+        return {"raise": type(value).__name__, "message": str(value)}
+    for tag, (cls, enc, _dec) in _CODECS.items():
+        if isinstance(value, cls):
+            return {"t": tag, "v": enc(value)}
+    if isinstance(value, (list, tuple)):
+        return {"seq": [_encode(v) for v in value], "tuple": isinstance(value, tuple)}
+    raise TypeError(f"run_write cannot record a result of type {type(value).__name__}: register_result it")
+
+
+def _decode(data: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if "v" in data and "t" not in data:
+        return data["v"]
+    if "raise" in data:
+        cls = getattr(errors, str(data["raise"]), None)
+        if isinstance(cls, type) and issubclass(cls, WardenError):
+            return cls(str(data["message"]))
+        return RuntimeError(str(data["message"]))
+    if "seq" in data:
+        items = [_decode(v, args, kwargs) for v in data["seq"]]
+        return tuple(items) if data.get("tuple") else items
+    _cls, _enc, dec = _CODECS[data["t"]]
+    return dec(data["v"], args, kwargs)
+
+
+# ---------------------------------------------------------------------- retried writes and reads
 WRITE_ATTEMPTS = 5
+LOST_RERUNS = 20  # reruns after lost connections, on top of the reconnect budget (a flapping link)
 RETRY_SQLSTATES = {"40001": "a serialization failure", "40P01": "a deadlock"}
+REQUEST_KEEP_S = 24 * 3600.0  # request ids older than this are pruned
+PRUNE_EVERY = 64  # about one write in this many prunes old request ids
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def sqlstate(e: BaseException | None) -> str | None:
-    """The SQLSTATE behind a (Peewee-wrapped) driver error, if any."""
-    seen = 0
-    while e is not None and seen < 8:
-        code = getattr(e, "sqlstate", None)
-        if code:
-            return str(code)
-        inner = e.args[0] if getattr(e, "args", None) and isinstance(e.args[0], BaseException) else None
-        e = inner or e.__cause__ or e.__context__
-        seen += 1
-    return None
+class _AlreadyDone(Exception):
+    """The request id is already recorded: an earlier attempt of this write committed."""
+
+
+def _recorded(db: pw.Database, rid: str) -> Any:
+    """The recorded outcome of request ``rid`` (its JSON), or None when it never committed."""
+    row = db.execute_sql("SELECT result FROM write_request WHERE id = %s", (rid,)).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def _record(db: pw.Database, rid: str, at: float, outcome: Any) -> None:
+    # ON CONFLICT: should an earlier attempt still be in flight on a connection we gave up on
+    # (its COMMIT queued on a server that has not noticed we left), this waits for it, and
+    # inserts nothing if it committed — then this attempt rolls back and returns its outcome.
+    row = db.execute_sql("INSERT INTO write_request (id, at, result) VALUES (%s, %s, %s) "
+                         "ON CONFLICT (id) DO NOTHING RETURNING id",
+                         (rid, at, json.dumps(outcome, separators=(",", ":")))).fetchone()
+    if row is None:
+        raise _AlreadyDone()
+    if random.randrange(PRUNE_EVERY) == 0:
+        db.execute_sql("DELETE FROM write_request WHERE at < %s", (at - REQUEST_KEEP_S,))
+
+
+def _owned(db: pw.Database, fn: Callable[[], Any], rid: str, now: Callable[[], float],
+           hook: Callable[[str], None] | None) -> Any:
+    """Run ``fn`` in a transaction opened here; record ``rid`` and the result in it; commit."""
+    req = db.request
+    req.rid, req.joined, req.body_done = rid, False, False
+    raised: BaseException | None = None
+    try:
+        with db.atomic():
+            try:
+                result = fn()
+            except Exception as e:
+                if not req.body_done:
+                    raise  # the write's body failed: the transaction rolls back
+                result, raised = e, e  # raised after its body committed (e.g. a refusal with an audit row)
+            if req.body_done:
+                _record(db, rid, float(now()), _encode(result))
+                if hook is not None:
+                    hook("tx.before_commit")
+    finally:
+        req.rid, req.joined, req.body_done = None, False, False
+    if raised is not None:
+        raise raised
+    return result
 
 
 def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_ATTEMPTS,
-              what: str = "the write") -> Any:
-    """Run ``fn`` (which opens its own :func:`write_tx`) and re-run it when PostgreSQL aborts it
-    with a deadlock or a serialization failure, at most ``attempts`` times, with a short jittered
-    back-off; then raise :class:`WriteConflict`. Inside an outer transaction ``fn`` runs once
-    (only the outermost caller may retry: a retry re-runs the whole transaction)."""
+              what: str = "the write", args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
+              now: Callable[[], float] = time.time, hook: Callable[[str], None] | None = None,
+              idempotent: bool = True) -> Any:
+    """Run ``fn`` (which opens its own :func:`write_tx`) as one write that happens once.
+
+    SQLite: ``fn`` runs once (its errors are already typed by the backend).
+
+    PostgreSQL, at depth 0:
+    * a deadlock or a serialization failure re-runs the whole transaction, at most ``attempts``
+      times with a short jittered back-off, then raises :class:`WriteConflict`;
+    * a lost connection re-connects (bounded back-off, ``Backoff``) and re-runs it. So that a
+      write whose ``COMMIT`` was sent but whose answer was lost is not done twice, each write
+      carries a request id recorded *in its own transaction* (table ``write_request``) with its
+      result: before re-running, the id is looked up, and when it is there the recorded result is
+      returned (or its recorded refusal raised) instead. ``args``/``kwargs`` (the write's own)
+      rebuild registered result types. Past the budget: ``LedgerUnavailable``, one line.
+    Inside an outer transaction ``fn`` runs once (only the outermost caller may retry)."""
     if is_sqlite(db) or db.transaction_depth() != 0:
         return fn()
+    assert isinstance(db, WardenPostgres)
+    kw = kwargs or {}
+    rid = uuid.uuid4().hex if idempotent else None
+    conflicts = reruns = 0
+    in_doubt = False
     last = ""
-    for attempt in range(1, attempts + 1):
+    while True:
         try:
-            return fn()
+            result = _owned(db, fn, rid, now, hook) if rid is not None else fn()
+            db.healthy()
+            return result
+        except _AlreadyDone:
+            pass  # an earlier attempt committed (found when recording): read its outcome below
+        except ConnectionLost as e:
+            in_doubt = in_doubt or e.in_doubt
+            fate = f"{what} may or may not have been done" if in_doubt else f"{what} was not done"
+            reruns += 1
+            if reruns > LOST_RERUNS:
+                raise LedgerUnavailable(f"{e}; gave up after {LOST_RERUNS} reconnects: {fate}") from None
+            db.reconnect(e, fate)
+        except WardenError:
+            if not (in_doubt and rid is not None):
+                raise
+            # After a lost connection the first attempt may have committed and this one been
+            # refused because of it (the lease it held is no longer current): look first.
+            if _recorded(db, rid) is None:
+                raise
         except (pw.DatabaseError, pw.InterfaceError) as e:
             code = sqlstate(e)
             if code not in RETRY_SQLSTATES:
                 raise
+            conflicts += 1
             last = RETRY_SQLSTATES[code]
-            if attempt < attempts:
-                time.sleep(random.uniform(0.005, 0.02) * (2 ** (attempt - 1)))
-    raise WriteConflict(
-        f"{what} on {getattr(db, 'display', 'the ledger')} was aborted by PostgreSQL {attempts} times "
-        f"(last: {last}); nothing was written — try again"
-    )
+            if conflicts >= attempts:
+                raise WriteConflict(
+                    f"{what} on {getattr(db, 'display', 'the ledger')} was aborted by PostgreSQL {attempts} "
+                    f"times (last: {last}); nothing was written — try again"
+                ) from None
+            time.sleep(random.uniform(0.005, 0.02) * (2 ** (conflicts - 1)))
+            continue
+        if rid is not None:
+            outcome = _recorded(db, rid)
+            if outcome is not None:
+                db.healthy()
+                value = _decode(outcome, args, kw)
+                if isinstance(value, BaseException):
+                    raise value
+                return value
 
 
 def retry_write(fn: _F) -> _F:
-    """Decorator for a write method whose first argument has ``.db`` (a Ledger) or is the db."""
+    """Decorator for a write whose first argument has ``.db`` (a Ledger) or is the db."""
+    return _retry_write(fn, idempotent=True)
 
+
+def retry_conflicts(fn: _F) -> _F:
+    """:func:`retry_write` without the request id: for writes that are safe to repeat as they
+    are (creating the schema checks what exists first) or run before its table exists."""
+    return _retry_write(fn, idempotent=False)
+
+
+def _retry_write(fn: _F, *, idempotent: bool) -> _F:
     @functools.wraps(fn)
     def wrapper(first: Any, *args: Any, **kwargs: Any) -> Any:
         db = getattr(first, "db", first)
-        return run_write(db, lambda: fn(first, *args, **kwargs), what=fn.__name__.lstrip("_").replace("_", " "))
+        hook_fn = getattr(first, "hook", None)
+        what = fn.__name__.lstrip("_").replace("_", " ")
+        hook = (lambda name: hook_fn(name, "", what)) if callable(hook_fn) else None
+        now = getattr(first, "now", time.time)
+        return run_write(db, lambda: fn(first, *args, **kwargs), what=what, args=(first, *args), kwargs=kwargs,
+                         now=now, hook=hook, idempotent=idempotent)
 
     return wrapper  # type: ignore[return-value]
 
+
+def run_read(db: pw.Database, fn: Callable[[], Any]) -> Any:
+    """Run a read ``fn``; on PostgreSQL at depth 0, re-run it after a lost connection (reads are
+    safe to repeat) within the reconnect budget, then ``LedgerUnavailable``."""
+    if is_sqlite(db) or db.transaction_depth() != 0:
+        return fn()
+    assert isinstance(db, WardenPostgres)
+    for _ in range(LOST_RERUNS):
+        try:
+            result = fn()
+            db.healthy()
+            return result
+        except ConnectionLost as e:
+            db.reconnect(e)
+    return fn()
+
+
+def retry_read(fn: _F) -> _F:
+    """Decorator for a read method whose first argument has ``.db`` (a Ledger)."""
+
+    @functools.wraps(fn)
+    def wrapper(first: Any, *args: Any, **kwargs: Any) -> Any:
+        return run_read(getattr(first, "db", first), lambda: fn(first, *args, **kwargs))
+
+    return wrapper  # type: ignore[return-value]

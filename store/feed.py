@@ -32,62 +32,30 @@ Each thread gets its own SQLite connection (Peewee's connection state is thread-
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
-import struct
-import sys
 import threading
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Iterable, Iterator, TypeVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
 import peewee as pw
 
 from .clock import Clock
-from .db import parse_target, pg_connect_args, read_tx
+from .db import read_tx
 from .errors import LedgerUnavailable, WardenError
 from .ledger import Ledger
 from .ledger.queries import GRAPH_FIRST_PAGE, GRAPH_PAGE
 from .views import EventView, GraphPage, GraphView, NodeRow, TaskView
+from .wakeups import FALLBACK_POLL_S, PG_CHANNEL, PG_RECONNECT_S, WATCH_DEBOUNCE_MS, WATCH_STEP_MS, Wakeups, _inotify
+
+# Re-exported: these lived here before store/wakeups.py.
+_REEXPORTED = (PG_CHANNEL, PG_RECONNECT_S, _inotify)
 
 __all__ = ["Delta", "Feed", "GraphPage", "NodeRow", "changed_nodes", "graph_at", "graph_pages", "tail_at"]
 
 _T = TypeVar("_T")
 
 DEFAULT_BATCH = 5000
-PG_CHANNEL = "warden_events"
-PG_RECONNECT_S = (0.05, 2.0)  # the listener's reconnect back-off: first and longest wait
-WATCH_STEP_MS = 5
-WATCH_DEBOUNCE_MS = 40
-FALLBACK_POLL_S = 5.0  # a safety net: inotify / watchfiles / LISTEN wake the feed at once
-
-
-_INOTIFY: Any = False
-
-
-def _inotify() -> Any:
-    """libc with inotify (Linux), or None elsewhere: then watchfiles watches instead."""
-    global _INOTIFY
-    if _INOTIFY is False:
-        _INOTIFY = None
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes
-                import ctypes.util
-
-                lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-                lib.inotify_init1.argtypes = [ctypes.c_int]
-                lib.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-                _INOTIFY = lib
-            except (OSError, AttributeError):
-                _INOTIFY = None
-    return _INOTIFY
-
-
-def ctypes_errno() -> int:
-    import ctypes
-
-    return ctypes.get_errno()
 
 
 @dataclass(frozen=True)
@@ -123,8 +91,9 @@ def changed_nodes(events: Iterable[EventView], task_id: str) -> set[str]:
     return keys
 
 
-class Feed:
-    """Cursor reads and wake-ups for one ledger. Opens its own :class:`Ledger`."""
+class Feed(Wakeups):
+    """Cursor reads and wake-ups (:class:`~store.wakeups.Wakeups`) for one ledger. Opens its own
+    :class:`Ledger` (``application_name``: ``warden-console`` unless told otherwise)."""
 
     def __init__(
         self,
@@ -137,23 +106,16 @@ class Feed:
         step_ms: int = WATCH_STEP_MS,
         debounce_ms: int = WATCH_DEBOUNCE_MS,
         use_inotify: bool = True,
+        application_name: str = "warden-console",
     ) -> None:
-        self.target = os.fspath(target)
+        super().__init__(target, fallback_poll_s=fallback_poll_s, step_ms=step_ms, debounce_ms=debounce_ms,
+                         use_inotify=use_inotify, application_name=application_name)
         self.read_only = read_only
         self.clock = clock
         self.batch = batch
-        self.fallback_poll_s = fallback_poll_s
-        self.step_ms = step_ms
-        self.use_inotify = use_inotify
-        self.debounce_ms = debounce_ms
-        t = parse_target(self.target)
-        self.backend = t.backend
-        self.path = os.path.abspath(t.path) if t.backend == "sqlite" and t.path else None
         self._lock = threading.Lock()
         self._ledger: Ledger | None = None
         self._identity: tuple[int, int] | None = None
-        self.listener_pid: int | None = None  # PostgreSQL: the LISTEN connection's backend pid
-        self.listen_count = 0  # PostgreSQL: how many times LISTEN was (re-)established
 
     # ------------------------------------------------------------------ the ledger
     @property
@@ -165,7 +127,8 @@ class Feed:
             return self._ledger
 
     def _open(self) -> Ledger:
-        ledger = Ledger.open(self.target, create=False, read_only=self.read_only, clock=self.clock)
+        ledger = Ledger.open(self.target, create=False, read_only=self.read_only, clock=self.clock,
+                             application_name=self.application_name)
         self._identity = self._stat_identity()
         return ledger
 
@@ -271,157 +234,6 @@ class Feed:
         return LedgerUnavailable(f"cannot read the ledger {where}: {msg}")
 
     # ------------------------------------------------------------------ wake-ups
-    def _watch_names(self) -> set[str]:
-        assert self.path is not None
-        base = os.path.basename(self.path)
-        return {base, base + "-wal", base + "-shm", base + "-journal"}
-
-    def _notify_source(self) -> AsyncIterator[Any] | None:
-        """An async iterator yielding once per change notification, or None to poll only.
-
-        SQLite: watchfiles on the database's files. PostgreSQL: LISTEN/NOTIFY goes here.
-        """
-        if self.backend == "sqlite" and self.path is not None:
-            if self.use_inotify and _inotify() is not None:
-                return self._inotify()
-            return self._watchfiles()
-        if self.backend == "postgresql":
-            return self._pg_notifies()
-        return None
-
-    async def _pg_notifies(self) -> AsyncIterator[str]:
-        """LISTEN on a dedicated autocommit connection; yield once per notification, and once
-        after every (re)connect so the reader catches up on what committed while nobody listened."""
-        import psycopg
-
-        dbname, kwargs = pg_connect_args(parse_target(self.target))
-        wait = PG_RECONNECT_S[0]
-        while not self._stop.is_set():
-            conn = None
-            try:
-                conn = await psycopg.AsyncConnection.connect(dbname=dbname, autocommit=True, **kwargs)
-                await conn.execute(f"LISTEN {PG_CHANNEL}")
-                self.listener_pid = conn.info.backend_pid
-                self.listen_count += 1
-                wait = PG_RECONNECT_S[0]
-                yield "listening"  # catch up from the cursor: LISTEN is in place from here on
-                async for _ in conn.notifies():
-                    yield "notify"
-            except psycopg.Error:
-                pass  # dropped or refused: reconnect below, the fallback poll carries on meanwhile
-            finally:
-                self.listener_pid = None
-                if conn is not None:
-                    try:
-                        await conn.close()
-                    except Exception:
-                        pass
-            try:  # back off, but stop at once when the feed stops
-                await asyncio.wait_for(self._stop.wait(), wait)
-            except asyncio.TimeoutError:
-                pass
-            wait = min(PG_RECONNECT_S[1], wait * 2)
-
-    async def _inotify(self) -> AsyncIterator[Any]:
-        """Linux: the kernel's inotify on the database's directory, read when the event loop says
-        the descriptor is readable — no thread and no timer, so nothing runs while nothing
-        changes, and a commit wakes the reader at once. watchfiles' Rust loop wakes every
-        ``step`` ms and takes the GIL each time: 1.1 % of a core idle at a 5 ms step (measured
-        here), and a 50 ms step would add that much latency. Names are filtered as for
-        watchfiles; events that arrive together are one wake-up."""
-        lib = _inotify()
-        assert lib is not None and self.path is not None
-        names = {n.encode() for n in self._watch_names()}
-        directory = os.path.dirname(self.path) or "."
-        fd = lib.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if fd < 0:
-            raise OSError(ctypes_errno(), "inotify_init1 failed")
-        loop = asyncio.get_running_loop()
-        readable = asyncio.Event()
-        try:
-            # modify, close-after-write, moved to/from, create, delete; and the directory itself
-            mask = 0x2 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
-            if lib.inotify_add_watch(fd, os.fsencode(directory), mask) < 0:
-                raise OSError(ctypes_errno(), f"inotify_add_watch failed on {directory}")
-            loop.add_reader(fd, readable.set)
-            while not self._stop.is_set():
-                await readable.wait()
-                readable.clear()
-                hit = gone = False
-                while True:
-                    try:
-                        buf = os.read(fd, 65536)
-                    except BlockingIOError:
-                        break
-                    off = 0
-                    while off + 16 <= len(buf):
-                        _wd, ev_mask, _cookie, size = struct.unpack_from("iIII", buf, off)
-                        name = buf[off + 16:off + 16 + size].rstrip(b"\0")
-                        off += 16 + size
-                        if ev_mask & (0x400 | 0x800 | 0x8000):  # the directory went away / unwatched
-                            gone = True
-                        elif name in names:
-                            hit = True
-                if hit:
-                    yield "change"
-                if gone:
-                    return  # the poll carries on; wakeups() restarts the source
-        finally:
-            try:
-                loop.remove_reader(fd)
-            except Exception:
-                pass
-            os.close(fd)
-
-    async def _watchfiles(self) -> AsyncIterator[Any]:
-        from watchfiles import awatch
-
-        names = self._watch_names()
-        directory = os.path.dirname(self.path or ".") or "."
-
-        def wanted(_change: Any, path: str) -> bool:
-            return os.path.basename(path) in names
-
-        async for changes in awatch(
-            directory, watch_filter=wanted, step=self.step_ms, debounce=self.debounce_ms,
-            recursive=False, rust_timeout=500, yield_on_timeout=False, stop_event=self._stop,
-        ):
-            yield changes
-
-    async def wakeups(self) -> AsyncIterator[str]:
-        """Yield "change" when the ledger's files changed, "poll" every ``fallback_poll_s`` otherwise."""
-        self._stop = asyncio.Event()
-        ready = asyncio.Event()
-        source = self._notify_source()
-
-        async def pump() -> None:
-            if source is None:
-                return
-            try:
-                async for _ in source:
-                    ready.set()
-            except (asyncio.CancelledError, GeneratorExit):
-                raise
-            except Exception:
-                return  # the directory went away or the watcher failed: the poll carries on
-
-        task = asyncio.ensure_future(pump())
-        try:
-            while True:
-                try:
-                    await asyncio.wait_for(ready.wait(), self.fallback_poll_s)
-                    reason = "change"
-                except asyncio.TimeoutError:
-                    reason = "poll"
-                    if task.done() and source is not None:  # watcher died (directory removed): restart
-                        source = self._notify_source()
-                        task = asyncio.ensure_future(pump())
-                ready.clear()
-                yield reason
-        finally:
-            self._stop.set()
-            task.cancel()
-
 
 def _graph_at(ledger: Ledger, task_id: str) -> tuple[GraphView, int]:
     with read_tx(ledger.db):

@@ -243,4 +243,14 @@ class Action(BaseModel):
     revision_after = pw.BigIntegerField(null=True)
 
 
-MODELS = (Meta, Task, Node, Edge, Event, Observation, SeenLine, Effect, Artifact, Handoff, Action)
+class WriteRequest(BaseModel):
+    """A write's request id and its result (PostgreSQL): recorded in the write's own transaction,
+    so a retry after a lost COMMIT can tell whether it happened and return what it returned
+    (``store.db.run_write``). Pruned after a day."""
+
+    id = pw.CharField(primary_key=True, max_length=32)
+    at = pw.DoubleField(index=True)
+    result = pw.TextField()
+
+
+MODELS = (Meta, Task, Node, Edge, Event, Observation, SeenLine, Effect, Artifact, Handoff, Action, WriteRequest)

@@ -12,14 +12,21 @@ from typing import Callable
 
 import peewee as pw
 
-from .db import is_sqlite, retry_write, write_tx
+from .db import is_sqlite, retry_conflicts, write_tx
 from .errors import LedgerUnavailable, SchemaMismatch
-from .models import MODELS, Meta
+from .models import MODELS, Meta, WriteRequest
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def _migrate_1_to_2(db: pw.Database) -> None:
+    """Schema 2: the ``write_request`` table (idempotent writes across lost connections)."""
+    with db.bind_ctx([WriteRequest]):
+        db.create_tables([WriteRequest], safe=True)
+
 
 # MIGRATIONS[n] upgrades a ledger from version n to n + 1, inside one write transaction.
-MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {}
+MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {1: _migrate_1_to_2}
 
 
 def _read_version(db: pw.Database) -> int | None:
@@ -77,7 +84,7 @@ def _schema_lock(db: pw.Database) -> None:
         db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_SCHEMA_LOCK,))
 
 
-@retry_write
+@retry_conflicts
 def create_schema(db: pw.Database) -> None:
     with write_tx(db):
         _schema_lock(db)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from .. import sql
-from ..db import retry_write, write_tx
+from ..db import register_result, retry_write, write_tx
 from ..errors import Refused, StaleRevision
 from ..ledger.core import LedgerCore
 from ..models import Action, Handoff, Task
@@ -52,13 +52,27 @@ def apply(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
         stale = _stale(core, plan, task, ids)
         if stale is None:
             return _apply(ApplyTx(core, plan, task, ids, operator, now))
-    with write_tx(core.db):
+        # Refused: only the audit row, committed with this transaction, then StaleRevision.
         core.bind(Action.insert(
-            at=core.now(), operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target,
+            at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target,
             reason=plan.reason, plan=plan.to_json(), result="refused", refused_why=stale,
             revision_before=plan.revision, revision_after=int(task["revision"]),
         )).execute()
     raise StaleRevision(stale)
+
+
+def _applied(plan: Plan) -> dict[str, Any]:
+    return {"action_id": plan.action_id, "revision_after": plan.revision_after}
+
+
+def _replayed(data: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Plan:
+    """An apply whose answer was lost with the connection, read back from its request record:
+    the plan it was given, applied (its params as previewed)."""
+    plan = args[1] if len(args) > 1 else kwargs["plan"]
+    return replace(plan, applied=True, action_id=data["action_id"], revision_after=data["revision_after"])
+
+
+register_result("plan", Plan, _applied, _replayed)
 
 
 def _ids(core: LedgerCore, plan: Plan) -> dict[str, int]:

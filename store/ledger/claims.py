@@ -14,8 +14,9 @@ from typing import Any, Mapping, Sequence
 
 from .. import budget as budget_mod
 from .. import sql
-from ..db import read_tx, retry_write, write_tx
-from ..errors import Refused
+from ..clock import iso
+from ..db import read_tx, register_result, retry_write, write_tx
+from ..errors import NotFound, Refused
 from ..models import Task
 from ..sql import Inc
 from ..views import Claim
@@ -33,14 +34,23 @@ def admit(core: LedgerCore, task_id: str, node_key: str) -> str:
 
 
 def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
-          kinds: Sequence[str] | None) -> Claim | None:
-    """Claim a ready node of ``task_id`` (or of any active task when None), or None."""
+          kinds: Sequence[str] | None, key: str | None = None) -> Claim | None:
+    """Claim a ready node of ``task_id`` (or of any active task when None), or None.
+
+    With ``key`` only that node is considered: it is claimed when it is ready (or running with an
+    expired lease), otherwise None; an unknown key raises NotFound."""
     if not worker:
         raise Refused("a claim needs a worker name")
     if lease_s <= 0:
         raise Refused("lease_s must be positive")
+    if key is not None:
+        if task_id is None:
+            raise Refused("claim(key=...) needs the task id (a key names a node within one task)")
+        if core.node_row_or_none(task_id, key) is None:
+            core.task_row(task_id)  # an unknown task says so first
+            raise NotFound(f"unknown node {key!r} in task {task_id!r}")
     for _ in range(CLAIM_ROUNDS):
-        result = _claim_round(core, task_id, worker, float(lease_s), kinds)
+        result = _claim_round(core, task_id, worker, float(lease_s), kinds, key)
         if isinstance(result, tuple):  # over-claimed: fail it in its own transaction, go again
             _fail_over_claimed(core, result[0], result[1], worker)
             continue
@@ -50,7 +60,7 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
 
 @retry_write
 def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
-                 kinds: Sequence[str] | None) -> Claim | tuple[str, int] | None:
+                 kinds: Sequence[str] | None, key: str | None = None) -> Claim | tuple[str, int] | None:
     """One write transaction: a Claim, None, or (task id, node id) of a node over its max_claims."""
     with write_tx(core.db):
         now = core.now()
@@ -69,7 +79,7 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
             gate = core.task_gate(task, now)
             if gate == "stop":
                 continue
-            row = _find_claimable(core, tid, now, gate == "hard", kinds)
+            row = _find_claimable(core, tid, now, gate == "hard", kinds, key)
             if row is None:
                 continue
             limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
@@ -80,9 +90,12 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
 
 
 def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool,
-                    kinds: Sequence[str] | None) -> dict[str, Any] | None:
+                    kinds: Sequence[str] | None, key: str | None = None) -> dict[str, Any] | None:
     extra = ""
     params: list[Any] = []
+    if key is not None:
+        extra += " AND n.key = ?"
+        params.append(key)
     if only_admit:
         extra += f" AND n.always_admit = {sql.true(core.db)}"
     if kinds:
@@ -182,9 +195,9 @@ def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, A
     resolution = None
     if h is not None:
         resolution = {
-            "handoff": str(h["id"]), "kind": h["kind"], "question": h["question"],
+            "handoff": str(h["id"]), "status": "resolved", "kind": h["kind"], "question": h["question"],
             "option": h["resolution_option"], "answer": h["resolution_answer"],
-            "by": h["resolved_by"], "at": h["resolved_at"],
+            "by": h["resolved_by"], "at": iso(h["resolved_at"]), "at_ts": h["resolved_at"],
         }
     return {
         "task": task["inputs"],
@@ -196,3 +209,23 @@ def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, A
         "resolution": resolution,
         "attempt": int(row["attempt"]) + 1,
     }
+
+
+# ---------------------------------------------------------------------- a claim's record
+# A claim whose COMMIT answer was lost (PostgreSQL) is returned from its request record: the lease
+# it took (token and all), its inputs read again from the ledger as they were handed out.
+def _claim_record(c: Claim) -> dict[str, Any]:
+    return {"task_id": c.task_id, "node_key": c.node_key, "kind": c.kind, "worker": c.worker, "token": c.token,
+            "attempt": c.attempt, "lease_until": c.lease_until, "admission": c.admission, "lease_s": c.lease_s}
+
+
+def _claim_replayed(data: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Claim:
+    core: LedgerCore = args[0]
+    with read_tx(core.db):
+        task = core.task_row(data["task_id"])
+        row = dict(core.node_row(data["task_id"], data["node_key"]))
+    row["attempt"] = int(data["attempt"]) - 1  # the inputs as they were when it was claimed
+    return Claim(inputs=_claim_inputs(core, task, row), **data)
+
+
+register_result("claim", Claim, _claim_record, _claim_replayed)

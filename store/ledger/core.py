@@ -20,10 +20,11 @@ import peewee as pw
 from .. import budget as budget_mod
 from .. import sql
 from ..clock import Clock, system_clock
-from ..db import connect_checked, is_sqlite, open_database
+from ..db import BUSY_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, connect_checked, is_sqlite, open_database, register_result
 from ..errors import NotFound, Refused
 from ..models import LAYERS, Task, dumps
 from ..schema import check_version
+from ..views import Pulse
 from .rows import wall_used
 
 TASK_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -76,12 +77,18 @@ def validate_key(key: str) -> None:
         raise Refused(f"invalid node key {key!r}: use 1-200 of A-Z a-z 0-9 . _ - : / @ +")
 
 
+register_result("pulse", Pulse, lambda p: {"lease_until": p.lease_until, "parked": p.parked,
+                                            "new_units": p.new_units, "gate": p.gate},
+                lambda data, _args, _kwargs: Pulse(**data))
+
+
 class LedgerCore:
     """An open ledger database and its clock; the shared layer under :class:`store.Ledger`."""
 
-    def __init__(self, db: pw.Database, clock: Clock = system_clock) -> None:
+    def __init__(self, db: pw.Database, clock: Clock = system_clock, target: str = "") -> None:
         self.db = db
         self.clock = clock
+        self.target = target  # what it was opened from (a path or URL; Feed and waits reopen it)
         # Test hooks: name → callable, run at a named point inside a transaction (tests hold a
         # transaction open there to prove what it does and does not block). Empty in production.
         self.hooks: dict[str, Callable[..., Any]] = {}
@@ -101,21 +108,36 @@ class LedgerCore:
         clock: Clock | None = None,
         read_only: bool = False,
         create: bool = True,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+        reconnect_s: float = RECONNECT_BUDGET_S,
+        application_name: str = "warden-agent",
+        backoff: Backoff | None = None,
     ) -> Self:
         """Open (and, for the agent side, create) a ledger: a path, ``sqlite:///…`` or
         ``postgresql://…``.
 
         ``create=False`` refuses a ledger that does not exist yet (the console and the CLI), so a
         typo never leaves a stray empty database behind.
+
+        ``busy_timeout_s``: how long a write waits for a lock (SQLite's busy timeout, PostgreSQL's
+        ``lock_timeout``) before ``LedgerBusy`` (a ``LedgerUnavailable``); nothing is written.
+        ``reconnect_s``: PostgreSQL — for how long a lost connection is re-tried (bounded,
+        jittered back-off) before ``LedgerUnavailable``; ``backoff`` sets the whole policy
+        (tests inject its ``sleep`` and ``clock``). ``application_name``: what
+        ``pg_stat_activity`` shows (``warden-agent``; the console ``warden-console``, the CLI
+        ``warden-cli``).
         """
-        db = open_database(target, read_only=read_only, create=create and not read_only)
+        if backoff is None:
+            backoff = Backoff(budget_s=float(reconnect_s))
+        db = open_database(target, read_only=read_only, create=create and not read_only,
+                           busy_timeout_s=busy_timeout_s, application_name=application_name, backoff=backoff)
         connect_checked(db)
         try:
             check_version(db, create=create and not read_only)
         except Exception:
             db.close()
             raise
-        return cls(db, clock or system_clock)
+        return cls(db, clock or system_clock, os.fspath(target))
 
     @property
     def display(self) -> str:

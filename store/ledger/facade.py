@@ -14,6 +14,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .. import actions as operator_actions
 from ..actions import Plan
+from ..db import retry_read, run_read
 from ..errors import WardenError
 from ..views import (
     ActionView,
@@ -32,7 +33,7 @@ from ..views import (
     Pulse,
     TaskView,
 )
-from . import build, claims, fenced, queries
+from . import build, claims, fenced, queries, waits
 from .core import LedgerCore
 
 
@@ -91,18 +92,23 @@ class Ledger(LedgerCore):
         return build.add_nodes(self, task_id, list(specs), actor)
 
     # ------------------------------------------------------------------ claims and the budget
+    @retry_read
     def admit(self, task_id: str, node_key: str) -> str:
         """The budget governor for one node: ``admit | admit_degraded | deny_hard``."""
         return claims.admit(self, task_id, node_key)
 
     def claim(self, task_id: str | None, worker: str, lease_s: float = 30.0, *,
-              kinds: Sequence[str] | None = None) -> Claim | None:
+              kinds: Sequence[str] | None = None, key: str | None = None) -> Claim | None:
         """Claim a ready node of ``task_id`` (or of any active task when None), or None.
 
         Ready: pending, every dependency succeeded or abandoned, ``next_retry_at`` passed, task
         active. A running node whose lease has expired (``lease_until <= now``) is reclaimed.
+        ``kinds``: only nodes of these kinds. ``key``: only that node (a framework that decides
+        itself what runs next) — None when it is not ready (waiting on a dependency or a retry
+        time, blocked, parked, running under a live lease, finished, the task not active or over
+        its budget); ``NotFound`` when the task has no such node.
         """
-        return claims.claim(self, task_id, worker, lease_s, kinds)
+        return claims.claim(self, task_id, worker, lease_s, kinds, key)
 
     # ------------------------------------------------------------------ fenced writes
     def heartbeat(
@@ -208,6 +214,7 @@ class Ledger(LedgerCore):
         return fenced.note(self, claim, text, layer=layer)
 
     # ------------------------------------------------------------------ operator actions
+    @retry_read
     def plan_park(self, task_id: str, *, reason: str, node: str | None = None, until: Any = None,
                   wake_on: str | None = None, now: bool = False) -> Plan:
         """Park a task (or one node with ``node=``) until an outside signal (``until``: a time or
@@ -215,27 +222,33 @@ class Ledger(LedgerCore):
         return operator_actions.plan_park(self, task_id, reason=reason, node=node, until=until, wake_on=wake_on,
                                           now=now)
 
+    @retry_read
     def plan_resume(self, task_id: str, *, node: str | None = None, reason: str | None = None) -> Plan:
         """Undo a park of the task (or of one node with ``node=``). A reason is optional."""
         return operator_actions.plan_resume(self, task_id, node=node, reason=reason)
 
+    @retry_read
     def plan_narrow(self, task_id: str, *, reason: str, set: Mapping[str, Any] | None = None,  # noqa: A002
                     exclude: Sequence[str] = ()) -> Plan:
         """Narrow the task's scope: ``set={K: V}`` and/or ``exclude=[node keys]``."""
         return operator_actions.plan_narrow(self, task_id, reason=reason, set=set, exclude=exclude)
 
+    @retry_read
     def plan_rewind(self, task_id: str, node: str, *, reason: str) -> Plan:
         """Rewind a node: it and everything downstream → pending, the reason fed back to the agent."""
         return operator_actions.plan_rewind(self, task_id, node, reason=reason)
 
+    @retry_read
     def plan_abort(self, task_id: str, *, reason: str) -> Plan:
         """Abort a task: every unfinished node abandoned, leases revoked, open handoffs withdrawn."""
         return operator_actions.plan_abort(self, task_id, reason=reason)
 
+    @retry_read
     def plan_resolve(self, handoff_id: str, *, option: str | None = None, answer: str | None = None) -> Plan:
         """Resolve a needs_human handoff with one of its options (and an optional answer)."""
         return operator_actions.plan_resolve(self, handoff_id, option=option, answer=answer)
 
+    @retry_read
     def plan_escalate(self, task_id: str, node: str, *, reason: str, question: str | None = None,
                       context: Mapping[str, Any] | None = None) -> Plan:
         """Ask a human what should happen to a node (it becomes blocked on an ``exception`` handoff)."""
@@ -248,12 +261,15 @@ class Ledger(LedgerCore):
         return operator_actions.apply(self, plan, operator=operator)
 
     # ------------------------------------------------------------------ queries
+    @retry_read
     def tasks(self) -> list[TaskView]:
         return queries.tasks(self)
 
+    @retry_read
     def task(self, task_id: str) -> TaskView:
         return queries.task(self, task_id)
 
+    @retry_read
     def graph(self, task_id: str) -> GraphView:
         """The task and all its nodes in topological order, each with its dependency keys."""
         return queries.graph(self, task_id)
@@ -264,48 +280,70 @@ class Ledger(LedgerCore):
         ``queries.graph_pages``)."""
         return queries.graph_pages(self, task_id, first=first, page=page)
 
+    @retry_read
     def nodes(self, task_id: str, keys: Sequence[str]) -> list[NodeView]:
         """Just these nodes (for applying a feed delta), in topological order; unknown keys skipped."""
         return queries.nodes(self, task_id, keys)
 
+    @retry_read
     def node(self, task_id: str, key: str) -> NodeView:
         return queries.node(self, task_id, key)
 
+    @retry_read
     def dependents(self, task_id: str, key: str) -> tuple[str, ...]:
         return queries.dependents(self, task_id, key)
 
+    @retry_read
     def node_detail(self, task_id: str, key: str, *, events_limit: int = 200,
                     observations_limit: int = 200) -> NodeDetail:
         return queries.node_detail(self, task_id, key, events_limit=events_limit,
                                    observations_limit=observations_limit)
 
+    @retry_read
     def observations(self, task_id: str, key: str, limit: int = 50) -> list[ObservationView]:
         return queries.observations(self, task_id, key, limit)
 
+    @retry_read
     def events(self, since: int = 0, *, task_id: str | None = None, limit: int = 1000) -> list[EventView]:
         """Journal events with ``id > since`` in id order (the tail cursor)."""
         return queries.events(self, since, task_id=task_id, limit=limit)
 
+    @retry_read
     def last_event_id(self) -> int:
         return queries.last_event_id(self)
 
+    @retry_read
     def effects(self, task_id: str) -> list[EffectView]:
         return queries.effects(self, task_id)
 
+    @retry_read
     def handoffs(self, *, status: str | None = "open", task_id: str | None = None) -> list[HandoffView]:
         """Handoffs, oldest first (by default the open ones across all tasks)."""
         return queries.handoffs(self, status=status, task_id=task_id)
 
+    @retry_read
     def handoff(self, handoff_id: str) -> HandoffView:
         return queries.handoff(self, handoff_id)
 
+    def wait_for_resolution(self, handoff_id: str, *, timeout: float | None = None) -> dict[str, Any] | None:
+        """Block until the handoff is no longer open and return its resolution — ``{"handoff",
+        "status" (resolved | withdrawn | expired), "kind", "question", "option", "answer", "by",
+        "at" (ISO-8601 UTC), "at_ts" (epoch seconds)}`` — or None when ``timeout`` seconds pass
+        first (``timeout=None`` waits as long as it takes). Sleeps on LISTEN/NOTIFY (PostgreSQL)
+        or the database file's change notifications (SQLite), never a busy loop. An unknown id
+        raises NotFound; in async code call it from a thread (``asyncio.to_thread``)."""
+        return run_read(self.db, lambda: waits.wait_for_resolution(self, handoff_id, timeout))
+
+    @retry_read
     def actions(self, task_id: str | None = None, limit: int = 100) -> list[ActionView]:
         """The operator audit, newest first."""
         return queries.actions(self, task_id, limit)
 
+    @retry_read
     def artifacts(self, task_id: str) -> list[ArtifactView]:
         return queries.artifacts(self, task_id)
 
+    @retry_read
     def latest_artifact(self, task_id: str) -> tuple[ArtifactView, bytes]:
         """The task's latest committed artifact and its bytes, after checking its sha256."""
         return queries.latest_artifact(self, task_id)

@@ -1,0 +1,304 @@
+"""The database classes of each backend: driver errors made typed, lost connections re-made.
+
+Every statement, ``BEGIN``, ``COMMIT`` and ``ROLLBACK`` Warden sends goes through these classes,
+so this is the one place that decides what a driver error means:
+
+* **A lost PostgreSQL connection** (server restart or failover, ``pg_terminate_backend``, a
+  network cut; SQLSTATE class 08, 57P01-57P03, or the driver saying the connection is closed):
+  - outside a transaction (a plain read, a ``BEGIN``, the first statement after a drop) the
+    connection is re-made with bounded, jittered back-off (:class:`Backoff`) and the statement
+    re-sent;
+  - inside a transaction it raises :class:`ConnectionLost`: the transaction is gone, and only
+    the caller that opened it can re-run it (``db.run_write`` / ``db.run_read``). A lost
+    ``COMMIT`` is *in doubt* (``ConnectionLost.in_doubt``): it may have committed.
+  When the server stays away longer than the back-off's budget the error is
+  :class:`~store.errors.LedgerUnavailable` with one line.
+* **A lock not had in time** (SQLite ``database is locked`` after the busy timeout; PostgreSQL
+  ``lock_timeout``, set to the same number of seconds) → :class:`LedgerBusy`.
+* **SQLite I/O errors** (disk I/O error, disk full, cannot open, corrupt image) →
+  :class:`~store.errors.LedgerUnavailable`.
+
+Everything else (constraint violations, deadlocks, serialization failures) passes through as
+Peewee raised it, for the layers above that handle those.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import peewee as pw
+
+from .errors import LedgerUnavailable
+
+BUSY_TIMEOUT_S = 30.0
+RECONNECT_BUDGET_S = 30.0
+# SQLSTATEs meaning "this connection is gone" (besides class 08, connection_exception): the
+# server's admin/crash shutdown, "the database system is starting up / shutting down", too many
+# connections (at connect time).
+LOST_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+LOCK_TIMEOUT_SQLSTATE = "55P03"
+# SQLite primary result codes that mean the database cannot be used right now.
+SQLITE_BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
+SQLITE_IO_CODES = {10: "an I/O error", 11: "a corrupt database image", 13: "a full disk",
+                   14: "a file it cannot open"}
+
+
+class ConnectionLost(LedgerUnavailable):
+    """The connection dropped inside a transaction (which is therefore gone). ``in_doubt``: it
+    dropped while committing, so the transaction may have committed. Raised to the caller that
+    opened the transaction, which re-runs it (``db.run_write`` resolves the doubt first); if it
+    escapes, it is a ``LedgerUnavailable`` with one line."""
+
+    def __init__(self, message: str, *, in_doubt: bool = False) -> None:
+        super().__init__(message)
+        self.in_doubt = in_doubt
+
+
+class LedgerBusy(LedgerUnavailable):
+    """A lock was not had within the busy timeout (``Ledger.open(busy_timeout_s=...)``)."""
+
+
+@dataclass
+class Backoff:
+    """How long and how often to try to reconnect: waits start at ``first_s`` and double up to
+    ``max_s`` (each drawn in [w/2, w], so many agents do not reconnect in step), for at most
+    ``budget_s`` in all, measured on ``clock``. ``sleep`` and ``clock`` are injectable."""
+
+    budget_s: float = RECONNECT_BUDGET_S
+    first_s: float = 0.05
+    max_s: float = 2.0
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    rng: random.Random = field(default_factory=random.Random)
+
+    def wait(self, attempt: int) -> float:
+        w = min(self.max_s, self.first_s * (2 ** max(0, attempt - 1)))
+        return self.rng.uniform(w / 2, w)
+
+
+def one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def sqlstate(e: BaseException | None) -> str | None:
+    """The SQLSTATE behind a (Peewee-wrapped) driver error, if any."""
+    seen = 0
+    while e is not None and seen < 8:
+        code = getattr(e, "sqlstate", None)
+        if code:
+            return str(code)
+        inner = e.args[0] if getattr(e, "args", None) and isinstance(e.args[0], BaseException) else None
+        e = inner or e.__cause__ or e.__context__
+        seen += 1
+    return None
+
+
+def _sqlite_code(e: BaseException | None) -> int | None:
+    seen = 0
+    while e is not None and seen < 8:
+        code = getattr(e, "sqlite_errorcode", None)
+        if isinstance(code, int):
+            return code & 0xFF  # the primary result code
+        inner = e.args[0] if getattr(e, "args", None) and isinstance(e.args[0], BaseException) else None
+        e = inner or e.__cause__ or e.__context__
+        seen += 1
+    return None
+
+
+def is_connection_lost(e: BaseException) -> bool:
+    """True when a PostgreSQL error means the connection is gone (not that a statement failed)."""
+    code = sqlstate(e)
+    if code is not None:
+        return code.startswith("08") or code in LOST_SQLSTATES
+    # No SQLSTATE: the client library's own "connection closed / lost / refused".
+    return isinstance(e, (pw.InterfaceError, pw.OperationalError))
+
+
+class RequestState(threading.local):
+    """The write a thread is running under ``db.run_write`` (PostgreSQL), if any: its request id,
+    whether its ``write_tx`` joined the transaction ``run_write`` opened, and whether that body
+    completed."""
+
+    rid: str | None = None
+    joined: bool = False
+    body_done: bool = False
+
+
+class _Outage(threading.local):
+    since: float | None = None  # when this thread first saw the connection gone (backoff clock)
+    attempt: int = 0
+
+
+class WardenSqlite(pw.SqliteDatabase):
+    read_only = False
+    backend = "sqlite"
+    display = ""  # what to call it in messages: the file's path
+    busy_timeout_s = BUSY_TIMEOUT_S
+
+    def _translate(self, e: BaseException) -> None:
+        """Raise the typed error for a busy or broken database; return for anything else."""
+        code = _sqlite_code(e)
+        if code in SQLITE_BUSY_CODES:
+            raise LedgerBusy(
+                f"the ledger {self.display} is busy: another process held its lock for more than "
+                f"{self.busy_timeout_s:g}s (busy_timeout_s); nothing was written"
+            ) from None
+        if code in SQLITE_IO_CODES:
+            raise LedgerUnavailable(
+                f"the ledger {self.display} hit {SQLITE_IO_CODES[code]}: {one_line(e)}"
+            ) from None
+
+    def execute_sql(self, sql: str, params: Any = None) -> Any:
+        try:
+            return super().execute_sql(sql, params)
+        except (pw.OperationalError, pw.DatabaseError, sqlite3.Error) as e:
+            self._translate(e)
+            raise
+
+    def begin(self, lock_type: str | None = None) -> None:
+        try:
+            super().begin(lock_type)
+        except (pw.OperationalError, pw.DatabaseError, sqlite3.Error) as e:
+            self._translate(e)
+            raise
+
+    def commit(self) -> None:
+        try:
+            super().commit()
+        except (pw.OperationalError, pw.DatabaseError, sqlite3.Error) as e:
+            self._translate(e)
+            raise
+
+
+class WardenPostgres(pw.PostgresqlDatabase):
+    read_only = False
+    backend = "postgresql"
+    display = ""  # the URL without credentials
+    url: str | None = None
+    busy_timeout_s: float | None = BUSY_TIMEOUT_S
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.backoff = Backoff()
+        self._outage = _Outage()
+        self.request = RequestState()
+
+    def _initialize_connection(self, conn: Any) -> None:
+        # Peewee calls this for every new connection (first use, and each reconnect after a
+        # close), so a read-only ledger stays read-only on the server side whatever happens.
+        if self.read_only:
+            conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        if self.busy_timeout_s:
+            conn.execute(f"SET lock_timeout = {int(self.busy_timeout_s * 1000)}")
+
+    # ------------------------------------------------------------------ the connection
+    def _drop(self) -> None:
+        """Forget a dead connection: closed now when no transaction is open, else its socket is
+        closed and the Peewee state is reset once the transaction has unwound."""
+        if self.is_closed():
+            return
+        try:
+            if self.transaction_depth() == 0:
+                self.close()
+            else:
+                self.connection().close()
+        except Exception:
+            pass
+
+    def healthy(self) -> None:
+        """The operation that started after an outage went through: the next outage gets a
+        fresh budget."""
+        self._outage.since = None
+        self._outage.attempt = 0
+
+    def reconnect(self, cause: BaseException, fate: str = "") -> None:
+        """Connect again: at once, then with back-off; ``LedgerUnavailable`` once the budget is
+        spent (``fate``: what that means for the write under way, said in the message)."""
+        b, o = self.backoff, self._outage
+        if o.since is None:
+            o.since = b.clock()
+        while True:
+            if o.attempt:
+                delay = b.wait(o.attempt)
+                if b.clock() - o.since + delay > b.budget_s:
+                    o.since, o.attempt = None, 0
+                    raise LedgerUnavailable(
+                        f"lost the connection to {self.display} and could not reconnect within "
+                        f"{b.budget_s:g}s ({one_line(cause)})" + (f": {fate}" if fate else "")
+                    ) from None
+                b.sleep(delay)
+            o.attempt += 1
+            self._drop()
+            try:
+                self.connect(reuse_if_open=True)
+                return
+            except (pw.OperationalError, pw.InterfaceError) as e:
+                if not is_connection_lost(e):
+                    raise
+                cause = e
+
+    def _lost(self, e: BaseException, *, in_doubt: bool = False) -> ConnectionLost:
+        self._drop()
+        return ConnectionLost(f"lost the connection to {self.display}: {one_line(e)}", in_doubt=in_doubt)
+
+    def _busy(self) -> LedgerBusy:
+        return LedgerBusy(f"the ledger {self.display} is busy: a lock was not had within "
+                          f"{self.busy_timeout_s:g}s (busy_timeout_s, PostgreSQL lock_timeout); nothing was written")
+
+    # ------------------------------------------------------------------ statements
+    def execute_sql(self, sql: str, params: Any = None) -> Any:
+        while True:
+            try:
+                cursor = super().execute_sql(sql, params)
+            except (pw.OperationalError, pw.InterfaceError, pw.DatabaseError) as e:
+                if sqlstate(e) == LOCK_TIMEOUT_SQLSTATE:
+                    raise self._busy() from None
+                if not is_connection_lost(e):
+                    raise
+                if self.transaction_depth() > 0 or not _is_read(sql):
+                    raise self._lost(e) from None
+                self.reconnect(e)  # a read outside a transaction: safe to send again
+                continue
+            if self._outage.since is not None:
+                self.healthy()
+            return cursor
+
+    def begin(self, isolation_level: Any = None) -> None:
+        # Runs before the transaction is pushed (depth 0): nothing is in it yet, so a dead
+        # connection here is simply re-made.
+        while True:
+            try:
+                super().begin(isolation_level)
+                return
+            except (pw.OperationalError, pw.InterfaceError) as e:
+                if not is_connection_lost(e):
+                    raise
+                self.reconnect(e)
+
+    def commit(self) -> None:
+        try:
+            super().commit()
+        except (pw.OperationalError, pw.InterfaceError, pw.DatabaseError) as e:
+            if sqlstate(e) == LOCK_TIMEOUT_SQLSTATE:
+                raise self._busy() from None
+            if not is_connection_lost(e):
+                raise
+            raise self._lost(e, in_doubt=True) from None
+
+    def rollback(self) -> None:
+        try:
+            super().rollback()
+        except (pw.OperationalError, pw.InterfaceError) as e:
+            if not is_connection_lost(e):
+                raise
+            self._drop()  # the server rolled back when the connection went: nothing to undo
+
+
+def _is_read(sql: str) -> bool:
+    head = sql.lstrip()[:8].upper()
+    return head.startswith(("SELECT", "WITH", "SHOW"))

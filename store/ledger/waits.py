@@ -1,0 +1,88 @@
+"""Waiting for a person: :meth:`store.Ledger.wait_for_resolution`.
+
+The wait sleeps on the ledger's wake-ups (:class:`store.wakeups.Wakeups`: LISTEN/NOTIFY on
+PostgreSQL, inotify/watchfiles on the SQLite file, and the slow fallback poll), and re-reads the
+handoff after each one. It looks once the notification source is in place, so a resolution that
+commits while the wait is being set up is not missed. Nothing spins: between wake-ups the thread
+is asleep in the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from ..clock import iso
+from ..errors import Refused
+from ..views import HandoffView
+from ..wakeups import FALLBACK_POLL_S, Wakeups
+from . import queries
+from .core import LedgerCore
+
+
+def resolution(h: HandoffView) -> dict[str, Any]:
+    """A handoff's outcome as agents see it (also ``Claim.inputs["resolution"]``): ``handoff``,
+    ``status`` (resolved | withdrawn | expired), ``kind``, ``question``, ``option``, ``answer``,
+    ``by``, ``at`` (ISO-8601 UTC) and ``at_ts`` (epoch seconds)."""
+    return {
+        "handoff": h.id, "status": h.status, "kind": h.kind, "question": h.question,
+        "option": h.resolution_option, "answer": h.resolution_answer, "by": h.resolved_by,
+        "at": iso(h.resolved_at), "at_ts": h.resolved_at,
+    }
+
+
+def wait_for_resolution(core: LedgerCore, handoff_id: str, timeout: float | None,
+                        fallback_poll_s: float = FALLBACK_POLL_S) -> dict[str, Any] | None:
+    """The handoff's :func:`resolution` once it is no longer open; None when ``timeout`` seconds
+    pass first (None: wait for as long as it takes). Unknown id: NotFound."""
+    if timeout is not None and timeout < 0:
+        raise Refused("timeout must not be negative")
+    h = queries.handoff(core, handoff_id)
+    if h.status != "open":
+        return resolution(h)
+    if timeout == 0:
+        return None
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise Refused("wait_for_resolution blocks: call it from a thread (asyncio.to_thread) in async code")
+    if not core.target:
+        raise Refused("this ledger was not opened from a target (Ledger.open): it cannot wait")
+    wake = Wakeups(core.target, fallback_poll_s=fallback_poll_s, application_name="warden-agent")
+    return asyncio.run(_wait(core, wake, handoff_id, timeout))
+
+
+async def _wait(core: LedgerCore, wake: Wakeups, handoff_id: str, timeout: float | None) -> dict[str, Any] | None:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    watching = asyncio.Event()
+    it = wake.wakeups(on_watching=watching.set)
+    nxt: asyncio.Future[str] = asyncio.ensure_future(it.__anext__())
+    try:
+        # Until the source is in place a change could go unnoticed: wait for it (or a wake-up).
+        ready = asyncio.ensure_future(watching.wait())
+        await asyncio.wait({ready, nxt}, timeout=_left(deadline), return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        while True:
+            h = queries.handoff(core, handoff_id)
+            if h.status != "open":
+                return resolution(h)
+            left = _left(deadline)
+            if left is not None and left <= 0:
+                return None
+            done, _ = await asyncio.wait({nxt}, timeout=left)
+            if nxt in done:
+                nxt.result()
+                nxt = asyncio.ensure_future(it.__anext__())
+    finally:
+        nxt.cancel()
+        try:
+            await it.aclose()
+        except (RuntimeError, asyncio.CancelledError):
+            pass
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
