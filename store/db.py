@@ -406,7 +406,11 @@ def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_A
             db.healthy()
             return result
         except _AlreadyDone:
-            pass  # an earlier attempt committed (found when recording): read its outcome below
+            # An earlier attempt committed (found when recording): read its outcome below.
+            reruns += 1
+            if reruns > LOST_RERUNS:
+                raise LedgerUnavailable(f"{what} on {db.display}: its request record cannot be read back; "
+                                        f"{what} may or may not have been done") from None
         except ConnectionLost as e:
             in_doubt = in_doubt or e.in_doubt
             fate = f"{what} may or may not have been done" if in_doubt else f"{what} was not done"

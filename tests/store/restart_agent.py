@@ -1,0 +1,81 @@
+"""An agent loop for the restart tests (run as a script, not collected).
+
+    python restart_agent.py URL TASK WORKER MARKERS --hold s003,s011
+
+Runs ``work_once`` (with its background ``LeaseKeeper``) until nothing is left to claim. Each step
+reports two observations with one token each (heartbeats, sent at once) and commits its output
+with ten tokens, so the task's ``tokens_used`` tells whether any write was doubled.
+
+For the steps named in ``--hold`` the agent makes its commit wait *after* the commit record is
+flushed (``SET LOCAL synchronous_commit = on`` on a server whose standby never comes; see
+tests/support/pgcluster.py) and drops a marker file ``MARKERS/hold-<key>``: the test then
+restarts the server or terminates this backend while the COMMIT's answer is outstanding.
+
+Prints one JSON line per outcome and ``{"done": n}`` at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from store import Ledger  # noqa: E402
+from store.worker import StepResult, work_once  # noqa: E402
+
+
+def say(**kw: object) -> None:
+    sys.stdout.write(json.dumps(kw) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("url")
+    ap.add_argument("task")
+    ap.add_argument("worker")
+    ap.add_argument("markers")
+    ap.add_argument("--hold", default="")
+    ap.add_argument("--reconnect-s", type=float, default=180.0)
+    args = ap.parse_args()
+    hold = {k for k in args.hold.split(",") if k}
+    ledger = Ledger.open(args.url, create=False, reconnect_s=args.reconnect_s)
+    current: dict[str, str] = {}
+
+    def before_commit(what: str) -> None:
+        key = current.get("key")
+        if what == "commit" and key in hold:
+            hold.discard(key)  # once: a re-run after the restart must not hold again
+            ledger.db.execute_sql("SET LOCAL synchronous_commit = on")
+            with open(os.path.join(args.markers, f"hold-{key}"), "w") as f:
+                f.write(str(ledger.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]))
+
+    # A hook gets (task_id, node_key); for "tx.before_commit" run_write passes ("", the write's name).
+    ledger.hooks["tx.before_commit"] = lambda _task, what: before_commit(what)
+
+    def step(inputs: dict, keeper) -> StepResult:
+        key = keeper.claim.node_key
+        current["key"] = key
+        for i in range(2):
+            if not keeper.progress(tokens=1, observation=f"{key}: part {i}", now=True):
+                raise RuntimeError("lease lost")
+        return StepResult(output={"key": key, "deps": sorted(inputs["deps"])}, tokens=10)
+
+    done = 0
+    while True:
+        out = work_once(ledger, args.task, args.worker, step, lease_s=120)
+        if out is None:
+            break
+        say(node=out.claim.node_key, status=out.status, attempt=out.claim.attempt, detail=out.detail)
+        if out.status == "committed":
+            done += 1
+    say(done=done)
+    ledger.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

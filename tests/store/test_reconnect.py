@@ -1,0 +1,327 @@
+"""Agents survive a PostgreSQL restart; every step is committed exactly once.
+
+Against a REAL server of the test's own (tests/support/pgcluster.py; never the shared dev
+server), restarted mid-run with ``pg_ctl restart -m fast`` several times at random points, and
+with commits caught in flight: the agent's COMMIT is made to wait after its commit record is
+flushed, and the server is restarted (or the backend terminated) while the answer is
+outstanding — the case a naive retry would double. Plus the budget, the typed errors and
+``application_name`` on the shared server, and SQLite's busy timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from store import Ledger, LedgerUnavailable, NodeSpec
+from store.db import Backoff, LedgerBusy
+from tests.support import pgcluster
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+AGENT = os.path.join(HERE, "restart_agent.py")
+WAIT = 300.0
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    why = pgcluster.available()
+    if why:
+        pytest.skip(why)
+    c = pgcluster.Cluster().start()
+    yield c
+    c.stop()
+
+
+def _schema_url(cluster, name: str) -> str:
+    cluster.query(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+    cluster.query(f'CREATE SCHEMA "{name}"')
+    return f"{cluster.url}?options=-csearch_path%3D{name}"
+
+
+def _wait_until(cond, what: str, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def _succeeded(cluster, schema: str) -> int:
+    return int(cluster.query(f'SELECT count(*) FROM "{schema}".node WHERE status = %s', ("succeeded",))[0][0])
+
+
+def _in_syncrep(cluster, pid: int) -> bool:
+    rows = cluster.query("SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (pid,))
+    return bool(rows) and rows[0][0] == "SyncRep"
+
+
+def _run_agent(url: str, markers: str, hold: list[str]) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.Popen([sys.executable, AGENT, url, "run", "agent-1", markers, "--hold", ",".join(hold)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _check_exactly_once(url: str, n: int, outcomes: list[dict]) -> None:
+    led = Ledger.open(url, create=False)
+    try:
+        task = led.task("run")
+        nodes = led.graph("run").nodes
+        events = led.events(0, task_id="run", limit=100_000)
+    finally:
+        led.close()
+    committed = [e.node for e in events if e.kind == "node.committed"]
+    claimed = [e.node for e in events if e.kind == "node.claimed"]
+    dup_commits = sorted({k for k in committed if committed.count(k) > 1})
+    dup_claims = sorted({k for k in claimed if claimed.count(k) > 1})
+    assert dup_commits == [] and dup_claims == [], (dup_commits, dup_claims)
+    assert sorted(committed) == sorted(f"s{i:03d}" for i in range(n))
+    assert all(nd.status == "succeeded" and nd.attempt == 1 and nd.claim_count == 1 for nd in nodes), \
+        [(nd.key, nd.status, nd.attempt, nd.claim_count) for nd in nodes if nd.attempt != 1 or nd.claim_count != 1]
+    assert task.status == "completed"
+    assert task.tokens_used == 12 * n  # 2 heartbeat tokens + 10 commit tokens per step: nothing doubled
+    steps = [o for o in outcomes if "node" in o]
+    assert [o["status"] for o in steps] == ["committed"] * n, steps
+    assert outcomes[-1] == {"done": n}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_an_agent_finishes_every_step_exactly_once_across_server_restarts(cluster, tmp_path, seed):
+    """N steps; the server restarted at random step counts and twice while a commit's answer was
+    outstanding (once by restart, once by pg_terminate_backend of the agent's backend)."""
+    rng = random.Random(seed)
+    n = 24
+    schema = f"restart_{seed}"
+    url = _schema_url(cluster, schema)
+    with Ledger.open(url) as led:
+        led.create_task("run")
+        led.add_nodes("run", [NodeSpec(f"s{i:03d}", deps=((f"s{i - 1:03d}",) if i else ())) for i in range(n)])
+    restart_at = sorted(rng.sample(range(1, n - 1), 3))  # plain restarts after this many steps
+    held = sorted(rng.sample([f"s{i:03d}" for i in range(2, n - 1) if i not in restart_at], 2))
+    how = {held[0]: "restart", held[1]: "terminate"}
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    restarts_before = cluster.restarts
+    agent = _run_agent(url, str(markers), held)
+    try:
+        todo_restarts = list(restart_at)
+        todo_held = dict(how)
+        while agent.poll() is None and (todo_restarts or todo_held):
+            for key in list(todo_held):
+                marker = markers / f"hold-{key}"
+                if marker.exists() and marker.read_text():
+                    pid = int(marker.read_text())
+                    _wait_until(lambda: _in_syncrep(cluster, pid), f"{key}'s commit to wait for its answer")
+                    if todo_held.pop(key) == "restart":
+                        cluster.restart()
+                    else:
+                        cluster.query("SELECT pg_terminate_backend(%s)", (pid,))
+            if todo_restarts and _succeeded(cluster, schema) >= todo_restarts[0]:
+                todo_restarts.pop(0)
+                cluster.restart()
+            time.sleep(0.02)  # polling the server's state (not synchronisation of the agent)
+        out, err = agent.communicate(timeout=WAIT)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+    assert agent.returncode == 0, err[-3000:]
+    assert not todo_restarts and not todo_held, (todo_restarts, todo_held, err[-2000:])
+    assert cluster.restarts - restarts_before == len(restart_at) + 1
+    outcomes = [json.loads(line) for line in out.splitlines() if line.strip()]
+    _check_exactly_once(url, n, outcomes)
+
+
+def test_a_commit_whose_answer_was_lost_is_returned_not_redone(cluster):
+    """In one process: the commit waits after its record is flushed, the backend is terminated;
+    commit() returns the same event id (read from its request record) and the journal holds one
+    node.committed."""
+    url = _schema_url(cluster, "lost_answer")
+    led = Ledger.open(url, reconnect_s=60)
+    led.create_task("t")
+    led.add_node("t", "a")
+    c = led.claim("t", "w", lease_s=300)
+    pids: list[int] = []
+
+    def hold(_task: str, what: str) -> None:
+        if what == "commit" and not pids:
+            led.db.execute_sql("SET LOCAL synchronous_commit = on")
+            pids.append(int(led.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]))
+
+    led.hooks["tx.before_commit"] = hold
+    killer = threading.Thread(target=lambda: (
+        _wait_until(lambda: bool(pids) and _in_syncrep(cluster, pids[0]), "the commit to wait"),
+        cluster.query("SELECT pg_terminate_backend(%s)", (pids[0],))))
+    killer.start()
+    event_id = led.commit(c, output={"x": 1}, tokens=5)
+    killer.join(WAIT)
+    events = [e for e in led.events(0, task_id="t") if e.kind == "node.committed"]
+    assert [e.id for e in events] == [event_id]
+    assert led.node("t", "a").status == "succeeded" and led.task("t").tokens_used == 5
+    assert int(led.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]) != pids[0]  # a new connection
+    led.close()
+
+
+def test_a_claim_whose_answer_was_lost_is_the_same_claim(cluster):
+    """The claim committed but its answer was lost: the retry returns that lease (same token),
+    not a second node, and the node is claimed once."""
+    url = _schema_url(cluster, "lost_claim")
+    led = Ledger.open(url, reconnect_s=60)
+    led.create_task("t", inputs={"q": 1})
+    led.add_nodes("t", [NodeSpec("a"), NodeSpec("b")])
+    pids: list[int] = []
+
+    def hold(_task: str, what: str) -> None:
+        if what == "claim round" and not pids:
+            led.db.execute_sql("SET LOCAL synchronous_commit = on")
+            pids.append(int(led.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]))
+
+    led.hooks["tx.before_commit"] = hold
+    killer = threading.Thread(target=lambda: (
+        _wait_until(lambda: bool(pids) and _in_syncrep(cluster, pids[0]), "the claim to wait"),
+        cluster.query("SELECT pg_terminate_backend(%s)", (pids[0],))))
+    killer.start()
+    c = led.claim("t", "w", lease_s=300)
+    killer.join(WAIT)
+    assert c is not None and c.node_key == "a" and c.inputs["task"] == {"q": 1} and c.inputs["attempt"] == 1
+    assert led.node("t", "b").status == "pending"
+    led.commit(c, output=1)  # the token handed back is the live one
+    assert [e.node for e in led.events(0, task_id="t") if e.kind == "node.claimed"] == ["a"]
+    led.close()
+
+
+def test_a_server_away_longer_than_the_budget_is_one_line(cluster):
+    """Budget spent → LedgerUnavailable, one line, no driver error; the back-off waits grow and
+    stay within their bounds (injected sleep and clock: no wall time spent waiting)."""
+    url = _schema_url(cluster, "budget")
+    now = [0.0]
+    waits: list[float] = []
+
+    def sleep(s: float) -> None:
+        waits.append(s)
+        now[0] += s
+
+    led = Ledger.open(url, backoff=Backoff(budget_s=10.0, first_s=0.1, max_s=2.0, sleep=sleep,
+                                           clock=lambda: now[0], rng=random.Random(0)))
+    led.create_task("t")
+    # point the open connection at a port where nothing listens: every reconnect is refused
+    led.db.connect_params["port"] = pgcluster._free_port()
+    led.db.connection().close()
+    with pytest.raises(LedgerUnavailable) as e:
+        led.task("t")
+    msg = str(e.value)
+    assert "\n" not in msg and "could not reconnect within 10s" in msg and "Traceback" not in msg
+    assert type(e.value).__module__.startswith("store")
+    assert waits and all(0.05 <= w <= 2.0 for w in waits) and sum(waits) <= 10.0
+    assert waits[-1] > waits[0]
+    with pytest.raises(LedgerUnavailable) as e:
+        led.add_node("t", "x")
+    assert "could not reconnect" in str(e.value)
+
+
+def test_application_name_is_set(pg_target):
+    from tests.conftest import pg_admin
+
+    url = pg_target()
+    roles = {}
+    for name in ("warden-agent", "warden-console", "warden-cli"):
+        led = Ledger.open(url, application_name=name) if name != "warden-agent" else Ledger.open(url)
+        pid = int(led.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0])
+        with pg_admin() as admin:
+            roles[name] = admin.execute("SELECT application_name FROM pg_stat_activity WHERE pid = %s",
+                                        (pid,)).fetchone()[0]
+        led.close()
+    assert roles == {n: n for n in roles}
+
+
+def test_an_agent_reconnects_after_its_backend_is_terminated(pg_target):
+    """pg_terminate_backend between writes (shared dev server: only our own backend)."""
+    from tests.conftest import pg_admin
+
+    url = pg_target()
+    led = Ledger.open(url)
+    led.create_task("t")
+    led.add_nodes("t", [NodeSpec("a"), NodeSpec("b", deps=("a",))])
+    c = led.claim("t", "w")
+    for what in ("heartbeat", "commit", "claim", "read"):
+        pid = int(led.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0])
+        with pg_admin() as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        if what == "heartbeat":
+            led.heartbeat(c, tokens=3, observation="x")
+        elif what == "commit":
+            led.commit(c, output={"ok": True})
+        elif what == "claim":
+            c = led.claim("t", "w")
+            assert c is not None and c.node_key == "b"
+        else:
+            assert led.task("t").tokens_used == 3
+    led.close()
+
+
+def test_sqlite_lock_held_past_the_timeout_is_ledger_unavailable(tmp_path):
+    """Another process holds the write lock past busy_timeout_s: LedgerBusy (a LedgerUnavailable),
+    one line, nothing written."""
+    path = str(tmp_path / "l.db")
+    with Ledger.open(path) as led:
+        led.create_task("t")
+        led.add_node("t", "a")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+         "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.readline()", path],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        led = Ledger.open(path, busy_timeout_s=0.2)
+        before = led.last_event_id()
+        for write in (lambda: led.add_node("t", "b"), lambda: led.claim("t", "w"),
+                      lambda: led.create_task("u")):
+            with pytest.raises(LedgerBusy) as e:
+                write()
+            assert isinstance(e.value, LedgerUnavailable)
+            assert "busy" in str(e.value) and "0.2s" in str(e.value) and "\n" not in str(e.value)
+        assert led.last_event_id() == before  # reads still work (WAL); nothing was written
+        assert [n.key for n in led.graph("t").nodes] == ["a"]
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(30)
+    assert led.claim("t", "w") is not None  # and once the lock is gone, writes go through
+    led.close()
+
+
+def test_busy_timeout_must_be_positive(tmp_path):
+    from store import Refused
+
+    with pytest.raises(Refused):
+        Ledger.open(str(tmp_path / "x.db"), busy_timeout_s=0)
+
+
+def test_sqlite_io_error_is_ledger_unavailable(tmp_path):
+    """An I/O-class SQLite error (here: the database file replaced by garbage under an open
+    connection) surfaces as LedgerUnavailable, one line."""
+    path = str(tmp_path / "l.db")
+    led = Ledger.open(path)
+    led.create_task("t")
+    led.close()
+    with open(path, "r+b") as f:  # corrupt every page but the header
+        f.seek(100)
+        f.write(os.urandom(os.path.getsize(path) - 100))
+    for p in (path + "-wal", path + "-shm"):
+        if os.path.exists(p):
+            os.remove(p)
+    with pytest.raises(LedgerUnavailable) as e:
+        led = Ledger.open(path)
+        led.task("t")
+        led.add_node("t", "x")
+    assert "\n" not in str(e.value)
+    assert not isinstance(e.value, sqlite3.Error)
