@@ -79,7 +79,7 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
             gate = core.task_gate(task, now)
             if gate == "stop":
                 continue
-            row = _find_claimable(core, tid, now, gate == "hard", kinds, key)
+            row = _find_claimable(core, tid, now, gate == "hard", kinds, key, worker)
             if row is None:
                 continue
             limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
@@ -90,12 +90,18 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
 
 
 def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool,
-                    kinds: Sequence[str] | None, key: str | None = None) -> dict[str, Any] | None:
+                    kinds: Sequence[str] | None, key: str | None = None, worker: str = "") -> dict[str, Any] | None:
     extra = ""
     params: list[Any] = []
+    held = ""
+    held_params: list[Any] = []
     if key is not None:
         extra += " AND n.key = ?"
         params.append(key)
+        # A key claim also counts a dependency running under this worker's own live lease as met:
+        # a framework driving a loop holds the loop's nodes while it goes round.
+        held = " AND NOT (d.status = 'running' AND d.lease_owner = ? AND d.lease_until > ?)"
+        held_params = [worker, now]
     if only_admit:
         extra += f" AND n.always_admit = {sql.true(core.db)}"
     if kinds:
@@ -112,9 +118,9 @@ def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool
         r = sql.execute(core.db, "SELECT n.id FROM node n WHERE n.task_id = ? AND n.status = 'pending' "
                                  f"AND (n.next_retry_at IS NULL OR n.next_retry_at <= ?){extra} "
                                  "AND NOT EXISTS (SELECT 1 FROM edge e JOIN node d ON d.id = e.src_id "
-                                 "WHERE e.dst_id = n.id AND d.status NOT IN ('succeeded', 'abandoned')) "
+                                 f"WHERE e.dst_id = n.id AND d.status NOT IN ('succeeded', 'abandoned'){held}) "
                                  f"ORDER BY n.position LIMIT 1{lock}",
-                        [task_id, now, *params]).fetchone()
+                        [task_id, now, *params, *held_params]).fetchone()
     if r is None:
         return None
     return core.node_row_by_id(r[0])
