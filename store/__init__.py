@@ -7,6 +7,7 @@ from .budget import admit as budget_admit
 from .clock import ManualClock, system_clock
 from .errors import (
     LeaseLost,
+    LedgerBusy,
     LedgerUnavailable,
     NotFound,
     ReadOnly,
@@ -19,7 +20,7 @@ from .ledger import Ledger
 from .views import Budget, Claim, NodeSpec, Pulse
 
 __all__ = [
-    "Budget", "Claim", "Ledger", "LeaseLost", "LedgerUnavailable", "ManualClock", "NodeSpec", "NotFound",
+    "Budget", "Claim", "Ledger", "LeaseLost", "LedgerBusy", "LedgerUnavailable", "ManualClock", "NodeSpec", "NotFound",
     "Pulse", "ReadOnly", "Refused", "SchemaMismatch", "StaleRevision", "WardenError", "budget_admit",
     "system_clock",
 ]

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import peewee as pw
 
-from .errors import LedgerUnavailable
+from .errors import ConnectionLost, LedgerBusy, LedgerUnavailable
 
 BUSY_TIMEOUT_S = 30.0
 RECONNECT_BUDGET_S = 30.0
@@ -46,21 +46,6 @@ LOCK_TIMEOUT_SQLSTATE = "55P03"
 SQLITE_BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
 SQLITE_IO_CODES = {10: "an I/O error", 11: "a corrupt database image", 13: "a full disk",
                    14: "a file it cannot open"}
-
-
-class ConnectionLost(LedgerUnavailable):
-    """The connection dropped inside a transaction (which is therefore gone). ``in_doubt``: it
-    dropped while committing, so the transaction may have committed. Raised to the caller that
-    opened the transaction, which re-runs it (``db.run_write`` resolves the doubt first); if it
-    escapes, it is a ``LedgerUnavailable`` with one line."""
-
-    def __init__(self, message: str, *, in_doubt: bool = False) -> None:
-        super().__init__(message)
-        self.in_doubt = in_doubt
-
-
-class LedgerBusy(LedgerUnavailable):
-    """A lock was not had within the busy timeout (``Ledger.open(busy_timeout_s=...)``)."""
 
 
 @dataclass

@@ -39,7 +39,25 @@ class ReadOnly(Refused):
 
 
 class LedgerUnavailable(WardenError):
-    """The ledger is missing, corrupt, or not a database Warden can read."""
+    """The ledger cannot be used: missing, corrupt, not a Warden database, or unreachable (the
+    connection lost for longer than the reconnect budget; a lock not had within the busy timeout;
+    an I/O error)."""
+
+
+class LedgerBusy(LedgerUnavailable):
+    """A lock was not had within the busy timeout (``Ledger.open(busy_timeout_s=...)``); nothing
+    was written."""
+
+
+class ConnectionLost(LedgerUnavailable):
+    """The PostgreSQL connection dropped inside a transaction (which is therefore gone).
+    ``in_doubt``: it dropped while committing, so the transaction may have committed. The store
+    re-runs the transaction itself (resolving the doubt first); an agent only sees this when it
+    escapes a path that cannot be re-run, and then it is a ``LedgerUnavailable`` like any other."""
+
+    def __init__(self, message: str, *, in_doubt: bool = False) -> None:
+        super().__init__(message)
+        self.in_doubt = in_doubt
 
 
 class WriteConflict(WardenError):

@@ -270,3 +270,34 @@ def test_interrupt_with_a_plain_value_asks_a_direction_question(ledger):
     r = s.run(None)
     assert r.status == "completed" and r.output["answer"]["answer"] == "EU"
     assert r.output["answer"]["at"].endswith("Z")  # ISO-8601 UTC
+
+
+def test_the_example_runs_across_processes(tmp_path):
+    """examples/langgraph_agent.py: one process runs to the question, a person answers, a second
+    process resumes from the durable checkpoints and completes."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("langgraph.checkpoint.sqlite")
+    from store import Ledger
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    example = os.path.join(root, "examples", "langgraph_agent.py")
+    db = str(tmp_path / "ledger.db")
+    env = dict(os.environ, PYTHONPATH=root)
+
+    def run() -> str:
+        p = subprocess.run([sys.executable, example, db], capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    assert run().startswith("blocked handoff 1")
+    with Ledger.open(db) as led:
+        led.apply(led.plan_resolve("1", option="publish", answer="ship it"), operator="op")
+    out = run()
+    assert out.startswith("completed") and out.strip().splitlines()[-2:] == ["review: publish (ship it)", "published"]
+    with Ledger.open(db) as led:
+        assert led.task("lg-report").status == "completed"
+        assert {n.key: n.status for n in led.graph("lg-report").nodes} == {
+            k: "succeeded" for k in ("plan", "draft", "check", "review", "publish")}

@@ -151,3 +151,26 @@ def test_usage_errors_exit_2(capsys):
     assert warden(["nonsense"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
+
+
+def test_a_schema_1_ledger_migrates_to_2_with_the_write_request_table(ledger_path, capsys):
+    """Schema 2 adds ``write_request`` (idempotent writes across lost PostgreSQL connections):
+    a ledger written by schema 1 (no such table) is refused until ``warden migrate`` adds it,
+    with every row kept; then agent writes (which record request ids on PostgreSQL) work."""
+    make(ledger_path)
+    db = open_database(ledger_path)
+    with db.atomic():
+        db.execute_sql("DROP TABLE write_request")
+    db.close()
+    set_version(ledger_path, 1)
+    with pytest.raises(SchemaMismatch, match="schema 1.*warden migrate"):
+        Ledger.open(ledger_path)
+    assert warden(["migrate", "--ledger", ledger_path]) == 0
+    assert "migrated schema" in capsys.readouterr().out
+    assert {"id", "at", "result"} <= set(columns(ledger_path, "write_request"))
+    led = Ledger.open(ledger_path)
+    assert [n.key for n in led.graph("t").nodes] == ["a"]
+    c = led.claim("t", "w")
+    led.commit(c, output={"ok": 1})
+    assert led.task("t").status == "completed"
+    led.close()
