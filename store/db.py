@@ -41,7 +41,6 @@ from .backends import (
     Backoff,
     ConnectionLost,
     LedgerBusy,
-    RequestState,
     WardenPostgres,
     WardenSqlite,
     one_line,
@@ -224,10 +223,6 @@ def is_sqlite(db: pw.Database) -> bool:
 
 
 # ---------------------------------------------------------------------- transactions
-def _request(db: pw.Database) -> RequestState:
-    return db.request  # type: ignore[no-any-return]
-
-
 @contextlib.contextmanager
 def write_tx(db: pw.Database) -> Iterator[None]:
     """One write transaction at depth 0: ``BEGIN IMMEDIATE`` on SQLite, Read Committed on PG.
@@ -349,7 +344,7 @@ def _record(db: pw.Database, rid: str, at: float, outcome: Any) -> None:
         db.execute_sql("DELETE FROM write_request WHERE at < %s", (at - REQUEST_KEEP_S,))
 
 
-def _owned(db: pw.Database, fn: Callable[[], Any], rid: str, now: Callable[[], float],
+def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[], float],
            hook: Callable[[str], None] | None) -> Any:
     """Run ``fn`` in a transaction opened here; record ``rid`` and the result in it; commit."""
     req = db.request

@@ -18,7 +18,7 @@ import asyncio
 import os
 import struct
 import sys
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncGenerator, AsyncIterator, Callable
 
 from .db import parse_target, pg_connect_args
 
@@ -206,7 +206,7 @@ class Wakeups:
         ):
             yield changes
 
-    async def wakeups(self, *, on_watching: Callable[[], None] | None = None) -> AsyncIterator[str]:
+    async def wakeups(self, *, on_watching: Callable[[], None] | None = None) -> AsyncGenerator[str, None]:
         """Yield "change" when the ledger's files changed, "poll" every ``fallback_poll_s`` otherwise.
 
         ``on_watching`` is called once the notification source is in place (at once when there

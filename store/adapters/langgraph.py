@@ -312,7 +312,8 @@ class Supervisor:
                 h.keeper.stop()
             v = intr.value if isinstance(intr.value, Mapping) else {"question": str(intr.value)}
             options = list(v.get("options") or [])
-            ctx = dict(v.get("context") or {})
+            raw_ctx = v.get("context")
+            ctx: dict[str, Any] = dict(raw_ctx) if isinstance(raw_ctx, Mapping) else {}
             ctx["interrupt_id"] = intr.id
             try:
                 hid = self.ledger.request_human(

@@ -62,7 +62,7 @@ async def _wait(core: LedgerCore, wake: Wakeups, handoff_id: str, timeout: float
     nxt: asyncio.Future[str] = asyncio.ensure_future(it.__anext__())
     try:
         # Until the source is in place a change could go unnoticed: wait for it (or a wake-up).
-        ready = asyncio.ensure_future(watching.wait())
+        ready: asyncio.Future[Any] = asyncio.ensure_future(watching.wait())
         await asyncio.wait({ready, nxt}, timeout=_left(deadline), return_when=asyncio.FIRST_COMPLETED)
         ready.cancel()
         while True:
