@@ -180,8 +180,9 @@ class Supervisor:
 
     # ------------------------------------------------------------------ before a superstep
     def _claim_next(self, snap: Any) -> Any:
-        """Claim every node about to run; returns the resume value for a resolved interrupt."""
-        resume = None
+        """Claim every node about to run; returns the resume value for resolved interrupts (one
+        value, or ``{interrupt_id: value}`` when several nodes resume at once), else None."""
+        resumes: dict[str, Any] = {}
         pending = {t.name: t.interrupts for t in snap.tasks if t.interrupts}
         for name in snap.next:
             if name in SPECIAL:
@@ -198,11 +199,12 @@ class Supervisor:
             self.held[name] = _Held(claim, self._keeper(claim))
             res = claim.inputs.get("resolution")
             if name in pending and res:
-                wanted = {i.id for i in pending[name]}
-                h = self.ledger.handoff(res["handoff"])
-                if h.context.get("interrupt_id") in wanted:
-                    resume = res
-        return resume
+                asked = self.ledger.handoff(res["handoff"]).context.get("interrupt_id")
+                if asked in {i.id for i in pending[name]}:
+                    resumes[str(asked)] = res
+        if not resumes:
+            return None
+        return next(iter(resumes.values())) if len(resumes) == 1 else resumes
 
     def _keeper(self, claim: Claim) -> LeaseKeeper:
         k = LeaseKeeper(self.ledger, claim, max_step_s=self.max_step_s)
