@@ -95,7 +95,8 @@ class WardenApp(App[int]):
         self.records = records
         self.clock = clock or time.time
         self.analysis_enabled = analysis
-        self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s)
+        self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s,
+                         application_name="warden-console")
         self.follower = LedgerFollower(self.feed)  # the feed side: cursor, requests, pending delta
         self.tasks_model = TaskListModel(self.now)
         self.events_model = EventLogModel()

@@ -40,9 +40,12 @@ def runs_dir(args: argparse.Namespace) -> str:
     return args.runs or os.environ.get("WARDEN_RUNS") or "runs"
 
 
+APPLICATION_NAME = "warden-cli"  # what PostgreSQL's pg_stat_activity shows for these connections
+
+
 def open_ledger(args: argparse.Namespace, *, read_only: bool = False) -> Ledger:
     """Open an existing ledger (never create one: a typo must not leave an empty database)."""
-    return Ledger.open(ledger_target(args), create=False, read_only=read_only)
+    return Ledger.open(ledger_target(args), create=False, read_only=read_only, application_name=APPLICATION_NAME)
 
 
 def operator_of(args: argparse.Namespace) -> str:

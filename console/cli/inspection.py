@@ -31,7 +31,7 @@ from store.feed import Feed
 from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, signals_label
 from ..glyphs import task_status_label
 from ..text import safe_line
-from .common import ledger_target, open_ledger, out_console, print_fitted, print_json
+from .common import APPLICATION_NAME, ledger_target, open_ledger, out_console, print_fitted, print_json
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -148,7 +148,7 @@ def cmd_events(args: argparse.Namespace) -> int:
                 (e.kind, "bold"), " ", Text(safe_line(e.actor)), ": ", Text(safe_line(e.summary)),
             ))
 
-    feed = Feed(ledger_target(args), read_only=True)
+    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME)
 
     def drain(cursor: int, upto: int | None = None) -> int:
         while True:
@@ -250,7 +250,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     from store.db import connect_checked, open_database
     from store.schema import migrate
 
-    db = open_database(ledger_target(args), create=False)
+    db = open_database(ledger_target(args), create=False, application_name=APPLICATION_NAME)
     connect_checked(db)
     try:
         before, after = migrate(db)

@@ -325,3 +325,34 @@ def test_sqlite_io_error_is_ledger_unavailable(tmp_path):
         led.add_node("t", "x")
     assert "\n" not in str(e.value)
     assert not isinstance(e.value, sqlite3.Error)
+
+
+def test_the_console_and_the_cli_name_their_connections(pg_target, capsys, monkeypatch):
+    """warden-cli for `warden` commands, warden-console for the console's feed (PostgreSQL)."""
+    from console.cli import main as warden
+    from console.cli.common import APPLICATION_NAME
+    from store.feed import Feed
+    from tests.conftest import pg_admin
+
+    url = pg_target()
+    with Ledger.open(url) as led:
+        led.create_task("t")
+    assert APPLICATION_NAME == "warden-cli"
+    seen: list[str] = []
+    real_open = Ledger.open.__func__
+
+    def spy(cls, target, **kw):
+        led = real_open(cls, target, **kw)
+        pid = int(led.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0])
+        with pg_admin() as admin:
+            seen.append(admin.execute("SELECT application_name FROM pg_stat_activity WHERE pid = %s",
+                                      (pid,)).fetchone()[0])
+        return led
+
+    monkeypatch.setattr(Ledger, "open", classmethod(spy))
+    assert warden(["status", "--ledger", url]) == 0
+    feed = Feed(url, read_only=True)
+    feed.last_event_id()
+    feed.close()
+    capsys.readouterr()
+    assert seen == ["warden-cli", "warden-console"]
