@@ -47,6 +47,7 @@ Reachability comes from the graph's edges; a conditional edge without a ``path_m
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
@@ -399,10 +400,13 @@ class Supervisor:
         if not snap.values and not snap.next:
             return self.config  # not started yet
         nodes = {n.key: n for n in self.ledger.graph(self.task_id).nodes}
-        for name in list(self.held):  # leases taken by this supervisor that an operator revoked
+        now = self.ledger.now()
+        for name in list(self.held):  # leases of this supervisor revoked by an operator, or expired
             n = nodes.get(name)
-            if n is None or n.status != "running" or n.lease_owner != self.worker:
-                self._drop(name)
+            h = self.held[name]
+            if (n is None or n.status != "running" or n.lease_owner != self.worker
+                    or (n.lease_until or 0) <= now or (h.keeper is not None and h.keeper.lost)):
+                self._drop(name)  # an expired one is claimed again (a reclaim) when the graph gets to it
         ran = _ran_nodes(self.graph, snap)
         reset = [k for k, n in nodes.items() if n.status in ("pending", "parked") and k in ran
                  and k not in snap.next and k not in self.held]
@@ -494,8 +498,6 @@ def _jsonable(value: Any) -> Any:
     big for a node output becomes its digest and size)."""
     text = json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
     if len(text.encode("utf-8")) > OUTPUT_CAP - 1024:
-        import hashlib
-
         return {"truncated": True, "bytes": len(text.encode("utf-8")),
                 "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
     return json.loads(text)

@@ -301,3 +301,35 @@ def test_the_example_runs_across_processes(tmp_path):
         assert led.task("lg-report").status == "completed"
         assert {n.key: n.status for n in led.graph("lg-report").nodes} == {
             k: "succeeded" for k in ("plan", "draft", "check", "review", "publish")}
+
+
+def test_a_loop_node_whose_lease_expired_while_parked_is_taken_back(ledger, clock):
+    """Parked mid-loop (by an operator, here from inside the node: deterministic), the lease of
+    the held loop node expires; after the resume the next run reclaims it and finishes."""
+    box: dict[str, Any] = {}
+
+    def spin(s: S) -> S:
+        if s["x"] == 2 and not box.get("parked"):
+            box["parked"] = True
+            ledger.apply(ledger.plan_park("exp", reason="lunch"), operator="op")
+        return {"x": s["x"] + 1}
+
+    def again(s: S) -> Literal["spin", "__end__"]:
+        return "spin" if s["x"] < 5 else "__end__"
+
+    b = StateGraph(S)
+    b.add_node("spin", spin)
+    b.add_edge(START, "spin")
+    b.add_conditional_edges("spin", again)
+    s = supervise(b.compile(checkpointer=InMemorySaver()), ledger, task_id="exp", worker="w", lease_s=30,
+                  background=False)
+    r = s.run({"x": 0})
+    assert (r.status, r.reason) == ("blocked", "parked")
+    assert ledger.node("exp", "spin").status == "running"  # held across the park (no --now)
+    clock.advance(120)  # the lease expires while parked
+    ledger.apply(ledger.plan_resume("exp"), operator="op")
+    r = s.run(None)
+    assert r.status == "completed" and r.output == {"x": 5}
+    spin_node = ledger.node("exp", "spin")
+    assert spin_node.status == "succeeded" and spin_node.attempt == 2 and spin_node.output == {"x": 5}
+    assert ledger.task("exp").status == "completed"
