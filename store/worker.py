@@ -16,6 +16,13 @@ while work_once(ledger, "report-001", worker="alice", step=draft) is not None:
 The step runs on a *copy* of the claim's inputs, so it cannot alter what the ledger handed out.
 A step whose lease was lost (a heartbeat raised ``LeaseLost``, or it ran past ``max_step_s``)
 is never committed: its result is dropped and the outcome says why.
+
+Connections: the ledger itself re-connects after a PostgreSQL restart or failover (within
+``Ledger.open(reconnect_s=...)``) and never doubles a write whose answer was lost, so a
+``work_once`` loop simply carries on. A heartbeat that still fails with ``LedgerUnavailable`` is
+tried again on the keeper's next beat (its tokens and progress kept for it); ``work_once`` lets a
+``LedgerUnavailable`` from ``claim``/``commit``/``fail`` through to the agent (the step's lease
+then expires and its node is reclaimed).
 """
 
 from __future__ import annotations
@@ -88,6 +95,7 @@ class LeaseKeeper:
         self._thread: threading.Thread | None = None
         self.lost: str | None = None
         self.last_pulse: Pulse | None = None
+        self.last_error: str | None = None  # the last transient failure of a heartbeat (retried)
 
     # the thread -------------------------------------------------------------
     def start(self) -> "LeaseKeeper":
