@@ -34,6 +34,16 @@ class Refused(WardenError):
     """A request that is understood but not allowed (empty reason, aborted task, cycle, ...)."""
 
 
+class InvalidValue(Refused):
+    """A value an agent, operator or script passed that Warden cannot accept (a malformed id, a
+    number that is not finite or out of range, a value that is not JSON...). Raised before anything
+    is written. ``argument`` names the offending argument."""
+
+    def __init__(self, message: str, argument: str = "") -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
 class ReadOnly(Refused):
     """A write was attempted on a ledger opened read-only."""
 

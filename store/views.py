@@ -5,12 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple
 
+from . import validate as v
+
 
 @dataclass(frozen=True)
 class Budget:
+    """A task's caps: ``tokens`` (a whole number ≥ 1), ``wall_s`` (seconds > 0), either None for no
+    cap; ``soft_ratio`` in (0, 1]. Checked when built: a bad value raises ``InvalidValue``."""
+
     tokens: int | None = None
     wall_s: float | None = None
     soft_ratio: float = 0.7
+
+    def __post_init__(self) -> None:
+        w = "Budget"
+        object.__setattr__(self, "tokens", v.number("tokens", self.tokens, w, lo=1, hi=v.TOKENS_MAX, integer=True))
+        object.__setattr__(self, "wall_s", v.number("wall_s", self.wall_s, w, lo=0, lo_open=True,
+                                                    hi=v.DURATION_S_MAX))
+        object.__setattr__(self, "soft_ratio", v.number("soft_ratio", self.soft_ratio, w, lo=0, lo_open=True, hi=1,
+                                                        optional=False))
 
 
 @dataclass(frozen=True)
@@ -28,6 +41,26 @@ class NodeSpec:
     retryable: bool = True
     units_total: float | None = None
     max_claims: int | None = None
+
+    def __post_init__(self) -> None:
+        """Check every field (``InvalidValue`` names the bad one); ``deps`` becomes a tuple."""
+        check_node_spec(self)
+        object.__setattr__(self, "deps", tuple(self.deps))
+
+
+def check_node_spec(spec: NodeSpec, where: str = "NodeSpec") -> None:
+    """The rules of a node to add (also run on specs handed to ``add_nodes`` / ``next_nodes``)."""
+    v.node_key("key", spec.key, where)
+    v.name("kind", spec.kind, where, limit=v.KIND_MAX)
+    v.strings("deps", spec.deps, where, each=v.lookup, optional=False)
+    v.text("title", spec.title, where)
+    v.json_object("preconditions", spec.preconditions, where)
+    v.number("est_wall_s", spec.est_wall_s, where, hi=v.DURATION_S_MAX)
+    v.number("est_tokens", spec.est_tokens, where, hi=v.TOKENS_MAX, integer=True)
+    v.flag("always_admit", spec.always_admit, where)
+    v.flag("retryable", spec.retryable, where)
+    v.number("units_total", spec.units_total, where, hi=v.UNITS_MAX)
+    v.number("max_claims", spec.max_claims, where, lo=1, hi=v.COUNT_MAX, integer=True)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from ..db import read_tx
 from ..errors import NotFound, Refused
 from ..ledger.core import LedgerCore
 from ..models import Handoff
+from ..validate import HANDOFF_ID_RE, show
 from . import planning as pl
 from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
 from .plan import ActionParams, Plan
@@ -37,10 +38,9 @@ class ResolveParams(ActionParams):
 
 
 def handoff_row(core: LedgerCore, handoff_id: Any) -> dict[str, Any]:
-    try:
-        hid = int(str(handoff_id))
-    except ValueError:
-        raise NotFound(f"unknown handoff {handoff_id!r}") from None
+    if not HANDOFF_ID_RE.fullmatch(str(handoff_id)):  # " 5\n" is not handoff 5
+        raise NotFound(f"unknown handoff {show(handoff_id)}")
+    hid = int(str(handoff_id))
     row = core.first_dict(Handoff.select().where(Handoff.id == hid))
     if row is None:
         raise NotFound(f"unknown handoff {handoff_id!r}")

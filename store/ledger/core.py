@@ -12,23 +12,22 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from typing import Any, Callable, Literal, Mapping, Self, Sequence, TypeVar, cast
 
 import peewee as pw
 
 from .. import budget as budget_mod
-from .. import sql
+from .. import sql, validate
 from ..clock import Clock, system_clock
 from ..db import BUSY_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, connect_checked, is_sqlite, open_database, register_result
-from ..errors import NotFound, Refused
+from ..errors import NotFound
 from ..models import LAYERS, Task, dumps
 from ..schema import check_version
 from ..views import Pulse
 from .rows import wall_used
 
-TASK_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-NODE_KEY_RE = re.compile(r"^[A-Za-z0-9._:/@+-]{1,200}$")
+TASK_ID_RE = validate.TASK_ID_RE  # matched whole (fullmatch): a trailing newline never passes
+NODE_KEY_RE = validate.NODE_KEY_RE
 RETRY_BASE_S = 5.0
 RETRY_CAP_S = 600.0
 PG_JOURNAL_LOCK = 0x57A4DE  # transaction-scoped advisory lock serialising journal inserts
@@ -68,13 +67,13 @@ def retry_delay(attempt: int, base: float = RETRY_BASE_S, cap: float = RETRY_CAP
 
 
 def validate_task_id(task_id: str) -> None:
-    if not isinstance(task_id, str) or not TASK_ID_RE.match(task_id):
-        raise Refused(f"invalid task id {task_id!r}: use 1-64 of A-Z a-z 0-9 . _ -")
+    """A new task's id (``store.validate.task_id``): ``InvalidValue`` when malformed."""
+    validate.task_id("task_id", task_id)
 
 
 def validate_key(key: str) -> None:
-    if not isinstance(key, str) or not NODE_KEY_RE.match(key):
-        raise Refused(f"invalid node key {key!r}: use 1-200 of A-Z a-z 0-9 . _ - : / @ +")
+    """A new node's key (``store.validate.node_key``): ``InvalidValue`` when malformed."""
+    validate.node_key("key", key)
 
 
 register_result("pulse", Pulse, lambda p: {"lease_until": p.lease_until, "parked": p.parked,

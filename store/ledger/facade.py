@@ -34,9 +34,11 @@ from ..views import (
     TaskView,
 )
 from . import build, claims, fenced, queries, waits
+from .checked import checked
 from .core import LedgerCore
 
 
+@checked  # every argument of every public method checked once, here (store/ledger/checked.py)
 class Ledger(LedgerCore):
     """A ledger on SQLite or PostgreSQL. Open with :meth:`open`."""
 

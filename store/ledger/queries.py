@@ -16,6 +16,7 @@ from .. import sql
 from ..db import read_tx
 from ..errors import NotFound, Refused
 from ..models import Action, Artifact, Edge, Effect, Event, Handoff, Node, Observation, Task
+from ..validate import HANDOFF_ID_RE, show
 from ..views import (
     ActionView,
     ArtifactView,
@@ -255,10 +256,9 @@ def handoffs(core: LedgerCore, *, status: str | None, task_id: str | None) -> li
 
 
 def handoff(core: LedgerCore, handoff_id: str) -> HandoffView:
-    try:
-        hid = int(str(handoff_id))
-    except ValueError:
-        raise NotFound(f"unknown handoff {handoff_id!r}") from None
+    if not HANDOFF_ID_RE.fullmatch(str(handoff_id)):  # " 5\n" is not handoff 5
+        raise NotFound(f"unknown handoff {show(handoff_id)}")
+    hid = int(str(handoff_id))
     r = core.first_dict(Handoff.select(Handoff, Node.key.alias("node_key")).join(Node, on=(Handoff.node == Node.id))
                   .where(Handoff.id == hid))
     if r is None:
