@@ -34,6 +34,7 @@ from typing import Any, Callable
 import peewee as pw
 
 from .errors import ConnectionLost, LedgerBusy, LedgerUnavailable
+from .text import safe_line
 
 BUSY_TIMEOUT_S = 30.0
 RECONNECT_BUDGET_S = 30.0
@@ -67,7 +68,8 @@ class Backoff:
 
 
 def one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
+    """A driver's message as one line, escaped (it may quote a path or a value from outside)."""
+    return safe_line(" ".join(str(e).split()) or type(e).__name__)
 
 
 def sqlstate(e: BaseException | None) -> str | None:
@@ -122,8 +124,11 @@ class _Outage(threading.local):
 class WardenSqlite(pw.SqliteDatabase):
     read_only = False
     backend = "sqlite"
-    display = ""  # what to call it in messages: the file's path
+    display = ""  # what to call it in messages: the file's path, escaped
     busy_timeout_s = BUSY_TIMEOUT_S
+    path = ""  # the file
+    snapshot = False  # read-only and immutable: SQLite could not share the WAL index (see sqlite_file)
+    tidy_on_close = False  # a read-only open of a quiescent WAL ledger: tidy -wal/-shm when the Ledger closes
 
     def _translate(self, e: BaseException) -> None:
         """Raise the typed error for a busy or broken database; return for anything else."""

@@ -25,16 +25,17 @@ import functools
 import json
 import os
 import random
+import re
 import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, TypeVar
-from urllib.parse import urlparse, unquote
+from urllib.parse import unquote, urlparse
 
 import peewee as pw
 
-from . import errors
+from . import errors, sqlite_file
 from .backends import (
     BUSY_TIMEOUT_S,
     RECONNECT_BUDGET_S,
@@ -47,9 +48,11 @@ from .backends import (
     sqlstate,
 )
 from .errors import LedgerUnavailable, ReadOnly, WardenError, WriteConflict
+from .text import safe_line
 
 __all__ = [
     "BUSY_TIMEOUT_S", "RECONNECT_BUDGET_S", "Backoff", "ConnectionLost", "LedgerBusy", "Target", "WardenPostgres",
+    "check_pg_url", "masked",
     "WardenSqlite", "connect_checked", "is_sqlite", "open_database", "parse_target", "pg_connect_args", "read_tx",
     "register_result", "retry_conflicts", "retry_read", "retry_write", "run_read", "run_write", "sqlstate", "write_tx",
 ]
@@ -60,7 +63,7 @@ PG_CONNECT_TIMEOUT_S = 10
 # TCP keepalives, so a connection to a server that vanished without a word (failover, a cut
 # network) is noticed in about a minute instead of the kernel's two hours.
 PG_KEEPALIVES = {"keepalives": "1", "keepalives_idle": "30", "keepalives_interval": "10", "keepalives_count": "3"}
-NO_LEDGER_HINT = "start an agent (Ledger.open creates one) or run `warden demo`"
+NO_LEDGER_HINT = sqlite_file.NO_LEDGER_HINT
 
 
 @dataclass(frozen=True)
@@ -71,25 +74,73 @@ class Target:
 
     @property
     def display(self) -> str:
+        """How messages name the ledger: the path, or the URL without its password; escaped."""
         if self.backend == "sqlite":
-            return str(self.path)
+            return safe_line(self.path)
         p = urlparse(self.url or "")
         host = p.hostname or "localhost"
+        if ":" in host:
+            host = f"[{host}]"
         port = f":{p.port}" if p.port else ""
-        return f"postgresql://{host}{port}{p.path}"  # never show a password
+        return safe_line(f"postgresql://{host}{port}{p.path}")  # never show a password
+
+
+_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*:)[^@/?#]*@")
+
+
+def masked(target: str) -> str:
+    """A ledger path or URL fit for a message: the password (``user:secret@``) hidden, escaped."""
+    return safe_line(_PASSWORD.sub(r"\1***@", target), limit=300)
 
 
 def parse_target(target: str | os.PathLike[str]) -> Target:
+    """What a ``--ledger`` value names. A malformed one raises ``LedgerUnavailable`` with one line
+    saying what is wrong (the password masked, the value escaped)."""
     s = os.fspath(target)
-    if s.startswith(("postgresql://", "postgres://")):
+    if not isinstance(s, str):
+        raise LedgerUnavailable("the ledger path must be text, not bytes")
+    if not s:
+        raise LedgerUnavailable("no ledger given: the path is empty")
+    if "\x00" in s:
+        raise LedgerUnavailable(f"bad ledger path {masked(s)}: it contains a NUL character")
+    scheme = s.split("://", 1)[0].lower() if "://" in s else ""
+    if scheme in ("postgresql", "postgres"):
+        check_pg_url(s)
         return Target("postgresql", url=s)
-    if s.startswith("sqlite:///"):
+    if s.lower().startswith("sqlite:///"):
         return Target("sqlite", path=unquote(s[len("sqlite:///"):]) or "ledger.db")
-    if s.startswith("sqlite:"):
-        raise LedgerUnavailable(f"not a ledger URL: {s!r} (use sqlite:///path or a plain path)")
-    if "://" in s:
-        raise LedgerUnavailable(f"unsupported ledger URL scheme: {s.split('://')[0]!r}")
+    if s.lower().startswith("sqlite:"):
+        raise LedgerUnavailable(f"not a ledger URL: {masked(s)} (use sqlite:///path or a plain path)")
+    if scheme:
+        raise LedgerUnavailable(f"unsupported ledger URL scheme {safe_line(repr(scheme[:40]))} in {masked(s)}: "
+                                "use a path, sqlite:///path or postgresql://host/db")
     return Target("sqlite", path=s)
+
+
+def check_pg_url(url: str) -> None:
+    """Refuse a PostgreSQL URL libpq would misread, with what is wrong with it."""
+    bad = f"bad PostgreSQL URL {masked(url)}"
+    try:
+        p = urlparse(url)
+        port = p.port  # ValueError: not a number, or out of range
+        host = p.hostname
+    except ValueError as e:
+        why = str(e)
+        if "Port" in why or "port" in why:
+            raw = url.split("://", 1)[1].split("/", 1)[0].rsplit("@", 1)[-1].rsplit(":", 1)[-1]
+            why = f"the port {safe_line(repr(raw[:20]))} is not a number from 1 to 65535"
+        elif "IPv6" in why:
+            why = "an IPv6 host needs its closing ] (postgresql://[::1]:5432/db)"
+        raise LedgerUnavailable(f"{bad}: {safe_line(why)}") from None
+    if port == 0:
+        raise LedgerUnavailable(f"{bad}: the port 0 is not a number from 1 to 65535")
+    if port is not None and not host:
+        raise LedgerUnavailable(f"{bad}: it has a port but no host")
+    if p.fragment:
+        raise LedgerUnavailable(f"{bad}: it has a #fragment, which means nothing to PostgreSQL")
+    for part in (p.query or "").split("&"):
+        if part and "=" not in part:
+            raise LedgerUnavailable(f"{bad}: the query part {safe_line(repr(part[:40]))} is not key=value")
 
 
 def open_database(
@@ -118,38 +169,32 @@ def open_database(
 
 def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: float) -> pw.Database:
     path = os.path.abspath(t.path or "ledger.db")
-    if os.path.islink(path):
-        raise LedgerUnavailable(f"{path} is a symbolic link; open the real file instead")
-    if os.path.exists(path):
-        if not os.path.isfile(path):
-            raise LedgerUnavailable(f"{path} is not a regular file")
-    elif not create or read_only:
-        raise LedgerUnavailable(f"no ledger at {path}: {NO_LEDGER_HINT}")
-    elif not os.path.isdir(os.path.dirname(path)):
-        raise LedgerUnavailable(f"cannot create a ledger at {path}: the directory does not exist")
+    shown = safe_line(path)
+    seen = sqlite_file.inspect(path, read_only=read_only)  # refuses what is not a ledger; writes nothing
+    if not seen.exists:
+        if not create or read_only:
+            raise LedgerUnavailable(f"no ledger at {shown}: {NO_LEDGER_HINT}")
+        if not os.path.isdir(os.path.dirname(path)):
+            raise LedgerUnavailable(f"cannot create a ledger at {shown}: the directory does not exist")
+    elif seen.empty and (not create or read_only):
+        raise LedgerUnavailable(f"{shown} is an empty file (0 bytes), not a Warden ledger: {NO_LEDGER_HINT}")
     busy_ms = int(busy_timeout_s * 1000)
+    pragmas: dict[str, Any] = {"foreign_keys": 1, "busy_timeout": busy_ms}
     if read_only:
-        db = WardenSqlite(
-            f"file:{path}?mode=ro",
-            uri=True,
-            timeout=busy_timeout_s,
-            check_same_thread=False,
-            pragmas={"foreign_keys": 1, "busy_timeout": busy_ms, "query_only": 1},
-        )
+        # mode=ro: SQLite cannot write; query_only: no statement may either. Never a journal-mode change.
+        params = {"mode": "ro", "immutable": "1"} if seen.snapshot else {"mode": "ro"}
+        db = WardenSqlite(sqlite_file.uri(path, **params), uri=True, timeout=busy_timeout_s, check_same_thread=False,
+                          pragmas={**pragmas, "query_only": 1})
         db.read_only = True
+        db.snapshot = seen.snapshot
+        db.tidy_on_close = seen.wal and seen.quiescent and not seen.snapshot
     else:
-        db = WardenSqlite(
-            path,
-            timeout=busy_timeout_s,
-            check_same_thread=False,
-            pragmas={
-                "journal_mode": "wal",
-                "synchronous": "full",
-                "foreign_keys": 1,
-                "busy_timeout": busy_ms,
-            },
-        )
-    db.display = path
+        if seen.exists:
+            sqlite_file.check_writable(path)
+        db = WardenSqlite(path, timeout=busy_timeout_s, check_same_thread=False,
+                          pragmas={"journal_mode": "wal", "synchronous": "full", **pragmas})
+    db.display = shown
+    db.path = path
     db.busy_timeout_s = busy_timeout_s
     return db
 
@@ -209,13 +254,13 @@ def connect_checked(db: pw.Database) -> None:
         else:
             db.connect(reuse_if_open=True)
     except WardenError as e:
-        raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {e}") from None
+        raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {safe_line(str(e))}") from None
     except (pw.DatabaseError, pw.OperationalError, pw.InterfaceError, sqlite3.DatabaseError) as e:
-        raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {one_line(e)}") from None
+        raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {_one_line(e)}") from None
 
 
 def _one_line(e: BaseException) -> str:
-    return one_line(e)
+    return safe_line(one_line(e))
 
 
 def is_sqlite(db: pw.Database) -> bool:

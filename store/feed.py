@@ -41,10 +41,11 @@ from typing import Callable, Iterable, Iterator, TypeVar
 import peewee as pw
 
 from .clock import Clock
-from .db import read_tx
+from .db import NO_LEDGER_HINT, read_tx
 from .errors import LedgerUnavailable, WardenError
 from .ledger import Ledger
 from .ledger.queries import GRAPH_FIRST_PAGE, GRAPH_PAGE
+from .text import safe_line
 from .views import EventView, GraphPage, GraphView, NodeRow, TaskView
 from .wakeups import FALLBACK_POLL_S, PG_CHANNEL, PG_RECONNECT_S, WATCH_DEBOUNCE_MS, WATCH_STEP_MS, Wakeups, _inotify
 
@@ -138,7 +139,10 @@ class Feed(Wakeups):
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            raise LedgerUnavailable(f"the ledger {self.path} has disappeared; waiting for it to return") from None
+            shown = safe_line(self.path)
+            if self._identity is None:  # never opened: it did not disappear, it never was
+                raise LedgerUnavailable(f"no ledger at {shown}: {NO_LEDGER_HINT}") from None
+            raise LedgerUnavailable(f"the ledger {shown} has disappeared; waiting for it to return") from None
         return (st.st_dev, st.st_ino)
 
     def check(self) -> bool:
@@ -172,7 +176,11 @@ class Feed(Wakeups):
         if not self.read_only:
             return True
         # A read-only reader of a WAL database needs the shared-memory index to see new commits;
-        # without a readable -shm (and a directory it may create it in) it reads a snapshot.
+        # when SQLite could not share it, the ledger was opened immutable: a snapshot.
+        with self._lock:
+            ledger = self._ledger
+        if ledger is not None:
+            return not getattr(ledger.db, "snapshot", False)
         shm = self.path + "-shm"
         if os.path.exists(shm):
             return os.access(shm, os.R_OK)
@@ -229,8 +237,9 @@ class Feed(Wakeups):
         return True
 
     def _unavailable(self, e: BaseException) -> LedgerUnavailable:
-        msg = " ".join(str(e).split()) or type(e).__name__
-        where = self.path or (self._ledger.display if self._ledger is not None else "the PostgreSQL ledger")
+        msg = safe_line(" ".join(str(e).split()) or type(e).__name__)
+        where = safe_line(self.path) if self.path else (self._ledger.display if self._ledger is not None
+                                                         else "the PostgreSQL ledger")
         return LedgerUnavailable(f"cannot read the ledger {where}: {msg}")
 
     # ------------------------------------------------------------------ wake-ups

@@ -15,6 +15,8 @@ import peewee as pw
 from .db import is_sqlite, retry_conflicts, write_tx
 from .errors import LedgerUnavailable, SchemaMismatch
 from .models import MODELS, Meta, WriteRequest
+from .sqlite_file import parse_version
+from .text import safe_line
 
 SCHEMA_VERSION = 2
 
@@ -44,10 +46,16 @@ def _read_version(db: pw.Database) -> int | None:
     row = Meta.select(Meta.value).where(Meta.key == "schema_version").bind(db).tuples().first()
     if row is None:
         raise LedgerUnavailable(f"{getattr(db, 'display', 'ledger')} has no schema_version; not a Warden ledger")
-    try:
-        return int(row[0])
-    except ValueError:
-        raise LedgerUnavailable(f"{getattr(db, 'display', 'ledger')} has an unreadable schema_version {row[0]!r}") from None
+    return _version(db, row[0])
+
+
+def _version(db: pw.Database, value: object) -> int:
+    """The stored version: plain digits only (``'abc'``, ``' 2\\n'``, ``'1e3'`` are refused)."""
+    version = parse_version(value)
+    if version is None:
+        raise LedgerUnavailable(f"{getattr(db, 'display', 'ledger')} has an unreadable schema_version "
+                                f"{safe_line(repr(str(value)[:40]))}: not a ledger this Warden can read or migrate")
+    return version
 
 
 def check_version(db: pw.Database, *, create: bool) -> int:
@@ -101,7 +109,7 @@ def _read_version_in_tx(db: pw.Database) -> int | None:
     if "meta" not in set(db.get_tables()):
         return None
     row = Meta.select(Meta.value).where(Meta.key == "schema_version").bind(db).tuples().first()
-    return int(row[0]) if row else None
+    return _version(db, row[0]) if row else None
 
 
 def _install_pg_extras(db: pw.Database) -> None:

@@ -54,6 +54,7 @@ DURATION_S_MAX = 10 * YEAR_S  # estimates and wall-clock budgets
 TOKENS_MAX = 10**15  # tokens in one report, a budget, an estimate
 UNITS_MAX = 1e15  # units_done / units_total
 COUNT_MAX = 1_000_000  # max_claims, max_repairs, limits
+TIME_MAX = 253402300799.0  # 9999-12-31T23:59:59Z, the last time an ISO string can show
 
 
 def show(value: Any, limit: int = 60) -> str:

@@ -8,8 +8,9 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .. import sql
 from ..clock import iso, parse_time
-from ..errors import NotFound, Refused
+from ..errors import InvalidValue, NotFound, Refused
 from ..ledger.core import UNFINISHED_SQL, LedgerCore
+from ..validate import TIME_MAX, show
 from .plan import ActionParams, Plan
 
 FINISHED = ("succeeded", "abandoned")
@@ -160,6 +161,8 @@ def parse_until(core: LedgerCore, until: Any) -> float | None:
             at = parse_time(str(until), core.now())
         except ValueError as e:
             raise Refused(str(e)) from None
+    if not (at <= TIME_MAX):  # NaN and infinity too ("nanh", "1e400d")
+        raise InvalidValue(f"--until {show(until)} is not a time Warden can store (up to year 9999)", "until")
     if at <= core.now():
         raise Refused(f"--until {iso(at)} is not in the future")
     return at

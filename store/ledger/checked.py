@@ -235,7 +235,7 @@ def UNTIL(c: Ctx, a: str, x: Any) -> Any:
     """``until``: None, a time in epoch seconds, or text (a duration like ``2h`` or an ISO time)."""
     if x is None or isinstance(x, str):
         return TEXT_OPT(c, a, x)
-    return v.number(a, x, c.where, hi=float(v.INT64_MAX))
+    return v.number(a, x, c.where, hi=v.TIME_MAX)
 
 
 def PLAN(c: Ctx, a: str, x: Any) -> Any:
@@ -374,8 +374,8 @@ def _wrap(fn: Callable[..., Any], meth: str, rules: Mapping[str, Rule]) -> Calla
     names = list(inspect.signature(fn).parameters)[1:]  # after self / cls
 
     @functools.wraps(fn)
-    def wrapper(first: Any, *args: Any, **kwargs: Any) -> Any:
-        db = getattr(first, "db", None)
+    def wrapper(obj: Any, /, *args: Any, **kwargs: Any) -> Any:  # obj: positional only ("first" is an argument)
+        db = getattr(obj, "db", None)
         ctx = Ctx(meth, db is not None and not is_sqlite(db))
         for arg, value in zip(names, args):
             rule = rules.get(arg)
@@ -385,7 +385,7 @@ def _wrap(fn: Callable[..., Any], meth: str, rules: Mapping[str, Rule]) -> Calla
             rule = rules.get(arg)
             if rule is not None:
                 rule(ctx, arg, value)
-        return fn(first, *args, **kwargs)
+        return fn(obj, *args, **kwargs)
 
     wrapper.__checked__ = rules  # type: ignore[attr-defined]
     return wrapper

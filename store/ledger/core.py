@@ -17,7 +17,7 @@ from typing import Any, Callable, Literal, Mapping, Self, Sequence, TypeVar, cas
 import peewee as pw
 
 from .. import budget as budget_mod
-from .. import sql, validate
+from .. import sql, sqlite_file, validate
 from ..clock import Clock, system_clock
 from ..db import BUSY_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, connect_checked, is_sqlite, open_database, register_result
 from ..errors import NotFound
@@ -81,6 +81,13 @@ register_result("pulse", Pulse, lambda p: {"lease_until": p.lease_until, "parked
                 lambda data, _args, _kwargs: Pulse(**data))
 
 
+def _close(db: pw.Database) -> None:
+    if not db.is_closed():
+        db.close()
+    if getattr(db, "tidy_on_close", False):  # a read leaves the directory as it found it
+        sqlite_file.tidy(str(getattr(db, "path", "")))
+
+
 class LedgerCore:
     """An open ledger database and its clock; the shared layer under :class:`store.Ledger`."""
 
@@ -134,7 +141,7 @@ class LedgerCore:
         try:
             check_version(db, create=create and not read_only)
         except Exception:
-            db.close()
+            _close(db)
             raise
         return cls(db, clock or system_clock, os.fspath(target))
 
@@ -147,8 +154,7 @@ class LedgerCore:
         return bool(getattr(self.db, "read_only", False))
 
     def close(self) -> None:
-        if not self.db.is_closed():
-            self.db.close()
+        _close(self.db)
 
     def __enter__(self) -> Self:
         return self
