@@ -140,6 +140,8 @@ class Feed(Wakeups):
             st = os.stat(self.path)
         except FileNotFoundError:
             shown = safe_line(self.path)
+            if os.path.islink(self.path):
+                raise LedgerUnavailable(f"{shown} is a symbolic link; open the real file instead") from None
             if self._identity is None:  # never opened: it did not disappear, it never was
                 raise LedgerUnavailable(f"no ledger at {shown}: {NO_LEDGER_HINT}") from None
             raise LedgerUnavailable(f"the ledger {shown} has disappeared; waiting for it to return") from None

@@ -45,12 +45,13 @@ NAME_MAX = 200
 KIND_MAX = 64
 INT64_MAX = 2**63 - 1
 JSON_MAX_DEPTH = 64
-YEAR_S = 366 * 86400.0
 
 # Ranges (inclusive unless said): every one is documented in docs/security.md.
-LEASE_S_MAX = YEAR_S  # a lease, lease_s > 0
-DELAY_S_MAX = YEAR_S  # retry_after_s, wait_s, timeouts, >= 0
-DURATION_S_MAX = 10 * YEAR_S  # estimates and wall-clock budgets
+# A lease or a delay ends at a time an ISO string can show (now + 10^11 s is before year 9999):
+# nothing shorter is nonsense enough to refuse (tests hold a lease "forever" with 10^9).
+LEASE_S_MAX = 1e11  # a lease, lease_s > 0
+DELAY_S_MAX = 1e11  # retry_after_s, wait_s, timeouts, >= 0
+DURATION_S_MAX = 1e11  # estimates and wall-clock budgets
 TOKENS_MAX = 10**15  # tokens in one report, a budget, an estimate
 UNITS_MAX = 1e15  # units_done / units_total
 COUNT_MAX = 1_000_000  # max_claims, max_repairs, limits
@@ -61,6 +62,8 @@ def show(value: Any, limit: int = 60) -> str:
     """A short, safe picture of a refused value for the one-line message."""
     if isinstance(value, str):
         return safe_line(repr(value if len(value) <= limit else value[:limit] + "…"))
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**40:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
     if value is None or isinstance(value, (bool, int, float)):
         text = repr(value)
         return safe_line(text if len(text) <= limit else text[:limit] + "…")
@@ -119,8 +122,8 @@ def lookup(arg: str, value: Any, where: str = "", *, optional: bool = False) -> 
     if value is None and optional:
         return None
     s = _string(arg, value, where)
-    if not s or len(s) > 1000:
-        raise refuse(arg, "must be a non-empty id of at most 1000 characters", value, where=where)
+    if not s or len(s) > 1000 or "\x00" in s:
+        raise refuse(arg, "must be a non-empty id of at most 1000 characters, without NUL", value, where=where)
     return s
 
 
@@ -269,6 +272,8 @@ def _json(path: str, v: Any, where: str, depth: int) -> None:
         for k, item in v.items():
             if not isinstance(k, str):
                 raise refuse(path, f"has a key that is not a string: {show(k)}", where=where)
+            if _SURROGATE.search(k):
+                raise refuse(path, "has a key with a lone surrogate (not valid Unicode text)", k, where=where)
             _json(f"{path}[{safe_line(repr(k[:40]))}]", item, where, depth + 1)
         return
     raise refuse(path, "is not a JSON value (use None, bool, int, float, str, list or dict)", v, where=where)

@@ -50,17 +50,20 @@ class NodeSpec:
 
 def check_node_spec(spec: NodeSpec, where: str = "NodeSpec") -> None:
     """The rules of a node to add (also run on specs handed to ``add_nodes`` / ``next_nodes``)."""
-    v.node_key("key", spec.key, where)
-    v.name("kind", spec.kind, where, limit=v.KIND_MAX)
-    v.strings("deps", spec.deps, where, each=v.lookup, optional=False)
-    v.text("title", spec.title, where)
-    v.json_object("preconditions", spec.preconditions, where)
-    v.number("est_wall_s", spec.est_wall_s, where, hi=v.DURATION_S_MAX)
-    v.number("est_tokens", spec.est_tokens, where, hi=v.TOKENS_MAX, integer=True)
-    v.flag("always_admit", spec.always_admit, where)
-    v.flag("retryable", spec.retryable, where)
-    v.number("units_total", spec.units_total, where, hi=v.UNITS_MAX)
-    v.number("max_claims", spec.max_claims, where, lo=1, hi=v.COUNT_MAX, integer=True)
+    def f(name: str) -> Any:  # a forged spec may lack a field
+        return getattr(spec, name, None)
+
+    v.node_key("key", f("key"), where)
+    v.name("kind", f("kind"), where, limit=v.KIND_MAX)
+    v.strings("deps", f("deps"), where, each=v.lookup, optional=False)
+    v.text("title", f("title"), where)
+    v.json_object("preconditions", f("preconditions"), where)
+    v.number("est_wall_s", f("est_wall_s"), where, hi=v.DURATION_S_MAX)
+    v.number("est_tokens", f("est_tokens"), where, hi=v.TOKENS_MAX, integer=True)
+    v.flag("always_admit", f("always_admit"), where)
+    v.flag("retryable", f("retryable"), where)
+    v.number("units_total", f("units_total"), where, hi=v.UNITS_MAX)
+    v.number("max_claims", f("max_claims"), where, lo=1, hi=v.COUNT_MAX, integer=True)
 
 
 @dataclass(frozen=True)
