@@ -9,7 +9,6 @@ import decimal
 import fractions
 import inspect
 import itertools
-import math
 from typing import Any, Callable
 
 import pytest
@@ -208,14 +207,14 @@ NOT_JSON["self"] = _self
 @pytest.mark.parametrize("case", sorted(NOT_JSON))
 def test_values_that_are_not_json_are_refused_everywhere_json_goes(world: World, case: str) -> None:
     bad = NOT_JSON[case]
-    l = world.l
-    refused_cleanly(l, lambda: l.create_task(world.fresh("j"), inputs={"x": bad}), "inputs")
-    refused_cleanly(l, lambda: l.create_task(world.fresh("j"), preconditions={"x": bad}), "preconditions")
-    refused_cleanly(l, lambda: l.commit(world.cf, output={"x": bad}), "output")
-    refused_cleanly(l, lambda: l.request_human(world.cg, kind="confirm", question="?", context={"x": bad}),
+    led = world.l
+    refused_cleanly(led, lambda: led.create_task(world.fresh("j"), inputs={"x": bad}), "inputs")
+    refused_cleanly(led, lambda: led.create_task(world.fresh("j"), preconditions={"x": bad}), "preconditions")
+    refused_cleanly(led, lambda: led.commit(world.cf, output={"x": bad}), "output")
+    refused_cleanly(led, lambda: led.request_human(world.cg, kind="confirm", question="?", context={"x": bad}),
                     "context")
-    refused_cleanly(l, lambda: l.intend_effect(world.ce, "fx:2", payload=[bad]), "payload")
-    refused_cleanly(l, lambda: l.plan_narrow("t", reason="r", set={"k": bad}), "set")
+    refused_cleanly(led, lambda: led.intend_effect(world.ce, "fx:2", payload=[bad]), "payload")
+    refused_cleanly(led, lambda: led.plan_narrow("t", reason="r", set={"k": bad}), "set")
 
 
 NONSENSE: dict[str, tuple[str, Callable[[World], Any]]] = {
@@ -333,13 +332,13 @@ def test_a_budget_checks_itself(kw: dict[str, Any]) -> None:
 
 
 def test_valid_boundaries_pass(world: World) -> None:
-    l = world.l
+    led = world.l
     assert Budget(tokens=1, wall_s=0.001, soft_ratio=1).tokens == 1
-    l.create_task(world.fresh("ok"), inputs={"big": 2**63 - 1, "small": -(2**63), "f": 1e308, "u": "ü\x1b"},
+    led.create_task(world.fresh("ok"), inputs={"big": 2**63 - 1, "small": -(2**63), "f": 1e308, "u": "ü\x1b"},
                   max_claims=1, max_repairs=0)
-    l.heartbeat(world.ca, tokens=0, units_done=0, lease_s=1e-3)
-    l.heartbeat(world.ca, lease_s=10**9)
-    assert l.heartbeat(world.ca, tokens=10**12, observation="x" * 100_000).lease_until > 0
+    led.heartbeat(world.ca, tokens=0, units_done=0, lease_s=1e-3)
+    led.heartbeat(world.ca, lease_s=10**9)
+    assert led.heartbeat(world.ca, tokens=10**12, observation="x" * 100_000).lease_until > 0
 
 
 # ---------------------------------------------------------------------- the whole surface
@@ -403,15 +402,15 @@ def test_any_value_in_any_argument_is_a_warden_error_or_works(world: World, data
 def test_nul_is_refused_where_the_backend_cannot_store_it(world: World, backend: str) -> None:
     """An id never holds NUL; free text may on SQLite, and on PostgreSQL (which cannot store it)
     it is refused with a line saying so rather than a driver error."""
-    l = world.l
-    for fn, arg in ((lambda: l.task("t\x00"), "task_id"), (lambda: l.node("t", "a\x00"), "key"),
-                    (lambda: l.claim("t", "w\x00"), "worker"), (lambda: l.intend_effect(world.ce, "fx\x00"),
+    led = world.l
+    for fn, arg in ((lambda: led.task("t\x00"), "task_id"), (lambda: led.node("t", "a\x00"), "key"),
+                    (lambda: led.claim("t", "w\x00"), "worker"), (lambda: led.intend_effect(world.ce, "fx\x00"),
                                                                   "effect_key")):
-        refused_cleanly(l, fn, arg)
+        refused_cleanly(led, fn, arg)
     if backend == "sqlite":
-        l.note(world.ce, "nul\x00inside")
-        assert any("nul\x00inside" == e.summary for e in l.events(0, task_id="t"))
+        led.note(world.ce, "nul\x00inside")
+        assert any("nul\x00inside" == e.summary for e in led.events(0, task_id="t"))
     else:
-        e = refused_cleanly(l, lambda: l.note(world.ce, "nul\x00inside"), "text")
+        e = refused_cleanly(led, lambda: led.note(world.ce, "nul\x00inside"), "text")
         assert "PostgreSQL" in str(e)
-    l.create_task(world.fresh("n"), inputs={"s": "nul\x00in json is escaped"})
+    led.create_task(world.fresh("n"), inputs={"s": "nul\x00in json is escaped"})
