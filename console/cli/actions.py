@@ -22,53 +22,62 @@ from rich.text import Text
 
 from ..glyphs import node_status_label, task_status_label
 from ..text import safe_line
-from .common import UsageError, open_ledger, operator_of, out_console, print_json
+from .errors import CliFailure
+from .common import UsageError, flags, honours, open_ledger, operator_of, out_console, print_json
+
+ACT = ("ledger", "operator", "json", "yes", "dry_run")  # the shared flags every action honours
 
 LIST_LIMIT = 20  # node keys shown per line of a text preview before "and N more"
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("park", parents=parents, help="park a task (or one node) until an outside signal")
+    p = sub.add_parser("park", parents=flags(*ACT), help="park a task (or one node) until an outside signal")
     p.add_argument("task", metavar="TASK")
     p.add_argument("--node", metavar="KEY", help="park only this node")
     p.add_argument("--reason", required=True, metavar="R", help="why (required; recorded and shown)")
     p.add_argument("--until", metavar="T", help="when to look again: 15m, 2h, 1d or an ISO time")
     p.add_argument("--wake-on", metavar="C", help="the outside signal being waited for")
     p.add_argument("--now", action="store_true", help="revoke running leases now (running nodes → parked)")
+    honours(p, *ACT)
     p.set_defaults(func=cmd_park)
 
-    p = sub.add_parser("resume", parents=parents, help="undo a park")
+    p = sub.add_parser("resume", parents=flags(*ACT), help="undo a park")
     p.add_argument("task", metavar="TASK")
     p.add_argument("--node", metavar="KEY", help="resume only this node")
     p.add_argument("--reason", metavar="R", default="", help="why (optional)")
+    honours(p, *ACT)
     p.set_defaults(func=cmd_resume)
 
-    p = sub.add_parser("narrow", parents=parents, help="change a task's preconditions or exclude nodes")
+    p = sub.add_parser("narrow", parents=flags(*ACT), help="change a task's preconditions or exclude nodes")
     p.add_argument("task", metavar="TASK")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--set", action="append", metavar="K=V", dest="assign",
                    help="precondition K takes value V (V parsed as JSON, else a string); repeatable")
     g.add_argument("--exclude", nargs="+", metavar="KEY", help="abandon these nodes")
     p.add_argument("--reason", required=True, metavar="R", help="why (required)")
+    honours(p, *ACT)
     p.set_defaults(func=cmd_narrow)
 
-    p = sub.add_parser("rewind", parents=parents, help="a node and everything downstream → pending")
+    p = sub.add_parser("rewind", parents=flags(*ACT), help="a node and everything downstream → pending")
     p.add_argument("task", metavar="TASK")
     p.add_argument("key", metavar="KEY")
     p.add_argument("--reason", required=True, metavar="R", help="why (required; fed back to the agent)")
+    honours(p, *ACT)
     p.set_defaults(func=cmd_rewind)
 
-    p = sub.add_parser("abort", parents=parents, help="abort a task (asks for the task id)")
+    p = sub.add_parser("abort", parents=flags(*ACT), help="abort a task (asks for the task id)")
     p.add_argument("task", metavar="TASK")
     p.add_argument("--reason", required=True, metavar="R", help="why (required)")
+    honours(p, *ACT)
     p.set_defaults(func=cmd_abort)
 
 
 def register_resolve(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("resolve", parents=parents, help="answer a handoff with one of its options")
+    p = sub.add_parser("resolve", parents=flags(*ACT), help="answer a handoff with one of its options")
     p.add_argument("handoff", metavar="HANDOFF")
     p.add_argument("--option", metavar="ID", help="one of the handoff's option ids")
     p.add_argument("--answer", metavar="TEXT", help="free text for the agent")
+    honours(p, *ACT)
     p.set_defaults(func=cmd_resolve)
 
 
@@ -88,7 +97,7 @@ def _ask(prompt: str) -> str:
 
 
 def run_action(args: argparse.Namespace, make_plan: Callable[[Any], Any], *, confirm_task_id: bool = False) -> int:
-    with open_ledger(args) as ledger:
+    with open_ledger(args, read_only=False) as ledger:
         plan = make_plan(ledger)
         if args.dry_run:
             if args.json:
@@ -102,9 +111,8 @@ def run_action(args: argparse.Namespace, make_plan: Callable[[Any], Any], *, con
                     print_json(plan.to_json(), err=True)
                 else:
                     render_plan(plan, out_console(err=True))
-                print("warden: not applied: no terminal to confirm on; add --yes to apply (nothing changed)",
-                      file=sys.stderr)
-                return 1
+                raise CliFailure("warden: not applied: no terminal to confirm on; add --yes to apply "
+                                 "(nothing changed)", "not_confirmed")
             render_plan(plan, out_console())
             if confirm_task_id:
                 typed = _ask(f"Type the task id ({plan.task_id}) to {plan.action} it, or press enter to cancel: ")
@@ -112,8 +120,7 @@ def run_action(args: argparse.Namespace, make_plan: Callable[[Any], Any], *, con
             else:
                 ok = _ask("Apply? [y/N] ").strip().lower() in ("y", "yes")
             if not ok:
-                print("warden: not applied (not confirmed); nothing changed", file=sys.stderr)
-                return 1
+                raise CliFailure("warden: not applied (not confirmed); nothing changed", "not_confirmed")
         done = ledger.apply(plan, operator=operator_of(args))
         if args.json:
             print_json(done.to_json())

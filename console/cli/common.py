@@ -21,15 +21,83 @@ from rich.text import Text
 from store import Ledger
 
 from ..operator import resolve_operator
-
-
-class UsageError(Exception):
-    """A usage error: exit 2."""
+from ..text import safe_line
+from .errors import UsageError
 
 
 class CliParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]  # one line, exit 2, no usage dump
-        raise UsageError(f"{self.prog}: {message}")
+    """One line and exit 2 for a usage error (no usage dump); no abbreviated flags (a script's
+    ``--dry`` must not mean ``--dry-run`` today and something else tomorrow)."""
+
+    subcommand_names: frozenset[str] = frozenset()  # the top-level parser's, set by build_parser
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {safe_line(message)}")
+
+
+# The flags a subcommand may share with others. Each subcommand takes only those it honours
+# (:func:`flags`); given before the subcommand (``warden --ledger x status``) they are checked
+# against the same list. Their defaults are filled in after parsing (:func:`fill_globals`), so a
+# flag given before the subcommand is not reset by the subcommand's parser.
+GLOBALS: dict[str, tuple[str, dict[str, Any], Any]] = {
+    "ledger": ("--ledger", dict(metavar="PATH|URL", help="ledger path or URL (default $WARDEN_LEDGER, else "
+                                                          "./ledger.db)"), None),
+    "runs": ("--runs", dict(metavar="DIR", help="run directories (default $WARDEN_RUNS, else ./runs)"), None),
+    "project": ("--project", dict(metavar="DIR", help="project dir for recovery (default: parent of --runs)"), None),
+    "records": ("--records", dict(metavar="DIR", help="recovery records (default: <project>/recovery-records)"),
+                None),
+    "operator": ("--operator", dict(metavar="NAME", help="who acts (default $USER@host, plus the SSH client)"),
+                 None),
+    "json": ("--json", dict(action="store_true", help="print one JSON object (JSON Lines for events); errors too"),
+             False),
+    "yes": ("--yes", dict(action="store_true", help="apply without asking"), False),
+    "dry_run": ("--dry-run", dict(action="store_true", help="only print the preview"), False),
+    "read_only": ("--read-only", dict(action="store_true", help="open the ledger read-only; actions are hidden"),
+                  False),
+}
+
+
+TOP = "top_"  # dest prefix of a shared flag given before the subcommand
+
+
+def flags(*names: str, top: bool = False) -> list[argparse.ArgumentParser]:
+    """A parents list giving a parser exactly these shared flags (defaults left unset; ``top``:
+    the top-level parser's copies, kept apart until :func:`fill_globals` checks them)."""
+    p = CliParser(add_help=False)
+    g = p.add_argument_group("common options")
+    for name in names:
+        flag, kwargs, _ = GLOBALS[name]
+        g.add_argument(flag, dest=TOP + name if top else name, default=argparse.SUPPRESS, **kwargs)
+    return [p]
+
+
+def honours(parser: argparse.ArgumentParser, *names: str) -> argparse.ArgumentParser:
+    """Record which shared flags a subcommand takes (checked for flags given before it)."""
+    parser.set_defaults(_honours=frozenset(names))
+    return parser
+
+
+def fill_globals(args: argparse.Namespace) -> argparse.Namespace:
+    """Shared flags given before the subcommand: refused (usage) when the subcommand does not
+    honour them, else taken unless also given after it. Then every default is filled in."""
+    allowed = getattr(args, "_honours", None)
+    given = {n: getattr(args, TOP + n) for n in GLOBALS if hasattr(args, TOP + n)}
+    wrong = sorted(n for n in given if allowed is not None and n not in allowed)
+    if wrong:
+        shown = ", ".join(GLOBALS[n][0] for n in wrong)
+        raise UsageError(f"warden {args.command}: {shown} does not apply to {args.command}")
+    for name, (_, _, default) in GLOBALS.items():
+        if hasattr(args, TOP + name):
+            if not hasattr(args, name):
+                setattr(args, name, getattr(args, TOP + name))
+            delattr(args, TOP + name)
+        if not hasattr(args, name):
+            setattr(args, name, default)
+    return args
 
 
 def ledger_target(args: argparse.Namespace) -> str:
@@ -43,8 +111,9 @@ def runs_dir(args: argparse.Namespace) -> str:
 APPLICATION_NAME = "warden-cli"  # what PostgreSQL's pg_stat_activity shows for these connections
 
 
-def open_ledger(args: argparse.Namespace, *, read_only: bool = False) -> Ledger:
-    """Open an existing ledger (never create one: a typo must not leave an empty database)."""
+def open_ledger(args: argparse.Namespace, *, read_only: bool) -> Ledger:
+    """Open an existing ledger (never create one: a typo must not leave an empty database).
+    Every command that only reads opens it ``read_only`` (SQLite ``mode=ro``): it never writes."""
     return Ledger.open(ledger_target(args), create=False, read_only=read_only, application_name=APPLICATION_NAME)
 
 
@@ -91,6 +160,6 @@ def print_fitted(c: Console, headers: list[str], rows: list[list[str]], give_way
 
 
 __all__ = [
-    "CliParser", "UsageError", "ledger_target", "open_ledger", "operator_of", "out_console", "print_fitted",
-    "print_json", "runs_dir",
+    "GLOBALS", "CliParser", "UsageError", "fill_globals", "flags", "honours", "ledger_target", "open_ledger",
+    "operator_of", "out_console", "print_fitted", "print_json", "runs_dir",
 ]

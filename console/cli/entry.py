@@ -1,6 +1,14 @@
 """The ``warden`` command: the parser, the dispatch, and the two commands that open a UI.
 
-Exit status: 0 done, 1 refused or failed (one clear line on stderr, no traceback), 2 usage error.
+Conventions for scripts (docs/console.md, "The warden command in scripts"):
+
+- ``warden --version``; ``warden`` alone is the console.
+- Shared flags (``--ledger``, ``--runs``, ``--project``, ``--records``, ``--operator``, ``--json``,
+  ``--yes``, ``--dry-run``, ``--read-only``) go before or after the subcommand; each subcommand
+  takes only the ones it honours (``warden status --yes`` is a usage error, not ignored).
+- Exit status: 0 ok, 1 refused or failed, 2 usage, 3 not found, 4 ledger unavailable (130 on
+  Ctrl+C); every failure is one clear line on stderr (escaped), no traceback; with ``--json`` also
+  one object ``{"error": {"code", "message"}}`` on stdout (``console.cli.errors``).
 
 Subcommands live by kind, each module exposing ``register(sub, parents)``:
 
@@ -11,13 +19,15 @@ Subcommands live by kind, each module exposing ``register(sub, parents)``:
 - ``console.cli.recovery`` — recover, verify-record;
 - ``console.cli.serve`` — serve (the console in a browser; the server is ``console.serve``).
 
-A new subcommand is a module beside these with its own ``register`` and one line
-in :data:`REGISTRARS`. The CLI is the top of the console: nothing in ``console`` imports it.
+A new subcommand is a module beside these with its own ``register`` and one line in
+:data:`REGISTRARS`; it takes its shared flags with ``parents=flags(...)`` and records them with
+``honours(parser, ...)``. The CLI is the top of the console: nothing in ``console`` imports it.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from typing import Any, Callable, Sequence
@@ -25,7 +35,9 @@ from typing import Any, Callable, Sequence
 from store import WardenError
 
 from . import actions, inspection, recovery, serve
-from .common import CliParser, UsageError, ledger_target, operator_of, runs_dir
+from .common import GLOBALS, CliParser, fill_globals, flags, honours, ledger_target, operator_of, runs_dir
+from .errors import CliFailure, UsageError, report
+from ..text import safe_line
 
 Registrar = Callable[[Any, list[argparse.ArgumentParser]], None]
 
@@ -41,74 +53,102 @@ REGISTRARS: tuple[Registrar, ...] = (
 
 
 def common_parent() -> argparse.ArgumentParser:
-    p = CliParser(add_help=False)
-    g = p.add_argument_group("common options")
-    g.add_argument("--ledger", metavar="PATH|URL", help="ledger path or URL (default $WARDEN_LEDGER, else ./ledger.db)")
-    g.add_argument("--runs", metavar="DIR", help="run directories (default $WARDEN_RUNS, else ./runs)")
-    g.add_argument("--project", metavar="DIR", help="project dir for recovery (default: parent of --runs)")
-    g.add_argument("--records", metavar="DIR", help="recovery records (default: <project>/recovery-records)")
-    g.add_argument("--operator", metavar="NAME", help="who acts (default $USER@host, plus the SSH client)")
-    g.add_argument("--json", action="store_true", help="print one JSON object (or JSON Lines for events)")
-    g.add_argument("--yes", action="store_true", help="apply without asking")
-    g.add_argument("--dry-run", action="store_true", help="only print the preview")
-    return p
+    """Every shared flag (for a registrar that does not say which it honours)."""
+    return flags(*GLOBALS)[0]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = CliParser(prog="warden", description="Warden: an operator console for long-running AI agents.")
+    parser = CliParser(prog="warden", description="Warden: an operator console for long-running AI agents.",
+                       parents=flags(*GLOBALS, top=True))
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CliParser)
     parents = [common_parent()]
 
-    p = sub.add_parser("console", parents=parents, help="the console (the default)")
-    p.add_argument("--read-only", action="store_true", help="open the ledger read-only; actions are hidden")
+    p = sub.add_parser("console", parents=flags("ledger", "runs", "project", "records", "operator", "read_only"),
+                       help="the console (the default)")
+    honours(p, "ledger", "runs", "project", "records", "operator", "read_only")
     p.set_defaults(func=cmd_console)
 
-    p = sub.add_parser("demo", parents=parents, help="simulated agents on a throw-away ledger, and the console")
+    p = sub.add_parser("demo", parents=flags("operator"),
+                       help="simulated agents on a throw-away ledger, and the console")
+    honours(p, "operator")
     p.add_argument("--dir", metavar="DIR", help="where to put the demo ledger and runs (default: a temp dir)")
-    p.add_argument("--speed", type=float, default=1.0, metavar="X", help="time scale (2 = twice as fast)")
+    p.add_argument("--speed", type=_positive, default=1.0, metavar="X", help="time scale (2 = twice as fast)")
     p.add_argument("--seed", type=int, default=7, metavar="N", help="random seed (repeatable runs)")
     p.add_argument("--no-console", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_demo)
 
     for register in REGISTRARS:
         register(sub, parents)
+    parser.subcommand_names = frozenset(sub.choices)
     return parser
+
+
+def _positive(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (0 < x < 1e6):
+        raise argparse.ArgumentTypeError(f"must be above 0 and below 1000000: {text!r}")
+    return x
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("warden")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    head = argv[: argv.index("--")] if "--" in argv else argv
+    return "--json" in head
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``: no subcommand means the console; shared flags given before the subcommand
+    must be ones it honours."""
+    parser = build_parser()
+    names = parser.subcommand_names if isinstance(parser, CliParser) else frozenset()
+    head = argv[: argv.index("--")] if "--" in argv else argv
+    if not any(a in names for a in head) and not {"--version", "-h", "--help"} & set(head):
+        argv = ["console", *argv]
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "version", False) and not extra:
+        return args
+    if extra:
+        where = f"warden {args.command}" if getattr(args, "command", None) else "warden"
+        shared = [a.split("=", 1)[0] for a in extra if a.split("=", 1)[0] in {f for f, _, _ in GLOBALS.values()}]
+        if shared and getattr(args, "command", None):
+            raise UsageError(f"{where}: {', '.join(dict.fromkeys(shared))} does not apply to {args.command}")
+        raise UsageError(f"{where}: unrecognized arguments: {safe_line(' '.join(extra), limit=200)}")
+    if not getattr(args, "func", None):
+        raise UsageError("warden: give a subcommand (warden --help lists them)")
+    return fill_globals(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
-        argv = ["console", *argv]
+    as_json = _wants_json(argv)
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parse(argv)
     except UsageError as e:
-        print(str(e), file=sys.stderr)
-        return 2
+        return report(e, as_json=as_json)
     except SystemExit as e:  # --help
         return int(e.code or 0)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+    if args.version:
+        print(f"warden {version()}")
+        return 0
     try:
         return int(args.func(args) or 0)
-    except UsageError as e:
-        print(str(e), file=sys.stderr)
-        return 2
-    except WardenError as e:
-        print(f"warden: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("warden: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         return 1
-    except Exception as e:  # no tracebacks for the operator
-        if os.environ.get("WARDEN_DEBUG"):
+    except (Exception, KeyboardInterrupt) as e:  # no tracebacks for the operator
+        if os.environ.get("WARDEN_DEBUG") and not isinstance(e, (WardenError, UsageError, CliFailure,
+                                                                  KeyboardInterrupt)):
             raise
-        print(f"warden: internal error: {type(e).__name__}: {' '.join(str(e).split())} "
-              "(set WARDEN_DEBUG=1 for the traceback)", file=sys.stderr)
-        return 1
+        return report(e, as_json=bool(args.json))
 
 
 # ---------------------------------------------------------------------- the UIs
@@ -128,4 +168,4 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     with_console=not args.no_console)
 
 
-__all__ = ["REGISTRARS", "build_parser", "common_parent", "main"]
+__all__ = ["REGISTRARS", "build_parser", "common_parent", "main", "parse", "version"]

@@ -31,37 +31,45 @@ from store.feed import Feed
 from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, signals_label
 from ..glyphs import task_status_label
 from ..text import safe_line
-from .common import APPLICATION_NAME, ledger_target, open_ledger, out_console, print_fitted, print_json
+from .common import APPLICATION_NAME, flags, honours, ledger_target, open_ledger, out_console, print_fitted, print_json
+
+READ = ("ledger", "json")  # the shared flags every inspection subcommand honours
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("status", parents=parents, help="tasks: counts, P80 ETA, budget gate, stalls, handoffs")
+    p = sub.add_parser("status", parents=flags(*READ), help="tasks: counts, P80 ETA, budget gate, stalls, handoffs")
+    honours(p, *READ)
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("graph", parents=parents, help="a task's nodes with status, deps, lease, estimate, signals")
+    p = sub.add_parser("graph", parents=flags(*READ), help="a task's nodes with status, deps, lease, estimate, signals")
     p.add_argument("task", metavar="TASK")
+    honours(p, *READ)
     p.set_defaults(func=cmd_graph)
 
-    p = sub.add_parser("events", parents=parents, help="the journal (JSON Lines with --json)")
+    p = sub.add_parser("events", parents=flags(*READ), help="the journal (JSON Lines with --json)")
     p.add_argument("--task", metavar="T")
     p.add_argument("--since", type=int, default=0, metavar="ID")
     p.add_argument("--follow", action="store_true", help="keep printing new events")
+    honours(p, *READ)
     p.set_defaults(func=cmd_events)
 
-    p = sub.add_parser("export", parents=parents, help="write a task's latest committed artifact")
+    p = sub.add_parser("export", parents=flags(*READ), help="write a task's latest committed artifact")
     p.add_argument("task", metavar="TASK")
     p.add_argument("--output", required=True, metavar="FILE")
+    honours(p, *READ)
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("migrate", parents=parents, help="upgrade the ledger's schema in place")
+    p = sub.add_parser("migrate", parents=flags(*READ), help="upgrade the ledger's schema in place")
+    honours(p, *READ)
     p.set_defaults(func=cmd_migrate)
 
 
 def register_handoffs(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     """``handoffs`` sits between the actions in ``warden --help`` (beside ``resolve``)."""
-    p = sub.add_parser("handoffs", parents=parents, help="open needs_human handoffs")
+    p = sub.add_parser("handoffs", parents=flags(*READ), help="open needs_human handoffs")
     p.add_argument("--task", metavar="T", help="only this task")
     p.add_argument("--all", action="store_true", help="every handoff, not only the open ones")
+    honours(p, *READ)
     p.set_defaults(func=cmd_handoffs)
 
 
@@ -74,14 +82,14 @@ def _until_label(until_iso: str | None, now: float) -> str:
 
 # ---------------------------------------------------------------------- status, graph
 def cmd_status(args: argparse.Namespace) -> int:
-    with open_ledger(args) as ledger:
+    with open_ledger(args, read_only=True) as ledger:
         data = report.status_json(ledger)
     if args.json:
         print_json(data)
         return 0
     c = out_console()
     if not data["tasks"]:
-        c.print(f"no tasks in {ledger.display}")
+        c.print(Text(f"no tasks in {safe_line(ledger.display)}"))
         return 0
     rows = []
     for task in data["tasks"]:
@@ -103,7 +111,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    with open_ledger(args) as ledger:
+    with open_ledger(args, read_only=True) as ledger:
         data = report.graph_json(ledger, args.task)
     if args.json:
         print_json(data)
@@ -132,7 +140,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- events
 def cmd_events(args: argparse.Namespace) -> int:
-    with open_ledger(args) as ledger:
+    with open_ledger(args, read_only=True) as ledger:
         if args.task is not None:
             ledger.task(args.task)  # NotFound for a typo
         last = ledger.last_event_id()
@@ -191,7 +199,7 @@ def handoff_json(h: Any, now: float) -> dict[str, Any]:
 
 
 def cmd_handoffs(args: argparse.Namespace) -> int:
-    with open_ledger(args) as ledger:
+    with open_ledger(args, read_only=True) as ledger:
         if args.task is not None:
             ledger.task(args.task)  # NotFound for a typo
         rows = ledger.handoffs(status=None if args.all else "open", task_id=args.task)
@@ -218,15 +226,16 @@ def cmd_handoffs(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- export, migrate
 def cmd_export(args: argparse.Namespace) -> int:
-    with open_ledger(args) as ledger:
+    with open_ledger(args, read_only=True) as ledger:
         view, data = ledger.latest_artifact(args.task)
     path = args.output
+    shown = safe_line(path)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
     except FileExistsError:
-        raise Refused(f"{path} exists; not overwritten (choose another --output)") from None
+        raise Refused(f"{shown} exists; not overwritten (choose another --output)") from None
     except OSError as e:
-        raise Refused(f"cannot write {path}: {e.strerror}") from None
+        raise Refused(f"cannot write {shown}: {e.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -237,12 +246,13 @@ def cmd_export(args: argparse.Namespace) -> int:
             os.unlink(path)
         except OSError:
             pass
-        raise Refused(f"cannot write {path}: {e.strerror}") from None
+        raise Refused(f"cannot write {shown}: {e.strerror}") from None
     if args.json:
         print_json({"task_id": args.task, "artifact": view.name, "node": view.node, "sha256": view.sha256,
                     "bytes": view.size, "output": path})
     else:
-        print(f"wrote {path}: {view.name} from {view.node}, {view.size} bytes, sha256 {view.sha256}")
+        # The artifact's name and node are the agent's words: escaped, never raw (an OSC title, C1...).
+        print(safe_line(f"wrote {path}: {view.name} from {view.node}, {view.size} bytes, sha256 {view.sha256}"))
     return 0
 
 
@@ -259,9 +269,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"from": before, "to": after})
     elif before == after:
-        print(f"{getattr(db, 'display', '')}: schema {after} is current; nothing to do")
+        print(safe_line(f"{getattr(db, 'display', '')}: schema {after} is current; nothing to do"))
     else:
-        print(f"{getattr(db, 'display', '')}: migrated schema {before} → {after}")
+        print(safe_line(f"{getattr(db, 'display', '')}: migrated schema {before} → {after}"))
     return 0
 
 

@@ -33,26 +33,31 @@ from store.recovery import (
 from store.runs import require_name
 
 from ..text import safe_line
-from .common import UsageError, open_ledger, operator_of, out_console, print_json
+from .errors import CliFailure, classify
+from .common import UsageError, flags, honours, open_ledger, operator_of, out_console, print_json
 
 RECOVER_HELP = "check an interrupted run's evidence (or advise on a ledger node)"
 VERIFY_HELP = "re-check a recovery record and its original run independently"
+RECOVER = ("ledger", "runs", "project", "records", "operator", "json", "yes", "dry_run")
+VERIFY = ("runs", "project", "records", "json")
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "recover", parents=parents, help=RECOVER_HELP, description=RECOVER_HELP + ". Exit 0 "
+        "recover", parents=flags(*RECOVER), help=RECOVER_HELP, description=RECOVER_HELP + ". Exit 0 "
         "only for reuse_existing_artifact (or when node advice was given), 1 otherwise.")
     p.add_argument("run", nargs="?", metavar="RUN", help="run name under --runs")
     p.add_argument("--record", metavar="NAME",
                    help="write recovery-records/NAME if the decision is reuse_existing_artifact")
     p.add_argument("--task", metavar="T", help="with --node: advice for a ledger node")
     p.add_argument("--node", metavar="K", help="with --task: the node key")
+    honours(p, *RECOVER)
     p.set_defaults(func=cmd_recover)
 
-    p = sub.add_parser("verify-record", parents=parents, help=VERIFY_HELP,
+    p = sub.add_parser("verify-record", parents=flags(*VERIFY), help=VERIFY_HELP,
                        description=VERIFY_HELP + ". Exit 0 pass, 1 fail.")
     p.add_argument("name", metavar="NAME", help="record name under --records")
+    honours(p, *VERIFY)
     p.set_defaults(func=cmd_verify_record)
 
 
@@ -94,41 +99,53 @@ def cmd_recover(args: argparse.Namespace) -> int:
         rec = check(runs, run, project)  # the preview; record() checks afresh again
         target = os.path.join(records, name)
         if rec.decision != REUSE:
-            _show_recovery(args, rec, None)
-            raise Refused(f"run {run}: {rec.decision} ({rec.reason}); a record is written only "
-                          f"for {REUSE}; nothing created")
+            raise _refused_showing(args, rec, Refused(f"run {run}: {rec.decision} ({rec.reason}); a record is "
+                                                      f"written only for {REUSE}; nothing created"))
         if os.path.lexists(target):
-            _show_recovery(args, rec, None)
-            raise Refused(f"record {name} already exists in {records}; records are never "
-                          "overwritten: choose another name")
+            raise _refused_showing(args, rec, Refused(f"record {name} already exists in {safe_line(records)}; "
+                                                      "records are never overwritten: choose another name"))
         plan = f"would write {target}/HANDOFF.md and recovery.json (the run is not modified)"
         if args.dry_run:
             _show_recovery(args, rec, None, note=f"dry run: {plan}")
             return 0
         if not sys.stdin.isatty():
             _show_recovery(args, rec, None, note=plan, err=True)
-            raise Refused("not written: no terminal to confirm; pass --yes to write the record")
+            raise CliFailure("warden: not written: no terminal to confirm; pass --yes to write the record",
+                             "not_confirmed")
         _show_recovery(args, rec, None, note=plan)
         answer = input(f"Write record {name}? [y/N] ").strip().casefold()
         if answer not in ("y", "yes"):
-            print("nothing written", file=sys.stderr)
-            return 1
+            raise CliFailure("warden: not confirmed; nothing written", "not_confirmed")
     try:
         made = record(runs, run, name, records_dir=records, operator=operator_of(args),
                       project_dir=project)
     except RecordRefused as e:
-        _show_recovery(args, e.recovery, None)
-        raise
+        raise _refused_showing(args, e.recovery, e) from None
     _show_recovery(args, made.recovery, made.path)
     return 0
 
 
+def _refused_showing(args: argparse.Namespace, rec: Recovery, e: Exception) -> Exception:
+    """Show the checks that led to a refusal, then let it end the command. With ``--json`` the
+    recovery and the error are one object (``"error": {"code", "message"}`` added), so stdout
+    still holds exactly one JSON object."""
+    if args.json:
+        code, _, line = classify(e)
+        _show_recovery(args, rec, None, error={"code": code, "message": safe_line(line.removeprefix("warden: "))})
+        e.json_printed = True  # type: ignore[attr-defined]
+    else:
+        _show_recovery(args, rec, None)
+    return e
+
+
 def _show_recovery(args: argparse.Namespace, rec: Recovery, record_path: str | None, *,
-                   note: str | None = None, err: bool = False) -> None:
+                   note: str | None = None, err: bool = False, error: dict[str, str] | None = None) -> None:
     if args.json:
         out = rec.to_json(record_path)
         if note:
             out["note"] = note
+        if error:
+            out["error"] = error
         print_json(out, err=err)
         return
     c = out_console(err=err)

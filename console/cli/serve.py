@@ -16,14 +16,14 @@ import os
 import sys
 from typing import Any
 
-from .common import UsageError, ledger_target, open_ledger, runs_dir
+from .common import UsageError, flags, honours, ledger_target, open_ledger, runs_dir
 
 EXTRA_MODULES = ("textual_serve", "aiohttp")
 TOKEN_ENV = "WARDEN_SERVE_TOKEN"
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("serve", parents=parents, help="the console in a browser: a private URL with a token")
+    p = sub.add_parser("serve", parents=flags("ledger", "runs", "project", "records", "operator"), help="the console in a browser: a private URL with a token")
     p.add_argument("--host", default="127.0.0.1", metavar="ADDR",
                    help="address to listen on (default 127.0.0.1; any other needs a token given)")
     p.add_argument("--port", type=int, default=8000, metavar="N", help="port (default 8000; 0 = any free port)")
@@ -34,6 +34,7 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--allow-actions", action="store_true",
                    help="let sessions act (park, rewind, …); without it the console is read-only")
     p.add_argument("--max-sessions", type=int, default=16, metavar="N", help="open sessions at most (default 16)")
+    honours(p, "ledger", "runs", "project", "records", "operator")
     p.set_defaults(func=cmd_serve)
 
 

@@ -147,14 +147,14 @@ def test_reason_rules_and_usage_errors(db, capsys):
 
 
 def test_refusals_are_one_line(db, capsys):
-    for argv, msg in [
-        (["rewind", "nope", "b", "--reason", "x", "--yes"], "warden: unknown task 'nope'"),
-        (["rewind", "t", "zz", "--reason", "x", "--yes"], "warden: unknown node 'zz'"),
-        (["park", "t", "--node", "c", "--reason", "x", "--yes"], "warden: node c is running: use --now"),
-        (["resolve", "1", "--option", "maybe", "--yes"], "warden: option 'maybe' is not offered by handoff 1: one of yes, no"),
-        (["resolve", "42", "--option", "yes", "--yes"], "warden: unknown handoff '42'"),
+    for argv, msg, rc in [
+        (["rewind", "nope", "b", "--reason", "x", "--yes"], "warden: unknown task 'nope'", 3),
+        (["rewind", "t", "zz", "--reason", "x", "--yes"], "warden: unknown node 'zz'", 3),
+        (["park", "t", "--node", "c", "--reason", "x", "--yes"], "warden: node c is running: use --now", 1),
+        (["resolve", "1", "--option", "maybe", "--yes"], "warden: option 'maybe' is not offered by handoff 1: one of yes, no", 1),
+        (["resolve", "42", "--option", "yes", "--yes"], "warden: unknown handoff '42'", 3),
     ]:
-        assert warden([*argv, "--ledger", db]) == 1
+        assert warden([*argv, "--ledger", db]) == rc
         err = capsys.readouterr().err
         assert err.startswith(msg) and err.count("\n") == 1, err
     assert actions(db) == []
@@ -162,7 +162,7 @@ def test_refusals_are_one_line(db, capsys):
 
 def test_missing_ledger_is_refused_without_creating_one(tmp_path, capsys):
     path = str(tmp_path / "nope.db")
-    assert warden(["abort", "t", "--reason", "x", "--yes", "--ledger", path]) == 1
+    assert warden(["abort", "t", "--reason", "x", "--yes", "--ledger", path]) == 4  # ledger unavailable
     assert "no ledger" in capsys.readouterr().err and not os.path.exists(path)
 
 

@@ -71,7 +71,7 @@ def test_invalid_run_name_refused_before_reading(proj: Path, capsys, monkeypatch
 
 def test_unknown_run(proj: Path, capsys) -> None:
     code, _, err = run(capsys, "recover", "ghost")
-    assert code == 1 and "no run named ghost" in err
+    assert code == 3 and "no run named ghost" in err  # not found
 
 
 def test_usage_errors_exit_2(proj: Path, capsys) -> None:
@@ -113,7 +113,8 @@ def test_record_dry_run_writes_nothing(proj: Path, capsys) -> None:
 def test_record_refused_for_another_decision(proj: Path, capsys) -> None:
     code, out, err = run(capsys, "recover", "partial-01", "--record", "p", "--yes", "--json")
     assert code == 1
-    assert json.loads(out)["decision"] == "needs_human"
+    assert json.loads(out)["decision"] == "needs_human"  # one object: the checks and the error
+    assert json.loads(out)["error"]["code"] == "refused"
     assert "a record is written only for reuse_existing_artifact; nothing created" in err
     assert not (proj / "recovery-records").exists()
 
@@ -189,4 +190,4 @@ def test_recover_node_advice(tmp_path: Path, capsys) -> None:
     assert code == 0 and "recommend rewind" in out
     assert "\x1b" not in out and "\\x1b[31mred[/]" in out
     code, _, err = run(capsys, "recover", "--ledger", ledger_path, "--task", "t", "--node", "zz")
-    assert code == 1 and err.startswith("warden: ")
+    assert code == 3 and err.startswith("warden: ")  # not found
