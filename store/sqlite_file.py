@@ -20,6 +20,7 @@ ledger is read as an immutable snapshot (``snapshot=True``) and the console says
 
 from __future__ import annotations
 
+import atexit
 import errno
 import os
 import sqlite3
@@ -189,12 +190,32 @@ def tidy(path: str) -> None:
     connection that reads one row (``query_only``, so it writes nothing) and closes; SQLite deletes
     the files only when no other connection, in any process, has the ledger open. Without write
     permission the files stay (they hold no data)."""
-    if not (os.path.exists(path + "-wal") or os.path.exists(path + "-shm")) or not os.access(path, os.W_OK):
-        return
+    if not _tidy_now(path) and path not in _TIDY_AT_EXIT:
+        # Something still holds the ledger open in this process (a failed read's cursor not yet
+        # released): try once more when the process ends.
+        if not _TIDY_AT_EXIT:
+            atexit.register(_tidy_at_exit)
+        _TIDY_AT_EXIT.add(path)
+
+
+_TIDY_AT_EXIT: set[str] = set()
+
+
+def _tidy_at_exit() -> None:
+    for path in sorted(_TIDY_AT_EXIT):
+        _tidy_now(path)
+
+
+def _tidy_now(path: str) -> bool:
+    """True when nothing is left to tidy."""
+    if not (os.path.exists(path + "-wal") or os.path.exists(path + "-shm")):
+        return True
+    if not os.access(path, os.W_OK):
+        return True  # not ours to tidy
     try:
         con = sqlite3.connect(uri(path, mode="rw"), uri=True, timeout=1.0)
     except sqlite3.Error:
-        return
+        return True
     try:
         con.execute("PRAGMA query_only = 1")
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -202,6 +223,7 @@ def tidy(path: str) -> None:
         pass
     finally:
         con.close()
+    return not (os.path.exists(path + "-wal") or os.path.exists(path + "-shm"))
 
 
 def _one_line(e: BaseException) -> str:

@@ -30,6 +30,7 @@ class CliParser(argparse.ArgumentParser):
     ``--dry`` must not mean ``--dry-run`` today and something else tomorrow)."""
 
     subcommand_names: frozenset[str] = frozenset()  # the top-level parser's, set by build_parser
+    honoured: dict[str, frozenset[str] | None] = {}  # subcommand → the shared flags it takes
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
@@ -64,7 +65,7 @@ GLOBALS: dict[str, tuple[str, dict[str, Any], Any]] = {
 TOP = "top_"  # dest prefix of a shared flag given before the subcommand
 
 
-def flags(*names: str, top: bool = False) -> list[argparse.ArgumentParser]:
+def flags(*names: str, top: bool = False) -> list[CliParser]:
     """A parents list giving a parser exactly these shared flags (defaults left unset; ``top``:
     the top-level parser's copies, kept apart until :func:`fill_globals` checks them)."""
     p = CliParser(add_help=False)

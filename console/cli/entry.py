@@ -33,6 +33,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from store import WardenError
+from store.db import masked
 
 from . import actions, inspection, recovery, serve
 from .common import GLOBALS, CliParser, fill_globals, flags, honours, ledger_target, operator_of, runs_dir
@@ -57,7 +58,7 @@ def common_parent() -> argparse.ArgumentParser:
     return flags(*GLOBALS)[0]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> CliParser:
     parser = CliParser(prog="warden", description="Warden: an operator console for long-running AI agents.",
                        parents=flags(*GLOBALS, top=True))
     parser.add_argument("--version", action="store_true", help="print the version and exit")
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     for register in REGISTRARS:
         register(sub, parents)
     parser.subcommand_names = frozenset(sub.choices)
+    parser.honoured = {name: sp.get_default("_honours") for name, sp in sub.choices.items()}
     return parser
 
 
@@ -110,11 +112,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
     """Parse ``argv``: no subcommand means the console; shared flags given before the subcommand
     must be ones it honours."""
     parser = build_parser()
-    names = parser.subcommand_names if isinstance(parser, CliParser) else frozenset()
+    names = parser.subcommand_names
     head = argv[: argv.index("--")] if "--" in argv else argv
     if not any(a in names for a in head) and not {"--version", "-h", "--help"} & set(head):
         argv = ["console", *argv]
-    args, extra = parser.parse_known_args(argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except UsageError:
+        _misplaced_shared_flag(parser, argv)  # a clearer line than "required: TASK" when there is one
+        raise
     if getattr(args, "version", False) and not extra:
         return args
     if extra:
@@ -126,6 +132,29 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if not getattr(args, "func", None):
         raise UsageError("warden: give a subcommand (warden --help lists them)")
     return fill_globals(args)
+
+
+def _misplaced_shared_flag(parser: CliParser, argv: list[str]) -> None:
+    """Raise "FLAG does not apply to COMMAND" for a shared flag the subcommand does not take."""
+    i = _first_command(argv, parser.subcommand_names)
+    if i >= len(argv) or argv[i] == "--":
+        return
+    command, allowed = argv[i], parser.honoured.get(argv[i])
+    if allowed is None:
+        return
+    flags_of = {flag: name for name, (flag, _, _) in GLOBALS.items()}
+    head = argv[: argv.index("--")] if "--" in argv else argv
+    wrong = [a.split("=", 1)[0] for a in head
+             if a.split("=", 1)[0] in flags_of and flags_of[a.split("=", 1)[0]] not in allowed]
+    if wrong:
+        raise UsageError(f"warden {command}: {', '.join(dict.fromkeys(wrong))} does not apply to {command}")
+
+
+def _first_command(argv: list[str], names: frozenset[str]) -> int:
+    for i, a in enumerate(argv):
+        if a == "--" or a in names:
+            return i
+    return len(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -148,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("WARDEN_DEBUG") and not isinstance(e, (WardenError, UsageError, CliFailure,
                                                                   KeyboardInterrupt)):
             raise
-        return report(e, as_json=bool(args.json))
+        return report(e, as_json=bool(args.json), ledger=masked(ledger_target(args)))
 
 
 # ---------------------------------------------------------------------- the UIs

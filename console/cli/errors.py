@@ -94,8 +94,9 @@ def _driver_error(e: BaseException) -> bool:
     return any(t.__module__.split(".")[0] in ("peewee", "psycopg", "psycopg2") for t in type(e).__mro__)
 
 
-def classify(e: BaseException) -> tuple[str, int, str]:
-    """(error code, exit status, one line) for an exception that ended a command."""
+def classify(e: BaseException, *, ledger: str = "") -> tuple[str, int, str]:
+    """(error code, exit status, one line) for an exception that ended a command (``ledger``:
+    how to name the ledger, already escaped and its password masked)."""
     if isinstance(e, UsageError):
         return "usage", EXIT_USAGE, str(e)
     if isinstance(e, CliFailure):
@@ -106,7 +107,8 @@ def classify(e: BaseException) -> tuple[str, int, str]:
         if isinstance(e, kind):
             return code, status, f"warden: {e}"
     if _driver_error(e):
-        return "unavailable", EXIT_UNAVAILABLE, f"warden: cannot read the ledger: {' '.join(str(e).split())}"
+        name = f" {ledger}" if ledger else ""
+        return "unavailable", EXIT_UNAVAILABLE, f"warden: cannot read the ledger{name}: {' '.join(str(e).split())}"
     if isinstance(e, OSError):
         where = f" {e.filename}" if e.filename else ""
         return "failed", EXIT_FAILED, f"warden:{where}: {e.strerror or type(e).__name__}"
@@ -114,10 +116,10 @@ def classify(e: BaseException) -> tuple[str, int, str]:
             "(set WARDEN_DEBUG=1 for the traceback)")
 
 
-def report(e: BaseException, *, as_json: bool) -> int:
+def report(e: BaseException, *, as_json: bool, ledger: str = "") -> int:
     """Say what failed — one safe line on stderr, and with ``--json`` one JSON object on stdout
     ``{"error": {"code", "message"}}`` — and return the exit status."""
-    code, status, line = classify(e)
+    code, status, line = classify(e, ledger=ledger)
     line = safe_line(line, limit=2000)
     if as_json and not getattr(e, "json_printed", False):  # (already part of the command's one object)
         write_json({"error": {"code": code, "message": line.removeprefix("warden: ")}})

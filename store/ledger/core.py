@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import traceback
+from types import TracebackType
 from typing import Any, Callable, Literal, Mapping, Self, Sequence, TypeVar, cast
 
 import peewee as pw
@@ -159,7 +161,11 @@ class LedgerCore:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: object, tb: TracebackType | None) -> None:
+        if tb is not None and getattr(self.db, "tidy_on_close", False):
+            # A read that failed inside SQLite: the finished frames still hold its cursor, and with
+            # it SQLite's read lock, which would keep the -wal/-shm a read made from being tidied.
+            traceback.clear_frames(tb)
         self.close()
 
     def now(self) -> float:
