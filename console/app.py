@@ -278,7 +278,7 @@ class WardenApp(App[int]):
         if msg.task_id != self.follower.graph_task:
             return
         if page is None:
-            self.notify(f"task {safe_line(msg.task_id)} is not in the ledger", severity="error")
+            self.notify(f"task {safe_line(msg.task_id)} is not in the ledger", severity="error", markup=False)
             return
         self.graph_pages_applied += 1
         g = self.graph_model
@@ -382,7 +382,7 @@ class WardenApp(App[int]):
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             err = event.worker.error
             msg = str(err) if isinstance(err, WardenError) else f"{type(err).__name__}: {err}"
-            self.notify(safe_line(msg, limit=300), title="error", severity="error", timeout=8)
+            self.notify(safe_line(msg, limit=300), title="error", severity="error", timeout=8, markup=False)
 
     # ------------------------------------------------------------------ navigation
     def open_graph(self, task_id: str) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.fuzzy import Matcher
 
-from .text import safe_line
+from .text import literal, safe_line
 
 COMMANDS: list[tuple[str, str, str]] = [
     ("Event log", "action_events", "the journal's tail; follow, filter by layer and task (e)"),
@@ -41,13 +43,27 @@ class WardenCommands(Provider):
                         safe_line(row.view.title, limit=80) or "task graph"))
         return out
 
+    # The palette parses a str prompt or help as markup (a task titled "[/]" would crash it):
+    # every entry goes in as Content, which it takes as it is.
     async def discover(self) -> Hits:
         for name, callback, help_text in self._commands():
-            yield DiscoveryHit(name, callback, help=help_text)
+            yield DiscoveryHit(literal(name), callback, text=name, help=cast(str, literal(help_text)))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for name, callback, help_text in self._commands():
             score = matcher.match(name)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, help=help_text)
+                yield Hit(score, highlighted(matcher, name), callback, text=name, help=cast(str, literal(help_text)))
+
+
+def highlighted(matcher: Matcher, text: str) -> Content:
+    """``matcher.highlight`` without parsing ``text`` as markup: the matched characters styled."""
+    content = literal(text)
+    if content.plain != text:  # escapes changed the offsets: show it plain
+        return content
+    score, offsets = matcher.fuzzy_search.match(matcher.query, text)
+    for offset in offsets if score else ():
+        if not text[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content

@@ -6,6 +6,8 @@ from typing import Any, Mapping, Sequence
 
 from store.clock import duration_text
 
+from .text import safe_line
+
 NODE_GLYPHS = {
     "pending": "○", "running": "▶", "blocked": "✋", "parked": "⏸", "succeeded": "✔", "failed": "✖",
     "abandoned": "⊘",
@@ -16,11 +18,12 @@ READ_ONLY_NOTICE = "read-only (opened with --read-only): actions are disabled"
 
 
 def node_status_label(status: str) -> str:
-    return f"{NODE_GLYPHS.get(status, '?')} {status}"
+    # A ledger written elsewhere may hold any status: shown escaped, like any other text in it.
+    return f"{NODE_GLYPHS.get(status, '?')} {safe_line(status, limit=20)}"
 
 
 def task_status_label(status: str) -> str:
-    return f"{TASK_GLYPHS.get(status, '?')} {status}"
+    return f"{TASK_GLYPHS.get(status, '?')} {safe_line(status, limit=20)}"
 
 
 def duration_label(seconds: float | None) -> str:

@@ -496,7 +496,7 @@ class EventLogModel:
         return [
             (str(e.id), "dim"),
             (clock_time(e.at), "dim"),
-            (e.layer, "key" if e.layer == "decision" else ("warn" if e.layer == "operator" else "")),
+            (safe_line(e.layer), "key" if e.layer == "decision" else ("warn" if e.layer == "operator" else "")),
             (safe_line(e.task_id or "—"), ""),
             (safe_line(e.node or "—"), ""),
             (safe_line(e.kind), ""),

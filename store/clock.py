@@ -33,7 +33,10 @@ def iso(ts: float | None) -> str | None:
     """ISO-8601 UTC with ``Z`` (seconds precision kept to milliseconds), or None."""
     if ts is None:
         return None
-    dt = datetime.fromtimestamp(ts, tz=timezone.utc)
+    try:
+        dt = datetime.fromtimestamp(ts, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):  # NaN, infinity, past year 9999: not a time
+        return None
     return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

@@ -42,7 +42,7 @@ from store.errors import StaleRevision, WardenError
 from ..glyphs import READ_ONLY_NOTICE
 from ..host import ConsoleHost, host_of
 from ..operator import resolve_operator
-from ..text import safe_line
+from ..text import literal, safe_line
 from .plan import PlanPreview
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class ActionDialog(WardenModal["Plan | None"]):
             yield Static("", id="dialog-error", markup=False, classes="-empty")
             with Horizontal(id="buttons"):
                 yield Button("Cancel", id="cancel", variant="primary", compact=True)
-                yield Button(self.apply_label(None), id="apply", variant="error", disabled=True, compact=True)
+                yield Button(literal(self.apply_label(None)), id="apply", variant="error", disabled=True, compact=True)
         yield Footer()
 
     def compose_options(self) -> Iterable[Any]:
@@ -274,7 +274,7 @@ class ActionDialog(WardenModal["Plan | None"]):
         btn = self.query_one("#apply", Button)
         label = self.apply_label(self.plan)
         if str(btn.label) != label:
-            btn.label = label
+            btn.label = literal(label)  # never markup: a label may carry a task id or an option
             btn.refresh(layout=True)  # the button's width follows its label
         btn.disabled = not self.can_apply()
 
@@ -348,7 +348,7 @@ class ActionDialog(WardenModal["Plan | None"]):
         done = msg.plan
         self.result = done
         self.app.notify(safe_line(f"applied (action {done.action_id}): {done.summary()}", limit=300),
-                        title=ACTION_TITLES.get(self.action, self.action))
+                        title=safe_line(ACTION_TITLES.get(self.action, self.action)), markup=False)
         self.dismiss(done)
 
 

@@ -43,14 +43,14 @@ def open_action(app: Any, action: str, task_id: str | None, node: str | None, *,
         read_only_notice(app)
         return None
     if not task_id:
-        app.notify(f"{action}: select a task first", severity="warning")
+        app.notify(f"{safe_line(action)}: select a task first", severity="warning", markup=False)
         return None
     if action == "rewind" and not node:
         app.notify("rewind: select a node (open the task's graph with enter)", severity="warning")
         return None
     cls = DIALOGS.get(action)
     if cls is None:
-        app.notify(f"unknown action {safe_line(action)}", severity="error")
+        app.notify(f"unknown action {safe_line(action)}", severity="error", markup=False)
         return None
     screen: ActionDialog
     if action == "resume":

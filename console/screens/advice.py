@@ -25,7 +25,7 @@ from store.errors import WardenError
 from ..dialogs.base import WardenModal, read_only_notice
 from ..dialogs.opening import open_action
 from ..glyphs import node_status_label
-from ..text import safe_line
+from ..text import literal, safe_line
 from .resolve import ResolveHandoffScreen
 
 ACCEPT_LABELS = {
@@ -128,7 +128,7 @@ class AdviceDialog(WardenModal[None]):
             accept.label = "A person decides"
             accept.disabled = True
         else:
-            accept.label = label
+            accept.label = literal(label)
             accept.disabled = False
         accept.refresh(layout=True)
 

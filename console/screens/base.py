@@ -12,6 +12,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input
 
 from ..host import ConsoleHost, host_of
+from ..text import safe_line
 from ..widgets import RowList, StatusBar
 
 
@@ -82,7 +83,7 @@ class ListScreen(WardenScreen):
         inp.focus()
 
     def _filter_input(self, placeholder: str) -> FilterInput:
-        inp = FilterInput(placeholder=placeholder, id="filter")
+        inp = FilterInput(placeholder=safe_line(placeholder), id="filter")
         inp.display = False
         return inp
 

@@ -107,7 +107,7 @@ def render_detail(d: NodeDetail, now: float) -> Text:
     _section(out, f"Events ({len(d.events)}, decision layer first)")
     for e in d.events[:100]:
         out.append(f"  {iso(e.at)} ", style="dim")
-        out.append(f"{e.layer:<9} ", style="bold" if e.layer == "decision" else "")
+        out.append(f"{safe_line(e.layer):<9} ", style="bold" if e.layer == "decision" else "")
         out.append(f"{safe_line(e.kind)}  {safe_line(e.actor)}: {safe_line(e.summary, limit=200)}\n")
     return out
 

@@ -283,7 +283,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
             return
         self.recorded = msg.recorded
         self.mode = "written"
-        self.app.notify(safe_line(f"recorded {msg.recorded.name}: {msg.recorded.path}", limit=300),
+        self.app.notify(safe_line(f"recorded {msg.recorded.name}: {msg.recorded.path}", limit=300), markup=False,
                         title="Recovery")
         self._refresh()
         self.query_one("#cancel", Button).focus()

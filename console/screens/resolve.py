@@ -28,7 +28,7 @@ from store.errors import Refused, StaleRevision, WardenError
 from ..dialogs.base import WardenModal, read_only_notice
 from ..operator import resolve_operator
 from ..glyphs import age_label
-from ..text import safe, safe_line
+from ..text import literal, safe, safe_line
 
 # Context keys shown under their own headings (agents may add any others; those follow, literally).
 DONE_KEYS = ("done", "what_is_done", "progress")
@@ -125,6 +125,7 @@ class ResolveHandoffScreen(WardenModal[bool]):
         self.handoff: Any = None
         self.remaining = 0
         self.chosen: str | None = None
+        self.option_ids: list[str] = []
         self.busy = False
         self.closed_reason: str | None = None  # the store's refusal: resolved elsewhere, withdrawn…
         self.resolved: list[Any] = []  # plans applied from this screen
@@ -193,8 +194,11 @@ class ResolveHandoffScreen(WardenModal[bool]):
         opts = self.query_one("#options", OptionList)
         opts.clear_options()
         rec = str(h.recommendation) if h.recommendation is not None else None
-        for o in h.options:
-            opts.add_option(Option(option_prompt(o, str(o.get("id")) == rec), id=str(o.get("id"))))
+        # The OptionList's own ids are positions: an agent's option ids may repeat (a ledger from
+        # elsewhere) or be anything at all; the chosen option's id is looked up by position.
+        self.option_ids = [str(o.get("id")) for o in h.options]
+        for i, o in enumerate(h.options):
+            opts.add_option(Option(option_prompt(o, str(o.get("id")) == rec), id=f"option-{i}"))
         opts.display = bool(h.options)
         answer = self.query_one("#answer", Input)
         answer.value = ""
@@ -220,7 +224,7 @@ class ResolveHandoffScreen(WardenModal[bool]):
     @on(OptionList.OptionSelected, "#options")
     def _selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.chosen = event.option.id
+        self.chosen = self.option_ids[event.option_index] if 0 <= event.option_index < len(self.option_ids) else None
         self._show_chosen()
         self.update_buttons()
 
@@ -274,7 +278,7 @@ class ResolveHandoffScreen(WardenModal[bool]):
             return
         label = f"Resolve: {safe_line(self.chosen, limit=20)}" if self.chosen else "Resolve"
         if str(btn.label) != label:
-            btn.label = label
+            btn.label = literal(label)  # an option id like "[/]" is text, never markup
             btn.refresh(layout=True)
         btn.disabled = bool(self.blockers())
 
@@ -355,7 +359,7 @@ class ResolveHandoffScreen(WardenModal[bool]):
         done = msg.plan
         self.resolved.append(done)
         self.app.notify(safe_line(f"resolved handoff {done.target} with {done.reason} (action {done.action_id})",
-                                  limit=300), title="Resolve")
+                                  limit=300), title="Resolve", markup=False)
         if msg.next_id is None:
             self.dismiss(True)
             return

@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from ..text import safe_line
+
 
 class StatusBar(Static):
     DEFAULT_CSS = """
@@ -13,7 +15,7 @@ class StatusBar(Static):
 
     def __init__(self, title: str = "", **kwargs) -> None:
         super().__init__("", markup=False, **kwargs)
-        self.title = title
+        self.title = safe_line(title)
 
     def on_mount(self) -> None:
         self.update_from_app()
@@ -23,7 +25,7 @@ class StatusBar(Static):
         text = Text()
         text.append(" warden ", style="bold reverse")
         text.append(" ")
-        text.append(self.title)
+        text.append(safe_line(self.title))
         mode = []
         if getattr(app, "read_only", False):
             mode.append("read-only")
@@ -34,7 +36,7 @@ class StatusBar(Static):
             self.set_class(True, "-unavailable")
             text = Text()
             text.append(" ⚠ UNAVAILABLE ", style="bold reverse")
-            text.append(" " + error)
+            text.append(" " + safe_line(error))
         else:
             self.set_class(False, "-unavailable")
         self.update(text)
