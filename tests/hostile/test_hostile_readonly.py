@@ -100,3 +100,50 @@ def test_a_snapshot_reader_does_not_see_later_commits_and_says_so(world_dir: Pat
     got = run_as_nobody(lambda: _read(p))
     assert got["snapshot"] is True
     assert run_as_nobody(lambda: _feed(p))["live"] is False
+
+
+def _console_read_only(p: Path) -> Any:
+    """The console, read-only, as the auditor: it shows the task and no PermissionError."""
+    import asyncio
+
+    from console.app import WardenApp
+
+    async def run() -> Any:
+        app = WardenApp(str(p), str(p.parent / "runs"), read_only=True)
+        async with app.run_test(size=(100, 30)) as pilot:
+            for _ in range(400):  # a condition with a bound, not a sleep: the first load
+                if app.loaded or app.failed:
+                    break
+                await pilot.pause(0.05)
+            await pilot.pause()
+            app.screen.refresh_status()
+            await pilot.pause()
+            shown = str(app.screen.query_one("#status").render())
+            rows = [r.view.title for r in app.tasks_model.rows]
+            return {"loaded": bool(app.loaded), "failed": app.failed, "unavailable": app.unavailable,
+                    "rows": rows, "status": shown, "live": app.live}
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("name", ["file-0444-dir-0555", "dir-0555-agent-running"])
+def test_the_console_read_only_as_an_auditor(name: str, world_dir: Path) -> None:  # noqa: F811
+    # The child cannot read root's files (Python's own included): a first run here, as root, on a
+    # ledger of its own, imports every module the console loads lazily.
+    warm = world_dir / "warm"
+    warm.mkdir()
+    with Ledger.open(warm / "ledger.db") as led:
+        led.create_task("warm")
+    assert _console_read_only(warm / "ledger.db")["loaded"]
+
+    p, agent = _make(world_dir, name)
+    try:
+        got = run_as_nobody(lambda: _console_read_only(p))
+        assert "error" not in got, got
+        assert got["loaded"] and not got["failed"] and not got["unavailable"], got
+        assert got["rows"] == ["audit me"]
+        assert "PermissionError" not in got["status"] and "read-only" in got["status"]
+        assert ("snapshot" in got["status"]) is (agent is None)
+    finally:
+        if agent is not None:
+            agent.close()
