@@ -20,7 +20,7 @@ from typing import Any, Callable, TypeVar
 
 from .. import validate as v
 from ..actions import Plan
-from ..db import is_sqlite
+from ..db import Backoff, is_sqlite
 from ..errors import NotFound
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, HANDOFF_STATUSES
 from ..views import Budget, Claim, NodeSpec, check_node_spec
@@ -266,6 +266,20 @@ def TARGET(c: Ctx, a: str, x: Any) -> Any:  # the path or URL is checked by stor
     return x
 
 
+def TIMEOUT(c: Ctx, a: str, x: Any) -> Any:
+    return v.number(a, x, c.where, lo=0, lo_open=True, hi=v.DELAY_S_MAX, optional=False)
+
+
+def APP_NAME(c: Ctx, a: str, x: Any) -> Any:  # PostgreSQL keeps 63 bytes of it
+    return v.name(a, x, c.where, limit=63)
+
+
+def BACKOFF_OPT(c: Ctx, a: str, x: Any) -> Any:
+    if x is not None and not isinstance(x, Backoff):
+        raise v.refuse(a, "must be a store.db.Backoff", x, where=c.where)
+    return x
+
+
 def CLOCK_OPT(c: Ctx, a: str, x: Any) -> Any:
     if x is not None and not callable(x):
         raise v.refuse(a, "must be a callable returning epoch seconds", x, where=c.where)
@@ -299,7 +313,8 @@ def COMMITS(c: Ctx, a: str, x: Any) -> Any:
 # ---------------------------------------------------------------------- the table
 _QUERY_NODE: dict[str, Rule] = {"task_id": ID, "key": ID}
 API: dict[str, dict[str, Rule]] = {
-    "open": {"target": TARGET, "clock": CLOCK_OPT, "read_only": FLAG, "create": FLAG},
+    "open": {"target": TARGET, "clock": CLOCK_OPT, "read_only": FLAG, "create": FLAG, "busy_timeout_s": TIMEOUT,
+             "reconnect_s": DELAY_OPT, "application_name": APP_NAME, "backoff": BACKOFF_OPT},
     # graph building
     "create_task": {"task_id": NEW_TASK_ID, "title": TEXT, "workflow": TEXT, "workflow_version": TEXT,
                     "inputs": JSON, "constraints": TEXTS_OPT, "preconditions": JSON_OBJ_OPT,

@@ -165,7 +165,15 @@ class LedgerCore:
         if tb is not None and getattr(self.db, "tidy_on_close", False):
             # A read that failed inside SQLite: the finished frames still hold its cursor, and with
             # it SQLite's read lock, which would keep the -wal/-shm a read made from being tidied.
+            # (The driver's own error may hang on as the context of the one raised.)
+            seen: BaseException | None = exc if isinstance(exc, BaseException) else None
             traceback.clear_frames(tb)
+            for _ in range(8):
+                if seen is None:
+                    break
+                if seen.__traceback__ is not None:
+                    traceback.clear_frames(seen.__traceback__)
+                seen = seen.__cause__ or seen.__context__
         self.close()
 
     def now(self) -> float:
