@@ -484,12 +484,12 @@ class WardenApp(App[int]):
 
 def run_console(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
                 project: str | None = None, records: str | None = None) -> int:
-    """`warden console`: run the app; exit 1 when the ledger could not be opened."""
+    """`warden console`: run the app; exit 4 when the ledger could not be opened."""
     app = WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records)
     app.run()
-    if app.failed:
-        print(f"warden: {app.failed}", file=sys.stderr)
-        return 1
+    if app.failed:  # the ledger could not be opened: exit 4, "ledger unavailable" (console/cli/errors.py)
+        print(f"warden: {safe_line(app.failed)}", file=sys.stderr)
+        return 4
     return int(app.return_code or 0)
 
 
