@@ -42,10 +42,10 @@ def test_a_newer_schema_is_refused_naming_both_versions(ledger_path, capsys):
         Ledger.open(ledger_path)
     msg = str(e.value)
     assert f"schema {schema.SCHEMA_VERSION + 5}" in msg and f"schema {schema.SCHEMA_VERSION}" in msg
-    assert warden(["status", "--ledger", ledger_path]) == 1
+    assert warden(["status", "--ledger", ledger_path]) == 4
     err = capsys.readouterr().err
     assert "newer Warden" in err and len(err.strip().splitlines()) == 1
-    assert warden(["migrate", "--ledger", ledger_path]) == 1  # migrate refuses too
+    assert warden(["migrate", "--ledger", ledger_path]) == 4  # migrate refuses too
 
 
 def test_an_older_schema_asks_for_migrate_and_migrate_upgrades(ledger_path, monkeypatch, capsys):
@@ -61,7 +61,7 @@ def test_an_older_schema_asks_for_migrate_and_migrate_upgrades(ledger_path, monk
     monkeypatch.setitem(schema.MIGRATIONS, schema.SCHEMA_VERSION - 1, step)
     with pytest.raises(SchemaMismatch, match="warden migrate"):
         Ledger.open(ledger_path)
-    assert warden(["status", "--ledger", ledger_path]) == 1
+    assert warden(["status", "--ledger", ledger_path]) == 4
     assert "warden migrate" in capsys.readouterr().err
     assert warden(["migrate", "--ledger", ledger_path]) == 0
     assert "migrated schema" in capsys.readouterr().out
@@ -103,7 +103,7 @@ def test_a_corrupt_file_gives_one_clear_line(tmp_path, capsys):
     bad.write_bytes(b"this is not a database at all" * 100)
     with pytest.raises(LedgerUnavailable):
         Ledger.open(str(bad))
-    assert warden(["status", "--ledger", str(bad)]) == 1
+    assert warden(["status", "--ledger", str(bad)]) == 4
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert bad.read_bytes() == b"this is not a database at all" * 100
@@ -115,14 +115,14 @@ def test_a_foreign_sqlite_database_is_not_a_ledger(tmp_path, capsys):
     con.execute("CREATE TABLE users (id INTEGER)")
     con.commit()
     con.close()
-    assert warden(["graph", "x", "--ledger", str(other)]) == 1
+    assert warden(["graph", "x", "--ledger", str(other)]) == 4
     assert "not a Warden ledger" in capsys.readouterr().err
 
 
 def test_a_missing_ledger_is_not_created_by_the_cli(tmp_path, capsys):
     missing = tmp_path / "typo.db"
     for argv in (["status"], ["graph", "t"], ["events"], ["migrate"], ["export", "t", "--output", "x"]):
-        assert warden([*argv, "--ledger", str(missing)]) == 1
+        assert warden([*argv, "--ledger", str(missing)]) == 4
     err = capsys.readouterr().err
     assert "warden demo" in err
     assert not missing.exists() and list(tmp_path.iterdir()) == []

@@ -141,4 +141,4 @@ def test_events_json_lines(tmp_path, ledger, ledger_path, capsys):
     assert lines[0]["at"].endswith("Z")
     assert warden(["events", "--json", "--since", str(lines[0]["id"]), "--ledger", ledger_path]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1
-    assert warden(["events", "--task", "nope", "--ledger", ledger_path]) == 1
+    assert warden(["events", "--task", "nope", "--ledger", ledger_path]) == 3  # not found
