@@ -12,6 +12,8 @@ from typing import Any
 
 import peewee as pw
 
+from .errors import LedgerUnavailable
+
 TASK_STATUSES = ("active", "parked", "completed", "failed", "aborted")
 NODE_STATUSES = ("pending", "running", "blocked", "parked", "succeeded", "failed", "abandoned")
 FINISHED_NODE_STATUSES = ("succeeded", "abandoned")
@@ -27,6 +29,16 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
 
 
+def loads(text: str) -> Any:
+    """A stored JSON value. Text that is not JSON (a damaged row, a ledger written by something
+    else) is ``LedgerUnavailable`` with one line, not a ``JSONDecodeError``."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise LedgerUnavailable("the ledger holds a value that is not JSON (a damaged row, or written by "
+                                "something other than Warden): restore it from a backup") from None
+
+
 class JSONField(pw.TextField):
     """A JSON value stored as canonical text."""
 
@@ -34,7 +46,7 @@ class JSONField(pw.TextField):
         return None if value is None else dumps(value)
 
     def python_value(self, value: Any) -> Any:
-        return None if value is None else json.loads(value)
+        return None if value is None else loads(value)
 
 
 class BaseModel(pw.Model):

@@ -16,13 +16,12 @@ be several times faster than the same statements built with Peewee. They all go 
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterator, Mapping, Sequence
 
 import peewee as pw
 
 from .db import is_sqlite
-from .models import dumps
+from .models import dumps, loads
 
 CHUNK = 500  # ids or keys per ``IN (...)`` list
 
@@ -131,7 +130,7 @@ def decode_row(cols: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
     for c in JSON_COLUMNS.intersection(d):
         v = d[c]
         if isinstance(v, str):
-            d[c] = json.loads(v)
+            d[c] = loads(v)
     for c in BOOL_COLUMNS.intersection(d):
         if d[c] is not None:
             d[c] = bool(d[c])
@@ -149,8 +148,8 @@ def json_value(v: Any, cache: dict[str, Any] | None = None) -> Any:
     if v in _EMPTY_JSON:  # the common case, without the parser
         return {} if v == "{}" else ([] if v == "[]" else None)
     if cache is None:
-        return json.loads(v)
+        return loads(v)
     got = cache.get(v)
     if got is None:
-        got = cache[v] = json.loads(v)
+        got = cache[v] = loads(v)
     return dict(got) if isinstance(got, dict) else (list(got) if isinstance(got, list) else got)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from typing import Any
@@ -124,10 +125,26 @@ def operator_of(args: argparse.Namespace) -> str:
 
 
 def print_json(obj: Any, *, err: bool = False) -> None:
-    # ensure_ascii: agent text with C1 or bidi controls stays escaped (\\u202e) on the terminal
+    # ensure_ascii: agent text with C1 or bidi controls stays escaped (\\u202e) on the terminal;
+    # allow_nan=False: a ledger from elsewhere may hold an infinity, which JSON has no word for.
     stream = sys.stderr if err else sys.stdout
-    stream.write(json.dumps(obj, ensure_ascii=True, sort_keys=False) + "\n")
+    try:
+        text = json.dumps(obj, ensure_ascii=True, sort_keys=False, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(obj), ensure_ascii=True, sort_keys=False, allow_nan=False)
+    stream.write(text + "\n")
     stream.flush()
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinity as null (valid JSON for any reader)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def out_console(*, err: bool = False) -> Console:

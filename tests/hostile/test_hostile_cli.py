@@ -341,3 +341,36 @@ def test_real_processes_never_print_a_traceback(led: str, tmp_path: Path) -> Non
         for stream in (p.stdout, p.stderr):
             for line in stream.decode("utf-8", "replace").splitlines():
                 assert safe_line(line) == line, (argv, line)  # no raw control or format character
+
+
+# ---------------------------------------------------------------------- rows from elsewhere
+ROW_DAMAGE = {
+    "inputs not JSON": "UPDATE task SET inputs = '{not json'",
+    "preconditions not JSON": "UPDATE node SET preconditions = '[1,'",
+    "infinite estimate": "UPDATE node SET est_wall_s = 9e999",
+    "infinite lease": "UPDATE node SET lease_until = 9e999 WHERE key = 'a'",
+    "NaN-ish timestamps": "UPDATE event SET at = -9e999",
+    "strange status": "UPDATE node SET status = 'zombie\x1b[6n' WHERE key = 'b'",
+    "payload not JSON": "UPDATE event SET payload = 'x'",
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROW_DAMAGE))
+def test_damaged_rows_are_valid_json_or_one_line(case: str, led: str, capsys: Any) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(led)
+    con.execute(ROW_DAMAGE[case])
+    con.commit()
+    con.close()
+    for argv in (["status"], ["graph", "t"], ["events"], ["handoffs"]):
+        for as_json in (True, False):
+            rc, out, err = run(capsys, *argv, "--ledger", led, *(["--json"] if as_json else []))
+            if rc == 0:
+                if as_json:
+                    for line in out.splitlines():
+                        json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in {argv} JSON"))
+                assert safe_line(out.replace("\n", "")) == out.replace("\n", "")
+            else:
+                assert_failure(rc, out, err, as_json=as_json)
+                assert rc == 4, (case, argv, err)
