@@ -33,7 +33,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from .errors import LeaseLost, WardenError
+from . import validate
+from .errors import InvalidValue, LeaseLost, WardenError
 from .ledger import Ledger
 from .views import Claim, NodeSpec, Pulse
 
@@ -135,6 +136,9 @@ class LeaseKeeper:
         except LeaseLost as e:
             self.lost = str(e)
             return False
+        except InvalidValue as e:  # a value refused now is refused next time too: drop it, keep the lease
+            self.last_error = str(e)
+            return self.beat() if pending or tokens else True
         except WardenError as e:  # a transient database problem: retry on the next beat
             with self._lock:
                 self._tokens += tokens
@@ -157,7 +161,7 @@ class LeaseKeeper:
                 self._pending["units_total"] = units_total
             if observation is not None:
                 self._pending["observation"] = observation
-            self._tokens += int(tokens or 0)
+            self._tokens += int(validate.number("tokens", tokens, "progress", hi=validate.TOKENS_MAX) or 0)
         if now or observation is not None:
             return self.beat()
         return not self.lost

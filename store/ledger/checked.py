@@ -45,6 +45,10 @@ def TEXT(c: Ctx, a: str, x: Any) -> Any:
     return v.text(a, x, c.where, nul=not c.pg)
 
 
+def ERROR(c: Ctx, a: str, x: Any) -> Any:  # an exception is taken as its message (fail(error=e))
+    return x if isinstance(x, BaseException) else v.text(a, x, c.where, nul=not c.pg)
+
+
 def TEXT_OPT(c: Ctx, a: str, x: Any) -> Any:
     return v.text(a, x, c.where, optional=True, nul=not c.pg)
 
@@ -334,7 +338,7 @@ API: dict[str, dict[str, Rule]] = {
                   "observation": TEXT_OPT, "lease_s": LEASE_OPT, "waiting_on": NAME_OPT, "wait_s": DELAY_OPT},
     "commit": {"claim": CLAIM, **COMMIT_RULES},
     "commit_many": {"commits": COMMITS},
-    "fail": {"claim": CLAIM, "error": TEXT, "failure_class": FAILURE_CLASS, "retryable": FLAG_OPT,
+    "fail": {"claim": CLAIM, "error": ERROR, "failure_class": FAILURE_CLASS, "retryable": FLAG_OPT,
              "retry_after_s": DELAY_OPT, "tokens": TOKENS},
     "request_human": {"claim": CLAIM, "kind": HANDOFF_KIND, "question": TEXT, "options": OPTIONS,
                       "recommendation": NAME_OPT, "context": JSON_OBJ_OPT, "tokens": TOKENS},

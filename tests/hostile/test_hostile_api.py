@@ -414,3 +414,18 @@ def test_nul_is_refused_where_the_backend_cannot_store_it(world: World, backend:
         e = refused_cleanly(led, lambda: led.note(world.ce, "nul\x00inside"), "text")
         assert "PostgreSQL" in str(e)
     led.create_task(world.fresh("n"), inputs={"s": "nul\x00in json is escaped"})
+
+
+def test_a_lease_keeper_drops_a_refused_value_and_keeps_the_lease(world: World, clock) -> None:
+    """A bad observation must not stop the heartbeats (the lease would lapse): it is dropped,
+    said in last_error, and the lease is extended all the same."""
+    from store.worker import LeaseKeeper
+
+    keeper = LeaseKeeper(world.l, world.ca, interval_s=3600)
+    before = world.l.node("t", "a").lease_until
+    clock.advance(10)
+    assert keeper.progress(observation="\ud800 not text", now=True) is True
+    assert "observation" in (keeper.last_error or "") and not keeper.lost
+    assert world.l.node("t", "a").lease_until > before
+    with pytest.raises(InvalidValue):
+        keeper.progress(tokens=float("nan"))
