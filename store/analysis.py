@@ -39,17 +39,18 @@ from .estimates import (
     GraphEstimate,
     NodeDist,
     NodeState,
-    approximate_makespan,
+    approximate_estimate,
     base_dist,
-    confidence,
+    dist_estimate,
+    kind_p80,
     node_dist,
-    quantile,
     task_estimate,
 )
 from .signals import (
     DEFAULT_THRESHOLDS,
     Beat,
     Obs,
+    beat_of,
     Signal,
     Thresholds,
     node_signals,
@@ -75,7 +76,7 @@ class TaskAnalysis:
         self.task = graph.task
         self.nodes: dict[str, Any] = {n.key: n for n in graph.nodes}
         self._order: list[str] | None = None
-        self.history = history if history is not None else DurationHistory(params.history_cap)
+        self.history = history if history is not None else DurationHistory(params.history_cap, params)
         self.history.load_kinds(ledger, {n.kind for n in graph.nodes})
         running = [n for n in graph.nodes if n.status == "running"]
         th = thresholds
@@ -170,8 +171,7 @@ class TaskAnalysis:
                     upd["tokens_used"] = n.tokens_used + int(p["tokens"])
                 self.nodes[key] = replace(n, **upd)
                 changed.add(key)
-            self.beats.setdefault(key, deque(maxlen=self.thresholds.heartbeats_per_node)).append(
-                Beat(event.at, p.get("units_done")))
+            self.beats.setdefault(key, deque(maxlen=self.thresholds.heartbeats_per_node)).append(beat_of(event.at, p))
             if "digest" in p:
                 self.obs.setdefault(key, deque(maxlen=self.thresholds.observations_per_node)).append(
                     Obs(event.at, self.nodes[key].attempt, p["digest"], int(p.get("new_units") or 0)))
@@ -209,10 +209,10 @@ class TaskAnalysis:
         hit = self._est_cache.get(n.key)
         if hit is not None and hit[0] == stamp and not time_bound:
             return hit[2]
-        pooled = self.history.pooled() if not self.history.count(n.kind) and not n.est_wall_s else None
+        pooled = self.history.pooled_model() if not self.history.count(n.kind) and not n.est_wall_s else None
         d = node_dist(NodeState.of(n), now, self.history, self.params, pooled)
         if not time_bound:
-            self._est_cache[n.key] = (stamp, d.estimate() if d is not None else NO_ESTIMATE, d)
+            self._est_cache[n.key] = (stamp, dist_estimate(d) if d is not None else NO_ESTIMATE, d)
         return d
 
     def workers(self, now: float) -> int:
@@ -234,7 +234,7 @@ class TaskAnalysis:
             d = self._dist(n, now)
             dists[n.key] = d
             hit = self._est_cache.get(n.key)
-            per_node[n.key] = hit[1] if hit is not None and hit[2] is d else (d.estimate() if d is not None else NO_ESTIMATE)
+            per_node[n.key] = hit[1] if hit is not None and hit[2] is d else (dist_estimate(d) if d is not None else NO_ESTIMATE)
         if self.task.status not in ("active", "parked"):
             return GraphEstimate(NO_ESTIMATE, per_node)
         workers = self.workers(now)
@@ -261,25 +261,20 @@ class TaskAnalysis:
     def _approx(self, now: float, workers: int) -> Estimate:
         pooled = None
         groups = []
-        samples: int | None = None
         for (kind, est), count in self._live.items():
             if not self.history.count(kind) and not est and pooled is None:
-                pooled = self.history.pooled()
+                pooled = self.history.pooled_model()
             d = base_dist(kind, est, self.history, self.params, pooled)
             if d is None:
                 return NO_ESTIMATE
             groups.append((d, count))
-            samples = d.samples if samples is None else min(samples, d.samples)
         running = []
         for n in self._running():
             d = self._dist(n, now)
             if d is None:
                 return NO_ESTIMATE
             running.append(d)
-            samples = d.samples if samples is None else min(samples, d.samples)
-        p50, p80 = approximate_makespan(groups, running, workers)
-        s = samples or 0
-        return Estimate(p50, p80, s, confidence(s))
+        return approximate_estimate(groups, running, workers)
 
     def signals(self, now: float | None = None) -> list[Signal]:
         now = self.ledger.now() if now is None else now
@@ -289,7 +284,7 @@ class TaskAnalysis:
             tokens, units, count = self._norm
             norm = tokens / units if count >= self.thresholds.cost_density_min_nodes and units > 0 else None
             for n in self._running():
-                p80 = (quantile(self.history.samples(n.kind), 0.8), self.history.count(n.kind))
+                p80 = kind_p80(self.history, n.kind, n.est_wall_s, self.params)
                 out.extend(node_signals(self.task_id, n, list(self.obs.get(n.key, ())), list(self.beats.get(n.key, ())),
                                         now, thresholds=self.thresholds, kind_p80=p80, token_norm=norm,
                                         task_status=self.task.status))

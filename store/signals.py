@@ -27,7 +27,8 @@ from typing import Any, Iterable, Sequence
 
 from . import budget as budget_mod
 from .clock import duration_text, iso
-from .estimates import DurationHistory, quantile
+from .estimates import DurationHistory, kind_p80
+from .novelty import judge_sequence
 
 SEVERITIES = ("info", "warn", "alarm")
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
@@ -49,12 +50,14 @@ class Thresholds:
     """Every threshold in one place. Defaults and their reasons are in docs/estimates.md."""
 
     no_new_info_observations: int = 5  # the last 5 observations added 0 new lines → alarm
-    repeating_observations: int = 3  # 3 consecutive identical digests → alarm
+    repeating_observations: int = 3  # the same observation 3 times in a row → alarm
+    cycle_max_period: int = 4  # a cycle over 2..4 observations …
+    cycle_repeats: int = 2  # … whose newest 2 observations each repeat the one a period before → alarm
     heartbeat_stale_factor: float = 3.0  # silent for > 3 × the node's usual heartbeat interval …
     heartbeat_stale_min_s: float = 10.0  # … but at least 10 s …
     heartbeat_stale_lease_fraction: float = 0.5  # … and at most half the lease (then it is orphaned at expiry)
-    no_progress_heartbeats: int = 8  # units_done the same over the last 8 heartbeats …
-    no_progress_min_s: float = 300.0  # … spanning at least 5 minutes → warn
+    no_progress_min_s: float = 300.0  # units_done unchanged for 5 minutes …
+    no_progress_intervals: float = 8.0  # … and for 8 of its heartbeat intervals, while it beats → warn
     overdue_margin: float = 0.5  # running longer than 1.5 × its kind's P80 → warn
     overdue_min_samples: int = 5  # … when the kind has at least 5 durations
     overdue_estimate_factor: float = 2.0  # without history: longer than 2 × est_wall_s → info
@@ -62,8 +65,8 @@ class Thresholds:
     cost_density_min_nodes: int = 5  # the norm needs 5 succeeded nodes that reported units
     cost_density_min_tokens: int = 5_000  # and the node has spent at least this much
     handoff_warn_s: float = 3600.0  # an open handoff is info, warn after an hour
-    observations_per_node: int = 10  # read bound per running node
-    heartbeats_per_node: int = 12  # read bound (times the running count) for heartbeat events
+    observations_per_node: int = 12  # read bound per running node
+    heartbeats_per_node: int = 12  # read bound per running node for its own heartbeat events
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -81,6 +84,44 @@ class Obs:
 class Beat:
     at: float
     units_done: float | None
+    wait: tuple[str, float, float] | None = None  # (waiting on, since, until) as the heartbeat left it
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What a running node's own heartbeats say: its usual interval, since when its units_done
+    has not moved, and its declared wait (``waiting_on`` / ``wait_s``)."""
+
+    interval_s: float | None = None
+    units_at: float | None = None  # when units_done last changed (None: never reported)
+    wait_on: str | None = None
+    wait_since: float | None = None
+    wait_until: float | None = None
+
+    @classmethod
+    def of_beats(cls, beats: Sequence[Beat], claimed_at: float | None) -> "Activity":
+        """From the node's own heartbeats of this attempt, oldest first."""
+        own = [b for b in beats if claimed_at is None or b.at >= claimed_at]
+        gaps = [b.at - a.at for a, b in zip(own, own[1:]) if b.at > a.at]
+        interval = statistics.median(gaps) if gaps else None
+        units_at = None
+        last = None
+        for b in own:
+            if b.units_done is not None and (last is None or b.units_done != last):
+                units_at, last = b.at, b.units_done
+        wait = own[-1].wait if own else None
+        if wait is None:
+            return cls(interval, units_at)
+        return cls(interval, units_at, wait[0], wait[1], wait[2])
+
+
+def wait_text(activity: Activity, now: float) -> str | None:
+    """'waiting on ci (4m left)' / 'waiting on ci (2m over)' for a declared wait, else None."""
+    if not activity.wait_on or activity.wait_until is None:
+        return None
+    left = activity.wait_until - now
+    what = _one_line(activity.wait_on, 40)
+    return f"waiting on {what} ({dur(left)} left)" if left >= 0 else f"waiting on {what} ({dur(-left)} over)"
 
 
 # ---------------------------------------------------------------------- formatting
@@ -104,7 +145,7 @@ def node_signals(
     task_id: str,
     node: Any,
     observations: Sequence[Obs],
-    heartbeats: Sequence[Beat],
+    activity: Activity | Sequence[Beat],
     now: float,
     *,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
@@ -112,17 +153,20 @@ def node_signals(
     token_norm: float | None = None,
     task_status: str = "active",
 ) -> list[Signal]:
-    """Signals of one node (a NodeView-like object). Observations and heartbeats oldest first;
-    only those of the current attempt count. Nothing for a node that is not running or whose task
-    is parked."""
+    """Signals of one node (a NodeView-like object). Observations oldest first; only those of
+    the current attempt count, and none made during a declared wait. ``activity`` is the node's
+    :class:`Activity` (or its heartbeats, oldest first). Nothing for a node that is not running or
+    whose task is parked."""
     th = thresholds
     if node.status != "running" or task_status == "parked":
         return []
+    claimed = node.claimed_at
+    act = activity if isinstance(activity, Activity) else Activity.of_beats(activity, claimed)
+    if act.wait_since is not None and claimed is not None and act.wait_since < claimed:
+        act = Activity(act.interval_s, act.units_at)  # a wait of an earlier attempt
     out: list[Signal] = []
     key = node.key
-    claimed = node.claimed_at
-    obs = [o for o in observations if o.attempt == node.attempt]
-    beats = [b for b in heartbeats if claimed is None or b.at >= claimed]
+    waiting = bool(act.wait_on) and act.wait_until is not None and now <= act.wait_until
 
     # orphaned / heartbeat_stale
     if node.lease_until is not None and node.lease_until <= now:
@@ -131,17 +175,17 @@ def node_signals(
                           "nobody reclaimed it"))
     elif node.heartbeat_at is not None and node.lease_until is not None:
         lease_s = max(0.0, node.lease_until - node.heartbeat_at)
-        gaps = [b.at - a.at for a, b in zip(beats, beats[1:]) if b.at > a.at]
-        interval = statistics.median(gaps) if gaps else lease_s / 3
+        interval = act.interval_s if act.interval_s else lease_s / 3
         limit = min(max(th.heartbeat_stale_factor * interval, th.heartbeat_stale_min_s),
                     th.heartbeat_stale_lease_fraction * lease_s)
         silent = now - node.heartbeat_at
         if silent > limit and limit > 0:
+            usual = f"usual interval {dur(interval)}" if act.interval_s else f"no interval yet, lease {dur(lease_s)}"
             out.append(Signal("heartbeat_stale", task_id, key, node.heartbeat_at, "warn",
-                              f"no heartbeat for {dur(silent)} (usual interval {dur(interval)}); "
-                              f"lease ends in {dur(node.lease_until - now)}"))
+                              f"no heartbeat for {dur(silent)} ({usual}); lease ends in {dur(node.lease_until - now)}"))
 
-    # no_new_info: the last N observations added nothing new
+    # observations: a declared wait's own observations are expected to repeat
+    obs = [o for o in observations if o.attempt == node.attempt and not _in_wait(o.at, act)]
     n = th.no_new_info_observations
     if n > 0 and len(obs) >= n and all(o.new_units == 0 for o in obs[-n:]):
         i = len(obs) - n
@@ -149,36 +193,34 @@ def node_signals(
             i -= 1
         out.append(Signal("no_new_info", task_id, key, obs[i].at, "alarm",
                           f"last {len(obs) - i} observations added 0 new lines"))
+    rep = judge_sequence([o.digest for o in obs], min_repeat=th.repeating_observations,
+                         max_period=th.cycle_max_period, min_cycle_run=th.cycle_repeats)
+    if rep is not None:
+        first = obs[rep.start]
+        if rep.period == 1:
+            what = f"the same observation {rep.observations} times in a row (digest {first.digest[:8]})"
+        else:
+            cycle = ", ".join(o.digest[:8] for o in obs[len(obs) - rep.period:])
+            what = f"a cycle of {rep.period} observations, {rep.observations} in a row (digests {cycle})"
+        out.append(Signal("repeating", task_id, key, first.at, "alarm", what))
 
-    # repeating: the same observation again and again
-    r = th.repeating_observations
-    if r > 1 and len(obs) >= r:
-        last = obs[-1].digest
-        i = len(obs) - 1
-        while i > 0 and obs[i - 1].digest == last:
-            i -= 1
-        run = len(obs) - i
-        if run >= r:
-            out.append(Signal("repeating", task_id, key, obs[i].at, "alarm",
-                              f"the same observation {run} times in a row (digest {last[:8]})"))
-
-    # no_progress: units_done unchanged over the last K heartbeats spanning T seconds
-    k = th.no_progress_heartbeats
-    reported = [b for b in beats if b.units_done is not None]
-    if k > 0 and len(reported) >= k:
-        tail = reported[-k:]
-        value = tail[-1].units_done
-        if all(b.units_done == value for b in tail) and now - tail[0].at >= th.no_progress_min_s:
-            i = len(reported) - k
-            while i > 0 and reported[i - 1].units_done == value:
-                i -= 1
+    # no_progress: units_done unchanged for long, in its own heartbeats' terms, while it beats
+    if node.units_done is not None and act.units_at is not None and not waiting:
+        interval = act.interval_s or 0.0
+        limit = max(th.no_progress_min_s, th.no_progress_intervals * interval)
+        still = now - act.units_at
+        if still >= limit and node.heartbeat_at is not None and node.heartbeat_at > act.units_at:
             total = f"/{_units(node.units_total)}" if node.units_total else ""
-            out.append(Signal("no_progress", task_id, key, reported[i].at, "warn",
-                              f"units_done {_units(value)}{total} unchanged over the last {len(reported) - i} "
-                              f"heartbeats ({dur(now - reported[i].at)})"))
+            every = f", heartbeats every {dur(interval)}" if interval else ""
+            out.append(Signal("no_progress", task_id, key, act.units_at, "warn",
+                              f"units_done {_units(node.units_done)}{total} unchanged for {dur(still)}{every}"))
 
-    # overdue: past its kind's P80 by a margin (or far past est_wall_s without history)
-    if claimed is not None:
+    # overdue: a declared wait past its deadline; past its kind's P80 by a margin
+    if act.wait_on and act.wait_until is not None and act.wait_since is not None and now > act.wait_until:
+        out.append(Signal("overdue", task_id, key, act.wait_until, "warn",
+                          f"waiting on {_one_line(act.wait_on, 40)} for {dur(now - act.wait_since)}, past its "
+                          f"declared {dur(act.wait_until - act.wait_since)}"))
+    elif claimed is not None:
         elapsed = now - claimed
         p80, samples = kind_p80
         if p80 is not None and samples >= th.overdue_min_samples:
@@ -203,6 +245,10 @@ def node_signals(
                               f"{node.tokens_used:,} tokens for {_units(units)} units: {density / token_norm:.1f}× "
                               f"the task's norm ({token_norm:,.0f} tokens/unit)"))
     return out
+
+
+def _in_wait(at: float, act: Activity) -> bool:
+    return act.wait_since is not None and act.wait_until is not None and act.wait_since <= at <= act.wait_until
 
 
 # ---------------------------------------------------------------------- per task (pure)
@@ -274,23 +320,32 @@ def read_observations(ledger: Any, node_ids: Sequence[int], per_node: int) -> di
 
 
 def read_heartbeats(ledger: Any, task_id: str, keys: Sequence[str], per_node: int) -> dict[str, list[Beat]]:
-    """Heartbeats of these nodes from the task's newest ``per_node × len(keys)`` heartbeat events."""
-    from .models import Event
-
+    """The last ``per_node`` heartbeats of each of these nodes, oldest first: its *own* history,
+    whatever its neighbours do (one ``ORDER BY id DESC LIMIT n`` arm per node on the journal's
+    (task, id) index, 200 nodes per statement)."""
     out: dict[str, list[Beat]] = {}
     if not keys or per_node <= 0:
         return out
-    want = set(keys)
-    q = (Event.select(Event.node, Event.at, Event.payload)
-         .where((Event.task_id == task_id) & (Event.kind == "node.heartbeat"))
-         .order_by(Event.id.desc()).limit(per_node * len(want)))
-    for node, at, payload in ledger._q(q).tuples():
-        if node in want:
-            p = payload if isinstance(payload, dict) else json.loads(payload or "{}")
-            out.setdefault(node, []).append(Beat(at, p.get("units_done")))
-    for v in out.values():
-        v.reverse()
+    ph = ledger.db.param
+    want = list(dict.fromkeys(keys))
+    for i in range(0, len(want), 200):
+        chunk = want[i:i + 200]
+        arm = (f"SELECT * FROM (SELECT node, id, at, payload FROM event WHERE task_id = {ph} AND node = {ph} "
+               f"AND kind = 'node.heartbeat' ORDER BY id DESC LIMIT {int(per_node)}) AS e")
+        sql = " UNION ALL ".join(arm for _ in chunk)
+        params = [x for k in chunk for x in (task_id, k)]
+        for node, _id, at, payload in sorted(ledger.db.execute_sql(sql, params).fetchall(), key=lambda r: r[1]):
+            out.setdefault(node, []).append(beat_of(at, payload))
     return out
+
+
+def beat_of(at: float, payload: Any) -> Beat:
+    """A heartbeat event's payload as a :class:`Beat`."""
+    p = payload if isinstance(payload, dict) else json.loads(payload or "{}")
+    wait = None
+    if p.get("waiting_on") and p.get("wait_until") is not None:
+        wait = (str(p["waiting_on"]), float(p.get("wait_since", at)), float(p["wait_until"]))
+    return Beat(at, p.get("units_done"), wait)
 
 
 def token_norm(ledger: Any, task_id: str, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> float | None:
@@ -306,8 +361,8 @@ def token_norm(ledger: Any, task_id: str, thresholds: Thresholds = DEFAULT_THRES
     return float(row[0] or 0) / float(row[1])
 
 
-def kind_p80s(history: DurationHistory, kinds: Iterable[str]) -> dict[str, tuple[float | None, int]]:
-    return {k: (quantile(history.samples(k), 0.8), history.count(k)) for k in set(kinds)}
+def kind_p80s(history: DurationHistory, nodes: Iterable[Any]) -> dict[str, tuple[float | None, int]]:
+    return {n.key: kind_p80(history, n.kind, n.est_wall_s, history.params) for n in nodes}
 
 
 def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: Sequence[Any], now: float,
@@ -320,13 +375,13 @@ def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: S
         if history is None:
             history = DurationHistory()
         history.load_kinds(ledger, {n.kind for n in running})
-        p80s = kind_p80s(history, [n.kind for n in running])
+        p80s = kind_p80s(history, running)
         norm = None
         if any(n.tokens_used >= thresholds.cost_density_min_tokens for n in running):
             norm = token_norm(ledger, task.task_id, thresholds)
         for n in running:
             out.extend(node_signals(task.task_id, n, obs.get(n.id, ()), beats.get(n.key, ()), now,
-                                    thresholds=thresholds, kind_p80=p80s[n.kind], token_norm=norm,
+                                    thresholds=thresholds, kind_p80=p80s[n.key], token_norm=norm,
                                     task_status=task.status))
     return sort_signals(out)
 
