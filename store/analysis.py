@@ -1,7 +1,7 @@
 """Incremental estimates and signals for one task: what the console's view model keeps.
 
 ``TaskAnalysis(ledger, task_id)`` reads the task once (its graph, the duration history of its
-kinds, the last observations and heartbeats of its running nodes, its open handoffs, its recent
+kinds, the last observations of its running nodes, its open handoffs, its recent
 claims). After that the console feeds it what the change feed delivers:
 
 ```python
@@ -13,7 +13,8 @@ sigs = analysis.signals()                          # list[Signal], same as signa
 ```
 
 ``apply_event`` touches only the nodes it is given and the event's own payload (a heartbeat's
-lease, units, tokens, observation digest and new-line count — a heartbeat needs no re-read of its
+lease, units, tokens, its own interval and declared wait, observation digest and new-line count — a
+heartbeat needs no re-read of its
 node; a commit's duration): no query, except one for the open
 handoffs after a ``handoff.*`` event and one for the task row after a task-level event when the
 caller does not pass the task view. ``estimate()`` recomputes the distributions of the running
@@ -48,19 +49,28 @@ from .estimates import (
 )
 from .signals import (
     DEFAULT_THRESHOLDS,
-    Beat,
     Obs,
-    beat_of,
     Signal,
     Thresholds,
     node_signals,
-    read_heartbeats,
     read_observations,
     sort_signals,
     task_signals,
 )
 
 TASK_EVENT_PREFIXES = ("task.", "operator.", "graph.", "budget.")
+
+
+def beat_columns(payload: Any) -> dict[str, Any]:
+    """The node's own heartbeat figures a heartbeat event carries (``ledger/observe.beat_payload``)."""
+    out: dict[str, Any] = {}
+    for col in ("beat_interval_s", "units_at"):
+        if payload.get(col) is not None:
+            out[col] = float(payload[col])
+    wait = payload.get("wait")
+    if isinstance(wait, dict):
+        out.update(wait_on=wait.get("on"), wait_since=wait.get("since"), wait_until=wait.get("until"))
+    return out
 
 
 class TaskAnalysis:
@@ -84,14 +94,11 @@ class TaskAnalysis:
         by_id = read_observations(ledger, [n.id for n in running], th.observations_per_node)
         for n in running:
             self.obs[n.key] = deque(by_id.get(n.id, ()), maxlen=th.observations_per_node)
-        beats = read_heartbeats(ledger, task_id, [n.key for n in running], th.heartbeats_per_node)
-        self.beats: dict[str, deque[Beat]] = {
-            k: deque(v, maxlen=th.heartbeats_per_node) for k, v in beats.items()}
         self.handoffs = list(ledger.handoffs(task_id=task_id, status="open"))
         self.claims: dict[str, float] = {}
         q = (Event.select(Event.actor, Event.at).where((Event.task_id == task_id) & (Event.kind == "node.claimed"))
              .order_by(Event.id.desc()).limit(500))
-        for actor, at in ledger._q(q).tuples():
+        for actor, at in ledger.tuple_rows(q):
             if actor and actor not in self.claims:
                 self.claims[actor] = at
         # aggregates kept up to date by apply_event
@@ -129,7 +136,6 @@ class TaskAnalysis:
         self._count(n, +1)
         if n.status != "running":
             self.obs.pop(n.key, None)
-            self.beats.pop(n.key, None)
         if n.kind not in self.history.loaded:
             self.history.load_kinds(self.ledger, [n.kind])
 
@@ -154,7 +160,6 @@ class TaskAnalysis:
                 self.claims[event.actor] = event.at
             if key:
                 self.obs[key] = deque(maxlen=self.thresholds.observations_per_node)
-                self.beats[key] = deque(maxlen=self.thresholds.heartbeats_per_node)
         elif kind == "node.heartbeat" and key in self.nodes:
             n = self.nodes[key]
             if not changed_nodes and fresh and n.status == "running" and (
@@ -169,9 +174,9 @@ class TaskAnalysis:
                         upd[col] = float(p[col])
                 if p.get("tokens"):
                     upd["tokens_used"] = n.tokens_used + int(p["tokens"])
+                upd.update(beat_columns(p))
                 self.nodes[key] = replace(n, **upd)
                 changed.add(key)
-            self.beats.setdefault(key, deque(maxlen=self.thresholds.heartbeats_per_node)).append(beat_of(event.at, p))
             if "digest" in p:
                 self.obs.setdefault(key, deque(maxlen=self.thresholds.observations_per_node)).append(
                     Obs(event.at, self.nodes[key].attempt, p["digest"], int(p.get("new_units") or 0)))
@@ -180,9 +185,9 @@ class TaskAnalysis:
             # it still shows this commit (exact), else from the event (rounded to the millisecond).
             n = self.nodes[key]
             if n.status == "succeeded" and n.finished_at == event.at and n.claimed_at is not None:
-                self.history.add(n.kind, n.finished_at - n.claimed_at)
+                self.history.add(n.kind, n.finished_at - n.claimed_at, self.task_id, n.position)
             elif "wall_s" in p:
-                self.history.add(n.kind, float(p["wall_s"]))
+                self.history.add(n.kind, float(p["wall_s"]), self.task_id, n.position)
         elif kind.startswith("handoff."):
             self.handoffs = list(self.ledger.handoffs(task_id=self.task_id, status="open"))
         if task is not None:
@@ -210,7 +215,7 @@ class TaskAnalysis:
         if hit is not None and hit[0] == stamp and not time_bound:
             return hit[2]
         pooled = self.history.pooled_model() if not self.history.count(n.kind) and not n.est_wall_s else None
-        d = node_dist(NodeState.of(n), now, self.history, self.params, pooled)
+        d = node_dist(NodeState.of(n), now, self.history, self.params, pooled, task_id=self.task_id)
         if not time_bound:
             self._est_cache[n.key] = (stamp, dist_estimate(d) if d is not None else NO_ESTIMATE, d)
         return d
@@ -264,7 +269,7 @@ class TaskAnalysis:
         for (kind, est), count in self._live.items():
             if not self.history.count(kind) and not est and pooled is None:
                 pooled = self.history.pooled_model()
-            d = base_dist(kind, est, self.history, self.params, pooled)
+            d = base_dist(kind, est, self.history, self.params, pooled, self.task_id)
             if d is None:
                 return NO_ESTIMATE
             groups.append((d, count))
@@ -285,7 +290,7 @@ class TaskAnalysis:
             norm = tokens / units if count >= self.thresholds.cost_density_min_nodes and units > 0 else None
             for n in self._running():
                 p80 = kind_p80(self.history, n.kind, n.est_wall_s, self.params)
-                out.extend(node_signals(self.task_id, n, list(self.obs.get(n.key, ())), list(self.beats.get(n.key, ())),
+                out.extend(node_signals(self.task_id, n, list(self.obs.get(n.key, ())),
                                         now, thresholds=self.thresholds, kind_p80=p80, token_norm=norm,
                                         task_status=self.task.status))
         return sort_signals(out)

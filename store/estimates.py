@@ -33,6 +33,7 @@ from .durations import (  # noqa: F401  (re-exported: the estimator's public nam
     DurationHistory,
     EstimateParams,
     KindModel,
+    TaskLevel,
     convolve,
     lognormal_grid,
     lowest,
@@ -94,12 +95,16 @@ def dist_estimate(d: NodeDist) -> Estimate:
 
 
 def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
-              params: EstimateParams = DEFAULT_PARAMS, pooled: KindModel | None = None) -> NodeDist | None:
-    """A fresh run of this kind: its model (blended with ``est_wall_s``), else the ``est_wall_s``
-    prior alone (label ``low``), else every kind's durations (label ``none``)."""
+              params: EstimateParams = DEFAULT_PARAMS, pooled: KindModel | None = None,
+              task_id: str | None = None, position: int | None = None) -> NodeDist | None:
+    """A fresh run of this kind in this task: its model (blended with ``est_wall_s``, moved by the
+    task's own runs of it), else the ``est_wall_s`` prior alone (label ``low``), else every kind's
+    durations (label ``none``)."""
     est = float(est_wall_s) if est_wall_s is not None and est_wall_s > 0 else None
+    level = TaskLevel()
     if history.count(kind):
         model = history.model(kind)
+        level = history.level(kind, task_id)
         why = model.why(est_blended=est is not None)
         source = "history"
     elif est is not None:
@@ -112,25 +117,32 @@ def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
         source = "pooled"
     else:
         return None
-    mu, loc_var = model.location(est, params)
-    key = ("predictive", model.kind, history.version(kind) if source == "history" else source, est is not None,
-           round(loc_var, 12))
-    offsets = history.cache.get(key)
-    if offsets is None:
-        if len(history.cache) > 4096:
-            history.cache.clear()
-        offsets = history.cache[key] = convolve(model.offsets, math.sqrt(loc_var))
+    mu, loc_var = model.location(est, params, position)
+    mu += level.shift
+    loc_var += level.var
+    within = model.sigma_w if model.tau2 > 0 else model.sigma
+    scale = within / model.sigma if model.sigma > 0 and model.tau2 > 0 else 1.0
+    label = model.label
+    if level.contradiction:
+        label = lowest((label, "low"))
+        why = [level.contradiction] + why
+    offsets = history.remember(
+        ("predictive", model.kind, history.version(kind) if source == "history" else source, round(scale, 9),
+         round(loc_var, 12)),
+        lambda: convolve([o * scale for o in model.offsets], math.sqrt(loc_var)))
     values = tuple(math.exp(mu + o) for o in offsets)
-    return NodeDist(values, model.samples, model.label, source, kind, model.rho(loc_var), tuple(why))
+    rho = loc_var / (loc_var + within ** 2) if loc_var > 0 else 0.0
+    return NodeDist(values, model.samples, label, source, kind, rho, tuple(why))
 
 
 def node_dist(n: NodeState, now: float, history: DurationHistory, params: EstimateParams = DEFAULT_PARAMS,
-              pooled: KindModel | None = None, base: NodeDist | None = None) -> NodeDist | None:
+              pooled: KindModel | None = None, base: NodeDist | None = None,
+              task_id: str | None = None) -> NodeDist | None:
     """The remaining time of one unfinished node (None when finished or nothing is known)."""
     if n.status in FINISHED:
         return None
     if base is None:
-        base = base_dist(n.kind, n.est_wall_s, history, params, pooled)
+        base = base_dist(n.kind, n.est_wall_s, history, params, pooled, task_id, n.position)
     if base is None:
         return None
     if n.status == "running" and n.claimed_at is not None:
@@ -267,22 +279,23 @@ def recent_workers(ledger: Any, task_id: str, now: float, running_owners: Iterab
     q = (Event.select(Event.actor, Event.at)
          .where((Event.task_id == task_id) & (Event.kind == "node.claimed"))
          .order_by(Event.id.desc()).limit(scan))
-    who = {a for a, at in ledger._q(q).tuples() if at is not None and at >= now - window_s and a}
+    who = {a for a, at in ledger.tuple_rows(q) if at is not None and at >= now - window_s and a}
     who.update(o for o in running_owners if o)
     return max(1, len(who))
 
 
 def dists_for(nodes: Sequence[NodeState], now: float, history: DurationHistory,
-              params: EstimateParams = DEFAULT_PARAMS) -> dict[str, NodeDist | None]:
+              params: EstimateParams = DEFAULT_PARAMS, task_id: str | None = None) -> dict[str, NodeDist | None]:
     base_by_kind: dict[tuple[str, float | None], NodeDist | None] = {}
     out: dict[str, NodeDist | None] = {}
     for n in nodes:
         if n.status in FINISHED:
             continue
-        bk = (n.kind, n.est_wall_s)
+        sloped = history.count(n.kind) and history.model(n.kind).pos_slope
+        bk = (n.kind, n.est_wall_s, n.position if sloped else None)
         if bk not in base_by_kind:
             pooled = history.pooled_model() if not history.count(n.kind) and not n.est_wall_s else None
-            base_by_kind[bk] = base_dist(n.kind, n.est_wall_s, history, params, pooled)
+            base_by_kind[bk] = base_dist(n.kind, n.est_wall_s, history, params, pooled, task_id, n.position)
         out[n.key] = node_dist(n, now, history, params, base=base_by_kind[bk])
     return out
 
@@ -297,7 +310,7 @@ def estimate_graph(ledger: Any, graph: Any, *, params: EstimateParams = DEFAULT_
     task = graph.task
     nodes = [NodeState.of(n) for n in graph.nodes]
     history = _ensure_history(ledger, history, nodes, params)
-    dists = dists_for(nodes, now, history, params)
+    dists = dists_for(nodes, now, history, params, task.task_id)
     per_node = {k: (dist_estimate(d) if d is not None else NO_ESTIMATE) for k, d in dists.items()}
     if task.status not in ("active", "parked"):
         return GraphEstimate(NO_ESTIMATE, per_node)
@@ -330,13 +343,13 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
         return Estimate(0.0, 0.0, 0, "none")
     live_status = [s for s in counts if s not in FINISHED]
     if unfinished > params.mc_max_nodes:
-        rows = list(ledger._q(
+        rows = list(ledger.tuple_rows(
             Node.select(Node.kind, pw.fn.COUNT(Node.id), pw.fn.AVG(Node.est_wall_s))
             .where((Node.task == task.task_id) & Node.status.in_([s for s in live_status if s != "running"]))
-            .group_by(Node.kind)).tuples())
-        run_rows = [_lean(r) for r in ledger._q(
+            .group_by(Node.kind)))
+        run_rows = [_lean(r) for r in ledger.dict_rows(
             Node.select(*[getattr(Node, c) for c in LEAN_COLUMNS])
-            .where((Node.task == task.task_id) & (Node.status == "running"))).dicts()]
+            .where((Node.task == task.task_id) & (Node.status == "running")))]
         kinds = {r[0] for r in rows} | {r.kind for r, _ in run_rows}
         if history is None:
             history = DurationHistory(params.history_cap, params)
@@ -346,27 +359,27 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
         pooled = history.pooled_model()
         groups = []
         for kind, count, est in rows:
-            d = base_dist(kind, est, history, params, pooled)
+            d = base_dist(kind, est, history, params, pooled, task.task_id)
             if d is None:
                 return NO_ESTIMATE
             groups.append((d, int(count)))
         running = []
         for r, _ in run_rows:
-            d = node_dist(r, now, history, params, pooled)
+            d = node_dist(r, now, history, params, pooled, task_id=task.task_id)
             if d is None:
                 return NO_ESTIMATE
             running.append(d)
         workers = recent_workers(ledger, task.task_id, now, [o for _, o in run_rows], params.worker_window_s)
         return approximate_estimate(groups, running, workers)
-    rows = list(ledger._q(
+    rows = list(ledger.dict_rows(
         Node.select(*[getattr(Node, c) for c in LEAN_COLUMNS])
-        .where((Node.task == task.task_id) & Node.status.in_(live_status)).order_by(Node.position)).dicts())
+        .where((Node.task == task.task_id) & Node.status.in_(live_status)).order_by(Node.position)))
     key_of = {r["id"]: r["key"] for r in rows}
     deps: dict[int, list[str]] = {}
     ids = list(key_of)
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
-        for d, s in ledger._q(Edge.select(Edge.dst, Edge.src).where(Edge.dst.in_(chunk))).tuples():
+        for d, s in ledger.tuple_rows(Edge.select(Edge.dst, Edge.src).where(Edge.dst.in_(chunk))):
             if s in key_of:
                 deps.setdefault(d, []).append(key_of[s])
     nodes = []
@@ -376,7 +389,7 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
         nodes.append(st)
         owners.append(owner)
     history = _ensure_history(ledger, history, nodes, params)
-    dists = dists_for(nodes, now, history, params)
+    dists = dists_for(nodes, now, history, params, task.task_id)
     workers = recent_workers(ledger, task.task_id, now, owners, params.worker_window_s)
     return task_estimate(nodes, dists, workers, params)
 

@@ -16,7 +16,7 @@ from .db import is_sqlite, retry_conflicts, write_tx
 from .errors import LedgerUnavailable, SchemaMismatch
 from .models import MODELS, Meta, WriteRequest
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def _migrate_1_to_2(db: pw.Database) -> None:
@@ -25,8 +25,19 @@ def _migrate_1_to_2(db: pw.Database) -> None:
         db.create_tables([WriteRequest], safe=True)
 
 
+_PG = {"REAL": "DOUBLE PRECISION"}
+
+
+def _migrate_2_to_3(db: pw.Database) -> None:
+    """Schema 3: the node's own heartbeat figures and its declared wait (issue 15): five nullable
+    columns, so existing rows need no rewrite."""
+    for column, kind in (("beat_interval_s", "REAL"), ("units_at", "REAL"), ("wait_on", "TEXT"),
+                         ("wait_since", "REAL"), ("wait_until", "REAL")):
+        db.execute_sql(f"ALTER TABLE node ADD COLUMN {column} {kind if is_sqlite(db) else _PG.get(kind, kind)}")
+
+
 # MIGRATIONS[n] upgrades a ledger from version n to n + 1, inside one write transaction.
-MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {1: _migrate_1_to_2}
+MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
 
 
 def _read_version(db: pw.Database) -> int | None:

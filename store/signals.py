@@ -13,19 +13,23 @@ The thresholds live in :class:`Thresholds` (defaults documented there and in
 plain values, so the one-shot readers below (``warden status`` / ``warden graph``) and the
 incremental :class:`store.analysis.TaskAnalysis` (the console) compute exactly the same thing.
 
+What an observation brings is judged when it is written (``store/novelty.py``: volatile tokens
+normalised, lines new within the attempt, near copies); here the sequence of the attempt's
+observation identities is read for a repeat or a cycle (period 2-4). A node's own heartbeat
+interval, when its units last moved and its declared wait are node columns kept by each
+heartbeat, so no neighbour's chatter can hide them.
+
 Reading is bounded: the last ``observations_per_node`` observations of every running node in one
-statement (a ``UNION ALL`` of per-node ``ORDER BY id DESC LIMIT n`` arms on the (node, id) index),
-and the newest ``heartbeats_per_node × running`` heartbeat events of the task in one statement.
+statement (a ``UNION ALL`` of per-node ``ORDER BY id DESC LIMIT n`` arms on the (node, id) index).
 """
 
 from __future__ import annotations
 
-import json
-import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from . import budget as budget_mod
+from . import sql
 from .clock import duration_text, iso
 from .estimates import DurationHistory, kind_p80
 from .novelty import judge_sequence
@@ -66,7 +70,6 @@ class Thresholds:
     cost_density_min_tokens: int = 5_000  # and the node has spent at least this much
     handoff_warn_s: float = 3600.0  # an open handoff is info, warn after an hour
     observations_per_node: int = 12  # read bound per running node
-    heartbeats_per_node: int = 12  # read bound per running node for its own heartbeat events
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -81,43 +84,30 @@ class Obs:
 
 
 @dataclass(frozen=True)
-class Beat:
-    at: float
-    units_done: float | None
-    wait: tuple[str, float, float] | None = None  # (waiting on, since, until) as the heartbeat left it
-
-
-@dataclass(frozen=True)
 class Activity:
-    """What a running node's own heartbeats say: its usual interval, since when its units_done
-    has not moved, and its declared wait (``waiting_on`` / ``wait_s``)."""
+    """What a running node's own heartbeats say (its columns, kept by every heartbeat): its usual
+    interval, since when its units_done has not moved, and its declared wait."""
 
     interval_s: float | None = None
-    units_at: float | None = None  # when units_done last changed (None: never reported)
-    wait_on: str | None = None
+    units_at: float | None = None  # when units_done last changed (None: not reported this attempt)
+    wait_on: str | None = None  # None once the wait ended (its window stays, for the observations)
     wait_since: float | None = None
     wait_until: float | None = None
 
     @classmethod
-    def of_beats(cls, beats: Sequence[Beat], claimed_at: float | None) -> "Activity":
-        """From the node's own heartbeats of this attempt, oldest first."""
-        own = [b for b in beats if claimed_at is None or b.at >= claimed_at]
-        gaps = [b.at - a.at for a, b in zip(own, own[1:]) if b.at > a.at]
-        interval = statistics.median(gaps) if gaps else None
-        units_at = None
-        last = None
-        for b in own:
-            if b.units_done is not None and (last is None or b.units_done != last):
-                units_at, last = b.at, b.units_done
-        wait = own[-1].wait if own else None
-        if wait is None:
-            return cls(interval, units_at)
-        return cls(interval, units_at, wait[0], wait[1], wait[2])
+    def of(cls, node: Any) -> "Activity":
+        since = getattr(node, "wait_since", None)
+        if since is not None and node.claimed_at is not None and since < node.claimed_at:
+            since = None  # a wait of an earlier attempt
+        return cls(getattr(node, "beat_interval_s", None), getattr(node, "units_at", None),
+                   getattr(node, "wait_on", None) if since is not None else None, since,
+                   getattr(node, "wait_until", None) if since is not None else None)
 
 
-def wait_text(activity: Activity, now: float) -> str | None:
-    """'waiting on ci (4m left)' / 'waiting on ci (2m over)' for a declared wait, else None."""
-    if not activity.wait_on or activity.wait_until is None:
+def wait_text(node: Any, now: float) -> str | None:
+    """'waiting on ci (4m left)' / 'waiting on ci (2m over)' for a running node's declared wait."""
+    activity = Activity.of(node)
+    if node.status != "running" or not activity.wait_on or activity.wait_until is None:
         return None
     left = activity.wait_until - now
     what = _one_line(activity.wait_on, 40)
@@ -145,7 +135,6 @@ def node_signals(
     task_id: str,
     node: Any,
     observations: Sequence[Obs],
-    activity: Activity | Sequence[Beat],
     now: float,
     *,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
@@ -153,17 +142,15 @@ def node_signals(
     token_norm: float | None = None,
     task_status: str = "active",
 ) -> list[Signal]:
-    """Signals of one node (a NodeView-like object). Observations oldest first; only those of
-    the current attempt count, and none made during a declared wait. ``activity`` is the node's
-    :class:`Activity` (or its heartbeats, oldest first). Nothing for a node that is not running or
-    whose task is parked."""
+    """Signals of one node (a NodeView). Observations oldest first; only those of the current
+    attempt count, and none made during a declared wait. The node's own heartbeat figures come
+    from its columns (:class:`Activity`). Nothing for a node that is not running or whose task is
+    parked."""
     th = thresholds
     if node.status != "running" or task_status == "parked":
         return []
     claimed = node.claimed_at
-    act = activity if isinstance(activity, Activity) else Activity.of_beats(activity, claimed)
-    if act.wait_since is not None and claimed is not None and act.wait_since < claimed:
-        act = Activity(act.interval_s, act.units_at)  # a wait of an earlier attempt
+    act = Activity.of(node)
     out: list[Signal] = []
     key = node.key
     waiting = bool(act.wait_on) and act.wait_until is not None and now <= act.wait_until
@@ -306,46 +293,16 @@ def read_observations(ledger: Any, node_ids: Sequence[int], per_node: int) -> di
     out: dict[int, list[Obs]] = {}
     if not node_ids or per_node <= 0:
         return out
-    ph = ledger.db.param
     ids = list(dict.fromkeys(node_ids))
     for i in range(0, len(ids), 200):
         chunk = ids[i:i + 200]
-        arm = (f"SELECT * FROM (SELECT node_id, id, at, attempt, digest, new_units FROM observation "
-               f"WHERE node_id = {ph} ORDER BY id DESC LIMIT {int(per_node)}) AS o")
-        sql = " UNION ALL ".join(arm for _ in chunk)
-        for node_id, _id, at, attempt, digest, new_units in sorted(ledger.db.execute_sql(sql, chunk).fetchall(),
+        arm = ("SELECT * FROM (SELECT node_id, id, at, attempt, digest, new_units FROM observation "
+               f"WHERE node_id = ? ORDER BY id DESC LIMIT {int(per_node)}) AS o")
+        statement = " UNION ALL ".join(arm for _ in chunk)
+        for node_id, _id, at, attempt, digest, new_units in sorted(sql.fetch_all(ledger.db, statement, chunk),
                                                                       key=lambda r: r[1]):
             out.setdefault(node_id, []).append(Obs(at, attempt, digest, new_units))
     return out
-
-
-def read_heartbeats(ledger: Any, task_id: str, keys: Sequence[str], per_node: int) -> dict[str, list[Beat]]:
-    """The last ``per_node`` heartbeats of each of these nodes, oldest first: its *own* history,
-    whatever its neighbours do (one ``ORDER BY id DESC LIMIT n`` arm per node on the journal's
-    (task, id) index, 200 nodes per statement)."""
-    out: dict[str, list[Beat]] = {}
-    if not keys or per_node <= 0:
-        return out
-    ph = ledger.db.param
-    want = list(dict.fromkeys(keys))
-    for i in range(0, len(want), 200):
-        chunk = want[i:i + 200]
-        arm = (f"SELECT * FROM (SELECT node, id, at, payload FROM event WHERE task_id = {ph} AND node = {ph} "
-               f"AND kind = 'node.heartbeat' ORDER BY id DESC LIMIT {int(per_node)}) AS e")
-        sql = " UNION ALL ".join(arm for _ in chunk)
-        params = [x for k in chunk for x in (task_id, k)]
-        for node, _id, at, payload in sorted(ledger.db.execute_sql(sql, params).fetchall(), key=lambda r: r[1]):
-            out.setdefault(node, []).append(beat_of(at, payload))
-    return out
-
-
-def beat_of(at: float, payload: Any) -> Beat:
-    """A heartbeat event's payload as a :class:`Beat`."""
-    p = payload if isinstance(payload, dict) else json.loads(payload or "{}")
-    wait = None
-    if p.get("waiting_on") and p.get("wait_until") is not None:
-        wait = (str(p["waiting_on"]), float(p.get("wait_since", at)), float(p["wait_until"]))
-    return Beat(at, p.get("units_done"), wait)
 
 
 def token_norm(ledger: Any, task_id: str, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> float | None:
@@ -354,8 +311,8 @@ def token_norm(ledger: Any, task_id: str, thresholds: Thresholds = DEFAULT_THRES
 
     from .models import Node
 
-    row = ledger._q(Node.select(pw.fn.SUM(Node.tokens_used), pw.fn.SUM(Node.units_done), pw.fn.COUNT(Node.id))
-                    .where((Node.task == task_id) & (Node.status == "succeeded") & (Node.units_done > 0))).tuples().first()
+    row = next(iter(ledger.tuple_rows(Node.select(pw.fn.SUM(Node.tokens_used), pw.fn.SUM(Node.units_done), pw.fn.COUNT(Node.id))
+                    .where((Node.task == task_id) & (Node.status == "succeeded") & (Node.units_done > 0)))), None)
     if not row or not row[2] or row[2] < thresholds.cost_density_min_nodes or not row[1]:
         return None
     return float(row[0] or 0) / float(row[1])
@@ -371,7 +328,6 @@ def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: S
                        parked_nodes=parked)
     if running and task.status != "parked":
         obs = read_observations(ledger, [n.id for n in running], thresholds.observations_per_node)
-        beats = read_heartbeats(ledger, task.task_id, [n.key for n in running], thresholds.heartbeats_per_node)
         if history is None:
             history = DurationHistory()
         history.load_kinds(ledger, {n.kind for n in running})
@@ -380,7 +336,7 @@ def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: S
         if any(n.tokens_used >= thresholds.cost_density_min_tokens for n in running):
             norm = token_norm(ledger, task.task_id, thresholds)
         for n in running:
-            out.extend(node_signals(task.task_id, n, obs.get(n.id, ()), beats.get(n.key, ()), now,
+            out.extend(node_signals(task.task_id, n, obs.get(n.id, ()), now,
                                     thresholds=thresholds, kind_p80=p80s[n.key], token_norm=norm,
                                     task_status=task.status))
     return sort_signals(out)
@@ -407,8 +363,8 @@ def signals_for_task(ledger: Any, task: Any, *, thresholds: Thresholds = DEFAULT
     if want and task.status in ("active", "parked"):
         from .models import Node
 
-        keys = [k for (k,) in ledger._q(Node.select(Node.key).where(
-            (Node.task == task.task_id) & Node.status.in_(want))).tuples()]
+        keys = [k for (k,) in ledger.tuple_rows(Node.select(Node.key).where(
+            (Node.task == task.task_id) & Node.status.in_(want)))]
         for n in ledger.nodes(task.task_id, keys):
             (running if n.status == "running" else parked).append(n)
     return _signals_for_nodes(ledger, task, running, parked, now, thresholds, history)

@@ -138,6 +138,11 @@ class NodeView:
     started_at: float | None
     finished_at: float | None
     version: int
+    beat_interval_s: float | None = None  # the running attempt's usual heartbeat interval
+    units_at: float | None = None  # when its units_done last moved
+    wait_on: str | None = None  # what it declared it is waiting on (``heartbeat(waiting_on=…)``) …
+    wait_since: float | None = None
+    wait_until: float | None = None  # … and until when (past it: ``overdue``)
 
     @property
     def has_lease(self) -> bool:

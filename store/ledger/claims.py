@@ -21,6 +21,7 @@ from ..models import Task
 from ..sql import Inc
 from ..views import Claim
 from .core import LedgerCore, digest_json
+from .observe import ATTEMPT_RESET
 
 CLAIM_ROUNDS = 1000  # each round either claims, fails an over-claimed node, or ends
 
@@ -162,7 +163,7 @@ def _take(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], wor
         status="running", lease_owner=worker, lease_token=token, lease_until=now + lease_s,
         heartbeat_at=now, claimed_at=now, claim_count=Inc(1), attempt=attempt,
         input_digest=input_digest, started_at=row["started_at"] if row["started_at"] is not None else now,
-        next_retry_at=None, version=Inc(1),
+        next_retry_at=None, version=Inc(1), **ATTEMPT_RESET,
     ), " AND version = ?", [row["version"]])
     if n != 1:  # cannot happen under the write lock; refuse rather than double-claim
         raise RuntimeError("claim lost its row under the write lock")

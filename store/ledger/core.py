@@ -52,16 +52,6 @@ def digest_json(value: Any) -> str:
     return sha256_hex(dumps(value).encode("utf-8"))
 
 
-def normalise_lines(text: str) -> list[str]:
-    """Observation → normalised lines: stripped, white space collapsed, case folded, no empties."""
-    out = []
-    for line in text.splitlines():
-        norm = " ".join(line.split()).casefold()
-        if norm:
-            out.append(norm)
-    return out
-
-
 def retry_delay(attempt: int, base: float = RETRY_BASE_S, cap: float = RETRY_CAP_S) -> float:
     """Deterministic exponential back-off: base · 2^(attempt-1), capped."""
     return min(cap, base * (2 ** max(0, attempt - 1)))

@@ -120,14 +120,20 @@ class Ledger(LedgerCore):
         tokens: float | None = 0,
         observation: str | None = None,
         lease_s: float | None = None,
+        waiting_on: str | None = None,
+        wait_s: float | None = None,
     ) -> Pulse:
         """Extend the lease and record progress. Raises LeaseLost when the claim no longer holds.
 
-        Returns a :class:`Pulse`; ``parked`` tells the agent its task or node was parked: finish
-        the current step, then stop claiming.
+        ``waiting_on="ci", wait_s=600`` declares that the node is polling something for up to
+        ``wait_s``: its repeated observations meanwhile raise no stall signal, past the deadline it
+        is ``overdue``; declaring the same wait again keeps its start, and an observation that
+        brings new information without declaring a wait ends it. Returns a :class:`Pulse`;
+        ``parked`` tells the agent its task or node was parked: finish the current step, then stop
+        claiming.
         """
         return fenced.heartbeat(self, claim, units_done=units_done, units_total=units_total, tokens=tokens,
-                                observation=observation, lease_s=lease_s)
+                                observation=observation, lease_s=lease_s, waiting_on=waiting_on, wait_s=wait_s)
 
     def commit(
         self,

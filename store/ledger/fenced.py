@@ -11,16 +11,16 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Mapping, Sequence
 
-from .. import sql
+from .. import novelty, sql
 from ..db import retry_write, write_tx
 from ..errors import LeaseLost, Refused, WardenError
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
 from ..sql import Inc
 from ..views import Claim, NodeSpec, Pulse
 from .build import add_nodes_tx
-from .core import LedgerCore, digest_json, normalise_lines, retry_delay, sha256_hex
-
-OBSERVATION_TEXT_CAP = 4096
+from . import observe
+from .core import LedgerCore, digest_json, retry_delay, sha256_hex
+from .observe import OBSERVATION_TEXT_CAP  # noqa: F401  (its old home)
 OUTPUT_CAP = 64 * 1024
 ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
 COMMIT_ARGS = frozenset({"output", "output_ref", "tokens", "artifact", "units_done", "next_nodes", "repair",
@@ -93,13 +93,22 @@ def _add_tokens(core: LedgerCore, claim: Claim, tokens: float | None) -> int:
 # ---------------------------------------------------------------------- heartbeat
 @retry_write
 def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units_total: float | None,
-              tokens: float | None, observation: str | None, lease_s: float | None) -> Pulse:
+              tokens: float | None, observation: str | None, lease_s: float | None,
+              waiting_on: str | None = None, wait_s: float | None = None) -> Pulse:
     """Extend the lease and record progress (see ``Ledger.heartbeat``)."""
     now = core.now()
     lease = float(lease_s or claim.lease_s)
+    wait = observe.check_wait(waiting_on, wait_s)
+    text = None if observation is None else str(observation)
+    # the observation's pure, bounded work happens before the write lock is taken
+    prepared = None if text is None else observe.prepare_observation(core, claim.task_id, claim.node_key,
+                                                                      claim.attempt, text)
     with write_tx(core.db):
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
+        new_units = digest = None
+        if text is not None and prepared is not None:
+            new_units, digest = observe.record_observation(core, row["id"], claim.attempt, text, prepared, now)
         fields: dict[str, Any] = {"lease_until": now + lease, "heartbeat_at": now}
         if t:
             fields["tokens_used"] = Inc(t)
@@ -107,8 +116,8 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             fields["units_done"] = float(units_done)
         if units_total is not None:
             fields["units_total"] = float(units_total)
-        cas_update(core, row, claim, now, **fields)
-        new_units = None
+        beat = observe.beat_fields(row, now, units_done, wait, new_units)
+        cas_update(core, row, claim, now, **fields, **beat)
         payload: dict[str, Any] = {"lease_until": now + lease}
         if units_done is not None:
             payload["units_done"] = units_done
@@ -116,38 +125,21 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             payload["units_total"] = units_total
         if t:
             payload["tokens"] = t
-        if observation is not None:
-            new_units, digest, nlines = _observe(core, row["id"], claim.attempt, observation, now)
-            payload.update(new_units=new_units, digest=digest, lines=nlines)
-        core.journal(claim.task_id, claim.node_key, "execution", "node.heartbeat", claim.worker,
-                     f"{claim.node_key} heartbeat" + (f" (+{new_units} new)" if new_units is not None else ""),
+        payload.update(observe.beat_payload(row, beat))
+        summary = f"{claim.node_key} heartbeat"
+        if prepared is not None:
+            payload.update(new_units=new_units, digest=digest, lines=len(prepared.lines))
+            left_out = novelty.left_out(prepared)
+            if left_out:
+                payload.update(unexamined_lines=prepared.dropped_lines, cut_lines=prepared.cut_lines)
+            summary += f" (+{new_units} new" + (f"; {left_out})" if left_out else ")")
+        if wait is not None:
+            summary += f", waiting on {wait[0]}"
+        core.journal(claim.task_id, claim.node_key, "execution", "node.heartbeat", claim.worker, summary,
                      payload, at=now)
         task = core.task_row(claim.task_id)
     return Pulse(lease_until=now + lease, parked=task["status"] == "parked", new_units=new_units,
                  gate=core.task_gate(task, now))
-
-
-def _observe(core: LedgerCore, node_id: int, attempt: int, text: str, now: float) -> tuple[int, str, int]:
-    """Record an observation; returns (new distinct normalised lines, digest, lines)."""
-    text = str(text)
-    lines = normalise_lines(text)
-    digest = sha256_hex("\n".join(lines).encode("utf-8"))
-    hashes = list(dict.fromkeys(hashlib.blake2b(line.encode("utf-8"), digest_size=16).hexdigest()
-                                for line in lines))
-    seen: set[str] = set()
-    for chunk in sql.chunks(hashes):
-        seen.update(r[0] for r in sql.fetch_all(
-            core.db, f"SELECT digest FROM seen_line WHERE node_id = ? AND digest IN ({sql.marks(len(chunk))})",
-            [node_id, *chunk]))
-    fresh = [h for h in hashes if h not in seen]
-    for chunk in sql.chunks(fresh, 400):
-        values = ", ".join(["(?, ?)"] * len(chunk))
-        sql.execute(core.db, f"INSERT INTO seen_line (node_id, digest) VALUES {values}",
-                    [x for h in chunk for x in (node_id, h)])
-    capped = text if len(text) <= OBSERVATION_TEXT_CAP else text[:OBSERVATION_TEXT_CAP] + "…[truncated]"
-    sql.execute(core.db, "INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?)", [node_id, now, attempt, capped, digest, len(fresh), len(lines)])
-    return len(fresh), digest, len(lines)
 
 
 # ---------------------------------------------------------------------- commit

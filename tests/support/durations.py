@@ -133,6 +133,10 @@ WORKLOADS: dict[str, Maker] = {
                                                    fresh_kind=False, history=40),
     "fan on 4 workers, 3 kinds": _simple(lognormal(60, 0.8), workers=4, deps="fan", kinds=3),
     # drift
+    "drift ×1→×3 within every task, σ0.5": _simple(lognormal(60, 0.5), drift=(1.0, 3.0), fresh_kind=False,
+                                                  history=20),
+    "drift ×1→×3 within every task, σ1.0": _simple(lognormal(60, 1.0), drift=(1.0, 3.0), fresh_kind=False,
+                                                  history=20),
     "drift ×1→×3 in the task": _simple(lognormal(60, 0.5), drift=(1.0, 3.0)),
     "drift ×1→×3 in the task, σ1.0": _simple(lognormal(60, 1.0), drift=(1.0, 3.0)),
     "drift across tasks ×1→×3": _simple(lognormal(60, 0.5), fresh_kind=False, drift_across=0.1, history=30),
