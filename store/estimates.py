@@ -98,7 +98,7 @@ def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
               params: EstimateParams = DEFAULT_PARAMS, pooled: KindModel | None = None,
               task_id: str | None = None, position: int | None = None) -> NodeDist | None:
     """A fresh run of this kind in this task: its model (blended with ``est_wall_s``, moved by the
-    task's own runs of it), else the ``est_wall_s`` prior alone (label ``low``), else every kind's
+    task's own runs of it), else the ``est_wall_s`` prior alone (label ``none``), else every kind's
     durations (label ``none``)."""
     est = float(est_wall_s) if est_wall_s is not None and est_wall_s > 0 else None
     level = TaskLevel()

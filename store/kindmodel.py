@@ -223,10 +223,9 @@ class KindModel:
 
 
 def prior_model(kind: str, params: EstimateParams = DEFAULT_PARAMS) -> KindModel:
-    """A kind never seen: only a node's ``est_wall_s`` can say anything (label ``low``)."""
+    """A kind never seen: only a node's ``est_wall_s`` can say anything (label ``none``: nothing measured)."""
     return KindModel(kind, 0, 0.0, 0.0, params.prior_sigma, params.prior_location_sigma ** 2,
-                     tuple(params.prior_sigma * z for z in _normal_nodes(params.predictive_points)),
-                     0, 0, 0.0, "low")
+                     _mixture_points([(0.0, 1.0, params.prior_sigma)], params.predictive_points), 0, 0, 0.0, "none")
 
 
 def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = DEFAULT_PARAMS,

@@ -70,7 +70,7 @@ _VOLATILE: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) fo
 
 def normalise_line(line: str) -> str:
     """One line's normalised form ('' for a blank line)."""
-    s = line.casefold()
+    s = " ".join(line.casefold().split())
     for pattern, repl in _VOLATILE:
         s = pattern.sub(repl, s)
     return " ".join(s.split())
@@ -159,15 +159,17 @@ def prepare(text: str, attempt: int, recent: Sequence[Recent] = ()) -> Prepared:
     if recent and lines:
         recent_sets = [set(r.lines) for r in recent]
         everything = set().union(*recent_sets)
-        # each line of this observation: which recent observations hold it (exactly or nearly)
+        # each line of this observation: which recent observations hold it, exactly or nearly
         where: list[set[int]] = []
         for line in dict.fromkeys(lines):
             hit = {j for j, s in enumerate(recent_sets) if line in s}
-            if not hit and line not in everything:
-                match = _near_match(line, recent, budget)
-                if match is not None:
-                    near.add(line_digest(attempt, line))
-                    hit = {j for j, r in enumerate(recent) if match in r.lines}
+            nearly = False
+            for j, r in enumerate(recent):
+                if j not in hit and _near_match(line, (r,), budget) is not None:
+                    hit.add(j)
+                    nearly = True
+            if nearly and line not in everything:
+                near.add(line_digest(attempt, line))
             where.append(hit)
         best = 0.0
         for j in range(len(recent) - 1, -1, -1):  # newest first: ties go to the most recent

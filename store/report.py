@@ -10,6 +10,7 @@ from typing import Any
 
 from . import budget as budget_mod
 from . import estimates, signals
+from .signals import wait_json
 from .clock import iso
 from .ledger import Ledger
 from .schema import SCHEMA_VERSION
@@ -17,7 +18,7 @@ from .views import EventView, GraphView, NodeView, TaskView
 
 
 def empty_eta() -> dict[str, Any]:
-    return {"p50_s": None, "p80_s": None, "samples": 0, "confidence": "none"}
+    return {"p50_s": None, "p80_s": None, "samples": 0, "confidence": "none", "why": []}
 
 
 def budget_json(task: TaskView) -> dict[str, Any]:
@@ -54,7 +55,9 @@ def task_json(task: TaskView, eta: dict[str, Any] | None = None, signals: list[d
     }
 
 
-def node_json(n: NodeView, eta: dict[str, Any] | None = None, signals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def node_json(n: NodeView, eta: dict[str, Any] | None = None, signals: list[dict[str, Any]] | None = None,
+              now: float | None = None) -> dict[str, Any]:
+    wait = wait_json(n, now)
     return {
         "key": n.key,
         "kind": n.kind,
@@ -75,6 +78,7 @@ def node_json(n: NodeView, eta: dict[str, Any] | None = None, signals: list[dict
         "output_ref": n.output_ref,
         "next_retry_at": iso(n.next_retry_at),
         "heartbeat_at": iso(n.heartbeat_at),
+        "wait": wait,  # a declared wait: {"on", "since", "until", "left_s", "text"} or null
     }
 
 
@@ -106,6 +110,7 @@ def status_json(ledger: Ledger) -> dict[str, Any]:
 
 def graph_json(ledger: Ledger, task_id: str) -> dict[str, Any]:
     graph = ledger.graph(task_id)
+    now = ledger.now()
     eta, node_etas, sigs = _analyse(ledger, graph)
     by_node: dict[str, list[dict[str, Any]]] = {}
     for s in sigs:
@@ -113,7 +118,7 @@ def graph_json(ledger: Ledger, task_id: str) -> dict[str, Any]:
             by_node.setdefault(s.node, []).append(signal_json(s))
     return {
         "task": task_json(graph.task, eta, [signal_json(s) for s in sigs]),
-        "nodes": [node_json(n, node_etas.get(n.key), by_node.get(n.key, [])) for n in graph.nodes],
+        "nodes": [node_json(n, node_etas.get(n.key), by_node.get(n.key, []), now) for n in graph.nodes],
     }
 
 

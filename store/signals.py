@@ -114,6 +114,18 @@ def wait_text(node: Any, now: float) -> str | None:
     return f"waiting on {what} ({dur(left)} left)" if left >= 0 else f"waiting on {what} ({dur(-left)} over)"
 
 
+def wait_json(node: Any, now: float | None) -> dict[str, Any] | None:
+    """A running node's declared wait for the graph JSON (``None`` without one): what it waits on
+    (agent text: show it escaped), since and until when, seconds left (negative: overdue) and the
+    line the console shows ("waiting on ci (4m left)")."""
+    activity = Activity.of(node)
+    if node.status != "running" or not activity.wait_on or activity.wait_until is None:
+        return None
+    return {"on": activity.wait_on, "since": iso(activity.wait_since), "until": iso(activity.wait_until),
+            "left_s": None if now is None else round(activity.wait_until - now, 1),
+            "text": None if now is None else wait_text(node, now)}
+
+
 # ---------------------------------------------------------------------- formatting
 def dur(seconds: float) -> str:
     return duration_text(seconds)
@@ -361,10 +373,8 @@ def signals_for_task(ledger: Any, task: Any, *, thresholds: Thresholds = DEFAULT
     counts = task.counts or {}
     want = [s for s in ("running", "parked") if counts.get(s)]
     if want and task.status in ("active", "parked"):
-        from .models import Node
-
-        keys = [k for (k,) in ledger.tuple_rows(Node.select(Node.key).where(
-            (Node.task == task.task_id) & Node.status.in_(want)))]
+        keys = [k for (k,) in sql.fetch_all(ledger.db, f"SELECT key FROM node WHERE task_id = ? AND status IN "
+                                                       f"({sql.marks(len(want))})", [task.task_id, *want])]
         for n in ledger.nodes(task.task_id, keys):
             (running if n.status == "running" else parked).append(n)
     return _signals_for_nodes(ledger, task, running, parked, now, thresholds, history)
