@@ -286,7 +286,7 @@ def recent_workers(ledger: Any, task_id: str, now: float, running_owners: Iterab
 
 def dists_for(nodes: Sequence[NodeState], now: float, history: DurationHistory,
               params: EstimateParams = DEFAULT_PARAMS, task_id: str | None = None) -> dict[str, NodeDist | None]:
-    base_by_kind: dict[tuple[str, float | None], NodeDist | None] = {}
+    base_by_kind: dict[tuple[str, float | None, int | None], NodeDist | None] = {}
     out: dict[str, NodeDist | None] = {}
     for n in nodes:
         if n.status in FINISHED:

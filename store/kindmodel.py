@@ -34,11 +34,9 @@ kind's location makes all its nodes slower together, as it does in life.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right, insort
-from collections import deque
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 LABELS = ("none", "low", "medium", "high")
 _ND = NormalDist()
@@ -493,7 +491,7 @@ def _mixture_points(comps: Sequence[tuple[float, float, float]], k: int) -> tupl
     pts.sort()
     total = sum(w for _, w in pts)
     top = pts[-1][0]
-    out = []
+    out: list[float] = []
     j = 0
     left = pts[0][1]  # weight of point j not yet given to a slice
     for i in range(k):

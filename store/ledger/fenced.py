@@ -8,7 +8,6 @@ then the node row, then the journal's advisory lock.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Mapping, Sequence
 
 from .. import novelty, sql
