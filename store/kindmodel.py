@@ -209,6 +209,10 @@ class KindModel:
         if self.samples:
             out.append(f"{self.samples} sample{'s' if self.samples != 1 else ''} of {self.kind}"
                        + (" + est_wall_s" if est_blended else ""))
+        if self.pos_slope:
+            span = math.exp(self.pos_slope * 2 * self.pos_centre) if self.pos_centre else 1.0
+            out.append(f"later {self.kind} nodes of a task run {'slower' if self.pos_slope > 0 else 'faster'} "
+                       f"(×{max(span, 1 / span):.1f} from first to last)")
         if self.drift:
             ratio = math.exp(self.drift)
             out.append(f"drift: recent {self.kind} runs {ratio:.1f}× slower" if ratio >= 1
@@ -399,8 +403,8 @@ def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = 
         resid = [x - mean - slope * (i - ib) for i, x in enumerate(logs)]
         se = math.sqrt(max(sum(r * r for r in resid) / (k - 2), 1e-12) / sxx)
         if slope / se >= params.task_trend_t:
-            ahead = slope * k  # where the trend points for as many runs again
-            return TaskLevel(mean + ahead, var + ahead * ahead,
+            ahead = min(slope * k / 2, 0.7)  # where the trend points, half as many runs again (≤ ×2)
+            return TaskLevel(mean + ahead, var + ahead * ahead / 2,
                              f"this task's {model.kind} runs slow down as it goes")
     return TaskLevel(shift, var)
 
