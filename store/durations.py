@@ -22,7 +22,6 @@ from .kindmodel import (  # noqa: F401  (re-exported: the estimator's shared nam
     TaskLevel,
     convolve,
     kind_model,
-    log_bandwidth,
     lognormal_grid,
     lowest,
     prior_model,

@@ -35,12 +35,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Iterable, Sequence
 
+from .points import Z80, convolve, lognormal_grid, mixture_points, quantile, weighted_quantile  # noqa: F401
+
 LABELS = ("none", "low", "medium", "high")
-_ND = NormalDist()
-Z80 = _ND.inv_cdf(0.8)
 
 
 @dataclass(frozen=True)
@@ -59,6 +58,7 @@ class EstimateParams:
     prior_dof: float = 2.0  # … worth this many samples
     prior_location_sigma: float = 0.5  # how far off est_wall_s may be (log scale)
     location_floor: float = 0.05  # the kind's location is never known better than ±5 %
+    location_inflation: float = 1.6  # × the location variance (a plug-in figure covers a little less than it says)
     predictive_points: int = 101
     kernel_factor: float = 0.5  # × Silverman's bandwidth (his rule oversmooths a bimodal kind)
     shape_parametric: float = 0.0  # share of a kind's shape that is the fitted log-normal (the rest: its samples)
@@ -87,73 +87,9 @@ DEFAULT_PARAMS = EstimateParams()
 
 
 # ---------------------------------------------------------------------- small pure helpers
-def quantile(sorted_values: Sequence[float], q: float) -> float | None:
-    """Type-7 (linear) quantile of already sorted values; None for no values."""
-    n = len(sorted_values)
-    if n == 0:
-        return None
-    if n == 1:
-        return float(sorted_values[0])
-    h = (n - 1) * q
-    lo = int(math.floor(h))
-    hi = min(lo + 1, n - 1)
-    return float(sorted_values[lo] + (h - lo) * (sorted_values[hi] - sorted_values[lo]))
-
-
 def lowest(labels: Iterable[str]) -> str:
     """The least confident of some labels (``none`` < ``low`` < ``medium`` < ``high``)."""
     return min(labels, key=LABELS.index, default="none")
-
-
-def lognormal_grid(median: float, sigma: float, points: int = 21) -> tuple[float, ...]:
-    return tuple(median * math.exp(sigma * _ND.inv_cdf((i + 0.5) / points)) for i in range(points))
-
-
-def _normal_nodes(k: int) -> tuple[float, ...]:
-    return tuple(_ND.inv_cdf((i + 0.5) / k) for i in range(k))
-
-
-_SUB_K = 25  # each mixture component is expanded into this many equal-probability slices
-_SUB_CACHE: dict[float, tuple[float, ...]] = {}
-
-
-def _sub_points(sd: float) -> tuple[float, ...]:
-    """Log of the mean of ``exp(sd·Z)`` over each of ``_SUB_K`` equal-probability slices of Z:
-    the expansion keeps a component's mean duration exactly (its tail included)."""
-    key = round(sd, 6)
-    got = _SUB_CACHE.get(key)
-    if got is None:
-        cuts = [-math.inf] + [_ND.inv_cdf(j / _SUB_K) for j in range(1, _SUB_K)] + [math.inf]
-        out = []
-        for a, b in zip(cuts, cuts[1:]):
-            mass = _cdf(b - key) - _cdf(a - key)
-            out.append(key * key / 2 + math.log(max(mass * _SUB_K, 1e-300)))
-        if len(_SUB_CACHE) > 1024:
-            _SUB_CACHE.clear()
-        got = _SUB_CACHE[key] = tuple(out)
-    return got
-
-
-def _cdf(x: float) -> float:
-    if x == math.inf:
-        return 1.0
-    if x == -math.inf:
-        return 0.0
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
-
-
-def log_bandwidth(sorted_values: Sequence[float]) -> float:
-    """Silverman's rule on log durations (kept for callers of the old kernel)."""
-    logs = [math.log(max(v, 1e-3)) for v in sorted_values]
-    n = len(logs)
-    if n < 2:
-        return DEFAULT_PARAMS.prior_sigma
-    mean = sum(logs) / n
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-    srt = sorted(logs)
-    iqr = (quantile(srt, 0.75) or 0.0) - (quantile(srt, 0.25) or 0.0)
-    spread = min(sd, iqr / 1.34) if iqr > 0 else sd
-    return 0.9 * spread * n ** (-0.2)
 
 
 # ---------------------------------------------------------------------- the model of one kind
@@ -227,7 +163,7 @@ class KindModel:
 def prior_model(kind: str, params: EstimateParams = DEFAULT_PARAMS) -> KindModel:
     """A kind never seen: only a node's ``est_wall_s`` can say anything (label ``none``: nothing measured)."""
     return KindModel(kind, 0, 0.0, 0.0, params.prior_sigma, params.prior_location_sigma ** 2,
-                     _mixture_points([(0.0, 1.0, params.prior_sigma)], params.predictive_points), 0, 0, 0.0, "none")
+                     mixture_points([(0.0, 1.0, params.prior_sigma)], params.predictive_points), 0, 0, 0.0, "none")
 
 
 def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = DEFAULT_PARAMS,
@@ -257,7 +193,12 @@ def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = D
         comps.append((0.0, a * w_all + params.prior_dof * w_all / max(ne, 1e-9), sigma))
     else:
         comps = [(0.0, 1.0, sigma)]
-    offsets = _mixture_points(comps, params.predictive_points)
+    offsets = mixture_points(comps, params.predictive_points)
+    if n >= 3:  # the level's uncertainty from the shape's own spread (a bimodal kind is not a log-normal)
+        ex = [math.exp(o) for o in offsets]
+        mean1 = sum(ex) / len(ex)
+        cv2 = max(0.0, sum(x * x for x in ex) / len(ex) / (mean1 * mean1) - 1.0)
+        loc_var = _location_var(sigma, ne, params, cv2)
     # Checks, newest track_checks samples whose predecessors were at least min_prefix:
     # (a) the sample within the P80 its predecessors gave (the same shape at their location and
     # spread); (b) the sum of the block_size samples from there within that sum's P80 (a chain's
@@ -445,13 +386,15 @@ def _stats(s0: float, s1: float, s2: float, sq: float) -> tuple[float, float, fl
     return m, var, ne
 
 
-def _location_var(sigma: float, n_eff: float, params: EstimateParams) -> float:
+def _location_var(sigma: float, n_eff: float, params: EstimateParams, cv2: float | None = None) -> float:
     """How uncertain the kind's level is (log scale): the relative variance of a mean of ``n_eff``
-    log-normal durations, ``(e^σ² - 1) / n``, plus the spread's own, ``σ⁴ / 2(n - 1)``; at least
+    durations, ``cv² / n`` (``cv²`` from the kind's shape; a log-normal's ``e^σ² - 1`` when not
+    given), plus the spread's own, ``σ⁴ / 2(n - 1)``; × ``location_inflation``, at least
     ``location_floor``². (With σ² / n alone -- the median's -- a long chain's P80 held 73-75 % of
     the time at σ = 1: a mean of skewed durations is more often under than over.)"""
-    return max(math.expm1(min(sigma, 3.0) ** 2) / n_eff + sigma ** 4 / (2 * max(n_eff - 1, 1.0)),
-               params.location_floor ** 2)
+    cv2 = math.expm1(min(sigma, 3.0) ** 2) if cv2 is None else cv2
+    var = cv2 / n_eff + sigma ** 4 / (2 * max(n_eff - 1, 1.0))
+    return max(params.location_inflation * var, params.location_floor ** 2)
 
 
 def _sigma(var: float, n_eff: float, params: EstimateParams) -> float:
@@ -464,54 +407,12 @@ def _kernel(logs: Sequence[float], weights: Sequence[float], m: float, sigma: fl
     w = sum(weights)
     ne = w * w / sum(x * x for x in weights)
     pairs = sorted(zip(logs, weights))
-    q25 = _weighted_quantile(pairs, w, 0.25)
-    q75 = _weighted_quantile(pairs, w, 0.75)
+    q25 = weighted_quantile(pairs, w, 0.25)
+    q75 = weighted_quantile(pairs, w, 0.75)
     sd = math.sqrt(sum(wi * (x - m) ** 2 for x, wi in zip(logs, weights)) / w)
     iqr = q75 - q25
     spread = min(sd, iqr / 1.34) if iqr > 0 else sd
     return max(0.9 * spread * ne ** (-0.2), 0.05 * sigma)
-
-
-def _weighted_quantile(pairs: Sequence[tuple[float, float]], total: float, q: float) -> float:
-    acc = 0.0
-    target = q * total
-    for x, w in pairs:
-        acc += w
-        if acc >= target:
-            return x
-    return pairs[-1][0]
-
-
-def _mixture_points(comps: Sequence[tuple[float, float, float]], k: int) -> tuple[float, ...]:
-    """``k`` equal-probability points (log offsets) of a mixture of normals (centre, weight, sd).
-
-    Each point is the log of its slice's *mean* duration, not its mid quantile: a sum of many
-    draws (a long chain) depends on the mean, which mid quantiles understate for skewed shapes."""
-    pts: list[tuple[float, float]] = []
-    for c, w, sd in comps:
-        sub = w / _SUB_K
-        for o in _sub_points(sd):
-            pts.append((c + o, sub))
-    pts.sort()
-    total = sum(w for _, w in pts)
-    top = pts[-1][0]
-    out: list[float] = []
-    j = 0
-    left = pts[0][1]  # weight of point j not yet given to a slice
-    for i in range(k):
-        need = total / k
-        mass = acc = 0.0
-        while need > 1e-15 and j < len(pts):
-            take = min(left, need)
-            mass += take
-            acc += take * math.exp(pts[j][0] - top)
-            need -= take
-            left -= take
-            if left <= 1e-15:
-                j += 1
-                left = pts[j][1] if j < len(pts) else 0.0
-        out.append(math.log(acc / mass) + top if mass > 0 and acc > 0 else (out[-1] if out else 0.0))
-    return tuple(out)
 
 
 def _label(samples: int, checks: int, hits: int, blocks: int, block_hits: int, drift: float,
@@ -531,12 +432,5 @@ def _label(samples: int, checks: int, hits: int, blocks: int, block_hits: int, d
     if cov >= params.medium_coverage and (bcov is None or bcov >= params.medium_coverage):
         return "medium"
     return "low"
-
-
-def convolve(offsets: Sequence[float], sd: float) -> tuple[float, ...]:
-    """The offsets' distribution plus N(0, sd²), as the same number of equal-probability points."""
-    if sd <= 0:
-        return tuple(offsets)
-    return _mixture_points([(o, 1.0, sd) for o in offsets], len(offsets))
 
 

@@ -202,12 +202,23 @@ def test_task_analysis_follows_waits_and_intervals_from_the_payload(ledger, cloc
 
 
 # ---------------------------------------------------------------------- bounded observation writes
+def letters(i):
+    out = ""
+    while True:
+        i, r = divmod(i, 26)
+        out += chr(97 + r)
+        if not i:
+            return out
+
+
 def test_a_million_line_observation_writes_a_bounded_amount_and_says_so(ledger, clock, task):
     c = ledger.claim("t", "wa", lease_s=120)
-    text = "\n".join(f"distinct output line {i} of a huge dump {i * 7919 % 1000003}" for i in range(1_000_000))
+    text = "\n".join(f"distinct output line {letters(i)}" for i in range(1_000_000))  # words, not digits
     clock.advance(5)
     pulse = ledger.heartbeat(c, observation=text)
-    assert pulse.new_units <= novelty.MAX_LINES
+    assert pulse.new_units == novelty.MAX_LINES
+    seen = ledger.db.execute_sql("SELECT COUNT(*) FROM seen_line").fetchone()[0]
+    assert seen == novelty.MAX_LINES
     (ev,) = [e for e in ledger.events(0, task_id="t") if e.kind == "node.heartbeat"]
     assert ev.payload["unexamined_lines"] == 1_000_000 - novelty.MAX_LINES
     assert f"{1_000_000 - novelty.MAX_LINES:,} lines past the first {novelty.MAX_LINES:,} not examined" in ev.summary
