@@ -13,6 +13,7 @@ from bisect import bisect_right, insort
 from collections import deque
 from typing import Any, Callable, Iterable
 
+from . import sql
 from .kindmodel import (  # noqa: F401  (re-exported: the estimator's shared names)
     DEFAULT_PARAMS,
     LABELS,
@@ -151,34 +152,42 @@ class DurationHistory:
         return h
 
     def load_kinds(self, ledger: Any, kinds: Iterable[str] | None) -> None:
-        from .models import Node
-
+        """The newest ``cap`` durations of these kinds (every kind when None) that are not loaded yet."""
         if kinds is None:
             if self.all_loaded:
                 return
-            kinds = [r[0] for r in ledger.tuple_rows(Node.select(Node.kind).distinct())]
+            kinds = [r[0] for r in sql.fetch_all(ledger.db, "SELECT DISTINCT kind FROM node")]
             self.all_loaded = True
         todo = sorted(set(kinds) - self.loaded)
         if not todo:
             return
-        done = (Node.status == "succeeded") & Node.claimed_at.is_null(False) & Node.finished_at.is_null(False)
-        cols = (Node.kind, Node.finished_at, Node.finished_at - Node.claimed_at, Node.task, Node.position)
-        got: dict[str, list[tuple[float, float, str, int]]] = {k: [] for k in todo}
+        cols = ("SELECT kind, finished_at, finished_at - claimed_at, task_id, position FROM node "
+                "WHERE status = 'succeeded' AND claimed_at IS NOT NULL AND finished_at IS NOT NULL AND ")
+        got: dict[str, list[tuple[Any, ...]]] = {k: [] for k in todo}
         # One walk down the newest rows for all kinds; a kind still short of `cap` when the walk
         # was cut by its limit gets its own walk.
         limit = self.cap * len(todo)
-        rows = list(ledger.tuple_rows(Node.select(*cols).where(done & Node.kind.in_(todo))
-                              .order_by(Node.id.desc()).limit(limit)))
-        for kind, at, d, task, pos in rows:
-            if len(got[kind]) < self.cap:
-                got[kind].append((float(at), float(d), task, pos))
+        rows = sql.fetch_all(ledger.db, cols + f"kind IN ({sql.marks(len(todo))}) ORDER BY id DESC LIMIT ?",
+                             [*todo, limit])
+        for r in rows:
+            if len(got[r[0]]) < self.cap:
+                got[r[0]].append(r)
         if len(rows) == limit:
             for kind in todo:
                 if len(got[kind]) < self.cap:
-                    got[kind] = [(float(at), float(d), task, pos) for _, at, d, task, pos in ledger.tuple_rows(
-                        Node.select(*cols).where(done & (Node.kind == kind))
-                        .order_by(Node.id.desc()).limit(self.cap))]
+                    got[kind] = sql.fetch_all(ledger.db, cols + "kind = ? ORDER BY id DESC LIMIT ?", [kind, self.cap])
         for kind in todo:
-            ds = sorted(got[kind], key=lambda r: r[0])  # the order they finished in
-            self.extend_oldest_first(kind, [(d, task, pos) for _, d, task, pos in ds])
+            ds = sorted(got[kind], key=lambda r: r[1])  # the order they finished in
+            self._bulk(kind, [(max(0.0, float(d)), task, pos) for _, _, d, task, pos in ds])
             self.loaded.add(kind)
+
+    def _bulk(self, kind: str, rows: list[tuple[float, str | None, int | None]]) -> None:
+        """Many runs at once, oldest first (what ``add`` does one by one)."""
+        rec = self._recent.setdefault(kind, deque())
+        rec.extend(rows)
+        while len(rec) > self.cap:
+            rec.popleft()
+        self._sorted[kind] = sorted(r[0] for r in rec)
+        self._version[kind] = self._version.get(kind, 0) + 1
+        self._models.pop(kind, None)
+        self._pooled = None

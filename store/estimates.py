@@ -356,7 +356,7 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
         history.load_kinds(ledger, kinds)
         if any(not history.count(k) for k in kinds):
             history.load_kinds(ledger, None)
-        pooled = history.pooled_model()
+        pooled = history.pooled_model() if any(not history.count(k) and not e for k, _, e in rows) else None
         groups = []
         for kind, count, est in rows:
             d = base_dist(kind, est, history, params, pooled, task.task_id)
@@ -365,7 +365,8 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
             groups.append((d, int(count)))
         running = []
         for r, _ in run_rows:
-            d = node_dist(r, now, history, params, pooled, task_id=task.task_id)
+            d = node_dist(r, now, history, params, history.pooled_model() if not history.count(r.kind) else None,
+                          task_id=task.task_id)
             if d is None:
                 return NO_ESTIMATE
             running.append(d)

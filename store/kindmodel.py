@@ -180,7 +180,7 @@ def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = D
         logs = [x - slope * (p - centre) if p is not None else x for x, p in zip(logs, positions or ())]
     lam = 0.5 ** (1.0 / params.recency_half_life)
     prefix = _replay(logs, lam, params)  # what each sample's predecessors said, for the checks
-    m, sigma, ne, loc_var = prefix[n]
+    m, sigma, ne, loc_var = _at(prefix, n)
     # the within-kind shape: weighted residuals (kernel-smoothed) + the fitted and the prior normal
     weights = [lam ** (n - 1 - i) for i in range(n)]
     keep = max(0, n - 4 * int(params.recency_half_life) - 40)  # older weights are below 2^-4: dropped
@@ -207,7 +207,7 @@ def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = D
     first = max(params.min_prefix, n - params.track_checks)
     resid = []
     for i in range(first, n):
-        mi, si, _, li = prefix[i]
+        mi, si, _, li = _at(prefix, i)
         resid.append((logs[i] - mi) / math.sqrt(si ** 2 + li))
     hits = sum(1 for r in resid if r <= c80)
     cum = [0.0]
@@ -218,7 +218,7 @@ def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = D
     blocks = block_hits = 0
     for i in range(first, n - b + 1):
         blocks += 1
-        block_hits += cum[i + b] - cum[i] <= _sum_p80(prefix[i], b, tau2)
+        block_hits += cum[i + b] - cum[i] <= _sum_p80(_at(prefix, i), b, tau2)
     drift = 0.0
     recent = resid[-params.drift_window:]
     if len(recent) >= max(4, params.drift_window // 2):
@@ -350,20 +350,31 @@ def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = 
     return TaskLevel(shift, var)
 
 
-def _replay(logs: Sequence[float], lam: float, params: EstimateParams) -> list[tuple[float, float, float, float]]:
-    """For every i (0..n): (log mean, spread, n_eff, location variance) of the samples before i,
-    recency-weighted (decayed sums, one pass)."""
-    out = [(0.0, params.prior_sigma, 0.0, params.prior_location_sigma ** 2)]
+def _replay(logs: Sequence[float], lam: float, params: EstimateParams) -> list[tuple[float, float, float, float] | None]:
+    """For i in 0..n: (log mean, spread, n_eff, location variance) of the samples before i,
+    recency-weighted (decayed sums, one pass) — worked out only where a check or the model needs it
+    (the newest ``track_checks`` and n); None elsewhere."""
+    n = len(logs)
+    first = max(params.min_prefix, n - params.track_checks)
+    out: list[tuple[float, float, float, float] | None] = [None] * (n + 1)
     s0 = s1 = s2 = sq = 0.0
-    for x in logs:
+    lam2 = lam * lam
+    for i, x in enumerate(logs):
         s0 = s0 * lam + 1.0
         s1 = s1 * lam + x
         s2 = s2 * lam + x * x
-        sq = sq * lam * lam + 1.0
-        m, var, ne = _stats(s0, s1, s2, sq)
-        sigma = _sigma(var, ne, params)
-        out.append((m, sigma, ne, _location_var(sigma, ne, params)))
+        sq = sq * lam2 + 1.0
+        if i + 1 >= first or i + 1 == n:
+            m, var, ne = _stats(s0, s1, s2, sq)
+            sigma = _sigma(var, ne, params)
+            out[i + 1] = (m, sigma, ne, _location_var(sigma, ne, params))
     return out
+
+
+def _at(prefix: Sequence[tuple[float, float, float, float] | None], i: int) -> tuple[float, float, float, float]:
+    got = prefix[i]
+    assert got is not None, i  # _replay works out every index a check asks for
+    return got
 
 
 def _sum_p80(stats: tuple[float, float, float, float], b: int, tau2: float = 0.0) -> float:

@@ -9,6 +9,8 @@ with it the mean of a sum of many draws — what a long chain's remaining time i
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from itertools import accumulate
 from statistics import NormalDist
 from typing import Sequence
 
@@ -33,24 +35,26 @@ def lognormal_grid(median: float, sigma: float, points: int = 21) -> tuple[float
     return tuple(median * math.exp(sigma * _ND.inv_cdf((i + 0.5) / points)) for i in range(points))
 
 
-_SUB_K = 25  # each mixture component is expanded into this many equal-probability slices
-_SUB_CACHE: dict[float, tuple[float, ...]] = {}
+_SUB_K = 25  # a mixture component is expanded into this many equal-probability slices …
+_SUB_K_NARROW = 7  # … or this many when it is narrow (a kernel around one sample)
+_NARROW = 0.25
+_SUB_CACHE: dict[tuple[float, int], tuple[float, ...]] = {}
 
 
-def _sub_points(sd: float) -> tuple[float, ...]:
-    """Log of the mean of ``exp(sd·Z)`` over each of ``_SUB_K`` equal-probability slices of Z:
+def _sub_points(sd: float, slices: int = _SUB_K) -> tuple[float, ...]:
+    """Log of the mean of ``exp(sd·Z)`` over each of ``slices`` equal-probability slices of Z:
     the expansion keeps a component's mean duration exactly (its tail included)."""
     key = round(sd, 6)
-    got = _SUB_CACHE.get(key)
+    got = _SUB_CACHE.get((key, slices))
     if got is None:
-        cuts = [-math.inf] + [_ND.inv_cdf(j / _SUB_K) for j in range(1, _SUB_K)] + [math.inf]
+        cuts = [-math.inf] + [_ND.inv_cdf(j / slices) for j in range(1, slices)] + [math.inf]
         out = []
         for a, b in zip(cuts, cuts[1:]):
             mass = _cdf(b - key) - _cdf(a - key)
-            out.append(key * key / 2 + math.log(max(mass * _SUB_K, 1e-300)))
+            out.append(key * key / 2 + math.log(max(mass * slices, 1e-300)))
         if len(_SUB_CACHE) > 1024:
             _SUB_CACHE.clear()
-        got = _SUB_CACHE[key] = tuple(out)
+        got = _SUB_CACHE[(key, slices)] = tuple(out)
     return got
 
 
@@ -76,31 +80,35 @@ def mixture_points(comps: Sequence[tuple[float, float, float]], k: int) -> tuple
     """``k`` equal-probability points (log offsets) of a mixture of normals (centre, weight, sd).
 
     Each point is the log of its slice's *mean* duration, not its mid quantile: a sum of many
-    draws (a long chain) depends on the mean, which mid quantiles understate for skewed shapes."""
+    draws (a long chain) depends on the mean, which mid quantiles understate for skewed shapes.
+    Each component is expanded into slices of its own (fewer for a narrow one), sorted once; a
+    slice's mean is read off prefix sums (two bisections per output point)."""
     pts: list[tuple[float, float]] = []
     for c, w, sd in comps:
-        sub = w / _SUB_K
-        for o in _sub_points(sd):
-            pts.append((c + o, sub))
+        subs = _sub_points(sd, _SUB_K if sd >= _NARROW else _SUB_K_NARROW)
+        share = w / len(subs)
+        pts.extend((c + o, share) for o in subs)
     pts.sort()
-    total = sum(w for _, w in pts)
     top = pts[-1][0]
+    cum_w = list(accumulate(w for _, w in pts))
+    cum_e = list(accumulate(w * math.exp(x - top) for x, w in pts))
+    total = cum_w[-1]
+
+    def mass_below(c: float) -> float:  # Σ w·e^(x - top) over the lightest ``c`` of the weight
+        j = bisect_left(cum_w, c)
+        if j >= len(pts):
+            return cum_e[-1]
+        before_w = cum_w[j - 1] if j else 0.0
+        before_e = cum_e[j - 1] if j else 0.0
+        return before_e + (c - before_w) * math.exp(pts[j][0] - top)
+
     out: list[float] = []
-    j = 0
-    left = pts[0][1]  # weight of point j not yet given to a slice
+    lo = 0.0
     for i in range(k):
-        need = total / k
-        mass = acc = 0.0
-        while need > 1e-15 and j < len(pts):
-            take = min(left, need)
-            mass += take
-            acc += take * math.exp(pts[j][0] - top)
-            need -= take
-            left -= take
-            if left <= 1e-15:
-                j += 1
-                left = pts[j][1] if j < len(pts) else 0.0
-        out.append(math.log(acc / mass) + top if mass > 0 and acc > 0 else (out[-1] if out else 0.0))
+        hi = mass_below(total * (i + 1) / k)
+        acc = hi - lo
+        lo = hi
+        out.append(math.log(acc * k / total) + top if acc > 0 else (out[-1] if out else pts[0][0]))
     return tuple(out)
 
 
