@@ -116,7 +116,7 @@ class Node(BaseModel):
     started_at = pw.DoubleField(null=True)
     finished_at = pw.DoubleField(null=True)
     version = pw.BigIntegerField(default=1)
-    # What the running attempt's own heartbeats say (schema 2; reset by every claim): its usual
+    # What the running attempt's own heartbeats say (schema 3; reset by every claim): its usual
     # heartbeat interval, when its units_done last moved, and the wait it declared.
     beat_interval_s = pw.DoubleField(null=True)
     units_at = pw.DoubleField(null=True)

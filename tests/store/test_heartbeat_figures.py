@@ -1,5 +1,5 @@
 """A node's own heartbeat figures (interval, units_at), declared waits, the bounded observation
-write, and schema 2's migration — through the real Ledger API on a manual clock."""
+write, and schema 3's migration — through the real Ledger API on a manual clock."""
 
 from __future__ import annotations
 
@@ -226,17 +226,17 @@ def test_a_million_line_observation_writes_a_bounded_amount_and_says_so(ledger, 
     assert len(obs.text) < 5000 and obs.text.endswith("…[truncated]")
 
 
-# ---------------------------------------------------------------------- schema 2
-def test_a_schema_1_ledger_is_refused_then_migrated(ledger_path, clock, capsys):
+# ---------------------------------------------------------------------- schema 3
+def test_a_schema_2_ledger_is_refused_then_migrated(ledger_path, clock, capsys):
     from console.cli import main as warden
     from store import Ledger
 
-    with Ledger.open(ledger_path, clock=clock) as led:  # a schema 1 ledger: no heartbeat columns
+    with Ledger.open(ledger_path, clock=clock) as led:  # a schema 2 ledger: no heartbeat columns
         led.create_task("t")
         led.add_node("t", "a")
         for col in ("beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"):
             led.db.execute_sql(f"ALTER TABLE node DROP COLUMN {col}")
-        led.db.execute_sql("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+        led.db.execute_sql("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     with pytest.raises(SchemaMismatch, match="warden migrate"):
         Ledger.open(ledger_path, clock=clock)
     assert warden(["migrate", "--ledger", ledger_path]) == 0
