@@ -31,9 +31,11 @@ _PG = {"REAL": "DOUBLE PRECISION"}
 def _migrate_2_to_3(db: pw.Database) -> None:
     """Schema 3: the node's own heartbeat figures and its declared wait (issue 15): five nullable
     columns, so existing rows need no rewrite."""
+    have = {c.name for c in db.get_columns("node")}
     for column, kind in (("beat_interval_s", "REAL"), ("units_at", "REAL"), ("wait_on", "TEXT"),
                          ("wait_since", "REAL"), ("wait_until", "REAL")):
-        db.execute_sql(f"ALTER TABLE node ADD COLUMN {column} {kind if is_sqlite(db) else _PG.get(kind, kind)}")
+        if column not in have:  # a ledger marked older than its tables (or a migration re-run)
+            db.execute_sql(f"ALTER TABLE node ADD COLUMN {column} {kind if is_sqlite(db) else _PG.get(kind, kind)}")
 
 
 # MIGRATIONS[n] upgrades a ledger from version n to n + 1, inside one write transaction.

@@ -61,7 +61,7 @@ class Thresholds:
     heartbeat_stale_min_s: float = 10.0  # … but at least 10 s …
     heartbeat_stale_lease_fraction: float = 0.5  # … and at most half the lease (then it is orphaned at expiry)
     no_progress_min_s: float = 300.0  # units_done unchanged for 5 minutes …
-    no_progress_intervals: float = 8.0  # … and for 8 of its heartbeat intervals, while it beats → warn
+    no_progress_heartbeats: int = 8  # … and for 8 of its own heartbeat intervals, while it beats → warn
     overdue_margin: float = 0.5  # running longer than 1.5 × its kind's P80 → warn
     overdue_min_samples: int = 5  # … when the kind has at least 5 durations
     overdue_estimate_factor: float = 2.0  # without history: longer than 2 × est_wall_s → info
@@ -70,6 +70,7 @@ class Thresholds:
     cost_density_min_tokens: int = 5_000  # and the node has spent at least this much
     handoff_warn_s: float = 3600.0  # an open handoff is info, warn after an hour
     observations_per_node: int = 12  # read bound per running node
+    heartbeats_per_node: int = 12  # no longer read: a node's own heartbeat figures are its columns (kept for callers)
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -206,7 +207,7 @@ def node_signals(
     # no_progress: units_done unchanged for long, in its own heartbeats' terms, while it beats
     if node.units_done is not None and act.units_at is not None and not waiting:
         interval = act.interval_s or 0.0
-        limit = max(th.no_progress_min_s, th.no_progress_intervals * interval)
+        limit = max(th.no_progress_min_s, th.no_progress_heartbeats * interval)
         still = now - act.units_at
         if still >= limit and node.heartbeat_at is not None and node.heartbeat_at > act.units_at:
             total = f"/{_units(node.units_total)}" if node.units_total else ""
