@@ -105,10 +105,22 @@ class DurationHistory:
 
         return self.remember(("own", kind, self.version(kind), task_id), make)
 
+    def others(self, kind: str, task_id: str | None) -> tuple[float, int]:
+        """(log mean, count) of the kind's newest ``group_window`` runs in other tasks (at the
+        kind's centre position, when its durations follow the position)."""
+        m = self.model(kind)
+        logs = []
+        for d, t, p in list(self._recent.get(kind, ()))[-self.params.group_window:]:
+            if t != task_id:
+                x = math.log(max(d, 1e-3))
+                logs.append(x - m.pos_slope * (p - m.pos_centre) if m.pos_slope and p is not None else x)
+        return (sum(logs) / len(logs) if logs else 0.0), len(logs)
+
     def level(self, kind: str, task_id: str | None) -> TaskLevel:
         """Where this task's runs of the kind lie (``kindmodel.task_level``), cached per version."""
         return self.remember(("level", kind, self.version(kind), task_id),
-                             lambda: task_level(self.model(kind), self.own(kind, task_id), self.params))
+                             lambda: task_level(self.model(kind), self.own(kind, task_id), self.params,
+                                                self.others(kind, task_id) if task_id is not None else None))
 
     def count(self, kind: str) -> int:
         return len(self._sorted.get(kind, ()))

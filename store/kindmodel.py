@@ -315,8 +315,11 @@ class TaskLevel:
     contradiction: str | None = None
 
 
-def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = DEFAULT_PARAMS) -> TaskLevel:
-    """Partial pooling of a task's own durations of a kind (oldest first) with the kind's model."""
+def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = DEFAULT_PARAMS,
+               others: tuple[float, int] | None = None) -> TaskLevel:
+    """Partial pooling of a task's own durations of a kind (oldest first) with the kind's model.
+    ``others``: (log mean, count) of the kind's runs in other tasks — what the task's own runs are
+    compared with (the model itself already leans toward them: they are its newest samples)."""
     k = len(own)
     tau2 = model.tau2
     sw2 = max(model.sigma_w, 1e-3) ** 2 if model.sigma_w else model.sigma ** 2
@@ -331,9 +334,14 @@ def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = 
         var, shift = 0.0, 0.0
     if k < params.task_min:
         return TaskLevel(shift, var)
-    z = mean / math.sqrt(tau2 + sw2 / k + model.sample_var)
+    if others is not None and others[1] >= 10:
+        gap = mean + model.mean - others[0]
+        z = gap / math.sqrt(tau2 + sw2 / k + sw2 / others[1])
+    else:
+        gap = mean
+        z = mean / math.sqrt(tau2 + sw2 / k + model.sample_var)
     if abs(z) >= params.task_z:
-        ratio = math.exp(mean)
+        ratio = math.exp(gap)
         what = f"{ratio:.1f}× slower" if ratio >= 1 else f"{1 / ratio:.1f}× faster"
         return TaskLevel(mean, var + mean * mean / 2,
                          f"this task's {model.kind} runs are {what} than its history")
