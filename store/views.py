@@ -87,6 +87,9 @@ class TaskView:
     finished_at: float | None
     counts: Mapping[str, int] = field(default_factory=dict)
     handoffs_open: int = 0
+    paused_s: float = 0.0  # seconds the budget clock stood still (waiting is not work)
+    paused_since: float | None = None  # the clock stands still since then (None: it runs)
+    wake_state: Mapping[str, Any] | None = None  # wake conditions of parks (store/wake.py)
 
     @property
     def total(self) -> int:
@@ -214,6 +217,10 @@ class EffectView:
     attempt: int
     intended_at: float
     confirmed_at: float | None
+    compensation_node: str | None = None  # the node of kind "compensation" that undoes it (abort)
+    compensated_at: float | None = None
+    compensated_by: str | None = None  # the compensation node's worker, or the operator who marked it
+    compensation_note: str | None = None  # why (an operator's reason, or the node that did it)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import fields as dataclass_fields
 from typing import Any, Mapping, Sequence
 
+from .. import budget
 from ..sql import json_value
 from ..views import (
     ActionView,
@@ -26,11 +27,10 @@ from ..views import (
 
 
 def wall_used(task: Mapping[str, Any], now: float) -> float:
-    """A task's wall-clock time used: from its first claim to its end (or now)."""
-    if task["started_at"] is None:
-        return 0.0
-    end = task["finished_at"] if task["finished_at"] is not None else now
-    return max(0.0, end - task["started_at"])
+    """A task row's wall-clock time of work: from its first claim to its end (or now), less the
+    time its clock stood still while it waited (``budget.wall_used``)."""
+    return budget.wall_used(task["started_at"], task["finished_at"], task.get("paused_s") or 0.0,
+                            task.get("paused_since"), now)
 
 
 def task_view(r: Mapping[str, Any], now: float, counts: Mapping[str, int], handoffs_open: int) -> TaskView:
@@ -43,6 +43,7 @@ def task_view(r: Mapping[str, Any], now: float, counts: Mapping[str, int], hando
         repair_count=r["repair_count"], claim_count=r["claim_count"], parked_at=r["parked_at"],
         park_reason=r["park_reason"], park_until=r["park_until"], wake_on=r["wake_on"], created_at=r["created_at"],
         updated_at=r["updated_at"], finished_at=r["finished_at"], counts=dict(counts), handoffs_open=int(handoffs_open),
+        paused_s=float(r.get("paused_s") or 0.0), paused_since=r.get("paused_since"), wake_state=r.get("wake_state"),
     )
 
 
@@ -115,7 +116,9 @@ def event_view(r: Mapping[str, Any]) -> EventView:
 
 def effect_view(r: Mapping[str, Any], node_key: str) -> EffectView:
     return EffectView(r["id"], r["task"], node_key, r["effect_key"], r["status"], r["payload_digest"], r["external_id"],
-                      r["compensation"], r["attempt"], r["intended_at"], r["confirmed_at"])
+                      r["compensation"], r["attempt"], r["intended_at"], r["confirmed_at"],
+                      r.get("compensation_node_key"), r.get("compensated_at"), r.get("compensated_by"),
+                      r.get("compensation_note"))
 
 
 def handoff_view(r: Mapping[str, Any], node_key: str) -> HandoffView:
