@@ -34,16 +34,19 @@ def wall_used(task: Mapping[str, Any], now: float) -> float:
 
 
 def task_view(r: Mapping[str, Any], now: float, counts: Mapping[str, int], handoffs_open: int) -> TaskView:
+    used = wall_used(r, now)
+    span = 0.0 if r["started_at"] is None else (r["finished_at"] if r["finished_at"] is not None else now) - r["started_at"]
     return TaskView(
         task_id=r["task_id"], title=r["title"], workflow=r["workflow"], workflow_version=r["workflow_version"],
         status=r["status"], revision=int(r["revision"]), inputs=r["inputs"], constraints=tuple(r["constraints"] or ()),
         preconditions=dict(r["preconditions"] or {}), token_cap=r["token_cap"], wall_cap_s=r["wall_cap_s"],
         soft_ratio=r["soft_ratio"], tokens_used=int(r["tokens_used"]), started_at=r["started_at"],
-        wall_used_s=wall_used(r, now), max_claims=r["max_claims"], max_repairs=r["max_repairs"],
+        wall_used_s=used, max_claims=r["max_claims"], max_repairs=r["max_repairs"],
         repair_count=r["repair_count"], claim_count=r["claim_count"], parked_at=r["parked_at"],
         park_reason=r["park_reason"], park_until=r["park_until"], wake_on=r["wake_on"], created_at=r["created_at"],
         updated_at=r["updated_at"], finished_at=r["finished_at"], counts=dict(counts), handoffs_open=int(handoffs_open),
         paused_s=float(r.get("paused_s") or 0.0), paused_since=r.get("paused_since"), wake_state=r.get("wake_state"),
+        waited_s=max(0.0, span - used),
     )
 
 

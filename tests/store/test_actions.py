@@ -510,3 +510,31 @@ def test_narrow_abandoning_the_rest_completes_the_task(ledger, clock):
     assert plan.task_status == ("active", "completed")
     ledger.apply(plan, operator="op")
     assert ledger.task("t").status == "completed"
+
+
+@pytest.mark.parametrize("now", [False, True], ids=["park", "park-now"])
+@pytest.mark.parametrize("change", ["claim", "human", "commit", "fail", "add"])
+def test_a_task_park_applies_exactly_its_preview(ledger, world, clock, now, change):
+    """The plan records every unfinished node's version: any change to one after the preview makes
+    the apply stale (nothing changes, a refused Action row); adding a node bumps the revision."""
+    plan = ledger.plan_park("t", reason="hold", now=now)
+    assert set(plan.versions) == {"f", "j", "k", "o", "p"}
+    f = world["f"]
+    if change == "claim":
+        ledger.commit(f, output={})
+        clock.advance(1)
+        plan = ledger.plan_park("t", reason="hold", now=now)
+        assert ledger.claim("t", "late", kinds=["j"]) is not None  # claimed after the preview
+    elif change == "human":
+        ledger.request_human(f, kind="confirm", question="ok?")
+    elif change == "commit":
+        ledger.commit(f, output={})
+    elif change == "fail":
+        ledger.fail(f, error="x", retryable=True)
+    else:
+        ledger.add_node("t", "late")
+    before = statuses(ledger)
+    with pytest.raises(StaleRevision, match="changed since the preview"):
+        ledger.apply(plan, operator="op")
+    assert statuses(ledger) == before and ledger.task("t").status == "active"
+    assert ledger.actions("t", limit=1)[0].result == "refused"
