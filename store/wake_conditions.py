@@ -93,6 +93,7 @@ def _check(core: LedgerCore, task_id: str, kind: str, target: str, warnings: lis
         if at <= core.now():
             raise Refused(f"wake condition at:{target}: {iso(at)} is not in the future")
         cond["at"] = at
+        cond["target"] = iso(at)  # a duration means "from the preview": the condition names the instant
     else:  # file
         path = os.path.abspath(os.path.expanduser(target))
         cond["target"] = path
