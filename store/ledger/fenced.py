@@ -226,7 +226,7 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     if units_done is not None:
         fields["units_done"] = float(units_done)
     cas_update(core, row, claim, now, **fields)
-    pause.settle(core.db, claim.task_id, now, agent_write=True)
+    pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
     payload: dict[str, Any] = {"attempt": claim.attempt, "output_digest": digest_json(output),
                                "wall_s": round(wall, 3)}
     if output_ref:
@@ -276,13 +276,13 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
         if can_retry and not exhausted:
             delay = float(retry_after_s) if retry_after_s is not None else retry_delay(claim.attempt)
             cas_update(core, row, claim, now, status="pending", next_retry_at=now + delay, **common)
-            pause.settle(core.db, claim.task_id, now, agent_write=True)
+            pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
             return core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
                                 f"{claim.node_key} failed ({failure_class}); retry in {delay:.0f}s",
                                 {"error": str(error)[:2000], "failure_class": failure_class, "retry": True,
                                  "next_retry_at": now + delay, "attempt": claim.attempt}, at=now)
         cas_update(core, row, claim, now, status="failed", finished_at=now, **common)
-        pause.settle(core.db, claim.task_id, now, agent_write=True)
+        pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
         why = "retries exhausted" if (can_retry and exhausted) else "not retryable"
         eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
                            f"{claim.node_key} failed ({failure_class}, {why})",
@@ -316,7 +316,7 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
     dumps(ctx)
     now = core.now()
     with write_tx(core.db):
-        core.task_row(claim.task_id, lock="update")  # the task row first (lock order): the clock may stop
+        task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order): the clock may stop
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
         wall = now - (row["claimed_at"] or now)
@@ -325,7 +325,7 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
         if t:
             fields["tokens_used"] = Inc(t)
         cas_update(core, row, claim, now, **fields)
-        pause.settle(core.db, claim.task_id, now, agent_write=True)
+        pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
         hid = core.bind(Handoff.insert(task=claim.task_id, node=row["id"], kind=kind, question=str(question),
                                        context=ctx, options=opts, recommendation=recommendation, status="open",
                                        opened_at=now, opened_by=claim.worker, attempt=claim.attempt)).execute()

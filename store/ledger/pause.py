@@ -42,13 +42,15 @@ def _has(db: pw.Database, task_id: str, statuses: str) -> bool:
                          [task_id]) is not None
 
 
-def settle(db: pw.Database, task_id: str, now: float, *, agent_write: bool = False) -> None:
+def settle(db: pw.Database, task_id: str, now: float, *, agent_write: bool = False,
+           task: Mapping[str, Any] | None = None) -> None:
     """Inside a write transaction holding the task row's lock: stop or restart the task's clock
     to match what it waits on now. ``agent_write``: the caller holds only NO KEY UPDATE on the
     task row (claims may run concurrently on PostgreSQL), so looking for running nodes first
-    takes the clock's advisory lock exclusively."""
-    t = sql.fetch_one(db, "SELECT status, started_at, finished_at, paused_since FROM task WHERE task_id = ?",
-                      [task_id])
+    takes the clock's advisory lock exclusively. ``task``: the task row as the caller read it
+    under that lock, when nothing of it has changed since (saves a read on the commit path)."""
+    t = task if task is not None else sql.fetch_one(
+        db, "SELECT status, started_at, finished_at, paused_since FROM task WHERE task_id = ?", [task_id])
     if t is None or t["started_at"] is None:
         return  # the clock starts at the first claim
     status = t["status"]
