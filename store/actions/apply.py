@@ -112,9 +112,9 @@ def _stale(core: LedgerCore, plan: Plan, task: Mapping[str, Any], ids: Mapping[s
     if task["status"] == "aborted" and plan.task_status[0] != "aborted":
         return f"task {plan.task_id} was aborted since the preview; nothing changed"
     if isinstance(plan.params, AbortParams):
-        moved = stale_compensations(core, plan)
-        if moved is not None:
-            return moved
+        effects_moved = stale_compensations(core, plan)
+        if effects_moved is not None:
+            return effects_moved
     rev = int(task["revision"])
     keys = list(plan.versions)
     id_list = [ids[k] for k in keys if k in ids]

@@ -230,7 +230,7 @@ def last_event_id(core: LedgerCore) -> int:
 
 
 # ---------------------------------------------------------------------- effects, handoffs, audit, artifacts
-def _effects_query() -> pw.ModelSelect:
+def _effects_query() -> "pw.ModelSelect[Any]":
     """Effects with the key of the node that made each and of its compensation node (if any)."""
     comp = Node.alias()
     return (Effect.select(Effect, Node.key.alias("node_key"), comp.key.alias("compensation_node_key"))

@@ -88,7 +88,7 @@ def test_a_claim_after_the_preview_makes_a_park_stale(new_target):
             [row] = led.actions(tid)
             if a == "claimed":
                 wins["agent"] += 1
-                assert "changed since the preview" in msg and f"node x version" in msg
+                assert "changed since the preview" in msg and "node x version" in msg
                 assert t.status == "active" and x.status == "running" and x.lease_owner == "agent"
                 assert row.result == "refused"
             else:
