@@ -267,7 +267,7 @@ def test_park_task_without_now_lets_running_work_finish(ledger, world):
     ledger.apply(plan, operator="op")
     assert statuses(ledger) == before
     t = ledger.task("t")
-    assert t.status == "parked" and t.park_reason == "waiting for the API key" and t.wake_on == "at:1h"
+    assert t.status == "parked" and t.park_reason == "waiting for the API key" and t.wake_on == "at:2027-01-15T09:00:02.000Z"
     assert t.park_until == pytest.approx(ledger.now() + 7200)
     assert ledger.heartbeat(world["f"]).parked is True
     assert ledger.claim("t", "w9") is None  # nothing new is claimed
