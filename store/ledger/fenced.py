@@ -58,7 +58,7 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
 
 
 def _lost_why(row: Mapping[str, Any], claim: Claim, task_status: str | None) -> str:
-    if task_status == "aborted":
+    if task_status == "aborted" and row["kind"] != compensations.KIND:  # compensations run on after abort
         return "the task was aborted"
     if row["status"] == "parked":
         return "the node was parked by an operator"

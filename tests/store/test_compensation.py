@@ -245,3 +245,18 @@ def test_abort_compensates_exactly_the_confirmed_effects_with_a_compensation(led
 
 
 _N: dict[str, int] = {}
+
+
+def test_a_compensation_lease_lost_says_why_not_aborted(ledger, clock):
+    ledger.create_task("t")
+    _effects(ledger, clock, "t", [("pr:a", "close a", True)])
+    _abort(ledger, "t")
+    c = ledger.claim("t", "slow", lease_s=10)
+    clock.advance(10)
+    c2 = ledger.claim("t", "other", lease_s=10)  # reclaimed after expiry
+    assert c2.node_key == c.node_key and c2.attempt == 2
+    with pytest.raises(LeaseLost, match="reclaimed after expiry") as e:
+        ledger.commit(c, output={})
+    assert "aborted" not in str(e.value)
+    ledger.commit(c2, output={})
+    assert ledger.effects("t")[0].status == "compensated"
