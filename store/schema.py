@@ -22,8 +22,10 @@ SCHEMA_VERSION = 2
 def _add_columns(db: pw.Database, table: str, columns: list[tuple[str, str, str]]) -> None:
     """ALTER TABLE … ADD COLUMN for each (name, SQLite type, PostgreSQL type); defaults in the type."""
     sqlite = is_sqlite(db)
+    have = {c.name for c in db.get_columns(table)}
     for name, lite, pg in columns:
-        db.execute_sql(f"ALTER TABLE {table} ADD COLUMN {name} {lite if sqlite else pg}")
+        if name not in have:  # a step re-run after a partial upgrade adds only what is missing
+            db.execute_sql(f"ALTER TABLE {table} ADD COLUMN {name} {lite if sqlite else pg}")
 
 
 def _migrate_1_to_2(db: pw.Database) -> None:

@@ -19,6 +19,7 @@ reason names the condition. A resume that cannot be applied is recorded on the e
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import sql
@@ -132,15 +133,16 @@ def check(core: LedgerCore, task_ids: Iterable[str] | None = None) -> list[dict[
     for tid, state in watching(core):
         if wanted is not None and tid not in wanted:
             continue
-        woken += _check_one(core, tid, file_results(state))
+        woken += json.loads(_check_one(core, tid, file_results(state)))
     return woken
 
 
 @retry_write
-def _check_one(core: LedgerCore, task_id: str, files: Mapping[str, str | None]) -> list[dict[str, Any]]:
+def _check_one(core: LedgerCore, task_id: str, files: Mapping[str, str | None]) -> str:
+    """One task's wakes, as JSON text (a retried write records its result: a string it can)."""
     with write_tx(core.db):
         core.task_row(task_id, lock="exclusive")  # it may resume the task, as an operator action would
-        return check_tx(core, task_id, core.now(), files)
+        return json.dumps(check_tx(core, task_id, core.now(), files))
 
 
 def after_resolve(core: LedgerCore, handoff_id: str) -> list[dict[str, Any]]:

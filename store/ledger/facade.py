@@ -265,6 +265,7 @@ class Ledger(LedgerCore):
         return operator_actions.plan_escalate(self, task_id, node, reason=reason, question=question,
                                               context=context)
 
+    @retry_read
     def plan_compensated(self, task_id: str, effect_key: str, *, reason: str) -> Plan:
         """Mark a confirmed effect compensated by hand (it was undone outside Warden): the reason
         says what was done. Its compensation node, if it has not run, is abandoned."""
