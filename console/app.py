@@ -9,7 +9,7 @@ snapshot as the journal id it reflects) and patched node by node afterwards; it 
 re-queried per change. Estimates and signals are computed off the UI thread
 (``console.analysis``).
 
-Operator actions go the other way: a key (p/u/n/r/a/R) or the command palette → a dialog
+Operator actions go the other way: a key (p/u/n/r/a/c/R) or the command palette → a dialog
 (``console.dialogs``, or the recovery advice in ``console.screens.advice``) → a plan → apply, in
 the dialog's workers; the views follow from the feed.
 """
@@ -48,9 +48,11 @@ from .screens import (
 )
 from .screens.advice import AdviceDialog
 from .screens.base import WardenScreen
+from .screens.report import TaskReportScreen
 from .text import safe_line
 
 ANALYSIS_EVERY_S = 5.0  # estimates and signals: recomputed off the UI thread at most this often
+WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
 
 
 class WardenApp(App[int]):
@@ -71,6 +73,8 @@ class WardenApp(App[int]):
         Binding("r", "operator('rewind')", "Rewind", id="rewind", show=False),
         Binding("a", "operator('abort')", "Abort", id="abort", show=False),
         Binding("R", "operator('recover')", "Recovery advice", id="recover", show=False),
+        Binding("c", "operator('compensated')", "Compensated", id="compensated", show=False),
+        Binding("o", "report", "Report", id="report", show=False),
     ]
 
     def __init__(
@@ -142,6 +146,20 @@ class WardenApp(App[int]):
         self.set_timer(1.0, self._tick)
         if self.analysis_enabled:
             self.set_timer(ANALYSIS_EVERY_S, self._analysis_timer)
+        if not self.read_only:
+            self.set_timer(WAKES_EVERY_S, self._wakes_timer)
+
+    def _wakes_timer(self) -> None:
+        """Every WAKES_EVERY_S: look at the parks' wake conditions (time passing and files changing
+        write nothing to the ledger, so somebody has to look; the console is somebody). A met one is
+        journalled and an auto-resume applied; the feed then shows both."""
+        if self.loaded and not self.unavailable:
+            self.check_wakes()
+        self.set_timer(WAKES_EVERY_S, self._wakes_timer)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="wakes")
+    def check_wakes(self) -> None:
+        self.feed.read(lambda ledger: ledger.check_wakes())
 
     def _tick(self) -> None:
         """Once a second: time-based figures (lease countdowns, ages) on the visible rows only."""
@@ -317,6 +335,9 @@ class WardenApp(App[int]):
             g.set_task(tasks[g.task_id])
             for s in self._screens(TaskGraphScreen):
                 s.update_summary()
+        for r in self._screens(TaskReportScreen):
+            if r.task_id in tasks:
+                r.reload()
 
     @on(LedgerStatus)
     def ledger_status(self, msg: LedgerStatus) -> None:
@@ -437,8 +458,19 @@ class WardenApp(App[int]):
     def action_runs(self) -> None:
         self._push_once(RunsScreen, RunsScreen)
 
+    def action_report(self) -> None:
+        """o: the selected task's report (what it leaves behind; console/screens/report.py)."""
+        screen = self.screen
+        if isinstance(screen, TaskReportScreen):
+            return
+        task = screen.selected_task() if isinstance(screen, WardenScreen) else None
+        if not task:
+            self.notify("report: select a task first", severity="warning")
+            return
+        self.push_screen(TaskReportScreen(task))
+
     def action_operator(self, action: str) -> None:
-        """p/u/n/r/a/R on the selection of the screen on top."""
+        """p/u/n/r/a/c/R on the selection of the screen on top."""
         if self.read_only:
             self.notify(READ_ONLY_NOTICE, severity="warning")
             return

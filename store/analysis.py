@@ -47,6 +47,7 @@ from .estimates import (
     node_dist,
     task_estimate,
 )
+from . import task_signals as round2
 from .signals import (
     DEFAULT_THRESHOLDS,
     Obs,
@@ -285,6 +286,7 @@ class TaskAnalysis:
         now = self.ledger.now() if now is None else now
         parked = [self.nodes[k] for k in sorted(self._parked_set)]
         out = task_signals(self.task, self.handoffs, now, thresholds=self.thresholds, parked_nodes=parked)
+        out += [Signal(*s) for s in round2.extra(self.ledger, self.task, now, self.thresholds)]
         if self.task.status != "parked":
             tokens, units, count = self._norm
             norm = tokens / units if count >= self.thresholds.cost_density_min_nodes and units > 0 else None

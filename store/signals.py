@@ -3,9 +3,11 @@
 Per running node: ``no_new_info``, ``repeating``, ``heartbeat_stale``, ``orphaned``,
 ``no_progress``, ``overdue``, ``cost_density``. Per task: ``budget_soft``, ``budget_hard``,
 ``budget_stop``, ``handoff_waiting`` (one per open handoff, on its node), ``park_expired`` (the
-task, or a parked node, past its ``until``). A parked task raises no node signal at all (stall
-and timeout signals are suppressed while it waits); parked and blocked nodes are not running, so
-they raise none either; resuming restores them because nothing is stored — every signal is
+task, or a parked node, past its ``until``); and from ``store/task_signals.py``: ``wake`` (a park's
+wake condition is met), ``budget_insufficient`` (a ready node's estimate does not fit in what is
+left) and ``park_expired`` for a park without an until after ``Thresholds.park_expiry_s``. A
+parked task raises no node signal at all (stall and timeout signals are suppressed while it
+waits); parked and blocked nodes are not running, so they raise none either; resuming restores them because nothing is stored — every signal is
 computed from the ledger as it is now.
 
 The thresholds live in :class:`Thresholds` (defaults documented there and in
@@ -30,13 +32,15 @@ from typing import Any, Iterable, Sequence
 
 from . import budget as budget_mod
 from . import sql
+from . import task_signals as round2
 from .clock import duration_text, iso
 from .estimates import DurationHistory, kind_p80
 from .novelty import judge_sequence
 
 SEVERITIES = ("info", "warn", "alarm")
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
-TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired")
+TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired", "wake",
+              "budget_insufficient")
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ class Thresholds:
     cost_density_min_nodes: int = 5  # the norm needs 5 succeeded nodes that reported units
     cost_density_min_tokens: int = 5_000  # and the node has spent at least this much
     handoff_warn_s: float = 3600.0  # an open handoff is info, warn after an hour
+    park_expiry_s: float = 48 * 3600.0  # a park without an until asks to be re-confirmed after 48 h
     observations_per_node: int = 12  # read bound per running node
     heartbeats_per_node: int = 12  # no longer read: a node's own heartbeat figures are its columns (kept for callers)
 
@@ -269,7 +274,9 @@ def task_signals(task: Any, handoffs: Iterable[Any], now: float, *, thresholds: 
                     "stop": "nothing is claimable"}[gate]
             if ratio_w >= ratio_t and task.wall_cap_s and task.started_at is not None:
                 threshold = {"soft": task.soft_ratio, "hard": budget_mod.HARD_RATIO, "stop": budget_mod.STOP_RATIO}[gate]
-                since = task.started_at + threshold * task.wall_cap_s
+                # when wall_used crossed the threshold (the clock stands still while the task waits)
+                ref = task.paused_since if task.paused_since is not None else (task.finished_at or now)
+                since = ref - (task.wall_used_s - threshold * task.wall_cap_s)
                 used = f"wall clock {dur(task.wall_used_s)} of {dur(task.wall_cap_s)}"
             else:
                 since = None
@@ -339,6 +346,7 @@ def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: S
                        thresholds: Thresholds, history: DurationHistory | None) -> list[Signal]:
     out = task_signals(task, ledger.handoffs(task_id=task.task_id, status="open"), now, thresholds=thresholds,
                        parked_nodes=parked)
+    out += [Signal(*s) for s in round2.extra(ledger, task, now, thresholds)]  # wake, budget_insufficient, …
     if running and task.status != "parked":
         obs = read_observations(ledger, [n.id for n in running], thresholds.observations_per_node)
         if history is None:

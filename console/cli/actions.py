@@ -1,4 +1,4 @@
-"""Operator action subcommands: park, resume, narrow, rewind, abort, resolve.
+"""Operator action subcommands: park, resume, narrow, rewind, abort, resolve, compensated.
 
 Every action is planned first (``ledger.plan_*``), shown, and applied (``ledger.apply``) only when
 confirmed: ``--dry-run`` prints the plan and stops; ``--yes`` applies without asking; on a terminal
@@ -33,7 +33,10 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--node", metavar="KEY", help="park only this node")
     p.add_argument("--reason", required=True, metavar="R", help="why (required; recorded and shown)")
     p.add_argument("--until", metavar="T", help="when to look again: 15m, 2h, 1d or an ISO time")
-    p.add_argument("--wake-on", metavar="C", help="the outside signal being waited for")
+    p.add_argument("--wake-on", metavar="C", action="append",
+                   help="what wakes it: handoff:<id>, node:<key>, effect:<key>, file:<path> or at:<time> "
+                        "(repeatable: any one wakes it)")
+    p.add_argument("--auto-resume", action="store_true", help="resume on its own when a wake condition is met")
     p.add_argument("--now", action="store_true", help="revoke running leases now (running nodes → parked)")
     p.set_defaults(func=cmd_park)
 
@@ -62,6 +65,13 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("task", metavar="TASK")
     p.add_argument("--reason", required=True, metavar="R", help="why (required)")
     p.set_defaults(func=cmd_abort)
+
+    p = sub.add_parser("compensated", parents=parents,
+                       help="record that a confirmed effect was undone by hand (its compensation node is dropped)")
+    p.add_argument("task", metavar="TASK")
+    p.add_argument("effect", metavar="EFFECT_KEY")
+    p.add_argument("--reason", required=True, metavar="R", help="what was done, by whom (required; recorded)")
+    p.set_defaults(func=cmd_compensated)
 
 
 def register_resolve(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -144,7 +154,8 @@ def render_plan(plan: Any, c: Console, *, dry_run: bool = False) -> None:
     if plan.reason:
         c.print(Text("  reason: ") + Text(safe_line(plan.reason)))
     for k, v in plan.params.items():
-        if k in ("until_ts", "preconditions_before", "out_of_scope", "node", "handoff") or v in (None, [], {}, False):
+        if k in ("until_ts", "preconditions_before", "out_of_scope", "node", "handoff", "wake_conditions") \
+                or v in (None, [], {}, False):
             continue
         c.print(Text(f"  {k}: ") + Text(safe_line(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))))
     a, b = plan.task_status
@@ -165,6 +176,13 @@ def render_plan(plan: Any, c: Console, *, dry_run: bool = False) -> None:
         c.print(Text("  handoffs withdrawn: ") + Text(safe_line(", ".join(plan.handoffs_withdrawn))))
     if plan.resolutions_reapplied:
         c.print(Text("  resolutions re-applied on the next claim: ") + Text(safe_line(", ".join(plan.resolutions_reapplied))))
+    if plan.compensations:
+        c.print(f"  compensation nodes added ({len(plan.compensations)}), run in this order (newest effect first):")
+        for i, comp in enumerate(plan.compensations[:LIST_LIMIT], 1):
+            c.print(Text(f"    {i}. ") + Text(safe_line(comp["node"])) + Text(" — undo: ")
+                    + Text(safe_line(comp.get("compensation") or "")))
+        if len(plan.compensations) > LIST_LIMIT:
+            c.print(f"    … and {len(plan.compensations) - LIST_LIMIT} more")
     if plan.effects_not_undone:
         c.print("  effects already done that this does NOT undo (newest first):")
         for e in plan.effects_not_undone[:LIST_LIMIT]:
@@ -179,7 +197,8 @@ def render_plan(plan: Any, c: Console, *, dry_run: bool = False) -> None:
 # ---------------------------------------------------------------------- subcommands
 def cmd_park(args: argparse.Namespace) -> int:
     return run_action(args, lambda led: led.plan_park(args.task, node=args.node, reason=args.reason, until=args.until,
-                                                      wake_on=args.wake_on, now=args.now))
+                                                      wake_on=args.wake_on, now=args.now,
+                                                      auto_resume=args.auto_resume))
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -214,9 +233,13 @@ def cmd_abort(args: argparse.Namespace) -> int:
     return run_action(args, lambda led: led.plan_abort(args.task, reason=args.reason), confirm_task_id=True)
 
 
+def cmd_compensated(args: argparse.Namespace) -> int:
+    return run_action(args, lambda led: led.plan_compensated(args.task, args.effect, reason=args.reason))
+
+
 def cmd_resolve(args: argparse.Namespace) -> int:
     return run_action(args, lambda led: led.plan_resolve(args.handoff, option=args.option, answer=args.answer))
 
 
-__all__ = ["cmd_abort", "cmd_narrow", "cmd_park", "cmd_resolve", "cmd_resume", "cmd_rewind", "parse_assignment",
+__all__ = ["cmd_abort", "cmd_compensated", "cmd_narrow", "cmd_park", "cmd_resolve", "cmd_resume", "cmd_rewind", "parse_assignment",
            "register", "register_resolve", "render_plan", "run_action"]

@@ -7,8 +7,10 @@ Subcommands live by kind, each module exposing ``register(sub, parents)``:
 - ``console``, ``demo`` — here: they start the console (``console.app``) or the demo
   (``console.demo``);
 - ``console.cli.inspection`` — status, graph, events, handoffs, export, migrate (reads);
-- ``console.cli.actions`` — park, resume, narrow, rewind, abort, resolve (plan, confirm, apply);
+- ``console.cli.actions`` — park, resume, narrow, rewind, abort, compensated, resolve (plan, confirm,
+  apply);
 - ``console.cli.recovery`` — recover, verify-record;
+- ``console.cli.report`` — report (what a task leaves behind);
 - ``console.cli.serve`` — serve (the console in a browser; the server is ``console.serve``).
 
 A new subcommand is a module beside these with its own ``register`` and one line
@@ -24,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 from store import WardenError
 
-from . import actions, inspection, recovery, serve
+from . import actions, inspection, recovery, report, serve
 from .common import CliParser, UsageError, ledger_target, operator_of, runs_dir
 
 Registrar = Callable[[Any, list[argparse.ArgumentParser]], None]
@@ -32,7 +34,8 @@ Registrar = Callable[[Any, list[argparse.ArgumentParser]], None]
 # Order is the order of ``warden --help``.
 REGISTRARS: tuple[Registrar, ...] = (
     inspection.register,         # status, graph, events, export, migrate
-    actions.register,            # park, resume, narrow, rewind, abort
+    report.register,             # report
+    actions.register,            # park, resume, narrow, rewind, abort, compensated
     inspection.register_handoffs,
     actions.register_resolve,
     recovery.register,           # recover, verify-record

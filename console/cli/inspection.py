@@ -28,7 +28,7 @@ from store.clock import iso
 from store.errors import Refused
 from store.feed import Feed
 
-from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, signals_label
+from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, pause_label, signals_label
 from ..glyphs import task_status_label
 from ..text import safe_line
 from .common import APPLICATION_NAME, ledger_target, open_ledger, out_console, print_fitted, print_json
@@ -75,6 +75,7 @@ def _until_label(until_iso: str | None, now: float) -> str:
 # ---------------------------------------------------------------------- status, graph
 def cmd_status(args: argparse.Namespace) -> int:
     with open_ledger(args) as ledger:
+        _look_at_wakes(ledger)
         data = report.status_json(ledger)
     if args.json:
         print_json(data)
@@ -99,7 +100,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     # and handoffs stay whole.
     print_fitted(c, ["TASK", "STATUS", "DONE", "P80", "SIGNALS", "HANDOFFS", "BUDGET", "TITLE"], rows,
                  give_way=["TITLE", "BUDGET"])
+    for task in data["tasks"]:  # waiting is not work: say whose budget clock stands still, since when
+        pause = pause_label(task["budget"])
+        if pause:
+            c.print(Text(safe_line(task["task_id"])) + Text(f": {pause}"), soft_wrap=True)
     return 0
+
+
+def _look_at_wakes(ledger: Any) -> None:
+    """``at:`` and ``file:`` wake conditions need somebody to look: ``warden status`` does (a
+    wake is journalled, an auto-resume applied). Not possible on a ledger it cannot write: the
+    wake signal is still shown, computed as it reads."""
+    try:
+        ledger.check_wakes()
+    except Exception:  # noqa: BLE001 — looking is a courtesy: status must show what it read regardless
+        pass
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -127,6 +142,19 @@ def cmd_graph(args: argparse.Namespace) -> int:
     for sig in task["signals"]:  # what fired each signal, one line each (agent text made safe)
         c.print(Text(safe_line(f"⚠ {sig['severity']} {sig['kind']} {sig['node'] or task['task_id']}: {sig['evidence']}")),
                 soft_wrap=True)
+    pause = pause_label(task["budget"])
+    if pause:
+        c.print(pause)
+    if data.get("effects"):
+        c.print(Text(f"effects ({len(data['effects'])}):", style="bold"))
+        for e in data["effects"]:
+            line = Text(f"  {e['status']:<11} ") + Text(safe_line(e["effect_key"])) + Text(" (")
+            line += Text(safe_line(e["node"])) + Text(")")
+            if e["status"] == "compensated":
+                line += Text(" by ") + Text(safe_line(e.get("compensated_by") or "?"))
+            elif e.get("compensation_node"):
+                line += Text(" → ") + Text(safe_line(e["compensation_node"]))
+            c.print(line, soft_wrap=True)
     return 0
 
 

@@ -16,6 +16,9 @@ from ..errors import LeaseLost, Refused, WardenError
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
 from ..sql import Inc
 from ..views import Claim, NodeSpec, Pulse
+from .. import wake
+from . import compensation as compensations
+from . import pause
 from .build import add_nodes_tx
 from . import observe
 from .core import LedgerCore, digest_json, retry_delay, sha256_hex
@@ -54,7 +57,7 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
 
 
 def _lost_why(row: Mapping[str, Any], claim: Claim, task_status: str | None) -> str:
-    if task_status == "aborted":
+    if task_status == "aborted" and row["kind"] != compensations.KIND:  # compensations run on after abort
         return "the task was aborted"
     if row["status"] == "parked":
         return "the node was parked by an operator"
@@ -214,6 +217,7 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     if units_done is not None:
         fields["units_done"] = float(units_done)
     cas_update(core, row, claim, now, **fields)
+    pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
     payload: dict[str, Any] = {"attempt": claim.attempt, "output_digest": digest_json(output),
                                "wall_s": round(wall, 3)}
     if output_ref:
@@ -230,9 +234,13 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
         payload["repair"] = task["repair_count"] + 1
     event_id = core.journal(claim.task_id, claim.node_key, "execution", "node.committed", claim.worker,
                             summary or f"{claim.node_key} succeeded (attempt {claim.attempt})", payload, at=now)
+    if row["kind"] == compensations.KIND:
+        compensations.on_commit(core, claim, row["id"], now)
     if next_nodes:
         add_nodes_tx(core, claim.task_id, list(next_nodes), actor=claim.worker)
     core.maybe_complete_task(claim.task_id, now)
+    if task["wake_state"]:
+        wake.check_tx(core, claim.task_id, now)
     return event_id
 
 
@@ -259,11 +267,13 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
         if can_retry and not exhausted:
             delay = float(retry_after_s) if retry_after_s is not None else retry_delay(claim.attempt)
             cas_update(core, row, claim, now, status="pending", next_retry_at=now + delay, **common)
+            pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
             return core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
                                 f"{claim.node_key} failed ({failure_class}); retry in {delay:.0f}s",
                                 {"error": str(error)[:2000], "failure_class": failure_class, "retry": True,
                                  "next_retry_at": now + delay, "attempt": claim.attempt}, at=now)
         cas_update(core, row, claim, now, status="failed", finished_at=now, **common)
+        pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
         why = "retries exhausted" if (can_retry and exhausted) else "not retryable"
         eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
                            f"{claim.node_key} failed ({failure_class}, {why})",
@@ -297,6 +307,7 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
     dumps(ctx)
     now = core.now()
     with write_tx(core.db):
+        task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order): the clock may stop
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
         wall = now - (row["claimed_at"] or now)
@@ -305,6 +316,7 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
         if t:
             fields["tokens_used"] = Inc(t)
         cas_update(core, row, claim, now, **fields)
+        pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
         hid = core.bind(Handoff.insert(task=claim.task_id, node=row["id"], kind=kind, question=str(question),
                                        context=ctx, options=opts, recommendation=recommendation, status="open",
                                        opened_at=now, opened_by=claim.worker, attempt=claim.attempt)).execute()
@@ -343,6 +355,7 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
     """Record that an intended effect happened (with its external id and how to undo it)."""
     now = core.now()
     with write_tx(core.db):
+        task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order): a park may wake
         fence(core, claim, now, lock=True)
         existing = core.first_dict(Effect.select().where((Effect.task == claim.task_id)
                                                    & (Effect.effect_key == effect_key)))
@@ -357,6 +370,8 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
                          f"{claim.node_key} confirmed {effect_key}" + (f" ({external_id})" if external_id else ""),
                          {"effect_key": effect_key, "external_id": external_id,
                           "compensation": compensation or existing["compensation"]}, at=now)
+            if task["wake_state"]:
+                wake.check_tx(core, claim.task_id, now)
 
 
 @retry_write

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import fields as dataclass_fields
 from typing import Any, Mapping, Sequence
 
+from .. import budget
 from ..sql import json_value
 from ..views import (
     ActionView,
@@ -26,23 +27,26 @@ from ..views import (
 
 
 def wall_used(task: Mapping[str, Any], now: float) -> float:
-    """A task's wall-clock time used: from its first claim to its end (or now)."""
-    if task["started_at"] is None:
-        return 0.0
-    end = task["finished_at"] if task["finished_at"] is not None else now
-    return max(0.0, end - task["started_at"])
+    """A task row's wall-clock time of work: from its first claim to its end (or now), less the
+    time its clock stood still while it waited (``budget.wall_used``)."""
+    return budget.wall_used(task["started_at"], task["finished_at"], task.get("paused_s") or 0.0,
+                            task.get("paused_since"), now)
 
 
 def task_view(r: Mapping[str, Any], now: float, counts: Mapping[str, int], handoffs_open: int) -> TaskView:
+    used = wall_used(r, now)
+    span = 0.0 if r["started_at"] is None else (r["finished_at"] if r["finished_at"] is not None else now) - r["started_at"]
     return TaskView(
         task_id=r["task_id"], title=r["title"], workflow=r["workflow"], workflow_version=r["workflow_version"],
         status=r["status"], revision=int(r["revision"]), inputs=r["inputs"], constraints=tuple(r["constraints"] or ()),
         preconditions=dict(r["preconditions"] or {}), token_cap=r["token_cap"], wall_cap_s=r["wall_cap_s"],
         soft_ratio=r["soft_ratio"], tokens_used=int(r["tokens_used"]), started_at=r["started_at"],
-        wall_used_s=wall_used(r, now), max_claims=r["max_claims"], max_repairs=r["max_repairs"],
+        wall_used_s=used, max_claims=r["max_claims"], max_repairs=r["max_repairs"],
         repair_count=r["repair_count"], claim_count=r["claim_count"], parked_at=r["parked_at"],
         park_reason=r["park_reason"], park_until=r["park_until"], wake_on=r["wake_on"], created_at=r["created_at"],
         updated_at=r["updated_at"], finished_at=r["finished_at"], counts=dict(counts), handoffs_open=int(handoffs_open),
+        paused_s=float(r.get("paused_s") or 0.0), paused_since=r.get("paused_since"), wake_state=r.get("wake_state"),
+        waited_s=max(0.0, span - used),
     )
 
 
@@ -116,7 +120,9 @@ def event_view(r: Mapping[str, Any]) -> EventView:
 
 def effect_view(r: Mapping[str, Any], node_key: str) -> EffectView:
     return EffectView(r["id"], r["task"], node_key, r["effect_key"], r["status"], r["payload_digest"], r["external_id"],
-                      r["compensation"], r["attempt"], r["intended_at"], r["confirmed_at"])
+                      r["compensation"], r["attempt"], r["intended_at"], r["confirmed_at"],
+                      r.get("compensation_node_key"), r.get("compensated_at"), r.get("compensated_by"),
+                      r.get("compensation_note"))
 
 
 def handoff_view(r: Mapping[str, Any], node_key: str) -> HandoffView:
