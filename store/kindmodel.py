@@ -59,6 +59,7 @@ class EstimateParams:
     prior_location_sigma: float = 0.5  # how far off est_wall_s may be (log scale)
     location_floor: float = 0.05  # the kind's location is never known better than ±5 %
     location_inflation: float = 1.6  # × the location variance (a plug-in figure covers a little less than it says)
+    location_var_max: float = 9.0  # … and at most 3² (log scale): beyond, a mean of exp() overflows and says nothing
     predictive_points: int = 101
     kernel_factor: float = 0.5  # × Silverman's bandwidth (his rule oversmooths a bimodal kind)
     shape_parametric: float = 0.0  # share of a kind's shape that is the fitted log-normal (the rest: its samples)
@@ -409,11 +410,13 @@ def _location_var(sigma: float, n_eff: float, params: EstimateParams, cv2: float
     """How uncertain the kind's level is (log scale): the relative variance of a mean of ``n_eff``
     durations, ``cv² / n`` (``cv²`` from the kind's shape; a log-normal's ``e^σ² - 1`` when not
     given), plus the spread's own, ``σ⁴ / 2(n - 1)``; × ``location_inflation``, at least
-    ``location_floor``². (With σ² / n alone -- the median's -- a long chain's P80 held 73-75 % of
+    ``location_floor``², at most ``location_var_max``. (With σ² / n alone -- the median's -- a long chain's P80 held 73-75 % of
     the time at σ = 1: a mean of skewed durations is more often under than over.)"""
     cv2 = math.expm1(min(sigma, 3.0) ** 2) if cv2 is None else cv2
     var = cv2 / n_eff + sigma ** 4 / (2 * max(n_eff - 1, 1.0))
-    return max(params.location_inflation * var, params.location_floor ** 2)
+    # at most location_var_max: two samples 1 ms and 1 s apart (σ 2.8) gave 2,700 and a P80 past
+    # float range; a level unknown by more than a factor e³ is unknown either way (label none/low)
+    return min(max(params.location_inflation * var, params.location_floor ** 2), params.location_var_max)
 
 
 def _sigma(var: float, n_eff: float, params: EstimateParams) -> float:
