@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -70,6 +71,16 @@ class Step:
     detail: NodeDetail | None = None
 
 
+def delivered_by(reasons: set[str]) -> str:
+    """Which path brought a read: a notification (``change``), a follow-up check that saw a commit
+    land after its last file event (``settle``), the feed starting (``start``), only the fallback
+    poll (``poll``), or none of the feed's wake-ups (``other``: a request, the task-row refresh)."""
+    for r in ("change", "settle", "start", "poll"):
+        if r in reasons:
+            return r
+    return "other"
+
+
 class FollowHost(Protocol):
     """What the loop needs of the app: its state, its messages, its two other workers."""
 
@@ -96,6 +107,8 @@ class LedgerFollower:
         self.tasks_busy = False
         self.cursor = 0
         self.live = True
+        self.woken: set[str] = set()  # the feed's wake-up reasons since the last read
+        self.deliveries: Counter[str] = Counter()  # events read, by the wake-up that led to the read
 
     # ------------------------------------------------------------------ the UI thread's side
     def request(self, kind: str, arg: Any) -> None:
@@ -119,7 +132,8 @@ class LedgerFollower:
         loop = asyncio.get_running_loop()
 
         async def pump() -> None:
-            async for _ in feed.wakeups():
+            async for reason in feed.wakeups():
+                self.woken.add(reason)
                 kick.set()
 
         pump_task: asyncio.Future | None = None
@@ -149,8 +163,11 @@ class LedgerFollower:
                         cursor = None  # the file was replaced: reload everything
                         continue
                     requests, self.requests = self.requests, []
+                    woken, self.woken = self.woken, set()
                     step = await asyncio.to_thread(self.read_step, cursor, self.graph_task, self.detail_key, requests)
                     cursor = self.cursor = step.cursor
+                    if step.events:
+                        self.deliveries[delivered_by(woken)] += len(step.events)
                     more = step.more
                     for e in step.events:
                         if e.task_id is not None:
@@ -259,4 +276,4 @@ class LedgerFollower:
         except LedgerUnavailable as e:
             post(LedgerStatus(str(e)))
 
-__all__ = ["EVENT_TAIL", "FollowHost", "LedgerFollower", "Pending", "Step", "TASK_REFRESH_S"]
+__all__ = ["EVENT_TAIL", "FollowHost", "LedgerFollower", "Pending", "Step", "TASK_REFRESH_S", "delivered_by"]
