@@ -514,10 +514,17 @@ class WardenApp(App[int]):
                 s.show(msg.data)
 
 
+def console_app(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
+                project: str | None = None, records: str | None = None) -> WardenApp:
+    """The app exactly as `warden console` runs it (the benchmark drives this one)."""
+    return WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records)
+
+
 def run_console(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
                 project: str | None = None, records: str | None = None) -> int:
     """`warden console`: run the app; exit 1 when the ledger could not be opened."""
-    app = WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records)
+    app = console_app(ledger=ledger, runs=runs, read_only=read_only, operator=operator, project=project,
+                      records=records)
     app.run()
     if app.failed:
         print(f"warden: {app.failed}", file=sys.stderr)
@@ -525,4 +532,4 @@ def run_console(*, ledger: str, runs: str = "runs", read_only: bool = False, ope
     return int(app.return_code or 0)
 
 
-__all__ = ["WardenApp", "run_console"]
+__all__ = ["WardenApp", "console_app", "run_console"]
