@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from typing import Any, Callable
 
 from textual import on, work
@@ -29,7 +30,7 @@ from store.errors import WardenError
 from store.feed import FALLBACK_POLL_S, Feed
 from store.views import EventView, GraphView, NodeDetail, TaskView
 
-from .analysis import analyse
+from .analysis import Analyst, GraphRequest
 from .commands import WardenCommands
 from .dialogs import open_action
 from .follow import LedgerFollower, Pending
@@ -53,6 +54,8 @@ from .text import safe_line
 
 ANALYSIS_EVERY_S = 5.0  # estimates and signals: recomputed off the UI thread at most this often
 WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
+ANALYSIS_SHARE = 0.1  # after changes: a full run at most every 10 × its own duration (≤ 10 % of a core)
+TIME_SIGNALS_SHARE = 0.01  # with nothing changing: time-based signals at most 1 % of a core
 
 
 class WardenApp(App[int]):
@@ -112,6 +115,11 @@ class WardenApp(App[int]):
         self._early_nodes: dict[str, tuple[Any, int]] = {}  # graph rows that arrived before its first page
         self.graph_pages_applied = 0  # (tests and the benchmark)
         self._analysed_once: set[str] = set()
+        self.analyst = Analyst(self.feed)  # the analysis worker's memory (console/analysis.py)
+        self._analysis_busy = False  # one analysis run at a time
+        self._next_full_at = 0.0  # monotonic: the next full run after changes, not sooner
+        self._next_signals_at = 0.0  # monotonic: the next time-based signal run, not sooner
+        self._window: tuple[Any, frozenset[str]] = (None, frozenset())  # (model, keys) whose P80s were asked for
         # Instrumentation (tests and the benchmark): UI time spent applying deltas.
         self.applied_changes = 0
         self.apply_seconds = 0.0
@@ -145,7 +153,7 @@ class WardenApp(App[int]):
         self.follow_ledger()
         self.set_timer(1.0, self._tick)
         if self.analysis_enabled:
-            self.set_timer(ANALYSIS_EVERY_S, self._analysis_timer)
+            self.set_timer(1.0, self._analysis_timer)
         if not self.read_only:
             self.set_timer(WAKES_EVERY_S, self._wakes_timer)
 
@@ -169,30 +177,80 @@ class WardenApp(App[int]):
         self.set_timer(1.0, self._tick)  # re-armed after the work, so ticks never pile up
 
     def _analysis_timer(self) -> None:
-        """The slow tick. After events: estimates and signals for what they touched. Without
-        any: the time-based signals (stale heartbeat, orphaned lease, overdue) still change as
-        the clock moves, so they are recomputed — signals only — for the tasks on screen and the
-        open graph's running and parked nodes (a few rows, never the whole graph)."""
-        if self.loaded and not self.unavailable:
-            if self.follower.analysis_dirty:
+        """Once a second, at most one analysis run (off the UI thread), bounded in cost:
+
+        * after events, a full run (task figures, the P80s around the screen, signals) for what they
+          touched — at most every ``ANALYSIS_EVERY_S`` and every 10 × its own last duration;
+        * without events, the time-based signals (stale heartbeat, orphaned lease, overdue change as
+          the clock moves) — at most every ``ANALYSIS_EVERY_S`` and every 100 × their last duration;
+        * the graph scrolled or filtered to rows whose P80s were not asked for yet: those rows."""
+        if self.loaded and not self.unavailable and not self._analysis_busy:
+            now = time.monotonic()
+            if self.follower.analysis_dirty and now >= self._next_full_at:
                 self.run_analysis()
-            else:
+            elif not self.follower.analysis_dirty and now >= self._next_signals_at:
                 self.run_time_signals()
-        self.set_timer(ANALYSIS_EVERY_S, self._analysis_timer)
+            elif self._window_moved():
+                self.run_node_window()
+        self.set_timer(1.0, self._analysis_timer)
+
+    def _graph_request(self, *, live: bool = True) -> GraphRequest | None:
+        """The open graph's task, the rows on screen and a screen either side, its running and
+        parked rows (a scan of the model: a few ms at 100k nodes)."""
+        g = self.graph_model
+        if g is None:
+            return None
+        screens = [s for s in self._screens(TaskGraphScreen) if s.task_id == g.task_id]
+        window: tuple[Any, ...] = ()
+        if screens:
+            r = screens[-1].row_list.visible_range()
+            h = max(1, len(r))
+            lo, hi = max(0, r.start - h), min(g.row_count(), r.stop + h)
+            window = tuple(n for n in (g.node_at(p) for p in range(lo, hi)) if n is not None)
+        self._window = (g, frozenset(n.key for n in window))
+        rows = tuple(n for n in g.nodes if n.status in ("running", "parked")) if live else ()
+        return GraphRequest(task=g.task, window=window, live=rows)
+
+    def _window_moved(self) -> bool:
+        """Rows on screen in the open graph whose P80 was not asked for (scrolled, filtered)."""
+        g = self.graph_model
+        if g is None:
+            return False
+        model, keys = self._window
+        for s in self._screens(TaskGraphScreen):
+            if s.task_id == g.task_id:
+                for p in s.row_list.visible_range():
+                    n = g.node_at(p)
+                    if n is not None and (model is not g or n.key not in keys):
+                        return True
+        return False
 
     def run_time_signals(self) -> None:
-        g = self.graph_model
-        snapshot = None
-        if g is not None and g.complete:
-            snapshot = GraphView(task=g.task, nodes=tuple(n for n in g.nodes if n.status in ("running", "parked")))
+        """Signals only, for the tasks on screen and the open graph's running and parked rows."""
+        if self._analysis_busy:
+            self._next_signals_at = 0.0  # as soon as the run under way ends
+            return
         visible: list[str] = []
         for s in self._screens(TaskListScreen):
             for pos in s.row_list.visible_range():
                 row = self.tasks_model.row_at(pos)
                 if row is not None and row.view.status in ("active", "parked"):
                     visible.append(row.view.task_id)
-        if snapshot is not None or visible:
-            self._analyse(snapshot, sorted(set(visible)), signals_only=True)
+        req = self._graph_request()
+        if req is not None:
+            req = replace(req, window=())
+        if req is not None or visible:
+            self._start_analysis(req, sorted(set(visible)), frozenset({"signals"}), "signals")
+        else:
+            self._next_signals_at = time.monotonic() + ANALYSIS_EVERY_S
+
+    def run_node_window(self) -> None:
+        """P80s of the graph rows around the screen (after a scroll or a filter)."""
+        if self._analysis_busy:
+            return  # the timer looks again in a second
+        req = self._graph_request(live=False)
+        if req is not None and req.window:
+            self._start_analysis(req, [], frozenset({"nodes"}), "nodes")
 
     # ------------------------------------------------------------------ the feed (console/follow.py)
     def request(self, kind: str, arg: Any) -> None:
@@ -251,6 +309,8 @@ class WardenApp(App[int]):
             for s in self._screens(EventLogScreen):
                 s.data_changed(0, True)
         if p.events:
+            if any(e.kind == "node.committed" for e in p.events):
+                self.analyst.forget_history()  # a duration was added: the estimates re-read them
             added, reshaped = self.events_model.extend(p.events)
             if added or reshaped:
                 for s in self._screens(EventLogScreen):
@@ -313,6 +373,8 @@ class WardenApp(App[int]):
                     s.model_ready()
             if self.graph_probe is not None:
                 self.call_after_refresh(self.graph_probe)
+            if self.analysis_enabled and not self._analysis_busy:
+                self.call_after_refresh(self.run_node_window)  # the first screen's P80s, at once
         elif g is not None and g.task_id == msg.task_id and not g.complete:
             g.extend(page.nodes, last=page.last)
             for s in self._screens(TaskGraphScreen):
@@ -361,28 +423,60 @@ class WardenApp(App[int]):
 
     # ------------------------------------------------------------------ estimates and signals
     def run_analysis(self) -> None:
-        g = self.graph_model
-        snapshot = g.snapshot() if g is not None else None
+        """A full run now (or as soon as the one under way ends): task figures, the graph's P80s
+        around the screen, signals — for the open graph and the tasks events touched."""
+        if self._analysis_busy:
+            self._next_full_at = 0.0
+            return
         small = [r.view.task_id for r in self.tasks_model.rows
                  if r.view.task_id in self.follower.analysis_dirty or r.view.task_id not in self._analysed_once]
         self.follower.analysis_dirty.clear()
-        self._analyse(snapshot, small)
+        self._start_analysis(self._graph_request(), small, frozenset({"eta", "nodes", "signals"}), "full")
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="analysis")
-    def _analyse(self, snapshot: GraphView | None, task_ids: list[str], signals_only: bool = False) -> None:
+    def _start_analysis(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str],
+                        kind: str) -> None:
+        self._analysis_busy = True
+        self._analyse(req, task_ids, parts, kind)
+
+    @work(thread=True, exit_on_error=False, group="analysis")
+    def _analyse(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str) -> None:
         """Estimates and signals (console/analysis.py) off the UI thread."""
-        self.post_message(analyse(self.feed, self.now(), snapshot, task_ids, signals_only=signals_only))
+        try:
+            msg = self.analyst.run(self.now(), req, task_ids, parts=parts, kind=kind)
+        except BaseException:
+            try:
+                self.call_from_thread(self._analysis_done, kind)
+            except RuntimeError:
+                pass  # the app is closing
+            raise
+        self.post_message(msg)
+
+    def _analysis_done(self, kind: str) -> None:
+        """A run ended: space the next ones by what this one cost."""
+        self._analysis_busy = False
+        took = self.analyst.last_seconds.get(kind, 0.0)
+        now = time.monotonic()
+        if kind == "full":
+            if self._next_full_at != 0.0:  # 0.0: asked for again while it ran, so the next tick runs it
+                self._next_full_at = now + max(ANALYSIS_EVERY_S, took / ANALYSIS_SHARE)
+            self._next_signals_at = now + ANALYSIS_EVERY_S
+        elif kind == "signals":
+            self._next_signals_at = now + max(ANALYSIS_EVERY_S, took / TIME_SIGNALS_SHARE)
 
     @on(AnalysisReady)
     def analysis_ready(self, msg: AnalysisReady) -> None:
+        self._analysis_done("full" if "eta" in msg.parts else ("signals" if msg.signals_only else "nodes"))
         changed = []
         for tid, (eta, sigs) in msg.tasks.items():
-            if msg.signals_only:  # the time-based recompute: estimates stay as they were
-                i = self.tasks_model.index.get(tid)
-                eta = self.tasks_model.rows[i].eta if i is not None else None
+            i = self.tasks_model.index.get(tid)
+            if i is None:
+                continue
+            row = self.tasks_model.rows[i]
+            if eta is None:
+                eta = row.eta
             else:
                 self._analysed_once.add(tid)
-            pos = self.tasks_model.set_analysis(tid, eta, sigs)
+            pos = self.tasks_model.set_analysis(tid, eta, row.signals if sigs is None else sigs)
             if pos is not None:
                 changed.append(pos)
         for s in self._screens(TaskListScreen):
@@ -390,9 +484,7 @@ class WardenApp(App[int]):
         g = self.graph_model
         if msg.graph is not None and g is not None and msg.graph[0] == g.task_id:
             _, eta, node_etas, sigs = msg.graph
-            if msg.signals_only:
-                eta, node_etas = g.task_eta, g.etas
-            g.set_analysis(eta, node_etas, sigs)
+            g.update_analysis(eta, node_etas, sigs)
             for s in self._screens(TaskGraphScreen):
                 s.update_summary()
                 s.row_list.refresh_visible()

@@ -209,6 +209,7 @@ GRAPH_COLUMNS = [
 ]
 
 MAX_INDENT = 6
+ETA_KEEP = 5000  # node P80s kept for rows scrolled away from (recomputed when they come back)
 
 
 class GraphModel:
@@ -320,6 +321,24 @@ class GraphModel:
                      signals: Sequence[Any]) -> None:
         self.task_eta = task_eta or empty_eta()
         self.etas = dict(node_etas)
+        self.set_signals(signals)
+
+    def update_analysis(self, task_eta: Mapping[str, Any] | None = None,
+                        node_etas: Mapping[str, Mapping[str, Any]] | None = None,
+                        signals: Sequence[Any] | None = None) -> None:
+        """What one analysis run computed; None leaves that part as it was. Node figures arrive
+        for the rows around the screen: they are added to those already known (at most
+        ``ETA_KEEP`` kept; beyond that only the newest window is)."""
+        if task_eta is not None:
+            self.task_eta = task_eta or empty_eta()
+        if node_etas is not None:
+            if len(self.etas) + len(node_etas) > ETA_KEEP:
+                self.etas = {}
+            self.etas.update(node_etas)
+        if signals is not None:
+            self.set_signals(signals)
+
+    def set_signals(self, signals: Sequence[Any]) -> None:
         by_node: dict[str, list[Any]] = {}
         for s in signals:
             node = _get(s, "node")
