@@ -37,6 +37,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -164,6 +165,63 @@ def load1() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+class StallSampler:
+    """Diagnostics (``--stall-trace``): every 10 ms, if the UI thread has been in the same Python
+    frame for more than 50 ms, sample what it and the other threads run; plus every garbage
+    collection's duration. Tells what a stall of the event loop is made of."""
+
+    def __init__(self, ui_thread: int) -> None:
+        self.ui = ui_thread
+        self.samples: dict[str, int] = {}
+        self.gc: list[tuple[int, float]] = []
+        self._gc_t0 = 0.0
+        self._stop = threading.Event()
+
+    def _gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_t0 = time.perf_counter()
+        else:
+            self.gc.append((info.get("generation", -1), (time.perf_counter() - self._gc_t0) * 1000))
+
+    def start(self) -> "StallSampler":
+        import gc
+        import traceback
+
+        gc.callbacks.append(self._gc)
+
+        def run() -> None:
+            last, since = None, time.monotonic()
+            while not self._stop.wait(0.01):
+                frames = sys._current_frames()
+                f = frames.get(self.ui)
+                here = (id(f), f.f_lineno) if f is not None else None
+                if here != last:
+                    last, since = here, time.monotonic()
+                    continue
+                if time.monotonic() - since < 0.05:
+                    continue
+                ui = "".join(traceback.format_stack(f, limit=6)[-4:]) if f is not None else "?"
+                others = [traceback.format_stack(fr, limit=3)[-1].strip().splitlines()[0]
+                          for tid, fr in frames.items() if tid not in (self.ui, threading.get_ident())]
+                key = ui + "  other threads: " + " | ".join(sorted(set(others)))
+                self.samples[key] = self.samples.get(key, 0) + 1
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self) -> dict:
+        import gc
+
+        self._stop.set()
+        self.thread.join()
+        gc.callbacks.remove(self._gc)
+        top = sorted(self.samples.items(), key=lambda kv: -kv[1])[:6]
+        slow_gc = sorted(self.gc, key=lambda g: -g[1])[:5]
+        return {"gc_count": len(self.gc), "gc_slowest_ms": [(g, round(ms, 1)) for g, ms in slow_gc],
+                "stalled_in (10 ms samples)": [{"samples": n, "where": k} for k, n in top]}
+
+
 # ---------------------------------------------------------------------- headless
 async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
     from console.app import console_app
@@ -238,6 +296,7 @@ async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
                 nxt = max(nxt, time.monotonic())
 
         tick_task = asyncio.ensure_future(ticker())
+        sampler = StallSampler(threading.get_ident()).start() if a.stall_trace else None
         painted.clear()
         load = await LoadWriter(path, a.rate, a.seconds).start()
         n = 0
@@ -257,6 +316,8 @@ async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
             await asyncio.sleep(0.05)
         ticking = False
         await tick_task
+        if sampler is not None:
+            out["stall_trace"] = sampler.stop()
         lat = [(painted[i] - t) * 1000 for i, t in writes.items() if i in painted]
         out["load"] = {"rate": a.rate, "seconds": a.seconds, "commit_to_screen": summary(lat, len(writes)),
                        "key_to_frame": summary(key_lat), "loop_stall_max_ms": round(max(lateness) * 1000, 1),
@@ -449,6 +510,7 @@ def main() -> None:
                     help="run only these parts (repeatable; default: all)")
     ap.add_argument("--ledger", help="reuse a ledger built by an earlier run (it is copied, never changed)")
     ap.add_argument("--out", help="also write the JSON report here")
+    ap.add_argument("--stall-trace", action="store_true", help="sample what the UI thread runs when it stalls")
     ap.add_argument("--load-writer", help=argparse.SUPPRESS)
     ap.add_argument("--writes-to", help=argparse.SUPPRESS)
     a = ap.parse_args()
