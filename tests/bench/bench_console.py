@@ -13,8 +13,8 @@ One command, one JSON report (and a table) with, side by side:
   of 100×30 that this process reads as fast as it is written, drawn by a terminal emulator (pyte):
   "on screen" = the emulated screen shows it (tests/bench/console_terminal.py).
 
-Scenarios, in both: commits with nothing written ≥ 1 s before and after (*isolated*); commits 6 s
-apart (*spaced*); a writer committing 100 changes/s (claims and heartbeats with observations, one
+Scenarios, in both: commits with nothing written ≥ 1 s before and after (*isolated*: a node claimed,
+then committed, alternately, so its row is on screen); commits 6 s apart (*spaced*); a writer committing 100 changes/s (claims and heartbeats with observations, one
 transaction each) while keys (j/k) are pressed every 150 ms (*load*: commit → screen for every
 change, key → frame); RSS after the load; idle CPU after it (thousands of nodes then hold live
 leases); the longest stall of the UI loop (a 10 ms ticker's worst lateness, headless). Baselines
@@ -258,7 +258,7 @@ async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
             try:
                 for i in range(n):
                     await asyncio.sleep(quiet_s)  # nothing written for quiet_s before (and after) each
-                    wrote = await writer.send("claim" if i % 2 == 0 else "beat")
+                    wrote = await writer.send("claim" if i % 2 == 0 else "commit")
                     if wrote is None:
                         continue
                     eid, _key, done = wrote
@@ -327,7 +327,11 @@ async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
         out["rss_mb_after_load"] = round(rss_now_mb(), 1)
         g = app.graph_model
         out["live_leases"] = sum(1 for nd in g.nodes if nd.status == "running") if g is not None else 0
-        await asyncio.sleep(3.0)  # let the last analysis and refreshes finish
+        # idle: after the last change's analysis and refreshes have run
+        deadline = time.monotonic() + 60
+        while (app.follower.analysis_dirty or app._analysis_busy) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(2.0)
         c0, w0 = time.process_time(), time.monotonic()
         await asyncio.sleep(a.idle)
         out["idle_cpu_pct"] = round((time.process_time() - c0) / (time.monotonic() - w0) * 100, 2)
@@ -358,14 +362,16 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
             writer = loop.run_until_complete(Writer(str(path), "big").start())
             lat, written = [], 0
             try:
-                for _ in range(n):
+                for i in range(n):
                     time.sleep(quiet_s)  # nothing written for quiet_s before (and after) each
-                    wrote = loop.run_until_complete(writer.send("claim"))
+                    # claim a node, then commit it: the rows stay near the top, on screen
+                    cmd, word = ("claim", "running") if i % 2 == 0 else ("commit", "succeeded")
+                    wrote = loop.run_until_complete(writer.send(cmd))
                     if wrote is None:
                         continue
                     written += 1
                     _eid, key, done = wrote
-                    seen = term.wait(term.when(shows(key, "running")), 10)
+                    seen = term.wait(term.when(shows(key, word)), 10)
                     if seen is not None:
                         lat.append((seen - done) * 1000)
             finally:
@@ -393,7 +399,7 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
         loop.run_until_complete(load.finish())
         out["load"] = {"rate": a.rate, "seconds": a.seconds, "key_to_frame": summary(key_lat), "load1": load1()}
         out["rss_mb_after_load"] = round(term.rss_mb(), 1)
-        time.sleep(3.0)
+        time.sleep(15.0)  # idle: after the last change's analysis (spaced by its cost) has run
         c0, w0 = term.cpu_seconds(), time.monotonic()
         time.sleep(a.idle)
         out["idle_cpu_pct"] = round((term.cpu_seconds() - c0) / (time.monotonic() - w0) * 100, 2)
