@@ -21,6 +21,7 @@ The result goes back to the UI thread as one ``AnalysisReady`` message.
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
@@ -124,9 +125,16 @@ class Analyst:
         ``signals``) for the open graph and the tasks ``task_ids``."""
         with self.lock:
             t0 = time.monotonic()
+            # No cyclic collection during the run: its reads make tens of thousands of short-lived
+            # objects that reference counting frees anyway, and a full collection that walked them
+            # held the interpreter for 100-300 ms, stalling the UI (bench_console.py --stall-trace).
+            collecting = gc.isenabled()
+            gc.disable()
             try:
                 return self._run(now, graph, task_ids, parts)
             finally:
+                if collecting:
+                    gc.enable()
                 if kind != "nodes":
                     release_memory()
                 self.last_seconds[kind] = time.monotonic() - t0
