@@ -554,7 +554,12 @@ def main() -> None:
         if "headless" in parts:
             result["headless"] = asyncio.run(bench_headless(fresh("headless"), a))
         if "terminal" in parts:
-            result["terminal"] = bench_terminal(fresh("terminal"), a)
+            try:
+                import pyte  # noqa: F401
+            except ImportError:
+                result["terminal"] = {"skipped": "needs pyte: pip install pyte (or 'warden[bench]')"}
+            else:
+                result["terminal"] = bench_terminal(fresh("terminal"), a)
         if "poll" in parts:
             result["poll_1s"] = bench_polling(fresh("poll"), a.rate, min(a.seconds, 10))
         if "datatable" in parts:

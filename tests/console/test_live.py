@@ -102,3 +102,37 @@ async def test_each_commit_reaches_the_model_on_postgresql(pg_target):
         assert paths and set(paths) == {"change"}, paths  # a NOTIFY comes after the commit is visible
         assert app.feed.wakeup_counts["poll"] == 0
         assert app.follower.deliveries["poll"] == 0 and app.follower.deliveries["other"] == 0
+
+
+@pytest.mark.parametrize("nodes", [400, 3000])
+async def test_node_estimates_follow_the_screen_not_the_graph(tmp_path, nodes):
+    """Issue 14: P80s are computed for the rows on screen (and a screen either side), never for
+    the whole graph; rows scrolled to get theirs on the next analysis tick."""
+    from store import Ledger, NodeSpec
+
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        ledger.create_task("wide", title="many nodes")
+        ledger.add_nodes("wide", [NodeSpec(f"n{i:05d}", est_wall_s=30.0 + i % 7) for i in range(nodes)])
+        c = ledger.claim("wide", worker="w", lease_s=600)
+        ledger.heartbeat(c, units_done=1, units_total=4)
+    app = make_app(path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.open_graph("wide")
+        await wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete, what="the graph")
+        g = app.graph_model
+        screen = app.screen
+        rows = screen.row_list.visible_range()
+
+        def shown_have_p80() -> bool:
+            keys = [g.node_at(p).key for p in screen.row_list.visible_range()]
+            return all(k in g.etas for k in keys)
+
+        await wait_for(pilot, shown_have_p80, what="P80s of the rows on screen")
+        assert len(g.etas) <= 3 * len(rows) + 1 < nodes
+        await wait_for(pilot, lambda: g.task_eta.get("p80_s") is not None, what="the task's P80 (estimate_task)")
+        await pilot.press("end")
+        await wait_for(pilot, lambda: screen.row_list.visible_range().start > rows.stop, what="the scroll")
+        await wait_for(pilot, shown_have_p80, timeout=15, what="P80s of the rows scrolled to")
+        assert len(g.etas) <= 6 * len(rows) + 2 < nodes
