@@ -50,6 +50,26 @@ class GraphRequest:
     live: tuple[Any, ...] = ()
 
 
+def graph_request(g: Any, visible: range, *, live: bool = True) -> GraphRequest:
+    """For the open graph's model ``g`` (``console.model.GraphModel``): its task row, the rows on
+    screen (``visible`` positions) and a screen either side, and (``live``) its running and parked
+    rows — a scan of the model, a few ms at 100k nodes."""
+    h = max(1, len(visible))
+    lo, hi = max(0, visible.start - h), min(g.row_count(), visible.stop + h)
+    window = tuple(n for n in (g.node_at(p) for p in range(lo, hi)) if n is not None) if len(visible) else ()
+    rows = tuple(n for n in g.nodes if n.status in ("running", "parked")) if live else ()
+    return GraphRequest(task=g.task, window=window, live=rows)
+
+
+def window_covers(g: Any, visible: range, keys: frozenset[str]) -> bool:
+    """Every row on screen is among ``keys`` (their P80s were asked for)."""
+    for p in visible:
+        n = g.node_at(p)
+        if n is not None and n.key not in keys:
+            return False
+    return True
+
+
 SIGNAL_CHUNK = 500  # running nodes whose signals are read and judged at a time
 
 
@@ -183,4 +203,5 @@ class Analyst:
         return AnalysisReady(tasks, graph_result, parts=parts)
 
 
-__all__ = ["Analyst", "GraphRequest", "HISTORY_TTL_S", "PARTS", "SIGNAL_CHUNK", "graph_signals"]
+__all__ = ["Analyst", "GraphRequest", "HISTORY_TTL_S", "PARTS", "SIGNAL_CHUNK", "graph_request", "graph_signals",
+           "window_covers"]

@@ -31,7 +31,7 @@ from store.errors import WardenError
 from store.feed import FALLBACK_POLL_S, Feed
 from store.views import EventView, GraphView, NodeDetail, TaskView
 
-from .analysis import Analyst, GraphRequest
+from .analysis import Analyst, GraphRequest, graph_request, window_covers
 from .commands import WardenCommands
 from .dialogs import open_action
 from .follow import LedgerFollower, Pending
@@ -196,35 +196,22 @@ class WardenApp(App[int]):
         self.set_timer(1.0, self._analysis_timer)
 
     def _graph_request(self, *, live: bool = True) -> GraphRequest | None:
-        """The open graph's task, the rows on screen and a screen either side, its running and
-        parked rows (a scan of the model: a few ms at 100k nodes)."""
+        """What the open graph needs computed (``console.analysis.graph_request``)."""
         g = self.graph_model
         if g is None:
             return None
         screens = [s for s in self._screens(TaskGraphScreen) if s.task_id == g.task_id]
-        window: tuple[Any, ...] = ()
-        if screens:
-            r = screens[-1].row_list.visible_range()
-            h = max(1, len(r))
-            lo, hi = max(0, r.start - h), min(g.row_count(), r.stop + h)
-            window = tuple(n for n in (g.node_at(p) for p in range(lo, hi)) if n is not None)
-        self._window = (g, frozenset(n.key for n in window))
-        rows = tuple(n for n in g.nodes if n.status in ("running", "parked")) if live else ()
-        return GraphRequest(task=g.task, window=window, live=rows)
+        req = graph_request(g, screens[-1].row_list.visible_range() if screens else range(0), live=live)
+        self._window = (g, frozenset(n.key for n in req.window))
+        return req
 
     def _window_moved(self) -> bool:
         """Rows on screen in the open graph whose P80 was not asked for (scrolled, filtered)."""
         g = self.graph_model
-        if g is None:
-            return False
         model, keys = self._window
-        for s in self._screens(TaskGraphScreen):
-            if s.task_id == g.task_id:
-                for p in s.row_list.visible_range():
-                    n = g.node_at(p)
-                    if n is not None and (model is not g or n.key not in keys):
-                        return True
-        return False
+        return g is not None and any(
+            not window_covers(g, s.row_list.visible_range(), keys if model is g else frozenset())
+            for s in self._screens(TaskGraphScreen) if s.task_id == g.task_id)
 
     def run_time_signals(self) -> None:
         """Signals only, for the tasks on screen and the open graph's running and parked rows."""
