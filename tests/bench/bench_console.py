@@ -53,7 +53,8 @@ def build(path: Path, nodes: int, events: int) -> None:
     open it afterwards with the store's own pragmas)."""
     from store import Ledger
 
-    Ledger.open(path).close()
+    with Ledger.open(path) as ledger:  # the schema, and the task row through the API (every column)
+        ledger.create_task("big", title="benchmark")
     t0 = time.time()
     con = sqlite3.connect(path, isolation_level=None)
     con.execute("PRAGMA synchronous=OFF")
@@ -61,15 +62,18 @@ def build(path: Path, nodes: int, events: int) -> None:
     assert {"at", "task_id", "node", "layer", "kind", "actor", "summary", "payload"} <= cols, cols
     width = max(1000, nodes // 10)  # a wide first layer: plenty of ready nodes to claim
     con.execute("BEGIN")
-    con.execute(
-        "INSERT INTO task (task_id, title, workflow, workflow_version, status, inputs, constraints, preconditions,"
-        " soft_ratio, tokens_used, max_claims, max_repairs, repair_count, claim_count, revision, created_at,"
-        " updated_at) VALUES ('big', 'benchmark', '', '', 'active', '{}', '[]', '{}', 0.7, 0, 5, 3, 0, 0, 1, ?, ?)",
-        (t0, t0))
+    # node columns this build does not name but the schema requires (added by later schema
+    # versions without a default): zero / empty
+    named = {"id", "task_id", "key", "position", "kind", "title", "status", "preconditions", "attempt", "retryable",
+             "always_admit", "tokens_used", "wall_used_s", "claim_count", "rejections", "version"}
+    extra = [(r[1], "''" if "CHAR" in r[2].upper() or "TEXT" in r[2].upper() else "0")
+             for r in con.execute("PRAGMA table_info(node)") if r[3] and r[4] is None and r[1] not in named]
+    ex_cols = "".join(", " + c for c, _ in extra)
+    ex_vals = "".join(", " + v for _, v in extra)
     con.executemany(
         "INSERT INTO node (id, task_id, key, position, kind, title, status, preconditions, attempt, retryable,"
-        " always_admit, tokens_used, wall_used_s, claim_count, rejections, version)"
-        " VALUES (?, 'big', ?, ?, 'tool', '', 'pending', '{}', 0, 1, 0, 0, 0.0, 0, '[]', 1)",
+        f" always_admit, tokens_used, wall_used_s, claim_count, rejections, version{ex_cols})"
+        f" VALUES (?, 'big', ?, ?, 'tool', '', 'pending', '{{}}', 0, 1, 0, 0, 0.0, 0, '[]', 1{ex_vals})",
         ((i + 1, f"n{i:06d}", i) for i in range(nodes)))
     con.executemany("INSERT INTO edge (task_id, src_id, dst_id) VALUES ('big', ?, ?)",
                     ((i - width + 1, i + 1) for i in range(width, nodes)))
