@@ -8,6 +8,7 @@ decoded here; the lease shows only while a token is held.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import fields as dataclass_fields
 from typing import Any, Mapping, Sequence
 
@@ -108,8 +109,9 @@ def node_rows(rows: Sequence[tuple[Any, ...]], deps: Mapping[int, list[str]], wo
     (``tuple.__new__``); ``words`` keeps one string object per kind and status, not one per row."""
     make = tuple.__new__
     none: tuple[str, ...] = ()
-    return tuple(make(NodeRow, (r[0], r[1], words.setdefault(r[2], r[2]), r[3], words.setdefault(r[4], r[4]))
-                      + r[5:] + (tuple(deps[r[0]]) if r[0] in deps else none,)) for r in rows)
+    key = sys.intern  # a dependency names a node by key: one string object for both (5 MB at 100k nodes)
+    return tuple(make(NodeRow, (r[0], key(r[1]), words.setdefault(r[2], r[2]), r[3], words.setdefault(r[4], r[4]))
+                      + r[5:] + (tuple(map(key, deps[r[0]])) if r[0] in deps else none,)) for r in rows)
 
 
 # ---------------------------------------------------------------------- the rest
