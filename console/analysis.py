@@ -1,60 +1,207 @@
 """Estimates and signals for what the console shows, computed in a worker thread.
 
-The figures come from ``store.estimates`` and ``store.signals`` (never computed here): the open
-graph from the view model's snapshot (no re-query of its rows), other tasks without loading their
-graphs. The result goes back to the UI thread as one ``AnalysisReady`` message.
+The figures come from ``store.estimates`` and ``store.signals`` (never computed here). What is
+computed is bounded by what is on screen, never by the size of a task (issue 14: a pass over a
+100k-node graph held the GIL for seconds and stalled painting and keys):
+
+* the open graph's **task figure** with ``estimate_task`` — the same figure as ``warden status``
+  and the task list, from per-kind aggregates above ``mc_max_nodes`` unfinished nodes (SQL, not a
+  walk over the graph);
+* **per-node P80s only for the rows on screen** and a screen either side (a node's estimate depends
+  on the node and its kind's history, never on the rest of the graph): a few dozen nodes, not 100k;
+* **signals** of the running and parked nodes (the only ones that can have node signals) and the
+  task's own;
+* the other tasks of the task list with ``estimate_task`` / ``signals_for_task``.
+
+:class:`Analyst` is the worker's memory between runs: the duration history (re-read after a node
+somewhere succeeded, or after a minute) and how long each kind of run took, which the app uses to
+space runs out so that estimates and signals never take more than a bounded share of a core.
+The result goes back to the UI thread as one ``AnalysisReady`` message.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import gc
+import sys
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 from store import estimates, signals
 from store.errors import NotFound
 from store.feed import Feed
 from store.report import signal_json
-from store.views import GraphView
+from store.views import GraphView, TaskView
 
 from .messages import AnalysisReady
 
-
-def analyse(feed: Feed, now: float, snapshot: GraphView | None, task_ids: list[str], *,
-            signals_only: bool = False) -> AnalysisReady:
-    """The open graph (``snapshot``) and the tasks ``task_ids``: estimates and signals, or only the
-    signals (the time-based recompute: the estimates stay as they were)."""
-    history = estimates.DurationHistory()
-    graph_result = None
-    tasks: dict[str, tuple[Any, list]] = {}
-
-    def graph_analysis(ledger: Any, graph: GraphView) -> tuple[Any, Any, list]:
-        est = None if signals_only else estimates.estimate_graph(ledger, graph, history=history, now=now)
-        # the model's rows carry what estimates read; signals read whole nodes, and only the
-        # running and parked ones (a few), so those are read here as NodeViews
-        live = [n.key for n in graph.nodes if n.status in ("running", "parked")]
-        full = GraphView(task=graph.task, nodes=tuple(ledger.nodes(graph.task.task_id, live)))
-        sigs = [signal_json(s) for s in signals.signals_for_graph(ledger, full, history=history, now=now)]
-        if est is None:
-            return None, None, sigs
-        return est.task.to_json(), {k: e.to_json() for k, e in est.nodes.items()}, sigs
-
-    def task_analysis(ledger: Any, tid: str) -> tuple[Any, list]:
-        task = ledger.task(tid)
-        eta = None if signals_only else estimates.estimate_task(ledger, task, history=history, now=now).to_json()
-        sigs = [signal_json(s) for s in signals.signals_for_task(ledger, task, history=history, now=now)]
-        return eta, sigs
-
-    if snapshot is not None:
-        eta, node_etas, sigs = feed.read(lambda ledger: graph_analysis(ledger, snapshot))
-        graph_result = (snapshot.task.task_id, eta, node_etas, sigs)
-        tasks[snapshot.task.task_id] = (eta, sigs)
-    for tid in task_ids:
-        if tid in tasks:
-            continue
-        try:
-            tasks[tid] = feed.read(lambda ledger: task_analysis(ledger, tid))
-        except NotFound:
-            continue
-    return AnalysisReady(tasks, graph_result, signals_only=signals_only)
+HISTORY_TTL_S = 60.0  # the duration history is re-read at least this often while in use
+PARTS = frozenset({"eta", "nodes", "signals"})
 
 
-__all__ = ["analyse"]
+@dataclass(frozen=True)
+class GraphRequest:
+    """What the open graph needs: its task row, the rows on screen (and a screen either side) whose
+    P80 is shown, and its running and parked rows (whose signals are shown)."""
+
+    task: TaskView
+    window: tuple[Any, ...] = ()
+    live: tuple[Any, ...] = ()
+
+
+def graph_request(g: Any, visible: range, *, live: bool = True) -> GraphRequest:
+    """For the open graph's model ``g`` (``console.model.GraphModel``): its task row, the rows on
+    screen (``visible`` positions) and a screen either side, and (``live``) its running and parked
+    rows — a scan of the model, a few ms at 100k nodes."""
+    h = max(1, len(visible))
+    lo, hi = max(0, visible.start - h), min(g.row_count(), visible.stop + h)
+    window = tuple(n for n in (g.node_at(p) for p in range(lo, hi)) if n is not None) if len(visible) else ()
+    rows = tuple(n for n in g.nodes if n.status in ("running", "parked")) if live else ()
+    return GraphRequest(task=g.task, window=window, live=rows)
+
+
+def window_covers(g: Any, visible: range, keys: frozenset[str]) -> bool:
+    """Every row on screen is among ``keys`` (their P80s were asked for)."""
+    for p in visible:
+        n = g.node_at(p)
+        if n is not None and n.key not in keys:
+            return False
+    return True
+
+
+SIGNAL_CHUNK = 500  # running nodes whose signals are read and judged at a time
+
+
+def graph_signals(ledger: Any, req: GraphRequest, history: estimates.DurationHistory, now: float) -> list[Any]:
+    """``signals_for_graph`` of the running and parked rows, read as whole nodes (the rows carry what
+    estimates read; signals read more) ``SIGNAL_CHUNK`` running nodes at a time: the same signals —
+    a node's own depend on it, its kind and the task only — with a tenth of the memory at its peak
+    (thousands of running nodes: their observations and heartbeats) and the interpreter handed to
+    the UI thread between chunks. Task-level signals come from the first chunk only."""
+    running = [n for n in req.live if n.status == "running"]
+    parked = [n for n in req.live if n.status != "running"]
+    task = req.task
+    out: list[Any] = []
+    for i, start in enumerate(range(0, max(1, len(running)), SIGNAL_CHUNK)):
+        part = running[start:start + SIGNAL_CHUNK]
+        keys = [n.key for n in (parked if i == 0 else []) + part]
+        full = GraphView(task=task, nodes=tuple(ledger.nodes(task.task_id, keys)))
+        got = signals.signals_for_graph(ledger, full, history=history, now=now)
+        if i:
+            mine = {n.key for n in part}
+            got = [s for s in got if s.node in mine]
+        out.extend(got)
+        time.sleep(0)
+    return signals.sort_signals(out)
+
+
+_TRIM: Any = False
+
+
+def release_memory() -> None:
+    """Give freed memory back to the system (glibc's ``malloc_trim``; nothing elsewhere). A run
+    reads thousands of rows and frees them; glibc kept ~15 MB of that per run at 100k nodes."""
+    global _TRIM
+    if _TRIM is False:
+        _TRIM = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+            except (OSError, AttributeError):
+                _TRIM = None
+    if _TRIM is not None:
+        _TRIM(0)
+
+
+class Analyst:
+    """The analysis worker's state between runs. One run at a time (the app never starts a run
+    while one is going); ``forget_history`` may be called from any thread."""
+
+    def __init__(self, feed: Feed) -> None:
+        self.feed = feed
+        self._history: estimates.DurationHistory | None = None
+        self._history_at = 0.0
+        self._stale = False
+        self.lock = threading.Lock()
+        self.last_seconds: dict[str, float] = {}  # wall time of the last run of each kind
+
+    def forget_history(self) -> None:
+        """A node succeeded somewhere: durations moved, re-read them on the next run."""
+        self._stale = True
+
+    def history(self) -> estimates.DurationHistory:
+        if self._history is None or self._stale or time.monotonic() - self._history_at > HISTORY_TTL_S:
+            self._history = estimates.DurationHistory()
+            self._history_at = time.monotonic()
+            self._stale = False
+        return self._history
+
+    def run(self, now: float, graph: GraphRequest | None, task_ids: Sequence[str], *,
+            parts: frozenset[str] = PARTS, kind: str = "full") -> AnalysisReady:
+        """The parts asked for (``eta``: task figures, ``nodes``: the window's node figures,
+        ``signals``) for the open graph and the tasks ``task_ids``."""
+        with self.lock:
+            t0 = time.monotonic()
+            # No cyclic collection during the run: its reads make tens of thousands of short-lived
+            # objects that reference counting frees anyway, and a full collection that walked them
+            # held the interpreter for 100-300 ms, stalling the UI (bench_console.py --stall-trace).
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                return self._run(now, graph, task_ids, parts)
+            finally:
+                if collecting:
+                    gc.enable()
+                if kind != "nodes":
+                    release_memory()
+                self.last_seconds[kind] = time.monotonic() - t0
+
+    def _run(self, now: float, graph: GraphRequest | None, task_ids: Sequence[str],
+             parts: frozenset[str]) -> AnalysisReady:
+        history = self.history()
+        tasks: dict[str, tuple[Any, Any]] = {}
+        graph_result = None
+
+        def graph_analysis(ledger: Any, req: GraphRequest) -> tuple[Any, Any, Any]:
+            task = req.task
+            eta = node_etas = sigs = None
+            if "eta" in parts:
+                eta = estimates.estimate_task(ledger, task, history=history, now=now).to_json()
+            if "nodes" in parts and req.window:
+                # estimate_graph of the window alone, its task marked finished so that it skips the
+                # task figure (computed above from the whole task, not from these rows)
+                done = GraphView(task=replace(task, status="completed"), nodes=tuple(req.window))
+                est = estimates.estimate_graph(ledger, done, history=history, now=now)
+                node_etas = {k: e.to_json() for k, e in est.nodes.items()}
+            if "signals" in parts:
+                sigs = [signal_json(s) for s in graph_signals(ledger, req, history, now)]
+            return eta, node_etas, sigs
+
+        def task_analysis(ledger: Any, tid: str) -> tuple[Any, list | None]:
+            task = ledger.task(tid)
+            eta = estimates.estimate_task(ledger, task, history=history, now=now).to_json() if "eta" in parts else None
+            sigs = ([signal_json(s) for s in signals.signals_for_task(ledger, task, history=history, now=now)]
+                    if "signals" in parts else None)
+            return eta, sigs
+
+        if graph is not None:
+            eta, node_etas, sigs = self.feed.read(lambda ledger: graph_analysis(ledger, graph))
+            graph_result = (graph.task.task_id, eta, node_etas, sigs)
+            if parts != {"nodes"}:
+                tasks[graph.task.task_id] = (eta, sigs)
+        for tid in task_ids:
+            if tid in tasks or parts == {"nodes"}:
+                continue
+            time.sleep(0)  # between tasks, let the UI thread have the interpreter
+            try:
+                tasks[tid] = self.feed.read(lambda ledger: task_analysis(ledger, tid))
+            except NotFound:
+                continue
+        return AnalysisReady(tasks, graph_result, parts=parts)
+
+
+__all__ = ["Analyst", "GraphRequest", "HISTORY_TTL_S", "PARTS", "SIGNAL_CHUNK", "graph_request", "graph_signals",
+           "window_covers"]

@@ -9,13 +9,14 @@ snapshot as the journal id it reflects) and patched node by node afterwards; it 
 re-queried per change. Estimates and signals are computed off the UI thread
 (``console.analysis``).
 
-Operator actions go the other way: a key (p/u/n/r/a/R) or the command palette → a dialog
+Operator actions go the other way: a key (p/u/n/r/a/c/R) or the command palette → a dialog
 (``console.dialogs``, or the recovery advice in ``console.screens.advice``) → a plan → apply, in
 the dialog's workers; the views follow from the feed.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from typing import Any, Callable
@@ -29,7 +30,8 @@ from store.errors import WardenError
 from store.feed import FALLBACK_POLL_S, Feed
 from store.views import EventView, GraphView, NodeDetail, TaskView
 
-from .analysis import analyse
+from .analysis import Analyst, GraphRequest
+from .analysis_runs import AnalysisRuns
 from .commands import WardenCommands
 from .dialogs import open_action
 from .follow import LedgerFollower, Pending
@@ -48,12 +50,13 @@ from .screens import (
 )
 from .screens.advice import AdviceDialog
 from .screens.base import WardenScreen
+from .screens.report import TaskReportScreen
 from .text import safe_line
 
-ANALYSIS_EVERY_S = 5.0  # estimates and signals: recomputed off the UI thread at most this often
+WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
 
 
-class WardenApp(App[int]):
+class WardenApp(AnalysisRuns, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "warden"
     COMMANDS = App.COMMANDS | {WardenCommands}
@@ -71,6 +74,8 @@ class WardenApp(App[int]):
         Binding("r", "operator('rewind')", "Rewind", id="rewind", show=False),
         Binding("a", "operator('abort')", "Abort", id="abort", show=False),
         Binding("R", "operator('recover')", "Recovery advice", id="recover", show=False),
+        Binding("c", "operator('compensated')", "Compensated", id="compensated", show=False),
+        Binding("o", "report", "Report", id="report", show=False),
     ]
 
     def __init__(
@@ -108,6 +113,8 @@ class WardenApp(App[int]):
         self._early_nodes: dict[str, tuple[Any, int]] = {}  # graph rows that arrived before its first page
         self.graph_pages_applied = 0  # (tests and the benchmark)
         self._analysed_once: set[str] = set()
+        self.analyst = Analyst(self.feed)  # the analysis worker's memory (console/analysis.py)
+        self.init_analysis_runs()
         # Instrumentation (tests and the benchmark): UI time spent applying deltas.
         self.applied_changes = 0
         self.apply_seconds = 0.0
@@ -141,7 +148,21 @@ class WardenApp(App[int]):
         self.follow_ledger()
         self.set_timer(1.0, self._tick)
         if self.analysis_enabled:
-            self.set_timer(ANALYSIS_EVERY_S, self._analysis_timer)
+            self.set_timer(1.0, self._analysis_timer)
+        if not self.read_only:
+            self.set_timer(WAKES_EVERY_S, self._wakes_timer)
+
+    def _wakes_timer(self) -> None:
+        """Every WAKES_EVERY_S: look at the parks' wake conditions (time passing and files changing
+        write nothing to the ledger, so somebody has to look; the console is somebody). A met one is
+        journalled and an auto-resume applied; the feed then shows both."""
+        if self.loaded and not self.unavailable:
+            self.check_wakes()
+        self.set_timer(WAKES_EVERY_S, self._wakes_timer)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="wakes")
+    def check_wakes(self) -> None:
+        self.feed.read(lambda ledger: ledger.check_wakes())
 
     def _tick(self) -> None:
         """Once a second: time-based figures (lease countdowns, ages) on the visible rows only."""
@@ -149,32 +170,6 @@ class WardenApp(App[int]):
         if isinstance(screen, WardenScreen) and self.loaded and self.is_running and screen.is_mounted:
             screen.tick()
         self.set_timer(1.0, self._tick)  # re-armed after the work, so ticks never pile up
-
-    def _analysis_timer(self) -> None:
-        """The slow tick. After events: estimates and signals for what they touched. Without
-        any: the time-based signals (stale heartbeat, orphaned lease, overdue) still change as
-        the clock moves, so they are recomputed — signals only — for the tasks on screen and the
-        open graph's running and parked nodes (a few rows, never the whole graph)."""
-        if self.loaded and not self.unavailable:
-            if self.follower.analysis_dirty:
-                self.run_analysis()
-            else:
-                self.run_time_signals()
-        self.set_timer(ANALYSIS_EVERY_S, self._analysis_timer)
-
-    def run_time_signals(self) -> None:
-        g = self.graph_model
-        snapshot = None
-        if g is not None and g.complete:
-            snapshot = GraphView(task=g.task, nodes=tuple(n for n in g.nodes if n.status in ("running", "parked")))
-        visible: list[str] = []
-        for s in self._screens(TaskListScreen):
-            for pos in s.row_list.visible_range():
-                row = self.tasks_model.row_at(pos)
-                if row is not None and row.view.status in ("active", "parked"):
-                    visible.append(row.view.task_id)
-        if snapshot is not None or visible:
-            self._analyse(snapshot, sorted(set(visible)), signals_only=True)
 
     # ------------------------------------------------------------------ the feed (console/follow.py)
     def request(self, kind: str, arg: Any) -> None:
@@ -233,6 +228,8 @@ class WardenApp(App[int]):
             for s in self._screens(EventLogScreen):
                 s.data_changed(0, True)
         if p.events:
+            if any(e.kind == "node.committed" for e in p.events):
+                self.analyst.forget_history()  # a duration was added: the estimates re-read them
             added, reshaped = self.events_model.extend(p.events)
             if added or reshaped:
                 for s in self._screens(EventLogScreen):
@@ -295,6 +292,8 @@ class WardenApp(App[int]):
                     s.model_ready()
             if self.graph_probe is not None:
                 self.call_after_refresh(self.graph_probe)
+            if self.analysis_enabled and not self._analysis_busy:
+                self.call_after_refresh(self.run_node_window)  # the first screen's P80s, at once
         elif g is not None and g.task_id == msg.task_id and not g.complete:
             g.extend(page.nodes, last=page.last)
             for s in self._screens(TaskGraphScreen):
@@ -303,6 +302,10 @@ class WardenApp(App[int]):
         else:
             return
         if page.last:
+            # The model's 100k rows live as long as the graph is open: out of the collector's way.
+            # A full collection walked them all and stalled the UI for 250-300 ms, several times a
+            # minute while agents wrote (measured with bench_console.py --stall-trace).
+            gc.freeze()
             self.follower.analysis_dirty.add(msg.task_id)
             if self.analysis_enabled:
                 self.run_analysis()
@@ -317,6 +320,9 @@ class WardenApp(App[int]):
             g.set_task(tasks[g.task_id])
             for s in self._screens(TaskGraphScreen):
                 s.update_summary()
+        for r in self._screens(TaskReportScreen):
+            if r.task_id in tasks:
+                r.reload()
 
     @on(LedgerStatus)
     def ledger_status(self, msg: LedgerStatus) -> None:
@@ -339,29 +345,33 @@ class WardenApp(App[int]):
         self.follow_ledger()
 
     # ------------------------------------------------------------------ estimates and signals
-    def run_analysis(self) -> None:
-        g = self.graph_model
-        snapshot = g.snapshot() if g is not None else None
-        small = [r.view.task_id for r in self.tasks_model.rows
-                 if r.view.task_id in self.follower.analysis_dirty or r.view.task_id not in self._analysed_once]
-        self.follower.analysis_dirty.clear()
-        self._analyse(snapshot, small)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="analysis")
-    def _analyse(self, snapshot: GraphView | None, task_ids: list[str], signals_only: bool = False) -> None:
+    @work(thread=True, exit_on_error=False, group="analysis")
+    def _analyse(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str) -> None:
         """Estimates and signals (console/analysis.py) off the UI thread."""
-        self.post_message(analyse(self.feed, self.now(), snapshot, task_ids, signals_only=signals_only))
+        try:
+            msg = self.analyst.run(self.now(), req, task_ids, parts=parts, kind=kind)
+        except BaseException:
+            try:
+                self.call_from_thread(self._analysis_done, kind)
+            except RuntimeError:
+                pass  # the app is closing
+            raise
+        self.post_message(msg)
 
     @on(AnalysisReady)
     def analysis_ready(self, msg: AnalysisReady) -> None:
+        self._analysis_done("full" if "eta" in msg.parts else ("signals" if msg.signals_only else "nodes"))
         changed = []
         for tid, (eta, sigs) in msg.tasks.items():
-            if msg.signals_only:  # the time-based recompute: estimates stay as they were
-                i = self.tasks_model.index.get(tid)
-                eta = self.tasks_model.rows[i].eta if i is not None else None
+            i = self.tasks_model.index.get(tid)
+            if i is None:
+                continue
+            row = self.tasks_model.rows[i]
+            if eta is None:
+                eta = row.eta
             else:
                 self._analysed_once.add(tid)
-            pos = self.tasks_model.set_analysis(tid, eta, sigs)
+            pos = self.tasks_model.set_analysis(tid, eta, row.signals if sigs is None else sigs)
             if pos is not None:
                 changed.append(pos)
         for s in self._screens(TaskListScreen):
@@ -369,9 +379,7 @@ class WardenApp(App[int]):
         g = self.graph_model
         if msg.graph is not None and g is not None and msg.graph[0] == g.task_id:
             _, eta, node_etas, sigs = msg.graph
-            if msg.signals_only:
-                eta, node_etas = g.task_eta, g.etas
-            g.set_analysis(eta, node_etas, sigs)
+            g.update_analysis(eta, node_etas, sigs)
             for s in self._screens(TaskGraphScreen):
                 s.update_summary()
                 s.row_list.refresh_visible()
@@ -437,8 +445,19 @@ class WardenApp(App[int]):
     def action_runs(self) -> None:
         self._push_once(RunsScreen, RunsScreen)
 
+    def action_report(self) -> None:
+        """o: the selected task's report (what it leaves behind; console/screens/report.py)."""
+        screen = self.screen
+        if isinstance(screen, TaskReportScreen):
+            return
+        task = screen.selected_task() if isinstance(screen, WardenScreen) else None
+        if not task:
+            self.notify("report: select a task first", severity="warning")
+            return
+        self.push_screen(TaskReportScreen(task))
+
     def action_operator(self, action: str) -> None:
-        """p/u/n/r/a/R on the selection of the screen on top."""
+        """p/u/n/r/a/c/R on the selection of the screen on top."""
         if self.read_only:
             self.notify(READ_ONLY_NOTICE, severity="warning")
             return
@@ -482,10 +501,17 @@ class WardenApp(App[int]):
                 s.show(msg.data)
 
 
+def console_app(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
+                project: str | None = None, records: str | None = None) -> WardenApp:
+    """The app exactly as `warden console` runs it (the benchmark drives this one)."""
+    return WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records)
+
+
 def run_console(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
                 project: str | None = None, records: str | None = None) -> int:
     """`warden console`: run the app; exit 4 when the ledger could not be opened."""
-    app = WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records)
+    app = console_app(ledger=ledger, runs=runs, read_only=read_only, operator=operator, project=project,
+                      records=records)
     app.run()
     if app.failed:  # the ledger could not be opened: exit 4, "ledger unavailable" (console/cli/errors.py)
         print(f"warden: {safe_line(app.failed)}", file=sys.stderr)
@@ -493,4 +519,4 @@ def run_console(*, ledger: str, runs: str = "runs", read_only: bool = False, ope
     return int(app.return_code or 0)
 
 
-__all__ = ["WardenApp", "run_console"]
+__all__ = ["WardenApp", "console_app", "run_console"]

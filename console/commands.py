@@ -22,6 +22,9 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("Rewind", "action_operator:rewind", "rewind the selected node (r)"),
     ("Abort", "action_operator:abort", "abort the selected task (a)"),
     ("Recovery advice", "action_operator:recover", "for the selected node (R)"),
+    ("Mark effect compensated", "action_operator:compensated",
+     "an effect of the selected task was undone by hand (c)"),
+    ("Task report", "action_report", "what the selected task leaves behind: best result, unfinished, budget (o)"),
     ("Quit", "action_quit", "leave the console (q)"),
 ]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -70,6 +71,16 @@ class Step:
     detail: NodeDetail | None = None
 
 
+def delivered_by(reasons: set[str]) -> str:
+    """Which path brought a read: a notification (``change``), a follow-up check that saw a commit
+    land after its last file event (``settle``), the feed starting (``start``), only the fallback
+    poll (``poll``), or none of the feed's wake-ups (``other``: a request, the task-row refresh)."""
+    for r in ("change", "settle", "start", "poll"):
+        if r in reasons:
+            return r
+    return "other"
+
+
 class FollowHost(Protocol):
     """What the loop needs of the app: its state, its messages, its two other workers."""
 
@@ -96,6 +107,9 @@ class LedgerFollower:
         self.tasks_busy = False
         self.cursor = 0
         self.live = True
+        self.woken: set[str] = set()  # the feed's wake-up reasons since the last read
+        self.deliveries: Counter[str] = Counter()  # events read, by the wake-up that led to the read
+        self.reads = 0  # journal reads done (tests, the benchmark)
 
     # ------------------------------------------------------------------ the UI thread's side
     def request(self, kind: str, arg: Any) -> None:
@@ -119,7 +133,8 @@ class LedgerFollower:
         loop = asyncio.get_running_loop()
 
         async def pump() -> None:
-            async for _ in feed.wakeups():
+            async for reason in feed.wakeups():
+                self.woken.add(reason)
                 kick.set()
 
         pump_task: asyncio.Future | None = None
@@ -127,6 +142,7 @@ class LedgerFollower:
         dirty: set[str] = set()
         last_tasks = 0.0
         retry_armed = False
+        read_now = True  # read the journal on this turn (else only the task rows are scheduled)
         try:
             while True:
                 more = False
@@ -145,21 +161,30 @@ class LedgerFollower:
                         host.post_message(LedgerChanged())
                         if pump_task is None:
                             pump_task = asyncio.ensure_future(pump())
-                    elif await asyncio.to_thread(feed.check):
-                        cursor = None  # the file was replaced: reload everything
-                        continue
                     requests, self.requests = self.requests, []
-                    step = await asyncio.to_thread(self.read_step, cursor, self.graph_task, self.detail_key, requests)
-                    cursor = self.cursor = step.cursor
-                    more = step.more
-                    for e in step.events:
-                        if e.task_id is not None:
-                            dirty.add(e.task_id)
-                            self.analysis_dirty.add(e.task_id)
-                    if self.pending.merge(step):
-                        host.post_message(LedgerChanged())
-                    if host.unavailable:
-                        host.post_message(LedgerStatus(None))
+                    woken, self.woken = self.woken, set()
+                    # A turn woken only by the task-row refresh (or its re-arm) reads nothing: the
+                    # feed's wake-ups say when there is something to read.
+                    if read_now or requests or woken:
+                        read_now = True  # until this read has succeeded
+                        step = await asyncio.to_thread(self.read_step, cursor, self.graph_task, self.detail_key,
+                                                       requests)
+                        if step is None:
+                            cursor = None  # the file was replaced: reload everything
+                            continue
+                        cursor = self.cursor = step.cursor
+                        self.reads += 1
+                        if step.events:
+                            self.deliveries[delivered_by(woken)] += len(step.events)
+                        more = read_now = step.more  # a full batch: read on at once
+                        for e in step.events:
+                            if e.task_id is not None:
+                                dirty.add(e.task_id)
+                                self.analysis_dirty.add(e.task_id)
+                        if self.pending.merge(step):
+                            host.post_message(LedgerChanged())
+                        if host.unavailable:
+                            host.post_message(LedgerStatus(None))
                     # Task rows (counts over every node of a task: 50 ms at 100k nodes) are read
                     # in their own thread, at most every ``task_interval``, so a change's own
                     # read never waits behind them.
@@ -199,9 +224,12 @@ class LedgerFollower:
         return tail_at(self.feed, EVENT_TAIL)
 
     def read_step(self, cursor: int, graph_task: str | None, detail_key: tuple[str, str] | None,
-                  requests: list[tuple[str, Any]]) -> Step:
-        """The journal after the cursor, and exactly the rows it names."""
+                  requests: list[tuple[str, Any]]) -> Step | None:
+        """The journal after the cursor, and exactly the rows it names; None when the ledger's file
+        was replaced (then everything is read again)."""
         feed = self.feed
+        if feed.check():
+            return None
         step = Step(cursor=cursor)
         want_detail = False
         for kind, arg in requests:
@@ -259,4 +287,4 @@ class LedgerFollower:
         except LedgerUnavailable as e:
             post(LedgerStatus(str(e)))
 
-__all__ = ["EVENT_TAIL", "FollowHost", "LedgerFollower", "Pending", "Step", "TASK_REFRESH_S"]
+__all__ = ["EVENT_TAIL", "FollowHost", "LedgerFollower", "Pending", "Step", "TASK_REFRESH_S", "delivered_by"]

@@ -61,6 +61,17 @@ def budget_label(budget: Mapping[str, Any] | None) -> str:
     return f"{ratio * 100:.0f}% {gate}"
 
 
+def pause_label(budget: Mapping[str, Any] | None) -> str:
+    """"⏸ budget clock paused since 2027-01-15T08:00Z (parked)" while the task waits, else ""."""
+    if not budget or not budget.get("paused_since"):
+        return ""
+    since = str(budget["paused_since"])
+    since = since[:16] + "Z" if len(since) >= 16 else since  # to the minute
+    why = {"parked": "parked", "handoff": "waiting on a human", "parked node": "a node is parked"}.get(
+        str(budget.get("paused_for")), str(budget.get("paused_for") or "waiting"))
+    return f"⏸ budget clock paused since {since} ({why})"
+
+
 def signals_label(signals: Sequence[Mapping[str, Any]] | None) -> str:
     if not signals:
         return "—"

@@ -26,14 +26,20 @@ class LedgerStatus(Message):
 
 
 class AnalysisReady(Message):
-    """Estimates and signals, computed off the UI thread."""
+    """Estimates and signals, computed off the UI thread. ``parts`` says what was computed
+    (``eta``: task figures, ``nodes``: P80s of the graph rows around the screen, ``signals``); a
+    part not computed is None in the tuples and leaves what is shown as it was."""
 
-    def __init__(self, tasks: dict[str, tuple[Any, list[Any]]], graph: tuple[str, Any, dict, list[Any]] | None,
-                 *, signals_only: bool = False) -> None:
+    def __init__(self, tasks: dict[str, tuple[Any, Any]], graph: tuple[str, Any, Any, Any] | None,
+                 *, parts: frozenset[str] = frozenset({"eta", "nodes", "signals"})) -> None:
         super().__init__()
         self.tasks = tasks
         self.graph = graph
-        self.signals_only = signals_only  # the time-based recompute: no estimates in it
+        self.parts = parts
+
+    @property
+    def signals_only(self) -> bool:
+        return self.parts == {"signals"}
 
 
 class Loaded(Message):

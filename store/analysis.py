@@ -1,7 +1,7 @@
 """Incremental estimates and signals for one task: what the console's view model keeps.
 
 ``TaskAnalysis(ledger, task_id)`` reads the task once (its graph, the duration history of its
-kinds, the last observations and heartbeats of its running nodes, its open handoffs, its recent
+kinds, the last observations of its running nodes, its open handoffs, its recent
 claims). After that the console feeds it what the change feed delivers:
 
 ```python
@@ -13,7 +13,8 @@ sigs = analysis.signals()                          # list[Signal], same as signa
 ```
 
 ``apply_event`` touches only the nodes it is given and the event's own payload (a heartbeat's
-lease, units, tokens, observation digest and new-line count — a heartbeat needs no re-read of its
+lease, units, tokens, its own interval and declared wait, observation digest and new-line count — a
+heartbeat needs no re-read of its
 node; a commit's duration): no query, except one for the open
 handoffs after a ``handoff.*`` event and one for the task row after a task-level event when the
 caller does not pass the task view. ``estimate()`` recomputes the distributions of the running
@@ -39,27 +40,38 @@ from .estimates import (
     GraphEstimate,
     NodeDist,
     NodeState,
-    approximate_makespan,
+    approximate_estimate,
     base_dist,
-    confidence,
+    dist_estimate,
+    kind_p80,
     node_dist,
-    quantile,
     task_estimate,
 )
+from . import task_signals as round2
 from .signals import (
     DEFAULT_THRESHOLDS,
-    Beat,
     Obs,
     Signal,
     Thresholds,
     node_signals,
-    read_heartbeats,
     read_observations,
     sort_signals,
     task_signals,
 )
 
 TASK_EVENT_PREFIXES = ("task.", "operator.", "graph.", "budget.")
+
+
+def beat_columns(payload: Any) -> dict[str, Any]:
+    """The node's own heartbeat figures a heartbeat event carries (``ledger/observe.beat_payload``)."""
+    out: dict[str, Any] = {}
+    for col in ("beat_interval_s", "units_at"):
+        if payload.get(col) is not None:
+            out[col] = float(payload[col])
+    wait = payload.get("wait")
+    if isinstance(wait, dict):
+        out.update(wait_on=wait.get("on"), wait_since=wait.get("since"), wait_until=wait.get("until"))
+    return out
 
 
 class TaskAnalysis:
@@ -75,7 +87,7 @@ class TaskAnalysis:
         self.task = graph.task
         self.nodes: dict[str, Any] = {n.key: n for n in graph.nodes}
         self._order: list[str] | None = None
-        self.history = history if history is not None else DurationHistory(params.history_cap)
+        self.history = history if history is not None else DurationHistory(params.history_cap, params)
         self.history.load_kinds(ledger, {n.kind for n in graph.nodes})
         running = [n for n in graph.nodes if n.status == "running"]
         th = thresholds
@@ -83,14 +95,11 @@ class TaskAnalysis:
         by_id = read_observations(ledger, [n.id for n in running], th.observations_per_node)
         for n in running:
             self.obs[n.key] = deque(by_id.get(n.id, ()), maxlen=th.observations_per_node)
-        beats = read_heartbeats(ledger, task_id, [n.key for n in running], th.heartbeats_per_node)
-        self.beats: dict[str, deque[Beat]] = {
-            k: deque(v, maxlen=th.heartbeats_per_node) for k, v in beats.items()}
         self.handoffs = list(ledger.handoffs(task_id=task_id, status="open"))
         self.claims: dict[str, float] = {}
         q = (Event.select(Event.actor, Event.at).where((Event.task_id == task_id) & (Event.kind == "node.claimed"))
              .order_by(Event.id.desc()).limit(500))
-        for actor, at in ledger._q(q).tuples():
+        for actor, at in ledger.tuple_rows(q):
             if actor and actor not in self.claims:
                 self.claims[actor] = at
         # aggregates kept up to date by apply_event
@@ -128,7 +137,6 @@ class TaskAnalysis:
         self._count(n, +1)
         if n.status != "running":
             self.obs.pop(n.key, None)
-            self.beats.pop(n.key, None)
         if n.kind not in self.history.loaded:
             self.history.load_kinds(self.ledger, [n.kind])
 
@@ -153,7 +161,6 @@ class TaskAnalysis:
                 self.claims[event.actor] = event.at
             if key:
                 self.obs[key] = deque(maxlen=self.thresholds.observations_per_node)
-                self.beats[key] = deque(maxlen=self.thresholds.heartbeats_per_node)
         elif kind == "node.heartbeat" and key in self.nodes:
             n = self.nodes[key]
             if not changed_nodes and fresh and n.status == "running" and (
@@ -168,10 +175,9 @@ class TaskAnalysis:
                         upd[col] = float(p[col])
                 if p.get("tokens"):
                     upd["tokens_used"] = n.tokens_used + int(p["tokens"])
+                upd.update(beat_columns(p))
                 self.nodes[key] = replace(n, **upd)
                 changed.add(key)
-            self.beats.setdefault(key, deque(maxlen=self.thresholds.heartbeats_per_node)).append(
-                Beat(event.at, p.get("units_done")))
             if "digest" in p:
                 self.obs.setdefault(key, deque(maxlen=self.thresholds.observations_per_node)).append(
                     Obs(event.at, self.nodes[key].attempt, p["digest"], int(p.get("new_units") or 0)))
@@ -180,9 +186,9 @@ class TaskAnalysis:
             # it still shows this commit (exact), else from the event (rounded to the millisecond).
             n = self.nodes[key]
             if n.status == "succeeded" and n.finished_at == event.at and n.claimed_at is not None:
-                self.history.add(n.kind, n.finished_at - n.claimed_at)
+                self.history.add(n.kind, n.finished_at - n.claimed_at, self.task_id, n.position)
             elif "wall_s" in p:
-                self.history.add(n.kind, float(p["wall_s"]))
+                self.history.add(n.kind, float(p["wall_s"]), self.task_id, n.position)
         elif kind.startswith("handoff."):
             self.handoffs = list(self.ledger.handoffs(task_id=self.task_id, status="open"))
         if task is not None:
@@ -209,10 +215,10 @@ class TaskAnalysis:
         hit = self._est_cache.get(n.key)
         if hit is not None and hit[0] == stamp and not time_bound:
             return hit[2]
-        pooled = self.history.pooled() if not self.history.count(n.kind) and not n.est_wall_s else None
-        d = node_dist(NodeState.of(n), now, self.history, self.params, pooled)
+        pooled = self.history.pooled_model() if not self.history.count(n.kind) and not n.est_wall_s else None
+        d = node_dist(NodeState.of(n), now, self.history, self.params, pooled, task_id=self.task_id)
         if not time_bound:
-            self._est_cache[n.key] = (stamp, d.estimate() if d is not None else NO_ESTIMATE, d)
+            self._est_cache[n.key] = (stamp, dist_estimate(d) if d is not None else NO_ESTIMATE, d)
         return d
 
     def workers(self, now: float) -> int:
@@ -234,7 +240,7 @@ class TaskAnalysis:
             d = self._dist(n, now)
             dists[n.key] = d
             hit = self._est_cache.get(n.key)
-            per_node[n.key] = hit[1] if hit is not None and hit[2] is d else (d.estimate() if d is not None else NO_ESTIMATE)
+            per_node[n.key] = hit[1] if hit is not None and hit[2] is d else (dist_estimate(d) if d is not None else NO_ESTIMATE)
         if self.task.status not in ("active", "parked"):
             return GraphEstimate(NO_ESTIMATE, per_node)
         workers = self.workers(now)
@@ -261,36 +267,32 @@ class TaskAnalysis:
     def _approx(self, now: float, workers: int) -> Estimate:
         pooled = None
         groups = []
-        samples: int | None = None
         for (kind, est), count in self._live.items():
             if not self.history.count(kind) and not est and pooled is None:
-                pooled = self.history.pooled()
-            d = base_dist(kind, est, self.history, self.params, pooled)
+                pooled = self.history.pooled_model()
+            d = base_dist(kind, est, self.history, self.params, pooled, self.task_id)
             if d is None:
                 return NO_ESTIMATE
             groups.append((d, count))
-            samples = d.samples if samples is None else min(samples, d.samples)
         running = []
         for n in self._running():
             d = self._dist(n, now)
             if d is None:
                 return NO_ESTIMATE
             running.append(d)
-            samples = d.samples if samples is None else min(samples, d.samples)
-        p50, p80 = approximate_makespan(groups, running, workers)
-        s = samples or 0
-        return Estimate(p50, p80, s, confidence(s))
+        return approximate_estimate(groups, running, workers)
 
     def signals(self, now: float | None = None) -> list[Signal]:
         now = self.ledger.now() if now is None else now
         parked = [self.nodes[k] for k in sorted(self._parked_set)]
         out = task_signals(self.task, self.handoffs, now, thresholds=self.thresholds, parked_nodes=parked)
+        out += [Signal(*s) for s in round2.extra(self.ledger, self.task, now, self.thresholds)]
         if self.task.status != "parked":
             tokens, units, count = self._norm
             norm = tokens / units if count >= self.thresholds.cost_density_min_nodes and units > 0 else None
             for n in self._running():
-                p80 = (quantile(self.history.samples(n.kind), 0.8), self.history.count(n.kind))
-                out.extend(node_signals(self.task_id, n, list(self.obs.get(n.key, ())), list(self.beats.get(n.key, ())),
+                p80 = kind_p80(self.history, n.kind, n.est_wall_s, self.params)
+                out.extend(node_signals(self.task_id, n, list(self.obs.get(n.key, ())),
                                         now, thresholds=self.thresholds, kind_p80=p80, token_norm=norm,
                                         task_status=self.task.status))
         return sort_signals(out)

@@ -1,78 +1,48 @@
-"""P80 remaining-time estimates with their sample count and confidence.
+"""P80 remaining-time estimates that say their sample count, their measured confidence and why.
 
-The method (``docs/estimates.md`` has the reasoning and the measured calibration):
+``docs/estimates.md`` has the method and the measured calibration. In short:
 
-* **Memory.** A kind's duration history is the wall time of the *last attempt* of its succeeded
-  nodes, ``finished_at - claimed_at``, across the whole ledger, newest first, at most
-  ``history_cap`` per kind. (``wall_used_s`` sums every attempt, failed ones included; the last
-  attempt is what a running attempt is compared against.)
-* **A node's remaining time** is a small deterministic set of points:
-  the kind's history (``history``); without history, a log-normal around ``est_wall_s`` with
-  ``prior_sigma`` (21 quantile points, ``estimate``); without either, the pooled history of all
-  kinds (``pooled``). A running node keeps only the points above its elapsed time ``e`` and
-  subtracts ``e`` (the conditional remaining time); past every point it assumes a log-normal
-  with median ``past_history_factor × e``. With progress ``f = units_done / units_total`` each point
-  ``c`` becomes ``(1 - f)·c + f·e·(1 - f)/f`` — the further along, the more the node's own rate counts.
-  A pending node waiting for ``next_retry_at`` adds that wait.
-* **Quantiles** of a set of points are the linear interpolation between order statistics
-  (Hyndman & Fan type 7, numpy's default): ``h = (n - 1)·q``, ``x[⌊h⌋] + (h - ⌊h⌋)·(x[⌊h⌋+1] - x[⌊h⌋])``.
-* **A task's remaining time** is a Monte Carlo over the dependency structure: each trial draws
-  every unfinished node's remaining time (a smoothed bootstrap: a random point times
-  ``exp(h·Z)``, ``h`` Silverman's bandwidth on the log scale) and list-schedules the graph on ``W``
-  workers in position order (the order ``claim`` hands nodes out), running nodes first; P50/P80
-  are the quantiles of the trials' makespans. ``W`` is the number of distinct workers that
-  claimed a node of the task in the last ``worker_window_s`` or hold one of its leases now
-  (at least 1, at least the running count). The random generator is seeded with ``seed`` so the
-  same ledger gives the same figures.
-* **Large graphs** (more than ``mc_max_nodes`` unfinished nodes) use a moment approximation:
-  the total remaining work is normal by the central limit theorem, and the makespan is
-  ``(mean + z·sd) / W``, floored by the longest running node's quantile. It ignores chain depth
-  (on a graph that large, work over workers dominates unless the graph is a long chain).
-* **Confidence** by sample count: ``none`` 0, ``low`` < 5, ``medium`` < 20, ``high`` ≥ 20. A task
-  reports the smallest count among the kinds it still has to run.
+* **Memory and model** (``store/durations.py``): per kind, the durations of its finished nodes in the
+  order they finished, weighted toward the recent; a within-kind spread and a location whose own
+  uncertainty shrinks with samples (blended with a node's ``est_wall_s``, which never drops out);
+  drift detection; and the kind's *measured* calibration (how often the P80s it would have shown
+  held), which is what the confidence label means.
+* **A node's remaining time** is a set of equal-probability points: a fresh run's predictive
+  distribution (``base_dist``); a running node keeps the points above its elapsed time ``e`` minus
+  ``e`` (past every point: a log-normal around ``past_history_factor × e``); with progress
+  ``f = units_done / units_total`` each point ``c`` becomes ``(1 - f)·c + f·e·(1 - f)/f``; a pending
+  node waiting for ``next_retry_at`` adds that wait. P50/P80 are type-7 quantiles of the points.
+* **A task's remaining time** (``store/montecarlo.py``): a seeded Monte Carlo over the dependency
+  structure on the recently active workers, nodes of one kind drawn with a shared location
+  (a Gaussian copula); above ``mc_max_nodes`` unfinished nodes a moment approximation.
+* **Confidence** of a task is the least confident kind it still has to run; ``why`` says what the
+  figure rests on (samples, priors, drift, the measured coverage, the nodes that weigh most).
 
-Human waits (blocked nodes), parks and retries of future failures are not forecast: a blocked
-or parked node counts as its kind's run time once it is free again.
+Human waits (blocked nodes), parks and retries of future failures are not forecast.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
-import random
-from bisect import bisect_right, insort
-from collections import deque
 from dataclasses import dataclass, field
-from statistics import NormalDist
 from typing import Any, Iterable, Mapping, Sequence
 
+from .durations import (  # noqa: F401  (re-exported: the estimator's public names)
+    DEFAULT_PARAMS,
+    LABELS,
+    DurationHistory,
+    EstimateParams,
+    KindModel,
+    TaskLevel,
+    convolve,
+    lognormal_grid,
+    lowest,
+    prior_model,
+    quantile,
+)
+from .montecarlo import NodeDist, Plan, approximate_makespan, dominant, simulate_makespans  # noqa: F401
+
 FINISHED = ("succeeded", "abandoned")
-Z = {0.5: 0.0, 0.8: NormalDist().inv_cdf(0.8)}
-
-
-# ---------------------------------------------------------------------- small pure helpers
-def confidence(samples: int) -> str:
-    """``none`` 0, ``low`` < 5, ``medium`` < 20, ``high`` ≥ 20 samples."""
-    if samples <= 0:
-        return "none"
-    if samples < 5:
-        return "low"
-    if samples < 20:
-        return "medium"
-    return "high"
-
-
-def quantile(sorted_values: Sequence[float], q: float) -> float | None:
-    """Type-7 (linear) quantile of already sorted values; None for no values."""
-    n = len(sorted_values)
-    if n == 0:
-        return None
-    if n == 1:
-        return float(sorted_values[0])
-    h = (n - 1) * q
-    lo = int(math.floor(h))
-    hi = min(lo + 1, n - 1)
-    return float(sorted_values[lo] + (h - lo) * (sorted_values[hi] - sorted_values[lo]))
 
 
 @dataclass(frozen=True)
@@ -80,11 +50,13 @@ class Estimate:
     p50_s: float | None
     p80_s: float | None
     samples: int
-    confidence: str
+    confidence: str  # none | low | medium | high (measured, see docs/estimates.md)
+    why: tuple[str, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
         r = lambda v: None if v is None else round(v, 1)  # noqa: E731
-        return {"p50_s": r(self.p50_s), "p80_s": r(self.p80_s), "samples": self.samples, "confidence": self.confidence}
+        return {"p50_s": r(self.p50_s), "p80_s": r(self.p80_s), "samples": self.samples,
+                "confidence": self.confidence, "why": list(self.why)}
 
 
 NO_ESTIMATE = Estimate(None, None, 0, "none")
@@ -94,140 +66,6 @@ NO_ESTIMATE = Estimate(None, None, 0, "none")
 class GraphEstimate:
     task: Estimate
     nodes: Mapping[str, Estimate] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class EstimateParams:
-    """Knobs of the estimator, with their documented defaults."""
-
-    history_cap: int = 500  # newest durations kept per kind
-    worker_window_s: float = 900.0  # a worker counts as active if it claimed within this window
-    trials: int = 300  # Monte Carlo trials (at most)
-    min_trials: int = 50
-    mc_budget: int = 25_000  # trials × unfinished nodes per task estimate (about 60-100 ms here)
-    mc_max_nodes: int = 500  # above this many unfinished nodes: the moment approximation
-    seed: int = 80
-    prior_sigma: float = 0.5  # log-normal spread assumed around est_wall_s
-    past_history_factor: float = 0.3  # running past every known duration: median remaining = this × elapsed
-    past_history_sigma: float = 0.8
-
-
-DEFAULT_PARAMS = EstimateParams()
-
-
-# ---------------------------------------------------------------------- the estimator's memory
-class DurationHistory:
-    """Per-kind durations, newest ``cap`` kept, with a sorted copy for quantiles.
-
-    ``add`` is O(log n + n) worst case (the sorted list) and is what the incremental analysis
-    calls on a ``node.committed`` event; ``version(kind)`` moves whenever a kind's samples change.
-    """
-
-    def __init__(self, cap: int = DEFAULT_PARAMS.history_cap) -> None:
-        self.cap = cap
-        self._recent: dict[str, deque[float]] = {}
-        self._sorted: dict[str, list[float]] = {}
-        self._version: dict[str, int] = {}
-        self._bw: dict[str, float] = {}
-        self.loaded: set[str] = set()
-        self.all_loaded = False
-
-    def add(self, kind: str, duration: float) -> None:
-        d = max(0.0, float(duration))
-        rec = self._recent.setdefault(kind, deque())
-        srt = self._sorted.setdefault(kind, [])
-        rec.append(d)
-        insort(srt, d)
-        if len(rec) > self.cap:
-            old = rec.popleft()
-            i = bisect_right(srt, old) - 1
-            del srt[i]
-        self._version[kind] = self._version.get(kind, 0) + 1
-        self._bw.pop(kind, None)
-
-    def extend_oldest_first(self, kind: str, durations: Iterable[float]) -> None:
-        for d in durations:
-            self.add(kind, d)
-
-    def samples(self, kind: str) -> list[float]:
-        return self._sorted.get(kind, [])
-
-    def count(self, kind: str) -> int:
-        return len(self._sorted.get(kind, ()))
-
-    def version(self, kind: str) -> int:
-        return self._version.get(kind, 0)
-
-    def kinds(self) -> list[str]:
-        return [k for k, v in self._sorted.items() if v]
-
-    def pooled(self) -> list[float]:
-        out: list[float] = []
-        for v in self._sorted.values():
-            out.extend(v)
-        out.sort()
-        return out
-
-    def bandwidth(self, kind: str) -> float:
-        """Silverman's rule on log durations (the smoothed bootstrap's kernel)."""
-        bw = self._bw.get(kind)
-        if bw is None:
-            bw = log_bandwidth(self.samples(kind))
-            self._bw[kind] = bw
-        return bw
-
-    @classmethod
-    def load(cls, ledger: Any, kinds: Iterable[str] | None = None, cap: int = DEFAULT_PARAMS.history_cap) -> "DurationHistory":
-        """The newest ``cap`` durations of each kind (all kinds when None), one query per kind."""
-        h = cls(cap)
-        h.load_kinds(ledger, kinds)
-        return h
-
-    def load_kinds(self, ledger: Any, kinds: Iterable[str] | None) -> None:
-        from .models import Node
-
-        if kinds is None:
-            if self.all_loaded:
-                return
-            kinds = [r[0] for r in ledger._q(Node.select(Node.kind).distinct()).tuples()]
-            self.all_loaded = True
-        todo = sorted(set(kinds) - self.loaded)
-        if not todo:
-            return
-        done = (Node.status == "succeeded") & Node.claimed_at.is_null(False) & Node.finished_at.is_null(False)
-        got: dict[str, list[float]] = {k: [] for k in todo}
-        # One walk down the newest rows for all kinds; a kind still short of `cap` when the walk
-        # was cut by its limit gets its own walk.
-        limit = self.cap * len(todo)
-        rows = list(ledger._q(Node.select(Node.kind, Node.finished_at - Node.claimed_at)
-                              .where(done & Node.kind.in_(todo)).order_by(Node.id.desc()).limit(limit)).tuples())
-        for kind, d in rows:
-            if len(got[kind]) < self.cap:
-                got[kind].append(float(d))
-        if len(rows) == limit:
-            for kind in todo:
-                if len(got[kind]) < self.cap:
-                    got[kind] = [float(r[0]) for r in ledger._q(
-                        Node.select(Node.finished_at - Node.claimed_at).where(done & (Node.kind == kind))
-                        .order_by(Node.id.desc()).limit(self.cap)).tuples()]
-        for kind in todo:
-            ds = got[kind]
-            ds.reverse()
-            self.extend_oldest_first(kind, ds)
-            self.loaded.add(kind)
-
-
-def log_bandwidth(sorted_values: Sequence[float]) -> float:
-    logs = [math.log(max(v, 1e-3)) for v in sorted_values]
-    n = len(logs)
-    if n < 2:
-        return DEFAULT_PARAMS.prior_sigma
-    mean = sum(logs) / n
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-    srt = sorted(logs)
-    iqr = (quantile(srt, 0.75) or 0.0) - (quantile(srt, 0.25) or 0.0)
-    spread = min(sd, iqr / 1.34) if iqr > 0 else sd
-    return 0.9 * spread * n ** (-0.2)
 
 
 # ---------------------------------------------------------------------- one node
@@ -252,72 +90,78 @@ class NodeState:
                    n.est_wall_s, n.next_retry_at)
 
 
-@dataclass(frozen=True)
-class NodeDist:
-    """A node's remaining time as sorted points, the history behind them, and the MC kernel."""
-
-    values: tuple[float, ...]
-    samples: int
-    bandwidth: float
-    source: str  # history | estimate | pooled
-
-    def estimate(self) -> Estimate:
-        return Estimate(quantile(self.values, 0.5), quantile(self.values, 0.8), self.samples, confidence(self.samples))
-
-    def moments(self) -> tuple[float, float]:
-        """Mean and variance of a draw (point × exp(h·Z))."""
-        n = len(self.values)
-        m = sum(self.values) / n
-        m2 = sum(v * v for v in self.values) / n
-        g1 = math.exp(self.bandwidth ** 2 / 2)
-        g2 = math.exp(2 * self.bandwidth ** 2)
-        mean = m * g1
-        return mean, max(0.0, m2 * g2 - mean * mean)
-
-
-def lognormal_grid(median: float, sigma: float, points: int = 21) -> tuple[float, ...]:
-    nd = NormalDist()
-    return tuple(median * math.exp(sigma * nd.inv_cdf((i + 0.5) / points)) for i in range(points))
+def dist_estimate(d: NodeDist) -> Estimate:
+    return Estimate(quantile(d.values, 0.5), quantile(d.values, 0.8), d.samples, d.label, d.why)
 
 
 def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
-              params: EstimateParams = DEFAULT_PARAMS, pooled: Sequence[float] | None = None) -> NodeDist | None:
-    """A fresh run of this kind: its history, else the est_wall_s prior, else the pooled history."""
-    hist = history.samples(kind)
-    if hist:
-        return NodeDist(tuple(hist), len(hist), history.bandwidth(kind), "history")
-    if est_wall_s is not None and est_wall_s > 0:
-        return NodeDist(lognormal_grid(float(est_wall_s), params.prior_sigma), 0, 0.0, "estimate")
-    if pooled:
-        return NodeDist(tuple(pooled), 0, log_bandwidth(pooled), "pooled")
-    return None
+              params: EstimateParams = DEFAULT_PARAMS, pooled: KindModel | None = None,
+              task_id: str | None = None, position: int | None = None) -> NodeDist | None:
+    """A fresh run of this kind in this task: its model (blended with ``est_wall_s``, moved by the
+    task's own runs of it), else the ``est_wall_s`` prior alone (label ``none``), else every kind's
+    durations (label ``none``)."""
+    est = float(est_wall_s) if est_wall_s is not None and est_wall_s > 0 else None
+    level = TaskLevel()
+    if history.count(kind):
+        model = history.model(kind)
+        level = history.level(kind, task_id)
+        why = model.why(est_blended=est is not None)
+        source = "history"
+    elif est is not None:
+        model = prior_model(kind, params)
+        why = [f"no history of {kind}: est_wall_s {est:g}s only"]
+        source = "estimate"
+    elif pooled is not None:
+        model, est = pooled, None
+        why = [f"no history of {kind} and no est_wall_s: every kind's durations"]
+        source = "pooled"
+    else:
+        return None
+    mu, loc_var = model.location(est, params, position)
+    mu += level.shift
+    loc_var += level.var
+    within = model.sigma_w if model.tau2 > 0 else model.sigma
+    scale = within / model.sigma if model.sigma > 0 and model.tau2 > 0 else 1.0
+    label = model.label
+    if level.contradiction:
+        label = lowest((label, "low"))
+        why = [level.contradiction] + why
+    offsets = history.remember(
+        ("predictive", model.kind, history.version(kind) if source == "history" else source, round(scale, 9),
+         round(loc_var, 12)),
+        lambda: convolve([o * scale for o in model.offsets], math.sqrt(loc_var)))
+    values = tuple(math.exp(mu + o) for o in offsets)
+    rho = loc_var / (loc_var + within ** 2) if loc_var > 0 else 0.0
+    return NodeDist(values, model.samples, label, source, kind, rho, tuple(why))
 
 
 def node_dist(n: NodeState, now: float, history: DurationHistory, params: EstimateParams = DEFAULT_PARAMS,
-              pooled: Sequence[float] | None = None, base: NodeDist | None = None) -> NodeDist | None:
+              pooled: KindModel | None = None, base: NodeDist | None = None,
+              task_id: str | None = None) -> NodeDist | None:
     """The remaining time of one unfinished node (None when finished or nothing is known)."""
     if n.status in FINISHED:
         return None
     if base is None:
-        base = base_dist(n.kind, n.est_wall_s, history, params, pooled)
+        base = base_dist(n.kind, n.est_wall_s, history, params, pooled, task_id, n.position)
     if base is None:
         return None
     if n.status == "running" and n.claimed_at is not None:
         e = max(0.0, now - n.claimed_at)
         cond = [v - e for v in base.values if v > e] if e > 0 else list(base.values)
-        bw = base.bandwidth
-        if not cond:
+        why = base.why
+        if len(cond) < 2:
             cond = list(lognormal_grid(max(params.past_history_factor * e, 1e-3), params.past_history_sigma))
-            bw = 0.0
+            why = why + (f"running {e:.0f}s: past what its kind usually takes",)
         f = progress(n)
         if f is not None and f > 0:
             rate = e * (1 - f) / f
             cond = [(1 - f) * c + f * rate for c in cond]
         cond.sort()
-        return NodeDist(tuple(cond), base.samples, bw, base.source)
+        return NodeDist(tuple(cond), base.samples, base.label, base.source, None, 0.0, why)
     if n.status == "pending" and n.next_retry_at is not None and n.next_retry_at > now:
         wait = n.next_retry_at - now
-        return NodeDist(tuple(v + wait for v in base.values), base.samples, base.bandwidth, base.source)
+        return NodeDist(tuple(v + wait for v in base.values), base.samples, base.label, base.source, base.group,
+                        base.rho, base.why)
     return base
 
 
@@ -328,18 +172,7 @@ def progress(n: Any) -> float | None:
 
 
 # ---------------------------------------------------------------------- the task
-@dataclass
-class _Plan:
-    """The unfinished part of a graph, indexed for the scheduler."""
-
-    dists: list[NodeDist]
-    running: list[int]
-    deps: list[list[int]]
-    dependents: list[list[int]]
-    samples: int
-
-
-def _plan(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | None]) -> _Plan | None:
+def _plan(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | None]) -> tuple[Plan, list[str]] | None:
     """None when some unfinished node has no estimate at all."""
     idx: dict[str, int] = {}
     live: list[NodeState] = []
@@ -352,13 +185,11 @@ def _plan(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | None]) -> _
     running: list[int] = []
     deps: list[list[int]] = [[] for _ in live]
     dependents: list[list[int]] = [[] for _ in live]
-    samples: int | None = None
     for i, n in enumerate(live):
         d = dists.get(n.key)
         if d is None:
             return None
         out_d.append(d)
-        samples = d.samples if samples is None else min(samples, d.samples)
         if n.status == "running":
             running.append(i)
         for k in n.deps:
@@ -366,83 +197,23 @@ def _plan(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | None]) -> _
             if j is not None:
                 deps[i].append(j)
                 dependents[j].append(i)
-    return _Plan(out_d, running, deps, dependents, samples or 0)
+    return Plan(out_d, running, deps, dependents), [n.key for n in live]
 
 
-def simulate_makespans(plan: _Plan, workers: int, trials: int, seed: int) -> list[float]:
-    """List scheduling in index (position) order on ``workers`` workers, running nodes first."""
-    n = len(plan.dists)
-    rng = random.Random(seed)
-    rnd = rng.random
-    gauss = rng.gauss
-    running = set(plan.running)
-    w = max(1, workers, len(running))
-    indeg0 = [len(d) for d in plan.deps]
-    dists = plan.dists
-    pts = [d.values for d in dists]
-    lens = [len(p) for p in pts]
-    bws = [d.bandwidth for d in dists]
-    dependents = plan.dependents
-    unconstrained = w >= n
-    out: list[float] = []
-    for _ in range(trials):
-        dur = [0.0] * n
-        for i in range(n):
-            v = pts[i][int(rnd() * lens[i])]
-            b = bws[i]
-            dur[i] = v * math.exp(b * gauss(0.0, 1.0)) if b else v
-        if unconstrained:  # no contention: the longest path
-            fin = [0.0] * n
-            for i in range(n):  # indices are in topological order
-                start = 0.0
-                for j in plan.deps[i]:
-                    if fin[j] > start:
-                        start = fin[j]
-                fin[i] = start + dur[i]
-            out.append(max(fin) if fin else 0.0)
-            continue
-        indeg = indeg0[:]
-        events: list[tuple[float, int]] = [(dur[i], i) for i in running]
-        heapq.heapify(events)
-        ready = [i for i in range(n) if indeg[i] == 0 and i not in running]
-        heapq.heapify(ready)
-        free = w - len(running)
-        t = 0.0
-        while True:
-            while free > 0 and ready:
-                i = heapq.heappop(ready)
-                heapq.heappush(events, (t + dur[i], i))
-                free -= 1
-            if not events:
-                break
-            t, i = heapq.heappop(events)
-            free += 1
-            for c in dependents[i]:
-                indeg[c] -= 1
-                if indeg[c] == 0:
-                    heapq.heappush(ready, c)
-        out.append(t)
-    return out
-
-
-def approximate_makespan(dists: Iterable[tuple[NodeDist, int]], running: Sequence[NodeDist], workers: int) -> tuple[float, float]:
-    """(P50, P80) of the remaining time from moments: ``(mean + z·sd) / W``, floored by the
-    slowest running node. ``dists`` yields (distribution, how many nodes share it)."""
-    mean = var = 0.0
-    for d, count in dists:
-        m, v = d.moments()
-        mean += m * count
-        var += v * count
-    floor50 = floor80 = 0.0
-    for d in running:
-        m, v = d.moments()
-        mean += m
-        var += v
-        floor50 = max(floor50, quantile(d.values, 0.5) or 0.0)
-        floor80 = max(floor80, quantile(d.values, 0.8) or 0.0)
-    w = max(1, workers, len(running))
-    sd = math.sqrt(var)
-    return max(mean / w, floor50), max((mean + Z[0.8] * sd) / w, floor80)
+def summarise(dists: Iterable[NodeDist], extra: Iterable[str] = ()) -> tuple[int, str, tuple[str, ...]]:
+    """(fewest samples, least confident label, reasons) over the distributions a figure rests on;
+    the least confident kinds' reasons first."""
+    samples: int | None = None
+    label = "high"
+    reasons: dict[str, int] = {}
+    for d in dists:
+        samples = d.samples if samples is None else min(samples, d.samples)
+        label = lowest((label, d.label))
+        rank = LABELS.index(d.label)
+        for w in d.why:
+            reasons[w] = min(rank, reasons.get(w, rank))
+    ordered = sorted(reasons, key=lambda w: reasons[w])
+    return samples or 0, label if samples is not None else "none", tuple(ordered[:6]) + tuple(extra)
 
 
 def task_estimate(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | None], workers: int,
@@ -453,33 +224,49 @@ def task_estimate(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | Non
         return Estimate(0.0, 0.0, 0, "none")
     if unfinished > params.mc_max_nodes:
         return _approx_from_nodes(nodes, dists, workers)
-    plan = _plan(nodes, dists)
-    if plan is None:
+    got = _plan(nodes, dists)
+    if got is None:
         return NO_ESTIMATE
+    plan, keys = got
     trials = max(params.min_trials, min(params.trials, params.mc_budget // max(1, unfinished)))
     spans = sorted(simulate_makespans(plan, workers, trials, params.seed))
-    return Estimate(quantile(spans, 0.5), quantile(spans, 0.8), plan.samples, confidence(plan.samples))
+    top = dominant(plan, keys)
+    extra = [f"{workers} worker{'s' if workers != 1 else ''}"] + ([f"weighs most: {', '.join(top)}"] if top else [])
+    samples, label, why = summarise(plan.dists, extra)
+    return Estimate(quantile(spans, 0.5), quantile(spans, 0.8), samples, label, why)
 
 
 def _approx_from_nodes(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | None], workers: int) -> Estimate:
     groups: dict[int, list[Any]] = {}
     running: list[NodeDist] = []
-    samples: int | None = None
     for n in nodes:
         if n.status in FINISHED:
             continue
         d = dists.get(n.key)
         if d is None:
             return NO_ESTIMATE
-        samples = d.samples if samples is None else min(samples, d.samples)
         if n.status == "running":
             running.append(d)
         else:
             g = groups.setdefault(id(d), [d, 0])
             g[1] += 1
-    p50, p80 = approximate_makespan(((d, c) for d, c in groups.values()), running, workers)
-    s = samples or 0
-    return Estimate(p50, p80, s, confidence(s))
+    return approximate_estimate([(d, c) for d, c in groups.values()], running, workers)
+
+
+def approximate_estimate(groups: Sequence[tuple[NodeDist, int]], running: Sequence[NodeDist], workers: int) -> Estimate:
+    """The moment approximation for a large task, with its reasons (the kinds that weigh most)."""
+    p50, p80 = approximate_makespan(groups, running, workers)
+    weight: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for d, c in groups:
+        k = d.group or "?"
+        weight[k] = weight.get(k, 0.0) + d.moments()[0] * c
+        counts[k] = counts.get(k, 0) + c
+    top = sorted(weight, key=lambda k: -weight[k])[:2]
+    extra = [f"{workers} worker{'s' if workers != 1 else ''}"] + (
+        [f"weighs most: {', '.join(f'{counts[k]} {k} nodes' for k in top)}"] if top else [])
+    samples, label, why = summarise([d for d, _ in groups] + list(running), extra)
+    return Estimate(p50, p80, samples, label, why)
 
 
 # ---------------------------------------------------------------------- reading the ledger
@@ -492,30 +279,28 @@ def recent_workers(ledger: Any, task_id: str, now: float, running_owners: Iterab
     q = (Event.select(Event.actor, Event.at)
          .where((Event.task_id == task_id) & (Event.kind == "node.claimed"))
          .order_by(Event.id.desc()).limit(scan))
-    who = {a for a, at in ledger._q(q).tuples() if at is not None and at >= now - window_s and a}
+    who = {a for a, at in ledger.tuple_rows(q) if at is not None and at >= now - window_s and a}
     who.update(o for o in running_owners if o)
     return max(1, len(who))
 
 
-def _dists_for(nodes: Sequence[NodeState], now: float, history: DurationHistory, params: EstimateParams) -> dict[str, NodeDist | None]:
-    pooled_cache: list[list[float]] = []
-
-    def pooled() -> list[float]:
-        if not pooled_cache:
-            pooled_cache.append(history.pooled())
-        return pooled_cache[0]
-
-    base_by_kind: dict[tuple[str, float | None], NodeDist | None] = {}
+def dists_for(nodes: Sequence[NodeState], now: float, history: DurationHistory,
+              params: EstimateParams = DEFAULT_PARAMS, task_id: str | None = None) -> dict[str, NodeDist | None]:
+    base_by_kind: dict[tuple[str, float | None, int | None], NodeDist | None] = {}
     out: dict[str, NodeDist | None] = {}
     for n in nodes:
         if n.status in FINISHED:
             continue
-        bk = (n.kind, n.est_wall_s if not history.count(n.kind) else None)
+        sloped = history.count(n.kind) and history.model(n.kind).pos_slope
+        bk = (n.kind, n.est_wall_s, n.position if sloped else None)
         if bk not in base_by_kind:
-            base_by_kind[bk] = base_dist(n.kind, n.est_wall_s, history, params,
-                                         None if history.count(n.kind) or n.est_wall_s else pooled())
+            pooled = history.pooled_model() if not history.count(n.kind) and not n.est_wall_s else None
+            base_by_kind[bk] = base_dist(n.kind, n.est_wall_s, history, params, pooled, task_id, n.position)
         out[n.key] = node_dist(n, now, history, params, base=base_by_kind[bk])
     return out
+
+
+_dists_for = dists_for  # the name the tests and the bench used
 
 
 def estimate_graph(ledger: Any, graph: Any, *, params: EstimateParams = DEFAULT_PARAMS,
@@ -525,8 +310,8 @@ def estimate_graph(ledger: Any, graph: Any, *, params: EstimateParams = DEFAULT_
     task = graph.task
     nodes = [NodeState.of(n) for n in graph.nodes]
     history = _ensure_history(ledger, history, nodes, params)
-    dists = _dists_for(nodes, now, history, params)
-    per_node = {k: (d.estimate() if d is not None else NO_ESTIMATE) for k, d in dists.items()}
+    dists = dists_for(nodes, now, history, params, task.task_id)
+    per_node = {k: (dist_estimate(d) if d is not None else NO_ESTIMATE) for k, d in dists.items()}
     if task.status not in ("active", "parked"):
         return GraphEstimate(NO_ESTIMATE, per_node)
     owners = [n.lease_owner for n in graph.nodes if n.status == "running"]
@@ -545,6 +330,8 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
     Reads only the unfinished nodes (index on task, status) and the edges into them; above
     ``mc_max_nodes`` unfinished nodes, one aggregate per kind and the running rows.
     """
+    import peewee as pw
+
     from .models import Edge, Node
 
     if task.status not in ("active", "parked"):
@@ -556,48 +343,44 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
         return Estimate(0.0, 0.0, 0, "none")
     live_status = [s for s in counts if s not in FINISHED]
     if unfinished > params.mc_max_nodes:
-        rows = list(ledger._q(
-            Node.select(Node.kind, pw_count(Node.id), pw_avg(Node.est_wall_s))
+        rows = list(ledger.tuple_rows(
+            Node.select(Node.kind, pw.fn.COUNT(Node.id), pw.fn.AVG(Node.est_wall_s))
             .where((Node.task == task.task_id) & Node.status.in_([s for s in live_status if s != "running"]))
-            .group_by(Node.kind)).tuples())
-        run_rows = [_lean(r) for r in ledger._q(
+            .group_by(Node.kind)))
+        run_rows = [_lean(r) for r in ledger.dict_rows(
             Node.select(*[getattr(Node, c) for c in LEAN_COLUMNS])
-            .where((Node.task == task.task_id) & (Node.status == "running"))).dicts()]
+            .where((Node.task == task.task_id) & (Node.status == "running")))]
         kinds = {r[0] for r in rows} | {r.kind for r, _ in run_rows}
         if history is None:
-            history = DurationHistory(params.history_cap)
+            history = DurationHistory(params.history_cap, params)
         history.load_kinds(ledger, kinds)
         if any(not history.count(k) for k in kinds):
             history.load_kinds(ledger, None)
-        pooled = history.pooled()
+        pooled = history.pooled_model() if any(not history.count(k) and not e for k, _, e in rows) else None
         groups = []
-        samples: int | None = None
         for kind, count, est in rows:
-            d = base_dist(kind, est, history, params, pooled)
+            d = base_dist(kind, est, history, params, pooled, task.task_id)
             if d is None:
                 return NO_ESTIMATE
             groups.append((d, int(count)))
-            samples = d.samples if samples is None else min(samples, d.samples)
         running = []
         for r, _ in run_rows:
-            d = node_dist(r, now, history, params, pooled)
+            d = node_dist(r, now, history, params, history.pooled_model() if not history.count(r.kind) else None,
+                          task_id=task.task_id)
             if d is None:
                 return NO_ESTIMATE
             running.append(d)
-            samples = d.samples if samples is None else min(samples, d.samples)
         workers = recent_workers(ledger, task.task_id, now, [o for _, o in run_rows], params.worker_window_s)
-        p50, p80 = approximate_makespan(groups, running, workers)
-        s = samples or 0
-        return Estimate(p50, p80, s, confidence(s))
-    rows = list(ledger._q(
+        return approximate_estimate(groups, running, workers)
+    rows = list(ledger.dict_rows(
         Node.select(*[getattr(Node, c) for c in LEAN_COLUMNS])
-        .where((Node.task == task.task_id) & Node.status.in_(live_status)).order_by(Node.position)).dicts())
+        .where((Node.task == task.task_id) & Node.status.in_(live_status)).order_by(Node.position)))
     key_of = {r["id"]: r["key"] for r in rows}
     deps: dict[int, list[str]] = {}
     ids = list(key_of)
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
-        for d, s in ledger._q(Edge.select(Edge.dst, Edge.src).where(Edge.dst.in_(chunk))).tuples():
+        for d, s in ledger.tuple_rows(Edge.select(Edge.dst, Edge.src).where(Edge.dst.in_(chunk))):
             if s in key_of:
                 deps.setdefault(d, []).append(key_of[s])
     nodes = []
@@ -607,7 +390,7 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
         nodes.append(st)
         owners.append(owner)
     history = _ensure_history(ledger, history, nodes, params)
-    dists = _dists_for(nodes, now, history, params)
+    dists = dists_for(nodes, now, history, params, task.task_id)
     workers = recent_workers(ledger, task.task_id, now, owners, params.worker_window_s)
     return task_estimate(nodes, dists, workers, params)
 
@@ -617,7 +400,7 @@ def _ensure_history(ledger: Any, history: DurationHistory | None, nodes: Sequenc
     """Load (once) the kinds these unfinished nodes need; every kind when one has neither history
     nor ``est_wall_s`` (the pooled fallback)."""
     if history is None:
-        history = DurationHistory(params.history_cap)
+        history = DurationHistory(params.history_cap, params)
     live = [n for n in nodes if n.status not in FINISHED]
     history.load_kinds(ledger, {n.kind for n in live})
     if any(not history.count(n.kind) and not n.est_wall_s for n in live):
@@ -631,13 +414,8 @@ def _lean(r: Mapping[str, Any], deps: tuple[str, ...] = ()) -> tuple[NodeState, 
             r["lease_owner"] if r["status"] == "running" else None)
 
 
-def pw_count(col: Any) -> Any:
-    import peewee as pw
-
-    return pw.fn.COUNT(col)
-
-
-def pw_avg(col: Any) -> Any:
-    import peewee as pw
-
-    return pw.fn.AVG(col)
+def kind_p80(history: DurationHistory, kind: str, est_wall_s: float | None = None,
+             params: EstimateParams = DEFAULT_PARAMS) -> tuple[float | None, int]:
+    """(P80 of a fresh run of this kind, its sample count): what ``overdue`` compares with."""
+    d = base_dist(kind, est_wall_s, history, params)
+    return (quantile(d.values, 0.8) if d is not None else None), history.count(kind)

@@ -4,18 +4,25 @@ A reader keeps the id of the last event it has seen (the *cursor*) and asks for 
 
     feed = Feed("ledger.db", read_only=True)
     delta = feed.since(cursor)            # Delta(events, cursor, more)
-    async for reason in feed.wakeups():   # "change" (watchfiles) or "poll" (slow fallback)
+    async for reason in feed.wakeups():   # "start", "change", "settle" or "poll" (the slow fallback)
         ...
 
-Wake-ups for SQLite come from the database's directory, filtered to the database file, its
-``-wal`` and its ``-shm``: on Linux straight from inotify on the event loop (no thread, no timer:
-nothing runs while nothing changes), elsewhere from ``watchfiles.awatch`` (a short step, ~5 ms);
-plus a slow fallback poll so a missed notification is only late, never lost. A wake-up is only a hint: the cursor is the truth,
-so spurious wake-ups cost one cheap ``id > cursor`` query and nothing else.
+Wake-ups (``store/wakeups.py``) for SQLite come from the database's directory, filtered to the
+database file, its ``-wal`` and its ``-shm``: on Linux straight from inotify on the event loop (no
+thread, no timer: nothing runs while nothing changes), elsewhere from ``watchfiles.awatch`` (a
+short step, ~5 ms). A file event is not yet a commit: the writer's last write to the WAL comes
+*before* its fsync and before the commit is published in the shared-memory index, which no file
+event reports. So a file event only starts a short watch with ``PRAGMA data_version``
+(``store/commitprobe.py``: a few microseconds per look, 1, 2, 4, 8 ms after the event, then every
+10 ms for a second, then ever more rarely); the reader is woken when the commit has landed. A slow
+fallback poll stays as a safety net: a missed notification is only late, never lost. A wake-up is
+only a hint: the cursor is the truth, so spurious wake-ups cost one cheap ``id > cursor`` query.
 
 PostgreSQL: a trigger NOTIFYs ``warden_events`` on every journal insert; the feed LISTENs on its
 own autocommit connection (not the one it reads with) and wakes on each notification — a hint,
-never data: the reader re-reads ``id > cursor``. When that connection drops (server restart,
+never data: the reader re-reads ``id > cursor``. A notification is delivered only after the
+sending transaction has committed, so unlike a SQLite file event it never comes early (traced: every
+isolated commit was read on its own notification) and needs no follow-up. When that connection drops (server restart,
 ``pg_terminate_backend``, network) the listener reconnects with a short back-off, LISTENs again and
 then wakes the reader once, so whatever committed while nobody listened is read from the cursor —
 no gap. The fallback poll carries on throughout. Journal inserts are serialised by a
@@ -108,9 +115,10 @@ class Feed(Wakeups):
         debounce_ms: int = WATCH_DEBOUNCE_MS,
         use_inotify: bool = True,
         application_name: str = "warden-console",
+        commit_probe: bool = True,
     ) -> None:
         super().__init__(target, fallback_poll_s=fallback_poll_s, step_ms=step_ms, debounce_ms=debounce_ms,
-                         use_inotify=use_inotify, application_name=application_name)
+                         use_inotify=use_inotify, application_name=application_name, commit_probe=commit_probe)
         self.read_only = read_only
         self.clock = clock
         self.batch = batch

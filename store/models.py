@@ -82,6 +82,13 @@ class Task(BaseModel):
     park_reason = pw.TextField(null=True)
     park_until = pw.DoubleField(null=True)
     wake_on = pw.TextField(null=True)
+    # The budget clock (docs/ledger.md "Waiting is not work"): seconds it stood still so far, and
+    # since when it stands still now (None while it runs). Kept in the transactions that change
+    # what the task waits on; ``rows.wall_used`` derives wall_used_s from them.
+    paused_s = pw.DoubleField(default=0.0)
+    paused_since = pw.DoubleField(null=True)
+    # Wake conditions of the task's park and of its parked nodes (store/wake.py), JSON or None.
+    wake_state = JSONField(null=True)
     revision = pw.BigIntegerField(default=1)
     created_at = pw.DoubleField()
     updated_at = pw.DoubleField()
@@ -128,6 +135,13 @@ class Node(BaseModel):
     started_at = pw.DoubleField(null=True)
     finished_at = pw.DoubleField(null=True)
     version = pw.BigIntegerField(default=1)
+    # What the running attempt's own heartbeats say (schema 3; reset by every claim): its usual
+    # heartbeat interval, when its units_done last moved, and the wait it declared.
+    beat_interval_s = pw.DoubleField(null=True)
+    units_at = pw.DoubleField(null=True)
+    wait_on = pw.TextField(null=True)
+    wait_since = pw.DoubleField(null=True)
+    wait_until = pw.DoubleField(null=True)
 
     class Meta:
         indexes = (
@@ -200,6 +214,12 @@ class Effect(BaseModel):
     attempt = pw.IntegerField(default=0)
     intended_at = pw.DoubleField()
     confirmed_at = pw.DoubleField(null=True)
+    # Compensation (store/ledger/compensation.py): the node that undoes it (made by abort), and
+    # who marked it compensated, when and why (that node's commit, or an operator by hand).
+    compensation_node_id = pw.IntegerField(null=True)
+    compensated_at = pw.DoubleField(null=True)
+    compensated_by = pw.TextField(null=True)
+    compensation_note = pw.TextField(null=True)
 
     class Meta:
         indexes = ((("task", "effect_key"), True),)

@@ -9,19 +9,23 @@ from __future__ import annotations
 from typing import Any
 
 from . import budget as budget_mod
-from . import estimates, signals
+from . import estimates, signals, wake_conditions
 from .clock import iso
 from .ledger import Ledger
 from .schema import SCHEMA_VERSION
-from .views import EventView, GraphView, NodeView, TaskView
+from .signals import wait_json
+from .views import EffectView, EventView, GraphView, NodeView, TaskView
 
 
 def empty_eta() -> dict[str, Any]:
-    return {"p50_s": None, "p80_s": None, "samples": 0, "confidence": "none"}
+    return {"p50_s": None, "p80_s": None, "samples": 0, "confidence": "none", "why": []}
 
 
 def budget_json(task: TaskView) -> dict[str, Any]:
+    """The budget: used against the caps, the gate, and the wall clock's stops (waiting is not work:
+    ``paused_since`` while it stands still now, ``paused_for`` why, ``waited_s`` all its stops)."""
     ratio = budget_mod.usage_ratio(task.tokens_used, task.token_cap, task.wall_used_s, task.wall_cap_s)
+    why = task.paused_for
     return {
         "tokens_used": task.tokens_used,
         "token_cap": task.token_cap,
@@ -29,6 +33,9 @@ def budget_json(task: TaskView) -> dict[str, Any]:
         "wall_cap_s": task.wall_cap_s,
         "gate": budget_mod.gate(ratio, task.soft_ratio),
         "ratio": round(ratio, 4),
+        "paused_since": iso(task.paused_since) if why else None,
+        "paused_for": why,
+        "waited_s": round(task.waited_s, 3),
     }
 
 
@@ -48,13 +55,34 @@ def task_json(task: TaskView, eta: dict[str, Any] | None = None, signals: list[d
         "preconditions": dict(task.preconditions),
         "constraints": list(task.constraints),
         "park": ({"at": iso(task.parked_at), "reason": task.park_reason, "until": iso(task.park_until),
-                  "wake_on": task.wake_on} if task.status == "parked" else None),
+                  "wake_on": task.wake_on, **wake_json(task, None)} if task.status == "parked" else None),
         "created_at": iso(task.created_at),
         "finished_at": iso(task.finished_at),
     }
 
 
-def node_json(n: NodeView, eta: dict[str, Any] | None = None, signals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def wake_json(task: TaskView, node: str | None) -> dict[str, Any]:
+    """The wake conditions of the task's park (``node`` None) or of a node's: each with whether
+    (and when) it was met, and whether a met one resumes the park."""
+    for key, entry in wake_conditions.targets(task.wake_state):
+        if key == node:
+            return {"auto_resume": bool(entry.get("auto_resume")),
+                    "wake_conditions": [{"condition": c.get("text"), "met_at": iso(c.get("met_at")),
+                                         "evidence": c.get("evidence")} for c in entry.get("conditions", ())]}
+    return {"auto_resume": False, "wake_conditions": []}
+
+
+def effect_json(e: EffectView) -> dict[str, Any]:
+    return {"node": e.node, "effect_key": e.effect_key, "status": e.status, "external_id": e.external_id,
+            "compensation": e.compensation, "compensation_node": e.compensation_node,
+            "intended_at": iso(e.intended_at), "confirmed_at": iso(e.confirmed_at),
+            "compensated_at": iso(e.compensated_at), "compensated_by": e.compensated_by,
+            "compensation_note": e.compensation_note}
+
+
+def node_json(n: NodeView, eta: dict[str, Any] | None = None, signals: list[dict[str, Any]] | None = None,
+              now: float | None = None) -> dict[str, Any]:
+    wait = wait_json(n, now)
     return {
         "key": n.key,
         "kind": n.kind,
@@ -75,6 +103,7 @@ def node_json(n: NodeView, eta: dict[str, Any] | None = None, signals: list[dict
         "output_ref": n.output_ref,
         "next_retry_at": iso(n.next_retry_at),
         "heartbeat_at": iso(n.heartbeat_at),
+        "wait": wait,  # a declared wait: {"on", "since", "until", "left_s", "text"} or null
     }
 
 
@@ -106,6 +135,7 @@ def status_json(ledger: Ledger) -> dict[str, Any]:
 
 def graph_json(ledger: Ledger, task_id: str) -> dict[str, Any]:
     graph = ledger.graph(task_id)
+    now = ledger.now()
     eta, node_etas, sigs = _analyse(ledger, graph)
     by_node: dict[str, list[dict[str, Any]]] = {}
     for s in sigs:
@@ -113,7 +143,8 @@ def graph_json(ledger: Ledger, task_id: str) -> dict[str, Any]:
             by_node.setdefault(s.node, []).append(signal_json(s))
     return {
         "task": task_json(graph.task, eta, [signal_json(s) for s in sigs]),
-        "nodes": [node_json(n, node_etas.get(n.key), by_node.get(n.key, [])) for n in graph.nodes],
+        "nodes": [node_json(n, node_etas.get(n.key), by_node.get(n.key, []), now) for n in graph.nodes],
+        "effects": [effect_json(e) for e in ledger.effects(task_id)],
     }
 
 

@@ -18,17 +18,59 @@ from .models import MODELS, Meta, WriteRequest
 from .sqlite_file import parse_version
 from .text import safe_line
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+
+def _add_columns(db: pw.Database, table: str, columns: list[tuple[str, str, str]]) -> None:
+    """ALTER TABLE … ADD COLUMN for each (name, SQLite type, PostgreSQL type); defaults in the type."""
+    sqlite = is_sqlite(db)
+    have = {c.name for c in db.get_columns(table)}
+    for name, lite, pg in columns:
+        if name not in have:  # a step re-run after a partial upgrade adds only what is missing
+            db.execute_sql(f"ALTER TABLE {table} ADD COLUMN {name} {lite if sqlite else pg}")
 
 
 def _migrate_1_to_2(db: pw.Database) -> None:
-    """Schema 2: the ``write_request`` table (idempotent writes across lost connections)."""
+    """Schema 2 (round 2). Every new column has a default or is nullable, so existing rows stay valid.
+
+    * the ``write_request`` table (idempotent writes across lost connections);
+    * task: ``paused_s``, ``paused_since`` (the budget clock stands still while the task waits) and
+      ``wake_state`` (wake conditions of parks); effect: the compensation node and who marked it
+      compensated, when and why. A task parked or finished at the upgrade has its clock stopped
+      from then (``parked_at`` / ``finished_at``), so waiting before the upgrade is not counted.
+    """
     with db.bind_ctx([WriteRequest]):
         db.create_tables([WriteRequest], safe=True)
+    _add_columns(db, "task", [
+        ("paused_s", "REAL NOT NULL DEFAULT 0", "DOUBLE PRECISION NOT NULL DEFAULT 0"),
+        ("paused_since", "REAL", "DOUBLE PRECISION"),
+        ("wake_state", "TEXT", "TEXT"),
+    ])
+    _add_columns(db, "effect", [
+        ("compensation_node_id", "INTEGER", "INTEGER"),
+        ("compensated_at", "REAL", "DOUBLE PRECISION"),
+        ("compensated_by", "TEXT", "TEXT"),
+        ("compensation_note", "TEXT", "TEXT"),
+    ])
+    db.execute_sql("UPDATE task SET paused_since = parked_at WHERE status = 'parked' AND started_at IS NOT NULL")
+    db.execute_sql("UPDATE task SET paused_since = finished_at WHERE status IN ('completed', 'failed', 'aborted') "
+                   "AND started_at IS NOT NULL AND finished_at IS NOT NULL")
+
+
+def _migrate_2_to_3(db: pw.Database) -> None:
+    """Schema 3: the node's own heartbeat figures and its declared wait (issue 15): five nullable
+    columns, so existing rows need no rewrite."""
+    _add_columns(db, "node", [
+        ("beat_interval_s", "REAL", "DOUBLE PRECISION"),
+        ("units_at", "REAL", "DOUBLE PRECISION"),
+        ("wait_on", "TEXT", "TEXT"),
+        ("wait_since", "REAL", "DOUBLE PRECISION"),
+        ("wait_until", "REAL", "DOUBLE PRECISION"),
+    ])
 
 
 # MIGRATIONS[n] upgrades a ledger from version n to n + 1, inside one write transaction.
-MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {1: _migrate_1_to_2}
+MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
 
 
 def _read_version(db: pw.Database) -> int | None:

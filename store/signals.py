@@ -3,9 +3,11 @@
 Per running node: ``no_new_info``, ``repeating``, ``heartbeat_stale``, ``orphaned``,
 ``no_progress``, ``overdue``, ``cost_density``. Per task: ``budget_soft``, ``budget_hard``,
 ``budget_stop``, ``handoff_waiting`` (one per open handoff, on its node), ``park_expired`` (the
-task, or a parked node, past its ``until``). A parked task raises no node signal at all (stall
-and timeout signals are suppressed while it waits); parked and blocked nodes are not running, so
-they raise none either; resuming restores them because nothing is stored — every signal is
+task, or a parked node, past its ``until``); and from ``store/task_signals.py``: ``wake`` (a park's
+wake condition is met), ``budget_insufficient`` (a ready node's estimate does not fit in what is
+left) and ``park_expired`` for a park without an until after ``Thresholds.park_expiry_s``. A
+parked task raises no node signal at all (stall and timeout signals are suppressed while it
+waits); parked and blocked nodes are not running, so they raise none either; resuming restores them because nothing is stored — every signal is
 computed from the ledger as it is now.
 
 The thresholds live in :class:`Thresholds` (defaults documented there and in
@@ -13,25 +15,32 @@ The thresholds live in :class:`Thresholds` (defaults documented there and in
 plain values, so the one-shot readers below (``warden status`` / ``warden graph``) and the
 incremental :class:`store.analysis.TaskAnalysis` (the console) compute exactly the same thing.
 
+What an observation brings is judged when it is written (``store/novelty.py``: volatile tokens
+normalised, lines new within the attempt, near copies); here the sequence of the attempt's
+observation identities is read for a repeat or a cycle (period 2-4). A node's own heartbeat
+interval, when its units last moved and its declared wait are node columns kept by each
+heartbeat, so no neighbour's chatter can hide them.
+
 Reading is bounded: the last ``observations_per_node`` observations of every running node in one
-statement (a ``UNION ALL`` of per-node ``ORDER BY id DESC LIMIT n`` arms on the (node, id) index),
-and the newest ``heartbeats_per_node × running`` heartbeat events of the task in one statement.
+statement (a ``UNION ALL`` of per-node ``ORDER BY id DESC LIMIT n`` arms on the (node, id) index).
 """
 
 from __future__ import annotations
 
-import json
-import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from . import budget as budget_mod
+from . import sql
+from . import task_signals as round2
 from .clock import duration_text, iso
-from .estimates import DurationHistory, quantile
+from .estimates import DurationHistory, kind_p80
+from .novelty import judge_sequence
 
 SEVERITIES = ("info", "warn", "alarm")
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
-TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired")
+TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired", "wake",
+              "budget_insufficient")
 
 
 @dataclass(frozen=True)
@@ -49,12 +58,14 @@ class Thresholds:
     """Every threshold in one place. Defaults and their reasons are in docs/estimates.md."""
 
     no_new_info_observations: int = 5  # the last 5 observations added 0 new lines → alarm
-    repeating_observations: int = 3  # 3 consecutive identical digests → alarm
+    repeating_observations: int = 3  # the same observation 3 times in a row → alarm
+    cycle_max_period: int = 4  # a cycle over 2..4 observations …
+    cycle_repeats: int = 2  # … whose newest 2 observations each repeat the one a period before → alarm
     heartbeat_stale_factor: float = 3.0  # silent for > 3 × the node's usual heartbeat interval …
     heartbeat_stale_min_s: float = 10.0  # … but at least 10 s …
     heartbeat_stale_lease_fraction: float = 0.5  # … and at most half the lease (then it is orphaned at expiry)
-    no_progress_heartbeats: int = 8  # units_done the same over the last 8 heartbeats …
-    no_progress_min_s: float = 300.0  # … spanning at least 5 minutes → warn
+    no_progress_min_s: float = 300.0  # units_done unchanged for 5 minutes …
+    no_progress_heartbeats: int = 8  # … and for 8 of its own heartbeat intervals, while it beats → warn
     overdue_margin: float = 0.5  # running longer than 1.5 × its kind's P80 → warn
     overdue_min_samples: int = 5  # … when the kind has at least 5 durations
     overdue_estimate_factor: float = 2.0  # without history: longer than 2 × est_wall_s → info
@@ -62,8 +73,9 @@ class Thresholds:
     cost_density_min_nodes: int = 5  # the norm needs 5 succeeded nodes that reported units
     cost_density_min_tokens: int = 5_000  # and the node has spent at least this much
     handoff_warn_s: float = 3600.0  # an open handoff is info, warn after an hour
-    observations_per_node: int = 10  # read bound per running node
-    heartbeats_per_node: int = 12  # read bound (times the running count) for heartbeat events
+    park_expiry_s: float = 48 * 3600.0  # a park without an until asks to be re-confirmed after 48 h
+    observations_per_node: int = 12  # read bound per running node
+    heartbeats_per_node: int = 12  # no longer read: a node's own heartbeat figures are its columns (kept for callers)
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -78,9 +90,46 @@ class Obs:
 
 
 @dataclass(frozen=True)
-class Beat:
-    at: float
-    units_done: float | None
+class Activity:
+    """What a running node's own heartbeats say (its columns, kept by every heartbeat): its usual
+    interval, since when its units_done has not moved, and its declared wait."""
+
+    interval_s: float | None = None
+    units_at: float | None = None  # when units_done last changed (None: not reported this attempt)
+    wait_on: str | None = None  # None once the wait ended (its window stays, for the observations)
+    wait_since: float | None = None
+    wait_until: float | None = None
+
+    @classmethod
+    def of(cls, node: Any) -> "Activity":
+        since = getattr(node, "wait_since", None)
+        if since is not None and node.claimed_at is not None and since < node.claimed_at:
+            since = None  # a wait of an earlier attempt
+        return cls(getattr(node, "beat_interval_s", None), getattr(node, "units_at", None),
+                   getattr(node, "wait_on", None) if since is not None else None, since,
+                   getattr(node, "wait_until", None) if since is not None else None)
+
+
+def wait_text(node: Any, now: float) -> str | None:
+    """'waiting on ci (4m left)' / 'waiting on ci (2m over)' for a running node's declared wait."""
+    activity = Activity.of(node)
+    if node.status != "running" or not activity.wait_on or activity.wait_until is None:
+        return None
+    left = activity.wait_until - now
+    what = _one_line(activity.wait_on, 40)
+    return f"waiting on {what} ({dur(left)} left)" if left >= 0 else f"waiting on {what} ({dur(-left)} over)"
+
+
+def wait_json(node: Any, now: float | None) -> dict[str, Any] | None:
+    """A running node's declared wait for the graph JSON (``None`` without one): what it waits on
+    (agent text: show it escaped), since and until when, seconds left (negative: overdue) and the
+    line the console shows ("waiting on ci (4m left)")."""
+    activity = Activity.of(node)
+    if node.status != "running" or not activity.wait_on or activity.wait_until is None:
+        return None
+    return {"on": activity.wait_on, "since": iso(activity.wait_since), "until": iso(activity.wait_until),
+            "left_s": None if now is None else round(activity.wait_until - now, 1),
+            "text": None if now is None else wait_text(node, now)}
 
 
 # ---------------------------------------------------------------------- formatting
@@ -104,7 +153,6 @@ def node_signals(
     task_id: str,
     node: Any,
     observations: Sequence[Obs],
-    heartbeats: Sequence[Beat],
     now: float,
     *,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
@@ -112,17 +160,18 @@ def node_signals(
     token_norm: float | None = None,
     task_status: str = "active",
 ) -> list[Signal]:
-    """Signals of one node (a NodeView-like object). Observations and heartbeats oldest first;
-    only those of the current attempt count. Nothing for a node that is not running or whose task
-    is parked."""
+    """Signals of one node (a NodeView). Observations oldest first; only those of the current
+    attempt count, and none made during a declared wait. The node's own heartbeat figures come
+    from its columns (:class:`Activity`). Nothing for a node that is not running or whose task is
+    parked."""
     th = thresholds
     if node.status != "running" or task_status == "parked":
         return []
+    claimed = node.claimed_at
+    act = Activity.of(node)
     out: list[Signal] = []
     key = node.key
-    claimed = node.claimed_at
-    obs = [o for o in observations if o.attempt == node.attempt]
-    beats = [b for b in heartbeats if claimed is None or b.at >= claimed]
+    waiting = bool(act.wait_on) and act.wait_until is not None and now <= act.wait_until
 
     # orphaned / heartbeat_stale
     if node.lease_until is not None and node.lease_until <= now:
@@ -131,17 +180,17 @@ def node_signals(
                           "nobody reclaimed it"))
     elif node.heartbeat_at is not None and node.lease_until is not None:
         lease_s = max(0.0, node.lease_until - node.heartbeat_at)
-        gaps = [b.at - a.at for a, b in zip(beats, beats[1:]) if b.at > a.at]
-        interval = statistics.median(gaps) if gaps else lease_s / 3
+        interval = act.interval_s if act.interval_s else lease_s / 3
         limit = min(max(th.heartbeat_stale_factor * interval, th.heartbeat_stale_min_s),
                     th.heartbeat_stale_lease_fraction * lease_s)
         silent = now - node.heartbeat_at
         if silent > limit and limit > 0:
+            usual = f"usual interval {dur(interval)}" if act.interval_s else f"no interval yet, lease {dur(lease_s)}"
             out.append(Signal("heartbeat_stale", task_id, key, node.heartbeat_at, "warn",
-                              f"no heartbeat for {dur(silent)} (usual interval {dur(interval)}); "
-                              f"lease ends in {dur(node.lease_until - now)}"))
+                              f"no heartbeat for {dur(silent)} ({usual}); lease ends in {dur(node.lease_until - now)}"))
 
-    # no_new_info: the last N observations added nothing new
+    # observations: a declared wait's own observations are expected to repeat
+    obs = [o for o in observations if o.attempt == node.attempt and not _in_wait(o.at, act)]
     n = th.no_new_info_observations
     if n > 0 and len(obs) >= n and all(o.new_units == 0 for o in obs[-n:]):
         i = len(obs) - n
@@ -149,36 +198,34 @@ def node_signals(
             i -= 1
         out.append(Signal("no_new_info", task_id, key, obs[i].at, "alarm",
                           f"last {len(obs) - i} observations added 0 new lines"))
+    rep = judge_sequence([o.digest for o in obs], min_repeat=th.repeating_observations,
+                         max_period=th.cycle_max_period, min_cycle_run=th.cycle_repeats)
+    if rep is not None:
+        first = obs[rep.start]
+        if rep.period == 1:
+            what = f"the same observation {rep.observations} times in a row (digest {first.digest[:8]})"
+        else:
+            cycle = ", ".join(o.digest[:8] for o in obs[len(obs) - rep.period:])
+            what = f"a cycle of {rep.period} observations, {rep.observations} in a row (digests {cycle})"
+        out.append(Signal("repeating", task_id, key, first.at, "alarm", what))
 
-    # repeating: the same observation again and again
-    r = th.repeating_observations
-    if r > 1 and len(obs) >= r:
-        last = obs[-1].digest
-        i = len(obs) - 1
-        while i > 0 and obs[i - 1].digest == last:
-            i -= 1
-        run = len(obs) - i
-        if run >= r:
-            out.append(Signal("repeating", task_id, key, obs[i].at, "alarm",
-                              f"the same observation {run} times in a row (digest {last[:8]})"))
-
-    # no_progress: units_done unchanged over the last K heartbeats spanning T seconds
-    k = th.no_progress_heartbeats
-    reported = [b for b in beats if b.units_done is not None]
-    if k > 0 and len(reported) >= k:
-        tail = reported[-k:]
-        value = tail[-1].units_done
-        if all(b.units_done == value for b in tail) and now - tail[0].at >= th.no_progress_min_s:
-            i = len(reported) - k
-            while i > 0 and reported[i - 1].units_done == value:
-                i -= 1
+    # no_progress: units_done unchanged for long, in its own heartbeats' terms, while it beats
+    if node.units_done is not None and act.units_at is not None and not waiting:
+        interval = act.interval_s or 0.0
+        limit = max(th.no_progress_min_s, th.no_progress_heartbeats * interval)
+        still = now - act.units_at
+        if still >= limit and node.heartbeat_at is not None and node.heartbeat_at > act.units_at:
             total = f"/{_units(node.units_total)}" if node.units_total else ""
-            out.append(Signal("no_progress", task_id, key, reported[i].at, "warn",
-                              f"units_done {_units(value)}{total} unchanged over the last {len(reported) - i} "
-                              f"heartbeats ({dur(now - reported[i].at)})"))
+            every = f", heartbeats every {dur(interval)}" if interval else ""
+            out.append(Signal("no_progress", task_id, key, act.units_at, "warn",
+                              f"units_done {_units(node.units_done)}{total} unchanged for {dur(still)}{every}"))
 
-    # overdue: past its kind's P80 by a margin (or far past est_wall_s without history)
-    if claimed is not None:
+    # overdue: a declared wait past its deadline; past its kind's P80 by a margin
+    if act.wait_on and act.wait_until is not None and act.wait_since is not None and now > act.wait_until:
+        out.append(Signal("overdue", task_id, key, act.wait_until, "warn",
+                          f"waiting on {_one_line(act.wait_on, 40)} for {dur(now - act.wait_since)}, past its "
+                          f"declared {dur(act.wait_until - act.wait_since)}"))
+    elif claimed is not None:
         elapsed = now - claimed
         p80, samples = kind_p80
         if p80 is not None and samples >= th.overdue_min_samples:
@@ -205,6 +252,10 @@ def node_signals(
     return out
 
 
+def _in_wait(at: float, act: Activity) -> bool:
+    return act.wait_since is not None and act.wait_until is not None and act.wait_since <= at <= act.wait_until
+
+
 # ---------------------------------------------------------------------- per task (pure)
 def task_signals(task: Any, handoffs: Iterable[Any], now: float, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
                  parked_nodes: Iterable[Any] = ()) -> list[Signal]:
@@ -223,7 +274,9 @@ def task_signals(task: Any, handoffs: Iterable[Any], now: float, *, thresholds: 
                     "stop": "nothing is claimable"}[gate]
             if ratio_w >= ratio_t and task.wall_cap_s and task.started_at is not None:
                 threshold = {"soft": task.soft_ratio, "hard": budget_mod.HARD_RATIO, "stop": budget_mod.STOP_RATIO}[gate]
-                since = task.started_at + threshold * task.wall_cap_s
+                # when wall_used crossed the threshold (the clock stands still while the task waits)
+                ref = task.paused_since if task.paused_since is not None else (task.finished_at or now)
+                since = ref - (task.wall_used_s - threshold * task.wall_cap_s)
                 used = f"wall clock {dur(task.wall_used_s)} of {dur(task.wall_cap_s)}"
             else:
                 since = None
@@ -260,36 +313,15 @@ def read_observations(ledger: Any, node_ids: Sequence[int], per_node: int) -> di
     out: dict[int, list[Obs]] = {}
     if not node_ids or per_node <= 0:
         return out
-    ph = ledger.db.param
     ids = list(dict.fromkeys(node_ids))
     for i in range(0, len(ids), 200):
         chunk = ids[i:i + 200]
-        arm = (f"SELECT * FROM (SELECT node_id, id, at, attempt, digest, new_units FROM observation "
-               f"WHERE node_id = {ph} ORDER BY id DESC LIMIT {int(per_node)}) AS o")
-        sql = " UNION ALL ".join(arm for _ in chunk)
-        for node_id, _id, at, attempt, digest, new_units in sorted(ledger.db.execute_sql(sql, chunk).fetchall(),
+        arm = ("SELECT * FROM (SELECT node_id, id, at, attempt, digest, new_units FROM observation "
+               f"WHERE node_id = ? ORDER BY id DESC LIMIT {int(per_node)}) AS o")
+        statement = " UNION ALL ".join(arm for _ in chunk)
+        for node_id, _id, at, attempt, digest, new_units in sorted(sql.fetch_all(ledger.db, statement, chunk),
                                                                       key=lambda r: r[1]):
             out.setdefault(node_id, []).append(Obs(at, attempt, digest, new_units))
-    return out
-
-
-def read_heartbeats(ledger: Any, task_id: str, keys: Sequence[str], per_node: int) -> dict[str, list[Beat]]:
-    """Heartbeats of these nodes from the task's newest ``per_node × len(keys)`` heartbeat events."""
-    from .models import Event
-
-    out: dict[str, list[Beat]] = {}
-    if not keys or per_node <= 0:
-        return out
-    want = set(keys)
-    q = (Event.select(Event.node, Event.at, Event.payload)
-         .where((Event.task_id == task_id) & (Event.kind == "node.heartbeat"))
-         .order_by(Event.id.desc()).limit(per_node * len(want)))
-    for node, at, payload in ledger._q(q).tuples():
-        if node in want:
-            p = payload if isinstance(payload, dict) else json.loads(payload or "{}")
-            out.setdefault(node, []).append(Beat(at, p.get("units_done")))
-    for v in out.values():
-        v.reverse()
     return out
 
 
@@ -299,34 +331,34 @@ def token_norm(ledger: Any, task_id: str, thresholds: Thresholds = DEFAULT_THRES
 
     from .models import Node
 
-    row = ledger._q(Node.select(pw.fn.SUM(Node.tokens_used), pw.fn.SUM(Node.units_done), pw.fn.COUNT(Node.id))
-                    .where((Node.task == task_id) & (Node.status == "succeeded") & (Node.units_done > 0))).tuples().first()
+    row = next(iter(ledger.tuple_rows(Node.select(pw.fn.SUM(Node.tokens_used), pw.fn.SUM(Node.units_done), pw.fn.COUNT(Node.id))
+                    .where((Node.task == task_id) & (Node.status == "succeeded") & (Node.units_done > 0)))), None)
     if not row or not row[2] or row[2] < thresholds.cost_density_min_nodes or not row[1]:
         return None
     return float(row[0] or 0) / float(row[1])
 
 
-def kind_p80s(history: DurationHistory, kinds: Iterable[str]) -> dict[str, tuple[float | None, int]]:
-    return {k: (quantile(history.samples(k), 0.8), history.count(k)) for k in set(kinds)}
+def kind_p80s(history: DurationHistory, nodes: Iterable[Any]) -> dict[str, tuple[float | None, int]]:
+    return {n.key: kind_p80(history, n.kind, n.est_wall_s, history.params) for n in nodes}
 
 
 def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: Sequence[Any], now: float,
                        thresholds: Thresholds, history: DurationHistory | None) -> list[Signal]:
     out = task_signals(task, ledger.handoffs(task_id=task.task_id, status="open"), now, thresholds=thresholds,
                        parked_nodes=parked)
+    out += [Signal(*s) for s in round2.extra(ledger, task, now, thresholds)]  # wake, budget_insufficient, …
     if running and task.status != "parked":
         obs = read_observations(ledger, [n.id for n in running], thresholds.observations_per_node)
-        beats = read_heartbeats(ledger, task.task_id, [n.key for n in running], thresholds.heartbeats_per_node)
         if history is None:
             history = DurationHistory()
         history.load_kinds(ledger, {n.kind for n in running})
-        p80s = kind_p80s(history, [n.kind for n in running])
+        p80s = kind_p80s(history, running)
         norm = None
         if any(n.tokens_used >= thresholds.cost_density_min_tokens for n in running):
             norm = token_norm(ledger, task.task_id, thresholds)
         for n in running:
-            out.extend(node_signals(task.task_id, n, obs.get(n.id, ()), beats.get(n.key, ()), now,
-                                    thresholds=thresholds, kind_p80=p80s[n.kind], token_norm=norm,
+            out.extend(node_signals(task.task_id, n, obs.get(n.id, ()), now,
+                                    thresholds=thresholds, kind_p80=p80s[n.key], token_norm=norm,
                                     task_status=task.status))
     return sort_signals(out)
 
@@ -350,10 +382,8 @@ def signals_for_task(ledger: Any, task: Any, *, thresholds: Thresholds = DEFAULT
     counts = task.counts or {}
     want = [s for s in ("running", "parked") if counts.get(s)]
     if want and task.status in ("active", "parked"):
-        from .models import Node
-
-        keys = [k for (k,) in ledger._q(Node.select(Node.key).where(
-            (Node.task == task.task_id) & Node.status.in_(want))).tuples()]
+        keys = [k for (k,) in sql.fetch_all(ledger.db, f"SELECT key FROM node WHERE task_id = ? AND status IN "
+                                                       f"({sql.marks(len(want))})", [task.task_id, *want])]
         for n in ledger.nodes(task.task_id, keys):
             (running if n.status == "running" else parked).append(n)
     return _signals_for_nodes(ledger, task, running, parked, now, thresholds, history)

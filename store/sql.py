@@ -26,7 +26,7 @@ from .models import dumps, loads
 CHUNK = 500  # ids or keys per ``IN (...)`` list
 
 JSON_COLUMNS = frozenset({"inputs", "constraints", "preconditions", "output", "rejections", "payload", "context",
-                          "options"})
+                          "options", "wake_state"})
 BOOL_COLUMNS = frozenset({"retryable", "always_admit"})
 
 

@@ -50,11 +50,14 @@ JSON_MAX_DEPTH = 64
 # A lease or a delay ends at a time an ISO string can show (now + 10^11 s is before year 9999):
 # nothing shorter is nonsense enough to refuse (tests hold a lease "forever" with 10^9).
 LEASE_S_MAX = 1e11  # a lease, lease_s > 0
-DELAY_S_MAX = 1e11  # retry_after_s, wait_s, timeouts, >= 0
+DELAY_S_MAX = 1e11  # retry_after_s, timeouts, >= 0
+WAIT_S_MAX = 7 * 24 * 3600.0  # a declared wait (heartbeat wait_s), > 0: longer is a park, not a wait
 DURATION_S_MAX = 1e11  # estimates and wall-clock budgets
 TOKENS_MAX = 10**15  # tokens in one report, a budget, an estimate
 UNITS_MAX = 1e15  # units_done / units_total
 COUNT_MAX = 1_000_000  # max_claims, max_repairs, limits
+CONDITIONS_MAX = 100  # wake conditions of one park
+CONDITION_MAX = 4200  # characters of one wake condition (a file: path up to PATH_MAX and its prefix)
 TIME_MAX = 253402300799.0  # 9999-12-31T23:59:59Z, the last time an ISO string can show
 
 

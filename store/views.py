@@ -123,6 +123,10 @@ class TaskView:
     finished_at: float | None
     counts: Mapping[str, int] = field(default_factory=dict)
     handoffs_open: int = 0
+    paused_s: float = 0.0  # seconds the budget clock stood still (waiting is not work)
+    paused_since: float | None = None  # the clock stands still since then (None: it runs)
+    waited_s: float = 0.0  # all the time the clock stood still, the current stop included (at read time)
+    wake_state: Mapping[str, Any] | None = None  # wake conditions of parks (store/wake.py)
 
     @property
     def total(self) -> int:
@@ -131,6 +135,16 @@ class TaskView:
     @property
     def done(self) -> int:
         return self.counts.get("succeeded", 0) + self.counts.get("abandoned", 0)
+
+    @property
+    def paused_for(self) -> str | None:
+        """Why the budget clock stands still now: ``parked``, ``handoff`` (a node waits on a
+        human and nothing runs), ``parked node``; None while it runs (or the task is finished)."""
+        if self.paused_since is None or self.status not in ("active", "parked"):
+            return None
+        if self.status == "parked":
+            return "parked"
+        return "handoff" if self.counts.get("blocked") else "parked node"
 
 
 @dataclass(frozen=True)
@@ -174,6 +188,11 @@ class NodeView:
     started_at: float | None
     finished_at: float | None
     version: int
+    beat_interval_s: float | None = None  # the running attempt's usual heartbeat interval
+    units_at: float | None = None  # when its units_done last moved
+    wait_on: str | None = None  # what it declared it is waiting on (``heartbeat(waiting_on=…)``) …
+    wait_since: float | None = None
+    wait_until: float | None = None  # … and until when (past it: ``overdue``)
 
     @property
     def has_lease(self) -> bool:
@@ -250,6 +269,10 @@ class EffectView:
     attempt: int
     intended_at: float
     confirmed_at: float | None
+    compensation_node: str | None = None  # the node of kind "compensation" that undoes it (abort)
+    compensated_at: float | None = None
+    compensated_by: str | None = None  # the compensation node's worker, or the operator who marked it
+    compensation_note: str | None = None  # why (an operator's reason, or the node that did it)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,13 @@ dedicated autocommit connection (a trigger NOTIFYs on every journal insert), re-
 back-off when it drops. Both with a slow fallback poll, so a missed notification is only late,
 never lost. A wake-up is a hint: the reader re-reads what it cares about.
 
+A SQLite file event is not yet a commit: the writer's last write to the ``-wal`` comes before its
+fsync and before the commit is published in the ``-shm`` index (through ``mmap``, which inotify does
+not report), so a reader woken by the write alone read the old state and was woken again only by
+the next write or the poll (issue 14). A file event therefore starts a short watch with ``PRAGMA
+data_version`` (``store/commitprobe.py``), and the reader is woken when the commit is visible
+(``"settle"``). A NOTIFY is delivered after its transaction committed: no such watch needed.
+
 ``wakeups(on_watching=cb)`` calls ``cb`` once the source is in place (the inotify watch added,
 LISTEN issued), so a reader can look *after* that point and miss nothing in between.
 """
@@ -18,8 +25,11 @@ import asyncio
 import os
 import struct
 import sys
-from typing import Any, AsyncGenerator, AsyncIterator, Callable
+import time
+from collections import Counter
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterator
 
+from .commitprobe import CommitProbe, follow_up_offsets
 from .db import parse_target, pg_connect_args
 
 PG_CHANNEL = "warden_events"
@@ -70,8 +80,12 @@ class Wakeups:
         debounce_ms: int = WATCH_DEBOUNCE_MS,
         use_inotify: bool = True,
         application_name: str = "warden-console",
+        commit_probe: bool = True,
     ) -> None:
         self.target = os.fspath(target)
+        self.commit_probe = commit_probe  # False: wake on file events alone (before issue 14; diagnostics)
+        self.wakeup_counts: Counter[str] = Counter()  # wake-ups yielded, by reason
+        self.trace: list[tuple[float, str]] | None = None  # set to a list to record (tests, benchmark)
         self.fallback_poll_s = fallback_poll_s
         self.step_ms = step_ms
         self.debounce_ms = debounce_ms
@@ -207,44 +221,116 @@ class Wakeups:
             yield changes
 
     async def wakeups(self, *, on_watching: Callable[[], None] | None = None) -> AsyncGenerator[str, None]:
-        """Yield "change" when the ledger's files changed, "poll" every ``fallback_poll_s`` otherwise.
+        """Yield a reason each time the reader should look (re-read from its cursor):
 
-        ``on_watching`` is called once the notification source is in place (at once when there
-        is none, or when it cannot tell: watchfiles)."""
+        * ``"start"`` (SQLite) once at the beginning: anything committed between the reader's own
+          first read and the watch being in place is read now;
+        * ``"change"``: a notification (PostgreSQL: a NOTIFY, or LISTEN (re-)established; SQLite: a
+          file event after which ``data_version`` had already moved);
+        * ``"settle"`` (SQLite): a follow-up after a file event found a commit that became visible
+          after its last write — the case no file event ever announces (see store/commitprobe.py);
+        * ``"poll"``: nothing for ``fallback_poll_s`` (the safety net).
+
+        ``wakeup_counts`` counts what was yielded; ``trace``, when set to a list, collects
+        ``(monotonic time, what)`` for every file event, probe check and wake-up. ``on_watching`` is
+        called once the notification source is in place (at once when there is none, or when it
+        cannot tell: watchfiles)."""
         self._stop = asyncio.Event()
         self._on_watching = on_watching or _nothing
-        ready = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+        notified = False
         source = self._notify_source()
         if source is None:
             self._on_watching()
+        probe = (CommitProbe(self.path) if self.commit_probe and self.backend == "sqlite" and self.path is not None
+                 else None)
+        trace = self.trace
 
         async def pump() -> None:
+            nonlocal notified
             if source is None:
                 return
             try:
                 async for _ in source:
-                    ready.set()
+                    notified = True
+                    wake.set()
             except (asyncio.CancelledError, GeneratorExit):
                 raise
             except Exception:
                 return  # the directory went away or the watcher failed: the poll carries on
 
         task = asyncio.ensure_future(pump())
+        offsets: Iterator[float] | None = None  # the follow-up schedule after the last file event
+        since = due = 0.0
+        timer: asyncio.TimerHandle | None = None
+
+        def arm(now: float) -> None:
+            nonlocal offsets, since, due
+            assert probe is not None
+            offsets = follow_up_offsets(self.fallback_poll_s, blind=not probe.usable)
+            since, due = now, now + next(offsets)
+
+        reason: str | None = "start" if probe is not None else None
+        poll_due = loop.time() + self.fallback_poll_s
         try:
             while True:
-                try:
-                    await asyncio.wait_for(ready.wait(), self.fallback_poll_s)
-                    reason = "change"
-                except asyncio.TimeoutError:
-                    reason = "poll"
-                    if task.done() and source is not None:  # watcher died (directory removed): restart
-                        source = self._notify_source()
-                        task = asyncio.ensure_future(pump())
-                ready.clear()
+                if reason is None:
+                    at = poll_due if offsets is None else min(poll_due, due)
+                    if timer is not None:
+                        timer.cancel()
+                    timer = loop.call_at(at, wake.set)
+                    await wake.wait()
+                    wake.clear()
+                    now = loop.time()
+                    if notified:
+                        notified = False
+                        reason = "change"
+                        if probe is not None:  # maybe a commit's first write, maybe its last
+                            if trace is not None:
+                                trace.append((time.monotonic(), "file"))
+                            arm(now)
+                            if probe.usable and not probe.moved():
+                                reason = None  # not visible yet: the follow-ups will see it land
+                    elif offsets is not None and now >= due - 0.0002:
+                        assert probe is not None
+                        blind = not probe.usable
+                        moved = blind or probe.moved()
+                        if trace is not None:
+                            trace.append((time.monotonic(), "check moved" if moved else "check"))
+                        nxt = next(offsets, None)
+                        if nxt is None:
+                            offsets = None
+                        else:
+                            due = since + nxt
+                        if moved:
+                            reason = "settle"
+                            if not blind:
+                                arm(now)  # another commit may still be on its way
+                    elif now >= poll_due - 0.0002:
+                        reason = "poll"
+                        if task.done() and source is not None:  # watcher died (directory removed): restart
+                            source = self._notify_source()
+                            task = asyncio.ensure_future(pump())
+                    if reason is None:
+                        continue
+                if probe is not None:
+                    probe.mark()  # before the reader reads: what it reads is at least this new
+                    if reason == "start":
+                        arm(loop.time())
+                self.wakeup_counts[reason] += 1
+                if trace is not None:
+                    trace.append((time.monotonic(), reason))
+                poll_due = loop.time() + self.fallback_poll_s
                 yield reason
+                reason = None
         finally:
             self._stop.set()
+            if timer is not None:
+                timer.cancel()
             task.cancel()
+            if probe is not None:
+                probe.close()
 
 
 

@@ -1,4 +1,5 @@
-"""Operator action subcommands: park, resume, narrow, rewind, abort, resolve.
+"""Operator action subcommands: park, resume, narrow, rewind, abort, resolve, compensated; and
+check-wakes, the system's own action (the wake conditions nothing else looks at: ``at:``, ``file:``).
 
 Every action is planned first (``ledger.plan_*``), shown, and applied (``ledger.apply``) only when
 confirmed: ``--dry-run`` prints the plan and stops; ``--yes`` applies without asking; on a terminal
@@ -26,6 +27,7 @@ from .errors import CliFailure
 from .common import UsageError, flags, honours, open_ledger, operator_of, out_console, print_json
 
 ACT = ("ledger", "operator", "json", "yes", "dry_run")  # the shared flags every action honours
+WAKES = ("ledger", "json")  # check-wakes: nothing to preview or confirm; what it does is audited as "system"
 
 LIST_LIMIT = 20  # node keys shown per line of a text preview before "and N more"
 
@@ -36,7 +38,10 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--node", metavar="KEY", help="park only this node")
     p.add_argument("--reason", required=True, metavar="R", help="why (required; recorded and shown)")
     p.add_argument("--until", metavar="T", help="when to look again: 15m, 2h, 1d or an ISO time")
-    p.add_argument("--wake-on", metavar="C", help="the outside signal being waited for")
+    p.add_argument("--wake-on", metavar="C", action="append",
+                   help="what wakes it: handoff:<id>, node:<key>, effect:<key>, file:<path> or at:<time> "
+                        "(repeatable: any one wakes it)")
+    p.add_argument("--auto-resume", action="store_true", help="resume on its own when a wake condition is met")
     p.add_argument("--now", action="store_true", help="revoke running leases now (running nodes → parked)")
     honours(p, *ACT)
     p.set_defaults(func=cmd_park)
@@ -70,6 +75,20 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--reason", required=True, metavar="R", help="why (required)")
     honours(p, *ACT)
     p.set_defaults(func=cmd_abort)
+
+    p = sub.add_parser("compensated", parents=flags(*ACT),
+                       help="record that a confirmed effect was undone by hand (its compensation node is dropped)")
+    p.add_argument("task", metavar="TASK")
+    p.add_argument("effect", metavar="EFFECT_KEY")
+    p.add_argument("--reason", required=True, metavar="R", help="what was done, by whom (required; recorded)")
+    honours(p, *ACT)
+    p.set_defaults(func=cmd_compensated)
+
+    p = sub.add_parser("check-wakes", parents=flags(*WAKES),
+                       help="look at parked tasks' wake conditions now: journal the met ones, auto-resume (for cron)")
+    p.add_argument("--task", metavar="T", action="append", help="only this task (repeatable)")
+    honours(p, *WAKES)
+    p.set_defaults(func=cmd_check_wakes)
 
 
 def register_resolve(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -151,7 +170,8 @@ def render_plan(plan: Any, c: Console, *, dry_run: bool = False) -> None:
     if plan.reason:
         c.print(Text("  reason: ") + Text(safe_line(plan.reason)))
     for k, v in plan.params.items():
-        if k in ("until_ts", "preconditions_before", "out_of_scope", "node", "handoff") or v in (None, [], {}, False):
+        if k in ("until_ts", "preconditions_before", "out_of_scope", "node", "handoff", "wake_conditions") \
+                or v in (None, [], {}, False):
             continue
         c.print(Text(f"  {k}: ") + Text(safe_line(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))))
     a, b = plan.task_status
@@ -172,6 +192,13 @@ def render_plan(plan: Any, c: Console, *, dry_run: bool = False) -> None:
         c.print(Text("  handoffs withdrawn: ") + Text(safe_line(", ".join(plan.handoffs_withdrawn))))
     if plan.resolutions_reapplied:
         c.print(Text("  resolutions re-applied on the next claim: ") + Text(safe_line(", ".join(plan.resolutions_reapplied))))
+    if plan.compensations:
+        c.print(f"  compensation nodes added ({len(plan.compensations)}), run in this order (newest effect first):")
+        for i, comp in enumerate(plan.compensations[:LIST_LIMIT], 1):
+            c.print(Text(f"    {i}. ") + Text(safe_line(comp["node"])) + Text(" — undo: ")
+                    + Text(safe_line(comp.get("compensation") or "")))
+        if len(plan.compensations) > LIST_LIMIT:
+            c.print(f"    … and {len(plan.compensations) - LIST_LIMIT} more")
     if plan.effects_not_undone:
         c.print("  effects already done that this does NOT undo (newest first):")
         for e in plan.effects_not_undone[:LIST_LIMIT]:
@@ -186,7 +213,8 @@ def render_plan(plan: Any, c: Console, *, dry_run: bool = False) -> None:
 # ---------------------------------------------------------------------- subcommands
 def cmd_park(args: argparse.Namespace) -> int:
     return run_action(args, lambda led: led.plan_park(args.task, node=args.node, reason=args.reason, until=args.until,
-                                                      wake_on=args.wake_on, now=args.now))
+                                                      wake_on=args.wake_on, now=args.now,
+                                                      auto_resume=args.auto_resume))
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -221,9 +249,50 @@ def cmd_abort(args: argparse.Namespace) -> int:
     return run_action(args, lambda led: led.plan_abort(args.task, reason=args.reason), confirm_task_id=True)
 
 
+def cmd_compensated(args: argparse.Namespace) -> int:
+    return run_action(args, lambda led: led.plan_compensated(args.task, args.effect, reason=args.reason))
+
+
+def cmd_check_wakes(args: argparse.Namespace) -> int:
+    """``warden check-wakes [--task T ...]``: what the console does every 15 s, once, for cron or a
+    script (``warden status`` only reads). Every met condition is journalled once (``park.wake``);
+    a park with auto-resume is resumed by ``system``. Exit 0 whether or not anything woke."""
+    with open_ledger(args, read_only=False) as ledger:
+        wanted = list(dict.fromkeys(args.task)) if args.task else None
+        for tid in wanted or ():
+            ledger.task(tid)  # an unknown task is exit 3, not "nothing woke"
+        woken = ledger.check_wakes(wanted)
+        for w in woken:
+            w["resumed"] = _resumed(ledger, w)
+    if args.json:
+        print_json({"woken": woken})
+        return 0
+    c = out_console()
+    if not woken:
+        c.print("no wake condition met")
+    for w in woken:
+        what = Text("task ") + Text(safe_line(w["task_id"]))
+        if w.get("node"):
+            what += Text(" node ") + Text(safe_line(w["node"]))
+        after = "resumed" if w["resumed"] else ("auto-resume failed: resume by hand" if w["auto_resume"]
+                                                else "resume by hand")
+        c.print(Text("woken: ") + what + Text(": ") + Text(safe_line(w["evidence"])) + Text(" (")
+                + Text(safe_line(w["condition"])) + Text(f") — {after}"), soft_wrap=True)  # one line per wake
+    return 0
+
+
+def _resumed(ledger: Any, wake: dict[str, Any]) -> bool:
+    """Whether the woken park ended (an auto-resume that applied)."""
+    if not wake.get("auto_resume"):
+        return False
+    if wake.get("node"):
+        return str(ledger.node(wake["task_id"], wake["node"]).status) != "parked"
+    return str(ledger.task(wake["task_id"]).status) != "parked"
+
+
 def cmd_resolve(args: argparse.Namespace) -> int:
     return run_action(args, lambda led: led.plan_resolve(args.handoff, option=args.option, answer=args.answer))
 
 
-__all__ = ["cmd_abort", "cmd_narrow", "cmd_park", "cmd_resolve", "cmd_resume", "cmd_rewind", "parse_assignment",
+__all__ = ["cmd_abort", "cmd_check_wakes", "cmd_compensated", "cmd_narrow", "cmd_park", "cmd_resolve", "cmd_resume", "cmd_rewind", "parse_assignment",
            "register", "register_resolve", "render_plan", "run_action"]

@@ -15,8 +15,10 @@ Subcommands live by kind, each module exposing ``register(sub, parents)``:
 - ``console``, ``demo`` — here: they start the console (``console.app``) or the demo
   (``console.demo``);
 - ``console.cli.inspection`` — status, graph, events, handoffs, export, migrate (reads);
-- ``console.cli.actions`` — park, resume, narrow, rewind, abort, resolve (plan, confirm, apply);
+- ``console.cli.actions`` — park, resume, narrow, rewind, abort, compensated, resolve (plan, confirm,
+  apply); check-wakes (the system's look at wake conditions, for cron);
 - ``console.cli.recovery`` — recover, verify-record;
+- ``console.cli.report`` — report (what a task leaves behind);
 - ``console.cli.serve`` — serve (the console in a browser; the server is ``console.serve``).
 
 A new subcommand is a module beside these with its own ``register`` and one line in
@@ -35,9 +37,10 @@ from typing import Any, Callable, Sequence
 from store import WardenError
 from store.db import masked
 
-from . import actions, inspection, recovery, serve
+from . import actions, inspection, recovery, report, serve
 from .common import GLOBALS, CliParser, fill_globals, flags, honours, ledger_target, operator_of, runs_dir
-from .errors import CliFailure, UsageError, report
+from .errors import CliFailure, UsageError
+from .errors import report as report_failure
 from ..text import safe_line
 
 Registrar = Callable[[Any, list[argparse.ArgumentParser]], None]
@@ -45,7 +48,8 @@ Registrar = Callable[[Any, list[argparse.ArgumentParser]], None]
 # Order is the order of ``warden --help``.
 REGISTRARS: tuple[Registrar, ...] = (
     inspection.register,         # status, graph, events, export, migrate
-    actions.register,            # park, resume, narrow, rewind, abort
+    report.register,             # report
+    actions.register,            # park, resume, narrow, rewind, abort, compensated, check-wakes
     inspection.register_handoffs,
     actions.register_resolve,
     recovery.register,           # recover, verify-record
@@ -163,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse(argv)
     except UsageError as e:
-        return report(e, as_json=as_json)
+        return report_failure(e, as_json=as_json)
     except SystemExit as e:  # --help
         return int(e.code or 0)
     if args.version:
@@ -177,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("WARDEN_DEBUG") and not isinstance(e, (WardenError, UsageError, CliFailure,
                                                                   KeyboardInterrupt)):
             raise
-        return report(e, as_json=bool(args.json), ledger=masked(ledger_target(args)))
+        return report_failure(e, as_json=bool(args.json), ledger=masked(ledger_target(args)))
 
 
 # ---------------------------------------------------------------------- the UIs

@@ -28,7 +28,7 @@ from store.clock import iso
 from store.errors import Refused
 from store.feed import Feed
 
-from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, signals_label
+from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, pause_label, signals_label
 from ..glyphs import task_status_label
 from ..text import safe_line
 from .common import APPLICATION_NAME, flags, honours, ledger_target, open_ledger, out_console, print_fitted, print_json
@@ -107,6 +107,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     # and handoffs stay whole.
     print_fitted(c, ["TASK", "STATUS", "DONE", "P80", "SIGNALS", "HANDOFFS", "BUDGET", "TITLE"], rows,
                  give_way=["TITLE", "BUDGET"])
+    for task in data["tasks"]:  # waiting is not work: say whose budget clock stands still, since when
+        pause = pause_label(task["budget"])
+        if pause:
+            c.print(Text(safe_line(task["task_id"])) + Text(f": {pause}"), soft_wrap=True)
     return 0
 
 
@@ -135,6 +139,19 @@ def cmd_graph(args: argparse.Namespace) -> int:
     for sig in task["signals"]:  # what fired each signal, one line each (agent text made safe)
         c.print(Text(safe_line(f"⚠ {sig['severity']} {sig['kind']} {sig['node'] or task['task_id']}: {sig['evidence']}")),
                 soft_wrap=True)
+    pause = pause_label(task["budget"])
+    if pause:
+        c.print(pause)
+    if data.get("effects"):
+        c.print(Text(f"effects ({len(data['effects'])}):", style="bold"))
+        for e in data["effects"]:
+            line = Text(f"  {e['status']:<11} ") + Text(safe_line(e["effect_key"])) + Text(" (")
+            line += Text(safe_line(e["node"])) + Text(")")
+            if e["status"] == "compensated":
+                line += Text(" by ") + Text(safe_line(e.get("compensated_by") or "?"))
+            elif e.get("compensation_node"):
+                line += Text(" → ") + Text(safe_line(e["compensation_node"]))
+            c.print(line, soft_wrap=True)
     return 0
 
 

@@ -4,7 +4,8 @@
   message) and :class:`ActionDialog` (plan in a worker, preview, reason, Cancel / Apply, the
   stale-plan banner);
 - ``plan``: the preview of a plan (:func:`render_plan`, :class:`PlanPreview`);
-- ``park`` (park, resume), ``rewind`` (rewind, abort), ``narrow``, ``escalate``: one dialog each;
+- ``park`` (park, resume), ``rewind`` (rewind, abort), ``narrow``, ``escalate``, ``compensated``
+  (an effect undone by hand): one dialog each;
 - ``opening``: :func:`open_action`, from the selection to its dialog.
 
 Dialogs depend on the store's public API, ``console.host`` and the small modules below them
@@ -12,6 +13,7 @@ Dialogs depend on the store's public API, ``console.host`` and the small modules
 """
 
 from .base import ACTION_TITLES, MODAL_TCSS, STALE_BANNER, ActionDialog, WardenModal, read_only_notice
+from .compensated import CompensatedDialog
 from .escalate import EscalateDialog
 from .narrow import NarrowDialog, precondition_values
 from .opening import DIALOGS, open_action
@@ -20,7 +22,7 @@ from .plan import PlanPreview, render_plan
 from .rewind import AbortDialog, RewindDialog
 
 __all__ = [
-    "ACTION_TITLES", "AbortDialog", "ActionDialog", "DIALOGS", "EscalateDialog", "MODAL_TCSS", "NarrowDialog",
+    "ACTION_TITLES", "AbortDialog", "ActionDialog", "CompensatedDialog", "DIALOGS", "EscalateDialog", "MODAL_TCSS", "NarrowDialog",
     "ParkDialog", "PlanPreview", "ResumeDialog", "RewindDialog", "STALE_BANNER", "WardenModal", "open_action",
     "precondition_values", "read_only_notice", "render_plan",
 ]

@@ -54,7 +54,7 @@ STALE_BANNER = "⚠ the ledger changed since this preview — review again"
 
 ACTION_TITLES = {
     "park": "Park", "resume": "Resume", "narrow": "Narrow", "rewind": "Rewind", "abort": "Abort",
-    "escalate": "Ask a human about",
+    "escalate": "Ask a human about", "compensated": "Mark compensated",
 }
 
 ResultType = TypeVar("ResultType")

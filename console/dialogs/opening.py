@@ -10,12 +10,14 @@ from typing import Any, Callable, Iterable
 
 from ..text import safe_line
 from .base import ActionDialog, read_only_notice
+from .compensated import CompensatedDialog
 from .narrow import NarrowDialog
 from .park import ParkDialog, ResumeDialog
 from .rewind import AbortDialog, RewindDialog
 
 DIALOGS: dict[str, type[ActionDialog]] = {
     "park": ParkDialog, "resume": ResumeDialog, "narrow": NarrowDialog, "rewind": RewindDialog, "abort": AbortDialog,
+    "compensated": CompensatedDialog,
 }
 
 
@@ -37,7 +39,7 @@ def _graph_status(app: Any, task_id: str, node: str | None) -> tuple[str | None,
 def open_action(app: Any, action: str, task_id: str | None, node: str | None, *,
                 reason: str = "", exclude: Iterable[str] = (),
                 callback: Callable[[Any], None] | None = None) -> ActionDialog | None:
-    """Push the dialog for ``action`` (park, resume, narrow, rewind, abort) on the selection; None
+    """Push the dialog for ``action`` (park, resume, narrow, rewind, abort, compensated) on the selection; None
     (and a notice saying why) when there is nothing to open."""
     if getattr(app, "read_only", False):
         read_only_notice(app)
@@ -59,7 +61,7 @@ def open_action(app: Any, action: str, task_id: str | None, node: str | None, *,
                               task_parked=task_status == "parked" or task_status is None)
     elif action == "narrow":
         screen = NarrowDialog(task_id, node, reason=reason, exclude=exclude)
-    elif action in ("rewind", "park"):
+    elif action in ("rewind", "park", "compensated"):
         screen = cls(task_id, node, reason=reason)
     else:
         screen = cls(task_id, None, reason=reason)

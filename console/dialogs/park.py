@@ -1,4 +1,9 @@
-"""Park and resume: a task, or only the selected node (the "only node" box)."""
+"""Park and resume: a task, or only the selected node (the "only node" box).
+
+The park's "wake on" takes one or more conditions separated by commas (``handoff:<id>``,
+``node:<key>``, ``effect:<key>``, ``file:<path>``, ``at:<time>``: store/wake_conditions.py); a bad
+one shows as the preview's refusal. "resume on its own" is ``--auto-resume``.
+"""
 
 from __future__ import annotations
 
@@ -42,22 +47,27 @@ class ParkDialog(ScopedDialog):
             yield Input(placeholder="optional: 2h, 1d or an ISO time", id="until", compact=True)
         with Horizontal(classes="field"):
             yield Label("wake on", classes="field-label")
-            yield Input(placeholder="optional: the outside signal being waited for", id="wake-on", compact=True)
+            yield Input(placeholder="optional: handoff:ID, node:KEY, effect:KEY, file:PATH, at:2h (commas)",
+                        id="wake-on", compact=True)
         with Horizontal(classes="field"):
             yield Tick("stop running work now (revoke leases)", False, id="now", compact=True)
             yield from self.scope_checkbox(False)
+        with Horizontal(classes="field"):
+            yield Tick("resume on its own when woken", False, id="auto-resume", compact=True)
 
     def plan_args(self) -> dict[str, Any]:
+        wake = [c.strip() for c in self.query_one("#wake-on", Input).value.split(",") if c.strip()]
         return {
             "until": self.query_one("#until", Input).value.strip() or None,
-            "wake_on": self.query_one("#wake-on", Input).value.strip() or None,
+            "wake_on": wake or None,
             "now": bool(self.query_one("#now", Checkbox).value),
+            "auto_resume": bool(self.query_one("#auto-resume", Checkbox).value),
             "node": self.node if self.only_node() else None,
         }
 
     def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
         return ledger.plan_park(self.task_id, reason=PREVIEW_PLACEHOLDER, node=args["node"], until=args["until"],
-                                wake_on=args["wake_on"], now=args["now"])
+                                wake_on=args["wake_on"], now=args["now"], auto_resume=args["auto_resume"])
 
     def apply_label(self, plan: "Plan | None") -> str:
         if plan is not None and plan.params.get("node"):

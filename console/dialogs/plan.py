@@ -40,6 +40,11 @@ def render_plan(plan: "Plan") -> Text:
             out.append(f"until {safe_line(params['until'])}\n")
         if params.get("wake_on"):
             out.append(f"wake on: {safe_line(params['wake_on'], limit=200)}\n")
+        if params.get("auto_resume"):
+            out.append("resumes on its own when a wake condition is met (as the system)\n")
+    if plan.action == "compensated":
+        out.append(f"effect {safe_line(params.get('effect_key'), limit=120)} of {safe_line(params.get('node'), limit=40)}"
+                   " → compensated (undone by hand; the reason is recorded as its note)\n")
     if plan.action == "narrow":
         b, a = params.get("preconditions_before") or {}, params.get("preconditions_after") or {}
         if b != a:
@@ -74,6 +79,13 @@ def render_plan(plan: "Plan") -> Text:
         out.append(f"\nleases revoked ({len(plan.revoked_leases)})\n", style="bold")
         for r in plan.revoked_leases[:LIST_CAP]:
             out.append(f"  {safe_line(r.get('node'), limit=60)}  held by {safe_line(r.get('owner') or '?', limit=60)}\n")
+    if plan.compensations:
+        out.append(f"\ncompensation nodes added ({len(plan.compensations)}), run in this order\n", style="bold")
+        for i, c in enumerate(plan.compensations[:LIST_CAP], 1):
+            out.append(f"  {i}. {safe_line(c.get('node'), limit=60)}")
+            out.append(f"  undo: {safe_line(c.get('compensation'), limit=120)}\n", style="dim")
+        if len(plan.compensations) > LIST_CAP:
+            out.append(f"  … and {len(plan.compensations) - LIST_CAP} more\n", style="dim")
     if plan.effects_not_undone:
         out.append(f"\neffects already done, NOT undone ({len(plan.effects_not_undone)}, newest first)\n",
                    style="bold")

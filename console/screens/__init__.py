@@ -6,9 +6,10 @@ from .graph import TaskGraphScreen
 from .help import HelpScreen
 from .lists import HandoffInboxScreen, RunsScreen
 from .node import NodeDetailScreen
+from .report import TaskReportScreen
 from .tasks import TaskListScreen
 
 __all__ = [
     "EventLogScreen", "HandoffInboxScreen", "HelpScreen", "LedgerErrorScreen", "NodeDetailScreen",
-    "RunsScreen", "TaskGraphScreen", "TaskListScreen",
+    "RunsScreen", "TaskGraphScreen", "TaskListScreen", "TaskReportScreen",
 ]

@@ -10,7 +10,8 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Input
 
-from ..glyphs import NODE_GLYPHS, budget_label, eta_label, node_status_label, signals_label, task_status_label
+from ..glyphs import NODE_GLYPHS, budget_label, eta_label, node_status_label, pause_label, signals_label
+from ..glyphs import task_status_label
 from ..model import GRAPH_COLUMNS, progress_text
 from ..text import safe_line
 from ..widgets import InfoLine, RowList
@@ -115,6 +116,10 @@ class TaskGraphScreen(ListScreen):
             out.append(f"  P80 {eta_label(m.task_eta)}")
             b = budget_json(t)
             out.append(f"  budget {budget_label(b)}")
+            if b["paused_since"]:
+                out.append("  " + pause_label(b))
+            if t.status == "aborted" or b["gate"] == "stop":
+                out.append("  o: report", style="bold")
             out.append(f"  {signals_label(m.task_signals)}")
             if t.handoffs_open:
                 out.append(f"  ✋{t.handoffs_open}")

@@ -27,6 +27,8 @@ SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] =
         (("r",), "rewind the selected node"),
         (("a",), "abort the selected task"),
         (("R",), "recovery advice for the selected node"),
+        (("c",), "mark an effect of the selected task compensated (undone by hand)"),
+        (("o",), "the selected task's report: best result, unfinished, budget, handoffs, effects"),
         (("ctrl+p",), "command palette (every command, searchable)"),
     ]),
     ("Lists", ("RowList",), [
@@ -84,6 +86,9 @@ SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] =
         (("r",), "retry opening the ledger"),
         (("q",), "quit"),
     ]),
+    ("Task report", ("TaskReportScreen",), [
+        (("escape", "o"), "close"),
+    ]),
     ("Help", ("HelpScreen",), [
         (("escape", "?"), "close"),
     ]),
@@ -112,7 +117,7 @@ def help_text(read_only: bool) -> Text:
     out.append("Statuses: ○ pending ▶ running ✋ blocked ⏸ parked ✔ succeeded ✖ failed ⊘ abandoned; "
                "⚠ n = signals; ✋n = open handoffs.\n")
     if read_only:
-        out.append("\nread-only: the action keys (p u n r a R) only show a notice.\n", style="bold")
+        out.append("\nread-only: the action keys (p u n r a c R) only show a notice.\n", style="bold")
     return out
 
 

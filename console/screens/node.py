@@ -92,6 +92,12 @@ def render_detail(d: NodeDetail, now: float) -> Text:
         out.append(f"  {safe_line(e.status):<11} {safe_line(e.effect_key, limit=80)}"
                    + (f" → {safe_line(e.external_id)}" if e.external_id else "")
                    + (f"  undo: {safe_line(e.compensation, limit=80)}" if e.compensation else "") + "\n")
+        if e.status == "compensated":
+            out.append(f"      compensated by {safe_line(e.compensated_by or '?', limit=40)} at {iso(e.compensated_at)}"
+                       + (f": {safe_line(e.compensation_note, limit=100)}" if e.compensation_note else "") + "\n",
+                       style="dim")
+        elif e.compensation_node:
+            out.append(f"      compensation node {safe_line(e.compensation_node, limit=80)}\n", style="dim")
 
     _section(out, f"Artifacts ({len(d.artifacts)})")
     for a in d.artifacts:

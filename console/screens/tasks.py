@@ -10,7 +10,9 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Input
 
-from ..glyphs import task_status_label
+from store.report import budget_json
+
+from ..glyphs import pause_label, task_status_label
 from ..model import TASK_COLUMNS, signal_text
 from ..text import safe_line
 from ..widgets import InfoLine, RowList
@@ -69,6 +71,12 @@ class TaskListScreen(ListScreen):
             info.append(f"  {task_status_label(t.status)}")
             if t.status == "parked" and t.park_reason:
                 info.append(f"  parked: {safe_line(t.park_reason, limit=60)}")
+            b = budget_json(t)
+            if t.status == "aborted" or b["gate"] == "stop":
+                info.append("  o: report (what it leaves behind)", style="bold")
+            pause = pause_label(b)
+            if pause:
+                info.append("  " + pause)
             if row.signals:
                 info.append("  " + signal_text(row.signals[0]))
             elif t.title:

@@ -8,13 +8,14 @@ only a refused Action row and raises :class:`StaleRevision`. A heartbeat never b
 so it never makes a preview stale.
 
 One module per action (its typed params, its plan function, its apply function): ``park``,
-``resume``, ``narrow``, ``rewind``, ``abort``, ``resolve``, ``escalate``; ``plan`` holds the
+``resume``, ``narrow``, ``rewind``, ``abort``, ``resolve``, ``escalate``, ``compensated``; ``plan`` holds the
 Plan, ``planning`` what plans read, ``changes`` what apply functions write with, ``apply`` the
 shared apply. Semantics with before/after examples: docs/operations.md.
 """
 
 from .abort import AbortParams, plan_abort
 from .apply import apply
+from .compensated import CompensatedParams, plan_compensated
 from .escalate import ESCALATE_OPTIONS, EscalateParams, plan_escalate
 from .narrow import NarrowParams, plan_narrow
 from .park import ParkParams, plan_park
@@ -25,7 +26,7 @@ from .resume import ResumeParams, plan_resume
 from .rewind import RewindParams, plan_rewind
 
 __all__ = [
-    "ACTIONS", "ESCALATE_OPTIONS", "FINISHED", "AbortParams", "ActionParams", "EscalateParams", "NarrowParams",
-    "ParkParams", "Plan", "ResolveParams", "ResumeParams", "RewindParams", "apply", "plan_abort", "plan_escalate",
-    "plan_narrow", "plan_park", "plan_resolve", "plan_resume", "plan_rewind",
+    "ACTIONS", "ESCALATE_OPTIONS", "FINISHED", "AbortParams", "ActionParams", "CompensatedParams", "EscalateParams",
+    "NarrowParams", "ParkParams", "Plan", "ResolveParams", "ResumeParams", "RewindParams", "apply", "plan_abort",
+    "plan_compensated", "plan_escalate", "plan_narrow", "plan_park", "plan_resolve", "plan_resume", "plan_rewind",
 ]

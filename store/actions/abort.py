@@ -1,14 +1,18 @@
 """abort: task → aborted; every unfinished node (not succeeded / abandoned) → abandoned; leases
 revoked; open handoffs withdrawn; confirmed effects listed newest first with their compensations.
-Kept for audit; nothing further can be claimed."""
+Kept for audit; nothing further can be claimed — except the compensations: each confirmed effect
+with a compensation becomes a node of kind ``compensation`` (``compensate:<effect_key>``), chained
+newest first (store/ledger/compensation.py). The plan lists them (``compensations``); an effect
+confirmed after the preview makes the apply stale, like a node that moved."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import sql
 from ..db import read_tx
+from ..ledger import compensation
 from ..ledger.core import LedgerCore
 from . import planning as pl
 from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
@@ -24,7 +28,8 @@ class AbortParams(ActionParams):
 
 
 def plan_abort(core: LedgerCore, task_id: str, *, reason: str) -> Plan:
-    """Abort a task: every unfinished node abandoned, leases revoked, open handoffs withdrawn."""
+    """Abort a task: every unfinished node abandoned, leases revoked, open handoffs withdrawn,
+    confirmed effects with a compensation turned into compensation nodes."""
     with read_tx(core.db):
         task = pl.open_task(core, task_id)
         reason = pl.require_reason(reason, "abort")
@@ -34,15 +39,37 @@ def plan_abort(core: LedgerCore, task_id: str, *, reason: str) -> Plan:
         handoffs = [str(r[0]) for r in sql.fetch_all(core.db, "SELECT id FROM handoff WHERE task_id = ? "
                                                               "AND status = 'open' ORDER BY id", [task_id])]
         effects, warnings = pl.effects(core, task_id, None)
+        comps = compensation.planned(core, task_id)
         if task["status"] == "completed":
             warnings.insert(0, f"task {task_id} is completed: aborting only marks it aborted")
-        if effects:
-            warnings.insert(0, f"{len(effects)} confirmed effect(s) are not undone: compensate them newest first")
-        return pl.make_plan(core, AbortParams(), task, task_id, reason, nodes, changes, kept=kept,
+        bare = [e for e in effects if not (e.get("compensation") or "").strip()]
+        if comps:
+            warnings.insert(0, f"{len(comps)} confirmed effect(s) become compensation nodes, run newest first: "
+                               f"{pl.names([c['node'] for c in comps])}")
+        if bare:
+            warnings.insert(0, f"{len(bare)} confirmed effect(s) have no compensation: undo them by hand, then "
+                               f"`warden compensated {task_id} EFFECT --reason …`")
+        plan = pl.make_plan(core, AbortParams(), task, task_id, reason, nodes, changes, kept=kept,
                             status_after="aborted", handoffs=handoffs, effects=effects, warnings=warnings)
+        return replace(plan, compensations=tuple(comps))
+
+
+def stale_compensations(core: LedgerCore, plan: Plan) -> str | None:
+    """At apply: why the compensations previewed are no longer the ones to add, or None."""
+    now = [c["effect_key"] for c in compensation.planned(core, plan.task_id)]
+    was = [c["effect_key"] for c in plan.compensations]
+    if now == was:
+        return None
+    new = [k for k in now if k not in was]
+    what = f"effect {new[0]} was confirmed" if new else "the confirmed effects changed"
+    return f"the ledger changed since the preview ({what}); review again"
 
 
 def apply_abort(tx: ApplyTx, p: AbortParams) -> Outcome:
     set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now, "next_retry_at": None,
                                                **REVOKE, **BUMP})
-    return Outcome(task_fields={"status": "aborted", "finished_at": tx.now})
+    keys = compensation.create(tx.core, tx.plan.task_id, tx.plan.compensations)
+    payload: dict[str, Any] = {}
+    if keys:
+        payload = {"nodes": list(tx.plan.changes) + keys, "compensations": keys}
+    return Outcome(task_fields={"status": "aborted", "finished_at": tx.now, "wake_state": None}, payload=payload)

@@ -16,10 +16,12 @@ from typing import Any, Mapping
 from .. import sql
 from ..db import register_result, retry_write, write_tx
 from ..errors import Refused, StaleRevision
+from ..ledger import pause
 from ..ledger.core import LedgerCore
 from ..models import Action, Handoff, Task
-from .abort import AbortParams, apply_abort
+from .abort import AbortParams, apply_abort, stale_compensations
 from .changes import ApplyTx, Outcome
+from .compensated import CompensatedParams, apply_compensated, still_confirmed
 from .escalate import EscalateParams, apply_escalate
 from .narrow import NarrowParams, apply_narrow
 from .park import ParkParams, apply_park
@@ -84,14 +86,35 @@ def _ids(core: LedgerCore, plan: Plan) -> dict[str, int]:
     return ids
 
 
+def apply_within(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
+    """Apply ``plan`` inside the caller's write transaction, which already holds the task row's
+    lock: a system action decided in that transaction (an auto-resume on a wake condition,
+    store/wake.py). The revision check still runs; stale raises without an audit row (the caller
+    decides). Not for operators: they use :func:`apply`."""
+    task = core.task_row(plan.task_id)
+    ids = _ids(core, plan)
+    stale = _stale(core, plan, task, ids)
+    if stale is not None:
+        raise StaleRevision(stale)
+    return _apply(ApplyTx(core, plan, task, ids, operator, core.now()))
+
+
 def _stale(core: LedgerCore, plan: Plan, task: Mapping[str, Any], ids: Mapping[str, int]) -> str | None:
     """Why the plan no longer describes the ledger, or None."""
     if isinstance(plan.params, ResolveParams):
         gone = still_open(core, plan)
         if gone is not None:
             return gone
-    if task["status"] == "aborted":
+    if isinstance(plan.params, CompensatedParams):
+        gone = still_confirmed(core, plan)
+        if gone is not None:
+            return gone
+    if task["status"] == "aborted" and plan.task_status[0] != "aborted":
         return f"task {plan.task_id} was aborted since the preview; nothing changed"
+    if isinstance(plan.params, AbortParams):
+        effects_moved = stale_compensations(core, plan)
+        if effects_moved is not None:
+            return effects_moved
     rev = int(task["revision"])
     keys = list(plan.versions)
     id_list = [ids[k] for k in keys if k in ids]
@@ -130,6 +153,8 @@ def _apply_action(tx: ApplyTx) -> Outcome:
             return apply_resolve(tx, p)
         case EscalateParams() as p:
             return apply_escalate(tx, p)
+        case CompensatedParams() as p:
+            return apply_compensated(tx, p)
     raise Refused(f"cannot apply a {tx.plan.action!r} plan")
 
 
@@ -142,6 +167,7 @@ def _apply(tx: ApplyTx) -> Plan:
                       .where(Handoff.id.in_(list(chunk)) & (Handoff.status == "open"))).execute()
     # the task row: one revision bump for the action itself
     core.bump_task(plan.task_id, {"updated_at": now, **outcome.task_fields})
+    pause.settle(core.db, plan.task_id, now)  # what the task waits on changed: its budget clock follows
     rev_after = int(tx.task["revision"]) + 1
     action_id = int(core.bind(Action.insert(
         at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target, reason=plan.reason,

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Iterator, Mapping
 
 from ..clock import iso
 
-ACTIONS = ("park", "resume", "narrow", "rewind", "abort", "resolve", "escalate")
+ACTIONS = ("park", "resume", "narrow", "rewind", "abort", "resolve", "escalate", "compensated")
 
 
 class ActionParams(Mapping[str, Any]):
@@ -60,6 +60,8 @@ class Plan:
     handoffs_withdrawn: tuple[str, ...] = ()
     resolutions_reapplied: tuple[str, ...] = ()
     effects_not_undone: tuple[Mapping[str, Any], ...] = ()
+    # abort: the compensation nodes it adds, in the order they run (newest confirmed effect first)
+    compensations: tuple[Mapping[str, Any], ...] = ()
     warnings: tuple[str, ...] = ()
     changes: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # key → (from, to)
     task_status: tuple[str, str] = ("", "")  # (before, after)
@@ -92,6 +94,7 @@ class Plan:
             "handoffs_withdrawn": list(self.handoffs_withdrawn),
             "resolutions_reapplied": list(self.resolutions_reapplied),
             "effects_not_undone": [dict(e) for e in self.effects_not_undone],
+            "compensations": [dict(c) for c in self.compensations],
             "warnings": list(self.warnings),
             "changes": {k: {"from": a, "to": b} for k, (a, b) in self.changes.items()},
             "task_status": {"from": self.task_status[0], "to": self.task_status[1]},
@@ -117,6 +120,8 @@ class Plan:
             parts.append(f"{len(self.revoked_leases)} lease{'s' if len(self.revoked_leases) != 1 else ''} revoked")
         if self.handoffs_withdrawn:
             parts.append(f"{len(self.handoffs_withdrawn)} handoff(s) withdrawn")
+        if self.compensations:
+            parts.append(f"{len(self.compensations)} compensation node(s) added")
         a, b = self.task_status
         if a != b:
             parts.append(f"task {a} → {b}")

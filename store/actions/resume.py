@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import sql
+from .. import wake_conditions as wc
 from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
@@ -71,6 +72,9 @@ def apply_resume(tx: ApplyTx, p: ResumeParams) -> Outcome:
     for status in ("pending", "blocked"):
         set_nodes(tx, tx.changed_to(status), {"status": status, **UNPARK, **REVOKE, **BUMP})
     if p.node:
-        return Outcome()
+        return Outcome(task_fields={"wake_state": wc.with_target(tx.task["wake_state"], p.node, None)})
+    state = wc.with_target(tx.task["wake_state"], None, None)
+    for key in tx.plan.changes:  # nodes the task park had parked are resumed with it: stop watching them
+        state = wc.with_target(state, key, None)
     return Outcome(task_fields={"status": "active", "parked_at": None, "park_reason": None, "park_until": None,
-                                "wake_on": None})
+                                "wake_on": None, "wake_state": state})

@@ -5,12 +5,14 @@
 * ``build``    create_task, add_node(s): keys, edges, cycles
 * ``claims``   claiming ready nodes under the budget governor
 * ``fenced``   the agent's lease-fenced writes: heartbeat, commit, fail, handoff, effects, notes
+* ``observe``  a heartbeat's bookkeeping: new information (bounded), its own interval, declared waits
 * ``queries``  tasks, graphs (whole or in pages), nodes, the journal, handoffs, audit, artifacts
 
 The operator actions (plan → preview → apply) live in ``store.actions``; the facade exposes them.
 """
 
-from .core import LedgerCore, digest_json, normalise_lines, retry_delay, sha256_hex
+from ..novelty import normalise_lines
+from .core import LedgerCore, digest_json, retry_delay, sha256_hex
 from .facade import Ledger
 
 __all__ = ["Ledger", "LedgerCore", "digest_json", "normalise_lines", "retry_delay", "sha256_hex"]

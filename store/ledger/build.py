@@ -13,6 +13,7 @@ from ..db import is_sqlite, retry_write, write_tx
 from ..errors import Refused
 from ..models import Edge, Node, Task, dumps
 from ..views import Budget, NodeSpec
+from . import pause
 from .core import LedgerCore, validate_key, validate_task_id
 
 
@@ -143,6 +144,8 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
     if task["status"] == "completed":
         fields.update(status="active", finished_at=None)
     core.bump_task(task_id, fields)
+    if fields:
+        pause.settle(core.db, task_id, core.now())  # reopened: the clock runs again from now
     summary = (f"node added: {new_specs[0].key}" if len(new_specs) == 1
                else f"{len(new_specs)} nodes added")
     core.journal(task_id, new_specs[0].key if len(new_specs) == 1 else None, "system", "graph.nodes_added",

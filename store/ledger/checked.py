@@ -270,6 +270,30 @@ def TARGET(c: Ctx, a: str, x: Any) -> Any:  # the path or URL is checked by stor
     return x
 
 
+def WAITING_ON_OPT(c: Ctx, a: str, x: Any) -> Any:  # what a declared wait waits on: one line
+    return v.name(a, x, c.where, optional=True)
+
+
+def WAIT_S_OPT(c: Ctx, a: str, x: Any) -> Any:  # (wait_s without waiting_on: store/ledger/observe.py)
+    return v.number(a, x, c.where, lo=0, lo_open=True, hi=v.WAIT_S_MAX)
+
+
+def WAKE_ON_OPT(c: Ctx, a: str, x: Any) -> Any:
+    """Wake conditions: None, one string or a list of them, each one line (a ``file:`` path with a
+    line break or NUL cannot be watched); what each says is checked by store/wake_conditions.py."""
+    if x is None:
+        return x
+    items = [x] if isinstance(x, str) else v.strings(a, x, c.where)
+    if len(items) > v.CONDITIONS_MAX:
+        raise v.refuse(a, f"has more than {v.CONDITIONS_MAX} conditions", items, where=c.where)
+    for i, item in enumerate(items):
+        at = a if isinstance(x, str) else f"{a}[{i}]"
+        v.text(at, item, c.where)
+        if item.strip():  # a blank one is skipped (the console's "a, , b")
+            v.name(at, item.strip(), c.where, limit=v.CONDITION_MAX)
+    return x
+
+
 def TIMEOUT(c: Ctx, a: str, x: Any) -> Any:
     return v.number(a, x, c.where, lo=0, lo_open=True, hi=v.DELAY_S_MAX, optional=False)
 
@@ -335,7 +359,7 @@ API: dict[str, dict[str, Rule]] = {
               "workflow_version": TEXT_OPT},
     # fenced writes (waiting_on=, wait_s= are this round's additions)
     "heartbeat": {"claim": CLAIM, "units_done": UNITS, "units_total": UNITS, "tokens": TOKENS,
-                  "observation": TEXT_OPT, "lease_s": LEASE_OPT, "waiting_on": NAME_OPT, "wait_s": DELAY_OPT},
+                  "observation": TEXT_OPT, "lease_s": LEASE_OPT, "waiting_on": WAITING_ON_OPT, "wait_s": WAIT_S_OPT},
     "commit": {"claim": CLAIM, **COMMIT_RULES},
     "commit_many": {"commits": COMMITS},
     "fail": {"claim": CLAIM, "error": ERROR, "failure_class": FAILURE_CLASS, "retryable": FLAG_OPT,
@@ -347,7 +371,7 @@ API: dict[str, dict[str, Rule]] = {
     "note": {"claim": CLAIM, "text": TEXT, "layer": NOTE_LAYER},
     "wait_for_resolution": {"handoff_id": HANDOFF, "timeout": DELAY_OPT},
     # operator actions
-    "plan_park": {"task_id": ID, "reason": TEXT_OPT, "node": ID_OPT, "until": UNTIL, "wake_on": TEXT_OPT,
+    "plan_park": {"task_id": ID, "reason": TEXT_OPT, "node": ID_OPT, "until": UNTIL, "wake_on": WAKE_ON_OPT,
                   "now": FLAG, "auto_resume": FLAG},
     "plan_resume": {"task_id": ID, "node": ID_OPT, "reason": TEXT_OPT},
     "plan_narrow": {"task_id": ID, "reason": TEXT_OPT, "set": JSON_OBJ_OPT, "exclude": IDS_OPT},
@@ -356,7 +380,9 @@ API: dict[str, dict[str, Rule]] = {
     "plan_resolve": {"handoff_id": HANDOFF, "option": NAME_OPT, "answer": TEXT_OPT},
     "plan_escalate": {"task_id": ID, "node": ID, "reason": TEXT_OPT, "question": TEXT_OPT,
                       "context": JSON_OBJ_OPT},
+    "plan_compensated": {"task_id": ID, "effect_key": ID, "reason": TEXT_OPT},
     "apply": {"plan": PLAN, "operator": NAME},
+    "check_wakes": {"task_ids": IDS_OPT},
     # queries
     "tasks": {},
     "task": {"task_id": ID},

@@ -4,6 +4,13 @@ Ready: pending, every dependency succeeded or abandoned, ``next_retry_at`` passe
 A running node whose lease has expired (``lease_until <= now``) is reclaimed first. On PostgreSQL
 claims take ``FOR NO KEY UPDATE ... SKIP LOCKED`` on the node and only KEY SHARE on the task row,
 so claims of different nodes of one task proceed concurrently.
+
+Admission (docs/estimates.md "Admission by estimate"): under a token or wall cap a pending node
+whose ``est_tokens`` × 1.2 or ``est_wall_s`` × 1.5 exceeds what is left is passed over (the
+``budget_insufficient`` signal names it); ``always_admit`` nodes — the closing steps — are
+admitted on the budget gate alone. An aborted task offers only its compensation nodes, whatever
+its budget. A claim naming a ``workflow_version`` other than the task's gets None, journalled
+once per (task, worker, version) per open ledger.
 """
 
 from __future__ import annotations
@@ -20,7 +27,10 @@ from ..errors import NotFound, Refused
 from ..models import Task
 from ..sql import Inc
 from ..views import Claim
+from . import compensation, pause
 from .core import LedgerCore, digest_json
+from .observe import ATTEMPT_RESET
+from .rows import wall_used
 
 CLAIM_ROUNDS = 1000  # each round either claims, fails an over-claimed node, or ends
 
@@ -34,7 +44,7 @@ def admit(core: LedgerCore, task_id: str, node_key: str) -> str:
 
 
 def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
-          kinds: Sequence[str] | None, key: str | None = None) -> Claim | None:
+          kinds: Sequence[str] | None, key: str | None = None, workflow_version: str | None = None) -> Claim | None:
     """Claim a ready node of ``task_id`` (or of any active task when None), or None.
 
     With ``key`` only that node is considered: it is claimed when it is ready (or running with an
@@ -49,8 +59,11 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
         if core.node_row_or_none(task_id, key) is None:
             core.task_row(task_id)  # an unknown task says so first
             raise NotFound(f"unknown node {key!r} in task {task_id!r}")
+    version = None if workflow_version is None else str(workflow_version)
+    if version is not None and task_id is not None and _wrong_version(core, task_id, worker, version):
+        return None
     for _ in range(CLAIM_ROUNDS):
-        result = _claim_round(core, task_id, worker, float(lease_s), kinds, key)
+        result = _claim_round(core, task_id, worker, float(lease_s), kinds, key, version)
         if isinstance(result, tuple):  # over-claimed: fail it in its own transaction, go again
             _fail_over_claimed(core, result[0], result[1], worker)
             continue
@@ -58,9 +71,45 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
     return None
 
 
+def _wrong_version(core: LedgerCore, task_id: str, worker: str, version: str) -> bool:
+    """True when the task runs another workflow version than the worker's: journalled the first
+    time this open ledger sees that (task, worker, version), not on every poll."""
+    with read_tx(core.db):
+        have = core.task_row(task_id)["workflow_version"]
+    if have == version:
+        return False
+    seen = (task_id, worker, version)
+    if seen not in core.version_refusals:
+        _journal_version(core, task_id, worker, version, have)
+        core.version_refusals.add(seen)
+    return True
+
+
+@retry_write
+def _journal_version(core: LedgerCore, task_id: str, worker: str, version: str, have: str) -> None:
+    with write_tx(core.db):
+        core.journal(task_id, None, "system", "claim.version_mismatch", worker,
+                     f"{worker} runs workflow version {version or '(none)'}, task {task_id} is version "
+                     f"{have or '(none)'}: nothing claimed",
+                     {"worker": worker, "workflow_version": version, "task_workflow_version": have})
+
+
+def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str | None) -> list[str]:
+    """The tasks a claim without a task looks at: the active ones (of ``version`` when given),
+    then — only when ``kinds`` asks for compensations — aborted ones with compensations to run."""
+    q = Task.select(Task.task_id).where(Task.status == "active")
+    if version is not None:
+        q = q.where(Task.workflow_version == version)
+    ids = [r[0] for r in core.tuple_rows(q.order_by(Task.created_at))]
+    if kinds and compensation.KIND in kinds:
+        ids += compensation.tasks_compensating(core, version)
+    return ids
+
+
 @retry_write
 def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
-                 kinds: Sequence[str] | None, key: str | None = None) -> Claim | tuple[str, int] | None:
+                 kinds: Sequence[str] | None, key: str | None = None,
+                 version: str | None = None) -> Claim | tuple[str, int] | None:
     """One write transaction: a Claim, None, or (task id, node id) of a node over its max_claims."""
     with write_tx(core.db):
         now = core.now()
@@ -68,18 +117,27 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
             task_ids = [task_id]
             core.task_row(task_id)  # NotFound for an unknown task
         else:
-            task_ids = [r[0] for r in core.tuple_rows(
-                Task.select(Task.task_id).where(Task.status == "active").order_by(Task.created_at))]
+            task_ids = _task_ids(core, kinds, version)
         for tid in task_ids:
             # KEY SHARE: claims of one task never wait for each other; an operator action (FOR
             # UPDATE) waits for this claim to commit, and a claim behind it sees its result.
             task = core.task_row(tid, lock="share")
-            if task["status"] != "active":
+            if version is not None and task["workflow_version"] != version:
                 continue
-            gate = core.task_gate(task, now)
-            if gate == "stop":
+            if task["status"] == "aborted":  # only its compensations, whatever the budget
+                if kinds and compensation.KIND not in kinds:
+                    continue
+                row = _find_claimable(core, tid, now, False, [compensation.KIND], key, worker, None)
+                gate = "ok"
+            elif task["status"] != "active":
                 continue
-            row = _find_claimable(core, tid, now, gate == "hard", kinds, key, worker)
+            else:
+                gate = core.task_gate(task, now)
+                if gate == "stop":
+                    continue
+                fit = budget_mod.left(task["tokens_used"], task["token_cap"], wall_used(task, now),
+                                      task["wall_cap_s"])
+                row = _find_claimable(core, tid, now, gate == "hard", kinds, key, worker, fit)
             if row is None:
                 continue
             limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
@@ -90,7 +148,10 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
 
 
 def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool,
-                    kinds: Sequence[str] | None, key: str | None = None, worker: str = "") -> dict[str, Any] | None:
+                    kinds: Sequence[str] | None, key: str | None = None, worker: str = "",
+                    fit: tuple[float | None, float | None] | None = None) -> dict[str, Any] | None:
+    """The next claimable node: an expired lease first, else the first ready pending node (under
+    ``fit`` = (tokens left, wall seconds left), one whose estimate fits or that is always_admit)."""
     extra = ""
     params: list[Any] = []
     held = ""
@@ -107,6 +168,14 @@ def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool
     if kinds:
         extra += f" AND n.kind IN ({sql.marks(len(kinds))})"
         params.extend(kinds)
+    admit = ""
+    admit_params: list[Any] = []
+    for column, margin, room in (("est_tokens", budget_mod.TOKEN_MARGIN, fit and fit[0]),
+                                 ("est_wall_s", budget_mod.WALL_MARGIN, fit and fit[1])):
+        if fit is not None and room is not None and not only_admit:
+            admit += (f" AND (n.always_admit = {sql.true(core.db)} OR n.{column} IS NULL "
+                      f"OR n.{column} * {margin} <= ?)")
+            admit_params.append(float(room))
     # NO KEY UPDATE, not UPDATE: foreign-key checks (KEY SHARE) of concurrent inserts that
     # reference this node must not wait for a claim.
     lock = sql.lock(core.db, " FOR NO KEY UPDATE OF n SKIP LOCKED")
@@ -116,11 +185,11 @@ def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool
                     [task_id, now, *params]).fetchone()
     if r is None:
         r = sql.execute(core.db, "SELECT n.id FROM node n WHERE n.task_id = ? AND n.status = 'pending' "
-                                 f"AND (n.next_retry_at IS NULL OR n.next_retry_at <= ?){extra} "
+                                 f"AND (n.next_retry_at IS NULL OR n.next_retry_at <= ?){extra}{admit} "
                                  "AND NOT EXISTS (SELECT 1 FROM edge e JOIN node d ON d.id = e.src_id "
                                  f"WHERE e.dst_id = n.id AND d.status NOT IN ('succeeded', 'abandoned'){held}) "
                                  f"ORDER BY n.position LIMIT 1{lock}",
-                        [task_id, now, *params, *held_params]).fetchone()
+                        [task_id, now, *params, *admit_params, *held_params]).fetchone()
     if r is None:
         return None
     return core.node_row_by_id(r[0])
@@ -146,6 +215,7 @@ def _fail_over_claimed(core: LedgerCore, task_id: str, node_id: int, worker: str
             status="failed", failure_class=row["failure_class"] or "transient", retryable=False, error=err,
             lease_owner=None, lease_token=None, lease_until=None, finished_at=now, version=Inc(1),
         ))
+        pause.settle(core.db, task["task_id"], now, agent_write=True)
         core.journal(task["task_id"], row["key"], "system", "node.failed", worker,
                      f"{row['key']} failed: max claims reached", {"error": err, "max_claims": limit})
         core.maybe_fail_task(task["task_id"], now)
@@ -158,11 +228,12 @@ def _take(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], wor
     attempt = int(row["attempt"]) + 1
     inputs = _claim_inputs(core, task, row)
     input_digest = digest_json({"task": task["inputs"], "deps": {k: v.get("digest") for k, v in inputs["deps"].items()}})
+    pause.claim_lock(core.db, task["task_id"])
     n = core.update_node(row["id"], dict(
         status="running", lease_owner=worker, lease_token=token, lease_until=now + lease_s,
         heartbeat_at=now, claimed_at=now, claim_count=Inc(1), attempt=attempt,
         input_digest=input_digest, started_at=row["started_at"] if row["started_at"] is not None else now,
-        next_retry_at=None, version=Inc(1),
+        next_retry_at=None, version=Inc(1), **ATTEMPT_RESET,
     ), " AND version = ?", [row["version"]])
     if n != 1:  # cannot happen under the write lock; refuse rather than double-claim
         raise RuntimeError("claim lost its row under the write lock")
@@ -173,6 +244,7 @@ def _take(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], wor
     if task["started_at"] is None:
         sql.execute(core.db, "UPDATE task SET started_at = ? WHERE task_id = ? AND started_at IS NULL",
                     [now, task["task_id"]])
+    pause.end_on_claim(core.db, task, now)  # a clock stopped while the task waited runs again
     payload = {"worker": worker, "attempt": attempt, "lease_until": now + lease_s, "reclaimed": reclaim}
     if reclaim:
         payload["previous_owner"] = row["lease_owner"]
@@ -205,7 +277,7 @@ def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, A
             "option": h["resolution_option"], "answer": h["resolution_answer"],
             "by": h["resolved_by"], "at": iso(h["resolved_at"]), "at_ts": h["resolved_at"],
         }
-    return {
+    out = {
         "task": task["inputs"],
         "constraints": list(task["constraints"] or []),
         "preconditions": dict(task["preconditions"] or {}),
@@ -215,6 +287,9 @@ def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, A
         "resolution": resolution,
         "attempt": int(row["attempt"]) + 1,
     }
+    if row["kind"] == compensation.KIND:
+        out["effect"] = compensation.effect_for_node(core, row["id"])
+    return out
 
 
 # ---------------------------------------------------------------------- a claim's record

@@ -26,6 +26,7 @@ from ..errors import NotFound
 from ..models import LAYERS, Task, dumps
 from ..schema import check_version
 from ..views import Pulse
+from . import pause
 from .rows import wall_used
 
 TASK_ID_RE = validate.TASK_ID_RE  # matched whole (fullmatch): a trailing newline never passes
@@ -51,16 +52,6 @@ def sha256_hex(data: bytes) -> str:
 
 def digest_json(value: Any) -> str:
     return sha256_hex(dumps(value).encode("utf-8"))
-
-
-def normalise_lines(text: str) -> list[str]:
-    """Observation → normalised lines: stripped, white space collapsed, case folded, no empties."""
-    out = []
-    for line in text.splitlines():
-        norm = " ".join(line.split()).casefold()
-        if norm:
-            out.append(norm)
-    return out
 
 
 def retry_delay(attempt: int, base: float = RETRY_BASE_S, cap: float = RETRY_CAP_S) -> float:
@@ -100,6 +91,9 @@ class LedgerCore:
         # Test hooks: name → callable, run at a named point inside a transaction (tests hold a
         # transaction open there to prove what it does and does not block). Empty in production.
         self.hooks: dict[str, Callable[..., Any]] = {}
+        # (task, worker, workflow version) refusals already journalled by this open ledger: a
+        # worker polling with the wrong version is journalled once, not on every poll.
+        self.version_refusals: set[tuple[str, str, str]] = set()
 
     def hook(self, name: str, task_id: str, node_key: str) -> None:
         """Run the test hook ``name`` (if one is set) with the task and node it is at."""
@@ -296,6 +290,7 @@ class LedgerCore:
         task = self.task_row(task_id)
         if task["status"] in ("active", "failed"):
             self.bump_task(task_id, {"status": "completed", "finished_at": now})
+            pause.settle(self.db, task_id, now)  # a finished task's clock stands still
             self.journal(task_id, None, "system", "task.completed", "warden", f"task {task_id} completed", {})
 
     def maybe_fail_task(self, task_id: str, now: float) -> None:
@@ -312,5 +307,6 @@ class LedgerCore:
         task = self.task_row(task_id)
         if task["status"] == "active":
             self.bump_task(task_id, {"status": "failed", "finished_at": now})
+            pause.settle(self.db, task_id, now)
             self.journal(task_id, None, "system", "task.failed", "warden",
                          f"task {task_id} failed: a node failed and nothing else can run", {})

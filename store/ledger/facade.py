@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .. import actions as operator_actions
+from .. import wake
 from ..actions import Plan
 from ..db import retry_read, run_read
 from ..errors import WardenError
@@ -100,7 +101,8 @@ class Ledger(LedgerCore):
         return claims.admit(self, task_id, node_key)
 
     def claim(self, task_id: str | None, worker: str, lease_s: float = 30.0, *,
-              kinds: Sequence[str] | None = None, key: str | None = None) -> Claim | None:
+              kinds: Sequence[str] | None = None, key: str | None = None,
+              workflow_version: str | None = None) -> Claim | None:
         """Claim a ready node of ``task_id`` (or of any active task when None), or None.
 
         Ready: pending, every dependency succeeded or abandoned, ``next_retry_at`` passed, task
@@ -109,8 +111,13 @@ class Ledger(LedgerCore):
         itself what runs next) — None when it is not ready (waiting on a dependency or a retry
         time, blocked, parked, running under a live lease, finished, the task not active or over
         its budget); ``NotFound`` when the task has no such node.
+        Under a token or wall cap a pending node whose estimate (``est_tokens`` × 1.2,
+        ``est_wall_s`` × 1.5) does not fit in what is left is passed over unless it is
+        ``always_admit``. An aborted task offers only its ``compensation`` nodes (a claim across
+        tasks gets them only when ``kinds`` names ``"compensation"``). With ``workflow_version``
+        a task of another version gives None (journalled once per task, worker and version).
         """
-        return claims.claim(self, task_id, worker, lease_s, kinds, key)
+        return claims.claim(self, task_id, worker, lease_s, kinds, key, workflow_version)
 
     # ------------------------------------------------------------------ fenced writes
     def heartbeat(
@@ -122,14 +129,20 @@ class Ledger(LedgerCore):
         tokens: float | None = 0,
         observation: str | None = None,
         lease_s: float | None = None,
+        waiting_on: str | None = None,
+        wait_s: float | None = None,
     ) -> Pulse:
         """Extend the lease and record progress. Raises LeaseLost when the claim no longer holds.
 
-        Returns a :class:`Pulse`; ``parked`` tells the agent its task or node was parked: finish
-        the current step, then stop claiming.
+        ``waiting_on="ci", wait_s=600`` declares that the node is polling something for up to
+        ``wait_s``: its repeated observations meanwhile raise no stall signal, past the deadline it
+        is ``overdue``; declaring the same wait again keeps its start, and an observation that
+        brings new information without declaring a wait ends it. Returns a :class:`Pulse`;
+        ``parked`` tells the agent its task or node was parked: finish the current step, then stop
+        claiming.
         """
         return fenced.heartbeat(self, claim, units_done=units_done, units_total=units_total, tokens=tokens,
-                                observation=observation, lease_s=lease_s)
+                                observation=observation, lease_s=lease_s, waiting_on=waiting_on, wait_s=wait_s)
 
     def commit(
         self,
@@ -218,11 +231,14 @@ class Ledger(LedgerCore):
     # ------------------------------------------------------------------ operator actions
     @retry_read
     def plan_park(self, task_id: str, *, reason: str, node: str | None = None, until: Any = None,
-                  wake_on: str | None = None, now: bool = False) -> Plan:
+                  wake_on: str | Sequence[str] | None = None, now: bool = False, auto_resume: bool = False) -> Plan:
         """Park a task (or one node with ``node=``) until an outside signal (``until``: a time or
-        a duration like ``2h``); ``now`` revokes running leases."""
+        a duration like ``2h``, to re-confirm by); ``now`` revokes running leases. ``wake_on``:
+        conditions (``handoff:<id>``, ``node:<key>``, ``effect:<key>``, ``file:<path>``,
+        ``at:<time>``) that raise a ``wake`` signal when met, and resume the park with
+        ``auto_resume``."""
         return operator_actions.plan_park(self, task_id, reason=reason, node=node, until=until, wake_on=wake_on,
-                                          now=now)
+                                          now=now, auto_resume=auto_resume)
 
     @retry_read
     def plan_resume(self, task_id: str, *, node: str | None = None, reason: str | None = None) -> Plan:
@@ -257,10 +273,26 @@ class Ledger(LedgerCore):
         return operator_actions.plan_escalate(self, task_id, node, reason=reason, question=question,
                                               context=context)
 
+    @retry_read
+    def plan_compensated(self, task_id: str, effect_key: str, *, reason: str) -> Plan:
+        """Mark a confirmed effect compensated by hand (it was undone outside Warden): the reason
+        says what was done. Its compensation node, if it has not run, is abandoned."""
+        return operator_actions.plan_compensated(self, task_id, effect_key, reason=reason)
+
     def apply(self, plan: Plan, *, operator: str) -> Plan:
         """Apply exactly ``plan`` in one transaction and return it applied, or raise
-        ``StaleRevision`` when the ledger changed since it was computed."""
-        return operator_actions.apply(self, plan, operator=operator)
+        ``StaleRevision`` when the ledger changed since it was computed. A resolved handoff
+        wakes the parks waiting on it (``wake_on="handoff:<id>"``) at once."""
+        done = operator_actions.apply(self, plan, operator=operator)
+        if done.action == "resolve":
+            wake.after_resolve(self, done.target)
+        return done
+
+    def check_wakes(self, task_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Look at every park's wake conditions now (``at:`` and ``file:`` need somebody to look:
+        the console and ``warden status`` do, an agent loop or a cron job may). Journals each
+        newly met condition and resumes the parks that auto-resume; returns the wakes noticed."""
+        return wake.check(self, task_ids)
 
     # ------------------------------------------------------------------ queries
     @retry_read

@@ -8,19 +8,21 @@ then the node row, then the journal's advisory lock.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Mapping, Sequence
 
-from .. import sql
+from .. import novelty, sql
 from ..db import retry_write, write_tx
 from ..errors import LeaseLost, Refused, WardenError
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
 from ..sql import Inc
 from ..views import Claim, NodeSpec, Pulse
+from .. import wake
+from . import compensation as compensations
+from . import pause
 from .build import add_nodes_tx
-from .core import LedgerCore, digest_json, normalise_lines, retry_delay, sha256_hex
-
-OBSERVATION_TEXT_CAP = 4096
+from . import observe
+from .core import LedgerCore, digest_json, retry_delay, sha256_hex
+from .observe import OBSERVATION_TEXT_CAP  # noqa: F401  (its old home)
 OUTPUT_CAP = 64 * 1024
 ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
 COMMIT_ARGS = frozenset({"output", "output_ref", "tokens", "artifact", "units_done", "next_nodes", "repair",
@@ -55,7 +57,7 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
 
 
 def _lost_why(row: Mapping[str, Any], claim: Claim, task_status: str | None) -> str:
-    if task_status == "aborted":
+    if task_status == "aborted" and row["kind"] != compensations.KIND:  # compensations run on after abort
         return "the task was aborted"
     if row["status"] == "parked":
         return "the node was parked by an operator"
@@ -93,13 +95,22 @@ def _add_tokens(core: LedgerCore, claim: Claim, tokens: float | None) -> int:
 # ---------------------------------------------------------------------- heartbeat
 @retry_write
 def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units_total: float | None,
-              tokens: float | None, observation: str | None, lease_s: float | None) -> Pulse:
+              tokens: float | None, observation: str | None, lease_s: float | None,
+              waiting_on: str | None = None, wait_s: float | None = None) -> Pulse:
     """Extend the lease and record progress (see ``Ledger.heartbeat``)."""
     now = core.now()
     lease = float(lease_s or claim.lease_s)
+    wait = observe.check_wait(waiting_on, wait_s)
+    text = None if observation is None else str(observation)
+    # the observation's pure, bounded work happens before the write lock is taken
+    prepared = None if text is None else observe.prepare_observation(core, claim.task_id, claim.node_key,
+                                                                      claim.attempt, text)
     with write_tx(core.db):
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
+        new_units = digest = None
+        if text is not None and prepared is not None:
+            new_units, digest = observe.record_observation(core, row["id"], claim.attempt, text, prepared, now)
         fields: dict[str, Any] = {"lease_until": now + lease, "heartbeat_at": now}
         if t:
             fields["tokens_used"] = Inc(t)
@@ -107,8 +118,8 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             fields["units_done"] = float(units_done)
         if units_total is not None:
             fields["units_total"] = float(units_total)
-        cas_update(core, row, claim, now, **fields)
-        new_units = None
+        beat = observe.beat_fields(row, now, units_done, wait, new_units)
+        cas_update(core, row, claim, now, **fields, **beat)
         payload: dict[str, Any] = {"lease_until": now + lease}
         if units_done is not None:
             payload["units_done"] = units_done
@@ -116,38 +127,21 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             payload["units_total"] = units_total
         if t:
             payload["tokens"] = t
-        if observation is not None:
-            new_units, digest, nlines = _observe(core, row["id"], claim.attempt, observation, now)
-            payload.update(new_units=new_units, digest=digest, lines=nlines)
-        core.journal(claim.task_id, claim.node_key, "execution", "node.heartbeat", claim.worker,
-                     f"{claim.node_key} heartbeat" + (f" (+{new_units} new)" if new_units is not None else ""),
+        payload.update(observe.beat_payload(row, beat))
+        summary = f"{claim.node_key} heartbeat"
+        if prepared is not None:
+            payload.update(new_units=new_units, digest=digest, lines=len(prepared.lines))
+            left_out = novelty.left_out(prepared)
+            if left_out:
+                payload.update(unexamined_lines=prepared.dropped_lines, cut_lines=prepared.cut_lines)
+            summary += f" (+{new_units} new" + (f"; {left_out})" if left_out else ")")
+        if wait is not None:
+            summary += f", waiting on {wait[0]}"
+        core.journal(claim.task_id, claim.node_key, "execution", "node.heartbeat", claim.worker, summary,
                      payload, at=now)
         task = core.task_row(claim.task_id)
     return Pulse(lease_until=now + lease, parked=task["status"] == "parked", new_units=new_units,
                  gate=core.task_gate(task, now))
-
-
-def _observe(core: LedgerCore, node_id: int, attempt: int, text: str, now: float) -> tuple[int, str, int]:
-    """Record an observation; returns (new distinct normalised lines, digest, lines)."""
-    text = str(text)
-    lines = normalise_lines(text)
-    digest = sha256_hex("\n".join(lines).encode("utf-8"))
-    hashes = list(dict.fromkeys(hashlib.blake2b(line.encode("utf-8"), digest_size=16).hexdigest()
-                                for line in lines))
-    seen: set[str] = set()
-    for chunk in sql.chunks(hashes):
-        seen.update(r[0] for r in sql.fetch_all(
-            core.db, f"SELECT digest FROM seen_line WHERE node_id = ? AND digest IN ({sql.marks(len(chunk))})",
-            [node_id, *chunk]))
-    fresh = [h for h in hashes if h not in seen]
-    for chunk in sql.chunks(fresh, 400):
-        values = ", ".join(["(?, ?)"] * len(chunk))
-        sql.execute(core.db, f"INSERT INTO seen_line (node_id, digest) VALUES {values}",
-                    [x for h in chunk for x in (node_id, h)])
-    capped = text if len(text) <= OBSERVATION_TEXT_CAP else text[:OBSERVATION_TEXT_CAP] + "…[truncated]"
-    sql.execute(core.db, "INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?)", [node_id, now, attempt, capped, digest, len(fresh), len(lines)])
-    return len(fresh), digest, len(lines)
 
 
 # ---------------------------------------------------------------------- commit
@@ -223,6 +217,7 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     if units_done is not None:
         fields["units_done"] = float(units_done)
     cas_update(core, row, claim, now, **fields)
+    pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
     payload: dict[str, Any] = {"attempt": claim.attempt, "output_digest": digest_json(output),
                                "wall_s": round(wall, 3)}
     if output_ref:
@@ -239,9 +234,13 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
         payload["repair"] = task["repair_count"] + 1
     event_id = core.journal(claim.task_id, claim.node_key, "execution", "node.committed", claim.worker,
                             summary or f"{claim.node_key} succeeded (attempt {claim.attempt})", payload, at=now)
+    if row["kind"] == compensations.KIND:
+        compensations.on_commit(core, claim, row["id"], now)
     if next_nodes:
         add_nodes_tx(core, claim.task_id, list(next_nodes), actor=claim.worker)
     core.maybe_complete_task(claim.task_id, now)
+    if task["wake_state"]:
+        wake.check_tx(core, claim.task_id, now)
     return event_id
 
 
@@ -268,11 +267,13 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
         if can_retry and not exhausted:
             delay = float(retry_after_s) if retry_after_s is not None else retry_delay(claim.attempt)
             cas_update(core, row, claim, now, status="pending", next_retry_at=now + delay, **common)
+            pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
             return core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
                                 f"{claim.node_key} failed ({failure_class}); retry in {delay:.0f}s",
                                 {"error": str(error)[:2000], "failure_class": failure_class, "retry": True,
                                  "next_retry_at": now + delay, "attempt": claim.attempt}, at=now)
         cas_update(core, row, claim, now, status="failed", finished_at=now, **common)
+        pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
         why = "retries exhausted" if (can_retry and exhausted) else "not retryable"
         eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
                            f"{claim.node_key} failed ({failure_class}, {why})",
@@ -306,6 +307,7 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
     dumps(ctx)
     now = core.now()
     with write_tx(core.db):
+        task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order): the clock may stop
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
         wall = now - (row["claimed_at"] or now)
@@ -314,6 +316,7 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
         if t:
             fields["tokens_used"] = Inc(t)
         cas_update(core, row, claim, now, **fields)
+        pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
         hid = core.bind(Handoff.insert(task=claim.task_id, node=row["id"], kind=kind, question=str(question),
                                        context=ctx, options=opts, recommendation=recommendation, status="open",
                                        opened_at=now, opened_by=claim.worker, attempt=claim.attempt)).execute()
@@ -352,6 +355,7 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
     """Record that an intended effect happened (with its external id and how to undo it)."""
     now = core.now()
     with write_tx(core.db):
+        task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order): a park may wake
         fence(core, claim, now, lock=True)
         existing = core.first_dict(Effect.select().where((Effect.task == claim.task_id)
                                                    & (Effect.effect_key == effect_key)))
@@ -366,6 +370,8 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
                          f"{claim.node_key} confirmed {effect_key}" + (f" ({external_id})" if external_id else ""),
                          {"effect_key": effect_key, "external_id": external_id,
                           "compensation": compensation or existing["compensation"]}, at=now)
+            if task["wake_state"]:
+                wake.check_tx(core, claim.task_id, now)
 
 
 @retry_write

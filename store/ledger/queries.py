@@ -191,7 +191,7 @@ def node_detail(core: LedgerCore, task_id: str, key: str, *, events_limit: int,
                              .order_by(Observation.id.desc()).limit(observations_limit)))
         obs.reverse()
         effects_ = [rows.effect_view(r, key) for r in core.dict_rows(
-            Effect.select().where(Effect.node == the_node.id).order_by(Effect.id))]
+            _effects_query().where(Effect.node == the_node.id).order_by(Effect.id))]
         arts = [rows.artifact_view(r, task_id, key)
                 for r in core.dict_rows(Artifact.select(Artifact.id, Artifact.attempt, Artifact.name, Artifact.sha256,
                                                    Artifact.size, Artifact.ref, Artifact.at)
@@ -231,17 +231,23 @@ def last_event_id(core: LedgerCore) -> int:
 
 
 # ---------------------------------------------------------------------- effects, handoffs, audit, artifacts
+def _effects_query() -> "pw.ModelSelect[Any]":
+    """Effects with the key of the node that made each and of its compensation node (if any)."""
+    comp = Node.alias()
+    return (Effect.select(Effect, Node.key.alias("node_key"), comp.key.alias("compensation_node_key"))
+            .join(Node, on=(Effect.node == Node.id))
+            .switch(Effect).join(comp, pw.JOIN.LEFT_OUTER, on=(Effect.compensation_node_id == comp.id)))
+
+
 def effect(core: LedgerCore, task_id: str, effect_key: str) -> EffectView:
-    r = core.first_dict(Effect.select(Effect, Node.key.alias("node_key")).join(Node, on=(Effect.node == Node.id))
-                  .where((Effect.task == task_id) & (Effect.effect_key == effect_key)))
+    r = core.first_dict(_effects_query().where((Effect.task == task_id) & (Effect.effect_key == effect_key)))
     if r is None:
         raise NotFound(f"unknown effect {effect_key!r}")
     return rows.effect_view(r, r["node_key"])
 
 
 def effects(core: LedgerCore, task_id: str) -> list[EffectView]:
-    q = (Effect.select(Effect, Node.key.alias("node_key")).join(Node, on=(Effect.node == Node.id))
-         .where(Effect.task == task_id).order_by(Effect.id))
+    q = _effects_query().where(Effect.task == task_id).order_by(Effect.id)
     return [rows.effect_view(r, r["node_key"]) for r in core.dict_rows(q)]
 
 

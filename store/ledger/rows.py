@@ -8,9 +8,11 @@ decoded here; the lease shows only while a token is held.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import fields as dataclass_fields
 from typing import Any, Mapping, Sequence
 
+from .. import budget
 from ..sql import json_value
 from ..views import (
     ActionView,
@@ -26,23 +28,26 @@ from ..views import (
 
 
 def wall_used(task: Mapping[str, Any], now: float) -> float:
-    """A task's wall-clock time used: from its first claim to its end (or now)."""
-    if task["started_at"] is None:
-        return 0.0
-    end = task["finished_at"] if task["finished_at"] is not None else now
-    return max(0.0, end - task["started_at"])
+    """A task row's wall-clock time of work: from its first claim to its end (or now), less the
+    time its clock stood still while it waited (``budget.wall_used``)."""
+    return budget.wall_used(task["started_at"], task["finished_at"], task.get("paused_s") or 0.0,
+                            task.get("paused_since"), now)
 
 
 def task_view(r: Mapping[str, Any], now: float, counts: Mapping[str, int], handoffs_open: int) -> TaskView:
+    used = wall_used(r, now)
+    span = 0.0 if r["started_at"] is None else (r["finished_at"] if r["finished_at"] is not None else now) - r["started_at"]
     return TaskView(
         task_id=r["task_id"], title=r["title"], workflow=r["workflow"], workflow_version=r["workflow_version"],
         status=r["status"], revision=int(r["revision"]), inputs=r["inputs"], constraints=tuple(r["constraints"] or ()),
         preconditions=dict(r["preconditions"] or {}), token_cap=r["token_cap"], wall_cap_s=r["wall_cap_s"],
         soft_ratio=r["soft_ratio"], tokens_used=int(r["tokens_used"]), started_at=r["started_at"],
-        wall_used_s=wall_used(r, now), max_claims=r["max_claims"], max_repairs=r["max_repairs"],
+        wall_used_s=used, max_claims=r["max_claims"], max_repairs=r["max_repairs"],
         repair_count=r["repair_count"], claim_count=r["claim_count"], parked_at=r["parked_at"],
         park_reason=r["park_reason"], park_until=r["park_until"], wake_on=r["wake_on"], created_at=r["created_at"],
         updated_at=r["updated_at"], finished_at=r["finished_at"], counts=dict(counts), handoffs_open=int(handoffs_open),
+        paused_s=float(r.get("paused_s") or 0.0), paused_since=r.get("paused_since"), wake_state=r.get("wake_state"),
+        waited_s=max(0.0, span - used),
     )
 
 
@@ -53,7 +58,7 @@ NODE_VIEW_COLUMNS = (
     "output_ref, output_digest, attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, "
     "max_claims, tokens_used, wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, "
     "claimed_at, claim_count, next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, "
-    "finished_at, version"
+    "finished_at, version, beat_interval_s, units_at, wait_on, wait_since, wait_until"
 )
 NODE_VIEW_POSITION = 7  # index of ``position`` in a NODE_VIEW_COLUMNS row
 _NODE_VIEW_FIELDS = tuple(f.name for f in dataclass_fields(NodeView))
@@ -64,7 +69,8 @@ def node_view(r: Sequence[Any], deps: tuple[str, ...], cache: dict[str, Any] | N
     (id_, task_id, key, kind, title, status, token, position, pre, input_digest, output, output_ref, output_digest,
      attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, max_claims, tokens_used,
      wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, claimed_at, claim_count,
-     next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, finished_at, version) = r
+     next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, finished_at, version,
+     beat_interval_s, units_at, wait_on, wait_since, wait_until) = r
     return _fast_node_view((
         id_, task_id, key, kind, title, status, deps, position, json_value(pre, cache) or {}, input_digest,
         json_value(output),
@@ -72,7 +78,7 @@ def node_view(r: Sequence[Any], deps: tuple[str, ...], cache: dict[str, Any] | N
         bool(always_admit), max_claims, int(tokens_used), float(wall_used_s), units_done, units_total,
         lease_owner if token else None, lease_until if token else None, heartbeat_at, claimed_at, claim_count,
         next_retry_at, tuple(json_value(rejections) or ()), parked_at, park_reason, park_until, wake_on, started_at,
-        finished_at, int(version),
+        finished_at, int(version), beat_interval_s, units_at, wait_on, wait_since, wait_until,
     ))
 
 
@@ -103,8 +109,9 @@ def node_rows(rows: Sequence[tuple[Any, ...]], deps: Mapping[int, list[str]], wo
     (``tuple.__new__``); ``words`` keeps one string object per kind and status, not one per row."""
     make = tuple.__new__
     none: tuple[str, ...] = ()
-    return tuple(make(NodeRow, (r[0], r[1], words.setdefault(r[2], r[2]), r[3], words.setdefault(r[4], r[4]))
-                      + r[5:] + (tuple(deps[r[0]]) if r[0] in deps else none,)) for r in rows)
+    key = sys.intern  # a dependency names a node by key: one string object for both (5 MB at 100k nodes)
+    return tuple(make(NodeRow, (r[0], key(r[1]), words.setdefault(r[2], r[2]), r[3], words.setdefault(r[4], r[4]))
+                      + r[5:] + (tuple(map(key, deps[r[0]])) if r[0] in deps else none,)) for r in rows)
 
 
 # ---------------------------------------------------------------------- the rest
@@ -115,7 +122,9 @@ def event_view(r: Mapping[str, Any]) -> EventView:
 
 def effect_view(r: Mapping[str, Any], node_key: str) -> EffectView:
     return EffectView(r["id"], r["task"], node_key, r["effect_key"], r["status"], r["payload_digest"], r["external_id"],
-                      r["compensation"], r["attempt"], r["intended_at"], r["confirmed_at"])
+                      r["compensation"], r["attempt"], r["intended_at"], r["confirmed_at"],
+                      r.get("compensation_node_key"), r.get("compensated_at"), r.get("compensated_by"),
+                      r.get("compensation_note"))
 
 
 def handoff_view(r: Mapping[str, Any], node_key: str) -> HandoffView:

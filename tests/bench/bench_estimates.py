@@ -14,6 +14,13 @@
    followed by the task's estimate and signals.
 3. Calibration on the simulator (``tests.support.sim``): P80 coverage at 25 / 50 / 75 % progress, stall
    recall within 5 observations, precision and false alarms, over several seeds.
+4. ``--observe``: the write lock held by one heartbeat whose observation has 1,000,000 distinct lines
+   (and 50 MB on one line): the time inside ``write_tx`` (timed around the shipped code path), the
+   whole call, and the seen-line rows written.
+5. ``--workloads``: the evaluation families of ``tests/support/stalls.py`` and
+   ``tests/support/durations.py`` with more trials than CI runs — the tables in docs/estimates.md.
+
+    python tests/bench/bench_estimates.py --skip-cost --skip-sim --observe --workloads
 """
 
 from __future__ import annotations
@@ -162,6 +169,102 @@ def bench_sim(tasks: int, seeds: list[int]) -> dict:
     return out
 
 
+def letters(i: int) -> str:
+    """A word for a number (digits would be normalised away: they are volatile)."""
+    out = ""
+    while True:
+        i, r = divmod(i, 26)
+        out += chr(97 + r)
+        if not i:
+            return out
+
+
+def bench_observe() -> dict:
+    import contextlib
+
+    import store.ledger.fenced as fenced
+    from store import novelty
+
+    held: list[float] = []
+    real = fenced.write_tx
+
+    @contextlib.contextmanager
+    def timed_tx(db):  # the shipped write_tx, with a stopwatch around the lock it holds
+        with real(db):
+            t = time.perf_counter()
+            try:
+                yield
+            finally:
+                held.append(time.perf_counter() - t)
+
+    out = {}
+    with tempfile.TemporaryDirectory() as d:
+        clock = ManualClock(T0)
+        with Ledger.open(os.path.join(d, "o.db"), clock=clock) as led:
+            led.create_task("o")
+            led.add_nodes("o", [NodeSpec("a")])
+            c = led.claim("o", "w", lease_s=600)
+            fenced.write_tx = timed_tx
+            try:
+                for name, text in (
+                        ("1M distinct lines", "\n".join(f"distinct line {letters(i)}" for i in range(1_000_000))),
+                        ("50 MB on one line", "z" * 50_000_000),
+                        ("1,000 distinct lines", "\n".join(f"output {letters(i * 7919)}" for i in range(1000)))):
+                    held.clear()
+                    clock.advance(1)
+                    t = time.perf_counter()
+                    led.heartbeat(c, observation=text)
+                    total = time.perf_counter() - t
+                    rows = led.db.execute_sql("SELECT COUNT(*) FROM seen_line").fetchone()[0]
+                    out[name] = {"write_lock_ms": round(held[0] * 1000, 1), "heartbeat_ms": round(total * 1000, 1),
+                                 "seen_line_rows_total": rows}
+            finally:
+                fenced.write_tx = real
+    out["caps"] = {"max_lines": novelty.MAX_LINES, "max_line_chars": novelty.MAX_LINE_CHARS,
+                   "max_comparisons": novelty.MAX_COMPARISONS}
+    return out
+
+
+def bench_workloads(stall_trials: int, duration_trials: int, seed: int) -> dict:
+    from tests.support import durations as D
+    from tests.support import stalls as S
+
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as d:
+        t = time.perf_counter()
+        rep = S.run_stalls(os.path.join(d, "s.db"), trials=stall_trials, seed=seed)
+        out["stalls"] = {"rows": rep.table(), "recall_within_5": round(rep.recall(), 3),
+                         "false_alarm_rate": round(rep.false_alarm_rate(), 4), "wall_s": round(time.perf_counter() - t)}
+    print("| family | trials | alarmed ≤ 5 obs | first alarm (median / max) | false alarms | alarm kinds |")
+    print("|---|---|---|---|---|---|")
+    for r in out["stalls"]["rows"]:
+        first = f"{r['first_alarm_median']} / {r['first_alarm_max']}" if r["first_alarm_median"] else "–"
+        within = f"{r['alarmed_within_5']}/{r['trials']}" if r["loop"] else "–"
+        print(f"| {r['family']} | {r['trials']} | {within} | {first} | {r['false_alarms']} | "
+              f"{', '.join(r['alarm_kinds']) or '–'} |", flush=True)
+    print(f"recall {out['stalls']['recall_within_5']}, false alarms {out['stalls']['false_alarm_rate']}")
+    cells: dict = {}
+    print("\n| workload | " + " | ".join(f"{int(s * 100)} %" for s in D.STAGES) + " |")
+    print("|---|" + "---|" * len(D.STAGES))
+    for name, make in D.WORKLOADS.items():
+        with tempfile.TemporaryDirectory() as d:
+            rep2 = D.run_workload(make, trials=duration_trials, seed=seed, path=os.path.join(d, "d.db"))
+        row = []
+        for st in D.STAGES:
+            xs = [c for c in rep2.checks if c["stage"] == st and c["p80_s"] is not None]
+            by: dict = {}
+            for c in xs:
+                got = by.setdefault(c["label"], [0, 0])
+                got[0] += 1
+                got[1] += c["actual_s"] <= c["p80_s"]
+            cells[f"{name} @ {st}"] = by
+            row.append(" ".join(f"{lab} {100 * h // n} % ({n})" for lab, (n, h) in
+                                sorted(by.items(), key=lambda kv: ("none", "low", "medium", "high").index(kv[0]))))
+        print(f"| {name} | " + " | ".join(row) + " |", flush=True)
+    out["durations"] = cells
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=100_000)
@@ -169,6 +272,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="*", default=[1, 2, 3])
     ap.add_argument("--skip-sim", action="store_true")
     ap.add_argument("--skip-cost", action="store_true")
+    ap.add_argument("--observe", action="store_true", help="the write lock of a huge observation")
+    ap.add_argument("--workloads", action="store_true", help="the evaluation families (docs/estimates.md)")
+    ap.add_argument("--stall-trials", type=int, default=20)
+    ap.add_argument("--duration-trials", type=int, default=40)
     ap.add_argument("--db", help="keep the 100k-node ledger here and reuse it on the next run (the "
                                  "incremental bench adds a few claims to it)")
     a = ap.parse_args()
@@ -189,6 +296,11 @@ def main() -> None:
     if not a.skip_sim:
         print(f"simulating {a.sim_tasks} tasks × seeds {a.seeds} …", flush=True)
         results["calibration"] = bench_sim(a.sim_tasks, a.seeds)
+    if a.observe:
+        results["observe"] = bench_observe()
+        print("  observe:", json.dumps(results["observe"]), flush=True)
+    if a.workloads:
+        results["workloads"] = bench_workloads(a.stall_trials, a.duration_trials, a.seeds[0])
     print(json.dumps(results, indent=1))
 
 

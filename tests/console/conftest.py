@@ -21,6 +21,9 @@ HOSTILE = ("evil \x1b]52;c;aGFja2Vk\x07 \x1b]8;;https://evil.example\x07link\x1b
            " \x9b31m \u202egnp.exe [@click=app.quit]x[/] [link=https://evil.example]y[/link] [/]")
 
 
+PARAGRAPHS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
 def build_ledger(path: Path) -> Path:
     """Three tasks: a report in progress (every node status), a hostile one, a parked one."""
     clock = ManualClock(T0)
@@ -56,7 +59,8 @@ def build_ledger(path: Path) -> Path:
         for k in range(4):
             clock.advance(20)
             ledger.heartbeat(c1, units_done=k + 1, units_total=8, tokens=800,
-                             observation="\n".join(f"paragraph {j}" for j in range(k * 2 + 2)))
+                             # new words each time (a counter alone is not new information)
+                             observation="\n".join(f"paragraph {PARAGRAPHS[j]}" for j in range(k * 2 + 2)))
         ledger.request_human(c2, kind="confirm", question="Include the unaudited Q3 figures?",
                              options=[{"id": "yes", "label": "Include", "consequence": "flagged as unaudited"},
                                       {"id": "no", "label": "Leave out", "consequence": "section is shorter"}],

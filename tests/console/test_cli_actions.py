@@ -206,10 +206,10 @@ def test_handoffs_and_resolve(db, capsys):
 
 
 def test_park_and_resume_cli(db, capsys):
-    assert warden(["park", "t", "--reason", "wait", "--until", "2h", "--wake-on", "key", "--yes", "--json",
+    assert warden(["park", "t", "--reason", "wait", "--until", "2h", "--wake-on", "node:c", "--yes", "--json",
                    "--ledger", db]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert res["applied"] and res["params"]["until"] and res["params"]["wake_on"] == "key"
+    assert res["applied"] and res["params"]["until"] and res["params"]["wake_on"] == "node:c"
     with Ledger.open(db, create=False) as led:
         assert led.task("t").status == "parked"
     assert warden(["resume", "t", "--yes", "--ledger", db]) == 0

@@ -10,7 +10,7 @@ from console.cli import main
 from store import Ledger, ManualClock, NodeSpec
 
 T0 = 1_800_000_000.0
-ETA_KEYS = {"p50_s", "p80_s", "samples", "confidence"}
+ETA_KEYS = {"p50_s", "p80_s", "samples", "confidence", "why"}
 SIGNAL_KEYS = {"kind", "task_id", "node", "since", "severity", "evidence"}
 
 
@@ -58,7 +58,7 @@ def test_status_json_has_eta_and_signals(db, capsys):
     s = t["signals"][0]
     assert s == {"kind": "no_new_info", "task_id": "t", "node": "a", "since": "2027-01-15T08:12:50.000Z",
                  "severity": "alarm", "evidence": "last 5 observations added 0 new lines"}
-    assert tasks["done"]["eta"] == {"p50_s": None, "p80_s": None, "samples": 0, "confidence": "none"}
+    assert tasks["done"]["eta"] == {"p50_s": None, "p80_s": None, "samples": 0, "confidence": "none", "why": []}
     assert tasks["done"]["signals"] == []
 
 
@@ -67,7 +67,9 @@ def test_graph_json_has_node_eta_and_signals(db, capsys):
     assert code == 0, err
     data = json.loads(out)
     nodes = {n["key"]: n for n in data["nodes"]}
-    assert nodes["b"]["eta"] == {"p50_s": 125.0, "p80_s": 140.0, "samples": 6, "confidence": "medium"}
+    b = nodes["b"]["eta"]  # six drafts took 100-150 s: too few to have been checked, so "low"
+    assert set(b) == ETA_KEYS and (b["samples"], b["confidence"]) == (6, "low") and 100 < b["p50_s"] < b["p80_s"]
+    assert b["why"][0] == "6 samples of draft"
     assert nodes["a"]["eta"]["samples"] == 6 and nodes["a"]["eta"]["p80_s"] is not None
     assert [s["kind"] for s in nodes["a"]["signals"]] == ["no_new_info", "repeating"]
     assert nodes["b"]["signals"] == [] and nodes["c"]["signals"] == []

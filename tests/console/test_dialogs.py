@@ -22,6 +22,7 @@ from console.dialogs import (
     STALE_BANNER,
     AbortDialog,
     ActionDialog,
+    CompensatedDialog,
     NarrowDialog,
     ParkDialog,
     ResumeDialog,
@@ -35,6 +36,7 @@ from console.screens import (
     RunsScreen,
     TaskGraphScreen,
     TaskListScreen,
+    TaskReportScreen,
 )
 from store import Ledger, ManualClock
 
@@ -338,16 +340,30 @@ async def test_park_options_until_and_now(lp):
         assert dlg.plan.params["node"] is None and str(apply_button(dlg).label) == "Park task"
         assert dlg.plan.changes == {}  # running work finishes its step unless "now"
         dlg.query_one("#until", Input).value = "2h"
-        dlg.query_one("#wake-on", Input).value = "the data drop"
+        dlg.query_one("#wake-on", Input).value = "node:section-1, at:1d"
         dlg.query_one("#now").value = True
         await pilot.pause()
         await plan_ready(pilot, dlg)
         p = dlg.plan
         assert p.changes == {"section-1": ("running", "parked")}
         assert p.revoked_leases == ({"node": "section-1", "owner": "bob"},)
-        assert p.params["until_ts"] == NOW + 7200 and p.params["wake_on"] == "the data drop"
+        assert p.params["until_ts"] == NOW + 7200
+        assert p.params["wake_on"] == "node:section-1, at:2027-01-16T08:10:00.000Z"
         preview = str(dlg.query_one("#preview").render())
-        assert "held by bob" in preview and "wake on: the data drop" in preview
+        assert "held by bob" in preview and "wake on: node:section-1, at:" in preview
+        assert "resumes on its own" not in preview
+        dlg.query_one("#auto-resume").value = True
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        assert dlg.plan.params["auto_resume"] is True
+        assert "resumes on its own" in str(dlg.query_one("#preview").render())
+        dlg.query_one("#wake-on", Input).value = "the data drop"  # not a condition: refused, one line
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        assert dlg.plan is None and "unknown wake condition 'the data drop'" in dlg.plan_error
+        dlg.query_one("#wake-on", Input).value = "node:section-1"
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
         dlg.query_one("#until", Input).value = "yesterday-ish"
         await pilot.pause()
         await plan_ready(pilot, dlg)
@@ -360,7 +376,8 @@ async def test_park_options_until_and_now(lp):
         await wait_for(pilot, lambda: app.screen is not dlg)
         with Ledger.open(lp, create=False) as ledger:
             t = ledger.task("report-001")
-            assert (t.status, t.park_until, t.wake_on) == ("parked", NOW + 7200, "the data drop")
+            assert (t.status, t.park_until, t.wake_on) == ("parked", NOW + 7200, "node:section-1")
+            assert t.wake_state["task"]["auto_resume"] is True
             assert ledger.node("report-001", "section-1").status == "parked"
 
 
@@ -470,6 +487,8 @@ PALETTE = {
     "Rewind": _notified("rewind: select a node"),
     "Abort": _screen_is(AbortDialog, task_id="report-001"),
     "Recovery advice": _notified("recovery advice: select a node"),
+    "Mark effect compensated": _screen_is(CompensatedDialog, task_id="report-001"),
+    "Task report": _screen_is(TaskReportScreen, task_id="report-001"),
     "Open task idle-002": _screen_is(TaskGraphScreen, task_id="idle-002"),
     "Quit": lambda app: app.return_code == 0,
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
+import random
 import time
 
 import pytest
@@ -12,6 +12,7 @@ import pytest
 from store import Ledger
 from store.errors import LedgerUnavailable
 from store.feed import Feed, changed_nodes, graph_at, graph_pages, tail_at
+from tests.support.commit_writer import Writer, strace_can_delay
 
 
 def test_since_pages_through_the_journal_in_order(ledger_path):
@@ -88,39 +89,80 @@ def test_graph_pages_are_the_graph_in_order(ledger_path):
                                       view.has_lease, sorted(view.deps))
 
 
+WRITES = ("add", "claim", "beat", "note", "commit")
+
+
+def write_plan(seed: int, n: int = 7) -> list[str]:
+    """A seeded mix of agent writes (each one transaction), starting with a node to claim."""
+    rnd = random.Random(seed)
+    return ["add", "claim"] + [rnd.choice(WRITES) for _ in range(n - 2)]
+
+
+def slow_fsync_params() -> list:
+    skip = pytest.mark.skipif(not strace_can_delay(), reason="needs strace (to delay the writer's fsync)")
+    return [pytest.param(0, id="disk"), pytest.param(40, id="fsync40ms", marks=skip),
+            pytest.param(300, id="fsync300ms", marks=skip)]
+
+
+@pytest.mark.parametrize("slow_ms", slow_fsync_params())
 @pytest.mark.parametrize("inotify", [True, False], ids=["inotify", "watchfiles"])
-async def test_wakeup_on_a_commit_from_another_process(ledger_path, inotify):
+async def test_each_isolated_commit_wakes_the_reader(ledger_path, inotify, slow_ms):
+    """Issue 14: a commit with nothing written after it reaches the reader on its own wake-up, not
+    on the fallback poll (set far beyond the test's deadline) or the next write. The writer waits
+    for each commit to be read before it writes the next; with its fsync delayed the commit becomes
+    visible well after its last file event — what a reader woken by file events alone missed."""
     from store.feed import _inotify
 
     if inotify and _inotify() is None:
         pytest.skip("no inotify on this platform")
-    feed = Feed(ledger_path, read_only=True, fallback_poll_s=30, use_inotify=inotify)  # the poll cannot wake us
+    feed = Feed(ledger_path, read_only=True, fallback_poll_s=600, use_inotify=inotify)
     assert feed._notify_source().__name__ == ("_inotify" if inotify else "_watchfiles")
+    seen: dict[int, str] = {}  # event id -> the wake-up reason of the read that found it
+    arrived = asyncio.Event()
     cursor = feed.last_event_id()
-    wakeups = feed.wakeups()
-    first = asyncio.ensure_future(wakeups.__anext__())
-    await asyncio.sleep(0)  # let the watcher start (not synchronisation: the assertion waits on the event)
-    script = (f"import sys; sys.path.insert(0, {os.getcwd()!r}); from store import Ledger; "
-              f"L = Ledger.open({str(ledger_path)!r}, create=False); L.add_node('report-001', 'w', kind='tool')")
-    t0 = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", script)
-    assert await proc.wait() == 0
-    reason = await asyncio.wait_for(first, 10)
-    assert reason == "change" and time.monotonic() - t0 < 10
-    await wakeups.aclose()
-    # the wake-up is a hint; the cursor is the truth
-    deadline = time.monotonic() + 10
-    while not feed.since(cursor).events:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.01)
-    assert any(e.node == "w" for e in feed.since(cursor).events)
+
+    async def reader() -> None:
+        nonlocal cursor
+        async for reason in feed.wakeups():
+            delta = await asyncio.to_thread(feed.since, cursor)
+            for e in delta.events:
+                seen[e.id] = reason
+            cursor = delta.cursor
+            arrived.set()
+
+    follow = asyncio.ensure_future(reader())
+    writer = await Writer(str(ledger_path), "report-001", slow_fsync_ms=slow_ms).start()
+    try:
+        for cmd in write_plan(seed=slow_ms + 7 * inotify):
+            wrote = await writer.send(cmd)
+            if wrote is None:
+                continue
+            eid = wrote[0]
+            deadline = time.monotonic() + 30  # << the 600 s fallback poll
+            while eid not in seen:
+                assert time.monotonic() < deadline, f"{cmd} (event {eid}) never reached the reader"
+                arrived.clear()
+                try:
+                    await asyncio.wait_for(arrived.wait(), 1.0)
+                except asyncio.TimeoutError:
+                    pass
+            assert seen[eid] in ("change", "settle", "start"), (cmd, seen[eid])
+    finally:
+        await writer.close()
+        follow.cancel()
+    assert feed.wakeup_counts["poll"] == 0
+    if slow_ms:  # visible only after its last file event: found by a follow-up check
+        assert "settle" in seen.values(), feed.wakeup_counts
 
 
 async def test_fallback_poll_without_any_change(ledger_path):
     feed = Feed(ledger_path, read_only=True, fallback_poll_s=0.05)
     it = feed.wakeups()
+    assert await asyncio.wait_for(it.__anext__(), 5) == "start"  # the reader looks once the watch is set
+    assert await asyncio.wait_for(it.__anext__(), 5) == "poll"
     assert await asyncio.wait_for(it.__anext__(), 5) == "poll"
     await it.aclose()
+    assert feed.wakeup_counts == {"start": 1, "poll": 2}
 
 
 def test_graph_pages_fall_back_to_position_order(ledger_path):

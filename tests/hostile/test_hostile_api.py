@@ -40,7 +40,7 @@ class World:
         self.l = ledger
         self.n = itertools.count()
         ledger.create_task("t", title="T", budget=Budget(tokens=10**6, wall_s=10**6))
-        for key, deps in (("a", []), ("b", ["a"]), ("h", []), ("e", []), ("f", []), ("g", [])):
+        for key, deps in (("a", []), ("b", ["a"]), ("h", []), ("e", []), ("f", []), ("g", []), ("r", [])):
             ledger.add_node("t", key, deps=deps)
         self.ca = ledger.claim("t", "w1", lease_s=10**6)
         self.ch = ledger.claim("t", "w1", lease_s=10**6)
@@ -48,8 +48,17 @@ class World:
                                         options=[{"id": "yes", "label": "Yes"}, {"id": "no"}])
         self.ce = ledger.claim("t", "w1", lease_s=10**6)
         ledger.intend_effect(self.ce, "fx:1")
+        ledger.intend_effect(self.ce, "fx:c")
+        ledger.confirm_effect(self.ce, "fx:c", external_id="#7", compensation="undo it")
         self.cf = ledger.claim("t", "w1", lease_s=10**6)
         self.cg = ledger.claim("t", "w1", lease_s=10**6)
+        # a resolved handoff: waiting for it returns at once whatever the (valid) timeout drawn
+        cr = ledger.claim("t", "w1", lease_s=10**6)
+        self.hr = ledger.request_human(cr, kind="confirm", question="done?", options=[{"id": "ok"}])
+        ledger.apply(ledger.plan_resolve(self.hr, option="ok"), operator="op")
+
+    def target(self) -> str:
+        return self.l.db.display if self.l.db.backend == "sqlite" else self.l.db.url
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self.n)}"
@@ -58,8 +67,7 @@ class World:
         """Arguments that make ``method`` succeed (or refuse for a reason that is not a value)."""
         t = "t"
         return {
-            "open": lambda: {"target": self.l.db.display if self.l.db.backend == "sqlite" else self.l.db.url,
-                             "read_only": True, "create": False},
+            "open": lambda: {"target": self.target(), "read_only": True, "create": False},
             "create_task": lambda: {"task_id": self.fresh("task"), "title": "x", "inputs": {"k": [1, 2.5, None]},
                                     "constraints": ["keep"], "preconditions": {"scope": "all"},
                                     "budget": Budget(tokens=10), "max_claims": 3, "max_repairs": 1,
@@ -70,9 +78,10 @@ class World:
                                  "actor": "me"},
             "add_nodes": lambda: {"task_id": t, "specs": [NodeSpec(self.fresh("s"))], "actor": "me"},
             "admit": lambda: {"task_id": t, "node_key": "a"},
-            "claim": lambda: {"task_id": t, "worker": "w2", "lease_s": 30, "kinds": ["tool"]},
+            "claim": lambda: {"task_id": t, "worker": "w2", "lease_s": 30, "kinds": ["tool"], "key": None,
+                              "workflow_version": None},
             "heartbeat": lambda: {"claim": self.ca, "units_done": 1, "units_total": 4, "tokens": 5,
-                                  "observation": "seen", "lease_s": 10**6},
+                                  "observation": "seen", "lease_s": 10**6, "waiting_on": "ci", "wait_s": 60},
             "commit": lambda: {"claim": self.cf, "output": {"ok": True}, "output_ref": "run:x", "tokens": 1,
                                "artifact": ("a.md", b"x"), "units_done": 1, "next_nodes": [], "repair": False,
                                "summary": "done"},
@@ -87,8 +96,10 @@ class World:
             "confirm_effect": lambda: {"claim": self.ce, "effect_key": "fx:1", "external_id": "#1",
                                        "compensation": "undo"},
             "note": lambda: {"claim": self.ce, "text": "a note", "layer": "decision"},
-            "plan_park": lambda: {"task_id": t, "reason": "r", "node": None, "until": "2h", "wake_on": None,
-                                  "now": False},
+            "plan_park": lambda: {"task_id": t, "reason": "r", "node": None, "until": "2h",
+                                  "wake_on": ["at:1h", "node:b"], "now": False, "auto_resume": True},
+            "plan_compensated": lambda: {"task_id": t, "effect_key": "fx:c", "reason": "closed by hand"},
+            "check_wakes": lambda: {"task_ids": [t]},
             "plan_resume": lambda: {"task_id": t, "node": None, "reason": "r"},
             "plan_narrow": lambda: {"task_id": t, "reason": "r", "set": {"scope": "x"}, "exclude": ["b"]},
             "plan_rewind": lambda: {"task_id": t, "node": "a", "reason": "r"},
@@ -114,7 +125,7 @@ class World:
             "actions": lambda: {"task_id": t, "limit": 5},
             "artifacts": lambda: {"task_id": t},
             "latest_artifact": lambda: {"task_id": t},
-            "wait_for_resolution": lambda: {"handoff_id": self.hid, "timeout": 0},
+            "wait_for_resolution": lambda: {"handoff_id": self.hr, "timeout": 0},
         }[method]()
 
 
@@ -313,6 +324,46 @@ NONSENSE: dict[str, tuple[str, Callable[[World], Any]]] = {
     "handoffs status=bad": ("status", lambda w: w.l.handoffs(status="bad")),
     "task task_id=None": ("task_id", lambda w: w.l.task(None)),
     "commit_many not pairs": ("commits", lambda w: w.l.commit_many([w.cf])),
+    # this round's arguments (issues 15, 16, 17)
+    "heartbeat waiting_on=''": ("waiting_on", lambda w: w.l.heartbeat(w.ca, waiting_on=" ")),
+    "heartbeat waiting_on newline": ("waiting_on", lambda w: w.l.heartbeat(w.ca, waiting_on="ci\x1b\n")),
+    "heartbeat waiting_on=5": ("waiting_on", lambda w: w.l.heartbeat(w.ca, waiting_on=5)),
+    "heartbeat wait_s=0": ("wait_s", lambda w: w.l.heartbeat(w.ca, waiting_on="ci", wait_s=0)),
+    "heartbeat wait_s=nan": ("wait_s", lambda w: w.l.heartbeat(w.ca, waiting_on="ci", wait_s=NAN)),
+    "heartbeat wait_s=8 days": ("wait_s", lambda w: w.l.heartbeat(w.ca, waiting_on="ci", wait_s=8 * 86400)),
+    "heartbeat wait_s alone": ("wait_s", lambda w: w.l.heartbeat(w.ca, wait_s=60)),
+    "claim key=5": ("key", lambda w: w.l.claim("t", "w", key=5)),
+    "claim key=''": ("key", lambda w: w.l.claim("t", "w", key="")),
+    "claim workflow_version=bytes": ("workflow_version", lambda w: w.l.claim("t", "w", workflow_version=b"1")),
+    "claim workflow_version=1": ("workflow_version", lambda w: w.l.claim("t", "w", workflow_version=1)),
+    "park wake_on NUL": ("wake_on", lambda w: w.l.plan_park("t", reason="r", wake_on="file:/tmp/x\x00y")),
+    "park wake_on newline": ("wake_on", lambda w: w.l.plan_park("t", reason="r", wake_on=["file:/tmp/x\ny"])),
+    "park wake_on=[1]": ("wake_on", lambda w: w.l.plan_park("t", reason="r", wake_on=[1])),
+    "park wake_on=dict": ("wake_on", lambda w: w.l.plan_park("t", reason="r", wake_on={"at": "2h"})),
+    "park wake_on=bytes": ("wake_on", lambda w: w.l.plan_park("t", reason="r", wake_on=b"at:2h")),
+    "park wake_on 101": ("wake_on", lambda w: w.l.plan_park("t", reason="r",
+                                                             wake_on=[f"at:{i + 1}h" for i in range(101)])),
+    "park wake_on long": ("wake_on", lambda w: w.l.plan_park("t", reason="r", wake_on="file:/" + "x" * 5000)),
+    "park wake_on at:nanh": ("wake_on", lambda w: w.l.plan_park("t", reason="r", wake_on="at:nanh")),
+    "park wake_on at:1e400d": ("wake_on", lambda w: w.l.plan_park("t", reason="r", wake_on=["at:1e400d"])),
+    "park auto_resume='yes'": ("auto_resume", lambda w: w.l.plan_park("t", reason="r", wake_on="at:2h",
+                                                                       auto_resume="yes")),
+    "compensated effect_key=None": ("effect_key", lambda w: w.l.plan_compensated("t", None, reason="r")),
+    "compensated effect_key=''": ("effect_key", lambda w: w.l.plan_compensated("t", "", reason="r")),
+    "compensated reason=5": ("reason", lambda w: w.l.plan_compensated("t", "fx:c", reason=5)),
+    "check_wakes task_ids='t'": ("task_ids", lambda w: w.l.check_wakes("t")),
+    "check_wakes task_ids=[5]": ("task_ids", lambda w: w.l.check_wakes([5])),
+    "wait_for_resolution timeout=-1": ("timeout", lambda w: w.l.wait_for_resolution(w.hid, timeout=-1)),
+    "wait_for_resolution timeout=nan": ("timeout", lambda w: w.l.wait_for_resolution(w.hid, timeout=NAN)),
+    "wait_for_resolution handoff_id=1.5": ("handoff_id", lambda w: w.l.wait_for_resolution(1.5, timeout=0)),
+    "open busy_timeout_s=0": ("busy_timeout_s", lambda w: Ledger.open(w.target(), busy_timeout_s=0)),
+    "open reconnect_s=nan": ("reconnect_s", lambda w: Ledger.open(w.target(), reconnect_s=NAN)),
+    "open application_name newline": ("application_name", lambda w: Ledger.open(w.target(),
+                                                                                 application_name="a\nb")),
+    "open application_name long": ("application_name", lambda w: Ledger.open(w.target(),
+                                                                              application_name="a" * 64)),
+    "open backoff=3": ("backoff", lambda w: Ledger.open(w.target(), backoff=3)),
+    "open clock=5": ("clock", lambda w: Ledger.open(w.target(), clock=5)),
 }
 
 

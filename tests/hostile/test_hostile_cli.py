@@ -24,8 +24,6 @@ from store import Ledger, ManualClock
 from store.text import safe_line
 
 ROOT = Path(__file__).resolve().parents[2]
-READS = ("status", "graph", "events", "handoffs", "export", "migrate")
-ACTIONS = ("park", "resume", "narrow", "rewind", "abort", "resolve")
 EXIT = {"usage": 2, "not_found": 3, "unavailable": 4, "schema": 4, "invalid": 1, "refused": 1, "stale": 1,
         "read_only": 1, "lease_lost": 1, "conflict": 1, "not_confirmed": 1, "failed": 1}
 
@@ -252,7 +250,8 @@ BROKEN = ["empty", "random", "foreign", "foreign-wal", "truncated", "garbage-ver
 EVERY_LEDGER_COMMAND = [["status"], ["graph", "t"], ["events"], ["events", "--task", "t"], ["handoffs"],
                         ["export", "t", "--output", "OUT"], ["recover", "--task", "t", "--node", "a"],
                         ["park", "t", "--reason", "r", "--yes"], ["abort", "t", "--reason", "r", "--yes"],
-                        ["migrate"]]
+                        ["migrate"], ["report", "t"], ["compensated", "t", "fx", "--reason", "r", "--yes"],
+                        ["check-wakes"], ["check-wakes", "--task", "t"]]
 
 
 @pytest.mark.parametrize("kind", BROKEN)
@@ -276,10 +275,13 @@ def test_every_command_on_a_broken_ledger_is_one_line_and_changes_nothing(kind: 
 
 # ---------------------------------------------------------------------- argv fuzz
 WORDS = ["status", "graph", "events", "handoffs", "export", "migrate", "park", "resume", "narrow", "rewind", "abort",
-         "resolve", "recover", "verify-record", "t", "a", "b", "1", "999", "--json", "--yes", "--dry-run",
+         "resolve", "recover", "verify-record", "report", "compensated", "check-wakes", "--auto-resume", "t", "a", "b", "1", "999", "--json", "--yes", "--dry-run",
          "--read-only", "--ledger", "--runs", "--operator", "--reason", "--node", "--option", "--answer", "--until",
          "--wake-on", "--now", "--set", "--exclude", "--since", "--task", "--follow", "--output", "--record", "--all",
          "--help-me", "-x", "--", "=", "--reason=", "--set=k", "k=v", "nan", "-1", "1e999", "", " "]
+
+
+SUBCOMMANDS = WORDS.index("--auto-resume")  # the words before it are subcommands
 
 
 def _fuzz_argv(rng: random.Random, led: str, tmp: Path) -> list[str]:
@@ -300,7 +302,7 @@ def _fuzz_argv(rng: random.Random, led: str, tmp: Path) -> list[str]:
             argv.remove(danger)
     if "--ledger" not in argv:
         argv += ["--ledger", led]
-    if not any(w in argv for w in WORDS[:14]):
+    if not any(w in argv for w in WORDS[:SUBCOMMANDS]):
         argv.insert(0, rng.choice(["status", "graph", "park", "recover"]))
     return argv
 
@@ -311,7 +313,7 @@ def test_argv_fuzz_is_always_one_clear_line_or_success(led: str, tmp_path: Path,
     monkeypatch.setattr("sys.stdin", open(os.devnull))  # no terminal: actions without --yes refuse
     rng = random.Random(1313)
     seen: dict[int, int] = {}
-    for i in range(600):
+    for i in range(800):
         argv = _fuzz_argv(rng, led, tmp_path)
         rc, out, err = run(capsys, *argv)
         seen[rc] = seen.get(rc, 0) + 1

@@ -77,8 +77,8 @@ def build(tmp: Path) -> Path:
     con = sqlite3.connect(path)
     con.execute("INSERT INTO task (task_id, title, workflow, workflow_version, status, inputs, constraints, "
                 "preconditions, soft_ratio, tokens_used, max_claims, max_repairs, repair_count, claim_count, "
-                "revision, created_at, updated_at) VALUES (?, ?, '', '', ?, '{}', '[]', '{}', 0.7, 0, 5, 3, 0, 0, "
-                "1, ?, ?)", ("T\x1b]52;c;QQ==\x07[/]X", "tampered " + tagged("TAMPER"), "weird\x1b[6n", T0, T0))
+                "paused_s, revision, created_at, updated_at) VALUES (?, ?, '', '', ?, '{}', '[]', '{}', 0.7, 0, 5, "
+                "3, 0, 0, 0, 1, ?, ?)", ("T\x1b]52;c;QQ==\x07[/]X", "tampered " + tagged("TAMPER"), "weird\x1b[6n", T0, T0))
     con.execute("INSERT INTO node (task_id, key, position, kind, title, status, preconditions, always_admit, "
                 "retryable, rejections, version, attempt, tokens_used, wall_used_s, claim_count) VALUES "
                 "(?, ?, 1, 'k', 'n', ?, '{}', 0, 1, '[]', 1, 0, 0, 0, 0)",

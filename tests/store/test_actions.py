@@ -258,13 +258,16 @@ def test_narrow_that_changes_nothing_is_refused(ledger, world):
 # ---------------------------------------------------------------------- park / resume
 def test_park_task_without_now_lets_running_work_finish(ledger, world):
     before = statuses(ledger)
-    plan = ledger.plan_park("t", reason="waiting for the API key", until="2h", wake_on="key rotated")
-    assert plan.changes == {} and list(plan.kept) == ORDER and plan.versions == {}
+    plan = ledger.plan_park("t", reason="waiting for the API key", until="2h", wake_on="at:1h")
+    assert plan.changes == {} and list(plan.kept) == ORDER
+    # every unfinished node's version is recorded: one claimed after the preview makes it stale
+    assert plan.versions == {n.key: n.version for n in ledger.graph("t").nodes
+                             if n.status not in ("succeeded", "abandoned")}
     assert any("f" in w for w in plan.warnings)
     ledger.apply(plan, operator="op")
     assert statuses(ledger) == before
     t = ledger.task("t")
-    assert t.status == "parked" and t.park_reason == "waiting for the API key" and t.wake_on == "key rotated"
+    assert t.status == "parked" and t.park_reason == "waiting for the API key" and t.wake_on == "at:2027-01-15T09:00:02.000Z"
     assert t.park_until == pytest.approx(ledger.now() + 7200)
     assert ledger.heartbeat(world["f"]).parked is True
     assert ledger.claim("t", "w9") is None  # nothing new is claimed
@@ -344,13 +347,19 @@ def test_abort(ledger, world):
         ("e", "pr:e", "close PR e"), ("d", "pr:d", "close PR d")]
     assert any("pr:g" in w and "never confirmed" in w for w in plan.warnings)
     assert plan.task_status == ("active", "aborted")
+    assert [(c["node"], c["after"]) for c in plan.compensations] == [("compensate:pr:e", None),
+                                                                     ("compensate:pr:d", "compensate:pr:e")]
     ledger.apply(plan, operator="op")
     assert_applied_exactly(ledger, before, plan)
     assert ledger.task("t").status == "aborted"
     assert ledger.handoff(world["hid"]).status == "withdrawn"
     with pytest.raises(LeaseLost, match="aborted"):
         ledger.commit(world["f"], output={})
-    assert ledger.claim("t", "w") is None
+    for kind in ORDER:  # nothing further can be claimed …
+        assert ledger.claim("t", "w", kinds=[kind]) is None
+    assert ledger.claim(None, "w") is None
+    c = ledger.claim("t", "w")  # … except the compensations, newest effect first
+    assert (c.node_key, c.kind, c.inputs["effect"]["effect_key"]) == ("compensate:pr:e", "compensation", "pr:e")
     for fn in (lambda: ledger.plan_rewind("t", "c", reason="x"), lambda: ledger.plan_abort("t", reason="x"),
                lambda: ledger.plan_park("t", reason="x"), lambda: ledger.plan_narrow("t", exclude=["a"], reason="x"),
                lambda: ledger.plan_resume("t")):
@@ -501,3 +510,31 @@ def test_narrow_abandoning_the_rest_completes_the_task(ledger, clock):
     assert plan.task_status == ("active", "completed")
     ledger.apply(plan, operator="op")
     assert ledger.task("t").status == "completed"
+
+
+@pytest.mark.parametrize("now", [False, True], ids=["park", "park-now"])
+@pytest.mark.parametrize("change", ["claim", "human", "commit", "fail", "add"])
+def test_a_task_park_applies_exactly_its_preview(ledger, world, clock, now, change):
+    """The plan records every unfinished node's version: any change to one after the preview makes
+    the apply stale (nothing changes, a refused Action row); adding a node bumps the revision."""
+    plan = ledger.plan_park("t", reason="hold", now=now)
+    assert set(plan.versions) == {"f", "j", "k", "o", "p"}
+    f = world["f"]
+    if change == "claim":
+        ledger.commit(f, output={})
+        clock.advance(1)
+        plan = ledger.plan_park("t", reason="hold", now=now)
+        assert ledger.claim("t", "late", kinds=["j"]) is not None  # claimed after the preview
+    elif change == "human":
+        ledger.request_human(f, kind="confirm", question="ok?")
+    elif change == "commit":
+        ledger.commit(f, output={})
+    elif change == "fail":
+        ledger.fail(f, error="x", retryable=True)
+    else:
+        ledger.add_node("t", "late")
+    before = statuses(ledger)
+    with pytest.raises(StaleRevision, match="changed since the preview"):
+        ledger.apply(plan, operator="op")
+    assert statuses(ledger) == before and ledger.task("t").status == "active"
+    assert ledger.actions("t", limit=1)[0].result == "refused"

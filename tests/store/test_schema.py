@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from console.cli import main as warden
-from store import Ledger, LedgerUnavailable, ReadOnly, SchemaMismatch
+from store import Ledger, LedgerUnavailable, NodeSpec, ReadOnly, SchemaMismatch
 from store import schema
 from store.db import is_sqlite, open_database
 
@@ -174,3 +174,84 @@ def test_a_schema_1_ledger_migrates_to_2_with_the_write_request_table(ledger_pat
     led.commit(c, output={"ok": 1})
     assert led.task("t").status == "completed"
     led.close()
+
+
+# ---------------------------------------------------------------------- the real steps: 1 → 2 → 3
+# What each step adds: dropping it from a ledger made now gives the ledger that version wrote.
+STEP_COLUMNS = {
+    2: {"task": ["paused_s", "paused_since", "wake_state"],
+        "effect": ["compensation_node_id", "compensated_at", "compensated_by", "compensation_note"]},
+    3: {"node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]},
+}
+STEP_TABLES = {2: ["write_request"], 3: []}
+
+
+def _shape(path: str) -> dict[str, set[str]]:
+    db = open_database(path)
+    try:
+        return {t: {c.name for c in db.get_columns(t)} for t in db.get_tables()}
+    finally:
+        db.close()
+
+
+def _stored_version(path: str) -> str:
+    db = open_database(path)
+    try:
+        return db.execute_sql("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+    finally:
+        db.close()
+
+
+def _downgrade(path: str, to: int) -> None:
+    db = open_database(path)
+    with db.atomic():
+        for step in range(schema.SCHEMA_VERSION, to, -1):
+            for table in STEP_TABLES[step]:
+                db.execute_sql(f"DROP TABLE {table}")
+            for table, cols in STEP_COLUMNS[step].items():
+                for col in cols:
+                    db.execute_sql(f"ALTER TABLE {table} DROP COLUMN {col}")
+        ph = "?" if is_sqlite(db) else "%s"
+        db.execute_sql(f"UPDATE meta SET value = {ph} WHERE key = 'schema_version'", (str(to),))
+    db.close()
+
+
+def test_a_new_ledger_is_written_at_schema_3(ledger_path):
+    make(ledger_path)
+    assert schema.SCHEMA_VERSION == 3 and _stored_version(ledger_path) == "3"
+    shape = _shape(ledger_path)
+    for step in STEP_COLUMNS:
+        for table, cols in STEP_COLUMNS[step].items():
+            assert set(cols) <= shape[table]
+        assert set(STEP_TABLES[step]) <= set(shape)
+
+
+@pytest.mark.parametrize("start", [1, 2])
+def test_migrate_takes_schema_1_and_2_to_3_with_every_column(ledger_path, clock, start, capsys):
+    fresh = None
+    with Ledger.open(ledger_path, clock=clock) as led:
+        led.create_task("t")
+        led.add_nodes("t", [NodeSpec("a"), NodeSpec("b", deps=("a",))])
+    fresh = _shape(ledger_path)
+    _downgrade(ledger_path, start)
+    assert _stored_version(ledger_path) == str(start)
+    assert _shape(ledger_path) != fresh
+    with pytest.raises(SchemaMismatch, match=f"schema {start}.*warden migrate"):
+        Ledger.open(ledger_path)
+    assert warden(["migrate", "--ledger", ledger_path]) == 0
+    assert f"{start}" in capsys.readouterr().out
+    assert _stored_version(ledger_path) == "3"
+    assert _shape(ledger_path) == fresh  # exactly the tables and columns a new ledger has
+    assert warden(["migrate", "--ledger", ledger_path]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    with Ledger.open(ledger_path, clock=clock) as led:  # both steps' columns are written and read
+        c = led.claim("t", "w", lease_s=60)
+        clock.advance(5)
+        led.heartbeat(c, observation="polling ci", waiting_on="ci", wait_s=60)
+        clock.advance(5)
+        led.heartbeat(c, observation="polling ci", waiting_on="ci", wait_s=60)
+        n = led.node("t", "a")
+        assert n.wait_on == "ci" and n.wait_since == pytest.approx(clock() - 5)
+        led.apply(led.plan_park("t", reason="hold", wake_on=["node:a"]), operator="op")
+        t = led.task("t")
+        assert t.status == "parked" and t.paused_since == pytest.approx(clock())

@@ -21,6 +21,7 @@ from store import Ledger, NodeSpec, Refused, sql
 from store.actions import (
     AbortParams,
     ActionParams,
+    CompensatedParams,
     EscalateParams,
     NarrowParams,
     ParkParams,
@@ -191,19 +192,21 @@ def test_a_raw_update_reads_back_what_was_written(ledger: Ledger, output, reject
 
 # ---------------------------------------------------------------------- one module per action
 PLAN_KEYS = ["action", "task_id", "target", "reason", "revision", "versions", "reset", "abandoned", "parked", "kept",
-             "revoked_leases", "handoffs_withdrawn", "resolutions_reapplied", "effects_not_undone", "warnings",
-             "changes", "task_status", "params", "planned_at"]
+             "revoked_leases", "handoffs_withdrawn", "resolutions_reapplied", "effects_not_undone", "compensations",
+             "warnings", "changes", "task_status", "params", "planned_at"]
 PARAM_KEYS = {
-    "park": ["node", "until", "until_ts", "wake_on", "now"],
+    "park": ["node", "until", "until_ts", "wake_on", "now", "wake_conditions", "auto_resume"],
     "resume": ["node"],
     "narrow": ["set", "exclude", "preconditions_before", "preconditions_after", "out_of_scope", "unaffected"],
     "rewind": ["node"],
     "abort": [],
     "resolve": ["handoff", "node", "option", "answer", "question"],
     "escalate": ["node", "question", "context", "kind", "options", "recommendation"],
+    "compensated": ["effect_key", "node", "external_id", "compensation", "compensation_node"],
 }
 PARAM_TYPES = {"park": ParkParams, "resume": ResumeParams, "narrow": NarrowParams, "rewind": RewindParams,
-               "abort": AbortParams, "resolve": ResolveParams, "escalate": EscalateParams}
+               "abort": AbortParams, "resolve": ResolveParams, "escalate": EscalateParams,
+               "compensated": CompensatedParams}
 
 
 @pytest.fixture
@@ -213,6 +216,9 @@ def small(ledger, clock):
                            NodeSpec("c", "c", ("b",)), NodeSpec("h", "h")])
     for k in ("a", "b"):
         c = ledger.claim("t", "w", lease_s=60, kinds=[k])
+        if k == "a":
+            ledger.intend_effect(c, "pr:a", compensation="close the PR")
+            ledger.confirm_effect(c, "pr:a", external_id="#1")
         ledger.commit(c, output={k: 1})
     c = ledger.claim("t", "w", lease_s=60, kinds=["h"])
     hid = ledger.request_human(c, kind="confirm", question="go?", options=[{"id": "yes"}, {"id": "no"}])
@@ -222,13 +228,14 @@ def small(ledger, clock):
 
 def plans(ledger: Ledger, hid: str) -> dict[str, typing.Callable[[], Plan]]:
     return {
-        "park": lambda: ledger.plan_park("t", reason="wait", until="2h", wake_on="data"),
+        "park": lambda: ledger.plan_park("t", reason="wait", until="2h", wake_on="node:c"),
         "resume": lambda: ledger.plan_resume("t", node="c"),
         "narrow": lambda: ledger.plan_narrow("t", reason="cut", set={"scope": "y"}),
         "rewind": lambda: ledger.plan_rewind("t", "a", reason="again"),
         "abort": lambda: ledger.plan_abort("t", reason="stop"),
         "resolve": lambda: ledger.plan_resolve(hid, option="yes", answer="fine"),
         "escalate": lambda: ledger.plan_escalate("t", "c", reason="look"),
+        "compensated": lambda: ledger.plan_compensated("t", "pr:a", reason="closed by hand"),
     }
 
 

@@ -35,6 +35,8 @@ from store.estimates import DurationHistory, estimate_task
 from store.ledger import Ledger
 from store.views import NodeSpec
 
+from .observations import sentence
+
 STALL_ALARM_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress")
 
 
@@ -267,7 +269,8 @@ def _run_task(ledger: Ledger, clock: ManualClock, rng: random.Random, cfg: SimCo
                 text = "\n".join(rng.sample(a.lines, min(len(a.lines), rng.randint(1, 3))))
             units = math.floor(a.units_total * (a.loop_at / a.duration) ** a.gamma)
         else:
-            fresh = [f"{a.key} step {len(a.lines) + j}: {rng.getrandbits(40):x}" for j in range(rng.randint(1, 2))]
+            # new words, not only a new number: a counter alone is not new information
+            fresh = [f"{a.key} step {len(a.lines) + j}: {sentence(rng)}" for j in range(rng.randint(1, 2))]
             if not a.slow and rng.random() < 0.1 and a.lines:  # now and then one with nothing new
                 # (slow-but-progressing nodes are the near miss: every observation adds something)
                 text = rng.choice(a.lines)

@@ -1,0 +1,100 @@
+"""compensated: an operator records that a confirmed effect was undone by hand.
+
+The effect → ``compensated`` (when, by whom, the reason as its note); if abort gave it a
+compensation node that has not finished, that node → abandoned (its lease revoked), so the
+compensations after it in the chain can run. Works on any task, aborted ones included (that is
+where compensations run). Revision-checked like every action: the effect's status and the
+compensation node's version are those previewed, or the apply is stale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import sql
+from ..clock import iso
+from ..db import read_tx
+from ..errors import NotFound, Refused
+from ..ledger.core import LedgerCore
+from . import planning as pl
+from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
+from .plan import ActionParams, Plan
+
+
+@dataclass(frozen=True)
+class CompensatedParams(ActionParams):
+    action = "compensated"
+
+    effect_key: str
+    node: str  # the node that made the effect
+    external_id: str | None
+    compensation: str | None
+    compensation_node: str | None  # the compensation node abort made for it, if any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"effect_key": self.effect_key, "node": self.node, "external_id": self.external_id,
+                "compensation": self.compensation, "compensation_node": self.compensation_node}
+
+
+def _effect(core: LedgerCore, task_id: str, effect_key: str) -> dict[str, Any]:
+    row = sql.fetch_one(core.db, "SELECT e.id, e.status, e.external_id, e.compensation, e.compensated_by, "
+                                 "e.compensated_at, e.compensation_node_id, n.key AS node FROM effect e "
+                                 "JOIN node n ON n.id = e.node_id WHERE e.task_id = ? AND e.effect_key = ?",
+                        [task_id, effect_key])
+    if row is None:
+        raise NotFound(f"unknown effect {effect_key!r} in task {task_id!r}")
+    return row
+
+
+def plan_compensated(core: LedgerCore, task_id: str, effect_key: str, *, reason: str) -> Plan:
+    """Mark a confirmed effect compensated by hand (with the reason: what was done, by whom)."""
+    with read_tx(core.db):
+        if not isinstance(task_id, str) or not task_id:
+            raise NotFound(f"unknown task {task_id!r}")
+        task = core.task_row(task_id)
+        reason = pl.require_reason(reason, "compensated")
+        e = _effect(core, task_id, str(effect_key))
+        if e["status"] == "compensated":
+            raise Refused(f"effect {effect_key} was already marked compensated by {e['compensated_by']} "
+                          f"at {iso(e['compensated_at'])}")
+        if e["status"] != "confirmed":
+            raise Refused(f"effect {effect_key} was never confirmed (it is {e['status']}): check whether it "
+                          "happened; only a confirmed effect can be marked compensated")
+        nodes: list[pl.LeanNode] = []
+        changes: dict[str, tuple[str, str]] = {}
+        warnings: list[str] = []
+        comp_key = None
+        if e["compensation_node_id"] is not None:
+            n = pl.node_by_id(core, int(e["compensation_node_id"]))
+            comp_key = n.key
+            nodes = [n]
+            if n.status not in pl.FINISHED:
+                changes[n.key] = (n.status, "abandoned")
+                warnings.append(f"compensation node {n.key} is {n.status}: it is abandoned"
+                                + (f" (its lease, held by {n.owner or 'unknown'}, is revoked)" if n.leased else ""))
+        params = CompensatedParams(effect_key=str(effect_key), node=e["node"], external_id=e["external_id"],
+                                   compensation=e["compensation"], compensation_node=comp_key)
+        return pl.make_plan(core, params, task, str(effect_key), reason, nodes, changes, versions_of=nodes,
+                            warnings=warnings)
+
+
+def still_confirmed(core: LedgerCore, plan: Plan) -> str | None:
+    """At apply, under the task's lock: why the effect can no longer be marked, or None."""
+    row = sql.fetch_one(core.db, "SELECT status, compensated_by, compensated_at FROM effect WHERE task_id = ? "
+                                 "AND effect_key = ?", [plan.task_id, plan.target])
+    if row is None:
+        return f"effect {plan.target} no longer exists"
+    if row["status"] == "compensated":
+        return (f"effect {plan.target} was marked compensated by {row['compensated_by']} at "
+                f"{iso(row['compensated_at'])} since the preview; nothing changed")
+    return None if row["status"] == "confirmed" else f"effect {plan.target} is {row['status']}"
+
+
+def apply_compensated(tx: ApplyTx, p: CompensatedParams) -> Outcome:
+    set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now, "next_retry_at": None,
+                                               **REVOKE, **BUMP})
+    sql.execute(tx.core.db, "UPDATE effect SET status = 'compensated', compensated_at = ?, compensated_by = ?, "
+                            "compensation_note = ? WHERE task_id = ? AND effect_key = ? AND status = 'confirmed'",
+                [tx.now, tx.operator, tx.plan.reason, tx.plan.task_id, p.effect_key])
+    return Outcome(payload={"effect_key": p.effect_key, "compensation_node": p.compensation_node})

@@ -1,0 +1,233 @@
+"""Wake conditions of a park: parsed and checked when the park is planned, evaluated later.
+
+``--wake-on`` takes one or more of (docs/operations.md "Wake conditions"):
+
+=====================  =========================================================================
+``handoff:<id>``       the handoff (of any task) is resolved
+``node:<key>``         the node (of the parked task) has succeeded
+``effect:<key>``       the effect (of the parked task) is confirmed
+``file:<path>``        the file changed since the park was planned: it appeared, disappeared, or
+                       its size or content (sha256) differ (a touch that keeps the content is no
+                       change); the path is made absolute in the planning process's directory
+``at:<time>``          the time has come (a duration like ``2h`` from now, or an ISO time)
+=====================  =========================================================================
+
+Planning refuses, in one line, a condition that cannot be met or is met already: an unknown
+handoff or node, a handoff no longer open, a node already succeeded or abandoned, an effect already
+confirmed, a time not in the future. An effect key nobody has intended yet is accepted with a
+warning (an in-flight step may still intend and confirm it).
+
+A condition is a plain JSON dict (stored in the task row's ``wake_state``, see store/wake.py):
+``{"kind", "target", "text"}`` plus its baseline (``file``: ``exists``, ``size``, ``mtime_ns``,
+``sha256``; ``at``: ``at``) and, once met, ``met_at`` and ``evidence``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any, Iterable, Mapping, Sequence
+
+from . import sql
+from . import validate as v
+from .clock import iso, parse_time
+from .errors import InvalidValue, Refused
+from .ledger.core import LedgerCore
+
+KINDS = ("handoff", "node", "effect", "file", "at")
+HASH_CAP = 64 * 1024 * 1024  # files up to this size are compared by sha256; bigger ones by size and mtime
+USAGE = "use handoff:<id>, node:<key>, effect:<key>, file:<path> or at:<time>"
+
+
+# ---------------------------------------------------------------------- planning
+def parse(core: LedgerCore, task_id: str, specs: str | Sequence[str] | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """``--wake-on`` values → (conditions with their baselines, warnings). Refused: one line."""
+    if specs is None:
+        return [], []
+    items = [specs] if isinstance(specs, str) else list(specs)
+    out: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for raw in items:
+        text = str(raw).strip()
+        if not text:
+            continue
+        kind, sep, target = text.partition(":")
+        kind = kind.strip().lower()
+        target = target.strip()
+        if not sep or kind not in KINDS:
+            raise Refused(f"unknown wake condition {text!r}: {USAGE}")
+        if not target:
+            raise Refused(f"wake condition {text!r} names nothing: {USAGE}")
+        cond = _check(core, task_id, kind, target, warnings)
+        if any(c["kind"] == cond["kind"] and c["target"] == cond["target"] for c in out):
+            continue
+        out.append(cond)
+    return out, warnings
+
+
+def _check(core: LedgerCore, task_id: str, kind: str, target: str, warnings: list[str]) -> dict[str, Any]:
+    cond: dict[str, Any] = {"kind": kind, "target": target}
+    if kind == "handoff":
+        row = _handoff(core, target)
+        if row is None:
+            raise Refused(f"wake condition handoff:{target}: no such handoff")
+        if row["status"] != "open":
+            raise Refused(f"wake condition handoff:{target}: the handoff is already {row['status']}, nothing to wait for")
+        cond["target"] = str(row["id"])
+    elif kind == "node":
+        row = sql.fetch_one(core.db, "SELECT status FROM node WHERE task_id = ? AND key = ?", [task_id, target])
+        if row is None:
+            raise Refused(f"wake condition node:{target}: no such node in task {task_id}")
+        if row["status"] in ("succeeded", "abandoned"):
+            raise Refused(f"wake condition node:{target}: the node is already {row['status']}, nothing to wait for")
+    elif kind == "effect":
+        row = sql.fetch_one(core.db, "SELECT status FROM effect WHERE task_id = ? AND effect_key = ?", [task_id, target])
+        if row is None:
+            warnings.append(f"wake condition effect:{target}: no such effect yet (it wakes when one is confirmed)")
+        elif row["status"] != "intended":
+            raise Refused(f"wake condition effect:{target}: the effect is already {row['status']}, nothing to wait for")
+    elif kind == "at":
+        try:
+            at = parse_time(target, core.now())
+        except ValueError as e:
+            raise Refused(f"wake condition at:{target}: {e}") from None
+        if not at <= v.TIME_MAX:  # NaN and infinity too ("at:nanh", "at:1e400d")
+            raise InvalidValue(f"wake condition (wake_on) at:{v.show(target)} is not a time Warden can store (up "
+                               "to year 9999)", "wake_on")
+        if at <= core.now():
+            raise Refused(f"wake condition at:{target}: {iso(at)} is not in the future")
+        cond["at"] = at
+        cond["target"] = iso(at)  # a duration means "from the preview": the condition names the instant
+    else:  # file
+        path = os.path.abspath(os.path.expanduser(target))
+        cond["target"] = path
+        cond.update(file_state(path))
+        if not cond["exists"]:
+            warnings.append(f"wake condition file:{path}: no such file yet (it wakes when one appears)")
+    cond["text"] = f"{kind}:{cond['target']}"
+    return cond
+
+
+def _handoff(core: LedgerCore, target: str) -> dict[str, Any] | None:
+    if not v.HANDOFF_ID_RE.fullmatch(target):  # ("1_000", "٣" and 10**30 are no handoff's id)
+        return None
+    hid = int(target)
+    return sql.fetch_one(core.db, "SELECT id, status, resolved_by, resolved_at, resolution_option FROM handoff "
+                                  "WHERE id = ?", [hid])
+
+
+def file_state(path: str) -> dict[str, Any]:
+    """A file's baseline: exists, size, mtime_ns and (up to HASH_CAP bytes) sha256."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {"exists": False, "size": None, "mtime_ns": None, "sha256": None}
+    return {"exists": True, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": _sha256(path, st.st_size)}
+
+
+def _sha256(path: str, size: int) -> str | None:
+    if size > HASH_CAP:
+        return None
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def file_changed(cond: Mapping[str, Any]) -> str | None:
+    """Evidence that a ``file`` condition's file changed since its baseline, or None."""
+    path = str(cond["target"])
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"{path} was removed" if cond.get("exists") else None
+    if not cond.get("exists"):
+        return f"{path} appeared ({st.st_size} bytes)"
+    if st.st_size == cond.get("size") and st.st_mtime_ns == cond.get("mtime_ns"):
+        return None
+    if st.st_size != cond.get("size"):
+        return f"{path} changed: {cond.get('size')} → {st.st_size} bytes"
+    digest = _sha256(path, st.st_size)
+    if digest is None or cond.get("sha256") is None:
+        return f"{path} changed (modified, {st.st_size} bytes)"
+    return None if digest == cond["sha256"] else f"{path} changed (new content, sha256 {digest[:12]})"
+
+
+# ---------------------------------------------------------------------- evaluating
+def met(core: LedgerCore, task_id: str, cond: Mapping[str, Any], now: float,
+        files: Mapping[str, str | None] | None = None) -> tuple[float | None, str] | None:
+    """(since, evidence) when ``cond`` holds now, else None. ``file`` conditions hold only when
+    ``files`` (path → evidence, computed outside any transaction) says so, or once recorded."""
+    if cond.get("met_at") is not None:
+        return cond["met_at"], str(cond.get("evidence") or cond.get("text"))
+    kind, target = cond.get("kind"), str(cond.get("target"))
+    if kind == "handoff":
+        row = _handoff(core, target)
+        if row is not None and row["status"] == "resolved":
+            return row["resolved_at"], (f"handoff {target} resolved by {row['resolved_by']} "
+                                        f"(option {row['resolution_option']})")
+    elif kind == "node":
+        row = sql.fetch_one(core.db, "SELECT status, finished_at FROM node WHERE task_id = ? AND key = ?",
+                            [task_id, target])
+        if row is not None and row["status"] == "succeeded":
+            return row["finished_at"], f"node {target} succeeded"
+    elif kind == "effect":
+        row = sql.fetch_one(core.db, "SELECT status, confirmed_at, external_id FROM effect WHERE task_id = ? "
+                                     "AND effect_key = ?", [task_id, target])
+        if row is not None and row["status"] in ("confirmed", "compensated"):
+            ext = f" ({row['external_id']})" if row["external_id"] else ""
+            return row["confirmed_at"], f"effect {target} confirmed{ext}"
+    elif kind == "at":
+        at = float(cond.get("at") or 0)
+        if at <= now:
+            return at, f"the time {iso(at)} has come"
+    elif kind == "file" and files is not None:
+        evidence = files.get(target)
+        if evidence:
+            return now, evidence
+    return None
+
+
+def texts(conditions: Iterable[Mapping[str, Any]]) -> str:
+    """The conditions as one line (the task's or node's ``wake_on``)."""
+    return ", ".join(str(c.get("text")) for c in conditions)
+
+
+# ---------------------------------------------------------------------- the task row's wake_state
+def entry(conditions: Sequence[Mapping[str, Any]], auto_resume: bool, now: float) -> dict[str, Any]:
+    """What a park records for its target: its conditions and whether a met one resumes it."""
+    return {"conditions": [dict(c) for c in conditions], "auto_resume": bool(auto_resume), "parked_at": now}
+
+
+def with_target(state: Mapping[str, Any] | None, node: str | None,
+                target_entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``state`` with the entry of the task's park (``node`` None) or of a node's park set (or
+    removed when ``target_entry`` is None); None when nothing is left to watch."""
+    out: dict[str, Any] = {"task": (state or {}).get("task"), "nodes": dict((state or {}).get("nodes") or {})}
+    if node is None:
+        out["task"] = dict(target_entry) if target_entry else None
+    elif target_entry:
+        out["nodes"][node] = dict(target_entry)
+    else:
+        out["nodes"].pop(node, None)
+    if out["task"] is None:
+        del out["task"]
+    if not out["nodes"]:
+        del out["nodes"]
+    return out or None
+
+
+def targets(state: Mapping[str, Any] | None) -> list[tuple[str | None, dict[str, Any]]]:
+    """(node key or None for the task, entry) of every watched park in ``state``."""
+    if not state:
+        return []
+    out: list[tuple[str | None, dict[str, Any]]] = []
+    if state.get("task"):
+        out.append((None, dict(state["task"])))
+    for key, e in sorted((state.get("nodes") or {}).items()):
+        out.append((key, dict(e)))
+    return out

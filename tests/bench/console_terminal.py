@@ -1,0 +1,158 @@
+"""The shipped ``warden console`` in a real terminal: a pseudo-terminal this process reads as fast
+as the console writes (each chunk stamped on the monotonic clock when it is read) and feeds to a
+terminal emulator (pyte), so "on screen" means the emulated screen shows it — what an operator's
+terminal would show once it has drawn the bytes. Used by bench_console.py (``--part terminal``).
+
+Nothing here is a sleep used as synchronisation: every wait is for a condition on the screen,
+with a deadline; sleeps only pace the writes (quiet before and after an isolated commit).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import pyte
+
+ROOT = Path(__file__).resolve().parents[2]
+
+Predicate = Callable[[pyte.Screen], bool]
+
+
+class Terminal:
+    """A process on a pty of ``cols``×``rows``; its output drawn on a pyte screen."""
+
+    def __init__(self, argv: list[str], cols: int = 100, rows: int = 30, env: dict | None = None) -> None:
+        self.screen = pyte.Screen(cols, rows)
+        self.stream = pyte.ByteStream(self.screen)
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        full_env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(cols), LINES=str(rows),
+                        PYTHONPATH=str(ROOT), **(env or {}))
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=full_env,
+                                     start_new_session=True, cwd=ROOT)
+        os.close(slave)
+        self.master = master
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.chunks = 0
+        self.bytes = 0
+        self.waiters: list[tuple[Predicate, list[float]]] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 1 << 16)
+            except OSError:
+                return
+            if not data:
+                return
+            t = time.monotonic()
+            with self.lock:
+                self.stream.feed(data)
+                self.chunks += 1
+                self.bytes += len(data)
+                for pred, out in self.waiters:
+                    if not out and pred(self.screen):
+                        out.append(t)
+                self.changed.notify_all()
+
+    def when(self, pred: Predicate) -> list[float]:
+        """Start watching for ``pred``: the returned list gets the read time of the first chunk after
+        which it held (checked now too)."""
+        out: list[float] = []
+        with self.lock:
+            if pred(self.screen):
+                out.append(time.monotonic())
+            self.waiters.append((pred, out))
+        return out
+
+    def wait(self, out: list[float], timeout: float, what: str = "") -> float | None:
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while not out:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.waiters = [w for w in self.waiters if w[1] is not out]
+                    return None
+                self.changed.wait(left)
+            self.waiters = [w for w in self.waiters if w[1] is not out]
+            return out[0]
+
+    def wait_for(self, pred: Predicate, timeout: float, what: str = "") -> float:
+        t = self.wait(self.when(pred), timeout)
+        if t is None:
+            raise RuntimeError(f"the terminal never showed {what or pred}:\n" + "\n".join(self.lines()))
+        return t
+
+    def press(self, key: bytes) -> float:
+        t = time.monotonic()
+        os.write(self.master, key)
+        return t
+
+    def lines(self) -> list[str]:
+        with self.lock:
+            return list(self.screen.display)
+
+    def cursor_row(self) -> int | None:
+        with self.lock:
+            return highlighted_row(self.screen)
+
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            parts = f.read().rsplit(")", 1)[1].split()
+        return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_mb(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def close(self) -> None:
+        try:
+            os.write(self.master, b"q")
+            self.proc.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            os.close(self.master)
+        except OSError:
+            pass
+
+
+def highlighted_row(screen: pyte.Screen) -> int | None:
+    """The row drawn in reverse video across its first columns (the list's cursor)."""
+    for y in range(screen.lines):
+        row = screen.buffer[y]
+        if all(row[x].reverse for x in range(2, 12)):
+            return y
+    return None
+
+
+def shows(*words: str) -> Predicate:
+    """Some line of the screen holds every word."""
+    def pred(screen: pyte.Screen) -> bool:
+        return any(all(w in line for w in words) for line in screen.display)
+    return pred
+
+
+def console_argv(ledger: str) -> list[str]:
+    """``warden console`` exactly as shipped, from this tree."""
+    return [sys.executable, "-m", "console", "console", "--ledger", ledger, "--runs", os.path.dirname(ledger)]
+
+
+__all__ = ["Terminal", "console_argv", "highlighted_row", "shows"]

@@ -1,0 +1,146 @@
+"""New information (store/novelty.py, pure): volatile tokens, attempt-scoped lines, near copies,
+repeats and cycles, and the bounded cost of one observation."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from store import novelty as N
+from tests.support.observations import LOOPS, PREAMBLE, PROGRESS
+
+
+@pytest.mark.parametrize("a,b", [
+    ("retry #12: connection refused", "Retry  #13:   connection refused"),
+    ("2027-01-15T08:00:00.123Z build started", "2027-01-16T09:10:11.999Z build started"),
+    ("[2027-01-15 08:00:01,234] INFO step", "[2027-01-15 08:00:07,002] INFO step"),
+    ("Fri Jan 15 08:00:01 UTC 2027 still waiting", "Sat Jan 16 18:10:01 UTC 2027 still waiting"),
+    ("12:01:02 PM waiting for lock", "3:04:05 am waiting for lock"),
+    ("took 950ms", "took 1.2s"),
+    ("elapsed 2m30s", "elapsed 1h 2m"),
+    ("request 550e8400-e29b-41d4-a716-446655440000 failed", "request 6ba7b810-9dad-11d1-80b4-00c04fd430c8 failed"),
+    ("checking commit 3f2a9c1 now", "checking commit 9b0e77d4c3a1 now"),
+    ("wrote /tmp/tmpa1b2c3d4/out.json", "wrote /tmp/tmpzz99yy88/out.json"),
+    ("wrote /var/folders/x1/abc/T/foo.txt", "wrote /private/var/folders/q9/zz/T/bar.txt"),
+    (r"saved C:\Users\bob\AppData\Local\Temp\xyz.tmp", r"saved C:\Users\ann\AppData\Local\Temp\abc.tmp"),
+    ("[#####     ] 45% downloading", "[########  ] 80% downloading"),
+    ("token a8zk2mq9pl0xt4vb3n done", "token q1w2e3r4t5y6u7i8o9 done"),
+    ("object at 0x7ffd5a3b2c10", "object at 0x55d1e2f3a4b5"),
+])
+def test_what_changes_without_meaning_is_normalised_away(a, b):
+    assert N.normalise_line(a) == N.normalise_line(b)
+
+
+@pytest.mark.parametrize("a,b", [
+    ("checked module parser", "checked module lexer"),
+    ("monitor the build", "sunday the build"),
+    ("fixed test_foo in tests/test_a.py", "fixed test_bar in tests/test_b.py"),
+    ("deadbeef facade", "cafe facade"),
+])
+def test_words_stay_words(a, b):
+    assert N.normalise_line(a) != N.normalise_line(b)
+
+
+def test_the_original_text_is_kept_for_display_only_the_judgement_normalises():
+    p = N.prepare("Retry #7 at 2027-01-15T08:00:00Z", attempt=1)
+    assert p.lines == ["retry #<n> at <time>"]
+
+
+def test_line_identity_is_per_attempt():
+    assert N.line_digest(1, "same line") != N.line_digest(2, "same line")
+    t = N.Tracker()
+    assert t.observe("fetch the page", 1)[0] == 1
+    assert t.observe("fetch the page", 1)[0] == 0
+    assert t.observe("fetch the page", 2)[0] == 1  # a retry starts afresh
+
+
+def test_a_near_copy_adds_nothing_and_keeps_the_identity():
+    t = N.Tracker()
+    base = "analysing the failing integration test again\nno new findings in the parser"
+    n1, d1, _ = t.observe(base, 1)
+    n2, d2, p = t.observe(base.replace("again", "agian").replace("findings", "findngs"), 1)
+    assert (n1, n2) == (2, 0) and d2 == d1 and p.echo_lag == 1
+
+
+def test_a_new_line_among_old_context_is_new():
+    t = N.Tracker()
+    ctx = "\n".join(f"context line about {w}" for w in ("alpha", "beta", "gamma", "delta"))
+    t.observe(ctx + "\nnext: compiled the parser", 1)
+    n, _, p = t.observe(ctx + "\nnext: rewrote the scheduler", 1)
+    assert n == 1 and p.echo is None
+
+
+def test_short_lines_must_match_exactly():
+    t = N.Tracker()
+    t.observe("ok: parser", 1)
+    assert t.observe("ok: lexer", 1)[0] == 1  # under NEAR_MIN_CHARS: no near copy
+
+
+@pytest.mark.parametrize("seq,want", [
+    ("AAA", (1, 3)), ("AA", None), ("BAAA", (1, 3)),
+    ("ABAB", (2, 4)), ("ABA", None), ("ABCAB", (3, 5)), ("ABCA", None),
+    ("ABCDAB", (4, 6)), ("ABCDA", None), ("ABCABD", None),
+    ("XYABAB", (2, 4)), ("AABB", None),
+])
+def test_repeats_and_cycles(seq, want):
+    r = N.judge_sequence(list(seq))
+    assert (None if r is None else (r.period, r.observations)) == want
+
+
+def test_a_repeat_says_where_it_started():
+    r = N.judge_sequence(list("XYZABAB"))
+    assert r is not None and r.period == 2 and r.start == 3
+
+
+# ---------------------------------------------------------------------- the generators, judged purely
+def _first_alarm(gen, rng, pre=0, n=8):
+    """Observation (1-based, after its preamble) at which the pure judgement alarms, or None."""
+    it = gen(rng)
+    t = N.Tracker()
+    for _ in range(pre):
+        t.observe(next(it), 1)
+    digests, news = [], []
+    for i in range(n):
+        new, d, _ = t.observe(next(it), 1)
+        digests.append(d)
+        news.append(new)
+        if N.judge_sequence(digests) or (len(news) >= 5 and not any(news[-5:])):
+            return i + 1
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(LOOPS))
+def test_every_loop_style_is_judged_within_five(name):
+    limit = 6 if name == "cycle of 4" else 5  # a cycle of 4 repeats first at its 5th observation
+    for seed in range(25):
+        first = _first_alarm(LOOPS[name], random.Random(seed), PREAMBLE.get(LOOPS[name], 0))
+        assert first is not None and first <= limit, (name, seed, first)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRESS))
+def test_progress_is_never_judged_a_loop(name):
+    for seed in range(25):
+        assert _first_alarm(PROGRESS[name], random.Random(seed), n=40) is None, (name, seed)
+
+
+# ---------------------------------------------------------------------- bounded work
+def test_a_million_lines_are_counted_not_examined():
+    text = "\n".join(f"distinct line number {i} of many: {i * 7919 % 1000003}" for i in range(1_000_000))
+    p = N.prepare(text, 1)
+    assert len(p.line_digests) <= N.MAX_LINES and len(p.lines) == N.MAX_LINES
+    assert p.dropped_lines == 1_000_000 - N.MAX_LINES
+    assert N.left_out(p) == f"{1_000_000 - N.MAX_LINES:,} lines past the first {N.MAX_LINES:,} not examined"
+
+
+def test_a_huge_line_is_cut_and_counted():
+    p = N.prepare("x" * 10_000_000 + "\nshort", 1)
+    assert p.cut_lines == 1 and len(p.lines) == 2 and len(p.lines[0]) <= N.MAX_LINE_CHARS
+    assert "1 lines cut to" in N.left_out(p)
+
+
+def test_similarity_work_is_capped():
+    recent = [N.Recent(f"d{i}", tuple(f"similar looking line number {j} of {i}" for j in range(200)))
+              for i in range(4)]
+    p = N.prepare("\n".join(f"similar looking line numbr {j} of x" for j in range(1000)), 1, recent)
+    assert p.comparisons <= N.MAX_COMPARISONS
