@@ -6,8 +6,10 @@ Who looks (docs/operations.md "Wake conditions"):
   parked task (``node:``), a confirmed effect (``effect:``); after an operator resolves a handoff,
   the tasks waiting on it (``handoff:``) are checked at once (:func:`after_resolve`);
 * everything else — ``at:`` (time passes without a write) and ``file:`` (the file system is not the
-  ledger) — is noticed when somebody looks: :func:`check` runs from ``warden status``, ``warden
-  report``, the console's periodic tick, and ``Ledger.check_wakes()`` (for an agent loop or cron).
+  ledger) — is noticed when a writer looks: :func:`check` runs from the console's periodic tick
+  (not read-only), ``warden check-wakes`` (cron) and ``Ledger.check_wakes()`` (an agent loop).
+  Reads never write (issue 13): ``warden status``, ``graph`` and a read-only console only
+  *show* a met condition (``store/task_signals.py`` computes the ``wake`` signal as it reads).
 
 When a condition of a still-parked task (or node) is first met, a ``park.wake`` event (system
 layer) names it and the entry remembers it (the ``wake`` signal shows it until the park ends).

@@ -290,8 +290,10 @@ class Ledger(LedgerCore):
 
     def check_wakes(self, task_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Look at every park's wake conditions now (``at:`` and ``file:`` need somebody to look:
-        the console and ``warden status`` do, an agent loop or a cron job may). Journals each
-        newly met condition and resumes the parks that auto-resume; returns the wakes noticed."""
+        the console does, ``warden check-wakes`` for cron, an agent loop may; a read never does).
+        Journals each newly met condition and resumes the parks that auto-resume; returns the
+        wakes noticed: ``{"task_id", "node", "condition", "evidence", "auto_resume"}`` each. On a
+        ledger opened read-only it does nothing and returns []."""
         return wake.check(self, task_ids)
 
     # ------------------------------------------------------------------ queries
