@@ -203,5 +203,30 @@ class Analyst:
         return AnalysisReady(tasks, graph_result, parts=parts)
 
 
-__all__ = ["Analyst", "GraphRequest", "HISTORY_TTL_S", "PARTS", "SIGNAL_CHUNK", "graph_request", "graph_signals",
-           "window_covers"]
+@dataclass(frozen=True)
+class NodeExplanation:
+    """What the node detail explains (computed in its worker): the node's signals as ``warden graph
+    --json`` gives them (SIGNAL dicts), its estimate (ETA dict with ``why``), and the time they are for."""
+
+    task_id: str
+    key: str
+    signals: tuple[dict[str, Any], ...]
+    eta: dict[str, Any]
+    at: float
+
+
+def explain_node(ledger: Any, task_id: str, key: str, now: float,
+                 history: estimates.DurationHistory | None = None) -> NodeExplanation:
+    """The node's signals (``store.signals.signals_for_node``: the same as ``signals_for_graph`` gives it)
+    and its estimate (``estimate_graph`` of the node alone, as the graph's rows get theirs)."""
+    task = ledger.task(task_id)
+    node = ledger.node(task_id, key)
+    history = history if history is not None else estimates.DurationHistory()
+    sigs = signals.signals_for_node(ledger, task, node, history=history, now=now)
+    alone = GraphView(task=replace(task, status="completed"), nodes=(node,))
+    est = estimates.estimate_graph(ledger, alone, history=history, now=now).nodes.get(key, estimates.NO_ESTIMATE)
+    return NodeExplanation(task_id, key, tuple(signal_json(s) for s in sigs), est.to_json(), now)
+
+
+__all__ = ["Analyst", "GraphRequest", "HISTORY_TTL_S", "NodeExplanation", "PARTS", "SIGNAL_CHUNK", "explain_node",
+           "graph_request", "graph_signals", "window_covers"]

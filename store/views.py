@@ -354,3 +354,4 @@ class NodeDetail:
     artifacts: tuple[ArtifactView, ...]
     handoffs: tuple[HandoffView, ...]
     events: tuple[EventView, ...]  # decision layer first, then the rest, each newest first
+    failure: EventView | None = None  # the node's last ``node.failed`` event (its own class and flags)

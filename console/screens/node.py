@@ -1,5 +1,7 @@
-"""One node: lease and heartbeat, digests, attempts, observations (with a new-information
-sparkline), effects, artifacts, rejections, handoffs, and its events (decision layer first)."""
+"""One node: its signals (each with its evidence and the action it suggests, one key away), its
+estimate and why, its last failure, lease and heartbeat, digests, attempts, observations (identical
+consecutive ones collapsed; a new-information sparkline), effects, artifacts, rejections, handoffs,
+and its events (decision layer first)."""
 
 from __future__ import annotations
 
@@ -7,31 +9,36 @@ import json
 from typing import Iterable
 
 from rich.text import Text
+from textual import on, work
 from textual.binding import Binding
+from textual.message import Message
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
 from store.clock import iso
+from store.signals import wait_text
 from store.views import NodeDetail
 
-from ..glyphs import age_label, duration_label, node_status_label
-from ..text import safe, safe_line
+from ..analysis import NodeExplanation, explain_node
+from ..dialogs import EscalateDialog, open_action
+from ..explain import failure_section, field, observations_section, section, signals_section, estimate_section
+from ..explain import suggestion
+from ..glyphs import READ_ONLY_NOTICE, age_label, duration_label, node_status_label
+from ..text import safe_line
 from ..widgets import sparkline
 from .base import WardenScreen
+from .resolve import ResolveHandoffScreen
 
 
-def _section(out: Text, title: str) -> None:
-    out.append("\n" + title + "\n", style="bold underline")
+_section = section
+_field = field
 
 
-def _field(out: Text, name: str, value: str, style: str = "") -> None:
-    out.append(f"  {name:<14}", style="dim")
-    out.append(value + "\n", style=style)
-
-
-def render_detail(d: NodeDetail, now: float) -> Text:
-    """The node detail as one Text; every agent-written string through safe()/safe_line()."""
+def render_detail(d: NodeDetail, now: float, explained: NodeExplanation | None = None) -> Text:
+    """The node detail as one Text; every agent-written string through safe()/safe_line(). It opens
+    with the node's signals (and what to do about each) and its estimate (console/explain.py);
+    ``explained`` None: still being computed."""
     n = d.node
     out = Text()
     out.append(safe_line(n.key), style="bold")
@@ -41,6 +48,10 @@ def render_detail(d: NodeDetail, now: float) -> Text:
     _field(out, "task", safe_line(n.task_id))
     _field(out, "deps", ", ".join(safe_line(k) for k in n.deps) or "—")
     _field(out, "dependents", ", ".join(safe_line(k) for k in d.dependents) or "—")
+
+    signals_section(out, explained.signals if explained is not None else None, now, wait_text(n, now))
+    estimate_section(out, explained.eta if explained is not None else None, n.status)
+    failure_section(out, n, d.failure, now)
 
     _section(out, "Lease")
     if n.has_lease:
@@ -52,8 +63,6 @@ def render_detail(d: NodeDetail, now: float) -> Text:
         _field(out, "owner", "— (no lease)")
     _field(out, "heartbeat", f"{age_label(now - n.heartbeat_at)} ({iso(n.heartbeat_at)})" if n.heartbeat_at else "—")
     _field(out, "claims", f"{n.claim_count}" + (f" of {n.max_claims}" if n.max_claims else ""))
-    if n.next_retry_at:
-        _field(out, "next retry", f"{iso(n.next_retry_at)} ({age_label(now - n.next_retry_at)})")
 
     _section(out, "Work")
     _field(out, "input digest", safe_line(n.input_digest) if n.input_digest else "—")
@@ -67,9 +76,6 @@ def render_detail(d: NodeDetail, now: float) -> Text:
     _field(out, "wall", duration_label(n.wall_used_s) + (f" (est {duration_label(n.est_wall_s)})" if n.est_wall_s else ""))
     _field(out, "started", iso(n.started_at) or "—")
     _field(out, "finished", iso(n.finished_at) or "—")
-    if n.error or n.failure_class:
-        _field(out, "failure", f"{safe_line(n.failure_class or '—')} retryable={'yes' if n.retryable else 'no'}")
-        _field(out, "error", safe_line(n.error or "—", limit=500), "bold")
     if n.status == "parked" or n.park_reason:
         _field(out, "parked", f"{iso(n.parked_at)}: {safe_line(n.park_reason or '')}"
                + (f" until {iso(n.park_until)}" if n.park_until else ""))
@@ -78,14 +84,7 @@ def render_detail(d: NodeDetail, now: float) -> Text:
     for r in n.rejections:
         out.append("  ✖ " + safe_line(r, limit=300) + "\n")
 
-    _section(out, f"Observations ({len(d.observations)})")
-    if d.observations:
-        _field(out, "new info", sparkline([o.new_units for o in d.observations], width=60)
-               + f"  (last: +{d.observations[-1].new_units})")
-        for o in d.observations[-5:][::-1]:
-            out.append(f"  {iso(o.at)} #{o.attempt} +{o.new_units} new, {o.lines} lines\n", style="dim")
-            for line in safe(o.text, limit=600).splitlines()[:6]:
-                out.append("    " + line + "\n")
+    observations_section(out, d.observations, sparkline([o.new_units for o in d.observations], width=60))
 
     _section(out, f"Effects ({len(d.effects)})")
     for e in d.effects:
@@ -118,11 +117,24 @@ def render_detail(d: NodeDetail, now: float) -> Text:
     return out
 
 
+EXPLAIN_EVERY_S = 5.0  # signals move with the clock (a heartbeat going stale): recomputed this often
+
+
+class Explained(Message):
+    """The node's signals and estimate, computed in the screen's worker."""
+
+    def __init__(self, seq: int, explained: NodeExplanation) -> None:
+        super().__init__()
+        self.seq, self.explained = seq, explained
+
+
 class NodeDetailScreen(WardenScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", id="back"),
         Binding("up,k", "scroll(-1)", "Up", show=False),
         Binding("down,j", "scroll(1)", "Down", show=False),
+        Binding("s", "act(0)", "Act on signal", id="act"),
+        *[Binding(str(i + 1), f"act({i})", f"Act on signal {i + 1}", show=False) for i in range(9)],
     ]
 
     def __init__(self, task_id: str, key: str) -> None:
@@ -131,6 +143,11 @@ class NodeDetailScreen(WardenScreen):
         self.key = key
         self.header = f"task {safe_line(task_id)} › {safe_line(key)}"
         self.detail: NodeDetail | None = None
+        self.explained: NodeExplanation | None = None
+        self._explain_seq = 0
+        self._explain_busy = False
+        self._explain_again = False
+        self._explained_at = 0.0
 
     def compose_body(self) -> Iterable[Widget]:
         with VerticalScroll(id="detail-scroll"):
@@ -141,14 +158,90 @@ class NodeDetailScreen(WardenScreen):
         d = self.wapp.detail
         if d is not None and d.node.task_id == self.task_id and d.node.key == self.key:
             self.show_detail(d)
+        self.explain()
 
     def show_detail(self, detail: NodeDetail) -> None:
+        changed = self.detail is not None and self.detail.node.version != detail.node.version
         self.detail = detail
-        self.query_one("#detail", Static).update(render_detail(detail, self.wapp.now()))
+        self.repaint()
+        if changed:
+            self.explain()
+
+    def repaint(self) -> None:
+        if self.detail is not None:
+            self.query_one("#detail", Static).update(render_detail(self.detail, self.wapp.now(), self.explained))
 
     def tick(self) -> None:
-        if self.detail is not None:
-            self.query_one("#detail", Static).update(render_detail(self.detail, self.wapp.now()))
+        self.repaint()
+        if self.wapp.now() - self._explained_at >= EXPLAIN_EVERY_S:
+            self.explain()
+
+    # ---- signals and estimate (a worker; the same store functions as `warden graph`)
+    def explain(self) -> None:
+        if self._explain_busy:
+            self._explain_again = True
+            return
+        self._explain_busy = True
+        self._explain_seq += 1
+        self._explained_at = self.wapp.now()
+        self._explain(self._explain_seq, self.wapp.now())
+
+    @work(thread=True, exit_on_error=False, group="explain")
+    def _explain(self, seq: int, now: float) -> None:
+        try:
+            got = self.wapp.feed.read(lambda ledger: explain_node(ledger, self.task_id, self.key, now))
+            self.post_message(Explained(seq, got))
+        finally:
+            try:
+                self.app.call_from_thread(self._explain_done)
+            except RuntimeError:
+                pass  # the app is closing
+
+    def _explain_done(self) -> None:
+        self._explain_busy = False
+        if self._explain_again:
+            self._explain_again = False
+            self.explain()
+
+    @on(Explained)
+    def _explained(self, msg: Explained) -> None:
+        if msg.seq == self._explain_seq:
+            self.explained = msg.explained
+            self.repaint()
+
+    # ---- acting on a signal
+    def action_act(self, index: int) -> None:
+        """The action the ``index``-th signal suggests, its dialog prefilled (console/explain.py)."""
+        sigs = self.explained.signals if self.explained is not None else ()
+        if index >= len(sigs):
+            self.wapp.notify("no signal to act on" if not sigs else f"there is no signal {index + 1}",
+                             severity="warning")
+            return
+        sig = sigs[index]
+        sug = suggestion(sig)
+        if sug is None:
+            self.wapp.notify(f"signal {index + 1} suggests no action", severity="warning")
+            return
+        if self.wapp.read_only:
+            self.wapp.notify(READ_ONLY_NOTICE, severity="warning")
+            return
+        if sug.action == "resolve":
+            hid = next((h.id for h in (self.detail.handoffs if self.detail else ()) if h.status == "open"), None)
+            if hid is None:
+                self.wapp.notify("the handoff is no longer open", severity="warning")
+                return
+            self.wapp.push_screen(ResolveHandoffScreen(hid))
+        elif sug.action == "escalate":
+            question = (f"{self.key} shows {sig.get('kind')}: {sig.get('evidence')}. "
+                        "How should it go on?")
+            self.wapp.push_screen(EscalateDialog(self.task_id, self.key, reason=sug.reason, question=question,
+                                                 context={"signal": dict(sig)}))
+        elif sug.action == "narrow":
+            open_action(self.wapp, "narrow", self.task_id, None, reason=sug.reason, exclude=[self.key])
+        elif sug.action == "resume":
+            open_action(self.wapp, "resume", self.task_id, self.key)
+        else:
+            open_action(self.wapp, sug.action, self.task_id, self.key, reason=sug.reason)
 
     def selected_task(self) -> str | None:
         return self.task_id

@@ -271,13 +271,15 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
             return core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
                                 f"{claim.node_key} failed ({failure_class}); retry in {delay:.0f}s",
                                 {"error": str(error)[:2000], "failure_class": failure_class, "retry": True,
-                                 "next_retry_at": now + delay, "attempt": claim.attempt}, at=now)
+                                 "retryable": True, "next_retry_at": now + delay, "attempt": claim.attempt},
+                                at=now)
         cas_update(core, row, claim, now, status="failed", finished_at=now, **common)
         pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
         why = "retries exhausted" if (can_retry and exhausted) else "not retryable"
         eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
                            f"{claim.node_key} failed ({failure_class}, {why})",
                            {"error": str(error)[:2000], "failure_class": failure_class, "retry": False,
+                            "retryable": bool(can_retry), "exhausted": bool(can_retry and exhausted),
                             "attempt": claim.attempt}, at=now)
         core.maybe_fail_task(claim.task_id, now)
     return eid

@@ -202,10 +202,16 @@ def node_detail(core: LedgerCore, task_id: str, key: str, *, events_limit: int,
             Event.select().where((Event.task_id == task_id) & (Event.node == key))
             .order_by(Event.id.desc()).limit(events_limit))]
         deps_on = dependents(core, task_id, key)
+        failure = next((e for e in evs if e.kind == "node.failed"), None)
+        if failure is None and (the_node.failure_class or the_node.error):  # older than the events read
+            failure = next((rows.event_view(r) for r in core.dict_rows(
+                Event.select().where((Event.task_id == task_id) & (Event.node == key) & (Event.kind == "node.failed"))
+                .order_by(Event.id.desc()).limit(1))), None)
     evs.sort(key=lambda e: (e.layer != "decision", -e.id))
     return NodeDetail(
         node=the_node, dependents=deps_on, observations=tuple(rows.observation_view(o) for o in obs),
         effects=tuple(effects_), artifacts=tuple(arts), handoffs=tuple(hand), events=tuple(evs),
+        failure=failure,
     )
 
 
