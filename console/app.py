@@ -52,11 +52,12 @@ from .screens.advice import AdviceDialog
 from .screens.base import WardenScreen
 from .screens.report import TaskReportScreen
 from .text import safe_line
+from .typeahead import TypeAheadApp
 
 WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
 
 
-class WardenApp(AnalysisRuns, App[int]):
+class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "warden"
     COMMANDS = App.COMMANDS | {WardenCommands}

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, TypeVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -43,6 +43,7 @@ from ..glyphs import READ_ONLY_NOTICE
 from ..host import ConsoleHost, host_of
 from ..operator import resolve_operator
 from ..text import literal, safe_line
+from ..typeahead import after_pending_keys
 from .plan import PlanPreview
 
 if TYPE_CHECKING:
@@ -81,6 +82,21 @@ class WardenModal(ModalScreen[ResultType]):
     @property
     def host(self) -> ConsoleHost:
         return host_of(self)
+
+    def type_ahead(self, event: events.Key) -> None:
+        """A key typed before this modal was ready (console/typeahead.py): escape closes it; the
+        rest is dropped here (a modal with a text field takes the characters: ActionDialog)."""
+        if event.key == "escape":
+            cancel = getattr(self, "action_cancel", None)
+            if cancel is not None:
+                cancel()
+
+    def on_key(self, event: events.Key) -> None:
+        """Keys reach the modal itself only while nothing in it has focus yet (it is being mounted)."""
+        if self.focused is None and event.key != "escape":
+            event.stop()
+            event.prevent_default()
+            self.type_ahead(event)
 
     def say(self, text: Any) -> None:
         w = self.query_one("#dialog-error", Static)
@@ -125,6 +141,7 @@ class ActionDialog(WardenModal["Plan | None"]):
         self.stale: str | None = None  # the store's message when the last apply met a moved ledger
         self.result: "Plan | None" = None
         self._seq = 0
+        self._typed: list[str] = []  # type-ahead that arrived before the reason input existed
 
     # ---- layout
     def title_text(self) -> Text:
@@ -167,10 +184,35 @@ class ActionDialog(WardenModal["Plan | None"]):
 
     def on_mount(self) -> None:
         if self.needs_reason:
-            self.query_one("#reason", Input).focus()
+            inp = self.query_one("#reason", Input)
+            if self._typed:
+                inp.value += "".join(self._typed)
+                inp.cursor_position = len(inp.value)
+                self._typed.clear()
+            inp.focus()
         else:
             self.query_one("#cancel", Button).focus()
         self.replan()
+
+    def type_ahead(self, event: events.Key) -> None:
+        """Characters typed before the reason input was ready go into it, in order."""
+        if event.key == "escape" or not self.needs_reason:
+            super().type_ahead(event)
+            return
+        inputs = self.query("#reason").results(Input)
+        inp = next(iter(inputs), None)
+        if event.key == "backspace":
+            if inp is not None and inp.is_mounted:
+                inp.value = inp.value[:-1]
+            elif self._typed:
+                self._typed.pop()
+            return
+        if not event.is_printable or not event.character:
+            return
+        if inp is not None and self.is_mounted and not self._typed:
+            inp.insert_text_at_cursor(event.character)
+        else:
+            self._typed.append(event.character)
 
     # ---- the plan (thread worker; a pure read)
     def plan_args(self) -> dict[str, Any] | None:
@@ -303,6 +345,13 @@ class ActionDialog(WardenModal["Plan | None"]):
             self.dismiss(None)
 
     def action_apply(self) -> None:
+        """ctrl+s (a priority binding, run as soon as the app reads it) or Apply: applied once the
+        keys typed before it have landed, so the reason is the one typed in full."""
+        after_pending_keys(self, self._apply_now)
+
+    def _apply_now(self) -> None:
+        if self.applying or not self.is_attached:
+            return
         blockers = self.blockers()
         if blockers:
             self.say(Text("cannot apply yet: " + "; ".join(blockers), style="bold"))

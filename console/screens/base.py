@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -13,6 +13,7 @@ from textual.widgets import Footer, Input
 
 from ..host import ConsoleHost, host_of
 from ..text import safe_line
+from ..typeahead import mark, redirect_key
 from ..widgets import RowList, StatusBar
 
 
@@ -49,6 +50,12 @@ class WardenScreen(Screen):
 
     def compose_body(self) -> Iterable[Widget]:
         return ()
+
+    def on_key(self, event: events.Key) -> None:
+        """A key typed before a dialog on top of this screen was ready is the dialog's
+        (console/typeahead.py), never this screen's."""
+        if not redirect_key(self, event):
+            mark(self, event)  # the app redirects it if a dialog opens before it gets there
 
     def refresh_status(self) -> None:
         for bar in self.query(StatusBar):

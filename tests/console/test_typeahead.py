@@ -1,0 +1,139 @@
+"""Type-ahead (issue 18 item 5): what an operator types right after an action key, before the
+dialog is ready (its plan still loading in a worker), lands in the reason field in order; nothing
+typed is lost or acts on the screen underneath. And ctrl+s right after typing applies the reason as
+typed in full.
+
+The planner is held by a ``threading.Event`` (released by the test), never by a sleep. A fast
+typist's burst is the app reading several keys before it has handled the first: the keys are posted
+to the app in one go, as the terminal driver does with one read of the input."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from textual import events
+from textual.widgets import Input
+
+from console.dialogs import ParkDialog, RewindDialog
+from console.screens import TaskGraphScreen
+from store import Ledger, ManualClock
+
+from conftest import NOW, make_app, settle, wait_for, workers_done
+
+TYPED = "jk loop: he quit ever"  # j/k move lists, e/h/q open screens or quit: none of that may happen
+
+
+def key(ch: str) -> events.Key:
+    return events.Key({" ": "space", ":": "colon"}.get(ch, ch), ch)
+
+
+@pytest.fixture
+def held_planner(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """plan_rewind and plan_park wait for the returned event (set by the test) before planning."""
+    gate = threading.Event()
+    for name in ("plan_rewind", "plan_park"):
+        real = getattr(Ledger, name)
+
+        def held(self: Ledger, *a: Any, _real: Any = real, **kw: Any) -> Any:
+            assert gate.wait(30), "the test never released the planner"
+            return _real(self, *a, **kw)
+
+        monkeypatch.setattr(Ledger, name, held)
+    return gate
+
+
+async def open_graph_on(pilot: Any, key_name: str) -> TaskGraphScreen:
+    app = pilot.app
+    await settle(pilot)
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete)
+    await settle(pilot)
+    screen = app.screen
+    assert isinstance(screen, TaskGraphScreen)
+    assert screen.select_key(key_name)
+    return screen
+
+
+def rejections(path: Any, key_name: str) -> tuple[str, ...]:
+    ledger = Ledger.open(path, clock=ManualClock(NOW))
+    try:
+        return ledger.node("report-001", key_name).rejections
+    finally:
+        ledger.close()
+
+
+async def test_keys_typed_right_after_r_land_in_the_reason(fixed_dir, held_planner) -> None:
+    app = make_app(analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        graph = await open_graph_on(pilot, "outline")
+        cursor = graph.row_list.cursor
+        await pilot.press("r", *TYPED)  # each key handled before the next; the plan is still held
+        dialog = app.screen
+        assert isinstance(dialog, RewindDialog) and dialog.planning
+        assert dialog.query_one("#reason", Input).value == TYPED
+        held_planner.set()
+        await wait_for(pilot, lambda: not dialog.planning, what="the plan")
+        assert dialog.plan is not None, dialog.plan_error
+        assert dialog.query_one("#reason", Input).value == TYPED
+        assert app.screen is dialog and graph.row_list.cursor == cursor
+        await pilot.press("ctrl+s")
+        await workers_done(pilot, dialog)
+        assert app.screen is graph
+    assert rejections(fixed_dir / "ledger.db", "outline")[-1] == TYPED.strip()
+
+
+async def test_a_burst_typed_with_r_lands_in_order_and_nothing_underneath(fixed_dir, held_planner) -> None:
+    app = make_app(analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        graph = await open_graph_on(pilot, "outline")
+        cursor = graph.row_list.cursor
+        stack = len(app.screen_stack)
+        for ch in "r" + TYPED:  # one read of the terminal: the app sees them all before handling `r`
+            app.post_message(key(ch))
+        await wait_for(pilot, lambda: isinstance(app.screen, RewindDialog)
+                       and app.screen.query_one("#reason", Input).value == TYPED, what="the typed reason")
+        dialog = app.screen
+        assert dialog.planning  # still held: the keys did not wait for the plan
+        assert len(app.screen_stack) == stack + 1 and app.is_running  # no `e`, `h` or `q` acted
+        assert graph.row_list.cursor == cursor  # no `j` or `k` moved the list underneath
+        held_planner.set()
+        await wait_for(pilot, lambda: not dialog.planning, what="the plan")
+        assert dialog.plan is not None, dialog.plan_error
+        await pilot.press("ctrl+s")
+        await workers_done(pilot, dialog)
+    assert rejections(fixed_dir / "ledger.db", "outline")[-1] == TYPED.strip()
+
+
+async def test_escape_typed_ahead_cancels_and_nothing_is_applied(fixed_dir, held_planner, console_applies) -> None:
+    app = make_app(analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        graph = await open_graph_on(pilot, "outline")
+        for name, ch in (("p", "p"), ("x", "x"), ("escape", None)):
+            app.post_message(events.Key(name, ch))
+        await wait_for(pilot, lambda: app.screen is graph, what="the dialog to close")
+        held_planner.set()
+        await settle(pilot)
+        assert not any(isinstance(s, ParkDialog) for s in app.screen_stack)
+    assert console_applies == []
+
+
+async def test_ctrl_s_right_after_typing_applies_the_reason_in_full(fixed_dir) -> None:
+    """ctrl+s is a priority binding: the app runs it the moment it reads it, while the keys typed
+    just before may still be queued for the input."""
+    reason = "the sources were stale; fetch them again from the archive"
+    app = make_app(analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_graph_on(pilot, "outline")
+        await pilot.press("r")
+        dialog = app.screen
+        assert isinstance(dialog, RewindDialog)
+        await wait_for(pilot, lambda: not dialog.planning, what="the plan")
+        assert dialog.plan is not None, dialog.plan_error
+        for ch in reason:
+            app.post_message(key(ch))
+        app.post_message(events.Key("ctrl+s", None))
+        await wait_for(pilot, lambda: dialog.apply_attempts == 1, what="the apply")
+        await workers_done(pilot, dialog)
+    assert rejections(fixed_dir / "ledger.db", "outline")[-1] == reason
