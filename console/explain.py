@@ -20,6 +20,7 @@ from store.clock import iso
 from .glyphs import SIGNAL_GLYPH, age_label, duration_label
 from .text import safe, safe_line
 
+SEVERITY_STYLES = {"alarm": "red", "warn": "yellow"}  # the word is always there too (NO_COLOR, monochrome)
 EVIDENCE_LIMIT = 2000  # the evidence is shown in full (the store keeps it short); this only bounds a hostile one
 
 
@@ -106,7 +107,7 @@ def signals_section(out: Text, signals: Sequence[Any] | None, now: float, wait: 
         out.append("  none: nothing stalled, looping or waiting on the operator\n", style="dim")
     for i, s in enumerate(signals):
         sev = str(_get(s, "severity") or "warn")
-        style = "alarm" if sev == "alarm" else ("warn" if sev == "warn" else "")
+        style = SEVERITY_STYLES.get(sev, "")
         out.append(f"  {i + 1} " if i < 9 else "    ", style="bold")
         out.append(f"{SIGNAL_GLYPH} {safe_line(_get(s, 'kind'))}", style=f"bold {style}".strip())
         out.append(f"  {safe_line(sev)}", style=style)

@@ -8,11 +8,12 @@ from rich.text import Text
 from textual import on
 from textual.binding import Binding
 from textual.widget import Widget
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
-from ..glyphs import NODE_GLYPHS, budget_label, eta_label, node_status_label, pause_label, signals_label
-from ..glyphs import task_status_label
-from ..model import GRAPH_COLUMNS, progress_text
+from ..explain import task_estimate_text
+from ..glyphs import NODE_GLYPHS, budget_label, duration_label, eta_label, node_status_label, pause_label
+from ..glyphs import signals_label, task_status_label
+from ..model import GRAPH_COLUMNS, progress_text, signal_text
 from ..text import safe_line
 from ..widgets import InfoLine, RowList
 from .base import ListScreen
@@ -27,6 +28,7 @@ class TaskGraphScreen(ListScreen):
         Binding("escape", "back", "Back", id="back"),
         Binding("enter", "open", "Open", id="open"),
         Binding("slash", "filter", "Filter", id="filter"),
+        Binding("x", "explain", "Explain", id="explain"),
     ]
 
     def __init__(self, task_id: str) -> None:
@@ -36,6 +38,9 @@ class TaskGraphScreen(ListScreen):
 
     def compose_body(self) -> Iterable[Widget]:
         yield InfoLine(id="summary")
+        explain = Static("", id="explain", markup=False)
+        explain.display = False
+        yield explain
         yield RowList(_EmptySource(), GRAPH_COLUMNS, id="graph")
         yield InfoLine(id="info")
         yield self._filter_input("filter: text, status:running, kind:llm_call")
@@ -85,6 +90,13 @@ class TaskGraphScreen(ListScreen):
         if key is not None:
             self.wapp.open_node(self.task_id, key)
 
+    def action_explain(self) -> None:
+        """x: the task's estimate explained (P50, P80, samples, confidence, why, the nodes that weigh
+        most) and its signals, under the summary; x again hides it."""
+        panel = self.query_one("#explain", Static)
+        panel.display = not panel.display
+        self.update_summary()
+
     @on(RowList.Highlighted)
     def _highlighted(self) -> None:
         self.update_info()
@@ -113,6 +125,9 @@ class TaskGraphScreen(ListScreen):
             counts = m.counts()
             out.append(safe_line(t.task_id), style="bold")
             out.append(f"  {task_status_label(t.status)}  {progress_text(counts)}")
+            eta = m.task_eta or {}
+            if eta.get("p50_s") is not None:
+                out.append(f"  P50 {duration_label(eta['p50_s'])}")
             out.append(f"  P80 {eta_label(m.task_eta)}")
             b = budget_json(t)
             out.append(f"  budget {budget_label(b)}")
@@ -128,6 +143,12 @@ class TaskGraphScreen(ListScreen):
             if t.title:
                 out.append("  " + safe_line(t.title), style="dim")
         self.query_one("#summary", InfoLine).update(out)
+        panel = self.query_one("#explain", Static)
+        if panel.display:
+            panel.update(task_estimate_text(m.task_eta, m.task_signals) if m is not None
+                         else Text("loading…", style="dim"))
+        if m is not None and m.signals:
+            self.update_info()  # the selection's first signal may have changed with the analysis
 
     def update_info(self) -> None:
         m = self.model
@@ -138,6 +159,11 @@ class TaskGraphScreen(ListScreen):
         elif n is not None:
             out.append(safe_line(n.key), style="bold")
             out.append(f" {node_status_label(n.status)}")
+            sigs = m.signals.get(n.key)
+            if sigs:
+                out.append("  " + signal_text(sigs[0]), style="bold")
+                if len(sigs) > 1:
+                    out.append(f" +{len(sigs) - 1}")
             out.append("  deps: " + (", ".join(safe_line(d) for d in n.deps) or "—"))
             deps = m.dependents.get(n.key, [])
             out.append("  dependents: " + (", ".join(safe_line(d) for d in deps[:8]) or "—"))
