@@ -201,7 +201,9 @@ def test_task_graph_node_and_event_log(world: Path) -> None:
         os.write(t.fd, b"TTITLE")
         t.back_to(b"tasks")  # leaves the filter input
         t.key(b"\r", b"NTITLE", "the graph")
+        t.key(b"x", b"estimate", "the task's estimate explained (issue 18)")
         t.key(b"\r", b"Lease", "the node detail of fetch")
+        t.wait_for(b"Signals", "the node's signals (issue 18)")
         t.wait_for(b"OBS0")
         for _ in range(60):  # down to the effects and the artifacts, one repaint per key
             if b"COMP" in t.out and b"ART" in t.out:
