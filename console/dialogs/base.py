@@ -92,8 +92,9 @@ class WardenModal(ModalScreen[ResultType]):
                 cancel()
 
     def on_key(self, event: events.Key) -> None:
-        """Keys reach the modal itself only while nothing in it has focus yet (it is being mounted)."""
-        if self.focused is None and event.key != "escape":
+        """Keys reach the modal itself only while nothing in it has focus yet (it is being mounted):
+        a character that is not one of its keys is type-ahead."""
+        if self.focused is None and event.is_printable and event.key not in self.active_bindings:
             event.stop()
             event.prevent_default()
             self.type_ahead(event)

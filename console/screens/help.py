@@ -42,6 +42,7 @@ SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] =
     ("Task graph", ("TaskGraphScreen",), [
         (("enter",), "open the node's detail"),
         (("/",), "filter: text, status:running, kind:llm_call"),
+        (("x",), "the task's estimate explained (why, the nodes that weigh most) and its signals"),
         (("escape",), "back"),
     ]),
     ("Filter input", ("FilterInput",), [
@@ -49,6 +50,8 @@ SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] =
     ]),
     ("Node detail", ("NodeDetailScreen",), [
         (("↑", "↓", "k", "j"), "scroll"),
+        (("s", "1"), "act on the first signal: its suggested dialog, prefilled"),
+        (("2", "3", "4", "5", "6", "7", "8", "9"), "act on signal 2 … 9"),
         (("escape",), "back"),
     ]),
     ("Event log", ("EventLogScreen",), [

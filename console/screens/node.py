@@ -17,6 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from store.clock import iso
+from store.errors import LedgerUnavailable, NotFound
 from store.signals import wait_text
 from store.views import NodeDetail
 
@@ -191,6 +192,8 @@ class NodeDetailScreen(WardenScreen):
         try:
             got = self.wapp.feed.read(lambda ledger: explain_node(ledger, self.task_id, self.key, now))
             self.post_message(Explained(seq, got))
+        except (LedgerUnavailable, NotFound):
+            pass  # the header says the ledger is unavailable; a node gone shows as it was last read
         finally:
             try:
                 self.app.call_from_thread(self._explain_done)
@@ -206,21 +209,30 @@ class NodeDetailScreen(WardenScreen):
     @on(Explained)
     def _explained(self, msg: Explained) -> None:
         if msg.seq == self._explain_seq:
+            had = bool(self.explained and self.explained.signals)
             self.explained = msg.explained
             self.repaint()
+            if had != bool(msg.explained.signals):
+                self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`s` is in the footer only while the node has a signal to act on."""
+        if action == "act":
+            return bool(self.explained and self.explained.signals)
+        return True
 
     # ---- acting on a signal
     def action_act(self, index: int) -> None:
         """The action the ``index``-th signal suggests, its dialog prefilled (console/explain.py)."""
         sigs = self.explained.signals if self.explained is not None else ()
         if index >= len(sigs):
-            self.wapp.notify("no signal to act on" if not sigs else f"there is no signal {index + 1}",
-                             severity="warning")
+            self.wapp.notify(safe_line("no signal to act on" if not sigs else f"there is no signal {index + 1}"),
+                             severity="warning", markup=False)
             return
         sig = sigs[index]
         sug = suggestion(sig)
         if sug is None:
-            self.wapp.notify(f"signal {index + 1} suggests no action", severity="warning")
+            self.wapp.notify(safe_line(f"signal {index + 1} suggests no action"), severity="warning", markup=False)
             return
         if self.wapp.read_only:
             self.wapp.notify(READ_ONLY_NOTICE, severity="warning")

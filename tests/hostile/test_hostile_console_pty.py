@@ -205,7 +205,7 @@ def test_task_graph_node_and_event_log(world: Path) -> None:
         t.key(b"\r", b"Lease", "the node detail of fetch")
         t.wait_for(b"Signals", "the node's signals (issue 18)")
         t.wait_for(b"OBS0")
-        for _ in range(60):  # down to the effects and the artifacts, one repaint per key
+        for _ in range(90):  # down to the effects and the artifacts, one repaint per key
             if b"COMP" in t.out and b"ART" in t.out:
                 break
             t.press(b"j")
