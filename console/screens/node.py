@@ -19,7 +19,7 @@ from textual.widgets import Static
 from store.clock import iso
 from store.errors import LedgerUnavailable, NotFound
 from store.signals import wait_text
-from store.views import NodeDetail
+from store.views import NodeDetail, TaskView
 
 from ..analysis import NodeExplanation, explain_node
 from ..dialogs import EscalateDialog, open_action
@@ -185,12 +185,14 @@ class NodeDetailScreen(WardenScreen):
         self._explain_busy = True
         self._explain_seq += 1
         self._explained_at = self.wapp.now()
-        self._explain(self._explain_seq, self.wapp.now())
+        tasks = self.wapp.tasks_model
+        i = tasks.index.get(self.task_id)
+        self._explain(self._explain_seq, self.wapp.now(), tasks.rows[i].view if i is not None else None)
 
     @work(thread=True, exit_on_error=False, group="explain")
-    def _explain(self, seq: int, now: float) -> None:
+    def _explain(self, seq: int, now: float, task: TaskView | None) -> None:
         try:
-            got = self.wapp.feed.read(lambda ledger: explain_node(ledger, self.task_id, self.key, now))
+            got = self.wapp.feed.read(lambda ledger: explain_node(ledger, self.task_id, self.key, now, task=task))
             self.post_message(Explained(seq, got))
         except (LedgerUnavailable, NotFound):
             pass  # the header says the ledger is unavailable; a node gone shows as it was last read
