@@ -198,10 +198,23 @@ def collapse_observations(observations: Sequence[Any]) -> list[ObservationRun]:
     return runs
 
 
-def observations_section(out: Text, observations: Sequence[Any], sparkline: str, shown: int = 5) -> None:
+def _wait_window(node: Any) -> tuple[float, float, str] | None:
+    """The node's declared wait (its last: the node keeps one) as (since, until, what)."""
+    since, until, what = (getattr(node, "wait_since", None), getattr(node, "wait_until", None),
+                          getattr(node, "wait_on", None))
+    if since is None or until is None or not what:
+        return None
+    return float(since), float(until), str(what)
+
+
+def observations_section(out: Text, observations: Sequence[Any], sparkline: str, shown: int = 5,
+                         node: Any = None) -> None:
+    """Identical consecutive observations collapsed (``×38``, first and last time); those made
+    during the node's declared wait say so (they are expected to repeat and raise no signal)."""
     section(out, f"Observations ({len(observations)})")
     if not observations:
         return
+    wait = _wait_window(node) if node is not None else None
     field(out, "new info", sparkline + f"  (last: +{observations[-1].new_units})")
     runs = collapse_observations(observations)
     for r in runs[-shown:][::-1]:
@@ -212,6 +225,8 @@ def observations_section(out: Text, observations: Sequence[Any], sparkline: str,
             out.append(f"  ×{r.count}", style="bold")
             out.append(f" {iso(r.first.at)} … {iso(o.at)} #{o.attempt} +{r.new_units} new, {o.lines} lines"
                        + (" (same once normalised; newest shown)" if r.texts_differ else "") + "\n", style="dim")
+        if wait is not None and wait[0] <= o.at <= wait[1] and o.attempt == getattr(node, "attempt", o.attempt):
+            out.append(f"    during the declared wait on {safe_line(wait[2], limit=60)}\n", style="dim italic")
         for line in safe(o.text, limit=600).splitlines()[:6]:
             out.append("    " + line + "\n")
     if len(runs) > shown:

@@ -85,7 +85,7 @@ def render_detail(d: NodeDetail, now: float, explained: NodeExplanation | None =
     for r in n.rejections:
         out.append("  ✖ " + safe_line(r, limit=300) + "\n")
 
-    observations_section(out, d.observations, sparkline([o.new_units for o in d.observations], width=60))
+    observations_section(out, d.observations, sparkline([o.new_units for o in d.observations], width=60), node=n)
 
     _section(out, f"Effects ({len(d.effects)})")
     for e in d.effects:

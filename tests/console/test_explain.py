@@ -91,6 +91,7 @@ async def test_a_declared_wait_is_shown_with_the_signals(explain_dir) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         text = shown(await open_detail(pilot, "ci-wait"))
     assert "declared wait waiting on ci (" in text and "left)" in text
+    assert text.count("during the declared wait on ci") == 2  # its observations say so
 
 
 async def test_s_opens_rewind_with_the_evidence_as_the_reason(explain_dir) -> None:
