@@ -149,8 +149,9 @@ async def take_all(out: Path, size: tuple[int, int]) -> Shooter:
         await s.dialog("R", "dialog-recovery-advice", "recovery advice for a node")
 
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen) and app.screen.detail is not None,
-                       "the node detail")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen) and app.screen.detail is not None
+                       and app.screen.explained is not None, "the node detail and its signals")
+        await settle(pilot)
         await s.shoot("node", f"node detail ({loop_key}, looping)")
         await pilot.press("escape", "escape")
 
