@@ -35,7 +35,7 @@ import os
 import signal as signals_mod
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from store.clock import iso
 
