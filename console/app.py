@@ -333,7 +333,7 @@ class WardenApp(AnalysisRuns, App[int]):
     def ledger_status(self, msg: LedgerStatus) -> None:
         if msg.fatal:
             self.failed = msg.error
-            self.push_screen(LedgerErrorScreen(msg.error or "cannot open the ledger"))
+            self.push_screen(LedgerErrorScreen(msg.error or "cannot open the ledger", target=self.ledger_target))
             return
         error = safe_line(msg.error) if msg.error else None
         if error == self.unavailable:
