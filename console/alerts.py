@@ -10,10 +10,12 @@ Two things raise an alert while the console is open:
 against what it has seen and returns the new :class:`Alert` objects; it never touches Textual, a
 terminal or a process, and is unit-tested as such. Its rules:
 
-* **Debounced**: one alert per handoff, and one per (task, node, signal kind) occurrence — the
-  occurrence being the signal's ``since``. A repaint, a second analysis, a signal that flickers
-  off and on with the same ``since``, a restart of the feed: none alert again. The same signal
-  coming back with a new ``since`` (a new stall) does.
+* **Debounced**: one alert per handoff, and one per node entering alarm (a task-level signal,
+  such as a budget at ``stop``, counts as the task's own "node"). While the node stays in alarm —
+  repaints, further analyses, a second alarm kind on the same node (a loop is ``repeating`` and
+  then ``no_new_info``), a restart of the feed — nothing alerts again. A node whose alarm ended
+  alerts again only after staying quiet for ``REARM_S`` (5 minutes of the console's clock), so a
+  signal that flickers off and on is one alert.
 * **Startup is the baseline**: what is already true when the console opens (open handoffs,
   alarms in the first analysis of each task present at load) rings nothing — the task list shows
   it with ✋ and ⚠. A task created after the console opened has no baseline: its alarms alert.
@@ -42,6 +44,7 @@ from store.clock import iso
 from .glyphs import MARKS
 from .text import safe_line
 
+REARM_S = 300.0  # a node whose alarm ended alerts again only if it stayed quiet this long (no flicker)
 HOOK_TIMEOUT_S = 10.0  # an --on-alert command still running after this is killed (and reported)
 NOTIFY_AT_MOST = 3  # notifications per batch; the rest is one "and N more" line
 
@@ -67,7 +70,7 @@ class Alert:
         """What "the same alert" means for seen-marking: per handoff, or per node and signal kind."""
         if self.kind == "handoff":
             return ("handoff", self.task, self.handoff or "")
-        return (self.task, self.node or "", self.signal or "")
+        return (self.task, self.node or "", "signal")
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "task": self.task, "node": self.node, "signal": self.signal,
@@ -98,8 +101,8 @@ class AlertWatch:
 
     baseline: set[str] = field(default_factory=set)  # tasks whose next signals are the startup state
     known: set[str] = field(default_factory=set)  # tasks the watch has heard of
-    alarms: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (task, node, kind) → since
-    alerted: set[tuple[str, str, str, Any]] = field(default_factory=set)  # occurrences alerted already
+    alarming: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (task, node) → alarm kinds
+    cleared_at: dict[tuple[str, str], float] = field(default_factory=dict)  # when a node's alarm ended
     handoffs: set[tuple[str, str]] = field(default_factory=set)  # (task, handoff id) alerted already
     last_event: int = 0
     open: dict[tuple[str, str, str], Alert] = field(default_factory=dict)  # not seen, not over
@@ -143,34 +146,36 @@ class AlertWatch:
 
     def signals(self, task_id: str, signals: Sequence[Any] | None, now: float) -> list[Alert]:
         """A task's signals as one analysis computed them (the whole list for that task; None: not
-        computed this time). Returns the alarms that are new."""
+        computed this time). Returns an alert for each node (or the task itself) that entered alarm."""
         if signals is None:
             return []
         quiet = task_id in self.baseline
         self.baseline.discard(task_id)
         self.known.add(task_id)
-        current: dict[tuple[str, str, str], Any] = {}
+        current: dict[tuple[str, str], list[Any]] = {}
         for s in signals:
-            if _get(s, "severity") != "alarm":
-                continue
-            current[(task_id, _get(s, "node") or "", str(_get(s, "kind")))] = s
+            if _get(s, "severity") == "alarm":
+                current.setdefault((task_id, _get(s, "node") or ""), []).append(s)
+        for k in [k for k in self.alarming if k[0] == task_id and k not in current]:
+            del self.alarming[k]  # over (or milder)
+            self.cleared_at[k] = now
+            self.open.pop((*k, "signal"), None)
         out: list[Alert] = []
-        for k in [k for k in self.alarms if k[0] == task_id and k not in current]:
-            del self.alarms[k]  # over (or milder)
-            self.open.pop(k, None)
-        for k, s in current.items():
-            since = _get(s, "since")
-            self.alarms[k] = since
-            occurrence = (*k, since)
-            if occurrence in self.alerted:
+        for k, sigs in current.items():
+            kinds = {str(_get(s, "kind")) for s in sigs}
+            if k in self.alarming:  # still in alarm (perhaps for one more reason): no news
+                self.alarming[k] |= kinds
                 continue
-            self.alerted.add(occurrence)
-            if quiet:
-                continue
-            node = k[1] or None
-            a = Alert("signal", task_id, node, k[2], "alarm", now,
-                      f"{k[2]} (alarm): {_get(s, 'evidence') or ''}", since=_iso(since),
-                      evidence=str(_get(s, "evidence") or ""))
+            self.alarming[k] = kinds
+            cleared = self.cleared_at.pop(k, None)
+            if quiet or (cleared is not None and now - cleared < REARM_S):
+                continue  # the startup state; or a flicker (off for a moment, then on again)
+            first = sigs[0]
+            kind = str(_get(first, "kind"))
+            more = f" (+{len(sigs) - 1} more)" if len(sigs) > 1 else ""
+            a = Alert("signal", task_id, k[1] or None, kind, "alarm", now,
+                      f"{kind} (alarm): {_get(first, 'evidence') or ''}{more}", since=_iso(_get(first, "since")),
+                      evidence=str(_get(first, "evidence") or ""))
             self.open[a.key] = a
             out.append(a)
         return out
@@ -304,4 +309,4 @@ class AlertDesk:
                 pass  # the app is closing
 
 
-__all__ = ["Alert", "AlertDesk", "AlertWatch", "HOOK_TIMEOUT_S", "run_hook"]
+__all__ = ["Alert", "AlertDesk", "AlertWatch", "HOOK_TIMEOUT_S", "REARM_S", "run_hook"]

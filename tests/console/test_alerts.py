@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from console.alerts import Alert, AlertDesk, AlertWatch, run_hook
+from console.alerts import REARM_S, Alert, AlertDesk, AlertWatch, run_hook
 from store.views import EventView
 
 NOW = 1_800_000_000.0
@@ -101,27 +101,34 @@ def test_signals_already_alarm_at_startup_ring_nothing() -> None:
     assert w.open_count == 0
 
 
-def test_a_signal_turning_alarm_alerts_once_per_change() -> None:
+def test_a_node_entering_alarm_alerts_once() -> None:
     w = started("t")
     assert w.signals("t", [sig("no_progress", severity="warn")], NOW) == []  # warn: no alert
     [a] = w.signals("t", [sig("no_progress", severity="warn"), sig("repeating")], NOW)
     assert (a.kind, a.task, a.node, a.signal, a.severity) == ("signal", "t", "n", "repeating", "alarm")
     assert a.evidence == "last 5 observations added 0 new lines" and a.since == "2027-01-15T08:00:00.000Z"
-    # repaints / re-analyses of the same state: nothing
-    for _ in range(5):
-        assert w.signals("t", [sig("repeating"), sig("no_progress", severity="warn")], NOW) == []
+    # repaints / re-analyses of the same state, its since moving (a longer streak): nothing
+    for k in range(5):
+        assert w.signals("t", [sig("repeating", since=f"2027-01-15T08:0{k}:00.000Z"),
+                               sig("no_progress", severity="warn")], NOW + k) == []
+    # a second alarm kind on the same node (the loop is also no_new_info now): the same alert
+    assert w.signals("t", [sig("repeating"), sig("no_new_info")], NOW + 10) == []
     # not computed this time (None): nothing changes
-    assert w.signals("t", None, NOW) == [] and w.open_count == 1
-    # flickers off and on with the same since (the same stall): nothing, and no longer open once it cleared
-    assert w.signals("t", [], NOW) == [] and w.open_count == 0
-    assert w.signals("t", [sig("repeating")], NOW) == []
-    # another node, or another kind on the same node: each its own alert
-    assert [x.node for x in w.signals("t", [sig("repeating"), sig("repeating", node="m")], NOW)] == ["m"]
-    assert [x.signal for x in w.signals("t", [sig("repeating"), sig("repeating", node="m"),
-                                              sig("no_new_info")], NOW)] == ["no_new_info"]
-    # the same signal back with a new since: a new stall, a new alert
-    [b] = w.signals("t", [sig("repeating", since="2027-01-15T09:00:00.000Z")], NOW)
-    assert b.node == "n" and b.since == "2027-01-15T09:00:00.000Z"
+    assert w.signals("t", None, NOW + 11) == [] and w.open_count == 1
+    # another node entering alarm: its own alert
+    assert [x.node for x in w.signals("t", [sig("repeating"), sig("repeating", node="m")], NOW + 12)] == ["m"]
+    assert w.open_count == 2
+
+
+def test_an_alarm_that_ends_and_flickers_back_is_one_alert() -> None:
+    w = started("t")
+    assert len(w.signals("t", [sig("repeating")], NOW)) == 1
+    assert w.signals("t", [], NOW + 5) == [] and w.open_count == 0  # over: no longer open
+    assert w.signals("t", [sig("repeating")], NOW + 10) == []  # back within REARM_S: a flicker
+    assert w.signals("t", [], NOW + 20) == []
+    # quiet for REARM_S, then in alarm again: a new stall, a new alert
+    [b] = w.signals("t", [sig("orphaned", since="2027-01-15T09:00:00.000Z")], NOW + 20 + REARM_S)
+    assert (b.node, b.signal, b.since) == ("n", "orphaned", "2027-01-15T09:00:00.000Z")
 
 
 def test_warn_turning_alarm_is_a_change() -> None:
@@ -137,7 +144,7 @@ def test_a_task_created_after_startup_has_no_baseline() -> None:
     assert [a.task for a in w.signals("new", [sig("orphaned")], NOW)] == ["new"]
     w.loaded(["t", "new", "other"])  # the feed reloaded: "other" was never heard of, so it is startup state
     assert w.signals("other", [sig("orphaned")], NOW) == []
-    assert w.signals("new", [sig("orphaned")], NOW) == []  # known, same occurrence
+    assert w.signals("new", [sig("orphaned")], NOW) == []  # still in alarm
 
 
 def test_alert_json_keys() -> None:
