@@ -21,7 +21,10 @@ terminal or a process, and is unit-tested as such. Its rules:
   it with ✋ and ⚠. A task created after the console opened has no baseline: its alarms alert.
 * **Open until seen**: an alert counts in the header until the operator opens its node's detail,
   its task's graph, or (for a handoff) the handoff inbox; or marks every alert seen (command
-  palette); or until it is over (the handoff resolved or withdrawn, the signal no longer alarm).
+  palette). A handoff resolved or withdrawn (by anyone) is no longer counted: it was dealt with.
+  A stall that ended by itself still counts: it happened while nobody looked.
+* **The bell rings at most once every** ``BELL_EVERY_S`` (10 s): ten loops starting within a few
+  seconds are ten notifications and ten hook runs, but one ring.
 
 :class:`AlertDesk` is the glue the app holds: it feeds the watch from the app's deltas and
 analysis results and delivers each batch of new alerts — the terminal bell once (unless
@@ -44,6 +47,7 @@ from store.clock import iso
 from .glyphs import MARKS
 from .text import safe_line
 
+BELL_EVERY_S = 10.0  # the bell rings at most this often (the console's clock)
 REARM_S = 300.0  # a node whose alarm ended alerts again only if it stayed quiet this long (no flicker)
 HOOK_TIMEOUT_S = 10.0  # an --on-alert command still running after this is killed (and reported)
 NOTIFY_AT_MOST = 3  # notifications per batch; the rest is one "and N more" line
@@ -157,9 +161,8 @@ class AlertWatch:
             if _get(s, "severity") == "alarm":
                 current.setdefault((task_id, _get(s, "node") or ""), []).append(s)
         for k in [k for k in self.alarming if k[0] == task_id and k not in current]:
-            del self.alarming[k]  # over (or milder)
+            del self.alarming[k]  # over (or milder); its alert stays open until seen: it happened
             self.cleared_at[k] = now
-            self.open.pop((*k, "signal"), None)
         out: list[Alert] = []
         for k, sigs in current.items():
             kinds = {str(_get(s, "kind")) for s in sigs}
@@ -241,6 +244,7 @@ class AlertDesk:
         self.hook_timeout = hook_timeout
         self.delivered: list[Alert] = []  # every alert raised (tests)
         self.bells = 0
+        self._rang_at: float | None = None
 
     @property
     def open_count(self) -> int:
@@ -283,9 +287,11 @@ class AlertDesk:
     def _deliver(self, new: list[Alert], before: int) -> None:
         if new:
             self.delivered.extend(new)
-            if self.bell:
+            now = self.app.now()
+            if self.bell and (self._rang_at is None or now - self._rang_at >= BELL_EVERY_S):
+                self._rang_at = now
                 self.bells += 1
-                self.app.bell()  # once per batch: five alerts at once are one ring
+                self.app.bell()  # once per batch, and not again within BELL_EVERY_S
             for a in new[:NOTIFY_AT_MOST]:
                 self.app.notify(a.line(), title=f"{MARKS['alert']} alert", severity="warning", timeout=10, markup=False)
             if len(new) > NOTIFY_AT_MOST:
@@ -309,4 +315,4 @@ class AlertDesk:
                 pass  # the app is closing
 
 
-__all__ = ["Alert", "AlertDesk", "AlertWatch", "HOOK_TIMEOUT_S", "REARM_S", "run_hook"]
+__all__ = ["Alert", "AlertDesk", "AlertWatch", "BELL_EVERY_S", "HOOK_TIMEOUT_S", "REARM_S", "run_hook"]

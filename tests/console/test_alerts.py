@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from console.alerts import REARM_S, Alert, AlertDesk, AlertWatch, run_hook
+from console.alerts import BELL_EVERY_S, REARM_S, Alert, AlertDesk, AlertWatch, run_hook
 from store.views import EventView
 
 NOW = 1_800_000_000.0
@@ -123,8 +123,9 @@ def test_a_node_entering_alarm_alerts_once() -> None:
 def test_an_alarm_that_ends_and_flickers_back_is_one_alert() -> None:
     w = started("t")
     assert len(w.signals("t", [sig("repeating")], NOW)) == 1
-    assert w.signals("t", [], NOW + 5) == [] and w.open_count == 0  # over: no longer open
+    assert w.signals("t", [], NOW + 5) == [] and w.open_count == 1  # over, but it happened: open until seen
     assert w.signals("t", [sig("repeating")], NOW + 10) == []  # back within REARM_S: a flicker
+    assert w.open_count == 1
     assert w.signals("t", [], NOW + 20) == []
     # quiet for REARM_S, then in alarm again: a new stall, a new alert
     [b] = w.signals("t", [sig("orphaned", since="2027-01-15T09:00:00.000Z")], NOW + 20 + REARM_S)
@@ -189,13 +190,14 @@ class Pending:
 
 class FakeApp:
     def __init__(self) -> None:
+        self.t = NOW
         self.bells = 0
         self.notes: list[tuple[str, dict[str, Any]]] = []
         self.changed = 0
         self.workers: list[Any] = []
 
     def now(self) -> float:
-        return NOW
+        return self.t
 
     def bell(self) -> None:
         self.bells += 1
@@ -237,3 +239,16 @@ def test_many_alerts_at_once_are_three_notifications_and_a_count() -> None:
     desk.took(Pending(events=[opened(i, str(i), node=f"n{i}") for i in range(1, 11)]))
     assert app.bells == 1 and len(app.notes) == 4 and app.notes[-1][0] == "and 7 more alerts"
     assert desk.open_count == 10
+
+
+def test_the_bell_rings_at_most_every_ten_seconds() -> None:
+    app = FakeApp()
+    desk = AlertDesk(app)
+    desk.took(Pending(all_tasks=[Task("t")]))
+    for i in range(1, 6):  # five handoffs, a second apart
+        app.t = NOW + i
+        desk.took(Pending(events=[opened(i, str(i), node=f"n{i}")]))
+    assert app.bells == 1 and len(app.notes) == 5
+    app.t = NOW + 1 + BELL_EVERY_S
+    desk.took(Pending(events=[opened(9, "9", node="n9")]))
+    assert app.bells == 2
