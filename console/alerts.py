@@ -23,8 +23,9 @@ terminal or a process, and is unit-tested as such. Its rules:
   its task's graph, or (for a handoff) the handoff inbox; or marks every alert seen (command
   palette). A handoff resolved or withdrawn (by anyone) is no longer counted: it was dealt with.
   A stall that ended by itself still counts: it happened while nobody looked.
-* **The bell rings at most once every** ``BELL_EVERY_S`` (10 s): ten loops starting within a few
-  seconds are ten notifications and ten hook runs, but one ring.
+* **The bell rings at most once every** ``BELL_EVERY_S`` (10 s), and a notification shows at most
+  that often too (the next one lists what came meanwhile): ten loops starting within a few seconds
+  are one ring, two notifications, ten hook runs and a count of ten.
 
 :class:`AlertDesk` is the glue the app holds: it feeds the watch from the app's deltas and
 analysis results and delivers each batch of new alerts — the terminal bell once (unless
@@ -50,7 +51,7 @@ from .text import safe_line
 BELL_EVERY_S = 10.0  # the bell rings at most this often (the console's clock)
 REARM_S = 300.0  # a node whose alarm ended alerts again only if it stayed quiet this long (no flicker)
 HOOK_TIMEOUT_S = 10.0  # an --on-alert command still running after this is killed (and reported)
-NOTIFY_AT_MOST = 3  # notifications per batch; the rest is one "and N more" line
+NOTIFY_AT_MOST = 3  # alerts a batch's notification lists; the rest is one "and N more" line
 
 
 @dataclass(frozen=True)
@@ -81,11 +82,11 @@ class Alert:
                 "severity": self.severity, "at": iso(self.at), "since": self.since, "summary": self.summary,
                 "handoff": self.handoff, "evidence": self.evidence}
 
-    def line(self) -> str:
-        """The notification: the task and node named, made safe (shown with markup=False)."""
+    def line(self, limit: int = 200) -> str:
+        """The notification's line: the task and node named, made safe (shown with markup=False)."""
         where = safe_line(self.task) + (f"/{safe_line(self.node)}" if self.node else "")
         glyph = MARKS["handoff"] if self.kind == "handoff" else MARKS["signal"]
-        return f"{glyph} {where}: {safe_line(self.summary, limit=200)}"
+        return f"{glyph} {where}: {safe_line(self.summary, limit=limit)}"
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -203,6 +204,15 @@ class AlertWatch:
         return len(self.open)
 
 
+def notification(alerts: Sequence[Alert]) -> str:
+    """One notification for a batch (a toast per alert would cover an 80×24 screen): a line per
+    alert, at most ``NOTIFY_AT_MOST``, then how many more (the header counts them all)."""
+    lines = [a.line(limit=60) for a in alerts[:NOTIFY_AT_MOST]]
+    if len(alerts) > NOTIFY_AT_MOST:
+        lines.append(f"and {len(alerts) - NOTIFY_AT_MOST} more")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------- the hook
 def run_hook(argv: Sequence[str], alert: Alert, *, timeout: float = HOOK_TIMEOUT_S) -> str | None:
     """Run ``argv`` (no shell) with the alert as one JSON object (and a newline) on stdin; its
@@ -245,6 +255,9 @@ class AlertDesk:
         self.delivered: list[Alert] = []  # every alert raised (tests)
         self.bells = 0
         self._rang_at: float | None = None
+        self._shown_at: float | None = None
+        self._unshown: list[Alert] = []  # alerts raised during a burst, for the next notification
+        self._show_armed = False
 
     @property
     def open_count(self) -> int:
@@ -292,17 +305,29 @@ class AlertDesk:
                 self._rang_at = now
                 self.bells += 1
                 self.app.bell()  # once per batch, and not again within BELL_EVERY_S
-            for a in new[:NOTIFY_AT_MOST]:
-                self.app.notify(a.line(), title=f"{MARKS['alert']} alert", severity="warning", timeout=10, markup=False)
-            if len(new) > NOTIFY_AT_MOST:
-                self.app.notify(f"and {len(new) - NOTIFY_AT_MOST} more alerts", title=f"{MARKS['alert']} alert",
-                                severity="warning", timeout=10, markup=False)
+            self._unshown.extend(new)
+            wait = 0.0 if self._shown_at is None else BELL_EVERY_S - (now - self._shown_at)
+            if wait <= 0:
+                self._show()
+            elif not self._show_armed:  # a burst: the next notification gathers what came meanwhile
+                self._show_armed = True
+                self.app.set_timer(wait, self._show)
             if self.hook:
                 for a in new:
                     self.app.run_worker(lambda a=a: self._run_hook(a), thread=True, group="alert-hook",
                                         exit_on_error=False)
         if new or self.watch.open_count != before:
             self.app.alerts_changed()
+
+    def _show(self) -> None:
+        """One notification for what is not shown yet (at most one every ``BELL_EVERY_S``)."""
+        self._show_armed = False
+        batch, self._unshown = self._unshown, []
+        if not batch:
+            return
+        self._shown_at = self.app.now()
+        self.app.notify(notification(batch), title=f"{MARKS['alert']} {len(batch)} alert{'s' if len(batch) > 1 else ''}",
+                        severity="warning", timeout=BELL_EVERY_S, markup=False)
 
     def _run_hook(self, alert: Alert) -> None:
         assert self.hook is not None

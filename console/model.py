@@ -501,10 +501,10 @@ EVENT_COLUMNS = [
     Column("ID", 7, priority=3, align="right"),
     Column("AT", 9),
     Column("LAYER", 9, priority=2),
-    Column("TASK", 12, priority=1, shrink=8),
+    Column("TASK", 13, priority=1, shrink=8),
     Column("NODE", 14, shrink=8),
     Column("KIND", 14, shrink=10),
-    Column("SUMMARY", 24, flex=True, shrink=12),
+    Column("SUMMARY", 23, flex=True, shrink=12),
 ]
 
 

@@ -60,8 +60,11 @@ def test_handoffs_open_before_the_console_are_not_news() -> None:
     assert app.bells == 0 and app.notes == [] and desk.open_count == 0
     desk.took(Pending(events=[opened(3, "3")]))  # an old event again (feed reloaded): still nothing
     assert app.bells == 0
-    desk.took(Pending(events=[opened(51, "51"), opened(52, "52")]))  # two at once: one ring, two notes
-    assert app.bells == 1 and len(app.notes) == 2 and desk.open_count == 2
+    desk.took(Pending(events=[opened(51, "51", node="a"), opened(52, "52", node="b")]))  # two at once: one ring
+    assert app.bells == 1 and len(app.notes) == 1 and desk.open_count == 2
+    assert app.notes[0][0].splitlines() == ["✋ t/a: asks a human (confirm): Open the PR?",
+                                            "✋ t/b: asks a human (confirm): Open the PR?"]
+    assert app.notes[0][1]["title"] == "⚑ 2 alerts"
     assert all(n[1]["markup"] is False for n in app.notes)
 
 
@@ -195,6 +198,7 @@ class FakeApp:
         self.notes: list[tuple[str, dict[str, Any]]] = []
         self.changed = 0
         self.workers: list[Any] = []
+        self.timers: list[Any] = []
 
     def now(self) -> float:
         return self.t
@@ -210,6 +214,9 @@ class FakeApp:
 
     def run_worker(self, fn: Any, **kw: Any) -> None:
         self.workers.append((fn, kw))
+
+    def set_timer(self, delay: float, fn: Any) -> None:
+        self.timers.append((delay, fn))
 
 
 def test_no_bell_still_notifies_and_counts() -> None:
@@ -232,12 +239,13 @@ def test_the_hook_runs_in_a_thread_worker_per_alert() -> None:
     assert all(kw["group"] == "alert-hook" and kw["exit_on_error"] is False for _, kw in app.workers)
 
 
-def test_many_alerts_at_once_are_three_notifications_and_a_count() -> None:
+def test_many_alerts_at_once_are_one_notification_of_three_lines_and_a_count() -> None:
     app = FakeApp()
     desk = AlertDesk(app)
     desk.took(Pending(all_tasks=[Task("t")]))
     desk.took(Pending(events=[opened(i, str(i), node=f"n{i}") for i in range(1, 11)]))
-    assert app.bells == 1 and len(app.notes) == 4 and app.notes[-1][0] == "and 7 more alerts"
+    assert app.bells == 1 and len(app.notes) == 1 and app.notes[0][0].splitlines()[-1] == "and 7 more"
+    assert len(app.notes[0][0].splitlines()) == 4
     assert desk.open_count == 10
 
 
@@ -248,7 +256,12 @@ def test_the_bell_rings_at_most_every_ten_seconds() -> None:
     for i in range(1, 6):  # five handoffs, a second apart
         app.t = NOW + i
         desk.took(Pending(events=[opened(i, str(i), node=f"n{i}")]))
-    assert app.bells == 1 and len(app.notes) == 5
+    # one notification at once; the four after it gathered into the next one, BELL_EVERY_S later
+    assert len(app.notes) == 1 and [d for d, _ in app.timers] == [BELL_EVERY_S - 1]
     app.t = NOW + 1 + BELL_EVERY_S
+    app.timers.pop()[1]()
+    assert len(app.notes) == 2 and app.notes[1][0].splitlines()[-1] == "and 1 more"
+    assert app.notes[1][1]["title"] == "⚑ 4 alerts"
     desk.took(Pending(events=[opened(9, "9", node="n9")]))
-    assert app.bells == 2
+    assert app.bells == 2  # ten seconds since the last ring
+    assert len(app.notes) == 2 and [d for d, _ in app.timers] == [BELL_EVERY_S]  # a notification was just shown
