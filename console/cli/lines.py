@@ -5,7 +5,7 @@
 or clear a screen, so the full-screen console would be garbage there. Instead:
 
 1. one line saying what this is, then ``warden status``'s table of the tasks;
-2. every new journal event as one line (as ``warden events --follow``), until Ctrl+C;
+2. every new journal event but heartbeats as one line (as ``warden events --follow``), until Ctrl+C;
 3. each handoff an agent opens as an ``ALERT`` line, with the bell (unless ``--no-bell``) and the
    ``--on-alert`` hook — the same alert, JSON and debounce as the console (``console.alerts``).
    Signals turning alarm need the console's analysis and are not alerted here.
@@ -34,7 +34,9 @@ from .common import APPLICATION_NAME, ledger_target, open_ledger, out_console
 from .inspection import cmd_status
 
 NOTICE = ("warden: this terminal (TERM={term}) cannot show the full-screen console: the tasks, then new events "
-          "and alerts as lines (Ctrl+C stops; a terminal such as xterm or tmux shows the console)")
+          "(heartbeats left out: `warden events --follow` has them) and alerts as lines. Ctrl+C stops; a terminal "
+          "such as xterm or tmux shows the console.")
+QUIET_KINDS = ("node.heartbeat",)  # one every few seconds per running node: they would bury the rest
 
 
 def run_lines(args: argparse.Namespace, *, bell: bool, hook: Sequence[str] | None) -> int:
@@ -57,7 +59,8 @@ def run_lines(args: argparse.Namespace, *, bell: bool, hook: Sequence[str] | Non
         while True:
             delta = feed.since(cursor)
             for e in delta.events:
-                show(e)
+                if e.kind not in QUIET_KINDS:
+                    show(e)
             for a in watch.events(delta.events, time.time()):
                 sys.stdout.write(("\a" if bell else "") + "ALERT " + a.line() + "\n")
                 sys.stdout.flush()
