@@ -36,7 +36,7 @@ from .analysis_runs import AnalysisRuns
 from .commands import WardenCommands
 from .dialogs import open_action
 from .follow import LedgerFollower, Pending
-from .glyphs import READ_ONLY_NOTICE
+from .glyphs import READ_ONLY_NOTICE, ascii_on
 from .messages import AnalysisReady, GraphPageReady, LedgerChanged, LedgerStatus, Loaded, TasksRead
 from .model import EventLogModel, GraphModel, TaskListModel
 from .screens import (
@@ -128,6 +128,11 @@ class WardenApp(AnalysisRuns, App[int]):
 
     def now(self) -> float:
         return float(self.clock())
+
+    def get_key_display(self, binding: Binding) -> str:
+        """Keys in the footer and help: their names where the terminal draws ASCII only (⏎ → enter)."""
+        shown = super().get_key_display(binding)
+        return binding.key.split(",")[0] if ascii_on() and not shown.isascii() else shown
 
     @property
     def live(self) -> bool:

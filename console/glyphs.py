@@ -44,11 +44,18 @@ def ascii_terminal(environ: Mapping[str, str] | None = None) -> bool:
 def use_ascii(on: bool = True) -> None:
     """Draw ASCII glyphs from now on (``on=False``: the Unicode ones again). The tables are
     changed in place, so every module that imported them follows."""
+    _ascii[0] = on
     NODE_GLYPHS.update(ASCII_NODE_GLYPHS if on else UNICODE_NODE_GLYPHS)
     TASK_GLYPHS.update(ASCII_TASK_GLYPHS if on else UNICODE_TASK_GLYPHS)
     MARKS.update(ASCII_MARKS if on else UNICODE_MARKS)
 
 
+def ascii_on() -> bool:
+    """Whether :func:`use_ascii` is in force."""
+    return _ascii[0]
+
+
+_ascii = [False]
 UNICODE_NODE_GLYPHS = dict(NODE_GLYPHS)
 UNICODE_TASK_GLYPHS = dict(TASK_GLYPHS)
 UNICODE_MARKS = dict(MARKS)

@@ -110,8 +110,9 @@ def test_ascii_glyphs_everywhere_they_are_drawn(ascii_glyphs: None) -> None:
 
 def test_use_ascii_off_restores_unicode() -> None:
     use_ascii()
+    assert glyphs.ascii_on()
     use_ascii(False)
-    assert NODE_GLYPHS["succeeded"] == "✔" and MARKS["signal"] == "⚠"
+    assert NODE_GLYPHS["succeeded"] == "✔" and MARKS["signal"] == "⚠" and not glyphs.ascii_on()
 
 
 async def test_the_console_draws_ascii_on_a_plain_terminal(fixed_dir: Any, ascii_glyphs: None) -> None:
@@ -123,6 +124,7 @@ async def test_the_console_draws_ascii_on_a_plain_terminal(fixed_dir: Any, ascii
         lines = [lst.render_line(y).text for y in range(1, 4)]
         assert all(line.isascii() for line in lines), lines
         assert "> active" in lines[0] and "H1" in lines[0]
+        assert app.get_key_display(app.screen.BINDINGS[0]) == "enter"  # not ⏎
 
 
 # ---------------------------------------------------------------------- PostgreSQL: a database, not a file
