@@ -457,7 +457,9 @@ class WardenApp(AnalysisRuns, App[int]):
         self._push_once(HandoffInboxScreen, HandoffInboxScreen)
 
     def action_alerts_seen(self) -> None:
+        n = self.alerts.open_count
         self.alerts.seen_all()
+        self.notify(f"{n} alert{'' if n == 1 else 's'} marked seen", timeout=3)
 
     def alerts_changed(self) -> None:
         """The open-alert count moved: every status bar shows it."""
