@@ -46,7 +46,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from store.clock import iso
 
 from .glyphs import MARKS
-from .text import safe_line
+from .text import safe, safe_line
 
 BELL_EVERY_S = 10.0  # the bell rings at most this often (the console's clock)
 REARM_S = 300.0  # a node whose alarm ended alerts again only if it stayed quiet this long (no flicker)
@@ -326,8 +326,9 @@ class AlertDesk:
         if not batch:
             return
         self._shown_at = self.app.now()
-        self.app.notify(notification(batch), title=f"{MARKS['alert']} {len(batch)} alert{'s' if len(batch) > 1 else ''}",
-                        severity="warning", timeout=BELL_EVERY_S, markup=False)
+        title = f"{MARKS['alert']} {len(batch)} alert{'s' if len(batch) > 1 else ''}"
+        self.app.notify(safe(notification(batch)), title=safe_line(title), severity="warning", timeout=BELL_EVERY_S,
+                        markup=False)
 
     def _run_hook(self, alert: Alert) -> None:
         assert self.hook is not None

@@ -459,7 +459,7 @@ class WardenApp(AnalysisRuns, App[int]):
     def action_alerts_seen(self) -> None:
         n = self.alerts.open_count
         self.alerts.seen_all()
-        self.notify(f"{n} alert{'' if n == 1 else 's'} marked seen", timeout=3)
+        self.notify(safe_line(f"{n} alert{'' if n == 1 else 's'} marked seen"), timeout=3, markup=False)
 
     def alerts_changed(self) -> None:
         """The open-alert count moved: every status bar shows it."""

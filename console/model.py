@@ -75,7 +75,7 @@ class TaskRow:
 # from 66 columns up. Narrower (60×20), the id and progress narrow so that status, P80, ⚠ and ✋
 # still fit. AGE is as wide as its longest label ("3h05m ago", "in 2d04h").
 TASK_COLUMNS = [
-    Column("TASK", 20, shrink=12),
+    Column("TASK", 20, shrink=12, room=32),
     Column("STATUS", 11),
     Column("DONE", 9, shrink=7),
     Column("P80", 11),
@@ -496,14 +496,15 @@ class GraphModel:
 
 # ---------------------------------------------------------------------- event log
 # At 80 columns: time, task, node, kind and about 25 characters of summary; the layer (also the
-# `l` filter's, and the row's colour) from 90, the id from 100. Narrower, the summary narrows first.
+# `l` filter's, and the row's colour) from 90, the id from 100. Narrower, the summary narrows first;
+# wide (from about 170), task, node and kind grow to show long ids and kinds whole.
 EVENT_COLUMNS = [
     Column("ID", 7, priority=3, align="right"),
     Column("AT", 9),
     Column("LAYER", 9, priority=2),
-    Column("TASK", 13, priority=1, shrink=8),
-    Column("NODE", 14, shrink=8),
-    Column("KIND", 14, shrink=10),
+    Column("TASK", 13, priority=1, shrink=8, room=24),
+    Column("NODE", 14, shrink=8, room=24),
+    Column("KIND", 14, shrink=10, room=20),
     Column("SUMMARY", 23, flex=True, shrink=12),
 ]
 

@@ -42,6 +42,10 @@ class Column:
     flex: bool = False  # takes the space left over (at least ``width``)
     align: str = "left"
     shrink: int = 0  # may narrow down to this many cells when the columns that always stay do not fit
+    room: int = 0  # grows to this many cells on a wide terminal (when the flex column keeps ROOM_SPARE more)
+
+
+ROOM_SPARE = 40  # a column grows to its ``room`` only when the flex column still gets this much more
 
 
 def _shrink(columns: Sequence[Column], widths: list[tuple[int, int]], over: int) -> list[tuple[int, int]]:
@@ -83,6 +87,10 @@ def layout(columns: Sequence[Column], width: int, gap: int = 1) -> list[tuple[in
     spare = width - used
     if spare < 0:  # even the columns that always stay are too wide: narrow those that may be
         widths = _shrink(columns, widths, -spare)
+    growth = sum(max(0, columns[i].room - w) for i, w in widths)
+    if growth and spare >= growth + ROOM_SPARE:  # wide: long keys and kinds whole, the rest to flex
+        widths = [(i, max(w, columns[i].room)) for i, w in widths]
+        spare -= growth
     flex = [n for n, (i, _) in enumerate(widths) if columns[i].flex]
     if spare > 0:
         n = flex[0] if flex else len(widths) - 1

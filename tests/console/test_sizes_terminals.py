@@ -47,6 +47,8 @@ def test_the_event_log_shows_the_task_at_80_columns() -> None:
     assert cols["SUMMARY"] >= 24 and cols["TASK"] >= 12
     wide = shown(EVENT_COLUMNS, 98)
     assert {"ID", "LAYER"} <= set(wide)
+    wide = shown(EVENT_COLUMNS, 198)  # 200 columns: long kinds, ids and keys whole
+    assert wide["KIND"] >= len("effect.compensated") and wide["TASK"] >= 24 and wide["SUMMARY"] >= 80
     narrow = shown(EVENT_COLUMNS, 58)
     assert sum(narrow.values()) + len(narrow) - 1 <= 58 and narrow["SUMMARY"] >= 12
 
