@@ -28,10 +28,11 @@ terminal or a process, and is unit-tested as such. Its rules:
   are one ring, two notifications, ten hook runs and a count of ten.
 
 :class:`AlertDesk` is the glue the app holds: it feeds the watch from the app's deltas and
-analysis results and delivers each batch of new alerts — the terminal bell once (unless
-``--no-bell``), one notification per alert (literal text), the header count, and the
-``--on-alert`` hook, run in a thread worker with the alert as one JSON object on stdin
-(:func:`run_hook`), never blocking the UI.
+analysis results and delivers each batch of new alerts — the terminal bell (unless ``--no-bell``;
+at most every ``BELL_EVERY_S``), one notification naming task and node (literal text; at most
+every ``BELL_EVERY_S``, gathering a burst), the header count, and the ``--on-alert`` hook, run in
+a thread worker with the alert as one JSON object on stdin (:func:`run_hook`), never blocking the
+UI.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import json
 import os
 import signal as signals_mod
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -51,6 +53,7 @@ from .text import safe, safe_line
 BELL_EVERY_S = 10.0  # the bell rings at most this often (the console's clock)
 REARM_S = 300.0  # a node whose alarm ended alerts again only if it stayed quiet this long (no flicker)
 HOOK_TIMEOUT_S = 10.0  # an --on-alert command still running after this is killed (and reported)
+HOOKS_AT_ONCE = 4  # --on-alert commands running at the same time (a burst of alerts waits its turn)
 NOTIFY_AT_MOST = 3  # alerts a batch's notification lists; the rest is one "and N more" line
 
 
@@ -258,6 +261,7 @@ class AlertDesk:
         self._shown_at: float | None = None
         self._unshown: list[Alert] = []  # alerts raised during a burst, for the next notification
         self._show_armed = False
+        self._hook_slots = threading.BoundedSemaphore(HOOKS_AT_ONCE)
 
     @property
     def open_count(self) -> int:
@@ -268,8 +272,9 @@ class AlertDesk:
         before = self.watch.open_count
         if pending.all_tasks is not None:
             self.watch.loaded(t.task_id for t in pending.all_tasks)
-            if pending.tail:  # what happened before the console opened is no news
-                self.watch.last_event = max(self.watch.last_event, pending.tail[-1].id)
+            if pending.tail is not None:  # what happened before the console (re)loaded is no news; the
+                # cursor restarts at the tail's end (a replaced ledger file may number its events anew)
+                self.watch.last_event = pending.tail[-1].id if pending.tail else 0
         new = self.watch.events(pending.events, self.app.now()) if pending.events else []
         self._deliver(new, before)
 
@@ -332,7 +337,8 @@ class AlertDesk:
 
     def _run_hook(self, alert: Alert) -> None:
         assert self.hook is not None
-        problem = run_hook(self.hook, alert, timeout=self.hook_timeout)
+        with self._hook_slots:
+            problem = run_hook(self.hook, alert, timeout=self.hook_timeout)
         if problem:
             try:
                 self.app.call_from_thread(self.app.notify, safe_line(problem, limit=300), title="alert hook",
