@@ -19,7 +19,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from textual import on, work
 from textual.app import App
@@ -30,12 +30,13 @@ from store.errors import WardenError
 from store.feed import FALLBACK_POLL_S, Feed
 from store.views import EventView, GraphView, NodeDetail, TaskView
 
+from .alerts import AlertDesk
 from .analysis import Analyst, GraphRequest
 from .analysis_runs import AnalysisRuns
 from .commands import WardenCommands
 from .dialogs import open_action
 from .follow import LedgerFollower, Pending
-from .glyphs import READ_ONLY_NOTICE
+from .glyphs import READ_ONLY_NOTICE, ascii_on
 from .messages import AnalysisReady, GraphPageReady, LedgerChanged, LedgerStatus, Loaded, TasksRead
 from .model import EventLogModel, GraphModel, TaskListModel
 from .screens import (
@@ -91,6 +92,8 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
         clock: Callable[[], float] | None = None,
         fallback_poll_s: float = FALLBACK_POLL_S,
         analysis: bool = True,
+        bell: bool = True,
+        on_alert: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         self.ledger_target = ledger_target
@@ -116,6 +119,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
         self._analysed_once: set[str] = set()
         self.analyst = Analyst(self.feed)  # the analysis worker's memory (console/analysis.py)
         self.init_analysis_runs()
+        self.alerts = AlertDesk(self, bell=bell, hook=on_alert)  # console/alerts.py
         # Instrumentation (tests and the benchmark): UI time spent applying deltas.
         self.applied_changes = 0
         self.apply_seconds = 0.0
@@ -125,6 +129,11 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
 
     def now(self) -> float:
         return float(self.clock())
+
+    def get_key_display(self, binding: Binding) -> str:
+        """Keys in the footer and help: their names where the terminal draws ASCII only (⏎ → enter)."""
+        shown = super().get_key_display(binding)
+        return binding.key.split(",")[0] if ascii_on() and not shown.isascii() else shown
 
     @property
     def live(self) -> bool:
@@ -254,6 +263,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
             for s in self._screens(NodeDetailScreen):
                 if (s.task_id, s.key) == self.follower.detail_key:
                     s.show_detail(p.detail)
+        self.alerts.took(p)
         self.apply_seconds += time.perf_counter() - t0
         self.applied_changes += len(p.events)
         if self.paint_probe is not None and p.events:
@@ -329,7 +339,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
     def ledger_status(self, msg: LedgerStatus) -> None:
         if msg.fatal:
             self.failed = msg.error
-            self.push_screen(LedgerErrorScreen(msg.error or "cannot open the ledger"))
+            self.push_screen(LedgerErrorScreen(msg.error or "cannot open the ledger", target=self.ledger_target))
             return
         error = safe_line(msg.error) if msg.error else None
         if error == self.unavailable:
@@ -377,6 +387,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
                 changed.append(pos)
         for s in self._screens(TaskListScreen):
             s.data_changed(changed, False)
+        self.alerts.analysed(msg.tasks)
         g = self.graph_model
         if msg.graph is not None and g is not None and msg.graph[0] == g.task_id:
             _, eta, node_etas, sigs = msg.graph
@@ -399,6 +410,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
             self.graph_model = None
             self._early_nodes = {}
         self.follower.graph_task = task_id
+        self.alerts.seen(task_id)
         self.push_screen(TaskGraphScreen(task_id))
         if self.graph_model is None or not self.graph_model.complete:
             self.graph_model = None
@@ -414,6 +426,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
         self.follower.detail_key = (task_id, key)
         if self.detail is not None and (self.detail.node.task_id, self.detail.node.key) != self.follower.detail_key:
             self.detail = None
+        self.alerts.seen(task_id, key)
         self.push_screen(NodeDetailScreen(task_id, key))
         self.request("detail", (task_id, key))
 
@@ -441,7 +454,19 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
         self._push_once(EventLogScreen, EventLogScreen)
 
     def action_handoffs(self) -> None:
+        self.alerts.seen_handoffs()
         self._push_once(HandoffInboxScreen, HandoffInboxScreen)
+
+    def action_alerts_seen(self) -> None:
+        n = self.alerts.open_count
+        self.alerts.seen_all()
+        self.notify(safe_line(f"{n} alert{'' if n == 1 else 's'} marked seen"), timeout=3, markup=False)
+
+    def alerts_changed(self) -> None:
+        """The open-alert count moved: every status bar shows it."""
+        for s in self.screen_stack:
+            if isinstance(s, WardenScreen) and s.is_mounted:
+                s.refresh_status()
 
     def action_runs(self) -> None:
         self._push_once(RunsScreen, RunsScreen)
@@ -503,16 +528,19 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
 
 
 def console_app(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
-                project: str | None = None, records: str | None = None) -> WardenApp:
+                project: str | None = None, records: str | None = None, bell: bool = True,
+                on_alert: Sequence[str] | None = None) -> WardenApp:
     """The app exactly as `warden console` runs it (the benchmark drives this one)."""
-    return WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records)
+    return WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records,
+                     bell=bell, on_alert=on_alert)
 
 
 def run_console(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
-                project: str | None = None, records: str | None = None) -> int:
+                project: str | None = None, records: str | None = None, bell: bool = True,
+                on_alert: Sequence[str] | None = None) -> int:
     """`warden console`: run the app; exit 4 when the ledger could not be opened."""
     app = console_app(ledger=ledger, runs=runs, read_only=read_only, operator=operator, project=project,
-                      records=records)
+                      records=records, bell=bell, on_alert=on_alert)
     app.run()
     if app.failed:  # the ledger could not be opened: exit 4, "ledger unavailable" (console/cli/errors.py)
         print(f"warden: {safe_line(app.failed)}", file=sys.stderr)

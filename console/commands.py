@@ -14,6 +14,7 @@ from .text import literal, safe_line
 COMMANDS: list[tuple[str, str, str]] = [
     ("Event log", "action_events", "the journal's tail; follow, filter by layer and task (e)"),
     ("Handoff inbox", "action_handoffs", "open needs_human requests (h)"),
+    ("Mark alerts seen", "action_alerts_seen", "clear the header's count of new alerts"),
     ("Runs and recovery", "action_runs", "run directories (g)"),
     ("Help", "action_help", "every key (?)"),
     ("Park", "action_operator:park", "park the selected task or node (p)"),

@@ -129,8 +129,11 @@ def eta_figures(eta: Mapping[str, Any] | None) -> str:
     if not eta or eta.get("p80_s") is None:
         return "—"
     n = int(eta.get("samples") or 0)
+    conf = safe_line(eta.get("confidence") or "none")
+    # The label `none` reads as "no confidence" in a sentence (docs/estimates.md: no sample of the kind).
+    said = "no confidence" if conf == "none" else f"{conf} confidence"
     return (f"P50 {duration_label(eta.get('p50_s'))}  P80 {duration_label(eta.get('p80_s'))}  "
-            f"({safe_line(eta.get('confidence') or 'none')} confidence, {n} sample{'s' if n != 1 else ''})")
+            f"({said}, {n} sample{'s' if n != 1 else ''})")
 
 
 def estimate_section(out: Text, eta: Mapping[str, Any] | None, status: str) -> None:

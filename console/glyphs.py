@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping, Sequence
 
 from store.clock import duration_text
@@ -13,8 +14,51 @@ NODE_GLYPHS = {
     "abandoned": "⊘",
 }
 TASK_GLYPHS = {"active": "▶", "parked": "⏸", "completed": "✔", "failed": "✖", "aborted": "⊘"}
-SIGNAL_GLYPH = "⚠"
+SIGNAL_GLYPH = "⚠"  # (the Unicode mark; what is drawn is MARKS["signal"], ASCII on a plain terminal)
+ALERT_GLYPH = "⚑"
+# Single marks drawn by the console, replaced in place by use_ascii() like the status glyphs.
+MARKS = {"signal": SIGNAL_GLYPH, "handoff": "✋", "alert": ALERT_GLYPH, "full": "█", "empty": "░",
+         "spark": "▁▂▃▄▅▆▇█", "dash": "—", "left": "←"}
+
+# A terminal that cannot draw those (TERM=linux: the kernel's console font; TERM=dumb, vt100…):
+# a letter or sign each, still glyph + word ("+ succeeded"), so nothing relies on the glyph alone.
+ASCII_NODE_GLYPHS = {"pending": "o", "running": ">", "blocked": "H", "parked": "=", "succeeded": "+",
+                     "failed": "x", "abandoned": "-"}
+ASCII_TASK_GLYPHS = {"active": ">", "parked": "=", "completed": "+", "failed": "x", "aborted": "-"}
+ASCII_MARKS = {"signal": "!", "handoff": "H", "alert": "*", "full": "#", "empty": ".", "spark": "_.-=+*#@",
+               "dash": "-", "left": "<-"}
+ASCII_TERMS = ("dumb", "linux", "vt100", "vt102", "vt220", "ansi", "cons25")
 READ_ONLY_NOTICE = "read-only (opened with --read-only): actions are disabled"
+
+
+def ascii_terminal(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether this terminal gets ASCII glyphs: ``$WARDEN_ASCII`` (1/0) decides if set, else a
+    ``$TERM`` of :data:`ASCII_TERMS` (docs/console.md, "Sizes and terminals")."""
+    env = os.environ if environ is None else environ
+    forced = env.get("WARDEN_ASCII")
+    if forced:
+        return forced not in ("0", "no", "false")
+    return env.get("TERM", "").split("-")[0] in ASCII_TERMS
+
+
+def use_ascii(on: bool = True) -> None:
+    """Draw ASCII glyphs from now on (``on=False``: the Unicode ones again). The tables are
+    changed in place, so every module that imported them follows."""
+    _ascii[0] = on
+    NODE_GLYPHS.update(ASCII_NODE_GLYPHS if on else UNICODE_NODE_GLYPHS)
+    TASK_GLYPHS.update(ASCII_TASK_GLYPHS if on else UNICODE_TASK_GLYPHS)
+    MARKS.update(ASCII_MARKS if on else UNICODE_MARKS)
+
+
+def ascii_on() -> bool:
+    """Whether :func:`use_ascii` is in force."""
+    return _ascii[0]
+
+
+_ascii = [False]
+UNICODE_NODE_GLYPHS = dict(NODE_GLYPHS)
+UNICODE_TASK_GLYPHS = dict(TASK_GLYPHS)
+UNICODE_MARKS = dict(MARKS)
 
 
 def node_status_label(status: str) -> str:
@@ -29,14 +73,14 @@ def task_status_label(status: str) -> str:
 def duration_label(seconds: float | None) -> str:
     """Compact duration: 45s, 3m05s, 12m, 3h05m, 2d04h (or — when unknown)."""
     if seconds is None:
-        return "—"
+        return MARKS["dash"]
     return duration_text(seconds)
 
 
 def age_label(seconds: float | None) -> str:
     """Relative age: "3m ago"."""
     if seconds is None:
-        return "—"
+        return MARKS["dash"]
     if seconds < 0:
         return "in " + duration_label(-seconds)
     return duration_label(seconds) + " ago"
@@ -47,16 +91,16 @@ CONFIDENCE_SHORT = {"none": "?", "low": "low", "medium": "med", "high": "high"}
 
 def eta_label(eta: Mapping[str, Any] | None) -> str:
     if not eta or eta.get("p80_s") is None:
-        return "—"
+        return MARKS["dash"]
     return f"{duration_label(eta['p80_s'])} ({CONFIDENCE_SHORT.get(eta.get('confidence', 'none'), '?')})"
 
 
 def budget_label(budget: Mapping[str, Any] | None) -> str:
     if not budget:
-        return "—"
+        return MARKS["dash"]
     ratio = budget.get("ratio")
     if ratio is None or (not budget.get("token_cap") and not budget.get("wall_cap_s")):
-        return "—"
+        return MARKS["dash"]
     gate = budget.get("gate", "ok")
     return f"{ratio * 100:.0f}% {gate}"
 
@@ -69,10 +113,10 @@ def pause_label(budget: Mapping[str, Any] | None) -> str:
     since = since[:16] + "Z" if len(since) >= 16 else since  # to the minute
     why = {"parked": "parked", "handoff": "waiting on a human", "parked node": "a node is parked"}.get(
         str(budget.get("paused_for")), str(budget.get("paused_for") or "waiting"))
-    return f"⏸ budget clock paused since {since} ({why})"
+    return f"{TASK_GLYPHS['parked']} budget clock paused since {since} ({why})"
 
 
 def signals_label(signals: Sequence[Mapping[str, Any]] | None) -> str:
     if not signals:
-        return "—"
-    return f"{SIGNAL_GLYPH} {len(signals)}"
+        return MARKS["dash"]
+    return f"{MARKS['signal']} {len(signals)}"

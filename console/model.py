@@ -17,7 +17,7 @@ from store.clock import iso
 from store.report import budget_json, empty_eta
 from store.views import EventView, GraphView, NodeView, TaskView
 
-from .glyphs import NODE_GLYPHS, SIGNAL_GLYPH, TASK_GLYPHS, age_label, duration_label, eta_label
+from .glyphs import MARKS, NODE_GLYPHS, TASK_GLYPHS, age_label, duration_label, eta_label
 from .text import safe_line
 from .widgets.figures import gauge
 from .widgets.rowlist import Cell, Column
@@ -34,9 +34,9 @@ def status_cell(status: str, glyphs: Mapping[str, str]) -> Cell:
 
 def signals_cell(signals: Sequence[Any]) -> Cell:
     if not signals:
-        return ("—", "dim")
+        return (MARKS["dash"], "dim")
     sev = {(_get(s, "severity") or "warn") for s in signals}
-    return (f"{SIGNAL_GLYPH} {len(signals)}", "alarm" if "alarm" in sev else "warn")
+    return (f"{MARKS['signal']} {len(signals)}", "alarm" if "alarm" in sev else "warn")
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -46,7 +46,7 @@ def _get(obj: Any, name: str) -> Any:
 def signal_text(s: Any) -> str:
     node = _get(s, "node")
     where = f" {safe_line(node)}" if node else ""
-    return f"{SIGNAL_GLYPH} {safe_line(_get(s, 'kind'))}{where} ({safe_line(_get(s, 'severity'))}): {safe_line(_get(s, 'evidence'), limit=200)}"
+    return f"{MARKS['signal']} {safe_line(_get(s, 'kind'))}{where} ({safe_line(_get(s, 'severity'))}): {safe_line(_get(s, 'evidence'), limit=200)}"
 
 
 def progress_text(counts: Mapping[str, int]) -> str:
@@ -59,7 +59,7 @@ def progress_text(counts: Mapping[str, int]) -> str:
 def clock_time(ts: float | None) -> str:
     """HH:MM:SSZ (UTC) for the event log; the full ISO time is in the node detail."""
     s = iso(ts)
-    return s[11:19] + "Z" if s else "—"
+    return s[11:19] + "Z" if s else MARKS["dash"]
 
 
 # ---------------------------------------------------------------------- task list
@@ -71,18 +71,22 @@ class TaskRow:
 
 
 # At 80 columns the title and the budget gauge give way first, then the age; id, status,
-# progress, P80, signals and handoffs always stay, and an id of up to 20 characters is never cut.
+# progress, P80, signals and handoffs always stay, and an id of up to 20 characters is never cut
+# from 66 columns up. Narrower (60×20), the id and progress narrow so that status, P80, ⚠ and ✋
+# still fit. AGE is as wide as its longest label ("3h05m ago", "in 2d04h").
 TASK_COLUMNS = [
-    Column("TASK", 20),
+    Column("TASK", 20, shrink=12, room=32),
     Column("STATUS", 11),
-    Column("DONE", 9),
+    Column("DONE", 9, shrink=7),
     Column("P80", 11),
     Column("BUDGET", 16, priority=2),
     Column("SIG", 4),
     Column("HAND", 4),
-    Column("AGE", 7, priority=3),
+    Column("AGE", 9, priority=3),
     Column("TITLE", 8, priority=4, flex=True),
 ]
+FINISHED_TASK = ("completed", "failed", "aborted")
+FINISHED_NODE = ("succeeded", "failed", "abandoned")
 
 
 class TaskListModel:
@@ -178,7 +182,10 @@ class TaskListModel:
             budget = (f"{gauge(b['ratio'], 6)} {b['ratio'] * 100:3.0f}% {b['gate']}",
                       {"ok": "", "soft": "warn"}.get(b["gate"], "alarm"))
         else:
-            budget = ("—", "dim")
+            budget = (MARKS["dash"], "dim")
+        # A finished task has no time left: no P80, not even the last one computed while it ran
+        # (the next analysis would drop it a few seconds later).
+        eta = None if t.status in FINISHED_TASK else row.eta
         sigs = list(row.signals)
         if b["gate"] in ("soft", "hard", "stop") and (t.token_cap or t.wall_cap_s):
             sigs.append({"kind": f"budget_{b['gate']}", "severity": "warn" if b["gate"] == "soft" else "alarm"})
@@ -186,10 +193,10 @@ class TaskListModel:
             (safe_line(t.task_id), "key"),
             status_cell(t.status, TASK_GLYPHS),
             (progress_text(t.counts), ""),
-            (eta_label(row.eta), "" if (row.eta or {}).get("p80_s") is not None else "dim"),
+            (eta_label(eta), "" if (eta or {}).get("p80_s") is not None else "dim"),
             budget,
             signals_cell(sigs),
-            (f"✋{t.handoffs_open}", "blocked") if t.handoffs_open else ("—", "dim"),
+            (f"{MARKS['handoff']}{t.handoffs_open}", "blocked") if t.handoffs_open else (MARKS["dash"], "dim"),
             (age_label(self.clock() - t.created_at), "dim"),
             (safe_line(t.title), ""),
         ]
@@ -459,7 +466,7 @@ class GraphModel:
         if not n.has_lease:
             if n.status == "pending" and n.next_retry_at and n.next_retry_at > self.clock():
                 return (f"retry {duration_label(n.next_retry_at - self.clock())}", "dim")
-            return ("—", "dim")
+            return (MARKS["dash"], "dim")
         left = (n.lease_until or 0) - self.clock()
         owner = safe_line(n.lease_owner or "?", limit=8)
         if left <= 0:
@@ -472,8 +479,8 @@ class GraphModel:
             return []
         i = self.index[n.key]
         indent = " " * min(MAX_INDENT, self.depth[i] if i < len(self.depth) else 0)
-        deps = ("← " + ",".join(safe_line(d) for d in n.deps)) if n.deps else "—"
-        eta = self.etas.get(n.key)
+        deps = (f"{MARKS['left']} " + ",".join(safe_line(d) for d in n.deps)) if n.deps else MARKS["dash"]
+        eta = None if n.status in FINISHED_NODE else self.etas.get(n.key)
         return [
             (indent + safe_line(n.key), "key"),
             status_cell(n.status, NODE_GLYPHS),
@@ -488,14 +495,17 @@ class GraphModel:
 
 
 # ---------------------------------------------------------------------- event log
+# At 80 columns: time, task, node, kind and about 25 characters of summary; the layer (also the
+# `l` filter's, and the row's colour) from 90, the id from 100. Narrower, the summary narrows first;
+# wide (from about 170), task, node and kind grow to show long ids and kinds whole.
 EVENT_COLUMNS = [
-    Column("ID", 7, priority=1, align="right"),
+    Column("ID", 7, priority=3, align="right"),
     Column("AT", 9),
-    Column("LAYER", 9),
-    Column("TASK", 12, priority=2),
-    Column("NODE", 16),
-    Column("KIND", 16),
-    Column("SUMMARY", 10, flex=True),
+    Column("LAYER", 9, priority=2),
+    Column("TASK", 13, priority=1, shrink=8, room=24),
+    Column("NODE", 14, shrink=8, room=24),
+    Column("KIND", 14, shrink=10, room=20),
+    Column("SUMMARY", 23, flex=True, shrink=12),
 ]
 
 
@@ -544,8 +554,8 @@ class EventLogModel:
             (str(e.id), "dim"),
             (clock_time(e.at), "dim"),
             (safe_line(e.layer), "key" if e.layer == "decision" else ("warn" if e.layer == "operator" else "")),
-            (safe_line(e.task_id or "—"), ""),
-            (safe_line(e.node or "—"), ""),
+            (safe_line(e.task_id or MARKS["dash"]), ""),
+            (safe_line(e.node or MARKS["dash"]), ""),
             (safe_line(e.kind), ""),
             (safe_line(e.summary), ""),
         ]

@@ -11,6 +11,8 @@ import argparse
 import json
 import math
 import os
+import shlex
+import shutil
 import sys
 from typing import Any
 
@@ -60,6 +62,9 @@ GLOBALS: dict[str, tuple[str, dict[str, Any], Any]] = {
     "dry_run": ("--dry-run", dict(action="store_true", help="only print the preview"), False),
     "read_only": ("--read-only", dict(action="store_true", help="open the ledger read-only; actions are hidden"),
                   False),
+    "no_bell": ("--no-bell", dict(action="store_true", help="alerts do not ring the terminal bell"), False),
+    "on_alert": ("--on-alert", dict(metavar="CMD", help="run CMD (split like a shell line, no shell) for each "
+                                                        "alert, the alert as one JSON object on its stdin"), None),
 }
 
 
@@ -100,6 +105,23 @@ def fill_globals(args: argparse.Namespace) -> argparse.Namespace:
         if not hasattr(args, name):
             setattr(args, name, default)
     return args
+
+
+def alert_hook(args: argparse.Namespace) -> list[str] | None:
+    """``--on-alert CMD`` as an argv (``shlex`` rules, no shell), checked now: a command that
+    cannot run is a usage error before the console opens, not a failure at the first alert."""
+    text = getattr(args, "on_alert", None)
+    if text is None:
+        return None
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        raise UsageError(f"warden {args.command}: --on-alert: {safe_line(str(e))}") from None
+    if not argv:
+        raise UsageError(f"warden {args.command}: --on-alert needs a command")
+    if shutil.which(argv[0]) is None:
+        raise UsageError(f"warden {args.command}: --on-alert: no such command: {safe_line(argv[0])}")
+    return argv
 
 
 def ledger_target(args: argparse.Namespace) -> str:
@@ -178,6 +200,6 @@ def print_fitted(c: Console, headers: list[str], rows: list[list[str]], give_way
 
 
 __all__ = [
-    "GLOBALS", "CliParser", "UsageError", "fill_globals", "flags", "honours", "ledger_target", "open_ledger",
+    "GLOBALS", "CliParser", "UsageError", "alert_hook", "fill_globals", "flags", "honours", "ledger_target", "open_ledger",
     "operator_of", "out_console", "print_fitted", "print_json", "runs_dir",
 ]

@@ -38,9 +38,10 @@ from store import WardenError
 from store.db import masked
 
 from . import actions, inspection, recovery, report, serve
-from .common import GLOBALS, CliParser, fill_globals, flags, honours, ledger_target, operator_of, runs_dir
+from .common import GLOBALS, CliParser, alert_hook, fill_globals, flags, honours, ledger_target, operator_of, runs_dir
 from .errors import CliFailure, UsageError
 from .errors import report as report_failure
+from ..glyphs import ascii_terminal, use_ascii
 from ..text import safe_line
 
 Registrar = Callable[[Any, list[argparse.ArgumentParser]], None]
@@ -69,14 +70,15 @@ def build_parser() -> CliParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CliParser)
     parents = [common_parent()]
 
-    p = sub.add_parser("console", parents=flags("ledger", "runs", "project", "records", "operator", "read_only"),
+    p = sub.add_parser("console", parents=flags("ledger", "runs", "project", "records", "operator", "read_only",
+                                                "no_bell", "on_alert"),
                        help="the console (the default)")
-    honours(p, "ledger", "runs", "project", "records", "operator", "read_only")
+    honours(p, "ledger", "runs", "project", "records", "operator", "read_only", "no_bell", "on_alert")
     p.set_defaults(func=cmd_console)
 
-    p = sub.add_parser("demo", parents=flags("operator"),
+    p = sub.add_parser("demo", parents=flags("operator", "no_bell", "on_alert"),
                        help="simulated agents on a throw-away ledger, and the console")
-    honours(p, "operator")
+    honours(p, "operator", "no_bell", "on_alert")
     p.add_argument("--dir", metavar="DIR", help="where to put the demo ledger and runs (default: a temp dir)")
     p.add_argument("--speed", type=_positive, default=1.0, metavar="X", help="time scale (2 = twice as fast)")
     p.add_argument("--seed", type=int, default=7, metavar="N", help="random seed (repeatable runs)")
@@ -186,19 +188,42 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # ---------------------------------------------------------------------- the UIs
 def cmd_console(args: argparse.Namespace) -> int:
+    hook = alert_hook(args)
+    terminal = terminal_kind()
+    if terminal == "lines":  # TERM=dumb: no full screen (docs/console.md, "Sizes and terminals")
+        from .lines import run_lines
+
+        return run_lines(args, bell=not args.no_bell, hook=hook)
     from ..app import run_console  # imported when used: the other subcommands never load Textual
 
     return run_console(
         ledger=ledger_target(args), runs=runs_dir(args), read_only=args.read_only,
         operator=operator_of(args), project=args.project, records=args.records,
+        bell=not args.no_bell, on_alert=hook,
     )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo import run_demo
 
+    hook = alert_hook(args)
+    if not args.no_console and terminal_kind() == "lines":
+        raise UsageError("warden demo: this terminal (TERM=dumb) cannot show the console; run it in a terminal "
+                         "that can, or add --no-console")
     return run_demo(directory=args.dir, speed=args.speed, seed=args.seed, operator=operator_of(args),
-                    with_console=not args.no_console)
+                    with_console=not args.no_console, bell=not args.no_bell, on_alert=hook)
+
+
+def terminal_kind() -> str:
+    """``lines`` on a terminal that cannot do full screen (TERM=dumb, or no TERM at all, on a
+    terminal); else ``screen``, with ASCII glyphs turned on for a plain one (TERM=linux...)."""
+    term = os.environ.get("TERM", "")
+    tty = sys.stdout.isatty()
+    if tty and ascii_terminal():
+        use_ascii()
+    if tty and term in ("dumb", ""):
+        return "lines"
+    return "screen"
 
 
 __all__ = ["REGISTRARS", "build_parser", "common_parent", "main", "parse", "version"]

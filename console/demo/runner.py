@@ -159,6 +159,8 @@ def run_demo(
     with_console: bool = True,
     out: TextIO | None = None,
     console: Callable[..., int] | None = None,
+    bell: bool = True,
+    on_alert: list[str] | None = None,
 ) -> int:
     """Build the demo, start the workers, open the console (or follow headless); stop everything."""
     out = out or sys.stdout
@@ -183,7 +185,7 @@ def run_demo(
             if console is None:
                 from ..app import run_console as console
             rc = console(ledger=str(paths.ledger), runs=str(paths.runs), read_only=False, operator=operator,
-                         project=str(paths.root), records=None)
+                         project=str(paths.root), records=None, bell=bell, on_alert=on_alert)
         else:
             rc = _wait_headless(paths, out, stop)
     finally:

@@ -14,8 +14,20 @@ from ..text import safe_line
 from .base import WardenScreen
 
 
-def how_to_fix(message: str) -> str:
+def is_database_url(target: str) -> bool:
+    """A ledger on a database server (PostgreSQL), not a file: say "database", not "file"."""
+    return "://" in target and not target.lower().startswith("sqlite")
+
+
+def how_to_fix(message: str, *, database: bool = False) -> str:
     m = message.lower()
+    if database:
+        if "no ledger at" in m or "not a warden ledger" in m or "is empty" in m or "no meta table" in m:
+            return ("This database holds no Warden ledger. Check --ledger names the right database (and schema); "
+                    "an agent's Ledger.open creates the ledger in it, or run `warden demo` for a local one.")
+        if "newer warden" not in m and "warden migrate" not in m:  # (those read as for a file, below)
+            return ("Check --ledger (host, port, database, user), that the server is up and reachable, and this "
+                    "user's rights on the database; then press r to retry.")
     if "newer warden" in m:
         return "Upgrade Warden to a version that reads this ledger's schema."
     if "warden migrate" in m:
@@ -36,16 +48,17 @@ class LedgerErrorScreen(WardenScreen):
         Binding("q", "app.quit", "Quit", id="quit"),
     ]
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, target: str = "") -> None:
         super().__init__()
         self.message = message
+        self.database = is_database_url(target)
 
     def compose_body(self) -> Iterable[Widget]:
         out = Text()
         out.append("Warden cannot open the ledger\n\n", style="bold")
         out.append(safe_line(self.message) + "\n\n")
         out.append("How to fix: ", style="bold")
-        out.append(how_to_fix(self.message) + "\n\n")
+        out.append(how_to_fix(self.message, database=self.database) + "\n\n")
         out.append("r retry · q quit", style="dim")
         with VerticalScroll(id="error-scroll"):
             yield Static(out, markup=False, id="error")

@@ -57,8 +57,12 @@ class EventLogScreen(ListScreen):
 
     @on(RowList.Highlighted)
     def _moved(self, event: RowList.Highlighted) -> None:
-        if event.index < self.row_list.row_count - 1 and self.follow:
-            self.follow = False  # moving up pauses follow; `f` resumes
+        # Moving up pauses follow; `f` resumes. A highlight the list posted for a row that is no
+        # longer the cursor is stale (follow moved on to the new last row while it was queued: on
+        # a busy ledger, opening the log paused follow at once).
+        lst = self.row_list
+        if self.follow and event.index == lst.cursor and event.index < lst.row_count - 1:
+            self.follow = False
             self.update_info()
 
     def action_back(self) -> None:

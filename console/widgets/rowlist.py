@@ -7,7 +7,8 @@ when it is painted, cached as one Strip, and an update invalidates exactly that 
 The list is fed by a *source* (any object with ``row_count()`` and ``row_cells(i)``); cells are
 ``(text, style_name)`` pairs whose text is already safe (see ``console/text.py``): it is drawn
 as plain segments, never parsed as markup. Columns give way by priority when the terminal is
-narrow: priority 0 columns always stay; the higher the number, the earlier it goes.
+narrow: priority 0 columns always stay (narrowed down to their ``shrink`` width when even they do
+not fit); the higher the number, the earlier a column goes.
 """
 
 from __future__ import annotations
@@ -40,6 +41,28 @@ class Column:
     priority: int = 0  # 0: always shown; larger numbers give way first
     flex: bool = False  # takes the space left over (at least ``width``)
     align: str = "left"
+    shrink: int = 0  # may narrow down to this many cells when the columns that always stay do not fit
+    room: int = 0  # grows to this many cells on a wide terminal (when the flex column keeps ROOM_SPARE more)
+
+
+ROOM_SPARE = 40  # a column grows to its ``room`` only when the flex column still gets this much more
+
+
+def _shrink(columns: Sequence[Column], widths: list[tuple[int, int]], over: int) -> list[tuple[int, int]]:
+    """Take ``over`` cells from the columns that may shrink, the flex column first, then left to
+    right, each down to its ``shrink`` width."""
+    order = sorted(range(len(widths)), key=lambda n: (not columns[widths[n][0]].flex, n))
+    out = list(widths)
+    for n in order:
+        if over <= 0:
+            break
+        i, w = out[n]
+        floor = columns[i].shrink
+        if floor and w > floor:
+            take = min(over, w - floor)
+            out[n] = (i, w - take)
+            over -= take
+    return out
 
 
 class RowSource(Protocol):
@@ -62,6 +85,12 @@ def layout(columns: Sequence[Column], width: int, gap: int = 1) -> list[tuple[in
     keep.sort()
     widths = [(i, columns[i].width) for i in keep]
     spare = width - used
+    if spare < 0:  # even the columns that always stay are too wide: narrow those that may be
+        widths = _shrink(columns, widths, -spare)
+    growth = sum(max(0, columns[i].room - w) for i, w in widths)
+    if growth and spare >= growth + ROOM_SPARE:  # wide: long keys and kinds whole, the rest to flex
+        widths = [(i, max(w, columns[i].room)) for i, w in widths]
+        spare -= growth
     flex = [n for n, (i, _) in enumerate(widths) if columns[i].flex]
     if spare > 0:
         n = flex[0] if flex else len(widths) - 1

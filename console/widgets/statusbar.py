@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from ..glyphs import MARKS
 from ..text import safe_line
 
 
@@ -31,6 +32,11 @@ class StatusBar(Static):
             mode.append("read-only")
         mode.append("live" if getattr(app, "live", True) else "snapshot")
         text.append("  ·  " + " · ".join(mode), style="dim")
+        desk = getattr(app, "alerts", None)
+        count = getattr(desk, "open_count", 0)
+        if count:  # alerts not seen yet (console/alerts.py)
+            text.append("  ")
+            text.append(f" {MARKS['alert']} {count} new alert{'s' if count != 1 else ''} ", style="bold reverse")
         error = getattr(app, "unavailable", None)
         if error:
             self.set_class(True, "-unavailable")

@@ -110,7 +110,7 @@ def test_quitting_the_console_stops_every_worker(tmp_path):
     root = tmp_path / "demo"
     seen: dict[str, object] = {}
 
-    def fake_console(*, ledger, runs, read_only, operator, project, records) -> int:
+    def fake_console(*, ledger, runs, read_only, operator, project, records, bell, on_alert) -> int:
         # stands in for the app: waits until the agents are visibly at work, then "quits"
         def running() -> bool:
             with open_ledger(Path(ledger)) as led:
@@ -118,7 +118,7 @@ def test_quitting_the_console_stops_every_worker(tmp_path):
 
         wait_for(running, 30, "a running node")
         seen["workers"] = processes_mentioning(str(root))
-        seen.update(runs=runs, project=project, read_only=read_only)
+        seen.update(runs=runs, project=project, read_only=read_only, bell=bell, on_alert=on_alert)
         return 0
 
     out = io.StringIO()
@@ -126,7 +126,7 @@ def test_quitting_the_console_stops_every_worker(tmp_path):
     assert rc == 0
     assert len(seen["workers"]) == 6 and all("console.demo.worker" in cmd for _, cmd in seen["workers"])
     assert seen["runs"] == str(root.resolve() / "runs") and seen["project"] == str(root.resolve())
-    assert seen["read_only"] is False
+    assert seen["read_only"] is False and seen["bell"] is True and seen["on_alert"] is None
     assert processes_mentioning(str(root)) == []
     assert "reopen it with:   warden console --ledger" in out.getvalue()
 

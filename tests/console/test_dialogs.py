@@ -479,6 +479,7 @@ def _notified(text: str):
 PALETTE = {
     "Event log": _screen_is(EventLogScreen),
     "Handoff inbox": _screen_is(HandoffInboxScreen),
+    "Mark alerts seen": _notified("0 alerts marked seen"),
     "Runs and recovery": _screen_is(RunsScreen),
     "Help": _screen_is(HelpScreen),
     "Park": _screen_is(ParkDialog, task_id="report-001"),

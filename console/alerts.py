@@ -1,0 +1,350 @@
+"""Alerts: what reaches an operator who is looking elsewhere (docs/console.md, "Alerts").
+
+Two things raise an alert while the console is open:
+
+* a **handoff opened** (an agent asked for a human: a ``handoff.opened`` event read by the feed);
+* a **signal turning alarm** (a stall, an orphaned lease, a budget at ``stop``: a signal whose
+  severity is ``alarm`` where the previous analysis of its task had it absent or milder).
+
+:class:`AlertWatch` is the pure part: it diffs what the model learns (events, each task's signals)
+against what it has seen and returns the new :class:`Alert` objects; it never touches Textual, a
+terminal or a process, and is unit-tested as such. Its rules:
+
+* **Debounced**: one alert per handoff, and one per node entering alarm (a task-level signal,
+  such as a budget at ``stop``, counts as the task's own "node"). While the node stays in alarm —
+  repaints, further analyses, a second alarm kind on the same node (a loop is ``repeating`` and
+  then ``no_new_info``), a restart of the feed — nothing alerts again. A node whose alarm ended
+  alerts again only after staying quiet for ``REARM_S`` (5 minutes of the console's clock), so a
+  signal that flickers off and on is one alert.
+* **Startup is the baseline**: what is already true when the console opens (open handoffs,
+  alarms in the first analysis of each task present at load) rings nothing — the task list shows
+  it with ✋ and ⚠. A task created after the console opened has no baseline: its alarms alert.
+* **Open until seen**: an alert counts in the header until the operator opens its node's detail,
+  its task's graph, or (for a handoff) the handoff inbox; or marks every alert seen (command
+  palette). A handoff resolved or withdrawn (by anyone) is no longer counted: it was dealt with.
+  A stall that ended by itself still counts: it happened while nobody looked.
+* **The bell rings at most once every** ``BELL_EVERY_S`` (10 s), and a notification shows at most
+  that often too (the next one lists what came meanwhile): ten loops starting within a few seconds
+  are one ring, two notifications, ten hook runs and a count of ten.
+
+:class:`AlertDesk` is the glue the app holds: it feeds the watch from the app's deltas and
+analysis results and delivers each batch of new alerts — the terminal bell (unless ``--no-bell``;
+at most every ``BELL_EVERY_S``), one notification naming task and node (literal text; at most
+every ``BELL_EVERY_S``, gathering a burst), the header count, and the ``--on-alert`` hook, run in
+a thread worker with the alert as one JSON object on stdin (:func:`run_hook`), never blocking the
+UI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal as signals_mod
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from store.clock import iso
+
+from .glyphs import MARKS
+from .text import safe, safe_line
+
+BELL_EVERY_S = 10.0  # the bell rings at most this often (the console's clock)
+REARM_S = 300.0  # a node whose alarm ended alerts again only if it stayed quiet this long (no flicker)
+HOOK_TIMEOUT_S = 10.0  # an --on-alert command still running after this is killed (and reported)
+HOOKS_AT_ONCE = 4  # --on-alert commands running at the same time (a burst of alerts waits its turn)
+NOTIFY_AT_MOST = 3  # alerts a batch's notification lists; the rest is one "and N more" line
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One thing the operator should know about now. ``to_json`` is the hook's stdin."""
+
+    kind: str  # "handoff" | "signal"
+    task: str
+    node: str | None
+    signal: str | None  # the signal's kind (``repeating``, ``orphaned``, …); None for a handoff
+    severity: str  # "alarm" for a signal; for a handoff, "alarm" too (somebody waits on a human)
+    at: float  # when the console raised it
+    summary: str  # one line, as the notification says it (agent text included, unescaped here)
+    since: str | None = None  # the signal's since / the handoff's opening time (ISO UTC)
+    handoff: str | None = None  # the handoff's id
+    evidence: str = ""  # the signal's evidence, or the handoff's question
+    event_id: int | None = None  # the journal event that raised it (a handoff)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What "the same alert" means for seen-marking: per handoff, or per node and signal kind."""
+        if self.kind == "handoff":
+            return ("handoff", self.task, self.handoff or "")
+        return (self.task, self.node or "", "signal")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "task": self.task, "node": self.node, "signal": self.signal,
+                "severity": self.severity, "at": iso(self.at), "since": self.since, "summary": self.summary,
+                "handoff": self.handoff, "evidence": self.evidence}
+
+    def line(self, limit: int = 200) -> str:
+        """The notification's line: the task and node named, made safe (shown with markup=False)."""
+        where = safe_line(self.task) + (f"/{safe_line(self.node)}" if self.node else "")
+        glyph = MARKS["handoff"] if self.kind == "handoff" else MARKS["signal"]
+        return f"{glyph} {where}: {safe_line(self.summary, limit=limit)}"
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def _iso(value: Any) -> str | None:
+    """A signal's ``since`` as the console gets it (an ISO string from signal_json, or seconds)."""
+    if value is None or isinstance(value, str):
+        return value
+    return iso(float(value))
+
+
+@dataclass
+class AlertWatch:
+    """The pure diff: model state in, new alerts out (see the module's docstring)."""
+
+    baseline: set[str] = field(default_factory=set)  # tasks whose next signals are the startup state
+    known: set[str] = field(default_factory=set)  # tasks the watch has heard of
+    alarming: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (task, node) → alarm kinds
+    cleared_at: dict[tuple[str, str], float] = field(default_factory=dict)  # when a node's alarm ended
+    handoffs: set[tuple[str, str]] = field(default_factory=set)  # (task, handoff id) alerted already
+    last_event: int = 0
+    open: dict[tuple[str, str, str], Alert] = field(default_factory=dict)  # not seen, not over
+
+    # --- what the model learns
+    def loaded(self, task_ids: Iterable[str]) -> None:
+        """Every task as the feed (re)loaded them: those not heard of before are startup state."""
+        for tid in task_ids:
+            if tid not in self.known:
+                self.known.add(tid)
+                self.baseline.add(tid)
+
+    def events(self, events: Sequence[Any], now: float) -> list[Alert]:
+        """New journal events: a handoff opened alerts; a resolved or withdrawn one is over."""
+        out: list[Alert] = []
+        for e in events:
+            if e.id <= self.last_event:
+                continue  # read again (a restarted feed): already judged
+            self.last_event = e.id
+            if e.task_id is not None and e.task_id not in self.known:
+                self.known.add(e.task_id)  # created while the console is open: no baseline
+            payload = e.payload if isinstance(e.payload, Mapping) else {}
+            if e.kind == "handoff.opened" and e.task_id:
+                hid = str(payload.get("handoff") or "")
+                if (e.task_id, hid) in self.handoffs:
+                    continue
+                self.handoffs.add((e.task_id, hid))
+                what = e.summary.removeprefix(f"{e.node} ") if e.node else e.summary
+                a = Alert("handoff", e.task_id, e.node, None, "alarm", now, what, since=iso(e.at),
+                          handoff=hid or None, evidence=e.summary, event_id=e.id)
+                self.open[a.key] = a
+                out.append(a)
+            elif e.kind.startswith("operator."):
+                gone = {str(h) for h in payload.get("handoffs_withdrawn") or ()}
+                for k, a in list(self.open.items()):
+                    if a.kind != "handoff" or a.task != e.task_id:
+                        continue
+                    if a.handoff in gone or (e.kind == "operator.resolve" and a.node == e.node):
+                        del self.open[k]
+        return out
+
+    def signals(self, task_id: str, signals: Sequence[Any] | None, now: float) -> list[Alert]:
+        """A task's signals as one analysis computed them (the whole list for that task; None: not
+        computed this time). Returns an alert for each node (or the task itself) that entered alarm."""
+        if signals is None:
+            return []
+        quiet = task_id in self.baseline
+        self.baseline.discard(task_id)
+        self.known.add(task_id)
+        current: dict[tuple[str, str], list[Any]] = {}
+        for s in signals:
+            if _get(s, "severity") == "alarm":
+                current.setdefault((task_id, _get(s, "node") or ""), []).append(s)
+        for k in [k for k in self.alarming if k[0] == task_id and k not in current]:
+            del self.alarming[k]  # over (or milder); its alert stays open until seen: it happened
+            self.cleared_at[k] = now
+        out: list[Alert] = []
+        for k, sigs in current.items():
+            kinds = {str(_get(s, "kind")) for s in sigs}
+            if k in self.alarming:  # still in alarm (perhaps for one more reason): no news
+                self.alarming[k] |= kinds
+                continue
+            self.alarming[k] = kinds
+            cleared = self.cleared_at.pop(k, None)
+            if quiet or (cleared is not None and now - cleared < REARM_S):
+                continue  # the startup state; or a flicker (off for a moment, then on again)
+            first = sigs[0]
+            kind = str(_get(first, "kind"))
+            more = f" (+{len(sigs) - 1} more)" if len(sigs) > 1 else ""
+            a = Alert("signal", task_id, k[1] or None, kind, "alarm", now,
+                      f"{kind} (alarm): {_get(first, 'evidence') or ''}{more}", since=_iso(_get(first, "since")),
+                      evidence=str(_get(first, "evidence") or ""))
+            self.open[a.key] = a
+            out.append(a)
+        return out
+
+    # --- what the operator has seen
+    def seen(self, task_id: str, node: str | None = None) -> None:
+        """The operator opened this task's graph (``node`` None) or this node's detail."""
+        for k, a in list(self.open.items()):
+            if a.task == task_id and (node is None or a.node == node):
+                del self.open[k]
+
+    def seen_handoffs(self) -> None:
+        for k, a in list(self.open.items()):
+            if a.kind == "handoff":
+                del self.open[k]
+
+    def seen_all(self) -> None:
+        self.open.clear()
+
+    @property
+    def open_count(self) -> int:
+        return len(self.open)
+
+
+def notification(alerts: Sequence[Alert]) -> str:
+    """One notification for a batch (a toast per alert would cover an 80×24 screen): a line per
+    alert, at most ``NOTIFY_AT_MOST``, then how many more (the header counts them all)."""
+    lines = [a.line(limit=60) for a in alerts[:NOTIFY_AT_MOST]]
+    if len(alerts) > NOTIFY_AT_MOST:
+        lines.append(f"and {len(alerts) - NOTIFY_AT_MOST} more")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- the hook
+def run_hook(argv: Sequence[str], alert: Alert, *, timeout: float = HOOK_TIMEOUT_S) -> str | None:
+    """Run ``argv`` (no shell) with the alert as one JSON object (and a newline) on stdin; its
+    output is discarded (it must not reach the console's terminal). Returns None when it exited 0,
+    else one line saying what went wrong. Killed, with its process group, after ``timeout``."""
+    data = (json.dumps(alert.to_json(), ensure_ascii=True) + "\n").encode()
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
+    except OSError as e:
+        return f"--on-alert {argv[0]}: {e.strerror or type(e).__name__}"
+    try:
+        _, err = proc.communicate(data, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signals_mod.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        proc.communicate()
+        return f"--on-alert {argv[0]}: still running after {timeout:g}s, killed"
+    if proc.returncode != 0:
+        lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+        last = f": {lines[-1].strip()}" if lines else ""
+        return f"--on-alert {argv[0]}: exited {proc.returncode}{last}"
+    return None
+
+
+# ---------------------------------------------------------------------- the app's side
+class AlertDesk:
+    """What the app holds: the watch, and the delivery of each batch (bell, notifications, header,
+    hook). ``app`` is the Textual app (only its public API is used)."""
+
+    def __init__(self, app: Any, *, bell: bool = True, hook: Sequence[str] | None = None,
+                 hook_timeout: float = HOOK_TIMEOUT_S) -> None:
+        self.app = app
+        self.watch = AlertWatch()
+        self.bell = bell
+        self.hook = list(hook) if hook else None
+        self.hook_timeout = hook_timeout
+        self.delivered: list[Alert] = []  # every alert raised (tests)
+        self.bells = 0
+        self._rang_at: float | None = None
+        self._shown_at: float | None = None
+        self._unshown: list[Alert] = []  # alerts raised during a burst, for the next notification
+        self._show_armed = False
+        self._hook_slots = threading.BoundedSemaphore(HOOKS_AT_ONCE)
+
+    @property
+    def open_count(self) -> int:
+        return self.watch.open_count
+
+    def took(self, pending: Any) -> None:
+        """A delta the app just applied (``console.follow.Pending``)."""
+        before = self.watch.open_count
+        if pending.all_tasks is not None:
+            self.watch.loaded(t.task_id for t in pending.all_tasks)
+            if pending.tail is not None:  # what happened before the console (re)loaded is no news; the
+                # cursor restarts at the tail's end (a replaced ledger file may number its events anew)
+                self.watch.last_event = pending.tail[-1].id if pending.tail else 0
+        new = self.watch.events(pending.events, self.app.now()) if pending.events else []
+        self._deliver(new, before)
+
+    def analysed(self, tasks: Mapping[str, tuple[Any, Any]]) -> None:
+        """An analysis result (``AnalysisReady.tasks``: task id → (eta, signals or None))."""
+        before = self.watch.open_count
+        now = self.app.now()
+        new: list[Alert] = []
+        for tid, (_, sigs) in tasks.items():
+            new.extend(self.watch.signals(tid, sigs, now))
+        self._deliver(new, before)
+
+    def seen(self, task_id: str, node: str | None = None) -> None:
+        before = self.watch.open_count
+        self.watch.seen(task_id, node)
+        self._deliver([], before)
+
+    def seen_handoffs(self) -> None:
+        before = self.watch.open_count
+        self.watch.seen_handoffs()
+        self._deliver([], before)
+
+    def seen_all(self) -> None:
+        before = self.watch.open_count
+        self.watch.seen_all()
+        self._deliver([], before)
+
+    def _deliver(self, new: list[Alert], before: int) -> None:
+        if new:
+            self.delivered.extend(new)
+            now = self.app.now()
+            if self.bell and (self._rang_at is None or now - self._rang_at >= BELL_EVERY_S):
+                self._rang_at = now
+                self.bells += 1
+                self.app.bell()  # once per batch, and not again within BELL_EVERY_S
+            self._unshown.extend(new)
+            wait = 0.0 if self._shown_at is None else BELL_EVERY_S - (now - self._shown_at)
+            if wait <= 0:
+                self._show()
+            elif not self._show_armed:  # a burst: the next notification gathers what came meanwhile
+                self._show_armed = True
+                self.app.set_timer(wait, self._show)
+            if self.hook:
+                for a in new:
+                    self.app.run_worker(lambda a=a: self._run_hook(a), thread=True, group="alert-hook",
+                                        exit_on_error=False)
+        if new or self.watch.open_count != before:
+            self.app.alerts_changed()
+
+    def _show(self) -> None:
+        """One notification for what is not shown yet (at most one every ``BELL_EVERY_S``)."""
+        self._show_armed = False
+        batch, self._unshown = self._unshown, []
+        if not batch:
+            return
+        self._shown_at = self.app.now()
+        title = f"{MARKS['alert']} {len(batch)} alert{'s' if len(batch) > 1 else ''}"
+        self.app.notify(safe(notification(batch)), title=safe_line(title), severity="warning", timeout=BELL_EVERY_S,
+                        markup=False)
+
+    def _run_hook(self, alert: Alert) -> None:
+        assert self.hook is not None
+        with self._hook_slots:
+            problem = run_hook(self.hook, alert, timeout=self.hook_timeout)
+        if problem:
+            try:
+                self.app.call_from_thread(self.app.notify, safe_line(problem, limit=300), title="alert hook",
+                                          severity="error", timeout=10, markup=False)
+            except RuntimeError:
+                pass  # the app is closing
+
+
+__all__ = ["Alert", "AlertDesk", "AlertWatch", "BELL_EVERY_S", "HOOK_TIMEOUT_S", "REARM_S", "run_hook"]

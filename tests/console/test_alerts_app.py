@@ -1,0 +1,64 @@
+"""Alerts in the app (Pilot): raised from the feed, counted in the header, seen by opening."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import NOW, make_app, settle, wait_for
+from console.widgets import StatusBar
+from store import Ledger, ManualClock
+
+
+def _open_handoff(key: str) -> None:
+    with Ledger.open("ledger.db", clock=ManualClock(NOW + 5)) as ledger:
+        c = ledger.claim("report-001", worker="zed", key=key, lease_s=600)
+        assert c is not None
+        ledger.request_human(c, kind="confirm", question="Publish [b]now[/b]?",
+                             options=[{"id": "yes", "label": "Yes", "consequence": "published"}])
+
+
+def _header(app: Any) -> str:
+    return str(app.screen.query_one(StatusBar).render())
+
+
+async def test_a_handoff_counts_until_its_node_is_opened(fixed_dir: Any) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert app.alerts.open_count == 0 and app.alerts.delivered == []  # report-001's open handoff: startup
+        _open_handoff("figures")
+        await wait_for(pilot, lambda: app.alerts.open_count == 1, what="the alert")
+        await pilot.pause()
+        assert "1 new alert" in _header(app)
+        [a] = app.alerts.delivered
+        assert (a.kind, a.task, a.node) == ("handoff", "report-001", "figures")
+        note = app._notifications  # noqa: SLF001 - what the operator saw
+        assert any("report-001/figures" in n.message and "[b]now[/b]" in n.message for n in note)
+        assert app.alerts.bells == 1
+        app.open_node("report-001", "figures")
+        await pilot.pause()
+        assert app.alerts.open_count == 0 and "new alert" not in _header(app)
+
+
+async def test_the_handoff_inbox_and_the_palette_mark_seen(fixed_dir: Any) -> None:
+    app = make_app(bell=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        _open_handoff("figures")
+        await wait_for(pilot, lambda: app.alerts.open_count == 1, what="the alert")
+        assert app.alerts.bells == 0  # --no-bell
+        await pilot.press("h")
+        await pilot.pause()
+        assert app.alerts.open_count == 0
+        await pilot.press("escape")
+        with Ledger.open("ledger.db", clock=ManualClock(NOW + 9)) as ledger:  # a task made after startup
+            ledger.create_task("new-004", title="New")
+            ledger.add_node("new-004", "ask", kind="human")
+            c = ledger.claim("new-004", worker="zed")
+            ledger.request_human(c, kind="direction", question="Which way?",
+                                 options=[{"id": "a", "label": "A", "consequence": "a"}])
+        await wait_for(pilot, lambda: app.alerts.open_count == 1, what="the second alert")
+        assert "1 new alert" in _header(app)
+        app.action_alerts_seen()
+        await pilot.pause()
+        assert app.alerts.open_count == 0 and "new alert" not in _header(app)
