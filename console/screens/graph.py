@@ -12,7 +12,7 @@ from textual.widgets import Input, Static
 
 from ..explain import task_estimate_text
 from ..glyphs import NODE_GLYPHS, budget_label, duration_label, eta_label, node_status_label, pause_label
-from ..glyphs import signals_label, task_status_label
+from ..glyphs import MARKS, signals_label, task_status_label
 from ..model import GRAPH_COLUMNS, progress_text, signal_text
 from ..text import safe_line
 from ..widgets import InfoLine, RowList
@@ -164,9 +164,9 @@ class TaskGraphScreen(ListScreen):
                 out.append("  " + signal_text(sigs[0]), style="bold")
                 if len(sigs) > 1:
                     out.append(f" +{len(sigs) - 1}")
-            out.append("  deps: " + (", ".join(safe_line(d) for d in n.deps) or "—"))
+            out.append("  deps: " + (", ".join(safe_line(d) for d in n.deps) or MARKS["dash"]))
             deps = m.dependents.get(n.key, [])
-            out.append("  dependents: " + (", ".join(safe_line(d) for d in deps[:8]) or "—"))
+            out.append("  dependents: " + (", ".join(safe_line(d) for d in deps[:8]) or MARKS["dash"]))
             if len(deps) > 8:
                 out.append(f" +{len(deps) - 8}")
         if m is not None and m.filter_text:
