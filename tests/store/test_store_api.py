@@ -111,7 +111,7 @@ def test_no_function_takes_an_untyped_ledger(path: Path) -> None:
 
 def test_raw_sql_is_written_only_through_the_sql_layer() -> None:
     """Only store/sql.py calls the driver (``execute_sql`` / ``cursor``) in the modules it serves."""
-    for path in [*OWNED, STORE / "db.py", STORE / "write_requests.py"]:
+    for path in [*OWNED, STORE / "db.py", STORE / "write_requests.py", STORE / "schema.py"]:
         if path.name == "sql.py":
             continue
         text = path.read_text()
