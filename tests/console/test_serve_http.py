@@ -272,7 +272,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-MALFORMED = ['not json', '{"a": 1}', '["stdin", 123]', '["stdin"]', '[]']
+MALFORMED = ['not json', '{"a": 1}', '["stdin", 123]', '["stdin"]', '[]', '[' * 100_000]
 
 
 async def test_a_malformed_message_ends_only_that_session(ledger_path: Path) -> None:
