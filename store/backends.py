@@ -34,6 +34,7 @@ from typing import Any, Callable
 import peewee as pw
 
 from .errors import ConnectionLost, LedgerBusy, LedgerUnavailable
+from .sql import pg_session
 from .text import safe_line
 
 BUSY_TIMEOUT_S = 30.0
@@ -181,10 +182,8 @@ class WardenPostgres(pw.PostgresqlDatabase):
     def _initialize_connection(self, conn: Any) -> None:
         # Peewee calls this for every new connection (first use, and each reconnect after a
         # close), so a read-only ledger stays read-only on the server side whatever happens.
-        if self.read_only:
-            conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-        if self.busy_timeout_s:
-            conn.execute(f"SET lock_timeout = {int(self.busy_timeout_s * 1000)}")
+        pg_session(conn, read_only=self.read_only,
+                   lock_timeout_ms=int(self.busy_timeout_s * 1000) if self.busy_timeout_s else None)
 
     # ------------------------------------------------------------------ the connection
     def _drop(self) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import random
 import re
@@ -35,7 +34,7 @@ from urllib.parse import unquote, urlparse
 
 import peewee as pw
 
-from . import errors, sqlite_file
+from . import errors, sqlite_file, write_requests
 from .backends import (
     BUSY_TIMEOUT_S,
     RECONNECT_BUDGET_S,
@@ -48,7 +47,9 @@ from .backends import (
     sqlstate,
 )
 from .errors import LedgerUnavailable, ReadOnly, WardenError, WriteConflict
+from .sql import is_sqlite
 from .text import safe_line
+from .write_requests import register_result
 
 __all__ = [
     "BUSY_TIMEOUT_S", "RECONNECT_BUDGET_S", "Backoff", "ConnectionLost", "LedgerBusy", "Target", "WardenPostgres",
@@ -263,10 +264,6 @@ def _one_line(e: BaseException) -> str:
     return safe_line(one_line(e))
 
 
-def is_sqlite(db: pw.Database) -> bool:
-    return getattr(db, "backend", "sqlite") == "sqlite"
-
-
 # ---------------------------------------------------------------------- transactions
 @contextlib.contextmanager
 def write_tx(db: pw.Database) -> Iterator[None]:
@@ -314,79 +311,13 @@ def read_tx(db: pw.Database) -> Iterator[None]:
             yield
 
 
-# ---------------------------------------------------------------------- results of writes
-# A write's result is recorded with its request id (PostgreSQL) so that a retry after a lost
-# COMMIT returns what the first attempt returned. Plain JSON values are recorded as they are;
-# other result types register an encoder and a decoder (which gets the write's own arguments).
-_Encode = Callable[[Any], Any]
-_Decode = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
-_CODECS: dict[str, tuple[type, _Encode, _Decode]] = {}
-
-
-def register_result(tag: str, cls: type, encode: _Encode, decode: _Decode) -> None:
-    """Teach :func:`run_write` to record results of type ``cls`` (``decode(data, args, kwargs)``
-    rebuilds one from ``encode``'s JSON and the write's arguments)."""
-    _CODECS[tag] = (cls, encode, decode)
-
-
-def _encode(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return {"v": value}
-    if isinstance(value, BaseException):
-        return {"raise": type(value).__name__, "message": str(value)}
-    for tag, (cls, enc, _dec) in _CODECS.items():
-        if isinstance(value, cls):
-            return {"t": tag, "v": enc(value)}
-    if isinstance(value, (list, tuple)):
-        return {"seq": [_encode(v) for v in value], "tuple": isinstance(value, tuple)}
-    raise TypeError(f"run_write cannot record a result of type {type(value).__name__}: register_result it")
-
-
-def _decode(data: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    if "v" in data and "t" not in data:
-        return data["v"]
-    if "raise" in data:
-        cls = getattr(errors, str(data["raise"]), None)
-        if isinstance(cls, type) and issubclass(cls, WardenError):
-            return cls(str(data["message"]))
-        return RuntimeError(str(data["message"]))
-    if "seq" in data:
-        items = [_decode(v, args, kwargs) for v in data["seq"]]
-        return tuple(items) if data.get("tuple") else items
-    _cls, _enc, dec = _CODECS[data["t"]]
-    return dec(data["v"], args, kwargs)
-
-
 # ---------------------------------------------------------------------- retried writes and reads
+# A write's result is recorded with its request id (PostgreSQL) so that a retry after a lost
+# COMMIT returns what the first attempt returned: store/write_requests.py.
 WRITE_ATTEMPTS = 5
 LOST_RERUNS = 20  # reruns after lost connections, on top of the reconnect budget (a flapping link)
 RETRY_SQLSTATES = {"40001": "a serialization failure", "40P01": "a deadlock"}
-REQUEST_KEEP_S = 24 * 3600.0  # request ids older than this are pruned
-PRUNE_EVERY = 64  # about one write in this many prunes old request ids
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-
-class _AlreadyDone(Exception):
-    """The request id is already recorded: an earlier attempt of this write committed."""
-
-
-def _recorded(db: pw.Database, rid: str) -> Any:
-    """The recorded outcome of request ``rid`` (its JSON), or None when it never committed."""
-    row = db.execute_sql("SELECT result FROM write_request WHERE id = %s", (rid,)).fetchone()
-    return None if row is None else json.loads(row[0])
-
-
-def _record(db: pw.Database, rid: str, at: float, outcome: Any) -> None:
-    # ON CONFLICT: should an earlier attempt still be in flight on a connection we gave up on
-    # (its COMMIT queued on a server that has not noticed we left), this waits for it, and
-    # inserts nothing if it committed — then this attempt rolls back and returns its outcome.
-    row = db.execute_sql("INSERT INTO write_request (id, at, result) VALUES (%s, %s, %s) "
-                         "ON CONFLICT (id) DO NOTHING RETURNING id",
-                         (rid, at, json.dumps(outcome, separators=(",", ":")))).fetchone()
-    if row is None:
-        raise _AlreadyDone()
-    if random.randrange(PRUNE_EVERY) == 0:
-        db.execute_sql("DELETE FROM write_request WHERE at < %s", (at - REQUEST_KEEP_S,))
 
 
 def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[], float],
@@ -404,7 +335,7 @@ def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[]
                     raise  # the write's body failed: the transaction rolls back
                 result, raised = e, e  # raised after its body committed (e.g. a refusal with an audit row)
             if req.body_done:
-                _record(db, rid, float(now()), _encode(result))
+                write_requests.record(db, rid, float(now()), write_requests.encode(result))
                 if hook is not None:
                     hook("tx.before_commit")
     finally:
@@ -445,7 +376,7 @@ def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_A
             result = _owned(db, fn, rid, now, hook) if rid is not None else fn()
             db.healthy()
             return result
-        except _AlreadyDone:
+        except write_requests.AlreadyDone:
             # An earlier attempt committed (found when recording): read its outcome below.
             reruns += 1
             if reruns > LOST_RERUNS:
@@ -463,7 +394,7 @@ def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_A
                 raise
             # After a lost connection the first attempt may have committed and this one been
             # refused because of it (the lease it held is no longer current): look first.
-            if _recorded(db, rid) is None:
+            if write_requests.recorded(db, rid) is None:
                 raise
         except (pw.DatabaseError, pw.InterfaceError) as e:
             code = sqlstate(e)
@@ -479,10 +410,10 @@ def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_A
             time.sleep(random.uniform(0.005, 0.02) * (2 ** (conflicts - 1)))
             continue
         if rid is not None:
-            outcome = _recorded(db, rid)
+            outcome = write_requests.recorded(db, rid)
             if outcome is not None:
                 db.healthy()
-                value = _decode(outcome, args, kw)
+                value = write_requests.decode(outcome, args, kw)
                 if isinstance(value, BaseException):
                     raise value
                 return value

@@ -12,6 +12,7 @@ from typing import Callable
 
 import peewee as pw
 
+from . import sql
 from .db import is_sqlite, retry_conflicts, write_tx
 from .errors import LedgerUnavailable, SchemaMismatch
 from .models import MODELS, Meta, WriteRequest
@@ -27,7 +28,7 @@ def _add_columns(db: pw.Database, table: str, columns: list[tuple[str, str, str]
     have = {c.name for c in db.get_columns(table)}
     for name, lite, pg in columns:
         if name not in have:  # a step re-run after a partial upgrade adds only what is missing
-            db.execute_sql(f"ALTER TABLE {table} ADD COLUMN {name} {lite if sqlite else pg}")
+            sql.execute(db, f"ALTER TABLE {table} ADD COLUMN {name} {lite if sqlite else pg}")
 
 
 def _migrate_1_to_2(db: pw.Database) -> None:
@@ -52,9 +53,9 @@ def _migrate_1_to_2(db: pw.Database) -> None:
         ("compensated_by", "TEXT", "TEXT"),
         ("compensation_note", "TEXT", "TEXT"),
     ])
-    db.execute_sql("UPDATE task SET paused_since = parked_at WHERE status = 'parked' AND started_at IS NOT NULL")
-    db.execute_sql("UPDATE task SET paused_since = finished_at WHERE status IN ('completed', 'failed', 'aborted') "
-                   "AND started_at IS NOT NULL AND finished_at IS NOT NULL")
+    sql.execute(db, "UPDATE task SET paused_since = parked_at WHERE status = 'parked' AND started_at IS NOT NULL")
+    sql.execute(db, "UPDATE task SET paused_since = finished_at WHERE status IN ('completed', 'failed', 'aborted') "
+                    "AND started_at IS NOT NULL AND finished_at IS NOT NULL")
 
 
 def _migrate_2_to_3(db: pw.Database) -> None:
@@ -131,7 +132,7 @@ PG_SCHEMA_LOCK = 0x57A4DF  # serialises concurrent creators and migrators of one
 
 def _schema_lock(db: pw.Database) -> None:
     if not is_sqlite(db):  # SQLite's BEGIN IMMEDIATE already serialises them
-        db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (PG_SCHEMA_LOCK,))
+        sql.execute(db, "SELECT pg_advisory_xact_lock(?)", [PG_SCHEMA_LOCK])
 
 
 @retry_conflicts
@@ -156,7 +157,8 @@ def _read_version_in_tx(db: pw.Database) -> int | None:
 
 def _install_pg_extras(db: pw.Database) -> None:
     """PostgreSQL: NOTIFY on every journal insert (the feed's wake-up; a hint, not data)."""
-    db.execute_sql(
+    sql.execute(
+        db,
         """
         CREATE OR REPLACE FUNCTION warden_event_notify() RETURNS trigger AS $$
         BEGIN
@@ -166,8 +168,9 @@ def _install_pg_extras(db: pw.Database) -> None:
         $$ LANGUAGE plpgsql
         """
     )
-    db.execute_sql("DROP TRIGGER IF EXISTS warden_event_notify ON event")
-    db.execute_sql(
+    sql.execute(db, "DROP TRIGGER IF EXISTS warden_event_notify ON event")
+    sql.execute(
+        db,
         "CREATE TRIGGER warden_event_notify AFTER INSERT ON event "
         "FOR EACH ROW EXECUTE FUNCTION warden_event_notify()"
     )

@@ -12,6 +12,8 @@ be several times faster than the same statements built with Peewee. They all go 
 * :func:`fetch_one` / :func:`fetch_all` / :func:`execute` / :func:`execute_many` run a statement on
   a database; :func:`lock` adds a row-lock clause on PostgreSQL only; :func:`chunks` splits long
   ``IN (...)`` lists.
+* :func:`is_sqlite` says which dialect a database speaks; :func:`pg_session` is the statements
+  every new PostgreSQL connection starts with (``store.backends`` runs it).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import peewee as pw
 
-from .db import is_sqlite
 from .models import dumps, loads
 
 CHUNK = 500  # ids or keys per ``IN (...)`` list
@@ -37,6 +38,22 @@ class Inc:
 
     def __init__(self, n: float) -> None:
         self.n = n
+
+
+# ---------------------------------------------------------------------- dialects and sessions
+def is_sqlite(db: pw.Database) -> bool:
+    """True for a SQLite database (``store.backends``' classes say which backend they are)."""
+    return getattr(db, "backend", "sqlite") == "sqlite"
+
+
+def pg_session(conn: Any, *, read_only: bool, lock_timeout_ms: int | None) -> None:
+    """Set up a new PostgreSQL connection, on the driver's own connection before Peewee uses it:
+    read-only on the server side, and how long a statement waits for a lock (``None``: the
+    server's default). ``store.backends`` calls this for every connection it makes."""
+    if read_only:
+        conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    if lock_timeout_ms is not None:
+        conn.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
 
 
 # ---------------------------------------------------------------------- statements

@@ -31,6 +31,7 @@ from .actions.resume import plan_resume
 from .db import retry_write, write_tx
 from .errors import WardenError
 from .ledger.core import LedgerCore
+from .models import loads
 
 SYSTEM = "system"  # the operator name of actions the system takes on its own
 
@@ -135,7 +136,7 @@ def check(core: LedgerCore, task_ids: Iterable[str] | None = None) -> list[dict[
     for tid, state in watching(core):
         if wanted is not None and tid not in wanted:
             continue
-        woken += json.loads(_check_one(core, tid, file_results(state)))
+        woken += loads(_check_one(core, tid, file_results(state)))
     return woken
 
 

@@ -231,7 +231,9 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     try:
         value = json.loads(v)
     except ValueError:
-        value = v
+        value = v  # not JSON: the text itself
+    except RecursionError:
+        raise UsageError(f"warden narrow: --set {k}: the JSON value is nested too deeply") from None
     return k, value
 
 

@@ -3,7 +3,6 @@ set-based node updates, and what it hands back to the shared apply (:class:`Outc
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -72,4 +71,4 @@ def append_rejections(tx: ApplyTx, ids: Sequence[int], reason: str, fields: Mapp
                                                 f"({sql.marks(len(chunk))})", chunk):
             groups.setdefault(rej or "[]", []).append(i)
     for rej, members in groups.items():
-        set_nodes(tx, members, {**fields, "rejections": list(json.loads(rej) or []) + [reason]})
+        set_nodes(tx, members, {**fields, "rejections": list(sql.json_value(rej) or []) + [reason]})

@@ -8,7 +8,6 @@ task's preconditions take the new values.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -99,7 +98,7 @@ def plan_narrow(core: LedgerCore, task_id: str, *, reason: str, set: Mapping[str
                 continue
             if n.extra is None:
                 continue
-            pre = json.loads(n.extra)
+            pre = sql.json_value(n.extra)  # a damaged value: one line, not a traceback
             for k, v in assignments.items():
                 if k in pre and not _in_scope(pre[k], v):
                     why[n.key] = f"{k}={dumps(pre[k])}"

@@ -15,7 +15,6 @@ once per (task, worker, version) per open ledger.
 
 from __future__ import annotations
 
-import json
 import secrets
 from typing import Any, Mapping, Sequence
 
@@ -265,7 +264,7 @@ def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, A
             core.db, "SELECT s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
                      "JOIN node s ON s.id = e.src_id WHERE e.dst_id = ? ORDER BY s.position", [row["id"]]):
         deps[key] = {
-            "output": json.loads(output) if output is not None else None,
+            "output": sql.json_value(output),
             "output_ref": ref, "digest": dig, "status": status,
         }
     h = sql.fetch_one(core.db, "SELECT * FROM handoff WHERE node_id = ? AND status = 'resolved' "

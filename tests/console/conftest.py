@@ -81,6 +81,16 @@ def build_ledger(path: Path) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def lasting_notifications(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Notifications stay for the whole test. Textual drops one from ``app._notifications`` once
+    its timeout (5 s) has passed on the wall clock, so on a loaded machine a test asserting the
+    notices it caused could find the first already gone."""
+    from console.app import WardenApp
+
+    monkeypatch.setattr(WardenApp, "NOTIFICATION_TIMEOUT", 3600.0)
+
+
 @pytest.fixture
 def ledger_path(tmp_path: Path) -> Path:
     return build_ledger(tmp_path / "ledger.db")
@@ -101,8 +111,9 @@ def make_app(target: Any = "ledger.db", **kw: Any):
     return WardenApp(str(target), kw.pop("runs", "runs"), **kw)
 
 
-async def wait_for(pilot: Any, cond: Callable[[], bool], timeout: float = 10.0, what: str = "") -> None:
-    """Pump the app until ``cond()`` holds (a condition, not a sleep); fail after ``timeout``."""
+async def wait_for(pilot: Any, cond: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+    """Pump the app until ``cond()`` holds (a condition, not a sleep); fail after ``timeout`` (a
+    safety net for a loaded machine, never a measurement)."""
     deadline = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > deadline:

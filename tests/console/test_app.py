@@ -223,13 +223,14 @@ async def test_handoff_inbox_and_runs(ledger_path, tmp_path):
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("h")
-        await wait_for(pilot, lambda: app.screen.loaded)
+        await wait_for(pilot, lambda: isinstance(app.screen, HandoffInboxScreen) and app.screen.loaded,
+                       what="the inbox")
         assert [(h.task_id, h.node) for h in app.screen.source.items] == [("report-001", "section-2")]
         app.screen.action_open()
-        await pilot.pause()
-        assert isinstance(app.screen, NodeDetailScreen) and app.screen.key == "section-2"
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen), what="the node")
+        assert app.screen.key == "section-2"
         await pilot.press("escape", "escape", "g")
-        await wait_for(pilot, lambda: app.screen.loaded)
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen) and app.screen.loaded, what="the runs")
         assert app.screen.source.items == ()  # a missing runs dir is an empty list, not an error
 
 

@@ -141,6 +141,9 @@ def test_reason_rules_and_usage_errors(db, capsys):
     capsys.readouterr()
     assert warden(["narrow", "t", "--set", "a=1", "--exclude", "c", "--reason", "x", "--ledger", db]) == 2
     capsys.readouterr()
+    assert warden(["narrow", "t", "--set", "a=" + "[" * 100_000, "--reason", "x", "--ledger", db]) == 2
+    err = capsys.readouterr().err  # too deep for the parser: one line, not an internal error
+    assert err == "warden narrow: --set a: the JSON value is nested too deeply\n"
     assert warden(["narrow", "t", "--reason", "x", "--ledger", db]) == 2
     capsys.readouterr()
     assert actions(db) == []

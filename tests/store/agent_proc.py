@@ -5,7 +5,8 @@ processes share one injected clock and nothing depends on how fast the machine i
 
 Commands (each prints one JSON line per thing it did):
   step TASK WORKER [--crash-before-commit] [--lease S]   claim one node, run it, commit it
-  drain TASK WORKER                                      claim and commit until nothing is ready
+  drain TASK WORKER [--gate]                             claim and commit until nothing is ready
+                                                         (--gate: say "ready", start on a line of stdin)
   hang-in-commit TASK WORKER --marker FILE               claim, then block inside commit's transaction
 """
 
@@ -90,6 +91,7 @@ def main() -> int:
     ap.add_argument("--lease", type=float, default=30.0)
     ap.add_argument("--crash-before-commit", action="store_true")
     ap.add_argument("--marker")
+    ap.add_argument("--gate", action="store_true")
     a = ap.parse_args()
     ledger = Ledger.open(a.ledger, clock=FileClock(a.clock), create=False)
     if a.command == "step":
@@ -104,6 +106,10 @@ def main() -> int:
             say(event="lease_lost", node=claim.node_key, why=str(e))
         return 0
     if a.command == "drain":
+        if a.gate:  # every drainer starts together, whichever finished starting Python first
+            ledger.task(a.task)
+            say(event="ready")
+            sys.stdin.readline()
         while True:
             claim = ledger.claim(a.task, a.worker, lease_s=a.lease)
             if claim is None:

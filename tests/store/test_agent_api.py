@@ -102,10 +102,9 @@ def test_wait_for_resolution_wakes_on_another_process(graph, ledger_path, how):
     proc = _resolver(ledger_path, hid, how)
     proc.stdin.write("go\n")
     proc.stdin.flush()
-    t0 = time.monotonic()
-    got = graph.wait_for_resolution(hid, timeout=60)
+    got = graph.wait_for_resolution(hid, timeout=120)  # a safety net: the wake is what ends it
     assert proc.wait(60) == 0
-    assert time.monotonic() - t0 < 30  # woken, not timed out
+    assert got is not None  # woken, not timed out (a timeout returns None): no wall time asserted
     if how == "resolve":
         assert (got["status"], got["option"], got["answer"], got["by"]) == ("resolved", "y", "go", "op")
         c2 = graph.claim("t", "w", key="a")

@@ -116,8 +116,17 @@ def test_four_processes_claiming_from_a_200_node_graph(new_target):
         deps = tuple(sorted({f"n{rng.randrange(i)}" for _ in range(rng.randrange(3))})) if i >= 40 else ()
         specs.append(NodeSpec(f"n{i}", kind="work", deps=deps))
     led.add_nodes("big", specs)
-    procs = [subprocess.Popen([sys.executable, AGENT, "drain", db, "big", f"w{i}", "--lease", "300"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(4)]
+    procs = [subprocess.Popen([sys.executable, AGENT, "drain", db, "big", f"w{i}", "--lease", "300", "--gate"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(4)]
+    # All four open the ledger and say so before any claims: on a loaded machine the first one
+    # started could otherwise drain the whole graph before the last one has imported Python.
+    for p in procs:
+        line = p.stdout.readline()
+        assert line and json.loads(line) == {"event": "ready"}, p.stderr.read()
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
     claims: dict[str, list[str]] = {}
     for i, p in enumerate(procs):
         out, err = p.communicate(timeout=240)

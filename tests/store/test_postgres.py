@@ -22,6 +22,8 @@ import random
 import threading
 import time
 import traceback
+import uuid
+from urllib.parse import urlparse, urlunparse
 
 import peewee as pw
 import pytest
@@ -46,18 +48,42 @@ def _wait_until(cond, what: str, timeout: float = WAIT) -> None:
         time.sleep(0.01)
 
 
+@pytest.fixture
+def own_database(pg_only):
+    """A database of this test's own on the test server (dropped afterwards), for tests that read
+    database-wide figures: ``pg_stat_database.deadlocks`` and lock waits in ``pg_stat_activity``.
+    In the shared database those count every other client of the server (a deadlock test of
+    another run, another run's lock waits), which made such assertions flaky on a shared server."""
+    from tests.conftest import pg_admin
+
+    name = "wt_db_" + uuid.uuid4().hex[:12]
+    with pg_admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunparse(urlparse(pg_only)._replace(path="/" + name))
+    finally:
+        with pg_admin() as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _admin(url: str):
+    """An autocommit connection to the database ``url`` names (not to the shared one)."""
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True)
+
+
 def _waiting_pids(admin) -> set[int]:
-    """Backends of this database waiting on a heavyweight lock (row or advisory)."""
+    """Backends of the admin's database waiting on a heavyweight lock (row or advisory)."""
     rows = admin.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
                          "AND wait_event_type = 'Lock'").fetchall()
     return {r[0] for r in rows}
 
 
-def _deadlocks() -> int:
-    """The server's count of deadlocks detected in this database (backends flush it at exit)."""
-    from tests.conftest import pg_admin
-
-    with pg_admin() as admin:
+def _deadlocks(url: str) -> int:
+    """The server's count of deadlocks detected in the database ``url`` names (a database of the
+    test's own: see ``own_database``; backends flush it at exit)."""
+    with _admin(url) as admin:
         return int(admin.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
                    .fetchone()[0])
 
@@ -126,16 +152,14 @@ def _operator_abort(url: str, q) -> None:
         q.put(("crash", traceback.format_exc()))
 
 
-def test_an_operator_action_waits_for_an_open_claim_then_sees_it(pg_target):
+def test_an_operator_action_waits_for_an_open_claim_then_sees_it(own_database):
     """Task, then node: the claim holds KEY SHARE on the task row, the operator's FOR UPDATE waits
     for it (no deadlock, no lost update) and then refuses its plan as stale."""
-    from tests.conftest import pg_admin
-
-    url = pg_target()
+    url = own_database
     with Ledger.open(url) as led:
         led.create_task("t")
         led.add_nodes("t", [NodeSpec("a"), NodeSpec("b")])
-    deadlocks = _deadlocks()
+    deadlocks = _deadlocks(url)
     barrier = CTX.Barrier(2, timeout=20)  # the claimer and this test
     release = CTX.Event()
     q = CTX.Queue()
@@ -147,7 +171,7 @@ def test_an_operator_action_waits_for_an_open_claim_then_sees_it(pg_target):
     op.start()
     kind, op_pid = q2.get(timeout=WAIT)
     assert kind == "pid"
-    with pg_admin() as admin:
+    with _admin(url) as admin:
         _wait_until(lambda: op_pid in _waiting_pids(admin), "the operator to wait on the claim's lock")
     assert q2.empty()  # still waiting: it has not applied anything
     release.set()
@@ -158,7 +182,7 @@ def test_an_operator_action_waits_for_an_open_claim_then_sees_it(pg_target):
     with Ledger.open(url, create=False) as led:
         assert led.task("t").status == "active"
         assert [n.status for n in led.graph("t").nodes] == ["running", "pending"]
-    assert _deadlocks() == deadlocks  # ordered locks, not a deadlock resolved by a retry
+    assert _deadlocks(url) == deadlocks  # ordered locks, not a deadlock resolved by a retry
 
 
 # ---------------------------------------------------------------------- 8 claimers, 2,000 nodes
@@ -182,8 +206,8 @@ def _drainer(url: str, name: str, start, q) -> None:
         q.put(("crash", name, traceback.format_exc()))
 
 
-def test_eight_processes_claiming_from_a_2000_node_graph(pg_target):
-    url = pg_target()
+def test_eight_processes_claiming_from_a_2000_node_graph(own_database):
+    url = own_database
     rng = random.Random(8)
     led = Ledger.open(url)
     led.create_task("big", max_claims=3)
@@ -192,7 +216,7 @@ def test_eight_processes_claiming_from_a_2000_node_graph(pg_target):
         deps = tuple(sorted({f"n{rng.randrange(i)}" for _ in range(rng.randrange(3))})) if i >= 200 else ()
         specs.append(NodeSpec(f"n{i}", kind="work", deps=deps))
     led.add_nodes("big", specs)
-    deadlocks = _deadlocks()
+    deadlocks = _deadlocks(url)
     start = CTX.Event()
     q = CTX.Queue()
     procs = [CTX.Process(target=_drainer, args=(url, f"w{i}", start, q)) for i in range(8)]
@@ -221,7 +245,7 @@ def test_eight_processes_claiming_from_a_2000_node_graph(pg_target):
     g = led.graph("big")
     assert {n.status for n in g.nodes} == {"succeeded"} and g.task.status == "completed"
     assert g.task.claim_count == 2000
-    assert _deadlocks() == deadlocks
+    assert _deadlocks(url) == deadlocks
     print(f"8 workers drained 2000 nodes in {elapsed:.1f}s ({2000 / elapsed:.0f} claim+commit/s)")
     led.close()
 
@@ -297,6 +321,7 @@ def test_the_feed_wakes_on_notify_and_catches_up_after_its_listener_is_killed(pg
     feed = Feed(url, read_only=True, fallback_poll_s=120.0)  # a poll cannot be what wakes it here
     cursor = feed.last_event_id()
     seen: list[int] = []
+    listeners: list[int | None] = []
 
     async def scenario(feed: Feed) -> None:
         nonlocal cursor
@@ -333,6 +358,7 @@ def test_the_feed_wakes_on_notify_and_catches_up_after_its_listener_is_killed(pg
             drain()
         drain()
         assert feed.listener_pid not in (None, first_pid)
+        listeners.append(feed.listener_pid)
         await asyncio.to_thread(writer.create_task, "after")
         assert await next_wake() == "change"  # listening again on the new connection
         drain()
@@ -344,9 +370,9 @@ def test_the_feed_wakes_on_notify_and_catches_up_after_its_listener_is_killed(pg
     assert seen == everything[start:] and len(seen) == len(set(seen))
     assert {e.task_id for e in writer.events(seen[0] - 1, limit=100)} >= {"gap0", "gap4", "after"}
     with pg_admin() as admin:  # the feed's listener is gone once the feed stopped
+        # (its own backend: other clients of a shared server may be listening in this database)
         _wait_until(lambda: not admin.execute(
-            "SELECT 1 FROM pg_stat_activity WHERE query = 'LISTEN warden_events' AND state = 'idle'"
-            " AND datname = current_database()").fetchall(), "the listener to close")
+            "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (listeners[0],)).fetchall(), "the listener to close")
     feed.close()
     writer.close()
 
@@ -505,12 +531,10 @@ def _intender(url: str, barrier, release, q) -> None:
         barrier.abort()
 
 
-def test_an_operator_revocation_waits_for_a_fenced_effect_intent(pg_target):
+def test_an_operator_revocation_waits_for_a_fenced_effect_intent(own_database):
     """intend_effect does not update the node, so its fence holds the node row until commit: an
     operator's rewind cannot revoke the lease between the check and the commit."""
-    from tests.conftest import pg_admin
-
-    url = pg_target()
+    url = own_database
     with Ledger.open(url) as led:
         led.create_task("t")
         led.add_node("t", "a")
@@ -534,9 +558,9 @@ def test_an_operator_revocation_waits_for_a_fenced_effect_intent(pg_target):
 
     th = threading.Thread(target=apply)
     th.start()
-    with pg_admin() as admin:
-        # The only backend that can wait on a lock here is the operator's (the agent is idle in
-        # its transaction, waiting for `release`).
+    with _admin(url) as admin:
+        # The only backend that can wait on a lock in this test's own database is the operator's
+        # (the agent is idle in its transaction, waiting for `release`).
         _wait_until(lambda: failed or _waiting_pids(admin), "the rewind to wait for the fenced intent")
     assert not failed, failed
     assert not done.is_set()

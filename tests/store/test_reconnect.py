@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -212,19 +213,22 @@ def test_a_server_away_longer_than_the_budget_is_one_line(cluster):
     led = Ledger.open(url, backoff=Backoff(budget_s=10.0, first_s=0.1, max_s=2.0, sleep=sleep,
                                            clock=lambda: now[0], rng=random.Random(0)))
     led.create_task("t")
-    # point the open connection at a port where nothing listens: every reconnect is refused
-    led.db.connect_params["port"] = pgcluster._free_port()
-    led.db.connection().close()
-    with pytest.raises(LedgerUnavailable) as e:
-        led.task("t")
-    msg = str(e.value)
-    assert "\n" not in msg and "could not reconnect within 10s" in msg and "Traceback" not in msg
-    assert type(e.value).__module__.startswith("store")
-    assert waits and all(0.05 <= w <= 2.0 for w in waits) and sum(waits) <= 10.0
-    assert waits[-1] > waits[0]
-    with pytest.raises(LedgerUnavailable) as e:
-        led.add_node("t", "x")
-    assert "could not reconnect" in str(e.value)
+    # Point the open connection at a port bound here but never listening: every reconnect is
+    # refused, and no other process (another test's cluster) can start listening on it meanwhile.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        led.db.connect_params["port"] = held.getsockname()[1]
+        led.db.connection().close()
+        with pytest.raises(LedgerUnavailable) as e:
+            led.task("t")
+        msg = str(e.value)
+        assert "\n" not in msg and "could not reconnect within 10s" in msg and "Traceback" not in msg
+        assert type(e.value).__module__.startswith("store")
+        assert waits and all(0.05 <= w <= 2.0 for w in waits) and sum(waits) <= 10.0
+        assert waits[-1] > waits[0]
+        with pytest.raises(LedgerUnavailable) as e:
+            led.add_node("t", "x")
+        assert "could not reconnect" in str(e.value)
 
 
 def test_application_name_is_set(pg_target):

@@ -10,6 +10,7 @@ import ast
 import dataclasses
 import inspect
 import json
+import re
 import typing
 from pathlib import Path
 
@@ -110,11 +111,30 @@ def test_no_function_takes_an_untyped_ledger(path: Path) -> None:
 
 def test_raw_sql_is_written_only_through_the_sql_layer() -> None:
     """Only store/sql.py calls the driver (``execute_sql`` / ``cursor``) in the modules it serves."""
-    for path in OWNED:
+    for path in [*OWNED, STORE / "db.py", STORE / "write_requests.py", STORE / "schema.py"]:
         if path.name == "sql.py":
             continue
         text = path.read_text()
         assert ".execute_sql(" not in text and ".cursor()" not in text, path
+
+
+SQL_TEXT = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|SET|LISTEN|CREATE|ALTER|DROP)\s", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("name", ["db.py", "backends.py"])
+def test_the_database_opener_and_the_backends_write_no_sql_of_their_own(name: str) -> None:
+    """The opener and the backend classes (which wrap the driver) leave every statement to
+    store/sql.py (the session set-up included): no SQL text in them, none sent by hand."""
+    tree = ast.parse((STORE / name).read_text())
+    texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    texts += ["".join(v.value for v in n.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+              for n in ast.walk(tree) if isinstance(n, ast.JoinedStr)]
+    assert not [t for t in texts if SQL_TEXT.match(t)], name
+    calls = [ast.unparse(n.func) for n in ast.walk(tree)
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr in ("execute", "execute_sql", "executemany", "cursor")]
+    # backends.py wraps the driver: its execute_sql overrides call Peewee's own, and nothing else.
+    assert all(c == "super().execute_sql" for c in calls), (name, calls)
 
 
 # ---------------------------------------------------------------------- the sql layer

@@ -42,7 +42,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _as_postgres(cmd: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+# Safety nets only (a loaded machine starts a cluster slowly); nothing waits for them to pass.
+PG_CTL_WAIT_S = 300
+
+
+def _as_postgres(cmd: str, timeout: float = PG_CTL_WAIT_S + 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["su", "postgres", "-s", "/bin/sh", "-c", cmd], capture_output=True, text=True,
                           timeout=timeout)
 
@@ -69,12 +73,12 @@ class Cluster:
             raise RuntimeError(f"initdb failed: {r.stderr}")
         opts = (f"-p {self.port} -k '{self.data}' -c listen_addresses=127.0.0.1 -c fsync=off "
                 "-c synchronous_standby_names=nobody -c synchronous_commit=local -c max_connections=50")
-        self._ctl(f"-o \"{opts}\" -w -t 120 -l '{self.data}/log' start")
+        self._ctl(f"-o \"{opts}\" -w -t {PG_CTL_WAIT_S} -l '{self.data}/log' start")
         return self
 
     def restart(self) -> None:
         """``pg_ctl restart -m fast``: every connection is terminated; the server comes back."""
-        self._ctl(f"-m fast -w -t 120 -l '{self.data}/log' restart")
+        self._ctl(f"-m fast -w -t {PG_CTL_WAIT_S} -l '{self.data}/log' restart")
         self.restarts += 1
 
     def stop(self) -> None:
@@ -85,7 +89,7 @@ class Cluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # ---------------------------------------------------------------- observing it
-    def query(self, sql: str, params: tuple = (), timeout: float = 120) -> list[tuple]:
+    def query(self, sql: str, params: tuple = (), timeout: float = PG_CTL_WAIT_S) -> list[tuple]:
         """Run one statement on a fresh connection, re-trying while the server is away."""
         import psycopg
 
