@@ -47,6 +47,8 @@ class AnalysisRuns:
         * without events, the time-based signals (stale heartbeat, orphaned lease, overdue change as
           the clock moves) — at most every ``ANALYSIS_EVERY_S`` and every 100 × their last duration;
         * the graph scrolled or filtered to rows whose P80s were not asked for yet: those rows."""
+        if self.graph_model is None:
+            self.analyst.graph.drop()  # no graph open: its analysis is freed
         if self.loaded and not self.unavailable and not self._analysis_busy:
             now = time.monotonic()
             if self.follower.analysis_dirty and now >= self._next_full_at:

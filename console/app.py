@@ -227,6 +227,8 @@ class WardenApp(AnalysisRuns, App[int]):
             self.events_model.extend(p.tail)
             for s in self._screens(EventLogScreen):
                 s.data_changed(0, True)
+        if self.analysis_enabled and (p.events or p.nodes):
+            self.analyst.graph.delta(p.events, p.nodes)  # the open graph's incremental analysis
         if p.events:
             if any(e.kind == "node.committed" for e in p.events):
                 self.analyst.forget_history()  # a duration was added: the estimates re-read them
@@ -308,6 +310,7 @@ class WardenApp(AnalysisRuns, App[int]):
             gc.freeze()
             self.follower.analysis_dirty.add(msg.task_id)
             if self.analysis_enabled:
+                self.analyst.graph.seed(g.task, g.nodes)
                 self.run_analysis()
         self.apply_seconds += time.perf_counter() - t0
 
