@@ -402,6 +402,9 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
             loop.run_until_complete(asyncio.sleep(0))  # let the writer's pipe be read
         loop.run_until_complete(load.finish())
         out["load"] = {"rate": a.rate, "seconds": a.seconds, "key_to_frame": summary(key_lat), "load1": load1()}
+        if term.proc.poll() is not None:  # the console died: say so, with what its screen showed
+            out["console_exited"] = {"rc": term.proc.returncode, "screen": term.lines()}
+            return out
         out["rss_mb_after_load"] = round(term.rss_mb(), 1)
         time.sleep(15.0)  # idle: after the last change's analysis (spaced by its cost) has run
         c0, w0 = term.cpu_seconds(), time.monotonic()

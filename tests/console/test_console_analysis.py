@@ -121,3 +121,30 @@ async def test_console_estimates_and_signals_equal_graph_and_status_json(tmp_pat
         await analysed(last)
         check()
     assert graph_reads == []  # the console never read the whole graph again for its figures
+
+
+def test_a_non_finite_figure_shows_as_unknown_not_a_crash():
+    """A P80 of inf (an estimator's overflow) once took the whole console down (OverflowError in
+    the row's label): it shows as unknown."""
+    from console.glyphs import duration_label, eta_label
+
+    assert duration_label(float("inf")) == duration_label(float("nan")) == "—"
+    assert eta_label({"p80_s": float("inf"), "confidence": "low"}).startswith("—")
+
+
+def test_the_event_log_keeps_lean_rows_not_payloads():
+    """The log's ring keeps what a row shows (a LogEvent tuple), never the EventView and its payload:
+    20,000 payloads were most of its memory."""
+    import sys
+
+    from console.model import EventLogModel, LogEvent
+    from store.views import EventView
+
+    m = EventLogModel(capacity=100)
+    payload = {"observation": "x" * 5000, "lines": list(range(100))}
+    m.extend([EventView(i, T0 + i, "t", f"n{i}", "execution", "node.heartbeat", "w", "beat", payload)
+              for i in range(150)])
+    assert len(m.events) == 100 and all(type(e) is LogEvent for e in m.events)
+    assert m.events[-1].id == 149 and m.rows[-1].kind == "node.heartbeat"
+    assert sys.getsizeof(m.events[-1]) < 200  # a tuple of 8 references, no payload
+    assert len({id(e.kind) for e in m.events}) == 1  # repeated names kept once
