@@ -146,6 +146,10 @@ class OpenGraph:
             self._inbox = []
             self.analysis = None
 
+    def follows(self, task_id: str) -> bool:
+        """The loaded graph of ``task_id`` was handed over (its analysis is or will be built)."""
+        return self.task_id == task_id
+
     def drop(self) -> None:
         """UI thread: no graph open any more (its analysis is freed)."""
         if self.task_id is None and self.analysis is None:
@@ -176,7 +180,15 @@ class OpenGraph:
             self._seed = None
             cursor = self.seen
         if seed is not None:
-            an = TaskAnalysis(ledger, task.task_id, rows=seed[1], task=seed[0], cursor=cursor)
+            try:
+                an = TaskAnalysis(ledger, task.task_id, rows=seed[1], task=seed[0], cursor=cursor)
+            except BaseException:
+                with self._lock:  # tried again on the next run, the deltas with it
+                    if generation == self._generation and self._seed is None:
+                        self._seed = seed
+                        self._inbox[:0] = inbox
+                raise
+            gc.freeze()  # its 100k-entry dict out of the collector's walk, like the model's rows
         if an is None:
             return None
         an.ledger = ledger  # the feed's (a PostgreSQL reconnect replaces its connection)

@@ -53,6 +53,7 @@ from .screens.base import WardenScreen
 from .screens.report import TaskReportScreen
 from .text import safe_line
 
+SWITCH_INTERVAL_S = 0.001  # how long a busy worker thread may keep the interpreter from the UI thread
 WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
 
 
@@ -179,7 +180,7 @@ class WardenApp(AnalysisRuns, App[int]):
     async def follow_ledger(self) -> None:
         await self.follower.run(self)
 
-    @work(thread=True, exit_on_error=False, group="tasks")
+    @work(thread=True, exit_on_error=False, group="tasks", description="task rows")
     def refresh_tasks(self, task_ids: list[str], wake: Callable[[], Any]) -> None:
         tasks: list[TaskView] = []
         try:
@@ -348,7 +349,9 @@ class WardenApp(AnalysisRuns, App[int]):
         self.follow_ledger()
 
     # ------------------------------------------------------------------ estimates and signals
-    @work(thread=True, exit_on_error=False, group="analysis")
+    # A description, so that Textual does not repr() the arguments (a request held thousands of
+    # rows: 17 ms of the UI thread and megabytes of garbage per run, bench_console.py under cProfile)
+    @work(thread=True, exit_on_error=False, group="analysis", description="estimates and signals")
     def _analyse(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str) -> None:
         """Estimates and signals (console/analysis.py) off the UI thread."""
         try:
@@ -507,6 +510,7 @@ class WardenApp(AnalysisRuns, App[int]):
 def console_app(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
                 project: str | None = None, records: str | None = None) -> WardenApp:
     """The app exactly as `warden console` runs it (the benchmark drives this one)."""
+    sys.setswitchinterval(float(__import__("os").environ.get("WARDEN_SWITCH_S", SWITCH_INTERVAL_S)))
     return WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records)
 
 
