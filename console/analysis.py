@@ -4,13 +4,13 @@ The figures come from ``store.estimates`` and ``store.signals`` (never computed 
 computed is bounded by what is on screen, never by the size of a task (issue 14: a pass over a
 100k-node graph held the GIL for seconds and stalled painting and keys):
 
-* the open graph's **task figure** with ``estimate_task`` — the same figure as ``warden status``
-  and the task list, from per-kind aggregates above ``mc_max_nodes`` unfinished nodes (SQL, not a
-  walk over the graph);
-* **per-node P80s only for the rows on screen** and a screen either side (a node's estimate depends
-  on the node and its kind's history, never on the rest of the graph): a few dozen nodes, not 100k;
-* **signals** of the running and parked nodes (the only ones that can have node signals) and the
-  task's own;
+* the open graph's figures from its incremental ``store.analysis.TaskAnalysis`` (:class:`OpenGraph`:
+  built from the model's own rows once the graph has loaded, fed the feed's deltas): the **task
+  figure** (the same as ``warden status``), **per-node P80s only for the rows on screen** and a
+  screen either side (a few dozen nodes, not 100k), **signals** of the running and parked nodes and
+  the task's own — nothing re-read per run but what changed;
+* while the graph is still loading, the same figures from the ledger (``estimate_task``, the window
+  with ``estimate_graph``, the running and parked nodes' signals ``SIGNAL_CHUNK`` at a time);
 * the other tasks of the task list with ``estimate_task`` / ``signals_for_task``.
 
 :class:`Analyst` is the worker's memory between runs: the duration history (re-read after a node

@@ -510,7 +510,7 @@ class WardenApp(AnalysisRuns, App[int]):
 def console_app(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
                 project: str | None = None, records: str | None = None) -> WardenApp:
     """The app exactly as `warden console` runs it (the benchmark drives this one)."""
-    sys.setswitchinterval(float(__import__("os").environ.get("WARDEN_SWITCH_S", SWITCH_INTERVAL_S)))
+    sys.setswitchinterval(SWITCH_INTERVAL_S)  # the UI thread waits at most this for the interpreter
     return WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records)
 
 

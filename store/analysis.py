@@ -22,6 +22,9 @@ nodes (they depend on the clock) and of nodes whose kind history moved; the task
 same seeded Monte Carlo as the one-shot path for up to ``mc_max_nodes`` unfinished nodes, and the
 moment approximation from per-(kind, est_wall_s) counts kept up to date by ``apply_event`` above
 that. ``signals()`` visits the running nodes, the open handoffs and the parked nodes only.
+
+The console builds it from the graph rows it already holds (``rows=``, ``task=``, ``cursor=``: no
+second read of the graph) and asks for ``node_estimates(keys)`` of the rows on screen.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ def beat_columns(payload: Any) -> dict[str, Any]:
     return out
 
 
+_MISS = object()
 EST_CACHE_MAX = 20_000  # node figures kept between runs (a 100k-node task: the ones looked at)
 ROW_READ_CHUNK = 500  # running nodes re-read as whole nodes at a time (``from_rows``)
 
@@ -136,6 +140,7 @@ class TaskAnalysis:
         for n in self.nodes.values():
             self._count(n, +1)
         self._est_cache: dict[str, tuple[Any, Estimate, NodeDist | None]] = {}
+        self._bases: dict[tuple[Any, ...], Any] = {}
         self.cursor = ledger.last_event_id() if cursor is None else cursor
         if rows is None:
             self._history_at = self.cursor
@@ -255,12 +260,31 @@ class TaskAnalysis:
         if hit is not None and hit[0] == stamp and not time_bound:
             return hit[2]
         pooled = self.history.pooled_model() if not self.history.count(n.kind) and not n.est_wall_s else None
-        d = node_dist(NodeState.of(n), now, self.history, self.params, pooled, task_id=self.task_id)
+        d = node_dist(NodeState.of(n), now, self.history, self.params, pooled, base=self._base(n),
+                      task_id=self.task_id)
         if not time_bound:
             if len(self._est_cache) >= EST_CACHE_MAX:
                 self._est_cache.clear()
             self._est_cache[n.key] = (stamp, dist_estimate(d) if d is not None else NO_ESTIMATE, d)
         return d
+
+    def _base(self, n: Any) -> NodeDist | None:
+        """``base_dist`` of a node whose kind has a history, shared by the nodes of the same kind,
+        ``est_wall_s`` (and position, when the kind's durations follow it) until the kind's samples
+        change: thousands of running nodes of a few kinds need a few distributions, not thousands.
+        None: ``node_dist`` works it out itself (no history: the prior or the pooled model)."""
+        kind = n.kind
+        if not self.history.count(kind):
+            return None
+        position = n.position if self.history.model(kind).pos_slope else None
+        key = (kind, n.est_wall_s, position, self.history.version(kind))
+        hit = self._bases.get(key, _MISS)
+        if hit is _MISS:
+            if len(self._bases) >= EST_CACHE_MAX:
+                self._bases.clear()
+            hit = self._bases[key] = base_dist(kind, n.est_wall_s, self.history, self.params, None, self.task_id,
+                                               n.position)
+        return hit
 
     def node_estimates(self, keys: Sequence[str], now: float | None = None) -> dict[str, Estimate]:
         """The estimates of these nodes only (the rows a screen shows): the same figures as
@@ -362,10 +386,13 @@ class TaskAnalysis:
                 self._token_sums()
             tokens, units, count = self._norm
             norm = tokens / units if count >= self.thresholds.cost_density_min_nodes and units > 0 else None
+            p80s: dict[tuple[str, Any], tuple[float | None, int]] = {}  # the same for a kind and est
             for i, n in enumerate(self._running()):
                 if pause is not None and i and not i % every:
                     pause()
-                p80 = kind_p80(self.history, n.kind, n.est_wall_s, self.params)
+                p80 = p80s.get((n.kind, n.est_wall_s))
+                if p80 is None:
+                    p80 = p80s[(n.kind, n.est_wall_s)] = kind_p80(self.history, n.kind, n.est_wall_s, self.params)
                 out.extend(node_signals(self.task_id, n, list(self.obs.get(n.key, ())),
                                         now, thresholds=self.thresholds, kind_p80=p80, token_norm=norm,
                                         task_status=self.task.status))
