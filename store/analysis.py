@@ -78,7 +78,8 @@ def beat_columns(payload: Any) -> dict[str, Any]:
 
 
 _MISS = object()
-EST_CACHE_MAX = 20_000  # node figures kept between runs (a 100k-node task: the ones looked at)
+EST_CACHE_MAX = 2_000  # node figures kept between runs (a 100k-node task: the rows looked at last) …
+BASES_MAX = 256  # … and shared distributions by kind and est_wall_s (each ~3 KB: 100 quantiles)
 ROW_READ_CHUNK = 500  # running nodes re-read as whole nodes at a time (``from_rows``)
 
 
@@ -269,18 +270,17 @@ class TaskAnalysis:
         return d
 
     def _base(self, n: Any) -> NodeDist | None:
-        """``base_dist`` of a node whose kind has a history, shared by the nodes of the same kind,
-        ``est_wall_s`` (and position, when the kind's durations follow it) until the kind's samples
-        change: thousands of running nodes of a few kinds need a few distributions, not thousands.
-        None: ``node_dist`` works it out itself (no history: the prior or the pooled model)."""
+        """``base_dist`` of a node whose kind has a history, shared by the nodes of the same kind and
+        ``est_wall_s`` until the kind's samples change: thousands of running nodes of a few kinds
+        need a few distributions, not thousands. None: ``node_dist`` works it out itself (no
+        history: the prior or the pooled model; a position trend: one per node)."""
         kind = n.kind
-        if not self.history.count(kind):
-            return None
-        position = n.position if self.history.model(kind).pos_slope else None
-        key = (kind, n.est_wall_s, position, self.history.version(kind))
+        if not self.history.count(kind) or self.history.model(kind).pos_slope:
+            return None  # (a position trend: one per node — not kept, a distribution is ~3 KB)
+        key = (kind, n.est_wall_s, self.history.version(kind))
         hit = self._bases.get(key, _MISS)
         if hit is _MISS:
-            if len(self._bases) >= EST_CACHE_MAX:
+            if len(self._bases) >= BASES_MAX:
                 self._bases.clear()
             hit = self._bases[key] = base_dist(kind, n.est_wall_s, self.history, self.params, None, self.task_id,
                                                n.position)
