@@ -4,13 +4,13 @@ The figures come from ``store.estimates`` and ``store.signals`` (never computed 
 computed is bounded by what is on screen, never by the size of a task (issue 14: a pass over a
 100k-node graph held the GIL for seconds and stalled painting and keys):
 
-* the open graph's **task figure** with ``estimate_task`` — the same figure as ``warden status``
-  and the task list, from per-kind aggregates above ``mc_max_nodes`` unfinished nodes (SQL, not a
-  walk over the graph);
-* **per-node P80s only for the rows on screen** and a screen either side (a node's estimate depends
-  on the node and its kind's history, never on the rest of the graph): a few dozen nodes, not 100k;
-* **signals** of the running and parked nodes (the only ones that can have node signals) and the
-  task's own;
+* the open graph's figures from its incremental ``store.analysis.TaskAnalysis`` (:class:`OpenGraph`:
+  built from the model's own rows once the graph has loaded, fed the feed's deltas): the **task
+  figure** (the same as ``warden status``), **per-node P80s only for the rows on screen** and a
+  screen either side (a few dozen nodes, not 100k), **signals** of the running and parked nodes and
+  the task's own — nothing re-read per run but what changed;
+* while the graph is still loading, the same figures from the ledger (``estimate_task``, the window
+  with ``estimate_graph``, the running and parked nodes' signals ``SIGNAL_CHUNK`` at a time);
 * the other tasks of the task list with ``estimate_task`` / ``signals_for_task``.
 
 :class:`Analyst` is the worker's memory between runs: the duration history (re-read after a node
@@ -26,12 +26,13 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from store import estimates, signals
+from store.analysis import TaskAnalysis
 from store.errors import NotFound
 from store.feed import Feed
-from store.report import signal_json
+from store.report import empty_eta, signal_json
 from store.views import GraphView, TaskView
 
 from .messages import AnalysisReady
@@ -116,6 +117,96 @@ def release_memory() -> None:
         _TRIM(0)
 
 
+def _pause() -> None:
+    time.sleep(0)  # hand the interpreter to the UI thread
+
+
+class OpenGraph:
+    """The open graph's incremental analysis (``store.analysis.TaskAnalysis``), fed the feed's
+    deltas. The UI thread hands over the loaded rows (:meth:`seed`) and each delta (:meth:`delta`:
+    two references appended to a list, nothing computed); the analysis worker builds the
+    ``TaskAnalysis`` from the rows (no second read of the graph: it shares the model's row
+    tuples) and applies the deltas at the start of each run (:meth:`current`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.task_id: str | None = None
+        self._seed: tuple[Any, tuple[Any, ...]] | None = None
+        self._inbox: list[tuple[Sequence[Any], Mapping[tuple[str, str], Any]]] = []
+        self._generation = 0
+        self.analysis: TaskAnalysis | None = None
+        self.seen = 0  # the last journal id handed over by the UI (the rows' cursor at seed time)
+
+    def seed(self, task: Any, rows: Sequence[Any]) -> None:
+        """UI thread: the graph of ``task`` finished loading; ``rows`` as the model holds them."""
+        with self._lock:
+            self._generation += 1
+            self.task_id = task.task_id
+            self._seed = (task, tuple(rows))
+            self._inbox = []
+            self.analysis = None
+
+    def follows(self, task_id: str) -> bool:
+        """The loaded graph of ``task_id`` was handed over (its analysis is or will be built)."""
+        return self.task_id == task_id
+
+    def drop(self) -> None:
+        """UI thread: no graph open any more (its analysis is freed)."""
+        if self.task_id is None and self.analysis is None:
+            return
+        with self._lock:
+            self._generation += 1
+            self.task_id = None
+            self._seed = None
+            self._inbox = []
+            self.analysis = None
+
+    def delta(self, events: Sequence[Any], nodes: Mapping[tuple[str, str], Any]) -> None:
+        """UI thread: one applied delta (events in id order, the node views read for them)."""
+        if events:
+            self.seen = max(self.seen, events[-1].id)
+        if self.task_id is not None and (events or nodes):
+            with self._lock:
+                self._inbox.append((events, nodes))
+
+    def current(self, ledger: Any, task: Any, history: Any = None) -> TaskAnalysis | None:
+        """Worker thread: the analysis of ``task`` (its latest view) with every delta handed over
+        so far applied; None when that task's graph is not (fully) loaded."""
+        with self._lock:
+            if self.task_id != task.task_id:
+                return None
+            generation, seed, an = self._generation, self._seed, self.analysis
+            inbox, self._inbox = self._inbox, []
+            self._seed = None
+            cursor = self.seen
+        if seed is not None:
+            try:
+                an = TaskAnalysis(ledger, task.task_id, rows=seed[1], task=seed[0], cursor=cursor)
+            except BaseException:
+                with self._lock:  # tried again on the next run, the deltas with it
+                    if generation == self._generation and self._seed is None:
+                        self._seed = seed
+                        self._inbox[:0] = inbox
+                raise
+            gc.freeze()  # its 100k-entry dict out of the collector's walk, like the model's rows
+        if an is None:
+            return None
+        an.ledger = ledger  # the feed's (a PostgreSQL reconnect replaces its connection)
+        tid = task.task_id
+        for i, (events, nodes) in enumerate(inbox):
+            for e in events:
+                if e.task_id == tid:
+                    v = nodes.get((tid, e.node)) if e.node else None
+                    an.apply_event(e, [v] if v is not None else (), task=an.task)
+            if i % 20 == 19:
+                _pause()
+        an.task = task  # the console's latest task row (counts, budget)
+        with self._lock:
+            if generation == self._generation:
+                self.analysis = an
+        return an
+
+
 class Analyst:
     """The analysis worker's state between runs. One run at a time (the app never starts a run
     while one is going); ``forget_history`` may be called from any thread."""
@@ -127,6 +218,7 @@ class Analyst:
         self._stale = False
         self.lock = threading.Lock()
         self.last_seconds: dict[str, float] = {}  # wall time of the last run of each kind
+        self.graph = OpenGraph()
 
     def forget_history(self) -> None:
         """A node succeeded somewhere: durations moved, re-read them on the next run."""
@@ -168,6 +260,19 @@ class Analyst:
         def graph_analysis(ledger: Any, req: GraphRequest) -> tuple[Any, Any, Any]:
             task = req.task
             eta = node_etas = sigs = None
+            an = self.graph.current(ledger, task)
+            if an is not None:  # the incremental analysis of the loaded graph
+                if "eta" in parts:
+                    eta = an.task_estimate(now).to_json()
+                if "nodes" in parts and req.window:
+                    keys = [n.key for n in req.window]
+                    got = an.node_estimates(keys, now)
+                    none = empty_eta()  # a finished node: no figure (one shared dict)
+                    node_etas = {k: got[k].to_json() if k in got else none for k in keys}
+                if "signals" in parts:
+                    sigs = [signal_json(s) for s in an.signals(now, pause=_pause)]
+                return eta, node_etas, sigs
+            # the graph is still loading: the same figures from the ledger, bounded by the screen
             if "eta" in parts:
                 eta = estimates.estimate_task(ledger, task, history=history, now=now).to_json()
             if "nodes" in parts and req.window:
@@ -230,5 +335,5 @@ def explain_node(ledger: Any, task_id: str, key: str, now: float, *, task: TaskV
     return NodeExplanation(task_id, key, tuple(signal_json(s) for s in sigs), est.to_json(), now)
 
 
-__all__ = ["Analyst", "GraphRequest", "HISTORY_TTL_S", "NodeExplanation", "PARTS", "SIGNAL_CHUNK", "explain_node",
+__all__ = ["Analyst", "GraphRequest", "HISTORY_TTL_S", "NodeExplanation", "OpenGraph", "PARTS", "SIGNAL_CHUNK", "explain_node",
            "graph_request", "graph_signals", "window_covers"]

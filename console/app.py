@@ -55,6 +55,7 @@ from .screens.report import TaskReportScreen
 from .text import safe_line
 from .typeahead import TypeAheadApp
 
+SWITCH_INTERVAL_S = 0.001  # how long a busy worker thread may keep the interpreter from the UI thread
 WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
 
 
@@ -189,7 +190,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
     async def follow_ledger(self) -> None:
         await self.follower.run(self)
 
-    @work(thread=True, exit_on_error=False, group="tasks")
+    @work(thread=True, exit_on_error=False, group="tasks", description="task rows")
     def refresh_tasks(self, task_ids: list[str], wake: Callable[[], Any]) -> None:
         tasks: list[TaskView] = []
         try:
@@ -237,6 +238,8 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
             self.events_model.extend(p.tail)
             for s in self._screens(EventLogScreen):
                 s.data_changed(0, True)
+        if self.analysis_enabled and (p.events or p.nodes):
+            self.analyst.graph.delta(p.events, p.nodes)  # the open graph's incremental analysis
         if p.events:
             if any(e.kind == "node.committed" for e in p.events):
                 self.analyst.forget_history()  # a duration was added: the estimates re-read them
@@ -319,6 +322,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
             gc.freeze()
             self.follower.analysis_dirty.add(msg.task_id)
             if self.analysis_enabled:
+                self.analyst.graph.seed(g.task, g.nodes)
                 self.run_analysis()
         self.apply_seconds += time.perf_counter() - t0
 
@@ -356,7 +360,9 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
         self.follow_ledger()
 
     # ------------------------------------------------------------------ estimates and signals
-    @work(thread=True, exit_on_error=False, group="analysis")
+    # A description, so that Textual does not repr() the arguments (a request held thousands of
+    # rows: 17 ms of the UI thread and megabytes of garbage per run, bench_console.py under cProfile)
+    @work(thread=True, exit_on_error=False, group="analysis", description="estimates and signals")
     def _analyse(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str) -> None:
         """Estimates and signals (console/analysis.py) off the UI thread."""
         try:
@@ -531,6 +537,7 @@ def console_app(*, ledger: str, runs: str = "runs", read_only: bool = False, ope
                 project: str | None = None, records: str | None = None, bell: bool = True,
                 on_alert: Sequence[str] | None = None) -> WardenApp:
     """The app exactly as `warden console` runs it (the benchmark drives this one)."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)  # the UI thread waits at most this for the interpreter
     return WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records,
                      bell=bell, on_alert=on_alert)
 

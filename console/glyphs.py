@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any, Mapping, Sequence
 
@@ -71,8 +72,9 @@ def task_status_label(status: str) -> str:
 
 
 def duration_label(seconds: float | None) -> str:
-    """Compact duration: 45s, 3m05s, 12m, 3h05m, 2d04h (or — when unknown)."""
-    if seconds is None:
+    """Compact duration: 45s, 3m05s, 12m, 3h05m, 2d04h (or — when unknown, or not a finite number:
+    an infinite figure once took the whole console down)."""
+    if seconds is None or not math.isfinite(seconds):
         return MARKS["dash"]
     return duration_text(seconds)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from store.clock import iso
 from store.report import budget_json, empty_eta
@@ -297,7 +297,8 @@ class GraphModel:
                 continue
             if early:
                 n = early.pop(n.key, n)
-            self.index[n.key] = len(self.nodes)
+            i = len(self.nodes)
+            self.index[n.key] = n.position if n.position == i else i  # its own int when equal: 2.8 MB at 100k
             self.nodes.append(n)
             self._link(n)
         if last:
@@ -509,27 +510,53 @@ EVENT_COLUMNS = [
 ]
 
 
+class LogEvent(NamedTuple):
+    """An event as the log keeps it: what a row shows, without the payload (the log never shows
+    it, and the payloads of 20,000 EventViews were most of the ring's memory)."""
+
+    id: int
+    at: float
+    task_id: str | None
+    node: str | None
+    layer: str
+    kind: str
+    actor: str
+    summary: str
+
+
+def log_event(e: Any, words: dict[Any, Any]) -> LogEvent:
+    """``e`` (an EventView) as a LogEvent; repeated names kept once (``words``)."""
+    w = words.setdefault
+    return LogEvent(e.id, e.at, w(e.task_id, e.task_id), e.node, w(e.layer, e.layer), w(e.kind, e.kind),
+                    w(e.actor, e.actor), e.summary)
+
+
 class EventLogModel:
-    """The tail of the journal (a bounded ring), filtered by layer and task."""
+    """The tail of the journal (a bounded ring of :class:`LogEvent`), filtered by layer and task."""
 
     def __init__(self, capacity: int = 20000) -> None:
         self.capacity = capacity
-        self.events: deque[EventView] = deque(maxlen=capacity)
+        self.events: deque[LogEvent] = deque(maxlen=capacity)
         self.layer: str | None = None
         self.task_id: str | None = None
-        self.rows: list[EventView] = []
+        self.rows: list[LogEvent] = []
+        self._words: dict[Any, Any] = {}
 
-    def _keep(self, e: EventView) -> bool:
+    def _keep(self, e: LogEvent) -> bool:
         return (self.layer is None or e.layer == self.layer) and (self.task_id is None or e.task_id == self.task_id)
 
     def extend(self, events: Sequence[EventView]) -> tuple[int, bool]:
         """Append new events. Returns (rows added, whether old rows were dropped)."""
-        dropped = len(self.events) + len(events) > self.capacity
-        self.events.extend(events)
+        if len(self._words) > 5000:
+            self._words = {}
+        words = self._words
+        lean = [log_event(e, words) for e in events]
+        dropped = len(self.events) + len(lean) > self.capacity
+        self.events.extend(lean)
         if dropped:
             self._refilter()
             return 0, True
-        added = [e for e in events if self._keep(e)]
+        added = [e for e in lean if self._keep(e)]
         self.rows.extend(added)
         return len(added), False
 

@@ -22,13 +22,16 @@ nodes (they depend on the clock) and of nodes whose kind history moved; the task
 same seeded Monte Carlo as the one-shot path for up to ``mc_max_nodes`` unfinished nodes, and the
 moment approximation from per-(kind, est_wall_s) counts kept up to date by ``apply_event`` above
 that. ``signals()`` visits the running nodes, the open handoffs and the parked nodes only.
+
+The console builds it from the graph rows it already holds (``rows=``, ``task=``, ``cursor=``: no
+second read of the graph) and asks for ``node_estimates(keys)`` of the rows on screen.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .estimates import (
     DEFAULT_PARAMS,
@@ -74,22 +77,49 @@ def beat_columns(payload: Any) -> dict[str, Any]:
     return out
 
 
+_MISS = object()
+EST_CACHE_MAX = 2_000  # node figures kept between runs (a 100k-node task: the rows looked at last) …
+BASES_MAX = 256  # … and shared distributions by kind and est_wall_s (each ~3 KB: 100 quantiles)
+ROW_READ_CHUNK = 500  # running nodes re-read as whole nodes at a time (``from_rows``)
+
+
 class TaskAnalysis:
     def __init__(self, ledger: Any, task_id: str, *, history: DurationHistory | None = None,
-                 params: EstimateParams = DEFAULT_PARAMS, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> None:
+                 params: EstimateParams = DEFAULT_PARAMS, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+                 rows: Sequence[Any] | None = None, task: Any = None, cursor: int | None = None) -> None:
+        """Read the task once. ``rows`` (with its ``task`` view and the journal ``cursor`` they are
+        as of): the task's nodes as the caller already holds them — the console's graph rows
+        (``store.views.NodeRow``, which carry what the estimates read) — instead of reading the
+        graph again; the running nodes are re-read as whole nodes (signals read more of them) and
+        the events after ``cursor`` are the caller's to apply."""
         from .models import Event
 
         self.ledger = ledger
         self.task_id = task_id
         self.params = params
         self.thresholds = thresholds
-        graph = ledger.graph(task_id)
-        self.task = graph.task
-        self.nodes: dict[str, Any] = {n.key: n for n in graph.nodes}
+        if rows is None:
+            graph = ledger.graph(task_id)
+            self.task = graph.task
+            nodes: Sequence[Any] = graph.nodes
+        else:
+            self.task = task if task is not None else ledger.task(task_id)
+            nodes = rows
+        self.nodes: dict[str, Any] = {n.key: n for n in nodes}
         self._order: list[str] | None = None
+        # A history loaded after ``cursor`` already holds the durations of the commits between the
+        # two: those events must not add them again.
+        self._history_at = ledger.last_event_id() if rows is not None else 0
         self.history = history if history is not None else DurationHistory(params.history_cap, params)
-        self.history.load_kinds(ledger, {n.kind for n in graph.nodes})
-        running = [n for n in graph.nodes if n.status == "running"]
+        self.history.load_kinds(ledger, {n.kind for n in nodes})
+        running = [n for n in nodes if n.status == "running"]
+        if rows is not None and running:
+            running = []
+            keys = sorted(n.key for n in nodes if n.status == "running")
+            for i in range(0, len(keys), ROW_READ_CHUNK):
+                running.extend(ledger.nodes(task_id, keys[i:i + ROW_READ_CHUNK]))
+            for n in running:
+                self.nodes[n.key] = n
         th = thresholds
         self.obs: dict[str, deque[Obs]] = {}
         by_id = read_observations(ledger, [n.id for n in running], th.observations_per_node)
@@ -105,12 +135,18 @@ class TaskAnalysis:
         # aggregates kept up to date by apply_event
         self._live: Counter[tuple[str, float | None]] = Counter()  # unfinished, not running
         self._norm = [0.0, 0.0, 0]  # tokens, units, nodes over succeeded nodes that reported units
+        self._norm_stale = False  # rows without tokens_used counted: re-read the sums (``_token_sums``)
         self._running_set: set[str] = set()
         self._parked_set: set[str] = set()
-        for n in graph.nodes:
+        for n in self.nodes.values():
             self._count(n, +1)
         self._est_cache: dict[str, tuple[Any, Estimate, NodeDist | None]] = {}
-        self.cursor = ledger.last_event_id()
+        self._bases: dict[tuple[Any, ...], Any] = {}
+        self.cursor = ledger.last_event_id() if cursor is None else cursor
+        if rows is None:
+            self._history_at = self.cursor
+        elif self._norm_stale:
+            self._token_sums()
 
     # ------------------------------------------------------------------ bookkeeping
     def _count(self, n: Any, sign: int) -> None:
@@ -123,7 +159,11 @@ class TaskAnalysis:
             if self._live[(n.kind, n.est_wall_s)] <= 0:
                 del self._live[(n.kind, n.est_wall_s)]
         if n.status == "succeeded" and n.units_done and n.units_done > 0:
-            self._norm[0] += sign * n.tokens_used
+            tokens = getattr(n, "tokens_used", None)
+            if tokens is None:  # a lean row: the sums are re-read when next needed
+                self._norm_stale = True
+                return
+            self._norm[0] += sign * tokens
             self._norm[1] += sign * float(n.units_done)
             self._norm[2] += sign
 
@@ -156,14 +196,15 @@ class TaskAnalysis:
         key = event.node
         p = event.payload or {}
         kind = event.kind
+        before = event.id <= self._history_at  # the observations and durations read hold it already
         if kind == "node.claimed":
             if event.actor:
-                self.claims[event.actor] = event.at
-            if key:
+                self.claims[event.actor] = max(event.at, self.claims.get(event.actor, event.at))
+            if key and not before:
                 self.obs[key] = deque(maxlen=self.thresholds.observations_per_node)
         elif kind == "node.heartbeat" and key in self.nodes:
             n = self.nodes[key]
-            if not changed_nodes and fresh and n.status == "running" and (
+            if not changed_nodes and fresh and n.status == "running" and hasattr(n, "tokens_used") and (
                     n.heartbeat_at is None or n.heartbeat_at < event.at):
                 # A heartbeat changes only these columns: no need to re-read the node. (A view read
                 # after this heartbeat already shows it: its heartbeat_at is not older.)
@@ -178,14 +219,18 @@ class TaskAnalysis:
                 upd.update(beat_columns(p))
                 self.nodes[key] = replace(n, **upd)
                 changed.add(key)
-            if "digest" in p:
-                self.obs.setdefault(key, deque(maxlen=self.thresholds.observations_per_node)).append(
-                    Obs(event.at, self.nodes[key].attempt, p["digest"], int(p.get("new_units") or 0)))
+            if "digest" in p and not before:
+                seen = self.obs.setdefault(key, deque(maxlen=self.thresholds.observations_per_node))
+                o = Obs(event.at, self.nodes[key].attempt, p["digest"], int(p.get("new_units") or 0))
+                if o not in seen:  # read with the node's observations already (``rows``)
+                    seen.append(o)
         elif kind == "node.committed" and key in self.nodes and fresh:
             # The memory learns the duration once per commit event: from the node's own row when
             # it still shows this commit (exact), else from the event (rounded to the millisecond).
             n = self.nodes[key]
-            if n.status == "succeeded" and n.finished_at == event.at and n.claimed_at is not None:
+            if before:
+                pass  # the history was loaded after this commit: it holds its duration already
+            elif n.status == "succeeded" and n.finished_at == event.at and n.claimed_at is not None:
                 self.history.add(n.kind, n.finished_at - n.claimed_at, self.task_id, n.position)
             elif "wall_s" in p:
                 self.history.add(n.kind, float(p["wall_s"]), self.task_id, n.position)
@@ -216,10 +261,56 @@ class TaskAnalysis:
         if hit is not None and hit[0] == stamp and not time_bound:
             return hit[2]
         pooled = self.history.pooled_model() if not self.history.count(n.kind) and not n.est_wall_s else None
-        d = node_dist(NodeState.of(n), now, self.history, self.params, pooled, task_id=self.task_id)
+        d = node_dist(NodeState.of(n), now, self.history, self.params, pooled, base=self._base(n),
+                      task_id=self.task_id)
         if not time_bound:
+            if len(self._est_cache) >= EST_CACHE_MAX:
+                self._est_cache.clear()
             self._est_cache[n.key] = (stamp, dist_estimate(d) if d is not None else NO_ESTIMATE, d)
         return d
+
+    def _base(self, n: Any) -> NodeDist | None:
+        """``base_dist`` of a node whose kind has a history, shared by the nodes of the same kind and
+        ``est_wall_s`` until the kind's samples change: thousands of running nodes of a few kinds
+        need a few distributions, not thousands. None: ``node_dist`` works it out itself (no
+        history: the prior or the pooled model; a position trend: one per node)."""
+        kind = n.kind
+        if not self.history.count(kind) or self.history.model(kind).pos_slope:
+            return None  # (a position trend: one per node — not kept, a distribution is ~3 KB)
+        key = (kind, n.est_wall_s, self.history.version(kind))
+        hit = self._bases.get(key, _MISS)
+        if hit is _MISS:
+            if len(self._bases) >= BASES_MAX:
+                self._bases.clear()
+            hit = self._bases[key] = base_dist(kind, n.est_wall_s, self.history, self.params, None, self.task_id,
+                                               n.position)
+        return hit
+
+    def node_estimates(self, keys: Sequence[str], now: float | None = None) -> dict[str, Estimate]:
+        """The estimates of these nodes only (the rows a screen shows): the same figures as
+        ``estimate().nodes`` for them; finished and unknown keys are left out."""
+        now = self.ledger.now() if now is None else now
+        out: dict[str, Estimate] = {}
+        for k in keys:
+            n = self.nodes.get(k)
+            if n is None or n.status in FINISHED:
+                continue
+            d = self._dist(n, now)
+            hit = self._est_cache.get(k)
+            out[k] = hit[1] if hit is not None and hit[2] is d else (dist_estimate(d) if d is not None else NO_ESTIMATE)
+        return out
+
+    def _token_sums(self) -> None:
+        """The tokens / units sums over the succeeded nodes that reported units, read once (lean
+        rows do not carry ``tokens_used``)."""
+        from .sql import fetch_all
+
+        row = fetch_all(self.ledger.db, "SELECT SUM(tokens_used), SUM(units_done), COUNT(id) FROM node "
+                                        "WHERE task_id = ? AND status = 'succeeded' AND units_done > 0",
+                        [self.task_id])
+        tokens, units, count = row[0] if row else (0, 0, 0)
+        self._norm = [float(tokens or 0), float(units or 0), int(count or 0)]
+        self._norm_stale = False
 
     def workers(self, now: float) -> int:
         window = now - self.params.worker_window_s
@@ -282,16 +373,26 @@ class TaskAnalysis:
             running.append(d)
         return approximate_estimate(groups, running, workers)
 
-    def signals(self, now: float | None = None) -> list[Signal]:
+    def signals(self, now: float | None = None, *, pause: Callable[[], Any] | None = None,
+                every: int = 200) -> list[Signal]:
+        """Every signal of the task. ``pause`` is called after every ``every`` running nodes (the
+        console hands the interpreter to its UI thread there)."""
         now = self.ledger.now() if now is None else now
         parked = [self.nodes[k] for k in sorted(self._parked_set)]
         out = task_signals(self.task, self.handoffs, now, thresholds=self.thresholds, parked_nodes=parked)
         out += [Signal(*s) for s in round2.extra(self.ledger, self.task, now, self.thresholds)]
         if self.task.status != "parked":
+            if self._norm_stale:
+                self._token_sums()
             tokens, units, count = self._norm
             norm = tokens / units if count >= self.thresholds.cost_density_min_nodes and units > 0 else None
-            for n in self._running():
-                p80 = kind_p80(self.history, n.kind, n.est_wall_s, self.params)
+            p80s: dict[tuple[str, Any], tuple[float | None, int]] = {}  # the same for a kind and est
+            for i, n in enumerate(self._running()):
+                if pause is not None and i and not i % every:
+                    pause()
+                p80 = p80s.get((n.kind, n.est_wall_s))
+                if p80 is None:
+                    p80 = p80s[(n.kind, n.est_wall_s)] = kind_p80(self.history, n.kind, n.est_wall_s, self.params)
                 out.extend(node_signals(self.task_id, n, list(self.obs.get(n.key, ())),
                                         now, thresholds=self.thresholds, kind_p80=p80, token_norm=norm,
                                         task_status=self.task.status))

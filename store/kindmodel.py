@@ -114,7 +114,9 @@ class KindModel:
     tau2: float = 0.0  # between-task variance of the level (log scale)
     sigma_w: float = 0.0  # within-task spread (σ when tasks are not known)
     pos_slope: float = 0.0  # log change per node position within a task (0: none found) …
-    pos_centre: float = 0.0  # … around this position
+    pos_centre: float = 0.0  # … around this position, …
+    pos_lo: float = 0.0  # … between these positions (seen in the samples): never extrapolated past
+    pos_hi: float = 0.0  # them (a slope from 14 nodes once made a node at position 99,999 overflow)
 
     @property
     def coverage(self) -> float | None:
@@ -127,7 +129,7 @@ class KindModel:
         one (precision-weighted; drift already moved the samples' side)."""
         mean = self.mean
         if self.pos_slope and position is not None:
-            mean += self.pos_slope * (position - self.pos_centre)
+            mean += self.pos_slope * (min(max(position, self.pos_lo), self.pos_hi) - self.pos_centre)
         if est_wall_s is None or not est_wall_s > 0:
             return mean, self.sample_var
         pv = params.prior_location_sigma ** 2
@@ -176,7 +178,7 @@ def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = D
         return prior_model(kind, params)
     logs = [math.log(max(float(d), 1e-3)) for d in durations]
     n = len(logs)
-    slope, centre = _position_trend(logs, positions, params)
+    slope, centre, lo, hi = _position_trend(logs, positions, params)
     if slope:  # the rest of the model sees durations as if all ran at the centre position
         logs = [x - slope * (p - centre) if p is not None else x for x, p in zip(logs, positions or ())]
     lam = 0.5 ** (1.0 / params.recency_half_life)
@@ -242,17 +244,21 @@ def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = D
             loc_var += drift ** 2
     label = _label(n, len(resid), hits, blocks, block_hits, drift, params)
     return KindModel(kind, n, ne, m, sigma, loc_var, offsets, len(resid), hits, drift, label, blocks, block_hits,
-                     tau2, sigma_w, slope, centre)
+                     tau2, sigma_w, slope, centre, lo, hi)
 
 
 def _position_trend(logs: Sequence[float], positions: Sequence[int | None] | None,
-                    params: EstimateParams) -> tuple[float, float]:
-    """(log slope per position, centre) of the newest ``group_window`` samples' durations against
-    their node position within their task, when it is clear and material (:func:`_trend`)."""
+                    params: EstimateParams) -> tuple[float, float, float, float]:
+    """(log slope per position, centre, lowest and highest position seen) of the newest
+    ``group_window`` samples' durations against their node position within their task, when it is
+    clear and material (:func:`_trend`)."""
     if not positions:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0, 0.0
     pairs = [(float(p), x) for x, p in list(zip(logs, positions))[-params.group_window:] if p is not None]
-    return _trend(pairs, params.position_t, params.position_min)
+    slope, centre = _trend(pairs, params.position_t, params.position_min)
+    if not slope:
+        return 0.0, 0.0, 0.0, 0.0
+    return slope, centre, min(p for p, _ in pairs), max(p for p, _ in pairs)
 
 
 def _trend(pairs: Sequence[tuple[float, float]], t_min: float, effect_min: float) -> tuple[float, float]:

@@ -302,7 +302,9 @@ class RowList(ScrollView, can_focus=True):
         if y == 0:
             return self.header_strip(width)
         index = int(self.scroll_y) + y - 1
-        base = self.rich_style
+        base = self._styles.get("\0base")  # the widget's own style: the same for every line
+        if base is None:  # (recomputed after a style change: notify_style_update clears _styles)
+            base = self._styles["\0base"] = self.rich_style
         if index >= self._count or index < 0:
             return Strip.blank(width, base)
         strip = self._cache.get(index)

@@ -388,6 +388,7 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
         out["spaced_6s"] = summary(lat, written) | {"load1": load1()}
 
         load = loop.run_until_complete(LoadWriter(path, a.rate, a.seconds).start())
+        cpu0, wall0 = term.cpu_seconds(), time.monotonic()
         key_lat = []
         n = 0
         while load.running():
@@ -402,6 +403,11 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
             loop.run_until_complete(asyncio.sleep(0))  # let the writer's pipe be read
         loop.run_until_complete(load.finish())
         out["load"] = {"rate": a.rate, "seconds": a.seconds, "key_to_frame": summary(key_lat), "load1": load1()}
+        if term.proc.poll() is None:  # the console's own CPU while it followed the load
+            out["load"]["console_cpu_pct"] = round((term.cpu_seconds() - cpu0) / (time.monotonic() - wall0) * 100, 1)
+        if term.proc.poll() is not None:  # the console died: say so, with what its screen showed
+            out["console_exited"] = {"rc": term.proc.returncode, "screen": term.lines()}
+            return out
         out["rss_mb_after_load"] = round(term.rss_mb(), 1)
         time.sleep(15.0)  # idle: after the last change's analysis (spaced by its cost) has run
         c0, w0 = term.cpu_seconds(), time.monotonic()
