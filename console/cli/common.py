@@ -50,7 +50,8 @@ class CliParser(argparse.ArgumentParser):
 GLOBALS: dict[str, tuple[str, dict[str, Any], Any]] = {
     "ledger": ("--ledger", dict(metavar="PATH|URL", help="ledger path or URL (default $WARDEN_LEDGER, else "
                                                           "./ledger.db)"), None),
-    "runs": ("--runs", dict(metavar="DIR", help="run directories (default $WARDEN_RUNS, else ./runs)"), None),
+    "runs": ("--runs", dict(metavar="DIR", help="run directories (default $WARDEN_RUNS, else ./runs; read by console "
+                                                   "and recover)"), None),
     "project": ("--project", dict(metavar="DIR", help="project dir for recovery (default: parent of --runs)"), None),
     "records": ("--records", dict(metavar="DIR", help="recovery records (default: <project>/recovery-records)"),
                 None),
@@ -71,9 +72,17 @@ GLOBALS: dict[str, tuple[str, dict[str, Any], Any]] = {
 TOP = "top_"  # dest prefix of a shared flag given before the subcommand
 
 
+def with_workspace(names: tuple[str, ...]) -> tuple[str, ...]:
+    """DESIGN.md's contract: every subcommand that takes ``--ledger`` also takes ``--runs`` (the
+    workspace pair, like ``$WARDEN_LEDGER``/``$WARDEN_RUNS``), so a script can pass both to any of
+    them; only the console and recovery read run directories."""
+    return names + ("runs",) if "ledger" in names and "runs" not in names else names
+
+
 def flags(*names: str, top: bool = False) -> list[CliParser]:
     """A parents list giving a parser exactly these shared flags (defaults left unset; ``top``:
     the top-level parser's copies, kept apart until :func:`fill_globals` checks them)."""
+    names = with_workspace(names)
     p = CliParser(add_help=False)
     g = p.add_argument_group("common options")
     for name in names:
@@ -84,7 +93,7 @@ def flags(*names: str, top: bool = False) -> list[CliParser]:
 
 def honours(parser: argparse.ArgumentParser, *names: str) -> argparse.ArgumentParser:
     """Record which shared flags a subcommand takes (checked for flags given before it)."""
-    parser.set_defaults(_honours=frozenset(names))
+    parser.set_defaults(_honours=frozenset(with_workspace(names)))
     return parser
 
 
