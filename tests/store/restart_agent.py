@@ -8,8 +8,9 @@ with ten tokens, so the task's ``tokens_used`` tells whether any write was doubl
 
 For the steps named in ``--hold`` the agent makes its commit wait *after* the commit record is
 flushed (``SET LOCAL synchronous_commit = on`` on a server whose standby never comes; see
-tests/support/pgcluster.py) and drops a marker file ``MARKERS/hold-<key>``: the test then
-restarts the server or terminates this backend while the COMMIT's answer is outstanding.
+tests/support/pgcluster.py) and drops a marker file ``MARKERS/hold-<key>`` holding its backend's
+pid: the test then restarts the server or terminates this backend while the COMMIT's answer is
+outstanding.
 
 Prints one JSON line per outcome and ``{"done": n}`` at the end.
 """
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -46,12 +48,26 @@ def main() -> int:
     current: dict[str, str] = {}
 
     def before_commit(what: str) -> None:
+        # Every attempt of a held step's commit that gets this far is held, not only the first:
+        # should a plain restart cut the first before its COMMIT waited (nothing committed), the
+        # re-run holds again and says so with its new backend pid. Once a held COMMIT has waited,
+        # its record is flushed: the re-run after the restart finds the step committed (its body
+        # refuses the stale lease, run_write reads the record) and never gets here again.
+        # Before the COMMIT is sent the agent waits for the test's go (a file): from the moment
+        # the test has seen the marker it restarts nothing else, so no plain restart can land on a
+        # COMMIT that is already waiting for its answer (one the test would never see held).
         key = current.get("key")
         if what == "commit" and key in hold:
-            hold.discard(key)  # once: a re-run after the restart must not hold again
             ledger.db.execute_sql("SET LOCAL synchronous_commit = on")
-            with open(os.path.join(args.markers, f"hold-{key}"), "w") as f:
-                f.write(str(ledger.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]))
+            pid = ledger.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]
+            marker = os.path.join(args.markers, f"hold-{key}")
+            with open(marker + ".tmp", "w") as f:
+                f.write(str(pid))
+            os.replace(marker + ".tmp", marker)  # the test never reads a half-written pid
+            go = os.path.join(args.markers, f"go-{key}")
+            deadline = time.monotonic() + 300  # a safety net: the test says go once it has seen the marker
+            while not os.path.exists(go) and time.monotonic() < deadline:
+                time.sleep(0.01)  # polling a file the test writes
 
     # A hook gets (task_id, node_key); for "tx.before_commit" run_write passes ("", the write's name).
     ledger.hooks["tx.before_commit"] = lambda _task, what: before_commit(what)

@@ -65,6 +65,29 @@ def _in_syncrep(cluster, pid: int) -> bool:
     return bool(rows) and rows[0][0] == "SyncRep"
 
 
+def _held_commit(cluster, marker) -> int | None:
+    """The backend pid named in ``marker`` once its COMMIT waits for its answer. Read afresh
+    each time: a plain restart that cut the held commit before it waited makes the agent hold
+    the re-run, naming its new backend."""
+    text = marker.read_text() if marker.exists() else ""
+    return int(text) if text and _in_syncrep(cluster, int(text)) else None
+
+
+def _wait_for_held_commit(cluster, marker, key: str) -> int:
+    deadline = time.monotonic() + WAIT
+    while (pid := _held_commit(cluster, marker)) is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {key}'s commit to wait for its answer")
+        time.sleep(0.02)  # polling the server's state
+    return pid
+
+
+def _release_held_commits(cluster) -> None:
+    """End every backend still waiting for a COMMIT answer (one a failed test left behind would
+    hold the journal's advisory lock and stall every later test on this cluster)."""
+    cluster.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
+
+
 def _run_agent(url: str, markers: str, hold: list[str]) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=ROOT)
     return subprocess.Popen([sys.executable, AGENT, url, "run", "agent-1", markers, "--hold", ",".join(hold)],
@@ -119,9 +142,9 @@ def test_an_agent_finishes_every_step_exactly_once_across_server_restarts(cluste
         while agent.poll() is None and (todo_restarts or todo_held):
             for key in list(todo_held):
                 marker = markers / f"hold-{key}"
-                if marker.exists() and marker.read_text():
-                    pid = int(marker.read_text())
-                    _wait_until(lambda: _in_syncrep(cluster, pid), f"{key}'s commit to wait for its answer")
+                if marker.exists():
+                    (markers / f"go-{key}").write_text("go")  # no plain restart until this one is done
+                    pid = _wait_for_held_commit(cluster, marker, key)
                     if todo_held.pop(key) == "restart":
                         cluster.restart()
                     else:
@@ -134,6 +157,7 @@ def test_an_agent_finishes_every_step_exactly_once_across_server_restarts(cluste
     finally:
         if agent.poll() is None:
             agent.kill()
+        _release_held_commits(cluster)
     assert agent.returncode == 0, err[-3000:]
     assert not todo_restarts and not todo_held, (todo_restarts, todo_held, err[-2000:])
     assert cluster.restarts - restarts_before == len(restart_at) + 1
