@@ -38,7 +38,8 @@ from .dialogs import open_action
 from .follow import LedgerFollower, Pending
 from .glyphs import READ_ONLY_NOTICE, ascii_on
 from .messages import AnalysisReady, GraphPageReady, LedgerChanged, LedgerStatus, Loaded, TasksRead
-from .model import EventLogModel, GraphModel, TaskListModel
+from .event_log import EventLogModel
+from .model import GraphModel, TaskListModel
 from .screens import (
     EventLogScreen,
     HandoffInboxScreen,

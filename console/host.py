@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from store.feed import Feed
     from store.views import NodeDetail
 
-    from .model import EventLogModel, GraphModel, TaskListModel
+    from .event_log import EventLogModel
+    from .model import GraphModel, TaskListModel
 
 
 class ConsoleHost(Protocol):

@@ -9,13 +9,11 @@ goes through ``console.text.safe_line`` before it becomes a cell.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from store.clock import iso
 from store.report import budget_json, empty_eta
-from store.views import EventView, GraphView, NodeView, TaskView
+from store.views import GraphView, NodeView, TaskView
 
 from .glyphs import MARKS, NODE_GLYPHS, TASK_GLYPHS, age_label, duration_label, eta_label
 from .text import safe_line
@@ -25,7 +23,6 @@ from .widgets.rowlist import Cell, Column
 Clock = Callable[[], float]
 
 NODE_STATUSES = tuple(NODE_GLYPHS)
-LAYERS = ("decision", "execution", "operator", "system")
 
 
 def status_cell(status: str, glyphs: Mapping[str, str]) -> Cell:
@@ -54,12 +51,6 @@ def progress_text(counts: Mapping[str, int]) -> str:
     done = counts.get("succeeded", 0) + counts.get("abandoned", 0)
     ab = counts.get("abandoned", 0)
     return f"{done}/{total}" + (f" {NODE_GLYPHS['abandoned']}{ab}" if ab else "")
-
-
-def clock_time(ts: float | None) -> str:
-    """HH:MM:SSZ (UTC) for the event log; the full ISO time is in the node detail."""
-    s = iso(ts)
-    return s[11:19] + "Z" if s else MARKS["dash"]
 
 
 # ---------------------------------------------------------------------- task list
@@ -492,97 +483,4 @@ class GraphModel:
             signals_cell(self.signals.get(n.key, ())),
             (safe_line(n.kind), "dim"),
             (safe_line(n.title), ""),
-        ]
-
-
-# ---------------------------------------------------------------------- event log
-# At 80 columns: time, task, node, kind and about 25 characters of summary; the layer (also the
-# `l` filter's, and the row's colour) from 90, the id from 100. Narrower, the summary narrows first;
-# wide (from about 170), task, node and kind grow to show long ids and kinds whole.
-EVENT_COLUMNS = [
-    Column("ID", 7, priority=3, align="right"),
-    Column("AT", 9),
-    Column("LAYER", 9, priority=2),
-    Column("TASK", 13, priority=1, shrink=8, room=24),
-    Column("NODE", 14, shrink=8, room=24),
-    Column("KIND", 14, shrink=10, room=20),
-    Column("SUMMARY", 23, flex=True, shrink=12),
-]
-
-
-class LogEvent(NamedTuple):
-    """An event as the log keeps it: what a row shows, without the payload (the log never shows
-    it, and the payloads of 20,000 EventViews were most of the ring's memory)."""
-
-    id: int
-    at: float
-    task_id: str | None
-    node: str | None
-    layer: str
-    kind: str
-    actor: str
-    summary: str
-
-
-def log_event(e: Any, words: dict[Any, Any]) -> LogEvent:
-    """``e`` (an EventView) as a LogEvent; repeated names kept once (``words``)."""
-    w = words.setdefault
-    return LogEvent(e.id, e.at, w(e.task_id, e.task_id), e.node, w(e.layer, e.layer), w(e.kind, e.kind),
-                    w(e.actor, e.actor), e.summary)
-
-
-class EventLogModel:
-    """The tail of the journal (a bounded ring of :class:`LogEvent`), filtered by layer and task."""
-
-    def __init__(self, capacity: int = 20000) -> None:
-        self.capacity = capacity
-        self.events: deque[LogEvent] = deque(maxlen=capacity)
-        self.layer: str | None = None
-        self.task_id: str | None = None
-        self.rows: list[LogEvent] = []
-        self._words: dict[Any, Any] = {}
-
-    def _keep(self, e: LogEvent) -> bool:
-        return (self.layer is None or e.layer == self.layer) and (self.task_id is None or e.task_id == self.task_id)
-
-    def extend(self, events: Sequence[EventView]) -> tuple[int, bool]:
-        """Append new events. Returns (rows added, whether old rows were dropped)."""
-        if len(self._words) > 5000:
-            self._words = {}
-        words = self._words
-        lean = [log_event(e, words) for e in events]
-        dropped = len(self.events) + len(lean) > self.capacity
-        self.events.extend(lean)
-        if dropped:
-            self._refilter()
-            return 0, True
-        added = [e for e in lean if self._keep(e)]
-        self.rows.extend(added)
-        return len(added), False
-
-    def set_filter(self, *, layer: str | None = ..., task_id: str | None = ...) -> None:  # type: ignore[assignment]
-        if layer is not ...:
-            self.layer = layer
-        if task_id is not ...:
-            self.task_id = task_id
-        self._refilter()
-
-    def _refilter(self) -> None:
-        self.rows = [e for e in self.events if self._keep(e)]
-
-    def row_count(self) -> int:
-        return len(self.rows)
-
-    def row_cells(self, pos: int) -> list[Cell]:
-        if not 0 <= pos < len(self.rows):
-            return []
-        e = self.rows[pos]
-        return [
-            (str(e.id), "dim"),
-            (clock_time(e.at), "dim"),
-            (safe_line(e.layer), "key" if e.layer == "decision" else ("warn" if e.layer == "operator" else "")),
-            (safe_line(e.task_id or MARKS["dash"]), ""),
-            (safe_line(e.node or MARKS["dash"]), ""),
-            (safe_line(e.kind), ""),
-            (safe_line(e.summary), ""),
         ]

@@ -9,7 +9,7 @@ from textual import on
 from textual.binding import Binding
 from textual.widget import Widget
 
-from ..model import EVENT_COLUMNS, LAYERS
+from ..event_log import EVENT_COLUMNS, LAYERS
 from ..text import safe_line
 from ..widgets import InfoLine, RowList
 from .base import ListScreen

@@ -137,7 +137,7 @@ def test_the_event_log_keeps_lean_rows_not_payloads():
     20,000 payloads were most of its memory."""
     import sys
 
-    from console.model import EventLogModel, LogEvent
+    from console.event_log import EventLogModel, LogEvent
     from store.views import EventView
 
     m = EventLogModel(capacity=100)
