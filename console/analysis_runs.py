@@ -18,9 +18,14 @@ from .screens import TaskGraphScreen, TaskListScreen
 
 ANALYSIS_EVERY_S = 5.0  # estimates and signals: recomputed off the UI thread at most this often
 ANALYSIS_SHARE = 0.1  # after changes: a full run at most every 10 × its own duration (≤ 10 % of a core)
-TIME_SIGNALS_SHARE = 0.01  # with nothing changing: time-based signals at most 1 % of a core …
-TIME_SIGNALS_EVERY_S = 10.0  # … and at most this often (a run costs more than its own duration: the
-# thread, the UI's repaint of what it changed; every 5 s was 1.2 % of a core idle with 3,000 leases)
+# With nothing changing, time-based signals (stale heartbeat, orphaned lease, overdue) run at most
+# every TIME_SIGNALS_EVERY_S and every 1 / TIME_SIGNALS_SHARE × their last duration. The whole idle
+# budget is 1 % of a core, and a run costs more than its own duration (the thread, the UI's repaint
+# of what it changed) beside Textual's own idle cost (~0.4 %): so the signals get a fifth of it. With
+# 3,000 live leases on 100k nodes a pass is ~50 ms (every ~25 s); a small ledger's, every 15 s.
+# (Every 10 s measured 0.9–1.2 % of a core end to end at 3,000 leases: py-spy put half in signals.)
+TIME_SIGNALS_SHARE = 0.002
+TIME_SIGNALS_EVERY_S = 15.0
 
 
 class AnalysisRuns:
@@ -47,7 +52,7 @@ class AnalysisRuns:
         * after events, a full run (task figures, the P80s around the screen, signals) for what they
           touched — at most every ``ANALYSIS_EVERY_S`` and every 10 × its own last duration;
         * without events, the time-based signals (stale heartbeat, orphaned lease, overdue change as
-          the clock moves) — at most every ``TIME_SIGNALS_EVERY_S`` and every 100 × their last duration;
+          the clock moves) — at most every ``TIME_SIGNALS_EVERY_S`` and every 500 × their last duration;
         * the graph scrolled or filtered to rows whose P80s were not asked for yet: those rows."""
         if self.graph_model is None:
             self.analyst.graph.drop()  # no graph open: its analysis is freed

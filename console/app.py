@@ -33,24 +33,22 @@ from store.views import EventView, GraphView, NodeDetail, TaskView
 from .alerts import AlertDesk
 from .analysis import Analyst, GraphRequest
 from .analysis_runs import AnalysisRuns
+from .app_nav import Navigation
 from .commands import WardenCommands
-from .dialogs import open_action
 from .follow import LedgerFollower, Pending
-from .glyphs import READ_ONLY_NOTICE, ascii_on
+from .glyphs import ascii_on
 from .messages import AnalysisReady, GraphPageReady, LedgerChanged, LedgerStatus, Loaded, TasksRead
 from .event_log import EventLogModel
 from .model import GraphModel, TaskListModel
 from .screens import (
     EventLogScreen,
     HandoffInboxScreen,
-    HelpScreen,
     LedgerErrorScreen,
     NodeDetailScreen,
     RunsScreen,
     TaskGraphScreen,
     TaskListScreen,
 )
-from .screens.advice import AdviceDialog
 from .screens.base import WardenScreen
 from .screens.report import TaskReportScreen
 from .text import safe_line
@@ -60,7 +58,7 @@ SWITCH_INTERVAL_S = 0.001  # how long a busy worker thread may keep the interpre
 WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
 
 
-class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
+class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "warden"
     COMMANDS = App.COMMANDS | {WardenCommands}
@@ -448,79 +446,6 @@ class WardenApp(TypeAheadApp, AnalysisRuns, App[int]):
             rest = [s for s in self._screens(NodeDetailScreen) if s is not screen]
             self.follower.detail_key = (rest[-1].task_id, rest[-1].key) if rest else None
         return result
-
-    def _push_once(self, kind: type, factory: Callable[[], Any]) -> None:
-        if isinstance(self.screen, kind):
-            return
-        self.push_screen(factory())
-
-    def action_help(self) -> None:
-        self._push_once(HelpScreen, HelpScreen)
-
-    def action_events(self) -> None:
-        self._push_once(EventLogScreen, EventLogScreen)
-
-    def action_handoffs(self) -> None:
-        self.alerts.seen_handoffs()
-        self._push_once(HandoffInboxScreen, HandoffInboxScreen)
-
-    def action_alerts_seen(self) -> None:
-        n = self.alerts.open_count
-        self.alerts.seen_all()
-        self.notify(safe_line(f"{n} alert{'' if n == 1 else 's'} marked seen"), timeout=3, markup=False)
-
-    def alerts_changed(self) -> None:
-        """The open-alert count moved: every status bar shows it."""
-        for s in self.screen_stack:
-            if isinstance(s, WardenScreen) and s.is_mounted:
-                s.refresh_status()
-
-    def action_runs(self) -> None:
-        self._push_once(RunsScreen, RunsScreen)
-
-    def action_report(self) -> None:
-        """o: the selected task's report (what it leaves behind; console/screens/report.py)."""
-        screen = self.screen
-        if isinstance(screen, TaskReportScreen):
-            return
-        task = screen.selected_task() if isinstance(screen, WardenScreen) else None
-        if not task:
-            self.notify("report: select a task first", severity="warning")
-            return
-        self.push_screen(TaskReportScreen(task))
-
-    def action_operator(self, action: str) -> None:
-        """p/u/n/r/a/c/R on the selection of the screen on top."""
-        if self.read_only:
-            self.notify(READ_ONLY_NOTICE, severity="warning")
-            return
-        screen = self.screen
-        task = screen.selected_task() if isinstance(screen, WardenScreen) else None
-        node = screen.selected_node() if isinstance(screen, WardenScreen) else None
-        self.open_action(action, task, node)
-
-    def open_action(self, action: str, task_id: str | None, node_key: str | None) -> None:
-        """The recovery advice (console/screens/advice.py) or an action dialog (console/dialogs/)."""
-        if action != "recover":
-            open_action(self, action, task_id, node_key)
-        elif self.read_only:
-            self.notify(READ_ONLY_NOTICE, severity="warning")
-        elif not task_id or not node_key:
-            self.notify("recovery advice: select a node (in the task graph or node detail)", severity="warning")
-        else:
-            self.push_screen(AdviceDialog(task_id, node_key))
-
-    # ------------------------------------------------------------------ one-off reads for screens
-    def load_handoffs(self) -> None:
-        self._load("handoffs", lambda: self.feed.read(lambda ledger: ledger.handoffs()))
-
-    def load_runs(self) -> None:
-        def read() -> Any:
-            from store.runs import list_runs
-
-            return list_runs(self.runs_dir)
-
-        self._load("runs", read)
 
     @work(thread=True, exit_on_error=False, group="ledger")
     def _load(self, what: str, fn: Callable[[], Any]) -> None:
