@@ -28,6 +28,7 @@ import stat
 import urllib.parse
 from dataclasses import dataclass
 
+from .backends import one_line
 from .errors import LedgerUnavailable
 from .text import safe_line
 
@@ -135,7 +136,7 @@ def _probe(path: str, shown: str, *, immutable: bool) -> int:
     try:
         con = sqlite3.connect(uri(path, **params), uri=True, timeout=5.0)
     except sqlite3.Error as e:
-        raise LedgerUnavailable(f"cannot open the ledger {shown}: {_one_line(e)}") from None
+        raise LedgerUnavailable(f"cannot open the ledger {shown}: {one_line(e)}") from None
     try:
         con.execute("PRAGMA query_only = 1")
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -144,7 +145,7 @@ def _probe(path: str, shown: str, *, immutable: bool) -> int:
             raise LedgerUnavailable(f"{shown} is {what} (no meta table)")
         row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     except sqlite3.Error as e:
-        raise LedgerUnavailable(f"{shown} is not a readable Warden ledger: {_one_line(e)}") from None
+        raise LedgerUnavailable(f"{shown} is not a readable Warden ledger: {one_line(e)}") from None
     finally:
         con.close()
     if row is None:
@@ -224,7 +225,3 @@ def _tidy_now(path: str) -> bool:
     finally:
         con.close()
     return not (os.path.exists(path + "-wal") or os.path.exists(path + "-shm"))
-
-
-def _one_line(e: BaseException) -> str:
-    return safe_line(" ".join(str(e).split()) or type(e).__name__)
