@@ -65,6 +65,15 @@ def parse_version(value: object) -> int | None:
     return None
 
 
+def checked_version(value: object, shown: str) -> int:
+    """:func:`parse_version`, or ``LedgerUnavailable`` naming the ledger ``shown`` (escaped already)."""
+    version = parse_version(value)
+    if version is None:
+        raise LedgerUnavailable(f"{shown} has an unreadable schema_version {safe_line(repr(str(value)[:40]))}: "
+                                "not a ledger this Warden can read or migrate")
+    return version
+
+
 def inspect(path: str, *, read_only: bool) -> Inspection:
     """Look at ``path`` (absolute) without writing anything; see the module doc."""
     shown = safe_line(path)
@@ -150,11 +159,7 @@ def _probe(path: str, shown: str, *, immutable: bool) -> int:
         con.close()
     if row is None:
         raise LedgerUnavailable(f"{shown} has no schema_version: not a Warden ledger")
-    version = parse_version(row[0])
-    if version is None:
-        raise LedgerUnavailable(f"{shown} has an unreadable schema_version {safe_line(repr(str(row[0])[:40]))}: "
-                                "not a ledger this Warden can read or migrate")
-    return version
+    return checked_version(row[0], shown)
 
 
 def _can_share_wal_index(path: str) -> bool:
