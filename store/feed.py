@@ -47,6 +47,7 @@ from typing import Callable, Iterable, Iterator, TypeVar
 
 import peewee as pw
 
+from .backends import one_line
 from .clock import Clock
 from .db import NO_LEDGER_HINT, read_tx
 from .errors import LedgerUnavailable, WardenError
@@ -247,7 +248,7 @@ class Feed(Wakeups):
         return True
 
     def _unavailable(self, e: BaseException) -> LedgerUnavailable:
-        msg = safe_line(" ".join(str(e).split()) or type(e).__name__)
+        msg = one_line(e)
         where = safe_line(self.path) if self.path else (self._ledger.display if self._ledger is not None
                                                          else "the PostgreSQL ledger")
         return LedgerUnavailable(f"cannot read the ledger {where}: {msg}")
@@ -293,5 +294,4 @@ def graph_pages(feed: Feed, task_id: str, *, first: int = GRAPH_FIRST_PAGE,
     except WardenError:
         raise
     except (pw.DatabaseError, pw.InterfaceError, sqlite3.Error) as e:
-        msg = " ".join(str(e).split()) or type(e).__name__
-        raise LedgerUnavailable(f"cannot read the ledger {feed.path or feed.target}: {msg}") from None
+        raise feed._unavailable(e) from None  # escaped, and a PostgreSQL URL shown without its password
