@@ -225,15 +225,15 @@ class Feed(Wakeups):
             raise
         except (pw.OperationalError, pw.InterfaceError) as e:
             if self.backend == "sqlite" or not self._reconnect():
-                raise self._unavailable(e) from None
+                raise self.unavailable(e) from None
         except (pw.DatabaseError, sqlite3.Error) as e:
-            raise self._unavailable(e) from None
+            raise self.unavailable(e) from None
         try:  # PostgreSQL: the read connection dropped; one more try on a fresh one
             return fn()
         except WardenError:
             raise
         except (pw.DatabaseError, pw.InterfaceError, sqlite3.Error) as e:
-            raise self._unavailable(e) from None
+            raise self.unavailable(e) from None
 
     def _reconnect(self) -> bool:
         """Drop a broken PostgreSQL connection so the next read opens a new one."""
@@ -247,7 +247,9 @@ class Feed(Wakeups):
             pass
         return True
 
-    def _unavailable(self, e: BaseException) -> LedgerUnavailable:
+    def unavailable(self, e: BaseException) -> LedgerUnavailable:
+        """A driver's error while reading, as the one-line ``LedgerUnavailable`` to raise (the
+        ledger named escaped, a PostgreSQL URL without its password)."""
         msg = one_line(e)
         where = safe_line(self.path) if self.path else (self._ledger.display if self._ledger is not None
                                                          else "the PostgreSQL ledger")
@@ -294,4 +296,4 @@ def graph_pages(feed: Feed, task_id: str, *, first: int = GRAPH_FIRST_PAGE,
     except WardenError:
         raise
     except (pw.DatabaseError, pw.InterfaceError, sqlite3.Error) as e:
-        raise feed._unavailable(e) from None  # escaped, and a PostgreSQL URL shown without its password
+        raise feed.unavailable(e) from None  # escaped, and a PostgreSQL URL shown without its password
