@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import AbstractSet, Any, Callable, Sequence
 
 from .estimates import (
     DEFAULT_PARAMS,
@@ -180,9 +180,11 @@ class TaskAnalysis:
         if n.kind not in self.history.loaded:
             self.history.load_kinds(self.ledger, [n.kind])
 
-    def apply_event(self, event: Any, changed_nodes: Sequence[Any] = (), *, task: Any = None) -> set[str]:
+    def apply_event(self, event: Any, changed_nodes: Sequence[Any] = (), *,
+                    task: Any = None) -> AbstractSet[str]:
         """Apply one journal event and the fresh views of the nodes it changed. Returns the keys
-        whose estimate or signals may have moved (a task-level change returns every key)."""
+        whose estimate or signals may have moved; a task-level change returns every key, as a
+        live view of the node keys (no 100k-key copy for callers that ignore it)."""
         if event.task_id is not None and event.task_id != self.task_id:
             return set()
         fresh = event.id > self.cursor
@@ -241,7 +243,7 @@ class TaskAnalysis:
         elif key is None or kind.startswith(TASK_EVENT_PREFIXES):
             self.task = self.ledger.task(self.task_id)
         if key is None or kind.startswith(TASK_EVENT_PREFIXES):
-            return set(self.nodes)
+            return self.nodes.keys()
         if key:
             changed.add(key)
         return changed

@@ -31,7 +31,8 @@ from __future__ import annotations
 import os
 import sqlite3
 from typing import Iterator
-from urllib.parse import quote
+
+from .sqlite_file import uri
 
 FIRST_FOLLOW_UP_S = 0.001
 FOLLOW_UP_STEP_S = 0.010  # the widest gap between two checks during the first second
@@ -72,7 +73,7 @@ class CommitProbe:
         try:
             if self._con is None:
                 st = os.stat(self.path)
-                self._con = sqlite3.connect(f"file:{quote(self.path)}?mode=ro", uri=True, timeout=0,
+                self._con = sqlite3.connect(uri(self.path, mode="ro"), uri=True, timeout=0,
                                             isolation_level=None, check_same_thread=False)
                 self._ident = (st.st_dev, st.st_ino)
             row = self._con.execute("PRAGMA data_version").fetchone()

@@ -257,11 +257,7 @@ def connect_checked(db: pw.Database) -> None:
     except WardenError as e:
         raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {safe_line(str(e))}") from None
     except (pw.DatabaseError, pw.OperationalError, pw.InterfaceError, sqlite3.DatabaseError) as e:
-        raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {_one_line(e)}") from None
-
-
-def _one_line(e: BaseException) -> str:
-    return safe_line(one_line(e))
+        raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {one_line(e)}") from None
 
 
 # ---------------------------------------------------------------------- transactions

@@ -47,6 +47,7 @@ from typing import Callable, Iterable, Iterator, TypeVar
 
 import peewee as pw
 
+from .backends import one_line
 from .clock import Clock
 from .db import NO_LEDGER_HINT, read_tx
 from .errors import LedgerUnavailable, WardenError
@@ -224,15 +225,15 @@ class Feed(Wakeups):
             raise
         except (pw.OperationalError, pw.InterfaceError) as e:
             if self.backend == "sqlite" or not self._reconnect():
-                raise self._unavailable(e) from None
+                raise self.unavailable(e) from None
         except (pw.DatabaseError, sqlite3.Error) as e:
-            raise self._unavailable(e) from None
+            raise self.unavailable(e) from None
         try:  # PostgreSQL: the read connection dropped; one more try on a fresh one
             return fn()
         except WardenError:
             raise
         except (pw.DatabaseError, pw.InterfaceError, sqlite3.Error) as e:
-            raise self._unavailable(e) from None
+            raise self.unavailable(e) from None
 
     def _reconnect(self) -> bool:
         """Drop a broken PostgreSQL connection so the next read opens a new one."""
@@ -246,8 +247,10 @@ class Feed(Wakeups):
             pass
         return True
 
-    def _unavailable(self, e: BaseException) -> LedgerUnavailable:
-        msg = safe_line(" ".join(str(e).split()) or type(e).__name__)
+    def unavailable(self, e: BaseException) -> LedgerUnavailable:
+        """A driver's error while reading, as the one-line ``LedgerUnavailable`` to raise (the
+        ledger named escaped, a PostgreSQL URL without its password)."""
+        msg = one_line(e)
         where = safe_line(self.path) if self.path else (self._ledger.display if self._ledger is not None
                                                          else "the PostgreSQL ledger")
         return LedgerUnavailable(f"cannot read the ledger {where}: {msg}")
@@ -293,5 +296,4 @@ def graph_pages(feed: Feed, task_id: str, *, first: int = GRAPH_FIRST_PAGE,
     except WardenError:
         raise
     except (pw.DatabaseError, pw.InterfaceError, sqlite3.Error) as e:
-        msg = " ".join(str(e).split()) or type(e).__name__
-        raise LedgerUnavailable(f"cannot read the ledger {feed.path or feed.target}: {msg}") from None
+        raise feed.unavailable(e) from None  # escaped, and a PostgreSQL URL shown without its password

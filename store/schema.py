@@ -16,8 +16,7 @@ from . import sql
 from .db import is_sqlite, retry_conflicts, write_tx
 from .errors import LedgerUnavailable, SchemaMismatch
 from .models import MODELS, Meta, WriteRequest
-from .sqlite_file import parse_version
-from .text import safe_line
+from .sqlite_file import checked_version
 
 SCHEMA_VERSION = 3
 
@@ -94,11 +93,7 @@ def _read_version(db: pw.Database) -> int | None:
 
 def _version(db: pw.Database, value: object) -> int:
     """The stored version: plain digits only (``'abc'``, ``' 2\\n'``, ``'1e3'`` are refused)."""
-    version = parse_version(value)
-    if version is None:
-        raise LedgerUnavailable(f"{getattr(db, 'display', 'ledger')} has an unreadable schema_version "
-                                f"{safe_line(repr(str(value)[:40]))}: not a ledger this Warden can read or migrate")
-    return version
+    return checked_version(value, getattr(db, "display", "ledger"))
 
 
 def check_version(db: pw.Database, *, create: bool) -> int:

@@ -395,19 +395,7 @@ def signals_for_node(ledger: Any, task: Any, node: Any, *, thresholds: Threshold
     node (``warden graph --json``), read without the rest of the graph: the node's own if it runs,
     and the task-level ones that name it (an open handoff on it, its park, its budget)."""
     now = ledger.now() if now is None else now
+    running = [node] if node.status == "running" else []
     parked = [node] if node.status == "parked" and node.park_until is not None else []
-    out = task_signals(task, ledger.handoffs(task_id=task.task_id, status="open"), now, thresholds=thresholds,
-                       parked_nodes=parked)
-    out += [Signal(*s) for s in round2.extra(ledger, task, now, thresholds)]
-    out = [s for s in out if s.node == node.key]
-    if node.status == "running" and task.status != "parked":
-        obs = read_observations(ledger, [node.id], thresholds.observations_per_node)
-        if history is None:
-            history = DurationHistory()
-        history.load_kinds(ledger, {node.kind})
-        norm = token_norm(ledger, task.task_id, thresholds) if node.tokens_used >= thresholds.cost_density_min_tokens \
-            else None
-        out.extend(node_signals(task.task_id, node, obs.get(node.id, ()), now, thresholds=thresholds,
-                                kind_p80=kind_p80s(history, [node])[node.key], token_norm=norm,
-                                task_status=task.status))
-    return sort_signals(out)
+    return [s for s in _signals_for_nodes(ledger, task, running, parked, now, thresholds, history)
+            if s.node == node.key]

@@ -28,6 +28,7 @@ import stat
 import urllib.parse
 from dataclasses import dataclass
 
+from .backends import one_line
 from .errors import LedgerUnavailable
 from .text import safe_line
 
@@ -62,6 +63,15 @@ def parse_version(value: object) -> int | None:
     if s.isascii() and s.isdigit() and len(s) <= 9:
         return int(s)
     return None
+
+
+def checked_version(value: object, shown: str) -> int:
+    """:func:`parse_version`, or ``LedgerUnavailable`` naming the ledger ``shown`` (escaped already)."""
+    version = parse_version(value)
+    if version is None:
+        raise LedgerUnavailable(f"{shown} has an unreadable schema_version {safe_line(repr(str(value)[:40]))}: "
+                                "not a ledger this Warden can read or migrate")
+    return version
 
 
 def inspect(path: str, *, read_only: bool) -> Inspection:
@@ -135,7 +145,7 @@ def _probe(path: str, shown: str, *, immutable: bool) -> int:
     try:
         con = sqlite3.connect(uri(path, **params), uri=True, timeout=5.0)
     except sqlite3.Error as e:
-        raise LedgerUnavailable(f"cannot open the ledger {shown}: {_one_line(e)}") from None
+        raise LedgerUnavailable(f"cannot open the ledger {shown}: {one_line(e)}") from None
     try:
         con.execute("PRAGMA query_only = 1")
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -144,16 +154,12 @@ def _probe(path: str, shown: str, *, immutable: bool) -> int:
             raise LedgerUnavailable(f"{shown} is {what} (no meta table)")
         row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     except sqlite3.Error as e:
-        raise LedgerUnavailable(f"{shown} is not a readable Warden ledger: {_one_line(e)}") from None
+        raise LedgerUnavailable(f"{shown} is not a readable Warden ledger: {one_line(e)}") from None
     finally:
         con.close()
     if row is None:
         raise LedgerUnavailable(f"{shown} has no schema_version: not a Warden ledger")
-    version = parse_version(row[0])
-    if version is None:
-        raise LedgerUnavailable(f"{shown} has an unreadable schema_version {safe_line(repr(str(row[0])[:40]))}: "
-                                "not a ledger this Warden can read or migrate")
-    return version
+    return checked_version(row[0], shown)
 
 
 def _can_share_wal_index(path: str) -> bool:
@@ -224,7 +230,3 @@ def _tidy_now(path: str) -> bool:
     finally:
         con.close()
     return not (os.path.exists(path + "-wal") or os.path.exists(path + "-shm"))
-
-
-def _one_line(e: BaseException) -> str:
-    return safe_line(" ".join(str(e).split()) or type(e).__name__)

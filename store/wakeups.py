@@ -61,6 +61,16 @@ def _inotify() -> Any:
     return _INOTIFY
 
 
+def inotify_events(buf: bytes) -> Iterator[tuple[int, bytes]]:
+    """(mask, name) of each ``struct inotify_event`` in a buffer read from an inotify descriptor
+    (name is b"" for an event on the watched directory itself)."""
+    off = 0
+    while off + 16 <= len(buf):
+        _wd, mask, _cookie, size = struct.unpack_from("iIII", buf, off)
+        yield mask, buf[off + 16:off + 16 + size].rstrip(b"\0")
+        off += 16 + size
+
+
 def ctypes_errno() -> int:
     import ctypes
 
@@ -184,11 +194,7 @@ class Wakeups:
                         buf = os.read(fd, 65536)
                     except BlockingIOError:
                         break
-                    off = 0
-                    while off + 16 <= len(buf):
-                        _wd, ev_mask, _cookie, size = struct.unpack_from("iIII", buf, off)
-                        name = buf[off + 16:off + 16 + size].rstrip(b"\0")
-                        off += 16 + size
+                    for ev_mask, name in inotify_events(buf):
                         if ev_mask & (0x400 | 0x800 | 0x8000):  # the directory went away / unwatched
                             gone = True
                         elif name in names:

@@ -21,7 +21,6 @@ import asyncio
 import ctypes
 import ctypes.util
 import os
-import struct
 import sys
 import tempfile
 import time
@@ -32,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from store import Ledger  # noqa: E402
 from store.feed import Feed  # noqa: E402
+from store.wakeups import inotify_events  # noqa: E402
 from tests.support.commit_writer import Writer  # noqa: E402
 
 MASKS = {0x1: "access", 0x2: "modify", 0x4: "attrib", 0x8: "close_write", 0x10: "close_nowrite", 0x20: "open",
@@ -57,12 +57,8 @@ def inotify_logger(directory: str, log: list) -> int | None:
                 buf = os.read(fd, 65536)
             except BlockingIOError:
                 return
-            off = 0
-            while off + 16 <= len(buf):
-                _wd, m, _c, size = struct.unpack_from("iIII", buf, off)
-                name = buf[off + 16:off + 16 + size].rstrip(b"\0").decode()
-                off += 16 + size
-                log.append((t, f"inotify {name or '.'} {mask_text(m)}"))
+            for m, name in inotify_events(buf):
+                log.append((t, f"inotify {name.decode() or '.'} {mask_text(m)}"))
 
     asyncio.get_running_loop().add_reader(fd, on_readable)
     return fd
