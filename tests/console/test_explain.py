@@ -54,6 +54,14 @@ def shown(screen: NodeDetailScreen) -> str:
     return render_detail(screen.detail, screen.wapp.now(), screen.explained).plain
 
 
+async def detail_of(now: float, key: str) -> tuple[NodeDetailScreen, str]:
+    """Open maint-7/``key``'s detail in a fresh console at ``now``: the screen and its text."""
+    app = make_app(clock=ManualClock(now))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_detail(pilot, key)
+        return screen, shown(screen)
+
+
 async def test_signals_are_those_of_warden_graph_with_the_same_evidence(explain_dir) -> None:
     path, now = explain_dir
     want = graph_nodes(path / "ledger.db", now)
@@ -75,10 +83,7 @@ async def test_signals_are_those_of_warden_graph_with_the_same_evidence(explain_
 
 
 async def test_the_detail_opens_with_signals_then_estimate(explain_dir) -> None:
-    path, now = explain_dir
-    app = make_app(clock=ManualClock(now))
-    async with app.run_test(size=(100, 30)) as pilot:
-        text = shown(await open_detail(pilot, "fix-old_exports"))
+    _, text = await detail_of(explain_dir[1], "fix-old_exports")
     assert text.index("Signals (") < text.index("Estimate") < text.index("Lease") < text.index("Observations")
     assert "→ rewind, the evidence as the reason: press s or 1" in text
     assert "P50 " in text and "P80 " in text and "low confidence, 3 samples" in text
@@ -86,10 +91,7 @@ async def test_the_detail_opens_with_signals_then_estimate(explain_dir) -> None:
 
 
 async def test_a_declared_wait_is_shown_with_the_signals(explain_dir) -> None:
-    path, now = explain_dir
-    app = make_app(clock=ManualClock(now))
-    async with app.run_test(size=(100, 30)) as pilot:
-        text = shown(await open_detail(pilot, "ci-wait"))
+    _, text = await detail_of(explain_dir[1], "ci-wait")
     assert "declared wait waiting on ci (" in text and "left)" in text
     assert text.count("during the declared wait on ci") == 2  # its observations say so
 
@@ -124,13 +126,9 @@ async def test_s_opens_rewind_with_the_evidence_as_the_reason(explain_dir) -> No
 
 
 async def test_identical_consecutive_observations_collapse_with_a_count(explain_dir) -> None:
-    path, now = explain_dir
-    app = make_app(clock=ManualClock(now))
-    async with app.run_test(size=(100, 30)) as pilot:
-        screen = await open_detail(pilot, "fix-old_exports")
-        text = shown(screen)
-        assert screen.detail is not None
-        loop = [o for o in screen.detail.observations if o.text == LOOP]
+    screen, text = await detail_of(explain_dir[1], "fix-old_exports")
+    assert screen.detail is not None
+    loop = [o for o in screen.detail.observations if o.text == LOOP]
     assert len(loop) == LOOPS
     assert f"×{LOOPS} " in text
     from store.clock import iso
@@ -150,11 +148,7 @@ def test_collapse_keeps_order_and_attempts_apart() -> None:
 
 
 async def test_a_failure_shows_its_own_retryable_flag(explain_dir) -> None:
-    path, now = explain_dir
-    app = make_app(clock=ManualClock(now))
-    async with app.run_test(size=(100, 30)) as pilot:
-        screen = await open_detail(pilot, "lint")
-        text = shown(screen)
+    screen, text = await detail_of(explain_dir[1], "lint")
     assert screen.detail is not None and screen.detail.node.retryable  # the node declares yes …
     assert "retryable     no" in text  # … the failure said no
     assert "retryable=yes" not in text and "retryable     yes" not in text
