@@ -120,8 +120,12 @@ async def test_s_opens_rewind_with_the_evidence_as_the_reason(explain_dir) -> No
         await wait_for(pilot, lambda: isinstance(app.screen, ParkDialog))
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen)
+        notices: list[str] = []
+        real_notify = app.notify
+        app.notify = lambda message, **kw: (notices.append(str(message)), real_notify(message, **kw))[1]
         await pilot.press("9")  # no ninth signal: a notice, no dialog
-        await pilot.pause()
+        await wait_for(pilot, lambda: "there is no signal 9" in notices, what="the notice")
+        await settle(pilot)
         assert app.screen is screen
 
 
