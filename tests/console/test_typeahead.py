@@ -20,7 +20,7 @@ from console.dialogs import ParkDialog, RewindDialog
 from console.screens import TaskGraphScreen
 from store import Ledger, ManualClock
 
-from conftest import NOW, make_app, settle, wait_for, workers_done
+from conftest import NOW, graph_loaded, make_app, settle, wait_for, workers_done
 
 TYPED = "jk loop: he quit ever"  # j/k move lists, e/h/q open screens or quit: none of that may happen
 
@@ -48,7 +48,7 @@ async def open_graph_on(pilot: Any, key_name: str) -> TaskGraphScreen:
     app = pilot.app
     await settle(pilot)
     await pilot.press("enter")
-    await wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete)
+    await graph_loaded(pilot)
     await settle(pilot)
     screen = app.screen
     assert isinstance(screen, TaskGraphScreen)
