@@ -190,14 +190,16 @@ async def test_the_graph_names_the_selected_nodes_first_signal_and_explains_the_
         await settle(pilot)
         graph = app.screen
         assert graph.select_key("fix-old_exports")
-        await pilot.pause()
-        info = str(graph.query_one("#info").render())
         first = want["fix-old_exports"]["signals"][0]
-        assert f"{first['kind']} fix-old_exports ({first['severity']})" in info
+        named = f"{first['kind']} fix-old_exports ({first['severity']})"
+        await wait_for(pilot, lambda: named in str(graph.query_one("#info").render()), what="the node's first signal")
         await pilot.press("x")
-        await pilot.pause()
-        panel = str(graph.query_one("#explain").render())
-        assert "weighs most:" in panel and "P50" in panel and "P80" in panel
+
+        def explained() -> bool:
+            panel = str(graph.query_one("#explain").render())
+            return "weighs most:" in panel and "P50" in panel and "P80" in panel
+
+        await wait_for(pilot, explained, what="the task's explanation")
         summary = str(graph.query_one("#summary").render())
         assert "P50 " in summary
 
