@@ -121,6 +121,12 @@ async def wait_for(pilot: Any, cond: Callable[[], bool], timeout: float = 30.0, 
         await pilot.pause(0.01)
 
 
+async def graph_loaded(pilot: Any) -> None:
+    """Wait until the open task graph's model is complete (every node read)."""
+    app = pilot.app
+    await wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete, what="the graph")
+
+
 def idle(app: Any) -> bool:
     """Loaded, no request queued, no one-off or analysis worker running."""
     busy = [w for w in app.workers if w.group in ("analysis", "ledger", "graph", "tasks") and w.is_running]

@@ -17,8 +17,17 @@ def _open_handoff(key: str) -> None:
                              options=[{"id": "yes", "label": "Yes", "consequence": "published"}])
 
 
-def _header(app: Any) -> str:
-    return str(app.screen.query_one(StatusBar).render())
+def _header(app: Any) -> str | None:
+    """The status bar's text, None while the screen has not composed one yet (a test waiting on
+    the header waits for it to exist, never reads a missing one as empty)."""
+    bars = app.screen.query(StatusBar)
+    return str(bars.first().render()) if bars else None
+
+
+def _none_open(app: Any) -> bool:
+    """No alert open, and a header on screen that no longer counts one."""
+    header = _header(app)
+    return app.alerts.open_count == 0 and header is not None and "new alert" not in header
 
 
 async def test_a_handoff_counts_until_its_node_is_opened(fixed_dir: Any) -> None:
@@ -28,16 +37,14 @@ async def test_a_handoff_counts_until_its_node_is_opened(fixed_dir: Any) -> None
         assert app.alerts.open_count == 0 and app.alerts.delivered == []  # report-001's open handoff: startup
         _open_handoff("figures")
         await wait_for(pilot, lambda: app.alerts.open_count == 1, what="the alert")
-        await pilot.pause()
-        assert "1 new alert" in _header(app)
+        await wait_for(pilot, lambda: "1 new alert" in (_header(app) or ""), what="the header's count")
         [a] = app.alerts.delivered
         assert (a.kind, a.task, a.node) == ("handoff", "report-001", "figures")
         note = app._notifications  # noqa: SLF001 - what the operator saw
         assert any("report-001/figures" in n.message and "[b]now[/b]" in n.message for n in note)
         assert app.alerts.bells == 1
         app.open_node("report-001", "figures")
-        await pilot.pause()
-        assert app.alerts.open_count == 0 and "new alert" not in _header(app)
+        await wait_for(pilot, lambda: _none_open(app), what="opening the node to mark its alert seen")
 
 
 async def test_the_handoff_inbox_and_the_palette_mark_seen(fixed_dir: Any) -> None:
@@ -48,8 +55,7 @@ async def test_the_handoff_inbox_and_the_palette_mark_seen(fixed_dir: Any) -> No
         await wait_for(pilot, lambda: app.alerts.open_count == 1, what="the alert")
         assert app.alerts.bells == 0  # --no-bell
         await pilot.press("h")
-        await pilot.pause()
-        assert app.alerts.open_count == 0
+        await wait_for(pilot, lambda: app.alerts.open_count == 0, what="the inbox to mark the handoff seen")
         await pilot.press("escape")
         with Ledger.open("ledger.db", clock=ManualClock(NOW + 9)) as ledger:  # a task made after startup
             ledger.create_task("new-004", title="New")
@@ -58,7 +64,6 @@ async def test_the_handoff_inbox_and_the_palette_mark_seen(fixed_dir: Any) -> No
             ledger.request_human(c, kind="direction", question="Which way?",
                                  options=[{"id": "a", "label": "A", "consequence": "a"}])
         await wait_for(pilot, lambda: app.alerts.open_count == 1, what="the second alert")
-        assert "1 new alert" in _header(app)
+        await wait_for(pilot, lambda: "1 new alert" in (_header(app) or ""), what="the header's count")
         app.action_alerts_seen()
-        await pilot.pause()
-        assert app.alerts.open_count == 0 and "new alert" not in _header(app)
+        await wait_for(pilot, lambda: _none_open(app), what="the palette's 'mark seen'")

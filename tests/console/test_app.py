@@ -23,7 +23,7 @@ from console.screens import (
 )
 from console.widgets import RowList
 
-from conftest import make_app, settle, wait_for
+from conftest import graph_loaded, make_app, settle, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -343,7 +343,7 @@ async def test_time_based_signals_appear_without_any_new_event(tmp_path):
         row = app.tasks_model.rows[app.tasks_model.index["quiet"]]
         assert row.signals == ()  # fresh: nothing to say yet
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete)
+        await graph_loaded(pilot)
         await settle(pilot)
         assert app.graph_model.signals == {}
         now[0] += 3 * 3600  # hours pass; nobody writes

@@ -11,7 +11,7 @@ from pathlib import Path
 from store import Budget, Ledger, ManualClock, NodeSpec
 from store.report import empty_eta, graph_json, status_json
 
-from tests.console.conftest import NOW, T0, make_app, settle, wait_for
+from tests.console.conftest import NOW, T0, graph_loaded, make_app, settle, wait_for
 
 
 def build(path: Path) -> None:
@@ -63,7 +63,7 @@ async def test_console_estimates_and_signals_equal_graph_and_status_json(tmp_pat
     async with app.run_test(size=(100, 40)) as pilot:
         await settle(pilot)
         app.open_graph("t")
-        await wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete, what="the graph")
+        await graph_loaded(pilot)
         g = app.graph_model
 
         async def analysed(want_cursor: int) -> None:

@@ -54,6 +54,14 @@ def shown(screen: NodeDetailScreen) -> str:
     return render_detail(screen.detail, screen.wapp.now(), screen.explained).plain
 
 
+async def detail_of(now: float, key: str) -> tuple[NodeDetailScreen, str]:
+    """Open maint-7/``key``'s detail in a fresh console at ``now``: the screen and its text."""
+    app = make_app(clock=ManualClock(now))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_detail(pilot, key)
+        return screen, shown(screen)
+
+
 async def test_signals_are_those_of_warden_graph_with_the_same_evidence(explain_dir) -> None:
     path, now = explain_dir
     want = graph_nodes(path / "ledger.db", now)
@@ -75,10 +83,7 @@ async def test_signals_are_those_of_warden_graph_with_the_same_evidence(explain_
 
 
 async def test_the_detail_opens_with_signals_then_estimate(explain_dir) -> None:
-    path, now = explain_dir
-    app = make_app(clock=ManualClock(now))
-    async with app.run_test(size=(100, 30)) as pilot:
-        text = shown(await open_detail(pilot, "fix-old_exports"))
+    _, text = await detail_of(explain_dir[1], "fix-old_exports")
     assert text.index("Signals (") < text.index("Estimate") < text.index("Lease") < text.index("Observations")
     assert "→ rewind, the evidence as the reason: press s or 1" in text
     assert "P50 " in text and "P80 " in text and "low confidence, 3 samples" in text
@@ -86,10 +91,7 @@ async def test_the_detail_opens_with_signals_then_estimate(explain_dir) -> None:
 
 
 async def test_a_declared_wait_is_shown_with_the_signals(explain_dir) -> None:
-    path, now = explain_dir
-    app = make_app(clock=ManualClock(now))
-    async with app.run_test(size=(100, 30)) as pilot:
-        text = shown(await open_detail(pilot, "ci-wait"))
+    _, text = await detail_of(explain_dir[1], "ci-wait")
     assert "declared wait waiting on ci (" in text and "left)" in text
     assert text.count("during the declared wait on ci") == 2  # its observations say so
 
@@ -118,19 +120,19 @@ async def test_s_opens_rewind_with_the_evidence_as_the_reason(explain_dir) -> No
         await wait_for(pilot, lambda: isinstance(app.screen, ParkDialog))
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is screen)
+        notices: list[str] = []
+        real_notify = app.notify
+        app.notify = lambda message, **kw: (notices.append(str(message)), real_notify(message, **kw))[1]
         await pilot.press("9")  # no ninth signal: a notice, no dialog
-        await pilot.pause()
+        await wait_for(pilot, lambda: "there is no signal 9" in notices, what="the notice")
+        await settle(pilot)
         assert app.screen is screen
 
 
 async def test_identical_consecutive_observations_collapse_with_a_count(explain_dir) -> None:
-    path, now = explain_dir
-    app = make_app(clock=ManualClock(now))
-    async with app.run_test(size=(100, 30)) as pilot:
-        screen = await open_detail(pilot, "fix-old_exports")
-        text = shown(screen)
-        assert screen.detail is not None
-        loop = [o for o in screen.detail.observations if o.text == LOOP]
+    screen, text = await detail_of(explain_dir[1], "fix-old_exports")
+    assert screen.detail is not None
+    loop = [o for o in screen.detail.observations if o.text == LOOP]
     assert len(loop) == LOOPS
     assert f"×{LOOPS} " in text
     from store.clock import iso
@@ -150,11 +152,7 @@ def test_collapse_keeps_order_and_attempts_apart() -> None:
 
 
 async def test_a_failure_shows_its_own_retryable_flag(explain_dir) -> None:
-    path, now = explain_dir
-    app = make_app(clock=ManualClock(now))
-    async with app.run_test(size=(100, 30)) as pilot:
-        screen = await open_detail(pilot, "lint")
-        text = shown(screen)
+    screen, text = await detail_of(explain_dir[1], "lint")
     assert screen.detail is not None and screen.detail.node.retryable  # the node declares yes …
     assert "retryable     no" in text  # … the failure said no
     assert "retryable=yes" not in text and "retryable     yes" not in text
@@ -192,14 +190,16 @@ async def test_the_graph_names_the_selected_nodes_first_signal_and_explains_the_
         await settle(pilot)
         graph = app.screen
         assert graph.select_key("fix-old_exports")
-        await pilot.pause()
-        info = str(graph.query_one("#info").render())
         first = want["fix-old_exports"]["signals"][0]
-        assert f"{first['kind']} fix-old_exports ({first['severity']})" in info
+        named = f"{first['kind']} fix-old_exports ({first['severity']})"
+        await wait_for(pilot, lambda: named in str(graph.query_one("#info").render()), what="the node's first signal")
         await pilot.press("x")
-        await pilot.pause()
-        panel = str(graph.query_one("#explain").render())
-        assert "weighs most:" in panel and "P50" in panel and "P80" in panel
+
+        def explained() -> bool:
+            panel = str(graph.query_one("#explain").render())
+            return "weighs most:" in panel and "P50" in panel and "P80" in panel
+
+        await wait_for(pilot, explained, what="the task's explanation")
         summary = str(graph.query_one("#summary").render())
         assert "P50 " in summary
 

@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.commit_writer import Writer, strace_can_delay
 
-from tests.console.conftest import build_ledger, make_app, settle, wait_for
+from tests.console.conftest import build_ledger, graph_loaded, make_app, settle, wait_for
 
 FALLBACK_S = 600.0  # the poll cannot be what delivers anything within the test
 
@@ -34,7 +34,7 @@ async def follow_writes(pilot, target: str, plan: list[str], slow_fsync_ms: floa
     """Send each write, wait for the model to show it; returns the wake-up path of each."""
     app = pilot.app
     app.open_graph("report-001")
-    await wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete, what="the graph")
+    await graph_loaded(pilot)
     writer = await Writer(target, "report-001", slow_fsync_ms=slow_fsync_ms).start()
     paths = []
     try:
@@ -120,7 +120,7 @@ async def test_node_estimates_follow_the_screen_not_the_graph(tmp_path, nodes):
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         app.open_graph("wide")
-        await wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete, what="the graph")
+        await graph_loaded(pilot)
         g = app.graph_model
         screen = app.screen
         rows = screen.row_list.visible_range()

@@ -20,7 +20,7 @@ from console.dialogs import ParkDialog, RewindDialog
 from console.screens import TaskGraphScreen
 from store import Ledger, ManualClock
 
-from conftest import NOW, make_app, settle, wait_for, workers_done
+from conftest import NOW, graph_loaded, make_app, settle, wait_for, workers_done
 
 TYPED = "jk loop: he quit ever"  # j/k move lists, e/h/q open screens or quit: none of that may happen
 
@@ -48,7 +48,7 @@ async def open_graph_on(pilot: Any, key_name: str) -> TaskGraphScreen:
     app = pilot.app
     await settle(pilot)
     await pilot.press("enter")
-    await wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete)
+    await graph_loaded(pilot)
     await settle(pilot)
     screen = app.screen
     assert isinstance(screen, TaskGraphScreen)
@@ -110,9 +110,14 @@ async def test_escape_typed_ahead_cancels_and_nothing_is_applied(fixed_dir, held
     app = make_app(analysis=False)
     async with app.run_test(size=(100, 30)) as pilot:
         graph = await open_graph_on(pilot, "outline")
+        pushed: list[Any] = []
+        real_push = app.push_screen
+        app.push_screen = lambda screen, *a, **kw: (pushed.append(screen), real_push(screen, *a, **kw))[1]
         for name, ch in (("p", "p"), ("x", "x"), ("escape", None)):
             app.post_message(events.Key(name, ch))
-        await wait_for(pilot, lambda: app.screen is graph, what="the dialog to close")
+        # the park dialog opened (else there was nothing to cancel), then closed
+        await wait_for(pilot, lambda: any(isinstance(s, ParkDialog) for s in pushed) and app.screen is graph,
+                       what="the dialog to open and close")
         held_planner.set()
         await settle(pilot)
         assert not any(isinstance(s, ParkDialog) for s in app.screen_stack)

@@ -42,7 +42,7 @@ def assert_failure(rc: int, out: str, err: str, *, code: str | None = None, as_j
     assert_one_clear_line(err.rstrip("\n"))
     if as_json:
         obj = json.loads(out)  # exactly one object: json.loads refuses trailing data
-        assert set(obj) == {"error"} or "error" in obj
+        assert set(obj) == {"error"} and {"code", "message"} <= set(obj["error"]), obj  # DESIGN: {"error": {code, message}}
         assert obj["error"]["code"] in CODES and EXIT[obj["error"]["code"]] == rc
         assert_one_clear_line(obj["error"]["message"])
         if code is not None:

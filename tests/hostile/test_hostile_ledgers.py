@@ -81,20 +81,15 @@ def _version(value: object) -> Callable[[Path], None]:
     return make
 
 
-def _no_version(p: Path) -> None:
-    _ledger(p)
-    con = sqlite3.connect(p)
-    con.execute("DELETE FROM meta")
-    con.commit()
-    con.close()
-
-
-def _meta_dropped(p: Path) -> None:
-    _ledger(p)
-    con = sqlite3.connect(p)
-    con.execute("DROP TABLE meta")
-    con.commit()
-    con.close()
+def _ledger_then(sql: str) -> Callable[[Path], None]:
+    """A good ledger, then ``sql`` run on it behind Warden's back."""
+    def make(p: Path) -> None:
+        _ledger(p)
+        con = sqlite3.connect(p)
+        con.execute(sql)
+        con.commit()
+        con.close()
+    return make
 
 
 def _empty_sqlite(p: Path) -> None:
@@ -119,8 +114,8 @@ CORPUS: dict[str, tuple[Callable[[Path], None], type[Exception], str]] = {
     "schema-older": (_version("0"), SchemaMismatch, "warden migrate"),
     **{f"schema-garbage-{i}": (_version(v), LedgerUnavailable, "unreadable schema_version")
        for i, v in enumerate(["abc", " 1\n", "1e3", "", "-1", "\u0663", "1.0", "1_0", "0x1", "\x1b[31m1"])},
-    "schema-missing": (_no_version, LedgerUnavailable, "no schema_version"),
-    "meta-dropped": (_meta_dropped, LedgerUnavailable, "not a Warden ledger"),
+    "schema-missing": (_ledger_then("DELETE FROM meta"), LedgerUnavailable, "no schema_version"),
+    "meta-dropped": (_ledger_then("DROP TABLE meta"), LedgerUnavailable, "not a Warden ledger"),
 }
 
 

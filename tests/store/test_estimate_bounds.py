@@ -15,9 +15,8 @@ def test_a_position_trend_stays_within_the_positions_seen():
     h = DurationHistory()
     for i in range(14):
         h.add("tool", 1.2 if i < 10 else 6.0 + i, "big", i)
-    model = h.model("tool") if hasattr(h, "model") else None
-    if model is not None:
-        assert model.pos_slope > 0 and model.pos_lo == 0 and model.pos_hi == 13  # a trend was found
+    model = h.model("tool")
+    assert model.pos_slope > 0 and model.pos_lo == 0 and model.pos_hi == 13  # a trend was found
     near = E.base_dist("tool", None, h, task_id="big", position=13)
     far = E.base_dist("tool", None, h, task_id="big", position=99_999)
     assert near is not None and far is not None
