@@ -236,6 +236,8 @@ class Dependents:
 
     def __len__(self) -> int:
         return len(self._by)
+
+
 ETA_KEEP = 5000  # node P80s kept for rows scrolled away from (recomputed when they come back)
 
 
