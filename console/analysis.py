@@ -93,7 +93,7 @@ def graph_signals(ledger: Any, req: GraphRequest, history: estimates.DurationHis
             mine = {n.key for n in part}
             got = [s for s in got if s.node in mine]
         out.extend(got)
-        time.sleep(0)
+        _pause()
     return signals.sort_signals(out)
 
 
@@ -300,7 +300,7 @@ class Analyst:
         for tid in task_ids:
             if tid in tasks or parts == {"nodes"}:
                 continue
-            time.sleep(0)  # between tasks, let the UI thread have the interpreter
+            _pause()  # between tasks
             try:
                 tasks[tid] = self.feed.read(lambda ledger: task_analysis(ledger, tid))
             except NotFound:

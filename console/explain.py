@@ -17,7 +17,8 @@ from rich.text import Text
 
 from store.clock import iso
 
-from .glyphs import SIGNAL_GLYPH, age_label, duration_label
+from .glyphs import MARKS, age_label, duration_label
+from .model import signal_text
 from .text import safe, safe_line
 
 SEVERITY_STYLES = {"alarm": "red", "warn": "yellow"}  # the word is always there too (NO_COLOR, monochrome)
@@ -109,7 +110,7 @@ def signals_section(out: Text, signals: Sequence[Any] | None, now: float, wait: 
         sev = str(_get(s, "severity") or "warn")
         style = SEVERITY_STYLES.get(sev, "")
         out.append(f"  {i + 1} " if i < 9 else "    ", style="bold")
-        out.append(f"{SIGNAL_GLYPH} {safe_line(_get(s, 'kind'))}", style=f"bold {style}".strip())
+        out.append(f"{MARKS['signal']} {safe_line(_get(s, 'kind'))}", style=f"bold {style}".strip())
         out.append(f"  {safe_line(sev)}", style=style)
         since = _get(s, "since")
         ts = parse_iso(since) if isinstance(since, str) else since
@@ -127,7 +128,7 @@ def signals_section(out: Text, signals: Sequence[Any] | None, now: float, wait: 
 def eta_figures(eta: Mapping[str, Any] | None) -> str:
     """'P50 2m10s  P80 4m05s  (low confidence, 3 samples)' or '—'."""
     if not eta or eta.get("p80_s") is None:
-        return "—"
+        return MARKS["dash"]
     n = int(eta.get("samples") or 0)
     conf = safe_line(eta.get("confidence") or "none")
     # The label `none` reads as "no confidence" in a sentence (docs/estimates.md: no sample of the kind).
@@ -166,10 +167,7 @@ def task_estimate_text(eta: Mapping[str, Any] | None, signals: Sequence[Any] = (
     if signals:
         out.append(f"signals ({len(signals)})\n", style="bold")
         for s in signals:
-            node = _get(s, "node")
-            out.append(f"  {SIGNAL_GLYPH} {safe_line(_get(s, 'kind'))}" + (f" {safe_line(node)}" if node else "")
-                       + f" ({safe_line(_get(s, 'severity'))}): ")
-            out.append(safe_line(_get(s, "evidence"), limit=300) + "\n")
+            out.append("  " + signal_text(s, limit=300) + "\n")
     out.rstrip()
     return out
 

@@ -40,10 +40,11 @@ def _get(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
 
 
-def signal_text(s: Any) -> str:
+def signal_text(s: Any, limit: int = 200) -> str:
+    """One signal on one line: its mark, kind, node, severity and evidence (at most ``limit`` characters)."""
     node = _get(s, "node")
     where = f" {safe_line(node)}" if node else ""
-    return f"{MARKS['signal']} {safe_line(_get(s, 'kind'))}{where} ({safe_line(_get(s, 'severity'))}): {safe_line(_get(s, 'evidence'), limit=200)}"
+    return f"{MARKS['signal']} {safe_line(_get(s, 'kind'))}{where} ({safe_line(_get(s, 'severity'))}): {safe_line(_get(s, 'evidence'), limit=limit)}"
 
 
 def progress_text(counts: Mapping[str, int]) -> str:
@@ -235,6 +236,8 @@ class Dependents:
 
     def __len__(self) -> int:
         return len(self._by)
+
+
 ETA_KEEP = 5000  # node P80s kept for rows scrolled away from (recomputed when they come back)
 
 

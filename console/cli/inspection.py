@@ -156,6 +156,16 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- events
+def event_line(e: Any) -> Text:
+    """An event as ``warden events`` prints it (and the console's line mode, console/cli/lines.py):
+    id, time, layer, task, node, kind, actor and summary, every ledger string made safe."""
+    return Text.assemble(
+        (f"{e.id:>7} ", "dim"), iso(e.at) or "", " ", (f"{safe_line(e.layer):<9}", "cyan"), " ",
+        Text(safe_line(e.task_id or "-")), " ", Text(safe_line(e.node or "-")), " ",
+        (safe_line(e.kind), "bold"), " ", Text(safe_line(e.actor)), ": ", Text(safe_line(e.summary)),
+    )
+
+
 def cmd_events(args: argparse.Namespace) -> int:
     with open_ledger(args, read_only=True) as ledger:
         if args.task is not None:
@@ -167,11 +177,7 @@ def cmd_events(args: argparse.Namespace) -> int:
         if args.json:
             print_json(report.event_json(e))
         else:
-            c.print(Text.assemble(
-                (f"{e.id:>7} ", "dim"), iso(e.at) or "", " ", (f"{e.layer:<9}", "cyan"), " ",
-                Text(safe_line(e.task_id or "-")), " ", Text(safe_line(e.node or "-")), " ",
-                (e.kind, "bold"), " ", Text(safe_line(e.actor)), ": ", Text(safe_line(e.summary)),
-            ))
+            c.print(event_line(e))
 
     feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME)
 
@@ -292,5 +298,5 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["cmd_events", "cmd_export", "cmd_graph", "cmd_handoffs", "cmd_migrate", "cmd_status", "handoff_json",
-           "register", "register_handoffs"]
+__all__ = ["cmd_events", "cmd_export", "cmd_graph", "cmd_handoffs", "cmd_migrate", "cmd_status", "event_line",
+           "handoff_json", "register", "register_handoffs"]

@@ -5,7 +5,7 @@
 or clear a screen, so the full-screen console would be garbage there. Instead:
 
 1. one line saying what this is, then ``warden status``'s table of the tasks;
-2. every new journal event but heartbeats as one line (as ``warden events --follow``), until Ctrl+C;
+2. every new journal event but heartbeats as one line (``warden events --follow``'s), until Ctrl+C;
 3. each handoff an agent opens as an ``ALERT`` line, with the bell (unless ``--no-bell``) and the
    ``--on-alert`` hook — the same alert, JSON and debounce as the console (``console.alerts``).
    Signals turning alarm need the console's analysis and are not alerted here.
@@ -23,15 +23,12 @@ import threading
 import time
 from typing import Any, Sequence
 
-from rich.text import Text
-
-from store.clock import iso
 from store.feed import Feed
 
 from ..alerts import AlertWatch, run_hook
 from ..text import safe_line
 from .common import APPLICATION_NAME, ledger_target, open_ledger, out_console
-from .inspection import cmd_status
+from .inspection import cmd_status, event_line
 
 NOTICE = ("warden: this terminal (TERM={term}) cannot show the full-screen console: the tasks, then new events "
           "(heartbeats left out: `warden events --follow` has them) and alerts as lines. Ctrl+C stops; a terminal "
@@ -49,18 +46,12 @@ def run_lines(args: argparse.Namespace, *, bell: bool, hook: Sequence[str] | Non
     watch = AlertWatch(last_event=cursor)
     feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME)
 
-    def show(e: Any) -> None:
-        c.print(Text.assemble(
-            (f"{e.id:>7} ", "dim"), iso(e.at) or "", " ", Text(safe_line(e.task_id or "-")), " ",
-            Text(safe_line(e.node or "-")), " ", (safe_line(e.kind), "bold"), ": ", Text(safe_line(e.summary)),
-        ), soft_wrap=True)
-
     def drain(cursor: int) -> int:
         while True:
             delta = feed.since(cursor)
             for e in delta.events:
                 if e.kind not in QUIET_KINDS:
-                    show(e)
+                    c.print(event_line(e), soft_wrap=True)
             for a in watch.events(delta.events, time.time()):
                 sys.stdout.write(("\a" if bell else "") + "ALERT " + a.line() + "\n")
                 sys.stdout.flush()

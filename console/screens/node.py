@@ -32,10 +32,6 @@ from .base import WardenScreen
 from .resolve import ResolveHandoffScreen
 
 
-_section = section
-_field = field
-
-
 def render_detail(d: NodeDetail, now: float, explained: NodeExplanation | None = None) -> Text:
     """The node detail as one Text; every agent-written string through safe()/safe_line(). It opens
     with the node's signals (and what to do about each) and its estimate (console/explain.py);
@@ -46,48 +42,48 @@ def render_detail(d: NodeDetail, now: float, explained: NodeExplanation | None =
     out.append(f"  {node_status_label(n.status)}  kind {safe_line(n.kind)}  attempt {n.attempt}\n")
     if n.title:
         out.append(safe_line(n.title) + "\n", style="italic")
-    _field(out, "task", safe_line(n.task_id))
-    _field(out, "deps", ", ".join(safe_line(k) for k in n.deps) or "—")
-    _field(out, "dependents", ", ".join(safe_line(k) for k in d.dependents) or "—")
+    field(out, "task", safe_line(n.task_id))
+    field(out, "deps", ", ".join(safe_line(k) for k in n.deps) or "—")
+    field(out, "dependents", ", ".join(safe_line(k) for k in d.dependents) or "—")
 
     signals_section(out, explained.signals if explained is not None else None, now, wait_text(n, now))
     estimate_section(out, explained.eta if explained is not None else None, n.status)
     failure_section(out, n, d.failure, now)
 
-    _section(out, "Lease")
+    section(out, "Lease")
     if n.has_lease:
         left = (n.lease_until or 0) - now
-        _field(out, "owner", safe_line(n.lease_owner))
-        _field(out, "until", f"{iso(n.lease_until)} ({'expired ' + age_label(-left) if left <= 0 else 'in ' + duration_label(left)})",
+        field(out, "owner", safe_line(n.lease_owner))
+        field(out, "until", f"{iso(n.lease_until)} ({'expired ' + age_label(-left) if left <= 0 else 'in ' + duration_label(left)})",
                "" if left > 0 else "bold")
     else:
-        _field(out, "owner", "— (no lease)")
-    _field(out, "heartbeat", f"{age_label(now - n.heartbeat_at)} ({iso(n.heartbeat_at)})" if n.heartbeat_at else "—")
-    _field(out, "claims", f"{n.claim_count}" + (f" of {n.max_claims}" if n.max_claims else ""))
+        field(out, "owner", "— (no lease)")
+    field(out, "heartbeat", f"{age_label(now - n.heartbeat_at)} ({iso(n.heartbeat_at)})" if n.heartbeat_at else "—")
+    field(out, "claims", f"{n.claim_count}" + (f" of {n.max_claims}" if n.max_claims else ""))
 
-    _section(out, "Work")
-    _field(out, "input digest", safe_line(n.input_digest) if n.input_digest else "—")
-    _field(out, "output ref", safe_line(n.output_ref) if n.output_ref else "—")
-    _field(out, "output digest", safe_line(n.output_digest) if n.output_digest else "—")
+    section(out, "Work")
+    field(out, "input digest", safe_line(n.input_digest) if n.input_digest else "—")
+    field(out, "output ref", safe_line(n.output_ref) if n.output_ref else "—")
+    field(out, "output digest", safe_line(n.output_digest) if n.output_digest else "—")
     if n.output is not None:
-        _field(out, "output", safe_line(json.dumps(n.output, ensure_ascii=False, default=str), limit=300))
+        field(out, "output", safe_line(json.dumps(n.output, ensure_ascii=False, default=str), limit=300))
     units = "—" if n.units_total is None and n.units_done is None else f"{n.units_done or 0:g}/{n.units_total or 0:g}"
-    _field(out, "units", units)
-    _field(out, "tokens", f"{n.tokens_used}" + (f" (est {n.est_tokens})" if n.est_tokens else ""))
-    _field(out, "wall", duration_label(n.wall_used_s) + (f" (est {duration_label(n.est_wall_s)})" if n.est_wall_s else ""))
-    _field(out, "started", iso(n.started_at) or "—")
-    _field(out, "finished", iso(n.finished_at) or "—")
+    field(out, "units", units)
+    field(out, "tokens", f"{n.tokens_used}" + (f" (est {n.est_tokens})" if n.est_tokens else ""))
+    field(out, "wall", duration_label(n.wall_used_s) + (f" (est {duration_label(n.est_wall_s)})" if n.est_wall_s else ""))
+    field(out, "started", iso(n.started_at) or "—")
+    field(out, "finished", iso(n.finished_at) or "—")
     if n.status == "parked" or n.park_reason:
-        _field(out, "parked", f"{iso(n.parked_at)}: {safe_line(n.park_reason or '')}"
+        field(out, "parked", f"{iso(n.parked_at)}: {safe_line(n.park_reason or '')}"
                + (f" until {iso(n.park_until)}" if n.park_until else ""))
 
-    _section(out, f"Rejections ({len(n.rejections)})")
+    section(out, f"Rejections ({len(n.rejections)})")
     for r in n.rejections:
         out.append("  ✖ " + safe_line(r, limit=300) + "\n")
 
     observations_section(out, d.observations, sparkline([o.new_units for o in d.observations], width=60), node=n)
 
-    _section(out, f"Effects ({len(d.effects)})")
+    section(out, f"Effects ({len(d.effects)})")
     for e in d.effects:
         out.append(f"  {safe_line(e.status):<11} {safe_line(e.effect_key, limit=80)}"
                    + (f" → {safe_line(e.external_id)}" if e.external_id else "")
@@ -99,18 +95,18 @@ def render_detail(d: NodeDetail, now: float, explained: NodeExplanation | None =
         elif e.compensation_node:
             out.append(f"      compensation node {safe_line(e.compensation_node, limit=80)}\n", style="dim")
 
-    _section(out, f"Artifacts ({len(d.artifacts)})")
+    section(out, f"Artifacts ({len(d.artifacts)})")
     for a in d.artifacts:
         out.append(f"  {safe_line(a.name)}  {a.size} bytes  sha256 {a.sha256[:16]}…  #{a.attempt}\n")
 
-    _section(out, f"Handoffs ({len(d.handoffs)})")
+    section(out, f"Handoffs ({len(d.handoffs)})")
     for h in d.handoffs:
         out.append(f"  [{safe_line(h.id)}] {safe_line(h.status)} {safe_line(h.kind)}: {safe_line(h.question, limit=200)}\n")
         if h.resolution_option:
             out.append(f"     resolved by {safe_line(h.resolved_by)}: {safe_line(h.resolution_option)}"
                        f" {safe_line(h.resolution_answer or '')}\n", style="dim")
 
-    _section(out, f"Events ({len(d.events)}, decision layer first)")
+    section(out, f"Events ({len(d.events)}, decision layer first)")
     for e in d.events[:100]:
         out.append(f"  {iso(e.at)} ", style="dim")
         out.append(f"{safe_line(e.layer):<9} ", style="bold" if e.layer == "decision" else "")

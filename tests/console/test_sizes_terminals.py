@@ -111,6 +111,19 @@ def test_ascii_glyphs_everywhere_they_are_drawn(ascii_glyphs: None) -> None:
     assert glyphs.signals_label([{"kind": "x"}]) == "! 1"
 
 
+def test_the_explanations_draw_the_ascii_signal_mark(ascii_glyphs: None) -> None:
+    from rich.text import Text
+
+    from console.explain import eta_figures, signals_section, task_estimate_text
+
+    sig = {"kind": "repeating", "severity": "alarm", "node": "n1", "evidence": "same 3 times"}
+    out = Text()
+    signals_section(out, [sig], now=0.0)
+    assert "! repeating" in out.plain and "⚠" not in out.plain
+    assert task_estimate_text(None, [sig]).plain.isascii()
+    assert eta_figures(None) == "-"
+
+
 def test_use_ascii_off_restores_unicode() -> None:
     use_ascii()
     assert glyphs.ascii_on()
