@@ -18,7 +18,7 @@ from .errors import LedgerUnavailable, SchemaMismatch
 from .models import MODELS, Meta, WriteRequest
 from .sqlite_file import checked_version
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _add_columns(db: pw.Database, table: str, columns: list[tuple[str, str, str]]) -> None:
@@ -69,8 +69,19 @@ def _migrate_2_to_3(db: pw.Database) -> None:
     ])
 
 
+# Schema 4 (round 3) is made of named parts, one per capability, each idempotent (a column or a
+# table is added only when missing), run in this order inside the one migration transaction.
+SCHEMA_4_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = []
+
+
+def _migrate_3_to_4(db: pw.Database) -> None:
+    """Schema 4: the parts listed in ``SCHEMA_4_PARTS`` (each says what it adds)."""
+    for _name, part in SCHEMA_4_PARTS:
+        part(db)
+
+
 # MIGRATIONS[n] upgrades a ledger from version n to n + 1, inside one write transaction.
-MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
+MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
 
 
 def _read_version(db: pw.Database) -> int | None:

@@ -176,14 +176,15 @@ def test_a_schema_1_ledger_migrates_to_2_with_the_write_request_table(ledger_pat
     led.close()
 
 
-# ---------------------------------------------------------------------- the real steps: 1 → 2 → 3
+# ---------------------------------------------------------------------- the real steps: 1 → 2 → 3 → 4
 # What each step adds: dropping it from a ledger made now gives the ledger that version wrote.
 STEP_COLUMNS = {
     2: {"task": ["paused_s", "paused_since", "wake_state"],
         "effect": ["compensation_node_id", "compensated_at", "compensated_by", "compensation_note"]},
     3: {"node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]},
 }
-STEP_TABLES = {2: ["write_request"], 3: []}
+STEP_COLUMNS[4] = {}  # schema 4's parts (store/schema.py SCHEMA_4_PARTS) add theirs here
+STEP_TABLES = {2: ["write_request"], 3: [], 4: []}
 
 
 def _shape(path: str) -> dict[str, set[str]]:
@@ -216,9 +217,9 @@ def _downgrade(path: str, to: int) -> None:
     db.close()
 
 
-def test_a_new_ledger_is_written_at_schema_3(ledger_path):
+def test_a_new_ledger_is_written_at_the_current_schema(ledger_path):
     make(ledger_path)
-    assert schema.SCHEMA_VERSION == 3 and _stored_version(ledger_path) == "3"
+    assert schema.SCHEMA_VERSION == max(STEP_COLUMNS) == 4 and _stored_version(ledger_path) == "4"
     shape = _shape(ledger_path)
     for step in STEP_COLUMNS:
         for table, cols in STEP_COLUMNS[step].items():
@@ -226,8 +227,8 @@ def test_a_new_ledger_is_written_at_schema_3(ledger_path):
         assert set(STEP_TABLES[step]) <= set(shape)
 
 
-@pytest.mark.parametrize("start", [1, 2])
-def test_migrate_takes_schema_1_and_2_to_3_with_every_column(ledger_path, clock, start, capsys):
+@pytest.mark.parametrize("start", [1, 2, 3])
+def test_migrate_takes_every_older_schema_to_the_current_one_with_every_column(ledger_path, clock, start, capsys):
     fresh = None
     with Ledger.open(ledger_path, clock=clock) as led:
         led.create_task("t")
@@ -235,12 +236,13 @@ def test_migrate_takes_schema_1_and_2_to_3_with_every_column(ledger_path, clock,
     fresh = _shape(ledger_path)
     _downgrade(ledger_path, start)
     assert _stored_version(ledger_path) == str(start)
-    assert _shape(ledger_path) != fresh
+    later = range(start + 1, schema.SCHEMA_VERSION + 1)
+    assert (_shape(ledger_path) != fresh) == any(STEP_COLUMNS[v] or STEP_TABLES[v] for v in later)
     with pytest.raises(SchemaMismatch, match=f"schema {start}.*warden migrate"):
         Ledger.open(ledger_path)
     assert warden(["migrate", "--ledger", ledger_path]) == 0
     assert f"{start}" in capsys.readouterr().out
-    assert _stored_version(ledger_path) == "3"
+    assert _stored_version(ledger_path) == str(schema.SCHEMA_VERSION)
     assert _shape(ledger_path) == fresh  # exactly the tables and columns a new ledger has
     assert warden(["migrate", "--ledger", ledger_path]) == 0
     assert "nothing to do" in capsys.readouterr().out
