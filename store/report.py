@@ -52,6 +52,7 @@ def task_json(task: TaskView, eta: dict[str, Any] | None = None, signals: list[d
         "handoffs_open": task.handoffs_open,
         "workflow": task.workflow,
         "workflow_version": task.workflow_version,
+        "origin": task.origin,
         "preconditions": dict(task.preconditions),
         "constraints": list(task.constraints),
         "park": ({"at": iso(task.parked_at), "reason": task.park_reason, "until": iso(task.park_until),

@@ -136,7 +136,8 @@ class Supervisor:
         self.config: dict[str, Any] = {"configurable": {"thread_id": thread_id or task_id}}
         self.held: dict[str, _Held] = {}
         self._succ = _successors(graph)
-        ledger.create_task(task_id, title=title or task_id, workflow="langgraph", exist_ok=True, actor=worker)
+        ledger.create_task(task_id, title=title or task_id, workflow="langgraph", exist_ok=True, actor=worker,
+                          origin="langgraph")
 
     # ------------------------------------------------------------------ running
     def run(self, input: Any = None) -> RunResult:  # noqa: A002 - LangGraph's own word

@@ -59,11 +59,16 @@ class Ledger(LedgerCore):
         max_repairs: int = 3,
         exist_ok: bool = False,
         actor: str = "",
+        origin: str | None = None,
     ) -> TaskView:
-        """Create a task. With ``exist_ok`` an existing task is returned unchanged (idempotent)."""
+        """Create a task. With ``exist_ok`` an existing task is returned unchanged (idempotent).
+
+        ``origin``: which integration made it (``mcp``, ``run``, ``claude``, ``langgraph``; None is
+        ``python``, an agent written against this API) — shown in the console and ``warden status``."""
         build.create_task(self, task_id, title=title, workflow=workflow, workflow_version=workflow_version,
                           inputs=inputs, constraints=constraints, preconditions=preconditions, budget=budget,
-                          max_claims=max_claims, max_repairs=max_repairs, exist_ok=exist_ok, actor=actor)
+                          max_claims=max_claims, max_repairs=max_repairs, exist_ok=exist_ok, actor=actor,
+                          origin=origin)
         return self.task(task_id)
 
     def add_node(
