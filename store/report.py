@@ -11,7 +11,7 @@ from typing import Any
 from . import budget as budget_mod
 from . import estimates, signals, wake_conditions
 from .clock import iso
-from .ledger import Ledger
+from .facade import Ledger
 from .schema import SCHEMA_VERSION
 from .signals import wait_json
 from .views import EffectView, EventView, GraphView, NodeView, TaskView

@@ -56,7 +56,7 @@ from langgraph.types import Command
 
 from ..clock import iso
 from ..errors import LeaseLost, NotFound, Refused
-from ..ledger import Ledger
+from ..facade import Ledger
 from ..ledger.fenced import OUTPUT_CAP
 from ..views import Claim
 from ..worker import LeaseKeeper, StepFailed
