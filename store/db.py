@@ -47,6 +47,7 @@ from .backends import (
     sqlstate,
 )
 from .errors import LedgerUnavailable, ReadOnly, WardenError, WriteConflict
+from .pgshared import SharedPostgres
 from .sql import is_sqlite
 from .text import safe_line
 from .write_requests import register_result
@@ -152,20 +153,22 @@ def open_database(
     busy_timeout_s: float = BUSY_TIMEOUT_S,
     application_name: str = "warden-agent",
     backoff: Backoff | None = None,
+    one_connection: bool = False,
 ) -> pw.Database:
     """Return a connected-on-demand database. Refuses a missing SQLite file unless ``create``.
 
     ``busy_timeout_s``: how long a write waits for a lock before ``LedgerBusy`` (SQLite's busy
     timeout; PostgreSQL's ``lock_timeout``). ``application_name``: what PostgreSQL shows in
     ``pg_stat_activity`` (a URL's own ``application_name=`` wins). ``backoff``: the reconnect
-    policy (PostgreSQL)."""
+    policy (PostgreSQL). ``one_connection``: PostgreSQL — every thread shares one connection,
+    taking turns per transaction (``store/pgshared.py``; the console)."""
     if not busy_timeout_s or busy_timeout_s <= 0:
         raise errors.Refused("busy_timeout_s must be positive")
     t = parse_target(target)
     if t.backend == "sqlite":
         return _open_sqlite(t, read_only=read_only, create=create, busy_timeout_s=float(busy_timeout_s))
     return _open_postgres(t, read_only=read_only, busy_timeout_s=float(busy_timeout_s),
-                          application_name=application_name, backoff=backoff)
+                          application_name=application_name, backoff=backoff, one_connection=one_connection)
 
 
 def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: float) -> pw.Database:
@@ -201,13 +204,14 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
 
 
 def _open_postgres(t: Target, *, read_only: bool, busy_timeout_s: float, application_name: str,
-                   backoff: Backoff | None) -> pw.Database:
+                   backoff: Backoff | None, one_connection: bool = False) -> pw.Database:
     dbname, kwargs = pg_connect_args(t)
     kwargs.setdefault("application_name", application_name)
     kwargs.setdefault("connect_timeout", str(PG_CONNECT_TIMEOUT_S))
     for k, v in PG_KEEPALIVES.items():
         kwargs.setdefault(k, v)
-    db = WardenPostgres(dbname, isolation_level="READ COMMITTED", prefer_psycopg3=True, autoconnect=True, **kwargs)
+    cls = SharedPostgres if one_connection else WardenPostgres
+    db = cls(dbname, isolation_level="READ COMMITTED", prefer_psycopg3=True, autoconnect=True, **kwargs)
     db.read_only = read_only
     db.display = t.display
     db.url = t.url
