@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlparse
 
 import peewee as pw
 
-from . import errors, sqlite_file, write_requests
+from . import errors, lockguard, sqlite_file, write_requests
 from .backends import (
     BUSY_TIMEOUT_S,
     RECONNECT_BUDGET_S,
@@ -174,6 +174,11 @@ def open_database(
 def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: float) -> pw.Database:
     path = os.path.abspath(t.path or "ledger.db")
     shown = safe_line(path)
+    parent = lockguard.inherited(path)
+    if parent is not None:
+        raise LedgerUnavailable(
+            f"the ledger {shown} was open in process {parent} when it fork()ed this one: SQLite cannot be used "
+            "safely across fork(); open it in a process started with spawn or forkserver, or by exec")
     seen = sqlite_file.inspect(path, read_only=read_only)  # refuses what is not a ledger; writes nothing
     if not seen.exists:
         if not create or read_only:
@@ -183,7 +188,9 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
     elif seen.empty and (not create or read_only):
         raise LedgerUnavailable(f"{shown} is an empty file (0 bytes), not a Warden ledger: {NO_LEDGER_HINT}")
     busy_ms = int(busy_timeout_s * 1000)
-    pragmas: dict[str, Any] = {"foreign_keys": 1, "busy_timeout": busy_ms}
+    # mmap_size 0: no memory-mapped I/O, whatever this libsqlite3's default (a stray write into a
+    # mapping would go straight to the file; docs/security.md).
+    pragmas: dict[str, Any] = {"foreign_keys": 1, "busy_timeout": busy_ms, "mmap_size": 0}
     if read_only:
         # mode=ro: SQLite cannot write; query_only: no statement may either. Never a journal-mode change.
         params = {"mode": "ro", "immutable": "1"} if seen.snapshot else {"mode": "ro"}
@@ -191,7 +198,7 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
                           pragmas={**pragmas, "query_only": 1})
         db.read_only = True
         db.snapshot = seen.snapshot
-        db.tidy_on_close = seen.wal and seen.quiescent and not seen.snapshot
+        db.tidy_on_close = seen.quiescent and not seen.snapshot
     else:
         if seen.exists:
             sqlite_file.check_writable(path)
