@@ -10,6 +10,7 @@ when it was interrupted.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import socket
@@ -28,6 +29,12 @@ RUN_EXAMPLE = """examples:
   warden run --task nightly -- make test
   warden run --task fix-42 --json-stream claude -- claude -p "fix issue 42" --output-format stream-json --verbose
   warden run --task build --artifacts dist -- ./build.sh"""
+
+MCP_EXAMPLE = """example (a client's mcpServers entry runs this command):
+  warden mcp --ledger /srv/warden/ledger.db --task fix-42 --worker claude-fix-42"""
+
+SESSIONS_HELP = ("where sessions are kept between processes (default $WARDEN_SESSIONS, else "
+                 "$XDG_STATE_HOME/warden/sessions)")
 
 JSON_STREAMS = ("claude", "codex")
 
@@ -69,6 +76,28 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="the command to run and its arguments, after --")
     honours(p, *shared)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "mcp", parents=flags("ledger"), formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="serve the ledger to an MCP client over stdio: claim, heartbeat, ask a human, commit",
+        description="A Model Context Protocol server on stdin/stdout for an agent (Claude Code, Codex, any MCP\n"
+                    "client): tools claim_next, heartbeat, commit, fail, intend_effect, confirm_effect,\n"
+                    "ask_human, wait_for_human, report. It holds the lease between calls and answers\n"
+                    "parked / aborted / rewound: <reason> when the operator acts (docs/agents.md, \"warden mcp\").",
+        epilog=MCP_EXAMPLE)
+    p.add_argument("--task", metavar="T", help="the task to work on (else the client's first claim_next names it)")
+    p.add_argument("--worker", metavar="NAME",
+                   help="who holds the leases; the same name after a reconnect goes on with the same claim "
+                        "(default mcp:USER@HOST)")
+    p.add_argument("--node", metavar="K", default="main", help="the node made when the task is new (default main)")
+    p.add_argument("--kind", metavar="K", default="agent", help="that node's kind (default agent)")
+    p.add_argument("--kinds", metavar="K,K", help="claim only nodes of these kinds (comma separated)")
+    p.add_argument("--lease", metavar="S", type=_seconds, default=60.0, help="lease in seconds (default 60)")
+    p.add_argument("--ask-wait", metavar="S", type=_seconds, default=50.0,
+                   help="how long ask_human waits before answering pending (default 50)")
+    p.add_argument("--sessions", metavar="DIR", help=SESSIONS_HELP)
+    honours(p, "ledger")
+    p.set_defaults(func=cmd_mcp)
 
 
 def default_worker(prefix: str) -> str:
@@ -123,6 +152,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     if outcome.status == "interrupted":
         return 130
     return 1
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("mcp") is None:
+        print("warden mcp: needs the mcp extra (the MCP Python SDK): pip install 'warden[mcp]'", file=sys.stderr)
+        return 1
+    from store.adapters.agent_session import AgentSession, SessionConfig
+    from store.adapters.mcp_server import serve
+    from store.adapters.sessions import SessionStore
+
+    if args.task:
+        validate.task_id("--task", args.task)
+    validate.node_key("--node", args.node)
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else None
+    user = os.environ.get("USER") or os.environ.get("LOGNAME") or "user"
+    cfg = SessionConfig(worker=args.worker or f"mcp:{user}@{socket.gethostname()}", task=args.task, node=args.node,
+                        kind=args.kind, lease_s=args.lease, kinds=kinds, ask_wait_s=args.ask_wait)
+    with Ledger.open(ledger_target(args), application_name="warden-mcp") as ledger:
+        session = AgentSession(ledger, SessionStore(args.sessions), cfg)
+        serve(session)
+    return 0
 
 
 __all__ = ["default_worker", "register"]
