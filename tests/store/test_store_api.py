@@ -408,3 +408,16 @@ def test_no_store_module_imports_or_re_exports_another_modules_private_names() -
                 bad += [f"{path.relative_to(STORE.parent)}: {a.name}" for a in node.names
                         if a.name.startswith("_") and not a.name.startswith("__")]
     assert not bad, bad
+
+
+@pytest.mark.parametrize("name", ["estimates.py", "signals.py", "analysis.py"])
+def test_estimates_and_signals_read_through_the_ledger_not_their_own_queries(name: str) -> None:
+    """Issue 24: what the estimates and the signals read is typed rows from store/ledger/evidence.py
+    (or the facade), not queries they build themselves (no models, no Peewee, no raw SQL)."""
+    tree = ast.parse((STORE / name).read_text())
+    imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m in ("models", "peewee", "sql") or m.endswith(".models")}, (name, imported)
+    calls = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+             and n.attr in ("fetch_all", "fetch_one", "tuple_rows", "dict_rows", "first_dict", "bind", "execute_sql")]
+    assert not calls, (name, calls)
