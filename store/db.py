@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlparse
 
 import peewee as pw
 
-from . import errors, sqlite_file, write_requests
+from . import checkpoints, errors, lockguard, sqlite_file, write_requests
 from .backends import (
     BUSY_TIMEOUT_S,
     RECONNECT_BUDGET_S,
@@ -174,6 +174,11 @@ def open_database(
 def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: float) -> pw.Database:
     path = os.path.abspath(t.path or "ledger.db")
     shown = safe_line(path)
+    parent = lockguard.inherited(path)
+    if parent is not None:
+        raise LedgerUnavailable(
+            f"the ledger {shown} was open in process {parent} when it fork()ed this one: SQLite cannot be used "
+            "safely across fork(); open it in a process started with spawn or forkserver, or by exec")
     seen = sqlite_file.inspect(path, read_only=read_only)  # refuses what is not a ledger; writes nothing
     if not seen.exists:
         if not create or read_only:
@@ -183,7 +188,9 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
     elif seen.empty and (not create or read_only):
         raise LedgerUnavailable(f"{shown} is an empty file (0 bytes), not a Warden ledger: {NO_LEDGER_HINT}")
     busy_ms = int(busy_timeout_s * 1000)
-    pragmas: dict[str, Any] = {"foreign_keys": 1, "busy_timeout": busy_ms}
+    # mmap_size 0: no memory-mapped I/O, whatever this libsqlite3's default (a stray write into a
+    # mapping would go straight to the file; docs/security.md).
+    pragmas: dict[str, Any] = {"foreign_keys": 1, "busy_timeout": busy_ms, "mmap_size": 0}
     if read_only:
         # mode=ro: SQLite cannot write; query_only: no statement may either. Never a journal-mode change.
         params = {"mode": "ro", "immutable": "1"} if seen.snapshot else {"mode": "ro"}
@@ -191,7 +198,7 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
                           pragmas={**pragmas, "query_only": 1})
         db.read_only = True
         db.snapshot = seen.snapshot
-        db.tidy_on_close = seen.wal and seen.quiescent and not seen.snapshot
+        db.tidy_on_close = seen.quiescent and not seen.snapshot
     else:
         if seen.exists:
             sqlite_file.check_writable(path)
@@ -320,8 +327,7 @@ RETRY_SQLSTATES = {"40001": "a serialization failure", "40P01": "a deadlock"}
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[], float],
-           hook: Callable[[str], None] | None) -> Any:
+def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[], float], what: str) -> Any:
     """Run ``fn`` in a transaction opened here; record ``rid`` and the result in it; commit."""
     req = db.request
     req.rid, req.joined, req.body_done = rid, False, False
@@ -336,8 +342,7 @@ def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[]
                 result, raised = e, e  # raised after its body committed (e.g. a refusal with an audit row)
             if req.body_done:
                 write_requests.record(db, rid, float(now()), write_requests.encode(result))
-                if hook is not None:
-                    hook("tx.before_commit")
+                checkpoints.reach("tx.before_commit", "", what)
     finally:
         req.rid, req.joined, req.body_done = None, False, False
     if raised is not None:
@@ -347,7 +352,7 @@ def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[]
 
 def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_ATTEMPTS,
               what: str = "the write", args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
-              now: Callable[[], float] = time.time, hook: Callable[[str], None] | None = None,
+              now: Callable[[], float] = time.time,
               idempotent: bool = True) -> Any:
     """Run ``fn`` (which opens its own :func:`write_tx`) as one write that happens once.
 
@@ -373,7 +378,7 @@ def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_A
     last = ""
     while True:
         try:
-            result = _owned(db, fn, rid, now, hook) if rid is not None else fn()
+            result = _owned(db, fn, rid, now, what) if rid is not None else fn()
             db.healthy()
             return result
         except write_requests.AlreadyDone:
@@ -434,12 +439,10 @@ def _retry_write(fn: _F, *, idempotent: bool) -> _F:
     @functools.wraps(fn)
     def wrapper(first: Any, *args: Any, **kwargs: Any) -> Any:
         db = getattr(first, "db", first)
-        hook_fn = getattr(first, "hook", None)
         what = fn.__name__.lstrip("_").replace("_", " ")
-        hook = (lambda name: hook_fn(name, "", what)) if callable(hook_fn) else None
         now = getattr(first, "now", time.time)
         return run_write(db, lambda: fn(first, *args, **kwargs), what=what, args=(first, *args), kwargs=kwargs,
-                         now=now, hook=hook, idempotent=idempotent)
+                         now=now, idempotent=idempotent)
 
     return wrapper  # type: ignore[return-value]
 

@@ -193,7 +193,7 @@ def agent(target: str, index: int, tasks: int, rate: float, until: float, out: s
             pacer.wait()
             roll = rng.randrange(HANDOFF_EVERY)
             if roll == 0:
-                ledger.request_human(claim, kind="decision", question=f"{claim.node_key}: which way?",
+                ledger.request_human(claim, kind="direction", question=f"{claim.node_key}: which way?",
                                      options=[{"id": "a", "label": "this way"}, {"id": "b", "label": "that way"}])
                 writes.append(["handoff", claim.task_id, claim.node_key, None, time.monotonic()])
             elif roll < HANDOFF_EVERY // FAIL_EVERY:
