@@ -307,3 +307,20 @@ def test_a_fake_claude_session_end_to_end_with_warden_resolve(ledger_path, tmp_p
         assert led.node(TASK, "turn-1").status == "succeeded"
         assert led.handoff(h.id).resolved_by == "ana@ssh"
         assert led.task(TASK).origin == "claude"
+
+
+def test_the_settings_snippet_in_the_guide_is_valid_and_covers_every_event():
+    guide = (ROOT / "docs" / "agents.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in guide.split("```json\n")[1:]]
+    settings_block = next(json.loads(b) for b in blocks if '"hooks"' in b)
+    hooks = settings_block["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
+                          "Notification", "Stop", "SessionEnd"}
+    for event, groups in hooks.items():
+        for group in groups:
+            for h in group["hooks"]:
+                assert h["type"] == "command" and h["command"].startswith("warden hook claude"), event
+    [permission] = hooks["PermissionRequest"][0]["hooks"]
+    assert permission["timeout"] > HookConfig().permission_wait_s  # the hook answers before Claude gives up
+    mcp_block = next(json.loads(b) for b in blocks if '"mcpServers"' in b)
+    assert mcp_block["mcpServers"]["warden"]["args"][0] == "mcp"
