@@ -115,7 +115,7 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         epilog=HOOK_EXAMPLE)
     p.add_argument("agent", choices=("claude",), metavar="AGENT", help="whose hook protocol: claude (Claude Code)")
     p.add_argument("--task", metavar="T", help="one task for every session (default: a task per session, "
-                                               "claude-<session id>)")
+                                               "claude-<session>)")
     p.add_argument("--lease", metavar="S", type=_seconds, default=900.0,
                    help="a turn's lease between hook events, in seconds (default 900)")
     p.add_argument("--permission-wait", metavar="S", type=_seconds, default=540.0,

@@ -1,7 +1,7 @@
 """A Claude Code session as the ledger sees it: one task, one node per turn (store/adapters/claude_hooks.py).
 
-* **The task** is ``--task T`` (several sessions may share it) or ``claude-<session id>`` (one per
-  session), made with origin ``claude``, titled after the working directory.
+* **The task** is ``--task T`` (several sessions may share it) or ``claude-<session>`` (one per
+  session: :func:`session_task_id`), made with origin ``claude``, titled after the working directory.
 * **A turn is a node**: ``turn-1``, ``turn-2``… (``<session>.turn-N`` on a shared task), kind
   ``claude-turn``, each depending on the one before, so the graph reads as the session's history.
   The first hook of a turn (SessionStart, UserPromptSubmit, a tool call) opens and claims it, every
@@ -30,9 +30,6 @@ from .steering import Steer, reclaim, steer
 __all__ = ["ClaudeSession", "session_task_id"]
 
 KIND = "claude-turn"
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -45,11 +42,11 @@ def _short(session_id: str) -> str:
 
 
 def session_task_id(session_id: str) -> str:
-    """``claude-<session id>`` in the characters a task id may use (a digest when it cannot be)."""
-    clean = _SAFE.sub("", session_id)
-    if clean == session_id and 0 < len(clean) <= 57:
-        return f"claude-{clean}"
-    return f"claude-{hashlib.sha256(session_id.encode()).hexdigest()[:32]}"
+    """``claude-<session>``: a UUID's first 13 characters (``claude-3b1f0c2e-8d4a``, 48 random bits:
+    short enough for the task list, long enough not to meet another session), else a digest."""
+    if _UUID.fullmatch(session_id):
+        return f"claude-{session_id[:13]}"
+    return f"claude-{hashlib.sha256(session_id.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
 
 class ClaudeSession:

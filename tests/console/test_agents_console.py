@@ -25,7 +25,7 @@ from conftest import make_app, settle, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SID = "5c0ffee5-1234-4abc-9def-0123456789ab"
-TASK = f"claude-{SID}"
+TASK = f"claude-{SID[:13]}"
 
 
 def open_handoffs(ledger: str) -> list[Any]:

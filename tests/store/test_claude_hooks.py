@@ -26,7 +26,7 @@ from store.adapters.sessions import SessionStore
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "tests" / "fixtures" / "agents" / "claude_hooks"
 SID = "9b2e4c1a-7d3f-4a58-b6e0-1f2a3b4c5d6e"
-TASK = f"claude-{SID}"
+TASK = f"claude-{SID[:13]}"
 
 
 def event(name: str, **changes) -> dict:
