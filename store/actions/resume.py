@@ -16,6 +16,7 @@ from .. import wake_conditions as wc
 from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
+from ..ledger.observe import pause_clocks
 from . import planning as pl
 from .changes import BUMP, REVOKE, UNPARK, ApplyTx, Outcome, set_nodes
 from .plan import ActionParams, Plan
@@ -73,6 +74,7 @@ def apply_resume(tx: ApplyTx, p: ResumeParams) -> Outcome:
         set_nodes(tx, tx.changed_to(status), {"status": status, **UNPARK, **REVOKE, **BUMP})
     if p.node:
         return Outcome(task_fields={"wake_state": wc.with_target(tx.task["wake_state"], p.node, None)})
+    pause_clocks(tx.core.db, tx.task["task_id"], tx.task["parked_at"], tx.now)  # parked time is not running time
     state = wc.with_target(tx.task["wake_state"], None, None)
     for key in tx.plan.changes:  # nodes the task park had parked are resumed with it: stop watching them
         state = wc.with_target(state, key, None)
