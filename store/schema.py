@@ -91,7 +91,16 @@ def _novelty(db: pw.Database) -> None:
     ])
 
 
-SCHEMA_4_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [("novelty", _novelty)]
+def _origin(db: pw.Database) -> None:
+    """task.origin (issue 28): which integration made the task. Nullable: a task made before is
+    derived (``rows.task_origin``: ``langgraph`` for the adapter's workflow, else ``python``)."""
+    _add_columns(db, "task", [("origin", "VARCHAR(32)", "VARCHAR(32)")])
+
+
+SCHEMA_4_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
+    ("origin", _origin),
+    ("novelty", _novelty),
+]
 
 
 def _migrate_3_to_4(db: pw.Database) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .. import novelty, sql
+from .. import checkpoints, novelty, sql
 from ..db import retry_write, write_tx
 from ..errors import LeaseLost, Refused, WardenError
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
@@ -110,6 +110,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
         task = core.task_row(claim.task_id)  # after the tokens: the gate the Pulse says includes them
+        parked = task["status"] == "parked"
         new_units = None
         fields: dict[str, Any] = {"lease_until": now + lease, "heartbeat_at": now}
         if t:
@@ -123,7 +124,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
         beat = observe.beat_fields(row, now, units_done, wait, new_units,
                                    report is not None and report.prepared.text_progress)
         flags = (observe.FLAG_PROGRESS if "progress_at" in beat else 0) | (
-            observe.FLAG_PARKED if task["status"] == "parked" else 0)
+            observe.FLAG_PARKED if parked else 0)
         if report is not None:
             observe.record_observation(core, row["id"], claim.attempt, report, flags, now)
         cas_update(core, row, claim, now, **fields, **beat)
@@ -146,7 +147,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             summary += f", waiting on {wait[0]}"
         core.journal(claim.task_id, claim.node_key, "execution", "node.heartbeat", claim.worker, summary,
                      payload, at=now)
-    return Pulse(lease_until=now + lease, parked=task["status"] == "parked", new_units=new_units,
+    return Pulse(lease_until=now + lease, parked=parked, new_units=new_units,
                  gate=core.task_gate(task, now))
 
 
@@ -345,7 +346,7 @@ def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: A
     now = core.now()
     with write_tx(core.db):
         row = fence(core, claim, now, lock=True)
-        core.hook("effect.fenced", claim.task_id, claim.node_key)
+        checkpoints.reach("effect.fenced", claim.task_id, claim.node_key)
         existing = core.first_dict(Effect.select().where((Effect.task == claim.task_id)
                                                    & (Effect.effect_key == effect_key)))
         if existing is None:

@@ -90,8 +90,8 @@ def judge_report(core: LedgerCore, task_id: str, key: str, attempt: int, observa
     judged against its memory (module doc). None when the heartbeat reports nothing."""
     if observation is None and action is None and result is None:
         return None
-    node = sql.fetch_one(core.db, "SELECT id FROM node WHERE task_id = ? AND key = ?", [task_id, key])
-    node_id = node["id"] if node else -1
+    node_id = sql.scalar(core.db, "SELECT id FROM node WHERE task_id = ? AND key = ?", [task_id, key])
+    node_id = -1 if node_id is None else int(node_id)
     rows = sql.fetch_all(core.db, "SELECT text, action, result, digest, content, concepts FROM observation "
                                   "WHERE node_id = ? AND attempt = ? ORDER BY id DESC LIMIT ?",
                          [node_id, attempt, novelty.RECENT])

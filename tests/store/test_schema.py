@@ -184,8 +184,10 @@ STEP_COLUMNS = {
     3: {"node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]},
 }
 STEP_COLUMNS[4] = {}  # schema 4's parts (store/schema.py SCHEMA_4_PARTS) add theirs here
-STEP_COLUMNS[4]["observation"] = ["action", "result", "action_key", "content", "flags", "concepts"]  # novelty
-STEP_COLUMNS[4]["node"] = ["progress_at", "beat_gaps", "beat_long_s", "paused_s"]  # novelty
+STEP_COLUMNS[4].setdefault("task", []).append("origin")  # part "origin" (issue 28)
+STEP_COLUMNS[4].setdefault("observation", []).extend(["action", "result", "action_key", "content", "flags",
+                                                      "concepts"])  # part "novelty" (issue 25)
+STEP_COLUMNS[4].setdefault("node", []).extend(["progress_at", "beat_gaps", "beat_long_s", "paused_s"])  # "novelty"
 STEP_TABLES = {2: ["write_request"], 3: [], 4: []}
 
 

@@ -85,7 +85,7 @@ def test_observations_of_an_earlier_attempt_do_not_count(ledger, clock, running)
 
 # ---------------------------------------------------------------------- heartbeats and leases
 def test_heartbeat_stale_just_inside_and_just_past_the_limit(ledger, clock, running):
-    for _ in range(4):
+    for _ in range(9):  # 8 gaps: the rhythm is learned
         beat(ledger, clock, running)  # every 10 s, lease 60 s → limit max(2 × 10, 10, 60 / 2) = 30 s
     clock.advance(30)
     assert not sigs(ledger, kind="heartbeat_stale")
