@@ -22,9 +22,10 @@ attempt), it is none of:
   searched at a constant cost), or an overlap of at least ``PARA`` with a line of the last
   ``RECENT`` observations.
 
-A **result** (a tool's output) is judged more strictly than a narrative: one that names nothing new
-— no new specific token, no new concept word beyond the most general ones (``concepts.WEAK``:
-failed, none, result …) — taught nothing, whatever its wording. Its concepts are judged **without
+A **result** (a tool's output) is judged more strictly than a narrative: one whose every concept
+the attempt has met before taught nothing, whatever its wording (a narrative must also match an
+earlier line). The most general concepts (``concepts.WEAK``: failed, none, result …) never make a
+narrative's line new by themselves. Its concepts are judged **without
 the action's**: a result that repeats the query it answered ("no results for 'moth index'") adds
 nothing by echoing it.
 
@@ -453,8 +454,9 @@ def judge(p: Prepared, seen: Iterable[str]) -> Verdict:
         s = p.sets[i] if i < len(p.sets) else frozenset()
         old = d in seen or p.near[i]
         if not old and s:
-            fresh = [w for w in s if w not in said and w not in WEAK and memo("w", (w,)) not in seen]
-            if p.result and not fresh:
+            unseen = [w for w in s if w not in said and memo("w", (w,)) not in seen]
+            fresh = [w for w in unseen if w not in WEAK]
+            if p.result and not unseen:
                 old = True  # a tool's output that names nothing new taught nothing new
                 paraphrases += 1
             elif not any(is_specific(w) for w in fresh) and len(fresh) <= (len(s) - 1) // NEW_WORDS_PER:
