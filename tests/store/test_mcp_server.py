@@ -72,7 +72,7 @@ async def test_the_sdk_client_claims_heartbeats_asks_a_human_and_commits(ledger_
         n = led.node("fix-42", "patch")
         assert n.status == "succeeded" and n.output == {"branch": "fix-42", "tests": "44 passed"}
         assert n.tokens_used == 900 and n.units_done == 0.25
-        assert "ran the tests" in led.observations("fix-42", "patch")[-1].text
+        assert "ran the tests" in (led.observations("fix-42", "patch")[-1].action or "")  # heartbeat(action=)
         assert led.task("fix-42").status == "completed"
 
 

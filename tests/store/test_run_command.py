@@ -319,7 +319,8 @@ def test_a_claude_stream_reports_actions_tokens_and_cost(tmp_path, workdir):
     assert outcome.status == "committed"
     with Ledger.open(ledger) as led:
         n = led.node("t", "main")
-        text = "\n".join(o.text for o in led.observations("t", "main"))
+        # a tool call is the heartbeat's action, its output the result (issue 25)
+        text = "\n".join(f"{o.text}\n{o.action or ''}\n{o.result or ''}" for o in led.observations("t", "main"))
         assert led.task("t").tokens_used == 8545 == n.tokens_used
     assert n.output["final"] == "Fixed: x is 2 now and all 44 tests pass." and n.output["cost_usd"] == 0.0421
     assert "Bash" in text and "44 passed in 2.02s" in text
