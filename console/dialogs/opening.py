@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from ..host import ConsoleHost
 from ..text import safe_line
 from .base import ActionDialog, read_only_notice
 from .compensated import CompensatedDialog
@@ -21,19 +22,13 @@ DIALOGS: dict[str, type[ActionDialog]] = {
 }
 
 
-def _graph_status(app: Any, task_id: str, node: str | None) -> tuple[str | None, str | None]:
+def _graph_status(app: ConsoleHost, task_id: str, node: str | None) -> tuple[str | None, str | None]:
     """(task status, node status) from what the console already shows (no database read)."""
-    task_status = node_status = None
-    row = next((r for r in getattr(app.tasks_model, "rows", []) if r.view.task_id == task_id), None)
-    if row is not None:
-        task_status = row.view.status
-    g = getattr(app, "graph_model", None)
-    if node and g is not None and g.task_id == task_id and node in g.index:
-        node_status = g.nodes[g.index[node]].status
-    d = getattr(app, "detail", None)
-    if node and node_status is None and d is not None and (d.node.task_id, d.node.key) == (task_id, node):
-        node_status = d.node.status
-    return task_status, node_status
+    tasks = app.tasks_model
+    i = tasks.index.get(task_id)
+    task_status = tasks.rows[i].view.status if i is not None else None
+    shown = app.shown_node(task_id, node) if node else None
+    return task_status, shown.status if shown is not None else None
 
 
 def open_action(app: Any, action: str, task_id: str | None, node: str | None, *,
