@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 from store import WardenError
 from store.db import masked
 
-from . import actions, inspection, recovery, report, serve
+from . import actions, agents, inspection, recovery, report, serve
 from .common import GLOBALS, CliParser, alert_hook, fill_globals, flags, honours, ledger_target, operator_of, runs_dir
 from .errors import CliFailure, UsageError
 from .errors import report as report_failure
@@ -55,6 +55,7 @@ REGISTRARS: tuple[Registrar, ...] = (
     actions.register_resolve,
     recovery.register,           # recover, verify-record
     serve.register,              # serve (the console in a browser)
+    agents.register,             # run, mcp, hook (the agent side: integrations of agents people run)
 )
 
 

@@ -45,6 +45,10 @@ def TEXT(c: Ctx, a: str, x: Any) -> Any:
     return v.text(a, x, c.where, nul=not c.pg)
 
 
+def ORIGIN_OPT(c: Ctx, a: str, x: Any) -> Any:
+    return v.origin(a, x, c.where)
+
+
 def ERROR(c: Ctx, a: str, x: Any) -> Any:  # an exception is taken as its message (fail(error=e))
     return x if isinstance(x, BaseException) else v.text(a, x, c.where, nul=not c.pg)
 
@@ -342,12 +346,13 @@ def COMMITS(c: Ctx, a: str, x: Any) -> Any:
 _QUERY_NODE: dict[str, Rule] = {"task_id": ID, "key": ID}
 API: dict[str, dict[str, Rule]] = {
     "open": {"target": TARGET, "clock": CLOCK_OPT, "read_only": FLAG, "create": FLAG, "busy_timeout_s": TIMEOUT,
-             "reconnect_s": DELAY_OPT, "application_name": APP_NAME, "backoff": BACKOFF_OPT},
+             "reconnect_s": DELAY_OPT, "application_name": APP_NAME, "backoff": BACKOFF_OPT,
+             "one_connection": FLAG},
     # graph building
     "create_task": {"task_id": NEW_TASK_ID, "title": TEXT, "workflow": TEXT, "workflow_version": TEXT,
                     "inputs": JSON, "constraints": TEXTS_OPT, "preconditions": JSON_OBJ_OPT,
                     "budget": BUDGET_OPT, "max_claims": MAX_CLAIMS, "max_repairs": COUNT0, "exist_ok": FLAG,
-                    "actor": ACTOR},
+                    "actor": ACTOR, "origin": ORIGIN_OPT},
     "add_node": {"task_id": ID, "key": NEW_KEY, "kind": KIND, "deps": IDS, "title": TEXT,
                  "preconditions": JSON_OBJ_OPT, "est_wall_s": EST_WALL, "est_tokens": EST_TOKENS,
                  "always_admit": FLAG, "retryable": FLAG, "units_total": UNITS, "max_claims": MAX_CLAIMS_OPT,

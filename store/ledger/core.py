@@ -114,6 +114,7 @@ class LedgerCore:
         reconnect_s: float = RECONNECT_BUDGET_S,
         application_name: str = "warden-agent",
         backoff: Backoff | None = None,
+        one_connection: bool = False,
     ) -> Self:
         """Open (and, for the agent side, create) a ledger: a path, ``sqlite:///…`` or
         ``postgresql://…``.
@@ -127,12 +128,15 @@ class LedgerCore:
         jittered back-off) before ``LedgerUnavailable``; ``backoff`` sets the whole policy
         (tests inject its ``sleep`` and ``clock``). ``application_name``: what
         ``pg_stat_activity`` shows (``warden-agent``; the console ``warden-console``, the CLI
-        ``warden-cli``).
+        ``warden-cli``). ``one_connection``: PostgreSQL — every thread of this process uses the
+        same connection, one transaction (or statement) at a time (``store/pgshared.py``): for a
+        process that reads from many threads, like the console; SQLite: no effect.
         """
         if backoff is None:
             backoff = Backoff(budget_s=float(reconnect_s))
         db = open_database(target, read_only=read_only, create=create and not read_only,
-                           busy_timeout_s=busy_timeout_s, application_name=application_name, backoff=backoff)
+                           busy_timeout_s=busy_timeout_s, application_name=application_name, backoff=backoff,
+                           one_connection=one_connection)
         connect_checked(db)
         try:
             check_version(db, create=create and not read_only)
