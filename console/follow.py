@@ -147,8 +147,8 @@ class LedgerFollower:
         return p
 
     def idle(self) -> bool:
-        """Nothing asked for and nothing read that the UI has not taken."""
-        return not self.wanted and not self.pending
+        """Nothing asked for, no task rows being read, nothing read that the UI has not taken."""
+        return not self.wanted and not self.pending and not self.tasks_busy
 
     def report(self, error: str | None) -> None:
         """Another reader (a screen's worker) found the ledger unavailable: the header says so
