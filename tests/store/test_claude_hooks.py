@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from console.cli import main as warden
 from store import Ledger
+from tests.support.observed import all_said  # noqa: E402
 from store.adapters.claude_hooks import HookConfig, handle, parse, run_hook
 from store.adapters.sessions import SessionStore
 
@@ -60,7 +61,7 @@ def test_a_session_is_a_task_and_each_turn_a_node(ledger, store):
     assert hook(ledger, store, "post_tool_use").output is None
     n = ledger.node(TASK, "turn-1")
     assert n.status == "running" and n.lease_owner == "claude:9b2e4c1a" and n.kind == "claude-turn"
-    text = "\n".join(o.text for o in ledger.observations(TASK, "turn-1"))
+    text = all_said(ledger.observations(TASK, "turn-1"))
     assert "Bash(" in text and "pytest -q tests/test_parser.py" in text and "1 failed, 11 passed" in text
     notes = [e.summary for e in ledger.events(task_id=TASK) if e.kind == "node.note"]
     assert any("Fix the failing parser test" in s for s in notes)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from store import Ledger
+from tests.support.observed import all_said  # noqa: E402
 from store.adapters.command import RunSpec, Supervisor, failure_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -319,7 +320,7 @@ def test_a_claude_stream_reports_actions_tokens_and_cost(tmp_path, workdir):
     assert outcome.status == "committed"
     with Ledger.open(ledger) as led:
         n = led.node("t", "main")
-        text = "\n".join(o.text for o in led.observations("t", "main"))
+        text = all_said(led.observations("t", "main"))
         assert led.task("t").tokens_used == 8545 == n.tokens_used
     assert n.output["final"] == "Fixed: x is 2 now and all 44 tests pass." and n.output["cost_usd"] == 0.0421
     assert "Bash" in text and "44 passed in 2.02s" in text
