@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -196,6 +197,33 @@ def test_rewind_restarts_the_command_with_the_reason(ledger_path, workdir, runs_
     states = {p.parent.name: json.loads(p.read_text()) for p in (workdir / "runs").glob("*/state.json")}
     assert sorted(s["status"] for s in states.values()) == ["completed", "interrupted"]
     assert n.output["run"] in states and states[n.output["run"]]["status"] == "completed"
+
+
+def test_a_rewind_while_the_task_is_parked_restarts_once_it_is_resumed(tmp_path, workdir):
+    ledger = str(tmp_path / "l.db")
+    script = ('echo "start:${WARDEN_REWIND_REASON-none}" >> starts; echo $$ > pid; '
+              'while [ ! -e finish ]; do sleep 0.05; done')
+    spec = RunSpec(argv=("sh", "-c", script), task_id="t", lease_s=1.5, grace_s=2, runs=str(workdir / "runs"),
+                   cwd=str(workdir), worker="run:test")
+    outcome = {}
+    with Ledger.open(ledger) as led:
+        t = threading.Thread(target=lambda: outcome.update(o=Supervisor(led, spec, out=lambda b: None,
+                                                                       say=lambda s: None).run()))
+        t.start()
+        starts = workdir / "starts"
+        wait_for(lambda: starts.exists() and node(ledger).status == "running", 30, "the first start")
+        pid = int(wait_for(lambda: (workdir / "pid").read_text().strip(), 10, "the pid"))
+        led.apply(led.plan_park("t", reason="hold on"), operator="op")
+        wait_for(lambda: state_of(pid) == "T", NOTICE_S, "stopped by the park")
+        led.apply(led.plan_rewind("t", "main", reason="other approach"), operator="op")
+        wait_for(lambda: gone(pid), NOTICE_S + 5, "the old command ended")
+        assert starts.read_text().count("\n") == 1  # not restarted while the task is parked
+        led.apply(led.plan_resume("t"), operator="op")
+        wait_for(lambda: starts.read_text().count("\n") == 2, NOTICE_S + 5, "the restart after the resume")
+        assert starts.read_text().splitlines()[1] == "start:other approach"
+        (workdir / "finish").touch()
+        t.join(60)
+    assert outcome["o"].status == "committed" and outcome["o"].attempts == 2
 
 
 # ---------------------------------------------------------------------- how it ends on its own
