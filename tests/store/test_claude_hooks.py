@@ -325,3 +325,25 @@ def test_the_settings_snippet_in_the_guide_is_valid_and_covers_every_event():
     assert permission["timeout"] > HookConfig().permission_wait_s  # the hook answers before Claude gives up
     mcp_block = next(json.loads(b) for b in blocks if '"mcpServers"' in b)
     assert mcp_block["mcpServers"]["warden"]["args"][0] == "mcp"
+
+
+def test_the_hook_takes_the_lean_path_without_the_console(tmp_path):
+    """Claude Code runs the hook around every tool call: it loads neither Textual nor Rich nor the
+    whole warden parser, and answers exactly as the full parser's path does."""
+    probe = ("import json, sys\nfrom console.cli import main\nrc = main(sys.argv[1:])\n"
+             "print(json.dumps({'rc': rc, 'loaded': sorted(m for m in ('textual', 'rich', 'console.cli.entry') "
+             "if m in sys.modules)}), file=sys.stderr)\n")
+    args = ["hook", "claude", "--ledger", str(tmp_path / "l.db"), "--sessions", str(tmp_path / "s")]
+    done = subprocess.run([sys.executable, "-c", probe, *args], input=(HOOKS / "session_start.json").read_bytes(),
+                          capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    report = json.loads(done.stderr.decode().strip().splitlines()[-1])
+    assert report == {"rc": 0, "loaded": []}
+    lean = json.loads(done.stdout)
+    with pytest.MonkeyPatch.context() as mp:  # the same event through the full parser (a flag before hook)
+        mp.setattr(sys, "stdin", type("S", (), {"buffer": open(HOOKS / "session_start.json", "rb")})())
+        import io
+        out = io.StringIO()
+        mp.setattr(sys, "stdout", out)
+        assert warden(["--ledger", str(tmp_path / "l2.db"), "hook", "claude", "--sessions", str(tmp_path / "s2")]) == 0
+    full = json.loads(out.getvalue())
+    assert lean["hookSpecificOutput"]["hookEventName"] == full["hookSpecificOutput"]["hookEventName"] == "SessionStart"
