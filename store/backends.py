@@ -34,8 +34,8 @@ from typing import Any, Callable
 import peewee as pw
 
 from . import lockguard
-from .errors import ConnectionLost, LedgerBusy, LedgerUnavailable
-from .sql import pg_session
+from .errors import ConnectionLost, LedgerBusy, LedgerUnavailable, ReadOnly
+from .sql import pg_session, pg_transaction
 from .text import safe_line
 
 BUSY_TIMEOUT_S = 30.0
@@ -217,6 +217,7 @@ class WardenSqlite(pw.SqliteDatabase):
 
 class WardenPostgres(pw.PostgresqlDatabase):
     read_only = False
+    pooled = False  # through a pooler in transaction mode (``?pool=transaction``): no session state
     backend = "postgresql"
     display = ""  # the URL without credentials
     url: str | None = None
@@ -249,8 +250,27 @@ class WardenPostgres(pw.PostgresqlDatabase):
     def _initialize_connection(self, conn: Any) -> None:
         # Peewee calls this for every new connection (first use, and each reconnect after a
         # close), so a read-only ledger stays read-only on the server side whatever happens.
+        if self.pooled:
+            # Through a pooler in transaction mode the server session is not ours between
+            # transactions: no session settings (begin() sets them per transaction) and no
+            # prepared statements (psycopg prepares a query run 5 times; the next transaction
+            # may be on a server connection that never saw it).
+            conn.prepare_threshold = None
+            return
         pg_session(conn, read_only=self.read_only,
                    lock_timeout_ms=int(self.busy_timeout_s * 1000) if self.busy_timeout_s else None)
+
+    def _transaction_settings(self) -> None:
+        """Pooled (``pool=transaction``): what a session would have set, for this transaction only."""
+        try:
+            pg_transaction(self.connection(), read_only=self.read_only,
+                           lock_timeout_ms=int(self.busy_timeout_s * 1000) if self.busy_timeout_s else None)
+        except Exception as e:
+            try:  # the BEGIN went through: do not leave its transaction open behind Peewee's back
+                pw.PostgresqlDatabase.rollback(self)
+            except Exception:
+                pass
+            raise pw.OperationalError(one_line(e)) from e  # begin() decides: lost (re-made) or not
 
     # ------------------------------------------------------------------ the connection
     def _drop(self) -> None:
@@ -308,6 +328,9 @@ class WardenPostgres(pw.PostgresqlDatabase):
 
     # ------------------------------------------------------------------ statements
     def execute_sql(self, sql: str, params: Any = None) -> Any:
+        if self.pooled and self.read_only and self.transaction_depth() == 0 and not _is_read(sql):
+            # pooled, a statement outside a transaction has no session to be read-only in
+            raise ReadOnly(f"the ledger {self.display} is open read-only; nothing was written")
         while True:
             try:
                 cursor = super().execute_sql(sql, params)
@@ -330,6 +353,8 @@ class WardenPostgres(pw.PostgresqlDatabase):
         while True:
             try:
                 super().begin(isolation_level)
+                if self.pooled:
+                    self._transaction_settings()
                 return
             except (pw.OperationalError, pw.InterfaceError) as e:
                 if not is_connection_lost(e):

@@ -58,6 +58,20 @@ def pg_session(conn: Any, *, read_only: bool, lock_timeout_ms: int | None) -> No
         conn.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
 
 
+def pg_transaction(conn: Any, *, read_only: bool, lock_timeout_ms: int | None) -> None:
+    """What :func:`pg_session` sets for a session, for the transaction just begun only: a
+    connection through a pooler in transaction mode (``?pool=transaction``) gets a server session
+    for one transaction at a time, and a session setting would stay behind for the pool's next
+    client (a read-only console's would make the agents' writes fail)."""
+    local = []
+    if read_only:
+        local.append("SET TRANSACTION READ ONLY")
+    if lock_timeout_ms is not None:
+        local.append(f"SET LOCAL lock_timeout = {int(lock_timeout_ms)}")
+    if local:
+        conn.execute("; ".join(local))
+
+
 # ---------------------------------------------------------------------- statements
 def translate(db: pw.Database, sql: str) -> str:
     """Our raw SQL is written with ``?``; PostgreSQL's driver wants ``%s``."""

@@ -30,13 +30,14 @@ from collections import Counter
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterator
 
 from .commitprobe import CommitProbe, follow_up_offsets
-from .db import parse_target, pg_connect_args
+from .db import parse_target, pg_connect_args, warden_params
 
 PG_CHANNEL = "warden_events"
 PG_RECONNECT_S = (0.05, 2.0)  # the listener's reconnect back-off: first and longest wait
 WATCH_STEP_MS = 5
 WATCH_DEBOUNCE_MS = 40
 FALLBACK_POLL_S = 5.0  # a safety net: inotify / watchfiles / LISTEN wake the reader at once
+POOLED_POLL_S = 0.5  # PostgreSQL through a transaction-mode pooler with no listen= URL: the only wake-up
 
 
 _INOTIFY: Any = False
@@ -104,6 +105,16 @@ class Wakeups:
         t = parse_target(self.target)
         self.backend = t.backend
         self.path = os.path.abspath(t.path) if t.backend == "sqlite" and t.path else None
+        # PostgreSQL: where to LISTEN. Through a pooler in transaction mode (``pool=transaction``)
+        # LISTEN cannot work (the server session that listened is handed to another client after
+        # the statement), so only on the URL's ``listen=`` (a direct or session-pooled connection);
+        # without one the reader polls every POOLED_POLL_S instead.
+        self.listen_target: str | None = None
+        if t.backend == "postgresql":
+            params = warden_params(t)
+            self.listen_target = params.get("listen") or (None if params.get("pool") == "transaction" else self.target)
+            if self.listen_target is None:
+                self.fallback_poll_s = min(self.fallback_poll_s, POOLED_POLL_S)
         self.listener_pid: int | None = None  # PostgreSQL: the LISTEN connection's backend pid
         self.listen_count = 0  # PostgreSQL: how many times LISTEN was (re-)established
         self._on_watching: Callable[[], None] = _nothing
@@ -123,7 +134,7 @@ class Wakeups:
             if self.use_inotify and inotify_lib() is not None:
                 return self._inotify()
             return self._watchfiles()
-        if self.backend == "postgresql":
+        if self.backend == "postgresql" and self.listen_target is not None:
             return self._pg_notifies()
         return None
 
@@ -132,7 +143,7 @@ class Wakeups:
         after every (re)connect so the reader catches up on what committed while nobody listened."""
         import psycopg
 
-        dbname, kwargs = pg_connect_args(parse_target(self.target))
+        dbname, kwargs = pg_connect_args(parse_target(self.listen_target or self.target))
         kwargs.setdefault("application_name", self.application_name)
         wait = PG_RECONNECT_S[0]
         while not self._stop.is_set():

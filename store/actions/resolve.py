@@ -5,7 +5,7 @@ one wins, the other is told who did."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from .. import sql
 from ..clock import iso
@@ -47,7 +47,7 @@ class ResolveParams(Action):
     def node_target(self, target: str) -> str | None:
         return self.node
 
-    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+    def stale(self, core: LedgerCore, plan: Plan, task: pl.TaskState) -> str | None:
         """The handoff was resolved or withdrawn since the preview (two operators racing: one
         wins, the other is told who did)."""
         return still_open(core, plan)
