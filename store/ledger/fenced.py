@@ -96,21 +96,22 @@ def _add_tokens(core: LedgerCore, claim: Claim, tokens: float | None) -> int:
 @retry_write
 def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units_total: float | None,
               tokens: float | None, observation: str | None, lease_s: float | None,
-              waiting_on: str | None = None, wait_s: float | None = None) -> Pulse:
+              waiting_on: str | None = None, wait_s: float | None = None, action: str | None = None,
+              result: str | None = None) -> Pulse:
     """Extend the lease and record progress (see ``Ledger.heartbeat``)."""
     now = core.now()
     lease = float(lease_s or claim.lease_s)
     wait = observe.check_wait(waiting_on, wait_s)
-    text = None if observation is None else str(observation)
-    # the observation's pure, bounded work happens before the write lock is taken
-    prepared = None if text is None else observe.prepare_observation(core, claim.task_id, claim.node_key,
-                                                                      claim.attempt, text)
+    # what the report brings is judged before the write lock is taken (bounded, pure work and reads)
+    report = observe.judge_report(core, claim.task_id, claim.node_key, claim.attempt,
+                                  None if observation is None else str(observation),
+                                  None if action is None else str(action), None if result is None else str(result))
     with write_tx(core.db):
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
-        new_units = digest = None
-        if text is not None and prepared is not None:
-            new_units, digest = observe.record_observation(core, row["id"], claim.attempt, text, prepared, now)
+        task = core.task_row(claim.task_id)  # after the tokens: the gate the Pulse says includes them
+        parked = task["status"] == "parked"
+        new_units = None
         fields: dict[str, Any] = {"lease_until": now + lease, "heartbeat_at": now}
         if t:
             fields["tokens_used"] = Inc(t)
@@ -118,7 +119,14 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             fields["units_done"] = float(units_done)
         if units_total is not None:
             fields["units_total"] = float(units_total)
-        beat = observe.beat_fields(row, now, units_done, wait, new_units)
+        if report is not None:
+            new_units = report.verdict.new_units
+        beat = observe.beat_fields(row, now, units_done, wait, new_units,
+                                   report is not None and report.prepared.text_progress)
+        flags = (observe.FLAG_PROGRESS if "progress_at" in beat else 0) | (
+            observe.FLAG_PARKED if parked else 0)
+        if report is not None:
+            observe.record_observation(core, row["id"], claim.attempt, report, flags, now)
         cas_update(core, row, claim, now, **fields, **beat)
         payload: dict[str, Any] = {"lease_until": now + lease}
         if units_done is not None:
@@ -129,18 +137,17 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             payload["tokens"] = t
         payload.update(observe.beat_payload(row, beat))
         summary = f"{claim.node_key} heartbeat"
-        if prepared is not None:
-            payload.update(new_units=new_units, digest=digest, lines=len(prepared.lines))
-            left_out = novelty.left_out(prepared)
-            if left_out:
-                payload.update(unexamined_lines=prepared.dropped_lines, cut_lines=prepared.cut_lines)
+        if report is not None:
+            payload.update(observe.report_payload(report))
+            if flags:
+                payload["flags"] = flags
+            left_out = novelty.left_out(report.prepared)
             summary += f" (+{new_units} new" + (f"; {left_out})" if left_out else ")")
         if wait is not None:
             summary += f", waiting on {wait[0]}"
         core.journal(claim.task_id, claim.node_key, "execution", "node.heartbeat", claim.worker, summary,
                      payload, at=now)
-        task = core.task_row(claim.task_id)
-    return Pulse(lease_until=now + lease, parked=task["status"] == "parked", new_units=new_units,
+    return Pulse(lease_until=now + lease, parked=parked, new_units=new_units,
                  gate=core.task_gate(task, now))
 
 
