@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from . import actions as operator_actions
 from . import wake
 from .actions import Plan
+from .actions.registry import plan as plan_registered
 from .db import retry_read, run_read
 from .errors import WardenError
 from .views import (
@@ -140,8 +141,18 @@ class Ledger(LedgerCore):
         lease_s: float | None = None,
         waiting_on: str | None = None,
         wait_s: float | None = None,
+        action: str | None = None,
+        result: str | None = None,
     ) -> Pulse:
         """Extend the lease and record progress. Raises LeaseLost when the claim no longer holds.
+
+        ``action`` is what the step did (the tool call: ``"search('moth index v2')"``), ``result``
+        what it learned (its output: ``"0 results"``); ``observation`` a free narrative. New
+        information is judged on the result when there is one (else the observation, else the
+        action), against everything this attempt has seen: other actions that keep getting
+        nothing new are ``no_new_info``, the same action with the same result is ``repeating``.
+        While ``units_done`` rises (or a number in the report moves toward its stated total:
+        "41/100" → "42/100", not an attempt count) neither is an alarm.
 
         ``waiting_on="ci", wait_s=600`` declares that the node is polling something for up to
         ``wait_s``: its repeated observations meanwhile raise no stall signal, past the deadline it
@@ -151,7 +162,8 @@ class Ledger(LedgerCore):
         claiming.
         """
         return fenced.heartbeat(self, claim, units_done=units_done, units_total=units_total, tokens=tokens,
-                                observation=observation, lease_s=lease_s, waiting_on=waiting_on, wait_s=wait_s)
+                                observation=observation, lease_s=lease_s, waiting_on=waiting_on, wait_s=wait_s,
+                                action=action, result=result)
 
     def commit(
         self,
@@ -288,13 +300,19 @@ class Ledger(LedgerCore):
         says what was done. Its compensation node, if it has not run, is abandoned."""
         return operator_actions.plan_compensated(self, task_id, effect_key, reason=reason)
 
+    @retry_read
+    def plan(self, action: str, arguments: Mapping[str, Any]) -> Plan:
+        """Plan any registered action (``store.actions.ACTIONS``) by name, with the arguments its
+        ``plan_<action>`` method takes (``{"task_id": "t", "node": "c", "reason": "…"}``), each
+        checked by the same rule: how the ``warden`` subcommands and the console's dialogs plan."""
+        return plan_registered(self, action, arguments)
+
     def apply(self, plan: Plan, *, operator: str) -> Plan:
         """Apply exactly ``plan`` in one transaction and return it applied, or raise
         ``StaleRevision`` when the ledger changed since it was computed. A resolved handoff
         wakes the parks waiting on it (``wake_on="handoff:<id>"``) at once."""
         done = operator_actions.apply(self, plan, operator=operator)
-        if done.action == "resolve":
-            wake.after_resolve(self, done.target)
+        wake.after_apply(self, done)
         return done
 
     def check_wakes(self, task_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:

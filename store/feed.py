@@ -55,10 +55,10 @@ from .facade import Ledger
 from .ledger.queries import GRAPH_FIRST_PAGE, GRAPH_PAGE
 from .text import safe_line
 from .views import EventView, GraphPage, GraphView, NodeRow, TaskView
-from .wakeups import FALLBACK_POLL_S, PG_CHANNEL, PG_RECONNECT_S, WATCH_DEBOUNCE_MS, WATCH_STEP_MS, Wakeups, _inotify
+from .wakeups import FALLBACK_POLL_S, PG_CHANNEL, PG_RECONNECT_S, WATCH_DEBOUNCE_MS, WATCH_STEP_MS, Wakeups
 
 # Re-exported: these lived here before store/wakeups.py.
-_REEXPORTED = (PG_CHANNEL, PG_RECONNECT_S, _inotify)
+_REEXPORTED = (PG_CHANNEL, PG_RECONNECT_S)
 
 __all__ = ["Delta", "Feed", "GraphPage", "NodeRow", "changed_nodes", "graph_at", "graph_pages", "tail_at"]
 

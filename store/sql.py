@@ -18,11 +18,13 @@ be several times faster than the same statements built with Peewee. They all go 
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar, cast
 
 import peewee as pw
 
 from .models import dumps, loads
+
+_Row = TypeVar("_Row", bound=tuple[Any, ...])  # a NamedTuple row type (fetch_rows)
 
 CHUNK = 500  # ids or keys per ``IN (...)`` list
 
@@ -54,6 +56,20 @@ def pg_session(conn: Any, *, read_only: bool, lock_timeout_ms: int | None) -> No
         conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
     if lock_timeout_ms is not None:
         conn.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
+
+
+def pg_transaction(conn: Any, *, read_only: bool, lock_timeout_ms: int | None) -> None:
+    """What :func:`pg_session` sets for a session, for the transaction just begun only: a
+    connection through a pooler in transaction mode (``?pool=transaction``) gets a server session
+    for one transaction at a time, and a session setting would stay behind for the pool's next
+    client (a read-only console's would make the agents' writes fail)."""
+    local = []
+    if read_only:
+        local.append("SET TRANSACTION READ ONLY")
+    if lock_timeout_ms is not None:
+        local.append(f"SET LOCAL lock_timeout = {int(lock_timeout_ms)}")
+    if local:
+        conn.execute("; ".join(local))
 
 
 # ---------------------------------------------------------------------- statements
@@ -89,8 +105,15 @@ def execute_count(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> int:
 
 
 def execute_many(db: pw.Database, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-    """One statement over many parameter rows (bulk inserts)."""
-    db.cursor().executemany(translate(db, sql), rows)
+    """One statement over many parameter rows (bulk inserts). The cursor is the driver's own, so
+    its errors are given to the backend's ``translate_error`` (a full disk, a lost connection...)."""
+    try:
+        db.cursor().executemany(translate(db, sql), rows)
+    except Exception as e:
+        translate_error = getattr(db, "translate_error", None)
+        if translate_error is not None:
+            translate_error(e)
+        raise
 
 
 def fetch_all(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -105,6 +128,45 @@ def fetch_one(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> dict[str
     if row is None:
         return None
     return decode_row([d[0] for d in cur.description], row)
+
+
+def columns(row: type[tuple[Any, ...]], alias: str = "") -> str:
+    """The SELECT list of a row type: its fields, in order (``n.id, n.key`` with ``alias="n"``), so
+    a statement and the row it is read into cannot disagree."""
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + f for f in _fields(row))
+
+
+def fetch_rows(db: pw.Database, row: type[_Row], sql: str, params: Sequence[Any] = ()) -> list[_Row]:
+    """Every row as a ``row`` (a NamedTuple whose fields are the statement's columns, in order:
+    see :func:`columns`), JSON and boolean columns decoded. Read by attribute, so a renamed
+    column is a type error (docs/architecture.md, "Reading rows")."""
+    fields = _fields(row)
+    make = cast(Callable[..., _Row], row)
+    return [make(*_decoded(fields, r)) for r in fetch_all(db, sql, params)]
+
+
+def fetch_row(db: pw.Database, row: type[_Row], sql: str, params: Sequence[Any] = ()) -> _Row | None:
+    """The first row as a ``row`` (:func:`fetch_rows`), or None."""
+    found = execute(db, sql, params).fetchone()
+    return None if found is None else cast(Callable[..., _Row], row)(*_decoded(_fields(row), found))
+
+
+def _fields(row: type[tuple[Any, ...]]) -> tuple[str, ...]:
+    fields = getattr(row, "_fields", None)
+    if not isinstance(fields, tuple):
+        raise TypeError(f"{row.__name__} is not a NamedTuple row type")
+    return fields
+
+
+def _decoded(fields: Sequence[str], values: Sequence[Any]) -> list[Any]:
+    out = list(values)
+    for i, f in enumerate(fields):
+        if f in JSON_COLUMNS and isinstance(out[i], str):
+            out[i] = loads(out[i])
+        elif f in BOOL_COLUMNS and out[i] is not None:
+            out[i] = bool(out[i])
+    return out
 
 
 def scalar(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> Any:

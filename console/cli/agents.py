@@ -20,8 +20,10 @@ from typing import Any
 
 from store import Ledger, validate
 from store.adapters.command import RunSpec, Supervisor
+from store.adapters.sessions import SessionStore
 
 from ..text import safe_line
+from . import hook
 from .common import flags, honours, ledger_target, print_json, runs_dir
 from .errors import UsageError
 
@@ -33,20 +35,11 @@ RUN_EXAMPLE = """examples:
 MCP_EXAMPLE = """example (a client's mcpServers entry runs this command):
   warden mcp --ledger /srv/warden/ledger.db --task fix-42 --worker claude-fix-42"""
 
-SESSIONS_HELP = ("where sessions are kept between processes (default $WARDEN_SESSIONS, else "
-                 "$XDG_STATE_HOME/warden/sessions)")
 
 JSON_STREAMS = ("claude", "codex")
 
 
-def _seconds(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (0 < x <= 7 * 24 * 3600):
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most a week: {text!r}")
-    return x
+_seconds = hook.seconds
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -95,9 +88,16 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--lease", metavar="S", type=_seconds, default=60.0, help="lease in seconds (default 60)")
     p.add_argument("--ask-wait", metavar="S", type=_seconds, default=50.0,
                    help="how long ask_human waits before answering pending (default 50)")
-    p.add_argument("--sessions", metavar="DIR", help=SESSIONS_HELP)
+    p.add_argument("--sessions", metavar="DIR", help=hook.SESSIONS_HELP)
     honours(p, "ledger")
     p.set_defaults(func=cmd_mcp)
+
+    p = sub.add_parser("hook", parents=flags("ledger"), formatter_class=argparse.RawDescriptionHelpFormatter,
+                       help="answer one agent hook event (JSON on stdin): Claude Code's hooks",
+                       description=hook.DESCRIPTION, epilog=hook.EXAMPLE)
+    hook.add_arguments(p)
+    honours(p, "ledger")
+    p.set_defaults(func=hook.cmd_hook)
 
 
 def default_worker(prefix: str) -> str:
@@ -160,7 +160,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         return 1
     from store.adapters.agent_session import AgentSession, SessionConfig
     from store.adapters.mcp_server import serve
-    from store.adapters.sessions import SessionStore
 
     if args.task:
         validate.task_id("--task", args.task)

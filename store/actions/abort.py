@@ -14,17 +14,44 @@ from .. import sql
 from ..db import read_tx
 from ..ledger import compensation
 from ..ledger.core import LedgerCore
+from ..rules import ID, TEXT_OPT
 from . import planning as pl
+from .action import Action, Command, Flag, Key
 from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import ActionParams, Plan
+from .plan import Plan
 
 
 @dataclass(frozen=True)
-class AbortParams(ActionParams):
+class AbortParams(Action):
     action = "abort"
+    title = "Abort"
+    key = Key("a", "Abort", "abort the selected task")
+    confirm_task_id = True
+    arguments = {"task_id": ID, "reason": TEXT_OPT}
+    cli = Command("abort a task (asks for the task id)", (
+        Flag("task", "task_id", metavar="TASK"),
+        Flag("--reason", "reason", required=True, metavar="R", help="why (required)"),
+    ))
 
     def to_json(self) -> dict[str, Any]:
         return {}
+
+    def stale(self, core: LedgerCore, plan: Plan, task: pl.TaskState) -> str | None:
+        """The compensations previewed are no longer the ones to add (an effect was confirmed since).
+        A task aborted since the preview is said by the shared check."""
+        if task.status == "aborted":
+            return None
+        return stale_compensations(core, plan)
+
+    def apply(self, tx: ApplyTx) -> Outcome:
+        set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now,
+                                                   "next_retry_at": None, **REVOKE, **BUMP})
+        keys = compensation.create(tx.core, tx.plan.task_id, tx.plan.compensations)
+        payload: dict[str, Any] = {}
+        if keys:
+            payload = {"nodes": list(tx.plan.changes) + keys, "compensations": keys}
+        return Outcome(task_fields={"status": "aborted", "finished_at": tx.now, "wake_state": None},
+                       payload=payload)
 
 
 def plan_abort(core: LedgerCore, task_id: str, *, reason: str) -> Plan:
@@ -40,7 +67,7 @@ def plan_abort(core: LedgerCore, task_id: str, *, reason: str) -> Plan:
                                                               "AND status = 'open' ORDER BY id", [task_id])]
         effects, warnings = pl.effects(core, task_id, None)
         comps = compensation.planned(core, task_id)
-        if task["status"] == "completed":
+        if task.status == "completed":
             warnings.insert(0, f"task {task_id} is completed: aborting only marks it aborted")
         bare = [e for e in effects if not (e.get("compensation") or "").strip()]
         if comps:
@@ -64,12 +91,3 @@ def stale_compensations(core: LedgerCore, plan: Plan) -> str | None:
     what = f"effect {new[0]} was confirmed" if new else "the confirmed effects changed"
     return f"the ledger changed since the preview ({what}); review again"
 
-
-def apply_abort(tx: ApplyTx, p: AbortParams) -> Outcome:
-    set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now, "next_retry_at": None,
-                                               **REVOKE, **BUMP})
-    keys = compensation.create(tx.core, tx.plan.task_id, tx.plan.compensations)
-    payload: dict[str, Any] = {}
-    if keys:
-        payload = {"nodes": list(tx.plan.changes) + keys, "compensations": keys}
-    return Outcome(task_fields={"status": "aborted", "finished_at": tx.now, "wake_state": None}, payload=payload)

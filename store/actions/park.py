@@ -21,14 +21,31 @@ from ..clock import iso
 from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
+from ..rules import FLAG, ID, ID_OPT, TEXT_OPT, UNTIL, WAKE_ON_OPT
 from . import planning as pl
+from .action import Action, Command, Flag, Key
 from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import ActionParams, Plan
+from .plan import Plan
 
 
 @dataclass(frozen=True)
-class ParkParams(ActionParams):
+class ParkParams(Action):
     action = "park"
+    title = "Park"
+    key = Key("p", "Park", "park the selected task or node")
+    arguments = {"task_id": ID, "reason": TEXT_OPT, "node": ID_OPT, "until": UNTIL, "wake_on": WAKE_ON_OPT,
+                 "now": FLAG, "auto_resume": FLAG}
+    cli = Command("park a task (or one node) until an outside signal", (
+        Flag("task", "task_id", metavar="TASK"),
+        Flag("--node", "node", metavar="KEY", help="park only this node"),
+        Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded and shown)"),
+        Flag("--until", "until", metavar="T", help="when to look again: 15m, 2h, 1d or an ISO time"),
+        Flag("--wake-on", "wake_on", metavar="C", repeat=True,
+             help="what wakes it: handoff:<id>, node:<key>, effect:<key>, file:<path> or at:<time> "
+                  "(repeatable: any one wakes it)"),
+        Flag("--auto-resume", "auto_resume", switch=True, help="resume on its own when a wake condition is met"),
+        Flag("--now", "now", switch=True, help="revoke running leases now (running nodes → parked)"),
+    ))
 
     node: str | None
     until_ts: float | None
@@ -45,6 +62,16 @@ class ParkParams(ActionParams):
     def node_target(self, target: str) -> str | None:
         return target if self.node else None
 
+    def apply(self, tx: ApplyTx) -> Outcome:
+        park = {"parked_at": tx.now, "park_reason": tx.plan.reason, "park_until": self.until_ts,
+                "wake_on": self.wake_on}
+        set_nodes(tx, tx.changed_to("parked"), {"status": "parked", **park, **REVOKE, **BUMP})
+        watch = wc.entry(self.wake_conditions, self.auto_resume, tx.now) if self.wake_conditions else None
+        state = wc.with_target(tx.task.wake_state, self.node, watch)
+        if self.node:
+            return Outcome(task_fields={"wake_state": state})
+        return Outcome(task_fields={"status": "parked", "wake_state": state, **park})
+
 
 def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None = None, until: Any = None,
               wake_on: str | Sequence[str] | None = None, now: bool = False, auto_resume: bool = False) -> Plan:
@@ -60,7 +87,7 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
                             wake_conditions=tuple(conditions), auto_resume=bool(auto_resume))
         if node is not None:
             n = pl.node_one(core, task_id, node)
-            if task["status"] == "completed":
+            if task.status == "completed":
                 raise Refused(f"task {task_id} is completed: nothing to park")
             if n.status == "running" and not now:
                 raise Refused(f"node {node} is running: use --now to stop it (its lease is revoked)")
@@ -73,10 +100,10 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
                 warnings.append(f"node {node} has an open handoff; it stays open while the node is parked")
             return pl.make_plan(core, params, task, node, reason, [n], {n.key: (n.status, "parked")},
                                 warnings=warnings)
-        if task["status"] == "parked":
+        if task.status == "parked":
             raise Refused(f"task {task_id} is already parked (to stop a running node: park it with --node KEY --now)")
-        if task["status"] in ("completed", "failed"):
-            raise Refused(f"task {task_id} is {task['status']}: nothing runs, nothing to park")
+        if task.status in ("completed", "failed"):
+            raise Refused(f"task {task_id} is {task.status}: nothing runs, nothing to park")
         nodes = pl.all_nodes(core, task_id)
         running = [n for n in nodes if n.status == "running"]
         changes: dict[str, tuple[str, str]] = {}
@@ -92,12 +119,3 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
         return pl.make_plan(core, params, task, task_id, reason, nodes, changes, kept=kept, status_after="parked",
                             versions_of=unfinished, warnings=warnings)
 
-
-def apply_park(tx: ApplyTx, p: ParkParams) -> Outcome:
-    park = {"parked_at": tx.now, "park_reason": tx.plan.reason, "park_until": p.until_ts, "wake_on": p.wake_on}
-    set_nodes(tx, tx.changed_to("parked"), {"status": "parked", **park, **REVOKE, **BUMP})
-    watch = wc.entry(p.wake_conditions, p.auto_resume, tx.now) if p.wake_conditions else None
-    state = wc.with_target(tx.task["wake_state"], p.node, watch)
-    if p.node:
-        return Outcome(task_fields={"wake_state": state})
-    return Outcome(task_fields={"status": "parked", "wake_state": state, **park})

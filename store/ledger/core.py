@@ -14,7 +14,7 @@ import hashlib
 import os
 import traceback
 from types import TracebackType
-from typing import Any, Callable, Literal, Mapping, Self, Sequence, TypeVar, cast
+from typing import Any, Literal, Mapping, Self, Sequence, TypeVar, cast
 
 import peewee as pw
 
@@ -88,18 +88,9 @@ class LedgerCore:
         self.db = db
         self.clock = clock
         self.target = target  # what it was opened from (a path or URL; Feed and waits reopen it)
-        # Test hooks: name → callable, run at a named point inside a transaction (tests hold a
-        # transaction open there to prove what it does and does not block). Empty in production.
-        self.hooks: dict[str, Callable[..., Any]] = {}
         # (task, worker, workflow version) refusals already journalled by this open ledger: a
         # worker polling with the wrong version is journalled once, not on every poll.
         self.version_refusals: set[tuple[str, str, str]] = set()
-
-    def hook(self, name: str, task_id: str, node_key: str) -> None:
-        """Run the test hook ``name`` (if one is set) with the task and node it is at."""
-        fn = self.hooks.get(name)
-        if fn is not None:
-            fn(task_id, node_key)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -192,10 +183,6 @@ class LedgerCore:
     def tuple_rows(self, query: pw.BaseQuery) -> list[tuple[Any, ...]]:
         """A Peewee query's rows as tuples."""
         return cast("list[tuple[Any, ...]]", list(query.bind(self.db).tuples()))
-
-    # Used by store/signals.py, store/estimates.py and store/analysis.py, which other work is moving
-    # to ``bind``; remove when nothing calls it.
-    _q = bind
 
     # ------------------------------------------------------------------ the journal
     def journal(
