@@ -1,13 +1,14 @@
 """The Warden console: a Textual app that tails the ledger.
 
 Data flow (one way): ``store.feed`` wake-ups → the feed worker (``console.follow``) reads the
-journal after the cursor and exactly the nodes / tasks the new events name, in worker threads →
-merges them into a pending delta and posts a coalescing ``LedgerChanged`` → the UI-thread handler
-here applies the delta to the view models (``console.model``) and repaints only the rows on
-screen. A keypress never waits on the database. The graph is loaded once when opened (in the same
-snapshot as the journal id it reflects) and patched node by node afterwards; it is never
-re-queried per change. Estimates and signals are computed off the UI thread
-(``console.analysis``).
+journal after the cursor and exactly the rows the screens watch, in worker threads → merges them
+into a pending delta and posts a coalescing ``LedgerChanged`` → the UI-thread handler here hands
+the delta to the feed hub (``console.hub``), which applies it to the shared models (the task list,
+the event log) and publishes it on its signals. Screens subscribe on mount to what they show and
+are forgotten on unmount: a graph screen owns its graph (loaded in pages from one snapshot, then
+patched node by node from ``nodes_changed``), a node detail its detail. The app owns the feed and
+nothing screen-specific; a keypress never waits on the database. Estimates and signals are
+computed off the UI thread (``console.analysis``, scheduled by ``console.analysis_runs``).
 
 Operator actions go the other way: a key (p/u/n/r/a/c/R) or the command palette → a dialog
 (``console.dialogs``, or the recovery advice in ``console.screens.advice``) → a plan → apply, in
@@ -16,19 +17,17 @@ the dialog's workers; the views follow from the feed.
 
 from __future__ import annotations
 
-import gc
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerState
 
 from store.errors import WardenError
 from store.feed import FALLBACK_POLL_S, Feed
-from store.views import EventView, GraphView, NodeDetail, TaskView
 
 from .action_keys import ACTION_KEYS
 from .alerts import AlertDesk
@@ -36,22 +35,14 @@ from .analysis import Analyst, GraphRequest
 from .analysis_runs import AnalysisRuns
 from .app_nav import Navigation
 from .commands import WardenCommands
-from .follow import LedgerFollower, Pending
-from .glyphs import ascii_on
-from .messages import AnalysisReady, GraphPageReady, LedgerChanged, LedgerStatus, Loaded, TasksRead
 from .event_log import EventLogModel
-from .model import GraphModel, TaskListModel
-from .screens import (
-    EventLogScreen,
-    HandoffInboxScreen,
-    LedgerErrorScreen,
-    NodeDetailScreen,
-    RunsScreen,
-    TaskGraphScreen,
-    TaskListScreen,
-)
+from .follow import LedgerFollower
+from .glyphs import ascii_on
+from .hub import FeedHub, TasksChanged
+from .messages import AnalysisReady, LedgerChanged, LedgerStatus
+from .model import TaskListModel
+from .screens import LedgerErrorScreen, TaskListScreen
 from .screens.base import WardenScreen
-from .screens.report import TaskReportScreen
 from .text import safe_line
 from .typeahead import TypeAheadApp
 
@@ -59,7 +50,7 @@ SWITCH_INTERVAL_S = 0.001  # how long a busy worker thread may keep the interpre
 WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
 
 
-class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
+class WardenApp(TypeAheadApp, Navigation, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "warden"
     COMMANDS = App.COMMANDS | {WardenCommands}
@@ -101,26 +92,12 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         self.analysis_enabled = analysis
         self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s,
                          application_name="warden-console")
-        self.follower = LedgerFollower(self.feed)  # the feed side: cursor, requests, pending delta
-        self.tasks_model = TaskListModel(self.now)
-        self.events_model = EventLogModel()
-        self.graph_model: GraphModel | None = None
-        self.detail: NodeDetail | None = None
-        self.loaded = False
-        self.unavailable: str | None = None
+        self.follower = LedgerFollower(self.feed)  # the feed side: cursor, watches, pending delta
+        self.hub = FeedHub(self, self.follower, self.now)  # the shared models and the screens' signals
         self.failed: str | None = None
-        self._early_nodes: dict[str, tuple[Any, int]] = {}  # graph rows that arrived before its first page
-        self.graph_pages_applied = 0  # (tests and the benchmark)
-        self._analysed_once: set[str] = set()
         self.analyst = Analyst(self.feed)  # the analysis worker's memory (console/analysis.py)
-        self.init_analysis_runs()
+        self.analysis = AnalysisRuns(self)  # when estimates and signals are computed (console/analysis_runs.py)
         self.alerts = AlertDesk(self, bell=bell, hook=on_alert)  # console/alerts.py
-        # Instrumentation (tests and the benchmark): UI time spent applying deltas.
-        self.applied_changes = 0
-        self.apply_seconds = 0.0
-        self.paint_probe: Callable[[list[EventView]], None] | None = None
-        self.load_probe: Callable[[], None] | None = None
-        self.graph_probe: Callable[[], None] | None = None
 
     def now(self) -> float:
         return float(self.clock())
@@ -129,6 +106,30 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         """Keys in the footer and help: their names where the terminal draws ASCII only (⏎ → enter)."""
         shown = super().get_key_display(binding)
         return binding.key.split(",")[0] if ascii_on() and not shown.isascii() else shown
+
+    # ------------------------------------------------------------------ what screens read (ConsoleHost)
+    @property
+    def tasks_model(self) -> TaskListModel:
+        return self.hub.tasks
+
+    @property
+    def events_model(self) -> EventLogModel:
+        return self.hub.events
+
+    @property
+    def loaded(self) -> bool:
+        """Every task and the journal's tail have been read and applied."""
+        return self.hub.loaded
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why the ledger cannot be read now (one escaped line), or None."""
+        return self.hub.unavailable
+
+    @property
+    def open_alerts(self) -> int:
+        """Alerts the operator has not seen yet (the header counts them)."""
+        return self.alerts.open_count
 
     @property
     def live(self) -> bool:
@@ -141,11 +142,10 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         return self.follower.cursor
 
     def settled(self) -> bool:
-        """Loaded, nothing requested or read and not yet applied, no graph still loading (tests,
-        screenshots: wait for this, then for the workers)."""
-        g = self.graph_model
-        graph_loading = self.follower.graph_task is not None and (g is None or not g.complete)
-        return self.loaded and self.follower.idle() and not graph_loading
+        """Loaded, nothing asked for or read and not yet applied, every screen's own reads done
+        (tests, screenshots: wait for this, then for the workers)."""
+        return self.loaded and self.follower.idle() and all(
+            s.settled() for s in self.screen_stack if isinstance(s, WardenScreen))
 
     # ------------------------------------------------------------------ lifecycle
     def on_mount(self) -> None:
@@ -153,7 +153,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         self.follow_ledger()
         self.set_timer(1.0, self._tick)
         if self.analysis_enabled:
-            self.set_timer(1.0, self._analysis_timer)
+            self.analysis.start()
         if not self.read_only:
             self.set_timer(WAKES_EVERY_S, self._wakes_timer)
 
@@ -170,182 +170,46 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         self.feed.read(lambda ledger: ledger.check_wakes())
 
     def _tick(self) -> None:
-        """Once a second: time-based figures (lease countdowns, ages) on the visible rows only."""
+        """Once a second: time-based figures (lease countdowns, ages) on the screen on top only."""
         screen = self.screen_stack[-1] if self.screen_stack else None
         if isinstance(screen, WardenScreen) and self.loaded and self.is_running and screen.is_mounted:
             screen.tick()
         self.set_timer(1.0, self._tick)  # re-armed after the work, so ticks never pile up
 
     # ------------------------------------------------------------------ the feed (console/follow.py)
-    def request(self, kind: str, arg: Any) -> None:
-        self.follower.request(kind, arg)
-
     @work(exclusive=True, group="feed", exit_on_error=False)
     async def follow_ledger(self) -> None:
-        await self.follower.run(self)
-
-    @work(thread=True, exit_on_error=False, group="tasks", description="task rows")
-    def refresh_tasks(self, task_ids: list[str], wake: Callable[[], Any]) -> None:
-        tasks: list[TaskView] = []
-        try:
-            self.follower.read_tasks(task_ids, into=tasks)
-        finally:
-            if tasks:
-                self.post_message(TasksRead(tasks))
-            try:
-                wake()  # the feed loop looks again: tasks may have changed meanwhile
-            except RuntimeError:
-                pass  # the app is closing
-
-    @on(TasksRead)
-    def tasks_read(self, msg: TasksRead) -> None:
-        t0 = time.perf_counter()
-        self._apply_tasks({t.task_id: t for t in msg.tasks})
-        self.apply_seconds += time.perf_counter() - t0
-
-    # ------------------------------------------------------------------ applying deltas (UI thread)
-    def _screens(self, kind: type) -> list[Any]:
-        """The screens of ``kind`` on the stack that can take an update: none once the app is
-        shutting down (its screens are being taken apart); a popped screen is off the stack."""
-        if not self.is_running:
-            return []
-        return [s for s in self.screen_stack if isinstance(s, kind) and s.is_mounted]
+        await self.follower.run(lambda: self.post_message(LedgerChanged()))
 
     @on(LedgerChanged)
     def apply_pending(self) -> None:
-        t0 = time.perf_counter()
-        p: Pending = self.follower.take_pending()
-        if p.all_tasks is not None:
-            self.tasks_model.load(p.all_tasks)
-            for s in self._screens(TaskListScreen):
-                s.data_changed([], True)
-            self.follower.analysis_dirty.update(t.task_id for t in p.all_tasks)
-            first = not self.loaded
-            self.loaded = True
-            if first:
-                if self.load_probe is not None:
-                    self.call_after_refresh(self.load_probe)
-                if self.analysis_enabled:
-                    self.run_analysis()
-        if p.tail is not None:
-            self.events_model.events.clear()
-            self.events_model.extend(p.tail)
-            for s in self._screens(EventLogScreen):
-                s.data_changed(0, True)
+        """The follower's pending delta, applied on the UI thread: the hub's models and signals
+        (console/hub.py), the open graph's incremental analysis, the alerts."""
+        p = self.follower.take_pending()
+        if p.status is not None and p.status.fatal:
+            self.failed = p.status.error
+            self.push_screen(LedgerErrorScreen(p.status.error or "cannot open the ledger", target=self.ledger_target))
+            return
         if self.analysis_enabled and (p.events or p.nodes):
             self.analyst.graph.delta(p.events, p.nodes)  # the open graph's incremental analysis
-        if p.events:
-            if any(e.kind == "node.committed" for e in p.events):
-                self.analyst.forget_history()  # a duration was added: the estimates re-read them
-            added, reshaped = self.events_model.extend(p.events)
-            if added or reshaped:
-                for s in self._screens(EventLogScreen):
-                    s.data_changed(added, reshaped)
-            if any(e.kind.startswith("handoff.") for e in p.events) and self._screens(HandoffInboxScreen):
-                self.load_handoffs()
-        if p.nodes and self.follower.graph_task is not None:
-            if self.graph_model is None:  # its first page is on the way: keep them for it
-                for k, v in p.nodes.items():
-                    if k[0] == self.follower.graph_task:
-                        self._early_nodes[k[1]] = (v, p.as_of.get(k[1], 0))
-            else:
-                rows, reshaped = self.graph_model.apply(p.nodes.values(), p.as_of)
-                for s in self._screens(TaskGraphScreen):
-                    if s.task_id == self.graph_model.task_id:
-                        s.data_changed(rows, reshaped)
-        if p.tasks:
-            self._apply_tasks(p.tasks)
-        if p.detail is not None and self.follower.detail_key == (p.detail.node.task_id, p.detail.node.key):
-            self.detail = p.detail
-            for s in self._screens(NodeDetailScreen):
-                if (s.task_id, s.key) == self.follower.detail_key:
-                    s.show_detail(p.detail)
+        if any(e.kind == "node.committed" for e in p.events):
+            self.analyst.forget_history()  # a duration was added: the estimates re-read them
+        first = self.hub.apply(p)
+        if p.all_tasks is not None:
+            self.follower.analysis_dirty.update(t.task_id for t in p.all_tasks)
+            if first and self.analysis_enabled:
+                self.analysis.run_analysis()
         self.alerts.took(p)
-        self.apply_seconds += time.perf_counter() - t0
-        self.applied_changes += len(p.events)
-        if self.paint_probe is not None and p.events:
-            events = p.events
-            self.call_after_refresh(self.paint_probe, events)
-
-    # ------------------------------------------------------------------ opening a graph
-    @work(thread=True, exclusive=True, exit_on_error=False, group="graph")
-    def load_graph(self, task_id: str) -> None:
-        """The open task's graph, page by page from one snapshot (``LedgerFollower.read_graph``)."""
-        worker = get_current_worker()
-        self.follower.read_graph(task_id, self.post_message, lambda: worker.is_cancelled)
-
-    @on(GraphPageReady)
-    def graph_page(self, msg: GraphPageReady) -> None:
-        if msg.ack is not None:
-            self.call_after_refresh(msg.ack.set)
-        t0 = time.perf_counter()
-        page = msg.page
-        if msg.task_id != self.follower.graph_task:
-            return
-        if page is None:
-            self.notify(f"task {safe_line(msg.task_id)} is not in the ledger", severity="error", markup=False)
-            return
-        self.graph_pages_applied += 1
-        g = self.graph_model
-        if page.start == 0:
-            g = self.graph_model = GraphModel(GraphView(task=page.task, nodes=page.nodes), self.now,
-                                              loaded_at=page.at, total=page.total, complete=False)
-            early, self._early_nodes = self._early_nodes, {}
-            if early:
-                g.apply([v for v, _ in early.values()], {k: at for k, (_, at) in early.items()})
-            if page.last:
-                g.extend((), last=True)
-            for s in self._screens(TaskGraphScreen):
-                if s.task_id == g.task_id:
-                    s.model_ready()
-            if self.graph_probe is not None:
-                self.call_after_refresh(self.graph_probe)
-            if self.analysis_enabled and not self._analysis_busy:
-                self.call_after_refresh(self.run_node_window)  # the first screen's P80s, at once
-        elif g is not None and g.task_id == msg.task_id and not g.complete:
-            g.extend(page.nodes, last=page.last)
-            for s in self._screens(TaskGraphScreen):
-                if s.task_id == g.task_id:
-                    s.rows_arrived()
-        else:
-            return
-        if page.last:
-            # The model's 100k rows live as long as the graph is open: out of the collector's way.
-            # A full collection walked them all and stalled the UI for 250-300 ms, several times a
-            # minute while agents wrote (measured with bench_console.py --stall-trace).
-            gc.freeze()
-            self.follower.analysis_dirty.add(msg.task_id)
-            if self.analysis_enabled:
-                self.analyst.graph.seed(g.task, g.nodes)
-                self.run_analysis()
-        self.apply_seconds += time.perf_counter() - t0
-
-    def _apply_tasks(self, tasks: dict[str, TaskView]) -> None:
-        rows, reshaped = self.tasks_model.update(tasks.values())
-        for s in self._screens(TaskListScreen):
-            s.data_changed(rows, reshaped)
-        g = self.graph_model
-        if g is not None and g.task_id in tasks:
-            g.set_task(tasks[g.task_id])
-            for s in self._screens(TaskGraphScreen):
-                s.update_summary()
-        for r in self._screens(TaskReportScreen):
-            if r.task_id in tasks:
-                r.reload()
 
     @on(LedgerStatus)
     def ledger_status(self, msg: LedgerStatus) -> None:
-        if msg.fatal:
-            self.failed = msg.error
-            self.push_screen(LedgerErrorScreen(msg.error or "cannot open the ledger", target=self.ledger_target))
-            return
-        error = safe_line(msg.error) if msg.error else None
-        if error == self.unavailable:
-            return
-        self.unavailable = error
-        for s in self.screen_stack:
-            if isinstance(s, WardenScreen):
-                s.refresh_status()
+        """A screen's own read found the ledger unavailable: the follower says so (and says when a
+        read succeeds again)."""
+        self.follower.report(msg.error)
+
+    def alerts_changed(self) -> None:
+        """The open-alert count moved (console/alerts.py): every status bar shows it."""
+        self.hub.status_changed.publish(None)
 
     def retry_open(self) -> None:
         if isinstance(self.screen, LedgerErrorScreen):
@@ -356,6 +220,9 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
     # ------------------------------------------------------------------ estimates and signals
     # A description, so that Textual does not repr() the arguments (a request held thousands of
     # rows: 17 ms of the UI thread and megabytes of garbage per run, bench_console.py under cProfile)
+    def start_analysis(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str) -> None:
+        self._analyse(req, task_ids, parts, kind)
+
     @work(thread=True, exit_on_error=False, group="analysis", description="estimates and signals")
     def _analyse(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str) -> None:
         """Estimates and signals (console/analysis.py) off the UI thread."""
@@ -363,7 +230,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
             msg = self.analyst.run(self.now(), req, task_ids, parts=parts, kind=kind)
         except BaseException:
             try:
-                self.call_from_thread(self._analysis_done, kind)
+                self.call_from_thread(self.analysis.done, kind)
             except RuntimeError:
                 pass  # the app is closing
             raise
@@ -371,30 +238,24 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
 
     @on(AnalysisReady)
     def analysis_ready(self, msg: AnalysisReady) -> None:
-        self._analysis_done("full" if "eta" in msg.parts else ("signals" if msg.signals_only else "nodes"))
+        self.analysis.done("full" if "eta" in msg.parts else ("signals" if msg.signals_only else "nodes"))
         changed = []
+        model = self.hub.tasks
         for tid, (eta, sigs) in msg.tasks.items():
-            i = self.tasks_model.index.get(tid)
+            i = model.index.get(tid)
             if i is None:
                 continue
-            row = self.tasks_model.rows[i]
+            row = model.rows[i]
             if eta is None:
                 eta = row.eta
             else:
-                self._analysed_once.add(tid)
-            pos = self.tasks_model.set_analysis(tid, eta, row.signals if sigs is None else sigs)
+                self.analysis.analysed_once.add(tid)
+            pos = model.set_analysis(tid, eta, row.signals if sigs is None else sigs)
             if pos is not None:
                 changed.append(pos)
-        for s in self._screens(TaskListScreen):
-            s.data_changed(changed, False)
+        self.hub.tasks_changed.publish(TasksChanged(changed, False, frozenset(msg.tasks), analysis=True))
         self.alerts.analysed(msg.tasks)
-        g = self.graph_model
-        if msg.graph is not None and g is not None and msg.graph[0] == g.task_id:
-            _, eta, node_etas, sigs = msg.graph
-            g.update_analysis(eta, node_etas, sigs)
-            for s in self._screens(TaskGraphScreen):
-                s.update_summary()
-                s.row_list.refresh_visible()
+        self.hub.analysed.publish(msg)  # the open graph's part goes to its screen
 
     @on(Worker.StateChanged)
     def worker_failed(self, event: Worker.StateChanged) -> None:
@@ -403,55 +264,6 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
             err = event.worker.error
             msg = str(err) if isinstance(err, WardenError) else f"{type(err).__name__}: {err}"
             self.notify(safe_line(msg, limit=300), title="error", severity="error", timeout=8, markup=False)
-
-    # ------------------------------------------------------------------ navigation
-    def open_graph(self, task_id: str) -> None:
-        if self.follower.graph_task != task_id:
-            self.graph_model = None
-            self._early_nodes = {}
-        self.follower.graph_task = task_id
-        self.alerts.seen(task_id)
-        self.push_screen(TaskGraphScreen(task_id))
-        if self.graph_model is None or not self.graph_model.complete:
-            self.graph_model = None
-            self.load_graph(task_id)
-
-    def graph_closed(self, task_id: str) -> None:
-        if self.follower.graph_task == task_id and not any(
-                s.task_id == task_id for s in self._screens(TaskGraphScreen) if s.is_attached):
-            self.follower.graph_task = None
-            self.graph_model = None
-
-    def open_node(self, task_id: str, key: str) -> None:
-        self.follower.detail_key = (task_id, key)
-        if self.detail is not None and (self.detail.node.task_id, self.detail.node.key) != self.follower.detail_key:
-            self.detail = None
-        self.alerts.seen(task_id, key)
-        self.push_screen(NodeDetailScreen(task_id, key))
-        self.request("detail", (task_id, key))
-
-    def pop_screen(self):  # type: ignore[override]
-        screen = self.screen
-        result = super().pop_screen()
-        if isinstance(screen, TaskGraphScreen):
-            if not any(s is not screen and s.task_id == screen.task_id for s in self._screens(TaskGraphScreen)):
-                self.follower.graph_task = None
-                self.graph_model = None
-        elif isinstance(screen, NodeDetailScreen):
-            rest = [s for s in self._screens(NodeDetailScreen) if s is not screen]
-            self.follower.detail_key = (rest[-1].task_id, rest[-1].key) if rest else None
-        return result
-
-    @work(thread=True, exit_on_error=False, group="ledger")
-    def _load(self, what: str, fn: Callable[[], Any]) -> None:
-        self.post_message(Loaded(what, fn()))
-
-    @on(Loaded)
-    def loaded_data(self, msg: Loaded) -> None:
-        kind = {"handoffs": HandoffInboxScreen, "runs": RunsScreen}.get(msg.what)
-        if kind is not None:
-            for s in self._screens(kind):
-                s.show(msg.data)
 
 
 def console_app(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",

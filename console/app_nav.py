@@ -1,38 +1,63 @@
-"""The console's keys that open screens and dialogs, and the one-off reads those screens ask for:
-a mixin of :class:`console.app.WardenApp` (kept apart so the app module stays small). Plain methods
-only: Textual's ``@on``/``@work`` handlers stay on the app class itself."""
+"""The console's keys that open screens and dialogs: a mixin of :class:`console.app.WardenApp`
+(kept apart so the app module stays small). Plain methods only: Textual's ``@on``/``@work``
+handlers stay on the app class itself. Opening a screen is pushing it: the screen subscribes to
+what it shows (console/hub.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+from store.views import NodeView
 
 from .dialogs import open_action
 from .glyphs import READ_ONLY_NOTICE
-from .screens import EventLogScreen, HandoffInboxScreen, HelpScreen, RunsScreen
+from .screens import EventLogScreen, HandoffInboxScreen, HelpScreen, NodeDetailScreen, RunsScreen, TaskGraphScreen
 from .screens.advice import AdviceDialog
 from .screens.base import WardenScreen
 from .screens.report import TaskReportScreen
 from .text import safe_line
 
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    from .alerts import AlertDesk
+
 
 class Navigation:
-    """Needs from the app: ``screen``, ``screen_stack``, ``push_screen``, ``notify``, ``read_only``,
-    ``alerts``, ``feed``, ``runs_dir`` and ``_load`` (the app's thread worker)."""
+    """Needs from the app: ``screen``, ``screen_stack``, ``push_screen``, ``notify``, ``read_only``
+    and ``alerts``."""
 
-    screen: Any
-    screen_stack: Any
+    screen: "Screen[Any]"
+    screen_stack: "list[Screen[Any]]"
     read_only: bool
-    alerts: Any
-    feed: Any
-    runs_dir: str
+    alerts: "AlertDesk"
     push_screen: Callable[..., Any]
     notify: Callable[..., Any]
-    _load: Callable[[str, Callable[[], Any]], Any]
 
     def _push_once(self, kind: type, factory: Callable[[], Any]) -> None:
         if isinstance(self.screen, kind):
             return
         self.push_screen(factory())
+
+    def open_graph(self, task_id: str) -> None:
+        """The task's graph (the screen loads it and follows it: console/screens/graph.py)."""
+        self.alerts.seen(task_id)
+        self.push_screen(TaskGraphScreen(task_id))
+
+    def open_node(self, task_id: str, key: str) -> None:
+        """One node's detail (the screen watches it: console/screens/node.py)."""
+        self.alerts.seen(task_id, key)
+        self.push_screen(NodeDetailScreen(task_id, key))
+
+    def shown_node(self, task_id: str, key: str) -> NodeView | None:
+        """The node as a screen shows it now (the one nearest the top that shows it), without a
+        read: what the action dialogs open with."""
+        for s in reversed(self.screen_stack):
+            if isinstance(s, WardenScreen):
+                n = s.shown_node(task_id, key)
+                if n is not None:
+                    return n
+        return None
 
     def action_help(self) -> None:
         self._push_once(HelpScreen, HelpScreen)
@@ -48,12 +73,6 @@ class Navigation:
         n = self.alerts.open_count
         self.alerts.seen_all()
         self.notify(safe_line(f"{n} alert{'' if n == 1 else 's'} marked seen"), timeout=3, markup=False)
-
-    def alerts_changed(self) -> None:
-        """The open-alert count moved: every status bar shows it."""
-        for s in self.screen_stack:
-            if isinstance(s, WardenScreen) and s.is_mounted:
-                s.refresh_status()
 
     def action_runs(self) -> None:
         self._push_once(RunsScreen, RunsScreen)
@@ -89,15 +108,3 @@ class Navigation:
             self.notify("recovery advice: select a node (in the task graph or node detail)", severity="warning")
         else:
             self.push_screen(AdviceDialog(task_id, node_key))
-
-    # ------------------------------------------------------------------ one-off reads for screens
-    def load_handoffs(self) -> None:
-        self._load("handoffs", lambda: self.feed.read(lambda ledger: ledger.handoffs()))
-
-    def load_runs(self) -> None:
-        def read() -> Any:
-            from store.runs import list_runs
-
-            return list_runs(self.runs_dir)
-
-        self._load("runs", read)

@@ -72,6 +72,12 @@ class EventLogModel:
     def _keep(self, e: LogEvent) -> bool:
         return (self.layer is None or e.layer == self.layer) and (self.task_id is None or e.task_id == self.task_id)
 
+    def reset(self, events: Sequence[EventView]) -> None:
+        """The journal's tail read afresh (the console opened, or the ledger file was replaced)."""
+        self.events.clear()
+        self.extend(events)
+        self._refilter()
+
     def extend(self, events: Sequence[EventView]) -> tuple[int, bool]:
         """Append new events. Returns (rows added, whether old rows were dropped)."""
         if len(self._words) > 5000:

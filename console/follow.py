@@ -1,34 +1,41 @@
 """The feed side of the console: what worker threads read from the ledger, and the pending delta.
 
-:class:`LedgerFollower` owns the journal cursor and what the app has asked for (the open graph's
-task, the open node detail, one-off requests). Its :meth:`~LedgerFollower.run` loop (the app's
-``follow_ledger`` worker) waits for a wake-up (``store.feed``: file events, NOTIFY, a slow fallback
-poll), reads the journal after the cursor and exactly the rows the new events name — in worker
-threads — and merges them into :class:`Pending`. It then posts a coalescing ``LedgerChanged``;
-the app takes the pending delta on the UI thread and applies it to the view models. Nothing here
-touches a widget.
+:class:`LedgerFollower` owns the journal cursor and what the screens watch (the tasks whose graph is
+open, the node details on screen: ``console.hub.FeedHub`` keeps these for them). Its
+:meth:`~LedgerFollower.run` loop (the app's ``follow_ledger`` worker) waits for a wake-up
+(``store.feed``: file events, NOTIFY, a slow fallback poll), reads the journal after the cursor and
+exactly the rows the new events name — in worker threads — and merges them, and any change of the
+ledger's availability, into :class:`Pending`. Then it calls ``changed()`` (the app posts a
+coalescing ``LedgerChanged``); the hub takes the pending delta on the UI thread, applies it to the
+shared models and tells the screens that subscribed. Nothing here touches a widget or the app.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Callable
 
-from textual.message import Message
-
-from store.errors import LedgerUnavailable, NotFound, WardenError
-from store.feed import Feed, graph_pages, tail_at
+from store.errors import NotFound, WardenError
+from store.feed import Feed, tail_at
 from store.views import EventView, NodeDetail, NodeView, TaskView
-
-from .messages import GraphPageReady, LedgerChanged, LedgerStatus
 
 TASK_REFRESH_S = 0.25  # task rows (counts) refresh at most this often during a burst …
 TASK_REFRESH_SHARE = 20  # … and every 20 × their last read (100k nodes: ~50 ms of counts, 1 s apart)
 EVENT_TAIL = 2000  # events the log shows when the console opens
+
+NodeKey = tuple[str, str]  # (task id, node key)
+
+
+@dataclass(frozen=True)
+class Status:
+    """The ledger became unavailable (``error`` set) or available again (``error`` None);
+    ``fatal``: it could not be opened at all (the console shows the error screen)."""
+
+    error: str | None
+    fatal: bool = False
 
 
 @dataclass
@@ -36,27 +43,28 @@ class Pending:
     """What the feed worker has read and the UI has not applied yet."""
 
     events: list[EventView] = field(default_factory=list)
-    nodes: dict[tuple[str, str], NodeView] = field(default_factory=dict)
-    as_of: dict[str, int] = field(default_factory=dict)  # node key → the journal id it was read at
+    nodes: dict[NodeKey, NodeView] = field(default_factory=dict)  # rows of the watched tasks' graphs
+    as_of: dict[NodeKey, int] = field(default_factory=dict)  # the journal id each row was read at
     tasks: dict[str, TaskView] = field(default_factory=dict)
-    detail: NodeDetail | None = None
-    all_tasks: list[TaskView] | None = None
+    details: dict[NodeKey, NodeDetail] = field(default_factory=dict)  # the watched node details
+    all_tasks: list[TaskView] | None = None  # set when the ledger was read afresh (with ``tail``)
     tail: list[EventView] | None = None
+    status: Status | None = None  # the ledger's availability, when it changed
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.nodes or self.tasks or self.detail
-                    or self.all_tasks is not None)
+        return bool(self.events or self.nodes or self.tasks or self.details
+                    or self.all_tasks is not None or self.status is not None)
 
     def merge(self, step: "Step") -> bool:
         """Add one read step; True when there is something to apply."""
         self.events.extend(step.events)
         for n in step.nodes:
             self.nodes[(n.task_id, n.key)] = n
-            self.as_of[n.key] = step.cursor
+            self.as_of[(n.task_id, n.key)] = step.cursor
         for t in step.tasks:
             self.tasks[t.task_id] = t
-        if step.detail is not None:
-            self.detail = step.detail
+        for d in step.details:
+            self.details[(d.node.task_id, d.node.key)] = d
         return bool(self)
 
 
@@ -69,7 +77,7 @@ class Step:
     events: list[EventView] = field(default_factory=list)
     nodes: list[NodeView] = field(default_factory=list)
     tasks: list[TaskView] = field(default_factory=list)
-    detail: NodeDetail | None = None
+    details: list[NodeDetail] = field(default_factory=list)
 
 
 def delivered_by(reasons: set[str]) -> str:
@@ -82,40 +90,55 @@ def delivered_by(reasons: set[str]) -> str:
     return "other"
 
 
-class FollowHost(Protocol):
-    """What the loop needs of the app: its state, its messages, its two other workers."""
-
-    loaded: bool
-    unavailable: str | None
-
-    def post_message(self, message: Message) -> bool: ...
-    def load_graph(self, task_id: str) -> Any: ...
-    def refresh_tasks(self, task_ids: list[str], wake: Callable[[], Any]) -> Any: ...
-
-
 class LedgerFollower:
-    """The cursor, the requests and the pending delta (see the module's docstring)."""
+    """The cursor, the watches and the pending delta (see the module's docstring)."""
 
     def __init__(self, feed: Feed) -> None:
         self.feed = feed
         self.pending = Pending()
-        self.requests: list[tuple[str, Any]] = []
+        self.graphs: Counter[str] = Counter()  # tasks whose changed nodes are read (open graphs)
+        self.details: Counter[NodeKey] = Counter()  # node details on screen
+        self.wanted: set[NodeKey] = set()  # details to read on the next turn whatever changed
         self.kick: asyncio.Event | None = None
-        self.graph_task: str | None = None  # the open graph's task: its nodes are read as they change
-        self.detail_key: tuple[str, str] | None = None  # the open node detail
         self.analysis_dirty: set[str] = set()  # tasks whose estimates and signals are out of date
         self.task_interval = TASK_REFRESH_S
         self.tasks_busy = False
         self.cursor = 0
         self.live = True
+        self.loaded = False  # the first full read succeeded
+        self.error: str | None = None  # why the ledger is unavailable (None: it is not)
         self.woken: set[str] = set()  # the feed's wake-up reasons since the last read
         self.deliveries: Counter[str] = Counter()  # events read, by the wake-up that led to the read
         self.reads = 0  # journal reads done (tests, the benchmark)
+        self._changed: Callable[[], object] = lambda: None
 
     # ------------------------------------------------------------------ the UI thread's side
-    def request(self, kind: str, arg: Any) -> None:
-        """Ask the loop for a one-off read (``("detail", (task, key))``) and wake it."""
-        self.requests.append((kind, arg))
+    def watch_graph(self, task_id: str) -> None:
+        """Read the nodes of ``task_id`` that new events name (until :meth:`unwatch_graph`)."""
+        self.graphs[task_id] += 1
+
+    def unwatch_graph(self, task_id: str) -> None:
+        self.graphs[task_id] -= 1
+        if self.graphs[task_id] <= 0:
+            del self.graphs[task_id]
+
+    def watch_detail(self, key: NodeKey) -> None:
+        """Read this node's detail now, and again whenever an event names the node."""
+        self.details[key] += 1
+        self.want_detail(key)
+
+    def unwatch_detail(self, key: NodeKey) -> None:
+        self.details[key] -= 1
+        if self.details[key] <= 0:
+            del self.details[key]
+            self.wanted.discard(key)
+
+    def want_detail(self, key: NodeKey) -> None:
+        """Read this node's detail on the next turn (and wake the loop)."""
+        self.wanted.add(key)
+        self._wake()
+
+    def _wake(self) -> None:
         if self.kick is not None:
             self.kick.set()
 
@@ -124,12 +147,26 @@ class LedgerFollower:
         return p
 
     def idle(self) -> bool:
-        """Nothing requested and nothing read that the UI has not taken."""
-        return not self.requests and not self.pending
+        """Nothing asked for, no task rows being read, nothing read that the UI has not taken."""
+        return not self.wanted and not self.pending and not self.tasks_busy
+
+    def report(self, error: str | None) -> None:
+        """Another reader (a screen's worker) found the ledger unavailable: the header says so
+        until a read succeeds again."""
+        self._status(error)
+
+    def _status(self, error: str | None, *, fatal: bool = False) -> None:
+        if error != self.error or fatal:
+            self.error = error
+            self.pending.status = Status(error, fatal)
+            self._changed()
 
     # ------------------------------------------------------------------ the loop (an async worker)
-    async def run(self, host: FollowHost) -> None:
+    async def run(self, changed: Callable[[], object]) -> None:
+        """Follow the ledger until cancelled; ``changed()`` is called (on this loop) whenever the
+        pending delta has something new to apply."""
         feed = self.feed
+        self._changed = changed
         kick = self.kick = asyncio.Event()
         loop = asyncio.get_running_loop()
 
@@ -138,7 +175,20 @@ class LedgerFollower:
                 self.woken.add(reason)
                 kick.set()
 
-        pump_task: asyncio.Future | None = None
+        async def refresh_tasks(task_ids: list[str]) -> None:
+            got: list[TaskView] = []
+            try:
+                await asyncio.to_thread(self.read_tasks, task_ids, got)
+            except WardenError as e:
+                self._status(str(e))
+            finally:
+                if got:
+                    self.pending.tasks.update((t.task_id, t) for t in got)
+                    changed()
+                kick.set()  # the loop looks again: tasks may have changed meanwhile
+
+        pump_task: asyncio.Future[None] | None = None
+        tasks_read: asyncio.Future[None] | None = None
         cursor: int | None = None
         dirty: set[str] = set()
         last_tasks = 0.0
@@ -149,27 +199,26 @@ class LedgerFollower:
                 more = False
                 try:
                     if cursor is None:
-                        tasks, tail, cursor = await asyncio.to_thread(self.read_initial)
+                        tasks, tail, first = await asyncio.to_thread(self.read_initial)
+                        cursor = self.cursor = first
                         self.pending.all_tasks = tasks
                         self.pending.tail = tail
                         self.live = feed.live
+                        self.loaded = True
                         dirty.clear()
-                        if self.graph_task:
-                            host.load_graph(self.graph_task)
-                        if self.detail_key:
-                            self.requests.append(("detail", self.detail_key))
-                        host.post_message(LedgerStatus(None))
-                        host.post_message(LedgerChanged())
+                        self.wanted |= set(self.details)
+                        self._status(None)
+                        changed()
                         if pump_task is None:
                             pump_task = asyncio.ensure_future(pump())
-                    requests, self.requests = self.requests, []
+                    wanted, self.wanted = self.wanted, set()
                     woken, self.woken = self.woken, set()
                     # A turn woken only by the task-row refresh (or its re-arm) reads nothing: the
                     # feed's wake-ups say when there is something to read.
-                    if read_now or requests or woken:
+                    if read_now or wanted or woken:
                         read_now = True  # until this read has succeeded
-                        step = await asyncio.to_thread(self.read_step, cursor, self.graph_task, self.detail_key,
-                                                       requests)
+                        step = await asyncio.to_thread(self.read_step, cursor, frozenset(self.graphs),
+                                                       frozenset(self.details), wanted)
                         if step is None:
                             cursor = None  # the file was replaced: reload everything
                             continue
@@ -183,9 +232,8 @@ class LedgerFollower:
                                 dirty.add(e.task_id)
                                 self.analysis_dirty.add(e.task_id)
                         if self.pending.merge(step):
-                            host.post_message(LedgerChanged())
-                        if host.unavailable:
-                            host.post_message(LedgerStatus(None))
+                            changed()
+                        self._status(None)
                     # Task rows (counts over every node of a task: 50 ms at 100k nodes) are read
                     # in their own thread, at most every ``task_interval``, so a change's own
                     # read never waits behind them.
@@ -193,7 +241,7 @@ class LedgerFollower:
                     if dirty and not self.tasks_busy and wait <= 0:
                         self.tasks_busy = True
                         last_tasks = time.monotonic()
-                        host.refresh_tasks(sorted(dirty), lambda: loop.call_soon_threadsafe(kick.set))
+                        tasks_read = asyncio.ensure_future(refresh_tasks(sorted(dirty)))
                         dirty.clear()
                     elif dirty and not retry_armed:
                         retry_armed = True
@@ -205,10 +253,10 @@ class LedgerFollower:
 
                         loop.call_later(max(wait, 0.05), rearm)
                 except WardenError as e:
-                    if not host.loaded:
-                        host.post_message(LedgerStatus(str(e), fatal=True))
+                    if not self.loaded:
+                        self._status(str(e), fatal=True)
                         return
-                    host.post_message(LedgerStatus(str(e)))
+                    self._status(str(e))
                     if pump_task is None:
                         pump_task = asyncio.ensure_future(pump())
                 if more:
@@ -216,37 +264,38 @@ class LedgerFollower:
                 await kick.wait()
                 kick.clear()
         finally:
-            if pump_task is not None:
-                pump_task.cancel()
+            self.kick = None
+            for t in (pump_task, tasks_read):
+                if t is not None:
+                    t.cancel()
 
     # ------------------------------------------------------------------ reads (worker threads)
     def read_initial(self) -> tuple[list[TaskView], list[EventView], int]:
         self.feed.check()
         return tail_at(self.feed, EVENT_TAIL)
 
-    def read_step(self, cursor: int, graph_task: str | None, detail_key: tuple[str, str] | None,
-                  requests: list[tuple[str, Any]]) -> Step | None:
-        """The journal after the cursor, and exactly the rows it names; None when the ledger's file
-        was replaced (then everything is read again)."""
+    def read_step(self, cursor: int, graphs: frozenset[str], details: frozenset[NodeKey],
+                  wanted: set[NodeKey]) -> Step | None:
+        """The journal after the cursor, and exactly the rows it names that are watched (and the
+        ``wanted`` details whatever changed); None when the ledger's file was replaced (then
+        everything is read again)."""
         feed = self.feed
         if feed.check():
             return None
         step = Step(cursor=cursor)
-        want_detail = False
-        for kind, arg in requests:
-            if kind == "detail" and arg == detail_key:
-                want_detail = True
         delta = feed.since(cursor)
         step.cursor, step.more, step.events = delta.cursor, delta.more, list(delta.events)
-        if graph_task and step.events:
-            keys = delta.node_keys(graph_task)
-            if keys:
-                step.nodes = feed.read(lambda ledger: ledger.nodes(graph_task, sorted(keys)))
-        if detail_key is not None and (want_detail or detail_key[1] in delta.node_keys(detail_key[0])):
-            try:
-                step.detail = feed.read(lambda ledger: ledger.node_detail(*detail_key))
-            except NotFound:
-                pass
+        if step.events:
+            for task_id in sorted(graphs):
+                keys = sorted(delta.node_keys(task_id))
+                if keys:
+                    step.nodes.extend(feed.read(lambda ledger: ledger.nodes(task_id, keys)))
+        for task_id, key in sorted(details):
+            if (task_id, key) in wanted or key in delta.node_keys(task_id):
+                try:
+                    step.details.append(feed.read(lambda ledger: ledger.node_detail(task_id, key)))
+                except NotFound:
+                    pass
         return step
 
     def read_tasks(self, task_ids: list[str], into: list[TaskView]) -> None:
@@ -265,27 +314,4 @@ class LedgerFollower:
             self.tasks_busy = False
 
 
-    def read_graph(self, task_id: str, post: Callable[[Message], Any], cancelled: Callable[[], bool]) -> None:
-        """The open task's graph, page by page from one snapshot, posted as ``GraphPageReady``: the
-        first rows paint after one small page; the rest stream in while the list is already usable.
-        Stops when ``cancelled()`` or another graph is opened.
-
-        Each page waits until the UI has applied and painted the previous one. Without that, this
-        thread (pure Python while it builds rows) holds the GIL and the UI thread, which drops
-        it at every select(), waits up to a switch interval each time it wants it back: the first
-        rows of a 100k-node graph painted after 1.1 s although the page was read in 0.25 s."""
-        try:
-            for page in graph_pages(self.feed, task_id):
-                if cancelled() or self.graph_task != task_id:
-                    return
-                ack = threading.Event()
-                post(GraphPageReady(task_id, page, ack))
-                while not ack.wait(0.2):
-                    if cancelled() or self.graph_task != task_id:
-                        return
-        except NotFound:
-            post(GraphPageReady(task_id, None))
-        except LedgerUnavailable as e:
-            post(LedgerStatus(str(e)))
-
-__all__ = ["EVENT_TAIL", "FollowHost", "LedgerFollower", "Pending", "Step", "TASK_REFRESH_S", "delivered_by"]
+__all__ = ["EVENT_TAIL", "LedgerFollower", "NodeKey", "Pending", "Status", "Step", "TASK_REFRESH_S", "delivered_by"]

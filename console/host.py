@@ -13,10 +13,12 @@ if TYPE_CHECKING:
     from textual.dom import DOMNode
 
     from store.feed import Feed
-    from store.views import NodeDetail
+    from store.views import NodeView
 
+    from .analysis_runs import AnalysisRuns
     from .event_log import EventLogModel
-    from .model import GraphModel, TaskListModel
+    from .hub import FeedHub
+    from .model import TaskListModel
 
 
 class ConsoleHost(Protocol):
@@ -29,20 +31,27 @@ class ConsoleHost(Protocol):
     runs_dir: str
     project: str | None
     records: str | None
-    loaded: bool
-    live: bool
-    unavailable: str | None
-    tasks_model: "TaskListModel"
-    events_model: "EventLogModel"
-    graph_model: "GraphModel | None"
-    detail: "NodeDetail | None"
+    hub: "FeedHub"  # the shared models and the signals a screen subscribes to (console/hub.py)
+    analysis: "AnalysisRuns"  # when estimates and signals are computed (a graph screen tells it of its pages)
+
+    @property
+    def loaded(self) -> bool: ...
+    @property
+    def live(self) -> bool: ...
+    @property
+    def unavailable(self) -> str | None: ...
+    @property
+    def open_alerts(self) -> int: ...
+    @property
+    def tasks_model(self) -> "TaskListModel": ...
+    @property
+    def events_model(self) -> "EventLogModel": ...
 
     def now(self) -> float: ...
     def open_graph(self, task_id: str) -> None: ...
     def open_node(self, task_id: str, key: str) -> None: ...
+    def shown_node(self, task_id: str, key: str) -> "NodeView | None": ...
     def open_action(self, action: str, task_id: str | None, node_key: str | None) -> None: ...
-    def load_handoffs(self) -> None: ...
-    def load_runs(self) -> None: ...
     def retry_open(self) -> None: ...
 
     # Textual's App, as used here

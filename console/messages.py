@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from store.feed import GraphPage
 
 
 class LedgerChanged(Message):
@@ -16,13 +20,11 @@ class LedgerChanged(Message):
 
 
 class LedgerStatus(Message):
-    """The ledger became unavailable (``error`` set) or available again (``error`` None)."""
+    """A read outside the feed worker (a screen's own) found the ledger unavailable (``error``)."""
 
-    def __init__(self, error: str | None, *, fatal: bool = False, hint: str = "") -> None:
+    def __init__(self, error: str | None) -> None:
         super().__init__()
         self.error = error
-        self.fatal = fatal
-        self.hint = hint
 
 
 class AnalysisReady(Message):
@@ -42,28 +44,14 @@ class AnalysisReady(Message):
         return self.parts == {"signals"}
 
 
-class Loaded(Message):
-    """A one-off read for a screen (handoffs, runs) finished."""
-
-    def __init__(self, what: str, data: Any) -> None:
-        super().__init__()
-        self.what = what
-        self.data = data
-
-
 class GraphPageReady(Message):
-    """One page of the open task's graph (``store.feed.GraphPage``), read in a worker thread."""
+    """One page of a task's graph (``store.feed.GraphPage``; None: the task is not in the ledger),
+    read in the graph screen's worker thread and posted to that screen."""
 
-    def __init__(self, task_id: str, page: Any, ack: Any = None) -> None:
+    def __init__(self, task_id: str, page: "GraphPage | None", ack: threading.Event | None = None, *,
+                 generation: int = 0) -> None:
         super().__init__()
         self.task_id = task_id
         self.page = page
-        self.ack = ack  # a threading.Event the UI sets once the page is applied and painted
-
-
-class TasksRead(Message):
-    """Fresh task rows (counts, budget, handoffs) for the tasks recent events named."""
-
-    def __init__(self, tasks: list[Any]) -> None:
-        super().__init__()
-        self.tasks = tasks
+        self.ack = ack  # set by the UI once the page is applied and painted
+        self.generation = generation  # which load of the graph it belongs to

@@ -246,21 +246,23 @@ class GraphModel:
     """One task's nodes in topological order, patched node by node from deltas.
 
     A big graph arrives in pages (``store.feed.graph_pages``, one snapshot at journal id
-    ``loaded_at``): the first page makes the model, :meth:`extend` appends the rest, and the list
-    shows what has arrived while the remainder loads. A node update read at a cursor no newer than
-    the snapshot is ignored (the snapshot is at least as new; a later change has a later event and
-    is fetched again); an update for a node whose page has not arrived waits for it."""
+    ``loaded_at``): the model exists from the moment its screen opens (``GraphModel(task_id, clock)``), the first
+    page starts it (:meth:`start`), :meth:`extend` appends the rest, and the list shows what has
+    arrived while the remainder loads. A node update read at a cursor no newer than the snapshot is
+    ignored (the snapshot is at least as new; a later change has a later event and is fetched
+    again); an update for a node whose page has not arrived — or read before the first page — waits
+    for it in the one buffer of early updates (``_early``)."""
 
-    def __init__(self, graph: GraphView, clock: Clock, loaded_at: int = 0, *, total: int | None = None,
-                 complete: bool = True) -> None:
+    def __init__(self, task_id: str, clock: Clock) -> None:
+        """A graph whose first page has not arrived: no task row, no nodes (see :meth:`of`)."""
         self.clock = clock
-        self.task = graph.task
-        self.task_id = graph.task.task_id
-        self.loaded_at = loaded_at
-        self.total = total if total is not None else len(graph.nodes)
-        self.complete = complete
-        self.nodes: list[Any] = list(graph.nodes)  # NodeView or store.feed.NodeRow (same attributes)
-        self.index: dict[str, int] = {n.key: i for i, n in enumerate(self.nodes)}
+        self.task: TaskView | None = None
+        self.task_id = task_id
+        self.loaded_at = 0
+        self.total = 0
+        self.complete = False
+        self.nodes: list[Any] = []  # NodeView or store.feed.NodeRow (same attributes)
+        self.index: dict[str, int] = {}
         self.depth: list[int] = []
         self.dependents = Dependents()
         self.etas: dict[str, Mapping[str, Any]] = {}
@@ -269,9 +271,29 @@ class GraphModel:
         self.task_signals: tuple[Any, ...] = ()
         self.filter_text = ""
         self._visible: list[int] | None = None
-        self._early: dict[str, Any] = {}  # updates for nodes whose page has not arrived yet
-        for n in self.nodes:
-            self._link(n)
+        self._early: dict[str, tuple[NodeView, int | None]] = {}  # updates waiting for their row's page
+
+    @classmethod
+    def of(cls, graph: GraphView, clock: Clock, loaded_at: int = 0, *, total: int | None = None,
+           complete: bool = True) -> "GraphModel":
+        """A model started from ``graph`` (its first page, or the whole graph)."""
+        g = cls(graph.task.task_id, clock)
+        g.start(graph.task, graph.nodes, loaded_at=loaded_at,
+                total=total if total is not None else len(graph.nodes), last=complete)
+        return g
+
+    @property
+    def started(self) -> bool:
+        """The first page is in (the task row and the first rows)."""
+        return self.task is not None
+
+    def start(self, task: TaskView, nodes: Sequence[Any], *, loaded_at: int, total: int, last: bool) -> None:
+        """The first page of the snapshot taken at journal id ``loaded_at``; the updates read before
+        it that are no newer than the snapshot are dropped."""
+        self.task, self.loaded_at = task, loaded_at
+        self.total = total
+        self._early = {k: (v, at) for k, (v, at) in self._early.items() if at is None or at > loaded_at}
+        self.extend(nodes, last=last)
 
     def _link(self, n: Any) -> None:
         d = 0
@@ -291,17 +313,19 @@ class GraphModel:
             if n.key in self.index:
                 continue
             if early:
-                n = early.pop(n.key, n)
+                waiting = early.pop(n.key, None)
+                if waiting is not None:
+                    n = waiting[0]
             i = len(self.nodes)
             self.index[n.key] = n.position if n.position == i else i  # its own int when equal: 2.8 MB at 100k
             self.nodes.append(n)
             self._link(n)
         if last:
             self.complete = True
-            for n in list(early.values()):  # added after the snapshot
-                self.index[n.key] = len(self.nodes)
-                self.nodes.append(n)
-                self._link(n)
+            for v, _ in list(early.values()):  # added after the snapshot
+                self.index[v.key] = len(self.nodes)
+                self.nodes.append(v)
+                self._link(v)
             early.clear()
         self.total = max(self.total, len(self.nodes))
         if self._visible is not None:
@@ -311,6 +335,7 @@ class GraphModel:
 
     def snapshot(self) -> GraphView:
         """A GraphView built from the model (for estimates / signals) without a query."""
+        assert self.task is not None, "the graph's first page has not arrived"
         return GraphView(task=self.task, nodes=tuple(self.nodes))
 
     def apply(self, views: Iterable[NodeView], as_of: Mapping[str, int] | int | None = None) -> tuple[list[int], bool]:
@@ -323,12 +348,15 @@ class GraphModel:
             if v.task_id != self.task_id:
                 continue
             at = as_of.get(v.key) if isinstance(as_of, Mapping) else as_of
+            if not self.started:
+                self._early[v.key] = (v, at)  # judged against the snapshot when it arrives
+                continue
             if at is not None and at <= self.loaded_at:
                 continue
             i = self.index.get(v.key)
             if i is None:
                 if not self.complete:
-                    self._early[v.key] = v
+                    self._early[v.key] = (v, at)
                     continue
                 self.index[v.key] = len(self.nodes)
                 self.nodes.append(v)
@@ -451,7 +479,7 @@ class GraphModel:
 
     def counts(self) -> dict[str, int]:
         """Nodes by status: the task row's counts (read with it), not a walk over every node."""
-        if self.task.counts:
+        if self.task is not None and self.task.counts:
             return dict(self.task.counts)
         out: dict[str, int] = {}
         for n in self.nodes:

@@ -18,18 +18,13 @@ from .registry import DIALOGS
 
 
 def selection_status(host: ConsoleHost, task_id: str, node: str | None) -> tuple[str | None, str | None]:
-    """(task status, node status) from what the console already shows (no database read)."""
-    task_status = node_status = None
-    row = next((r for r in getattr(host.tasks_model, "rows", []) if r.view.task_id == task_id), None)
-    if row is not None:
-        task_status = row.view.status
-    g = getattr(host, "graph_model", None)
-    if node and g is not None and g.task_id == task_id and node in g.index:
-        node_status = g.nodes[g.index[node]].status
-    d = getattr(host, "detail", None)
-    if node and node_status is None and d is not None and (d.node.task_id, d.node.key) == (task_id, node):
-        node_status = d.node.status
-    return task_status, node_status
+    """(task status, node status) from what the console already shows (no database read): the
+    task list's row, and the node as the screen nearest the top that shows it has it."""
+    tasks = host.tasks_model
+    i = tasks.index.get(task_id)
+    task_status = tasks.rows[i].view.status if i is not None else None
+    shown = host.shown_node(task_id, node) if node else None
+    return task_status, shown.status if shown is not None else None
 
 
 def open_action(app: Any, action: str, task_id: str | None, node: str | None, *,

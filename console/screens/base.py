@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from store.views import NodeView
+
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -33,8 +35,11 @@ class FilterInput(Input):
             screen.set_focus(None)
 
 
-class WardenScreen(Screen):
-    """Status bar on top, the screen's body, the footer."""
+class WardenScreen(Screen[object]):
+    """Status bar on top, the screen's body, the footer.
+
+    A screen gets its data by subscribing to the app's feed hub on mount (``self.wapp.hub``,
+    console/hub.py) and is forgotten there when unmounted (here, for every screen)."""
 
     header = ""
 
@@ -57,13 +62,24 @@ class WardenScreen(Screen):
         if not redirect_key(self, event):
             mark(self, event)  # the app redirects it if a dialog opens before it gets there
 
+    def on_unmount(self) -> None:
+        self.wapp.hub.forget(self)  # every subscription and watch this screen made
+
     def refresh_status(self) -> None:
         for bar in self.query(StatusBar):
             bar.update_from_app()
 
-    # Hooks the app calls after applying a delta; each screen repaints only what it shows.
+    # Hooks the app calls: generic, never screen by screen.
     def tick(self) -> None:
-        """Once a second: time-based figures on screen."""
+        """Once a second, on the screen on top: time-based figures on screen."""
+
+    def settled(self) -> bool:
+        """Nothing this screen reads for itself is still on its way (tests, screenshots)."""
+        return True
+
+    def shown_node(self, task_id: str, key: str) -> NodeView | None:
+        """This node as the screen shows it now, if it shows it (no read)."""
+        return None
 
     def selected_task(self) -> str | None:
         return None

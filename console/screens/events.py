@@ -9,7 +9,8 @@ from textual import on
 from textual.binding import Binding
 from textual.widget import Widget
 
-from ..event_log import EVENT_COLUMNS, LAYERS
+from ..event_log import EVENT_COLUMNS, LAYERS, LogEvent
+from ..hub import EventsChanged
 from ..text import safe_line
 from ..widgets import InfoLine, RowList
 from .base import ListScreen
@@ -36,23 +37,26 @@ class EventLogScreen(ListScreen):
         yield RowList(self.wapp.events_model, EVENT_COLUMNS, id="events")
 
     def on_mount(self) -> None:
+        hub = self.wapp.hub
+        hub.subscribe(self, hub.events_changed, self._events_changed)
         self.row_list.reset()
         self._to_end()
         self.update_info()
+
+    def _events_changed(self, change: EventsChanged) -> None:
+        if change.added or change.reshaped:
+            self.data_changed([], change.reshaped)
 
     def _to_end(self) -> None:
         lst = self.row_list
         if lst.row_count:
             lst.cursor = lst.row_count - 1
 
-    def data_changed(self, added: int, reshaped: bool) -> None:
-        lst = self.row_list
-        at_end = lst.cursor >= lst.row_count - 1
-        lst.reset()
+    def data_changed(self, rows: list[int], reshaped: bool) -> None:
+        """Events were added (or the tail reloaded): the list grows; follow mode keeps to its end."""
+        self.row_list.reset()
         if self.follow:
             self._to_end()
-        elif not at_end and not reshaped:
-            pass
         self.update_info()
 
     @on(RowList.Highlighted)
@@ -96,7 +100,7 @@ class EventLogScreen(ListScreen):
         self._to_end()
         self.update_info()
 
-    def selected_event(self):
+    def selected_event(self) -> LogEvent | None:
         m = self.wapp.events_model
         c = self.row_list.cursor
         return m.rows[c] if 0 <= c < len(m.rows) else None

@@ -3,13 +3,18 @@ recovery wizard build on these)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from rich.text import Text
+from textual import on, work
 from textual.binding import Binding
+from textual.message import Message
 from textual.widget import Widget
 
+from store.runs import list_runs
+
 from ..glyphs import age_label
+from ..hub import EventsChanged
 from ..text import safe_line
 from ..widgets import Column, InfoLine, RowList
 from ..widgets.rowlist import Cell
@@ -32,6 +37,37 @@ RUN_COLUMNS = [
     Column("UPDATED", 20, priority=1),
     Column("PROBLEMS", 10, flex=True, priority=3),
 ]
+
+
+class ListRead(Message):
+    """A listing's rows, read in its screen's thread worker."""
+
+    def __init__(self, items: Sequence[Any]) -> None:
+        super().__init__()
+        self.items = items
+
+
+class LoadedListScreen(ListScreen):
+    """A list read whole in a thread worker of its own (``read`` on a worker thread), read again
+    with :meth:`reload`; ``show`` puts the rows on screen."""
+
+    def read(self) -> Sequence[Any]:
+        raise NotImplementedError
+
+    def reload(self) -> None:
+        self._read(self.read)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="ledger")
+    def _read(self, read: Callable[[], Sequence[Any]]) -> None:
+        self.post_message(ListRead(read()))
+
+    @on(ListRead)
+    def _list_read(self, msg: ListRead) -> None:
+        msg.stop()
+        self.show(msg.items)
+
+    def show(self, items: Sequence[Any]) -> None:
+        raise NotImplementedError
 
 
 class HandoffSource:
@@ -71,7 +107,7 @@ class RunSource:
         ]
 
 
-class HandoffInboxScreen(ListScreen):
+class HandoffInboxScreen(LoadedListScreen):
     header = "handoff inbox"
     list_id = "handoffs"
     BINDINGS = [
@@ -90,9 +126,18 @@ class HandoffInboxScreen(ListScreen):
         yield InfoLine(id="info")
 
     def on_mount(self) -> None:
+        hub = self.wapp.hub
+        hub.subscribe(self, hub.events_changed, self._events_changed)
         self.row_list.reset()
         self.update_info()
-        self.wapp.load_handoffs()
+        self.reload()
+
+    def read(self) -> Sequence[Any]:
+        return self.wapp.feed.read(lambda ledger: ledger.handoffs())
+
+    def _events_changed(self, change: EventsChanged) -> None:
+        if any(e.kind.startswith("handoff.") for e in change.events):
+            self.reload()  # opened, resolved or withdrawn by someone
 
     def show(self, items: Sequence[Any]) -> None:
         self.source.items = tuple(items)
@@ -126,7 +171,7 @@ class HandoffInboxScreen(ListScreen):
 
         h = self.selected_handoff()
         if h is not None:
-            self.wapp.push_screen(ResolveHandoffScreen(h.id), lambda _done: self.wapp.load_handoffs())
+            self.wapp.push_screen(ResolveHandoffScreen(h.id), lambda _done: self.reload())
 
     def on_row_list_highlighted(self) -> None:
         self.update_info()
@@ -146,7 +191,7 @@ class HandoffInboxScreen(ListScreen):
         self.query_one("#info", InfoLine).update(out)
 
 
-class RunsScreen(ListScreen):
+class RunsScreen(LoadedListScreen):
     header = "runs and recovery"
     list_id = "runs"
     BINDINGS = [
@@ -166,7 +211,10 @@ class RunsScreen(ListScreen):
     def on_mount(self) -> None:
         self.row_list.reset()
         self.update_info()
-        self.wapp.load_runs()
+        self.reload()
+
+    def read(self) -> Sequence[Any]:
+        return list_runs(self.wapp.runs_dir)
 
     def show(self, items: Sequence[Any]) -> None:
         self.source.items = tuple(items)
@@ -195,7 +243,7 @@ class RunsScreen(ListScreen):
 
         r = self.selected_run()
         if r is not None:
-            self.wapp.push_screen(RecoveryWizardScreen(r.name), lambda _rec: self.wapp.load_runs())
+            self.wapp.push_screen(RecoveryWizardScreen(r.name), lambda _rec: self.reload())
 
     def update_info(self) -> None:
         out = Text(no_wrap=True, overflow="ellipsis")

@@ -19,7 +19,7 @@ from textual.widgets import Static
 from store.clock import iso
 from store.errors import LedgerUnavailable, NotFound
 from store.signals import wait_text
-from store.views import NodeDetail, TaskView
+from store.views import NodeDetail, NodeView, TaskView
 
 from ..analysis import NodeExplanation, explain_node
 from ..dialogs import EscalateDialog, open_action
@@ -152,10 +152,19 @@ class NodeDetailScreen(WardenScreen):
 
     def on_mount(self) -> None:
         self.query_one("#detail-scroll").focus()
-        d = self.wapp.detail
-        if d is not None and d.node.task_id == self.task_id and d.node.key == self.key:
-            self.show_detail(d)
+        hub = self.wapp.hub
+        hub.subscribe(self, hub.details_read, self._detail_read)
+        hub.watch_detail(self, self.task_id, self.key)  # read now, and whenever an event names the node
         self.explain()
+
+    def _detail_read(self, detail: NodeDetail) -> None:
+        if (detail.node.task_id, detail.node.key) == (self.task_id, self.key):
+            self.show_detail(detail)
+
+    def shown_node(self, task_id: str, key: str) -> NodeView | None:
+        if self.detail is None or (task_id, key) != (self.task_id, self.key):
+            return None
+        return self.detail.node
 
     def show_detail(self, detail: NodeDetail) -> None:
         changed = self.detail is not None and self.detail.node.version != detail.node.version

@@ -20,6 +20,7 @@ from textual.widgets import Static
 from store.errors import WardenError
 from store.task_report import task_report
 
+from ..hub import TasksChanged
 from ..report_view import report_text
 from ..text import safe_line
 from .base import WardenScreen
@@ -49,7 +50,13 @@ class TaskReportScreen(WardenScreen):
 
     def on_mount(self) -> None:
         self.query_one("#report-scroll").focus()
+        hub = self.wapp.hub
+        hub.subscribe(self, hub.tasks_changed, self._tasks_changed)
         self.reload()
+
+    def _tasks_changed(self, change: TasksChanged) -> None:
+        if self.task_id in change.task_ids and not change.analysis:
+            self.reload()  # its task changed: what it leaves behind may have too
 
     def selected_task(self) -> str | None:
         return self.task_id

@@ -13,6 +13,7 @@ from textual.widgets import Input
 from store.report import budget_json
 
 from ..glyphs import pause_label, task_status_label
+from ..hub import TasksChanged
 from ..model import TASK_COLUMNS, signal_text
 from ..text import safe_line
 from ..widgets import InfoLine, RowList
@@ -34,8 +35,22 @@ class TaskListScreen(ListScreen):
         yield self._filter_input("filter tasks by id, title or status")
 
     def on_mount(self) -> None:
+        hub = self.wapp.hub
+        hub.subscribe(self, hub.tasks_changed, self._tasks_changed)
+        hub.show(self)  # the tasks on screen get their estimates and signals
         self.row_list.reset()
         self.update_info()
+
+    def _tasks_changed(self, change: TasksChanged) -> None:
+        self.data_changed(list(change.rows), change.reshaped)
+
+    def tasks_on_screen(self) -> list[str]:
+        model = self.wapp.tasks_model
+        rows = (model.row_at(pos) for pos in self.row_list.visible_range())
+        return [r.view.task_id for r in rows if r is not None]
+
+    def graph_on_screen(self) -> None:
+        return None
 
     def selected_task(self) -> str | None:
         row = self.wapp.tasks_model.row_at(self.row_list.cursor)

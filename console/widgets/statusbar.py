@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.widgets import Static
 
 from ..glyphs import MARKS
+from ..host import host_of
 from ..text import safe_line
 
 
@@ -14,30 +17,34 @@ class StatusBar(Static):
     StatusBar { height: 1; width: 1fr; }
     """
 
-    def __init__(self, title: str = "", **kwargs) -> None:
+    def __init__(self, title: str = "", **kwargs: Any) -> None:
         super().__init__("", markup=False, **kwargs)
         self.title = safe_line(title)
 
     def on_mount(self) -> None:
+        hub = host_of(self).hub
+        hub.subscribe(self, hub.status_changed, lambda _: self.update_from_app())
         self.update_from_app()
 
+    def on_unmount(self) -> None:
+        host_of(self).hub.forget(self)
+
     def update_from_app(self) -> None:
-        app = self.app
+        app = host_of(self)
         text = Text()
         text.append(" warden ", style="bold reverse")
         text.append(" ")
         text.append(safe_line(self.title))
         mode = []
-        if getattr(app, "read_only", False):
+        if app.read_only:
             mode.append("read-only")
-        mode.append("live" if getattr(app, "live", True) else "snapshot")
+        mode.append("live" if app.live else "snapshot")
         text.append("  ·  " + " · ".join(mode), style="dim")
-        desk = getattr(app, "alerts", None)
-        count = getattr(desk, "open_count", 0)
+        count = app.open_alerts
         if count:  # alerts not seen yet (console/alerts.py)
             text.append("  ")
             text.append(f" {MARKS['alert']} {count} new alert{'s' if count != 1 else ''} ", style="bold reverse")
-        error = getattr(app, "unavailable", None)
+        error = app.unavailable
         if error:
             self.set_class(True, "-unavailable")
             text = Text()

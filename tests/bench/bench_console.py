@@ -11,7 +11,7 @@ One command, one JSON report (and a table) with, side by side:
   completed (``call_after_refresh``); the terminal's own drawing is not included.
 * **terminal** — the shipped command (``python -m console console --ledger …``) on a pseudo-terminal
   of 100×30 that this process reads as fast as it is written, drawn by a terminal emulator (pyte):
-  "on screen" = the emulated screen shows it (tests/bench/console_terminal.py).
+  "on screen" = the emulated screen shows it (tests/support/console_terminal.py).
 
 Scenarios, in both: commits with nothing written ≥ 1 s before and after (*isolated*: a node claimed,
 then committed, alternately, so its row is on screen); commits 6 s apart (*spaced*); a writer committing 100 changes/s (claims and heartbeats with observations, one
@@ -230,29 +230,27 @@ class StallSampler:
 async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
     from console.app import console_app
     from tests.support.commit_writer import Writer
+    from tests.support.console_probes import ConsoleProbes
 
     app = console_app(ledger=str(path), runs=str(path.parent / "runs"))
-    painted: dict[int, float] = {}
+    probes = ConsoleProbes(app)  # test-side instruments (tests/support/console_probes.py)
+    painted = probes.painted
     marks: dict[str, float] = {}
-    t_start = time.monotonic()
-    app.load_probe = lambda: marks.setdefault("first_frame_s", time.monotonic() - t_start)
-
-    def on_paint(events) -> None:
-        t = time.monotonic()
-        for e in events:
-            painted.setdefault(e.id, t)
-
-    app.paint_probe = on_paint
     out: dict = {"estimates": app.analysis_enabled, "load1_start": load1()}
     async with app.run_test(size=(100, 30)):
-        while "first_frame_s" not in marks:
+        while probes.first_frame is None:
             await asyncio.sleep(0.01)
-        t_graph = time.monotonic()
-        app.graph_probe = lambda: marks.setdefault("graph_first_rows_s", time.monotonic() - t_graph)
+        marks["first_frame_s"] = probes.first_frame
         app.open_graph("big")
-        while app.graph_model is None or not app.graph_model.complete:
+        screen = app.screen
+        probes.watch_graph(screen)
+        t_graph = time.monotonic()
+        while not screen.settled():
             await asyncio.sleep(0.01)
         marks["graph_complete_s"] = time.monotonic() - t_graph
+        while probes.graph_first_rows is None:
+            await asyncio.sleep(0.01)
+        marks["graph_first_rows_s"] = probes.graph_first_rows
         out.update({k: round(v, 3) for k, v in marks.items()})
         await asyncio.sleep(1.0)
 
@@ -326,14 +324,14 @@ async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
         out["load"] = {"rate": a.rate, "seconds": a.seconds, "commit_to_screen": summary(lat, len(writes)),
                        "key_to_frame": summary(key_lat), "loop_stall_max_ms": round(max(lateness) * 1000, 1),
                        "loop_stall_p99_ms": round(pct(lateness, .99) * 1000, 1),
-                       "ui_ms_per_change": round(app.apply_seconds / max(1, app.applied_changes) * 1000, 3),
+                       "ui_ms_per_change": round(probes.apply_seconds / max(1, probes.applied_changes) * 1000, 3),
                        "load1": load1()}
         out["rss_mb_after_load"] = round(rss_now_mb(), 1)
-        g = app.graph_model
+        g = screen.model
         out["live_leases"] = sum(1 for nd in g.nodes if nd.status == "running") if g is not None else 0
         # idle: after the last change's analysis and refreshes have run
         deadline = time.monotonic() + 60
-        while (app.follower.analysis_dirty or app._analysis_busy) and time.monotonic() < deadline:
+        while (app.follower.analysis_dirty or app.analysis.busy) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         await asyncio.sleep(2.0)
         c0, w0 = time.process_time(), time.monotonic()
@@ -347,7 +345,7 @@ async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
 
 # ---------------------------------------------------------------------- through a terminal
 def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
-    from tests.bench.console_terminal import Terminal, console_argv, highlighted_row, shows
+    from tests.support.console_terminal import Terminal, console_argv, highlighted_row, shows
     from tests.support.commit_writer import Writer
 
     out: dict = {"load1_start": load1()}

@@ -121,10 +121,21 @@ async def wait_for(pilot: Any, cond: Callable[[], bool], timeout: float = 30.0, 
         await pilot.pause(0.01)
 
 
+def graph_of(app: Any) -> Any:
+    """The graph the open graph screen holds (the one nearest the top; None: no graph screen, or
+    its first page is not in yet). Screens own their data: the app holds no graph."""
+    from console.screens import TaskGraphScreen
+
+    for s in reversed(app.screen_stack):
+        if isinstance(s, TaskGraphScreen):
+            return s.model
+    return None
+
+
 async def graph_loaded(pilot: Any) -> None:
     """Wait until the open task graph's model is complete (every node read)."""
     app = pilot.app
-    await wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete, what="the graph")
+    await wait_for(pilot, lambda: graph_of(app) is not None and graph_of(app).complete, what="the graph")
 
 
 def idle(app: Any) -> bool:

@@ -23,7 +23,7 @@ from console.screens import (
 )
 from console.widgets import RowList
 
-from conftest import graph_loaded, make_app, settle, wait_for
+from conftest import graph_loaded, make_app, settle, wait_for, graph_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,9 +44,9 @@ async def test_navigation_task_graph_node_and_back(ledger_path):
         assert isinstance(app.screen, TaskListScreen)
         await pilot.press("enter")
         assert isinstance(app.screen, TaskGraphScreen) and app.screen.selected_task() == "report-001"
-        await wait_for(pilot, lambda: app.graph_model is not None, what="graph")
+        await wait_for(pilot, lambda: graph_of(app) is not None, what="graph")
         await settle(pilot)
-        assert [n.key for n in app.graph_model.nodes][:2] == ["collect", "outline"]
+        assert [n.key for n in graph_of(app).nodes][:2] == ["collect", "outline"]
         await pilot.press("j", "j")
         assert app.screen.selected_node() == "section-1"
         rows = visible_rows(app)
@@ -61,7 +61,7 @@ async def test_navigation_task_graph_node_and_back(ledger_path):
         assert isinstance(app.screen, TaskGraphScreen)
         await pilot.press("escape")
         assert isinstance(app.screen, TaskListScreen)
-        assert app.graph_model is None  # the closed graph is dropped
+        assert graph_of(app) is None and not app.follower.graphs  # the closed graph is dropped, its watch with it
 
 
 async def test_graph_filter_by_status_kind_and_text(ledger_path):
@@ -69,20 +69,20 @@ async def test_graph_filter_by_status_kind_and_text(ledger_path):
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.graph_model is not None)
+        await wait_for(pilot, lambda: graph_of(app) is not None)
         await pilot.press("slash")
         assert app.screen.focused is app.screen.query_one("#filter")
         await pilot.press(*"status:pending")
-        keys = [app.graph_model.node_at(i).key for i in range(app.graph_model.row_count())]
+        keys = [graph_of(app).node_at(i).key for i in range(graph_of(app).row_count())]
         assert keys == ["figures", "approve", "publish"]
         # keys type into the input: q did not quit, e did not open the event log
         assert isinstance(app.screen, TaskGraphScreen)
         await pilot.press("escape")  # leaves the input, the filter stays
         assert isinstance(app.screen, TaskGraphScreen)
         assert isinstance(app.screen.focused, RowList)
-        assert app.graph_model.row_count() == 3
+        assert graph_of(app).row_count() == 3
         await pilot.press("slash", *["backspace"] * 14, *"kind:llm")
-        assert app.graph_model.row_count() == 4
+        assert graph_of(app).row_count() == 4
         await pilot.press("ctrl+a", "ctrl+k", *"section-2", "enter")
         assert app.screen.selected_node() == "section-2"
         assert isinstance(app.screen.focused, RowList)
@@ -145,24 +145,24 @@ async def test_another_process_writes_and_the_row_changes(ledger_path):
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.graph_model is not None)
+        await wait_for(pilot, lambda: graph_of(app) is not None)
         await settle(pilot)
         calls = []
         screen = app.screen
         orig = screen.data_changed
         screen.data_changed = lambda rows, reshaped: (calls.append((list(rows), reshaped)), orig(rows, reshaped))
         _write(ledger_path, "ledger.claim('report-001', worker='zed', lease_s=600)")  # figures → running
-        g = app.graph_model
+        g = graph_of(app)
         await wait_for(pilot, lambda: g.nodes[g.index["figures"]].status == "running", what="figures running")
         await pilot.pause()
         rows = visible_rows(app)
         fig = next(r for r in rows if "figures" in r)
         assert "▶ running" in fig and "zed" in fig
         # exactly the changed row was invalidated, not the graph
-        assert calls == [([app.graph_model.index["figures"]], False)]
+        assert calls == [([graph_of(app).index["figures"]], False)]
         _write(ledger_path, "ledger.add_node('report-001', 'late', kind='tool', deps=['figures'])")
         await wait_for(pilot, lambda: "late" in g.index, what="the new node")
-        assert g is app.graph_model  # patched, not reloaded
+        assert g is graph_of(app)  # patched, not reloaded
         # the task list row (counts) follows too
         await wait_for(pilot, lambda: app.tasks_model.rows[0].view.total == 9, what="task counts")
 
@@ -199,9 +199,9 @@ async def test_read_only_every_view_works_and_follows(ledger_path):
             await settle(pilot)
             await pilot.press("escape")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.graph_model is not None)
+        await wait_for(pilot, lambda: graph_of(app) is not None)
         _write(ledger_path, "ledger.claim('report-001', worker='zed', lease_s=600)")
-        g = app.graph_model
+        g = graph_of(app)
         await wait_for(pilot, lambda: g.nodes[g.index["figures"]].status == "running")
 
 
@@ -213,7 +213,7 @@ async def test_actions_without_read_only_reach_the_hook(ledger_path):
         await settle(pilot)
         await pilot.press("p")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.graph_model is not None)
+        await wait_for(pilot, lambda: graph_of(app) is not None)
         await pilot.press("j", "r")
     assert seen == [("park", "report-001", None), ("rewind", "report-001", "outline")]
 
@@ -345,12 +345,12 @@ async def test_time_based_signals_appear_without_any_new_event(tmp_path):
         await pilot.press("enter")
         await graph_loaded(pilot)
         await settle(pilot)
-        assert app.graph_model.signals == {}
+        assert graph_of(app).signals == {}
         now[0] += 3 * 3600  # hours pass; nobody writes
-        app.run_time_signals()
-        await wait_for(pilot, lambda: bool(app.graph_model.signals.get("work")), what="node signals")
+        app.analysis.run_time_signals()
+        await wait_for(pilot, lambda: bool(graph_of(app).signals.get("work")), what="node signals")
         await pilot.press("escape")
-        app.run_time_signals()
+        app.analysis.run_time_signals()
         await wait_for(pilot, lambda: bool(app.tasks_model.rows[app.tasks_model.index["quiet"]].signals),
                        what="task signals")
         kinds = {s["kind"] for s in app.tasks_model.rows[app.tasks_model.index["quiet"]].signals}

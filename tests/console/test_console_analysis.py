@@ -11,7 +11,7 @@ from pathlib import Path
 from store import Budget, Ledger, ManualClock, NodeSpec
 from store.report import empty_eta, graph_json, status_json
 
-from tests.console.conftest import NOW, T0, graph_loaded, make_app, settle, wait_for
+from tests.console.conftest import NOW, T0, graph_loaded, make_app, settle, wait_for, graph_of
 
 
 def build(path: Path) -> None:
@@ -64,19 +64,19 @@ async def test_console_estimates_and_signals_equal_graph_and_status_json(tmp_pat
         await settle(pilot)
         app.open_graph("t")
         await graph_loaded(pilot)
-        g = app.graph_model
+        g = graph_of(app)
 
         async def analysed(want_cursor: int) -> None:
             """Wait for the task row and the model to show the ledger up to ``want_cursor``, then for
             one full analysis run started after that."""
             await wait_for(pilot, lambda: app.cursor >= want_cursor, what="the writes in the model")
             await settle(pilot)
-            await wait_for(pilot, lambda: not app._analysis_busy, what="the run under way")
+            await wait_for(pilot, lambda: not app.analysis.busy, what="the run under way")
             with Ledger.open(path, clock=ManualClock(NOW)) as ledger:
                 counts = dict(ledger.task("t").counts)
             await wait_for(pilot, lambda: dict(g.task.counts) == counts, what="the task row")
-            app.run_analysis()
-            await wait_for(pilot, lambda: not app._analysis_busy, what="the full run")
+            app.analysis.run_analysis()
+            await wait_for(pilot, lambda: not app.analysis.busy, what="the full run")
             await settle(pilot)
 
         def check() -> None:

@@ -69,14 +69,17 @@ async def test_the_console_holds_at_most_two_connections_whatever_it_does(agents
             # signals, parks' wake conditions, the handoff inbox, a park dialog's plan
             app.open_graph("t0000")
             app.open_node("t0000", "n000")
-            app.run_analysis()
+            node = app.screen
+            app.analysis.run_analysis()
             app.check_wakes()
-            app.load_handoffs()
+            app.action_handoffs()  # the inbox reads the handoffs itself
+            inbox = app.screen
             app.open_action("park", "t0000", "n001")
             await wait_for(pilot, lambda: isinstance(app.screen, ParkDialog), what="the park dialog")
             await workers_done(pilot, app.screen)
             await graph_loaded(pilot)
-            await wait_for(pilot, lambda: app.detail is not None, what="the node detail")
+            await wait_for(pilot, lambda: node.detail is not None, what="the node detail")
+            await wait_for(pilot, lambda: inbox.loaded, what="the handoff inbox")
             await wait_for(pilot, lambda: "full" in app.analyst.last_seconds, what="an analysis run")
             await wait_for(pilot, lambda: not any(w.group in ("wakes", "ledger") and not w.is_finished
                                                   for w in app.workers), what="the wakes and handoffs read")

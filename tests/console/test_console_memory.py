@@ -32,7 +32,7 @@ def ledger_with(path, nodes: int = 300, running: int = 5) -> Ledger:
 
 def model_of(ledger: Ledger) -> GraphModel:
     pages = list(ledger.graph_pages("t", first=50, page=100))
-    g = GraphModel(GraphView(task=pages[0].task, nodes=pages[0].nodes), lambda: T0, loaded_at=pages[0].at,
+    g = GraphModel.of(GraphView(task=pages[0].task, nodes=pages[0].nodes), lambda: T0, loaded_at=pages[0].at,
                    total=pages[0].total, complete=False)
     for p in pages[1:]:
         g.extend(p.nodes, last=p.last)

@@ -20,7 +20,7 @@ from console.glyphs import READ_ONLY_NOTICE
 from console.screens import NodeDetailScreen, TaskGraphScreen, TaskListScreen, TaskReportScreen
 from store import Budget, Ledger, ManualClock, NodeSpec
 
-from conftest import HOSTILE, NOW, T0, settle, workers_done
+from conftest import HOSTILE, NOW, T0, settle, workers_done, graph_of
 from conftest import make_app
 from conftest import wait_for
 
@@ -105,7 +105,7 @@ async def test_a_waiting_task_says_its_clock_is_paused(sp):
         await pilot.pause()
         assert "budget clock paused since 2027-01-15T08:00Z (waiting on a human)" in info_text(app.screen)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and app.graph_model is not None)
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and graph_of(app) is not None)
         await settle(pilot)
         summary = str(app.screen.query_one("#summary", Static).render())
         assert "⏸ budget clock paused since" in summary

@@ -25,7 +25,7 @@ from console.demo import LIVE_TASKS, build_demo_ledger, ledger_is_quiet, maint_s
 from console.widgets import RowList
 from store import Ledger, ManualClock
 
-from conftest import settle
+from conftest import settle, graph_of
 from conftest import wait_for as pilot_wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -221,8 +221,8 @@ async def test_demo_scenarios_on_screen_seeded_on_a_manual_clock(tmp_path):
             assert "▶ active" in row(rows, task), (task, rows)
         keys = [line.split()[0] for line in rows[1:] if line.split()]
         await pilot.press(*["j"] * keys.index("maint-billing"), "enter")
-        await pilot_wait_for(pilot, lambda: app.graph_model is not None and app.graph_model.complete
-                             and app.graph_model.task_id == "maint-billing", what="the maintenance graph")
+        await pilot_wait_for(pilot, lambda: graph_of(app) is not None and graph_of(app).complete
+                             and graph_of(app).task_id == "maint-billing", what="the maintenance graph")
         await settle(pilot)
         await pilot_wait_for(pilot, lambda: "⚠" in row(visible_rows(app), loop_node), timeout=30,
                              what=f"the looping fixer's signal on {loop_node}")

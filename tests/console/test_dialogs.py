@@ -40,7 +40,7 @@ from console.screens import (
 )
 from store import Ledger, ManualClock
 
-from conftest import NOW, T0, settle, workers_done
+from conftest import NOW, T0, settle, workers_done, graph_of
 from conftest import make_app as _make_app
 from conftest import wait_for as _wait_for
 
@@ -160,7 +160,7 @@ async def test_rewind_from_the_graph_with_keys(lp, console_applies):
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.graph_model is not None)
+        await wait_for(pilot, lambda: graph_of(app) is not None)
         await settle(pilot)
         await pilot.press("j")  # outline
         assert isinstance(app.screen, TaskGraphScreen) and app.screen.selected_node() == "outline"

@@ -19,7 +19,7 @@ from store import Ledger, ManualClock
 from store.report import graph_json
 from store.views import EventView, ObservationView
 
-from conftest import make_app, settle, wait_for
+from conftest import make_app, settle, wait_for, graph_of
 from explain_ledger import LOOP, LOOPS, build_explain_ledger
 
 
@@ -184,8 +184,8 @@ async def test_the_graph_names_the_selected_nodes_first_signal_and_explains_the_
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
         app.open_graph("maint-7")
-        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and app.graph_model is not None)
-        await wait_for(pilot, lambda: bool(app.graph_model.signals) and app.graph_model.task_eta.get("why"),
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and graph_of(app) is not None)
+        await wait_for(pilot, lambda: bool(graph_of(app).signals) and graph_of(app).task_eta.get("why"),
                        what="the analysis")
         await settle(pilot)
         graph = app.screen

@@ -10,7 +10,7 @@ import pytest
 
 from store import ManualClock
 
-from conftest import graph_loaded, make_app, settle, wait_for
+from conftest import graph_loaded, make_app, settle, wait_for, graph_of
 from explain_ledger import build_explain_ledger
 
 SIZES = [(100, 30), (80, 24)]
@@ -37,7 +37,7 @@ async def _graph_explained(pilot) -> None:
     await settle(pilot)
     app.open_graph("maint-7")
     await graph_loaded(pilot)
-    await wait_for(pilot, lambda: bool(app.graph_model.task_eta.get("why")), what="the analysis")
+    await wait_for(pilot, lambda: bool(graph_of(app).task_eta.get("why")), what="the analysis")
     await settle(pilot)
     app.screen.select_key("fix-old_exports")
     await pilot.press("x")

@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.commit_writer import Writer, strace_can_delay
 
-from tests.console.conftest import build_ledger, graph_loaded, make_app, settle, wait_for
+from tests.console.conftest import build_ledger, graph_loaded, make_app, settle, wait_for, graph_of
 
 FALLBACK_S = 600.0  # the poll cannot be what delivers anything within the test
 
@@ -46,13 +46,13 @@ async def follow_writes(pilot, target: str, plan: list[str], slow_fsync_ms: floa
             eid, key, _ = wrote
 
             def shown() -> bool:
-                g = app.graph_model
+                g = graph_of(app)
                 node = g.nodes[g.index[key]] if g is not None and key in g.index else None
                 in_log = bool(app.events_model.events) and app.events_model.events[-1].id >= eid
                 return node is not None and in_log and app.cursor >= eid
 
             await wait_for(pilot, shown, timeout=30.0, what=f"{cmd} (event {eid}) in the model")
-            g = app.graph_model
+            g = graph_of(app)
             node = g.nodes[g.index[key]]
             if cmd == "claim":
                 assert node.status == "running"
@@ -121,7 +121,7 @@ async def test_node_estimates_follow_the_screen_not_the_graph(tmp_path, nodes):
         await settle(pilot)
         app.open_graph("wide")
         await graph_loaded(pilot)
-        g = app.graph_model
+        g = graph_of(app)
         screen = app.screen
         rows = screen.row_list.visible_range()
 

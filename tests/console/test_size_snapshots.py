@@ -48,7 +48,7 @@ async def _tasks(pilot) -> None:
     def analysed() -> bool:  # the figures after the handoff: its handoff_waiting signal is on the row
         row = app.tasks_model.rows[app.tasks_model.index["report-001"]]
         return (row.view.handoffs_open == 2 and any(s.get("node") == "figures" for s in row.signals)
-                and not app.follower.analysis_dirty and not app._analysis_busy)
+                and not app.follower.analysis_dirty and not app.analysis.busy)
 
     await wait_for(pilot, analysed, timeout=30, what="the analysis after the handoff")
     await settle(pilot)

@@ -77,7 +77,7 @@ def test_no_p80_on_finished_rows(fixed_dir: Any) -> None:
 
     m.update([replace(done, status="completed")])
     assert m.row_cells(m.index["report-001"])[3][0] == MARKS["dash"]
-    g = GraphModel(GraphView(task=graph.task, nodes=graph.nodes), lambda: NOW)
+    g = GraphModel.of(GraphView(task=graph.task, nodes=graph.nodes), lambda: NOW)
     g.update_analysis(node_etas={n.key: eta for n in graph.nodes})
     by_key = {g.row_cells(i)[0][0].strip(): g.row_cells(i)[5][0] for i in range(g.row_count())}
     assert by_key["collect"] == MARKS["dash"] and by_key["outline"] == MARKS["dash"]  # succeeded

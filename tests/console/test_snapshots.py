@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import make_app, settle, wait_for
+from conftest import make_app, settle, wait_for, graph_of
 
 SIZES = [(100, 30), (80, 24)]
 
@@ -17,7 +17,7 @@ async def _home(pilot) -> None:
 async def _graph(pilot) -> None:
     await settle(pilot)
     await pilot.press("enter")
-    await wait_for(pilot, lambda: pilot.app.graph_model is not None)
+    await wait_for(pilot, lambda: graph_of(pilot.app) is not None)
     await settle(pilot)
     await pilot.press("j", "j")
 

@@ -1,7 +1,8 @@
 """The shipped ``warden console`` in a real terminal: a pseudo-terminal this process reads as fast
 as the console writes (each chunk stamped on the monotonic clock when it is read) and feeds to a
 terminal emulator (pyte), so "on screen" means the emulated screen shows it — what an operator's
-terminal would show once it has drawn the bytes. Used by bench_console.py (``--part terminal``).
+terminal would show once it has drawn the bytes. Used by tests/bench/bench_console.py (``--part
+terminal``) and the pty tests of keys typed in bursts (tests/console/test_keys_pty.py).
 
 Nothing here is a sleep used as synchronisation: every wait is for a condition on the screen,
 with a deadline; sleeps only pace the writes (quiet before and after an isolated commit).
