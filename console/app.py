@@ -40,10 +40,10 @@ from .follow import LedgerFollower
 from .glyphs import ascii_on
 from .hub import FeedHub, TasksChanged
 from .messages import AnalysisReady, LedgerChanged, LedgerStatus
-from .model import TaskListModel
 from .screens import LedgerErrorScreen, TaskListScreen
 from .screens.base import WardenScreen
 from .text import safe_line
+from .tasklist import TaskListModel
 from .typeahead import TypeAheadApp
 
 SWITCH_INTERVAL_S = 0.001  # how long a busy worker thread may keep the interpreter from the UI thread
@@ -95,7 +95,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.follower = LedgerFollower(self.feed)  # the feed side: cursor, watches, pending delta
         self.hub = FeedHub(self, self.follower, self.now)  # the shared models and the screens' signals
         self.failed: str | None = None
-        self.analyst = Analyst(self.feed)  # the analysis worker's memory (console/analysis.py)
+        self.analyst = Analyst(self.feed, rows=self.follower.tally.view)  # the analysis worker's memory (console/analysis.py)
         self.analysis = AnalysisRuns(self)  # when estimates and signals are computed (console/analysis_runs.py)
         self.alerts = AlertDesk(self, bell=bell, hook=on_alert)  # console/alerts.py
 
@@ -239,8 +239,8 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
     @on(AnalysisReady)
     def analysis_ready(self, msg: AnalysisReady) -> None:
         self.analysis.done("full" if "eta" in msg.parts else ("signals" if msg.signals_only else "nodes"))
-        changed = []
         model = self.hub.tasks
+        results = []
         for tid, (eta, sigs) in msg.tasks.items():
             i = model.index.get(tid)
             if i is None:
@@ -250,10 +250,10 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
                 eta = row.eta
             else:
                 self.analysis.analysed_once.add(tid)
-            pos = model.set_analysis(tid, eta, row.signals if sigs is None else sigs)
-            if pos is not None:
-                changed.append(pos)
-        self.hub.tasks_changed.publish(TasksChanged(changed, False, frozenset(msg.tasks), analysis=True))
+            results.append((tid, eta, row.signals if sigs is None else sigs))
+        paint = model.set_analyses(results)
+        self.hub.tasks_changed.publish(TasksChanged(paint.rows, paint.reshaped, frozenset(msg.tasks), analysis=True,
+                                                    span=paint.span))
         self.alerts.analysed(msg.tasks)
         self.hub.analysed.publish(msg)  # the open graph's part goes to its screen
 

@@ -5,7 +5,9 @@ open, the node details on screen: ``console.hub.FeedHub`` keeps these for them).
 :meth:`~LedgerFollower.run` loop (the app's ``follow_ledger`` worker) waits for a wake-up
 (``store.feed``: file events, NOTIFY, a slow fallback poll), reads the journal after the cursor and
 exactly the rows the new events name — in worker threads — and merges them, and any change of the
-ledger's availability, into :class:`Pending`. Then it calls ``changed()`` (the app posts a
+ledger's availability, into :class:`Pending`. Task rows come with the same read: a
+:class:`~store.tally.TaskTally` moves each task's counts by the nodes the events name (no recount
+of a task's nodes per change, issue 29), so a commit reaches the task list as soon as the graph. Then it calls ``changed()`` (the app posts a
 coalescing ``LedgerChanged``); the hub takes the pending delta on the UI thread, applies it to the
 shared models and tells the screens that subscribed. Nothing here touches a widget or the app.
 """
@@ -13,17 +15,15 @@ shared models and tells the screens that subscribed. Nothing here touches a widg
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
 from store.errors import NotFound, WardenError
 from store.feed import Feed, tail_at
+from store.tally import TaskTally, live_leases
 from store.views import EventView, NodeDetail, NodeView, TaskView
 
-TASK_REFRESH_S = 0.25  # task rows (counts) refresh at most this often during a burst …
-TASK_REFRESH_SHARE = 20  # … and every 20 × their last read (100k nodes: ~50 ms of counts, 1 s apart)
 EVENT_TAIL = 2000  # events the log shows when the console opens
 
 NodeKey = tuple[str, str]  # (task id, node key)
@@ -49,6 +49,7 @@ class Pending:
     details: dict[NodeKey, NodeDetail] = field(default_factory=dict)  # the watched node details
     all_tasks: list[TaskView] | None = None  # set when the ledger was read afresh (with ``tail``)
     tail: list[EventView] | None = None
+    leases: list[tuple[str, float]] | None = None  # (worker, lease end) held then (with ``all_tasks``)
     status: Status | None = None  # the ledger's availability, when it changed
 
     def __bool__(self) -> bool:
@@ -101,8 +102,7 @@ class LedgerFollower:
         self.wanted: set[NodeKey] = set()  # details to read on the next turn whatever changed
         self.kick: asyncio.Event | None = None
         self.analysis_dirty: set[str] = set()  # tasks whose estimates and signals are out of date
-        self.task_interval = TASK_REFRESH_S
-        self.tasks_busy = False
+        self.tally = TaskTally()  # the task rows, kept from the journal (owned by the read thread)
         self.cursor = 0
         self.live = True
         self.loaded = False  # the first full read succeeded
@@ -147,8 +147,8 @@ class LedgerFollower:
         return p
 
     def idle(self) -> bool:
-        """Nothing asked for, no task rows being read, nothing read that the UI has not taken."""
-        return not self.wanted and not self.pending and not self.tasks_busy
+        """Nothing asked for, nothing read that the UI has not taken."""
+        return not self.wanted and not self.pending
 
     def report(self, error: str | None) -> None:
         """Another reader (a screen's worker) found the ledger unavailable: the header says so
@@ -168,44 +168,27 @@ class LedgerFollower:
         feed = self.feed
         self._changed = changed
         kick = self.kick = asyncio.Event()
-        loop = asyncio.get_running_loop()
 
         async def pump() -> None:
             async for reason in feed.wakeups():
                 self.woken.add(reason)
                 kick.set()
 
-        async def refresh_tasks(task_ids: list[str]) -> None:
-            got: list[TaskView] = []
-            try:
-                await asyncio.to_thread(self.read_tasks, task_ids, got)
-            except WardenError as e:
-                self._status(str(e))
-            finally:
-                if got:
-                    self.pending.tasks.update((t.task_id, t) for t in got)
-                    changed()
-                kick.set()  # the loop looks again: tasks may have changed meanwhile
-
         pump_task: asyncio.Future[None] | None = None
-        tasks_read: asyncio.Future[None] | None = None
         cursor: int | None = None
-        dirty: set[str] = set()
-        last_tasks = 0.0
-        retry_armed = False
-        read_now = True  # read the journal on this turn (else only the task rows are scheduled)
+        read_now = True  # read the journal on this turn (a full batch, or a failed read, reads on)
         try:
             while True:
                 more = False
                 try:
                     if cursor is None:
-                        tasks, tail, first = await asyncio.to_thread(self.read_initial)
+                        tasks, tail, first, leases = await asyncio.to_thread(self.read_initial)
                         cursor = self.cursor = first
                         self.pending.all_tasks = tasks
                         self.pending.tail = tail
+                        self.pending.leases = leases
                         self.live = feed.live
                         self.loaded = True
-                        dirty.clear()
                         self.wanted |= set(self.details)
                         self._status(None)
                         changed()
@@ -213,8 +196,7 @@ class LedgerFollower:
                             pump_task = asyncio.ensure_future(pump())
                     wanted, self.wanted = self.wanted, set()
                     woken, self.woken = self.woken, set()
-                    # A turn woken only by the task-row refresh (or its re-arm) reads nothing: the
-                    # feed's wake-ups say when there is something to read.
+                    # A turn woken by nothing the feed or a screen asked for reads nothing.
                     if read_now or wanted or woken:
                         read_now = True  # until this read has succeeded
                         step = await asyncio.to_thread(self.read_step, cursor, frozenset(self.graphs),
@@ -227,31 +209,10 @@ class LedgerFollower:
                         if step.events:
                             self.deliveries[delivered_by(woken)] += len(step.events)
                         more = read_now = step.more  # a full batch: read on at once
-                        for e in step.events:
-                            if e.task_id is not None:
-                                dirty.add(e.task_id)
-                                self.analysis_dirty.add(e.task_id)
+                        self.analysis_dirty.update(e.task_id for e in step.events if e.task_id is not None)
                         if self.pending.merge(step):
                             changed()
                         self._status(None)
-                    # Task rows (counts over every node of a task: 50 ms at 100k nodes) are read
-                    # in their own thread, at most every ``task_interval``, so a change's own
-                    # read never waits behind them.
-                    wait = self.task_interval - (time.monotonic() - last_tasks)
-                    if dirty and not self.tasks_busy and wait <= 0:
-                        self.tasks_busy = True
-                        last_tasks = time.monotonic()
-                        tasks_read = asyncio.ensure_future(refresh_tasks(sorted(dirty)))
-                        dirty.clear()
-                    elif dirty and not retry_armed:
-                        retry_armed = True
-
-                        def rearm() -> None:
-                            nonlocal retry_armed
-                            retry_armed = False
-                            kick.set()
-
-                        loop.call_later(max(wait, 0.05), rearm)
                 except WardenError as e:
                     if not self.loaded:
                         self._status(str(e), fatal=True)
@@ -265,18 +226,24 @@ class LedgerFollower:
                 kick.clear()
         finally:
             self.kick = None
-            for t in (pump_task, tasks_read):
-                if t is not None:
-                    t.cancel()
+            if pump_task is not None:
+                pump_task.cancel()
 
     # ------------------------------------------------------------------ reads (worker threads)
-    def read_initial(self) -> tuple[list[TaskView], list[EventView], int]:
+    def read_initial(self) -> tuple[list[TaskView], list[EventView], int, list[tuple[str, float]]]:
+        """Every task, the journal's tail and the cursor they reflect; the live leases (the
+        summary's agents alive start from them). The tally starts from these rows."""
         self.feed.check()
-        return tail_at(self.feed, EVENT_TAIL)
+        tasks, tail, first = tail_at(self.feed, EVENT_TAIL)
+        unfinished = [t.task_id for t in tasks if t.status in ("active", "parked")]
+        leases = self.feed.read(lambda ledger: live_leases(ledger, unfinished))
+        self.tally.start(tasks)
+        return tasks, tail, first, leases
 
     def read_step(self, cursor: int, graphs: frozenset[str], details: frozenset[NodeKey],
                   wanted: set[NodeKey]) -> Step | None:
-        """The journal after the cursor, and exactly the rows it names that are watched (and the
+        """The journal after the cursor, the rows of the tasks it names (from the tally: only the
+        nodes it names are read), and exactly the node rows it names that are watched (and the
         ``wanted`` details whatever changed); None when the ledger's file was replaced (then
         everything is read again)."""
         feed = self.feed
@@ -286,6 +253,8 @@ class LedgerFollower:
         delta = feed.since(cursor)
         step.cursor, step.more, step.events = delta.cursor, delta.more, list(delta.events)
         if step.events:
+            events = step.events
+            step.tasks = feed.read(lambda ledger: self.tally.apply(ledger, events))
             for task_id in sorted(graphs):
                 keys = sorted(delta.node_keys(task_id))
                 if keys:
@@ -298,20 +267,5 @@ class LedgerFollower:
                     pass
         return step
 
-    def read_tasks(self, task_ids: list[str], into: list[TaskView]) -> None:
-        """Fresh task rows, appended to ``into`` as they are read (a failure keeps the ones read).
-        The next refresh waits twenty times as long as this one took: at most a twentieth of a core on
-        task rows, and never more often than ``TASK_REFRESH_S``."""
-        t0 = time.monotonic()
-        try:
-            for tid in task_ids:
-                try:
-                    into.append(self.feed.read(lambda ledger: ledger.task(tid)))
-                except NotFound:
-                    pass
-        finally:
-            self.task_interval = max(TASK_REFRESH_S, TASK_REFRESH_SHARE * (time.monotonic() - t0))
-            self.tasks_busy = False
 
-
-__all__ = ["EVENT_TAIL", "LedgerFollower", "NodeKey", "Pending", "Status", "Step", "TASK_REFRESH_S", "delivered_by"]
+__all__ = ["EVENT_TAIL", "LedgerFollower", "NodeKey", "Pending", "Status", "Step", "delivered_by"]

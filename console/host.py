@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .analysis_runs import AnalysisRuns
     from .event_log import EventLogModel
     from .hub import FeedHub
-    from .model import TaskListModel
+    from .tasklist import TaskListModel
 
 
 class ConsoleHost(Protocol):

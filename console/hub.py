@@ -39,7 +39,7 @@ from store.views import EventView, NodeDetail, NodeView
 from .event_log import EventLogModel
 from .follow import LedgerFollower, NodeKey, Pending
 from .messages import AnalysisReady
-from .model import TaskListModel
+from .tasklist import TaskListModel
 from .text import safe_line
 
 if TYPE_CHECKING:
@@ -54,14 +54,16 @@ def _raise(error: BaseException) -> None:
 
 @dataclass(frozen=True)
 class TasksChanged:
-    """Task rows changed: ``rows`` are positions in the task list model (every row when
-    ``reshaped``: rows were added, reloaded or the filter moved them); ``task_ids`` the tasks;
-    ``analysis``: only their estimates and signals (the rows as read are unchanged)."""
+    """Task rows changed: ``rows`` are positions in the task list model whose row changed in place,
+    ``span`` positions whose rows shifted (a row moved in the urgency order), every row when
+    ``reshaped`` (rows were added, reloaded, or came into or left the filter); ``task_ids`` the
+    tasks; ``analysis``: only their estimates and signals (the rows as read are unchanged)."""
 
     rows: Sequence[int]
     reshaped: bool
     task_ids: frozenset[str]
     analysis: bool = False
+    span: range | None = None
 
 
 @dataclass(frozen=True)
@@ -185,14 +187,17 @@ class FeedHub:
         if p.all_tasks is not None:
             first = not self.loaded
             self.tasks.load(p.all_tasks)
+            self.tasks.agents.seed(p.leases or ())
             self.events.reset(p.tail or ())
             self.loaded = True
             self.reloaded.publish(self.follower.cursor)
             self.tasks_changed.publish(TasksChanged((), True, frozenset(t.task_id for t in p.all_tasks)))
             self.events_changed.publish(EventsChanged((), 0, True))
+        if p.events:
+            self.tasks.agents.saw(p.events)
         if p.tasks:
-            rows, reshaped = self.tasks.update(p.tasks.values())
-            self.tasks_changed.publish(TasksChanged(rows, reshaped, frozenset(p.tasks)))
+            paint = self.tasks.update(p.tasks.values())
+            self.tasks_changed.publish(TasksChanged(paint.rows, paint.reshaped, frozenset(p.tasks), span=paint.span))
         if p.events:
             added, reshaped = self.events.extend(p.events)
             self.events_changed.publish(EventsChanged(tuple(p.events), added, reshaped))

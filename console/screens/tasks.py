@@ -1,4 +1,9 @@
-"""The first screen: every task with status, progress, P80, budget, signals, handoffs."""
+"""The first screen: every task with status, progress, P80, budget, signals, handoffs.
+
+At fleet size (issue 29: thousands of tasks) a summary line heads the list (agents alive, tasks
+active, alarms, open handoffs, spend rate: ``TaskListModel.summary_text``); ``s`` sorts by urgency
+(alarms, handoffs, budget, P80 — ``console.tasklist``) and back to creation order; ``/`` filters.
+The cursor follows the selected task when rows move (a new alarm lifts a task to the top)."""
 
 from __future__ import annotations
 
@@ -13,10 +18,11 @@ from textual.widgets import Input
 from store.report import budget_json
 
 from ..glyphs import pause_label, task_status_label
+from ..follow import Pending
 from ..hub import TasksChanged
 from ..model import TASK_COLUMNS, signal_text
 from ..text import safe_line
-from ..widgets import InfoLine, RowList
+from ..widgets import InfoLine, RowList, StatusBar
 from .base import ListScreen
 
 
@@ -27,22 +33,72 @@ class TaskListScreen(ListScreen):
     BINDINGS = [
         Binding("enter", "open", "Open", id="open"),
         Binding("slash", "filter", "Filter", id="filter"),
+        Binding("s", "sort", "Sort", id="sort"),
     ]
 
+    selected: str | None = None  # the task under the cursor (the cursor follows it when rows move)
+
     def compose_body(self) -> Iterable[Widget]:
+        self.summary_line = InfoLine(id="summary")
+        yield self.summary_line
         yield RowList(self.wapp.tasks_model, TASK_COLUMNS, id="tasks")
         yield InfoLine(id="info")
-        yield self._filter_input("filter tasks by id, title or status")
+        yield self._filter_input("filter tasks by id, title, status or origin")
 
     def on_mount(self) -> None:
         hub = self.wapp.hub
         hub.subscribe(self, hub.tasks_changed, self._tasks_changed)
+        hub.subscribe(self, hub.applied, self._applied)
         hub.show(self)  # the tasks on screen get their estimates and signals
         self.row_list.reset()
         self.update_info()
+        self.update_summary()
 
     def _tasks_changed(self, change: TasksChanged) -> None:
-        self.data_changed(list(change.rows), change.reshaped)
+        lst = self.row_list
+        if change.reshaped:
+            lst.reset()
+        else:
+            rows = list(change.rows)
+            if change.span is not None:  # rows shifted: repaint the ones on screen
+                seen = lst.visible_range()
+                rows.extend(range(max(change.span.start, seen.start), min(change.span.stop, seen.stop)))
+            lst.rows_changed(rows)
+        if change.reshaped or change.span is not None:
+            self._follow_selection()
+            self.update_info()
+        elif lst.cursor in change.rows:
+            self.update_info()
+        if change.analysis:  # alarms moved (a delta's own changes: _applied, once per delta)
+            self.update_summary()
+
+    def _applied(self, _p: Pending) -> None:
+        self.update_summary()
+
+    def _follow_selection(self) -> None:
+        """Keep the cursor on the selected task when rows moved (if it is still shown)."""
+        if self.selected is None:
+            return
+        pos = self.wapp.tasks_model.position_of_task(self.selected)
+        if pos is not None and pos != self.row_list.cursor:
+            self.row_list.cursor = pos
+
+    def tick(self) -> None:
+        super().tick()
+        self.update_summary()  # agents whose lease ended, the spend rate's minute
+
+    def update_summary(self) -> None:
+        self.summary_line.update(self.wapp.tasks_model.summary_text())
+
+    def action_sort(self) -> None:
+        model = self.wapp.tasks_model
+        model.set_order("created" if model.order == "urgency" else "urgency")
+        bar = self.query_one(StatusBar)
+        bar.title = "tasks by urgency" if model.order == "urgency" else self.header
+        bar.update_from_app()
+        self.row_list.reset()
+        self._follow_selection()
+        self.update_info()
 
     def tasks_on_screen(self) -> list[str]:
         model = self.wapp.tasks_model
@@ -69,6 +125,7 @@ class TaskListScreen(ListScreen):
     def _filter_changed(self, event: Input.Changed) -> None:
         self.wapp.tasks_model.set_filter(event.value)
         self.row_list.reset()
+        self._follow_selection()
         self.update_info()
 
     def update_info(self) -> None:
@@ -82,6 +139,7 @@ class TaskListScreen(ListScreen):
             info.append(f"no task matches {safe_line(model.filter_text)!s}", style="dim")
         else:
             t = row.view
+            self.selected = t.task_id
             info.append(safe_line(t.task_id), style="bold")
             info.append(f"  {task_status_label(t.status)}")
             if t.origin != "python":
@@ -100,4 +158,5 @@ class TaskListScreen(ListScreen):
                 info.append("  " + safe_line(t.title))
         if model.filter_text:
             info.append(f"   [/ {safe_line(model.filter_text)}]", style="dim")
+
         self.query_one("#info", InfoLine).update(info)

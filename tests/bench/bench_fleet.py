@@ -15,7 +15,7 @@ One command, one JSON report and a table. What runs:
   transaction per write, paced to ``--rate`` writes a second in all (claims + heartbeats + commits
   + failures + handoffs; 5 writes per node);
 * the console exactly as shipped (``python -m console console --ledger …``: estimates and signals
-  on) on a pseudo-terminal of ``--cols``×``--rows`` drawn by pyte (tests/bench/console_terminal.py),
+  on) on a pseudo-terminal of ``--cols``×``--rows`` drawn by pyte (tests/support/console_terminal.py),
   opened on the task list for the first part of the run, then (``/`` the task's id, enter, enter) on
   a busy task's graph — an active task with the most nodes left, to which ``--busy-agents`` agents
   then go first — while ``j``/``k`` is pressed every 150 ms in both.
@@ -206,7 +206,7 @@ def finish_agents(procs: list) -> list[dict]:
 # ---------------------------------------------------------------------- the console
 def keys_for(term, until: float, lat: list[float], stop: threading.Event | None = None) -> None:
     """j/k every KEY_EVERY_S until ``until``; key → frame (the cursor drawn on its new row)."""
-    from tests.bench.console_terminal import highlighted_row
+    from tests.support.console_terminal import highlighted_row
 
     n = 0
     while time.monotonic() < until and term.proc.poll() is None:
@@ -245,7 +245,7 @@ def journal(target: str) -> list:
 
 
 def run(a: argparse.Namespace) -> dict:
-    from tests.bench.console_terminal import Terminal, shows
+    from tests.support.console_terminal import Terminal, shows
 
     work = Path(tempfile.mkdtemp(prefix="warden-fleet-"))
     result: dict = {"backend": a.backend, "agents": a.agents, "tasks": a.tasks, "rate": a.rate,

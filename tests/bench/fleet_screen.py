@@ -1,6 +1,6 @@
 """What the console's screen showed during bench_fleet.py, and which writes it showed when.
 
-:class:`ScreenLog` is a :class:`~tests.bench.console_terminal.Terminal` observer: after every chunk
+:class:`ScreenLog` is a :class:`~tests.support.console_terminal.Terminal` observer: after every chunk
 the console wrote, it parses the lines pyte marked dirty — task rows (``t0042  ▶ active  17/150 …
 ✋1``), the graph's summary line (``t0042  ▶ active  17/150  P80 …``) and graph rows
 (``n017  ✔ succeeded …``) — and keeps, per row, every change of what it showed with the time the
