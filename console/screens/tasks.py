@@ -56,14 +56,18 @@ class TaskListScreen(ListScreen):
 
     def _tasks_changed(self, change: TasksChanged) -> None:
         lst = self.row_list
+        model = self.wapp.tasks_model
         if change.reshaped:
             lst.reset()
         else:
+            # the changed tasks' lines are built again wherever they are; rows that only shifted
+            # (a row moved past them) keep theirs and are drawn at their new place
+            lst.forget(model.index[t] for t in change.task_ids if t in model.index)
             rows = list(change.rows)
-            if change.span is not None:  # rows shifted: repaint the ones on screen
+            if change.span is not None:
                 seen = lst.visible_range()
                 rows.extend(range(max(change.span.start, seen.start), min(change.span.stop, seen.stop)))
-            lst.rows_changed(rows)
+            lst.repaint(rows)
         if change.reshaped or change.span is not None:
             self._follow_selection()
             self.update_info()
