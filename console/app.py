@@ -252,8 +252,9 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
                 self.analysis.analysed_once.add(tid)
             results.append((tid, eta, row.signals if sigs is None else sigs))
         paint = model.set_analyses(results)
-        self.hub.tasks_changed.publish(TasksChanged(paint.rows, paint.reshaped, frozenset(msg.tasks), analysis=True,
-                                                    span=paint.span))
+        if paint.changed or paint.reshaped:
+            self.hub.tasks_changed.publish(TasksChanged(paint.rows, paint.reshaped, paint.changed, analysis=True,
+                                                        span=paint.span))
         self.alerts.analysed(msg.tasks)
         self.hub.analysed.publish(msg)  # the open graph's part goes to its screen
 
