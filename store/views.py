@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple
 
 from . import validate as v
+from .mind import rules as mind_rules
+from .mind.views import MindState
 
 
 @dataclass(frozen=True)
@@ -41,11 +43,13 @@ class NodeSpec:
     retryable: bool = True
     units_total: float | None = None
     max_claims: int | None = None
+    serves: tuple[str, ...] = ()  # the task's requirement ids this node serves
 
     def __post_init__(self) -> None:
-        """Check every field (``InvalidValue`` names the bad one); ``deps`` becomes a tuple."""
+        """Check every field (``InvalidValue`` names the bad one); ``deps`` and ``serves`` become tuples."""
         check_node_spec(self)
         object.__setattr__(self, "deps", tuple(self.deps))
+        object.__setattr__(self, "serves", mind_rules.serves("serves", self.serves, "NodeSpec"))
 
 
 def check_node_spec(spec: NodeSpec, where: str = "NodeSpec") -> None:
@@ -64,6 +68,7 @@ def check_node_spec(spec: NodeSpec, where: str = "NodeSpec") -> None:
     v.flag("retryable", f("retryable"), where)
     v.number("units_total", f("units_total"), where, hi=v.UNITS_MAX)
     v.number("max_claims", f("max_claims"), where, lo=1, hi=v.COUNT_MAX, integer=True)
+    mind_rules.serves("serves", f("serves"), where)
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,7 @@ class TaskView:
     paused_since: float | None = None  # the clock stands still since then (None: it runs)
     waited_s: float = 0.0  # all the time the clock stood still, the current stop included (at read time)
     wake_state: Mapping[str, Any] | None = None  # wake conditions of parks (store/wake.py)
+    mind: MindState = MindState()  # requirements, drift and alignment counters, plan version (store/mind/)
 
     @property
     def total(self) -> int:
@@ -193,6 +199,9 @@ class NodeView:
     wait_on: str | None = None  # what it declared it is waiting on (``heartbeat(waiting_on=…)``) …
     wait_since: float | None = None
     wait_until: float | None = None  # … and until when (past it: ``overdue``)
+    serves: tuple[str, ...] = ()  # the requirement ids it serves (store/mind/)
+    removed_in: int | None = None  # the plan version that removed it while it ran …
+    removed_mode: str | None = None  # … and what happens when it ends (wait | discard)
 
     @property
     def has_lease(self) -> bool:

@@ -8,7 +8,7 @@ only a refused Action row and raises :class:`StaleRevision`. A heartbeat never b
 so it never makes a preview stale.
 
 One module per action (its typed params, its plan function, its apply function): ``park``,
-``resume``, ``narrow``, ``rewind``, ``abort``, ``resolve``, ``escalate``, ``compensated``; ``plan`` holds the
+``resume``, ``narrow``, ``rewind``, ``abort``, ``resolve``, ``escalate``, ``compensated``, ``memory``; ``plan`` holds the
 Plan, ``planning`` what plans read, ``changes`` what apply functions write with, ``apply`` the
 shared apply. Semantics with before/after examples: docs/operations.md.
 """
@@ -17,6 +17,7 @@ from .abort import AbortParams, plan_abort
 from .apply import apply
 from .compensated import CompensatedParams, plan_compensated
 from .escalate import ESCALATE_OPTIONS, EscalateParams, plan_escalate
+from .memory import MemoryParams, plan_memory
 from .narrow import NarrowParams, plan_narrow
 from .park import ParkParams, plan_park
 from .plan import ACTIONS, ActionParams, Plan
@@ -27,6 +28,6 @@ from .rewind import RewindParams, plan_rewind
 
 __all__ = [
     "ACTIONS", "ESCALATE_OPTIONS", "FINISHED", "AbortParams", "ActionParams", "CompensatedParams", "EscalateParams",
-    "NarrowParams", "ParkParams", "Plan", "ResolveParams", "ResumeParams", "RewindParams", "apply", "plan_abort",
-    "plan_compensated", "plan_escalate", "plan_narrow", "plan_park", "plan_resolve", "plan_resume", "plan_rewind",
+    "MemoryParams", "NarrowParams", "ParkParams", "Plan", "ResolveParams", "ResumeParams", "RewindParams", "apply", "plan_abort",
+    "plan_compensated", "plan_escalate", "plan_memory", "plan_narrow", "plan_park", "plan_resolve", "plan_resume", "plan_rewind",
 ]

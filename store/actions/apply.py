@@ -23,6 +23,7 @@ from .abort import AbortParams, apply_abort, stale_compensations
 from .changes import ApplyTx, Outcome
 from .compensated import CompensatedParams, apply_compensated, still_confirmed
 from .escalate import EscalateParams, apply_escalate
+from .memory import MemoryParams, apply_memory, still_undecided
 from .narrow import NarrowParams, apply_narrow
 from .park import ParkParams, apply_park
 from .plan import Plan
@@ -109,6 +110,8 @@ def _stale(core: LedgerCore, plan: Plan, task: Mapping[str, Any], ids: Mapping[s
         gone = still_confirmed(core, plan)
         if gone is not None:
             return gone
+    if isinstance(plan.params, MemoryParams):  # checked against the memory, not the task's graph
+        return still_undecided(core, plan)
     if task["status"] == "aborted" and plan.task_status[0] != "aborted":
         return f"task {plan.task_id} was aborted since the preview; nothing changed"
     if isinstance(plan.params, AbortParams):
@@ -155,6 +158,8 @@ def _apply_action(tx: ApplyTx) -> Outcome:
             return apply_escalate(tx, p)
         case CompensatedParams() as p:
             return apply_compensated(tx, p)
+        case MemoryParams() as p:
+            return apply_memory(tx, p)
     raise Refused(f"cannot apply a {tx.plan.action!r} plan")
 
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Iterator, Mapping
 
 from ..clock import iso
 
-ACTIONS = ("park", "resume", "narrow", "rewind", "abort", "resolve", "escalate", "compensated")
+ACTIONS = ("park", "resume", "narrow", "rewind", "abort", "resolve", "escalate", "compensated", "memory")
 
 
 class ActionParams(Mapping[str, Any]):
@@ -31,6 +31,10 @@ class ActionParams(Mapping[str, Any]):
     def node_target(self, target: str) -> str | None:
         """The node key the action targets, if it targets one node (else None)."""
         return None
+
+    def summary_parts(self) -> list[str]:
+        """What the action does beyond node changes, for :meth:`Plan.summary` (default: nothing)."""
+        return []
 
     def __getitem__(self, key: str) -> Any:
         return self.to_json()[key]
@@ -125,6 +129,7 @@ class Plan:
         a, b = self.task_status
         if a != b:
             parts.append(f"task {a} → {b}")
+        parts += self.params.summary_parts()
         if not parts:
             parts.append("no node changes")
         return f"{self.action} {self.target}: " + ", ".join(parts)

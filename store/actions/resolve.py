@@ -10,7 +10,9 @@ from typing import Any, Mapping
 from ..clock import iso
 from ..db import read_tx
 from ..errors import NotFound, Refused
-from ..ledger.core import LedgerCore
+from ..ledger.core import LedgerCore, digest_json
+from ..mind import alignment
+from ..mind.views import MindState
 from ..models import Handoff
 from ..validate import HANDOFF_ID_RE, show
 from . import planning as pl
@@ -81,7 +83,9 @@ def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None
         n = pl.node_by_id(core, h["node"])
         changes: dict[str, tuple[str, str]] = {}
         warnings = []
-        if n.status == "blocked":
+        if n.status == "blocked" and h["kind"] == alignment.KIND:
+            changes[n.key] = ("blocked", "succeeded")  # the answer is the check's verdict (store/mind/alignment.py)
+        elif n.status == "blocked":
             changes[n.key] = ("blocked", "pending")
         elif n.status == "parked":
             warnings.append(f"node {n.key} is parked: it stays parked until resumed, then runs with this resolution")
@@ -103,6 +107,14 @@ def still_open(core: LedgerCore, plan: Plan) -> str | None:
 
 def apply_resolve(tx: ApplyTx, p: ResolveParams) -> Outcome:
     set_nodes(tx, tx.changed_to("pending"), {"status": "pending", **REVOKE, **BUMP})
+    answered = tx.changed_to("succeeded")  # an alignment check: the option is its verdict
+    if answered:
+        output = {"verdict": p.option, "notes": p.answer, "by": tx.operator}
+        set_nodes(tx, answered, {"status": "succeeded", "output": output, "output_digest": digest_json(output),
+                                 "finished_at": tx.now, **REVOKE, **BUMP})
+        node = tx.core.node_row_by_id(answered[0])
+        assert node is not None
+        alignment.on_verdict(tx.core, tx.plan.task_id, node, output, tx.now, tx.operator, MindState.of(tx.task["mind"]))
     n = tx.core.bind(Handoff.update(status="resolved", resolution_option=p.option, resolution_answer=p.answer,
                                     resolved_by=tx.operator, resolved_at=tx.now)
                      .where((Handoff.id == int(tx.plan.target)) & (Handoff.status == "open"))).execute()

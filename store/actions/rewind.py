@@ -15,6 +15,7 @@ from typing import Any
 from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
+from ..mind import record as mind_record
 from . import planning as pl
 from .changes import FRESH, ApplyTx, Outcome, append_rejections
 from .plan import ActionParams, Plan
@@ -70,5 +71,8 @@ def plan_rewind(core: LedgerCore, task_id: str, node: str, *, reason: str) -> Pl
 
 
 def apply_rewind(tx: ApplyTx, p: RewindParams) -> Outcome:
+    # The rewound node's path is rejected, with the operator's reason (store/mind/record.py).
+    mind_record.rejected_for_nodes(tx.core, tx.plan.task_id, [tx.ids[p.node]], tx.plan.reason, origin="rewind",
+                                   actor=tx.operator, now=tx.now, source=f"operator {tx.operator} (rewind)")
     append_rejections(tx, tx.changed_to("pending"), tx.plan.reason, FRESH)
     return Outcome(task_fields=tx.reopens(), settle=True)

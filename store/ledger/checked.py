@@ -22,6 +22,7 @@ from .. import validate as v
 from ..actions import Plan
 from ..db import Backoff, is_sqlite
 from ..errors import NotFound
+from ..mind import rules as mind
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, HANDOFF_STATUSES
 from ..views import Budget, Claim, NodeSpec, check_node_spec
 
@@ -314,6 +315,91 @@ def CLOCK_OPT(c: Ctx, a: str, x: Any) -> Any:
     return x
 
 
+# ---------------------------------------------------------------------- the task's mind (store/mind/rules.py)
+def REQUIREMENTS(c: Ctx, a: str, x: Any) -> Any:
+    return mind.requirements(a, x, c.where, nul=not c.pg)
+
+
+def SERVES(c: Ctx, a: str, x: Any) -> Any:
+    return mind.serves(a, x, c.where)
+
+
+def MIND_COUNT(c: Ctx, a: str, x: Any) -> Any:  # drift_after / alignment_every: 0 turns it off
+    return v.number(a, x, c.where, hi=v.COUNT_MAX, integer=True, optional=False)
+
+
+def ALIGNMENT_BY(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, mind.ALIGNMENT_BY, c.where, what="alignment answerer")
+
+
+def ENTRY_TEXT(c: Ctx, a: str, x: Any) -> Any:
+    return mind.bounded(a, x, c.where, mind.ENTRY_TEXT_MAX, nonblank=True, nul=not c.pg)
+
+
+def SOURCE_OPT(c: Ctx, a: str, x: Any) -> Any:  # a file, a command: one line
+    return mind.bounded(a, x, c.where, mind.SOURCE_MAX, optional=True, one_line=True)
+
+
+def REASON_OPT(c: Ctx, a: str, x: Any) -> Any:
+    return mind.bounded(a, x, c.where, mind.REASON_MAX, optional=True, nul=not c.pg)
+
+
+def REASON(c: Ctx, a: str, x: Any) -> Any:
+    return mind.bounded(a, x, c.where, mind.REASON_MAX, nonblank=True, nul=not c.pg)
+
+
+def ENTRY_KIND(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, mind.ENTRY_KINDS, c.where, what="conclusion kind")
+
+
+def MEMORY_TEXT(c: Ctx, a: str, x: Any) -> Any:
+    return mind.bounded(a, x, c.where, mind.MEMORY_TEXT_MAX, nonblank=True, nul=not c.pg)
+
+
+def MEMORY_SCOPE(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, mind.MEMORY_SCOPES, c.where, what="memory scope")
+
+
+def MEMORY_STATUS_OPT(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, ("pending", "confirmed", "rejected"), c.where, optional=True, what="memory status")
+
+
+def MEMORY_ID(c: Ctx, a: str, x: Any) -> Any:
+    """A memory to look up: an int or digits; anything else cannot exist."""
+    if isinstance(x, int) and not isinstance(x, bool) and 0 < x <= v.INT64_MAX:
+        return x
+    if isinstance(x, str) and v.HANDOFF_ID_RE.fullmatch(x):
+        return x
+    raise NotFound(f"unknown memory {v.show(x)}")
+
+
+def DECISION(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, ("confirm", "reject"), c.where, what="memory decision")
+
+
+def NODE_KEYS(c: Ctx, a: str, x: Any) -> Any:
+    return mind.keys(a, x, c.where)
+
+
+def NARROW(c: Ctx, a: str, x: Any) -> Any:
+    return mind.narrow(a, x, c.where, nul=not c.pg)
+
+
+def TRIGGER(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, mind.TRIGGERS, c.where, what="replan trigger")
+
+
+def IN_FLIGHT(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, mind.IN_FLIGHT, c.where, what="in-flight handling")
+
+
+def REPLAN_SPECS(c: Ctx, a: str, x: Any) -> Any:
+    specs = SPECS(c, a, x)
+    if len(specs) > mind.REPLAN_NODES_MAX:
+        raise v.refuse(a, f"adds more than {mind.REPLAN_NODES_MAX} nodes", specs, where=c.where)
+    return specs
+
+
 COMMIT_RULES: dict[str, Rule] = {
     "output": JSON, "output_ref": TEXT_OPT, "tokens": TOKENS, "artifact": ARTIFACT_OPT, "units_done": UNITS,
     "next_nodes": SPECS, "repair": FLAG, "summary": TEXT_OPT,
@@ -347,11 +433,12 @@ API: dict[str, dict[str, Rule]] = {
     "create_task": {"task_id": NEW_TASK_ID, "title": TEXT, "workflow": TEXT, "workflow_version": TEXT,
                     "inputs": JSON, "constraints": TEXTS_OPT, "preconditions": JSON_OBJ_OPT,
                     "budget": BUDGET_OPT, "max_claims": MAX_CLAIMS, "max_repairs": COUNT0, "exist_ok": FLAG,
-                    "actor": ACTOR},
+                    "actor": ACTOR, "requirements": REQUIREMENTS, "drift_after": MIND_COUNT,
+                    "alignment_every": MIND_COUNT, "alignment_by": ALIGNMENT_BY},
     "add_node": {"task_id": ID, "key": NEW_KEY, "kind": KIND, "deps": IDS, "title": TEXT,
                  "preconditions": JSON_OBJ_OPT, "est_wall_s": EST_WALL, "est_tokens": EST_TOKENS,
                  "always_admit": FLAG, "retryable": FLAG, "units_total": UNITS, "max_claims": MAX_CLAIMS_OPT,
-                 "actor": ACTOR},
+                 "actor": ACTOR, "serves": SERVES},
     "add_nodes": {"task_id": ID, "specs": SPECS, "actor": ACTOR},
     # claims (key=, workflow_version= are this round's additions)
     "admit": {"task_id": ID, "node_key": ID},
@@ -370,6 +457,19 @@ API: dict[str, dict[str, Rule]] = {
     "confirm_effect": {"claim": CLAIM, "effect_key": NAME, "external_id": TEXT_OPT, "compensation": TEXT_OPT},
     "note": {"claim": CLAIM, "text": TEXT, "layer": NOTE_LAYER},
     "wait_for_resolution": {"handoff_id": HANDOFF, "timeout": DELAY_OPT},
+    # the task's mind (round 3)
+    "conclude": {"claim": CLAIM, "text": ENTRY_TEXT, "source": SOURCE_OPT, "kind": ENTRY_KIND, "reason": REASON_OPT},
+    "propose_memory": {"claim": CLAIM, "text": MEMORY_TEXT, "scope": MEMORY_SCOPE},
+    "replan": {"task_id": ID, "add": REPLAN_SPECS, "remove": NODE_KEYS, "reorder": NODE_KEYS, "narrow": NARROW,
+               "trigger": TRIGGER, "in_flight": IN_FLIGHT, "reason": REASON, "actor": NAME},
+    "mind": {"task_id": ID},
+    "plans": {"task_id": ID},
+    "requirements": {"task_id": ID},
+    "conclusions": {"task_id": ID, "kind": ENTRY_KIND, "node": ID_OPT, "limit": LIMIT},
+    "node_mind": _QUERY_NODE,
+    "memories": {"status": MEMORY_STATUS_OPT, "limit": LIMIT},
+    "memory": {"memory_id": MEMORY_ID},
+    "plan_memory": {"memory_id": MEMORY_ID, "decision": DECISION, "reason": TEXT_OPT},
     # operator actions
     "plan_park": {"task_id": ID, "reason": TEXT_OPT, "node": ID_OPT, "until": UNTIL, "wake_on": WAKE_ON_OPT,
                   "now": FLAG, "auto_resume": FLAG},
