@@ -14,7 +14,7 @@ from rich.text import Text
 from store.mind.views import MemoryView, MindEntry, MindView, PlanVersionView, RequirementUse
 from store.text import safe_line
 
-from .glyphs import MARKS, NODE_GLYPHS, age_label, node_status_label, task_status_label
+from .glyphs import MARKS, NODE_GLYPHS, age_label, task_status_label
 
 LIST_LIMIT = 50  # lines of a section in the CLI's text before "… and N more" (the JSON has them all)
 TEXT_CHARS = 300  # characters of one agent-written text on one line (the JSON has it whole)

@@ -51,7 +51,7 @@ from .backends import one_line
 from .clock import Clock
 from .db import NO_LEDGER_HINT, read_tx
 from .errors import LedgerUnavailable, WardenError
-from .ledger import Ledger
+from .facade import Ledger
 from .ledger.queries import GRAPH_FIRST_PAGE, GRAPH_PAGE
 from .text import safe_line
 from .views import EventView, GraphPage, GraphView, NodeRow, TaskView

@@ -19,7 +19,9 @@ NODE_STATUSES = ("pending", "running", "blocked", "parked", "succeeded", "failed
 FINISHED_NODE_STATUSES = ("succeeded", "abandoned")
 FAILURE_CLASSES = ("transient", "idempotent_write", "irreversible_write", "conclusion", "spec")
 LAYERS = ("decision", "execution", "operator", "system")
-HANDOFF_KINDS = ("confirm", "direction", "exception", "acceptance", "alignment")
+# ``permission``: an agent asks leave to use a tool (Claude Code's PermissionRequest hook, issue 28);
+# ``alignment``: does the plan still serve the requirement? (store/mind/alignment.py, issue 27).
+HANDOFF_KINDS = ("confirm", "direction", "exception", "acceptance", "permission", "alignment")
 HANDOFF_STATUSES = ("open", "resolved", "withdrawn", "expired")
 EFFECT_STATUSES = ("intended", "confirmed", "compensated")
 
@@ -89,6 +91,9 @@ class Task(BaseModel):
     paused_since = pw.DoubleField(null=True)
     # Wake conditions of the task's park and of its parked nodes (store/wake.py), JSON or None.
     wake_state = JSONField(null=True)
+    # Which integration made the task (schema 4 part "origin"): python, langgraph, mcp, run,
+    # claude... None on a task made before it was recorded (TaskView.origin derives one).
+    origin = pw.CharField(max_length=32, null=True)
     # The task's mind (store/mind/state.py): requirement count, drift and alignment settings and
     # counters, the plan version. JSON or None (None: the defaults, no requirements).
     mind = JSONField(null=True)

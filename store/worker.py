@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 
 from . import validate
 from .errors import InvalidValue, LeaseLost, WardenError
-from .ledger import Ledger
+from .facade import Ledger
 from .views import Claim, NodeSpec, Pulse
 
 

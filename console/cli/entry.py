@@ -38,7 +38,7 @@ from typing import Any, Callable, Sequence
 from store import WardenError
 from store.db import masked
 
-from . import actions, inspection, mind, recovery, report, serve
+from . import actions, agents, inspection, mind, recovery, report, serve
 from .common import GLOBALS, CliParser, alert_hook, fill_globals, flags, honours, ledger_target, operator_of, runs_dir
 from .errors import CliFailure, UsageError
 from .errors import report as report_failure
@@ -57,6 +57,7 @@ REGISTRARS: tuple[Registrar, ...] = (
     mind.register,               # mind, plans, memory (issue 27: the task's mind)
     recovery.register,           # recover, verify-record
     serve.register,              # serve (the console in a browser)
+    agents.register,             # run, mcp, hook (the agent side: integrations of agents people run)
 )
 
 

@@ -56,7 +56,7 @@ from langgraph.types import Command
 
 from ..clock import iso
 from ..errors import LeaseLost, NotFound, Refused
-from ..ledger import Ledger
+from ..facade import Ledger
 from ..ledger.fenced import OUTPUT_CAP
 from ..views import Claim
 from ..worker import LeaseKeeper, StepFailed
@@ -136,7 +136,8 @@ class Supervisor:
         self.config: dict[str, Any] = {"configurable": {"thread_id": thread_id or task_id}}
         self.held: dict[str, _Held] = {}
         self._succ = _successors(graph)
-        ledger.create_task(task_id, title=title or task_id, workflow="langgraph", exist_ok=True, actor=worker)
+        ledger.create_task(task_id, title=title or task_id, workflow="langgraph", exist_ok=True, actor=worker,
+                          origin="langgraph")
 
     # ------------------------------------------------------------------ running
     def run(self, input: Any = None) -> RunResult:  # noqa: A002 - LangGraph's own word

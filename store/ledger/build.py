@@ -20,7 +20,7 @@ from .core import LedgerCore, validate_key, validate_task_id
 
 def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, workflow_version: str, inputs: Any,
                 constraints: Sequence[str] | None, preconditions: Mapping[str, Any] | None, budget: Budget | None,
-                max_claims: int, max_repairs: int, exist_ok: bool, actor: str,
+                max_claims: int, max_repairs: int, exist_ok: bool, actor: str, origin: str | None = None,
                 requirements: Sequence[Mapping[str, str]] = (), mind: Mapping[str, Any] | None = None) -> None:
     """Create a task. With ``exist_ok`` an existing task is left unchanged (idempotent).
     ``requirements`` (checked by ``store.mind.rules.requirements``) become its requirement rows;
@@ -32,7 +32,7 @@ def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, wo
     dumps(inputs)  # refuse what cannot be stored before writing anything
     dumps(precondition_map)
     args = (task_id, title, workflow, workflow_version, inputs, constraint_list, precondition_map, budget, max_claims,
-            max_repairs, exist_ok, actor, list(requirements), dict(mind) if mind is not None else None)
+            max_repairs, exist_ok, actor, origin, list(requirements), dict(mind) if mind is not None else None)
     try:
         return _create_task(core, *args)
     except pw.IntegrityError:
@@ -46,8 +46,8 @@ def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, wo
 @retry_write
 def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, workflow_version: str, inputs: Any,
                  constraints: list[str], preconditions: dict[str, Any], budget: Budget, max_claims: int,
-                 max_repairs: int, exist_ok: bool, actor: str, requirements: list[Mapping[str, str]],
-                 mind: dict[str, Any] | None) -> None:
+                 max_repairs: int, exist_ok: bool, actor: str, origin: str | None,
+                 requirements: list[Mapping[str, str]], mind: dict[str, Any] | None) -> None:
     now = core.now()
     with write_tx(core.db):
         existing = core.bind(Task.select(Task.task_id).where(Task.task_id == task_id)).first()
@@ -70,6 +70,7 @@ def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, work
                 soft_ratio=budget.soft_ratio,
                 max_claims=max_claims,
                 max_repairs=max_repairs,
+                origin=origin,
                 revision=1,
                 created_at=now,
                 updated_at=now,
@@ -78,7 +79,7 @@ def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, work
         ).execute()
         mind_record.write_requirements(core, task_id, requirements, now)
         core.journal(task_id, None, "system", "task.created", actor, f"task created: {title or task_id}",
-                     {"workflow": workflow, "workflow_version": workflow_version,
+                     {"workflow": workflow, "workflow_version": workflow_version, "origin": origin or "python",
                       "requirements": [r["id"] for r in requirements]})
 
 

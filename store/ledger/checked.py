@@ -46,6 +46,10 @@ def TEXT(c: Ctx, a: str, x: Any) -> Any:
     return v.text(a, x, c.where, nul=not c.pg)
 
 
+def ORIGIN_OPT(c: Ctx, a: str, x: Any) -> Any:
+    return v.origin(a, x, c.where)
+
+
 def ERROR(c: Ctx, a: str, x: Any) -> Any:  # an exception is taken as its message (fail(error=e))
     return x if isinstance(x, BaseException) else v.text(a, x, c.where, nul=not c.pg)
 
@@ -433,7 +437,7 @@ API: dict[str, dict[str, Rule]] = {
     "create_task": {"task_id": NEW_TASK_ID, "title": TEXT, "workflow": TEXT, "workflow_version": TEXT,
                     "inputs": JSON, "constraints": TEXTS_OPT, "preconditions": JSON_OBJ_OPT,
                     "budget": BUDGET_OPT, "max_claims": MAX_CLAIMS, "max_repairs": COUNT0, "exist_ok": FLAG,
-                    "actor": ACTOR, "requirements": REQUIREMENTS, "drift_after": MIND_COUNT,
+                    "actor": ACTOR, "origin": ORIGIN_OPT, "requirements": REQUIREMENTS, "drift_after": MIND_COUNT,
                     "alignment_every": MIND_COUNT, "alignment_by": ALIGNMENT_BY},
     "add_node": {"task_id": ID, "key": NEW_KEY, "kind": KIND, "deps": IDS, "title": TEXT,
                  "preconditions": JSON_OBJ_OPT, "est_wall_s": EST_WALL, "est_tokens": EST_TOKENS,

@@ -123,6 +123,9 @@ def test_a_removed_running_node_that_fails_or_dies_is_abandoned_never_retried(le
     clock.advance(31)  # b's agent died: its lease expires; the next claim abandons it, never reclaims
     assert ledger.claim("t", "w2", lease_s=30) is None
     assert ledger.node("t", "b").status == "abandoned" and ledger.task("t").status == "completed"
+    with pytest.raises(LeaseLost):
+        ledger.commit(cb, output={})  # its late write changes nothing
+    assert ledger.node("t", "b").status == "abandoned"
 
 
 def test_blocked_nodes_removed_have_their_handoffs_withdrawn(ledger):

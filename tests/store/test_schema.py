@@ -184,8 +184,9 @@ STEP_COLUMNS = {
     3: {"node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]},
 }
 STEP_COLUMNS[4] = {}  # schema 4's parts (store/schema.py SCHEMA_4_PARTS) add theirs here
-STEP_COLUMNS[4]["task"] = ["mind"]  # part "mind" (issue 27)
-STEP_COLUMNS[4]["node"] = ["serves", "removed_in", "removed_mode"]
+STEP_COLUMNS[4].setdefault("task", []).append("origin")  # part "origin" (issue 28)
+STEP_COLUMNS[4].setdefault("task", []).append("mind")  # part "mind" (issue 27)
+STEP_COLUMNS[4].setdefault("node", []).extend(["serves", "removed_in", "removed_mode"])
 STEP_TABLES = {2: ["write_request"], 3: [], 4: []}
 STEP_TABLES[4] += ["requirement", "conclusion", "plan_version", "memory"]  # part "mind" (issue 27)
 

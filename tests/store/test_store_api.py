@@ -37,7 +37,7 @@ from store.ledger import LedgerCore
 from store.models import MODELS, JSONField, dumps
 
 STORE = Path(__file__).resolve().parents[2] / "store"
-OWNED = [STORE / "sql.py", STORE / "feed.py", STORE / "report.py", STORE / "worker.py",
+OWNED = [STORE / "sql.py", STORE / "feed.py", STORE / "report.py", STORE / "worker.py", STORE / "facade.py",
          *sorted((STORE / "ledger").glob("*.py")), *sorted((STORE / "actions").glob("*.py")),
          *sorted((STORE / "mind").glob("*.py"))]
 
@@ -308,3 +308,76 @@ def test_a_plan_whose_params_no_action_applies_is_refused_and_changes_nothing(le
 def test_the_models_and_the_raw_layer_agree_on_json_columns() -> None:
     json_cols = {f.column_name for m in MODELS for f in m._meta.sorted_fields if isinstance(f, JSONField)}
     assert json_cols - {"plan"} == sql.JSON_COLUMNS  # the audit's plan column is written only through Peewee
+
+
+# ---------------------------------------------------------------------- no package cycle
+def _store_imports() -> dict[str, set[str]]:
+    """Each store module's imports, counting what Python runs for them: importing ``a.b.c`` runs
+    the package ``a.b`` first (its ``__init__``), unless it is the importer's own package (already
+    running). The top package ``store`` (the public face, which runs everything) is left out:
+    every module is under it."""
+    known: dict[str, Path] = {}
+    for path in STORE.rglob("*.py"):
+        parts = path.relative_to(STORE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        known[name] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        if name == "store":
+            continue
+        pkg = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        out: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(pkg[: len(pkg) - node.level + 1] + ([node.module] if node.module else [])) \
+                    if node.level else (node.module or "")
+                targets = [t for t in (f"{base}.{a.name}" for a in node.names) if t in known] or [base]
+            else:
+                continue
+            for t in targets:
+                while t and t not in known:
+                    t = t.rpartition(".")[0]
+                while t and t != "store":  # the module and every package above it
+                    if t != name and not name.startswith(t + "."):
+                        out.add(t)
+                    t = t.rpartition(".")[0]
+        graph[name] = out
+    return graph
+
+
+def test_no_package_cycle_in_the_store() -> None:
+    """The cycle ``store.ledger`` (its ``__init__``) → facade → actions → ``store.ledger.core``
+    (issue 24) made importing one part of the ledger import the actions, which import the ledger:
+    the facade now lives above both packages (store/facade.py)."""
+    graph = _store_imports()
+    assert "store.ledger" in graph["store.actions.apply"]  # a part's users do run the package
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan: a strongly connected component of two or more is a cycle
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not cycles, cycles

@@ -1,6 +1,10 @@
 """The Ledger: the one object agents and the console hold — the typed facade over the agent writes
-(``claims``, ``fenced``), graph building (``build``), queries (``queries``) and the operator
-actions (``store.actions``), all sharing :class:`~store.ledger.core.LedgerCore`.
+(``store.ledger.claims``, ``fenced``), graph building (``build``), queries (``queries``) and the
+operator actions (``store.actions``), all sharing :class:`~store.ledger.core.LedgerCore`.
+
+It lives above both packages (not in ``store.ledger``): the actions import the ledger's parts, and
+the facade imports the actions, so a facade inside ``store.ledger`` made importing any part of the
+ledger import the actions, which import the ledger (issue 24).
 
 Every agent write is a compare-and-set on (node, lease token, status running,
 ``lease_until > now``) judged with the injected clock at write time; when it does not match,
@@ -12,17 +16,17 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from .. import actions as operator_actions
-from .. import wake
-from ..actions import Plan
-from ..db import retry_read, run_read
-from ..errors import WardenError
-from ..mind import agent as mind_agent
-from ..mind import read as mind_read
-from ..mind import record as mind_record
-from ..mind import replan as mind_replan
-from ..mind.rules import requirements as check_requirements
-from ..mind.views import (
+from . import actions as operator_actions
+from . import wake
+from .actions import Plan
+from .db import retry_read, run_read
+from .errors import WardenError
+from .mind import agent as mind_agent
+from .mind import read as mind_read
+from .mind import record as mind_record
+from .mind import replan as mind_replan
+from .mind.rules import requirements as check_requirements
+from .mind.views import (
     ALIGNMENT_EVERY,
     DRIFT_AFTER,
     MemoryView,
@@ -32,7 +36,7 @@ from ..mind.views import (
     PlanVersionView,
     Requirement,
 )
-from ..views import (
+from .views import (
     ActionView,
     ArtifactView,
     Budget,
@@ -49,9 +53,9 @@ from ..views import (
     Pulse,
     TaskView,
 )
-from . import build, claims, fenced, queries, waits
-from .checked import checked
-from .core import LedgerCore
+from .ledger import build, claims, fenced, queries, waits
+from .ledger.checked import checked
+from .ledger.core import LedgerCore
 
 
 @checked  # every argument of every public method checked once, here (store/ledger/checked.py)
@@ -74,12 +78,16 @@ class Ledger(LedgerCore):
         max_repairs: int = 3,
         exist_ok: bool = False,
         actor: str = "",
+        origin: str | None = None,
         requirements: Sequence[Mapping[str, str]] | None = None,
         drift_after: int = DRIFT_AFTER,
         alignment_every: int = ALIGNMENT_EVERY,
         alignment_by: str = "human",
     ) -> TaskView:
         """Create a task. With ``exist_ok`` an existing task is returned unchanged (idempotent).
+
+        ``origin``: which integration made it (``mcp``, ``run``, ``claude``, ``langgraph``; None is
+        ``python``, an agent written against this API) — shown in the console and ``warden status``.
 
         ``requirements``: ``[{"id": "r1", "text": ...}, ...]`` — the items the work must meet, kept
         and handed back to every claim (``inputs["memory"]``); nodes say which they serve
@@ -91,8 +99,8 @@ class Ledger(LedgerCore):
         build.create_task(self, task_id, title=title, workflow=workflow, workflow_version=workflow_version,
                           inputs=inputs, constraints=constraints, preconditions=preconditions, budget=budget,
                           max_claims=max_claims, max_repairs=max_repairs, exist_ok=exist_ok, actor=actor,
-                          requirements=reqs, mind=mind_record.initial_mind(len(reqs), drift_after, alignment_every,
-                                                                           alignment_by))
+                          origin=origin, requirements=reqs,
+                          mind=mind_record.initial_mind(len(reqs), drift_after, alignment_every, alignment_by))
         return self.task(task_id)
 
     def add_node(
