@@ -7,12 +7,15 @@ characters escaped, one line each.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from rich.text import Text
 
 from store.mind.views import MemoryView, MindEntry, MindView, PlanVersionView, RequirementUse
 from store.text import safe_line
+
+from store.clock import iso
 
 from .glyphs import MARKS, NODE_GLYPHS, age_label, task_status_label
 
@@ -215,5 +218,158 @@ def memories_text(found: Sequence[MemoryView], now: float) -> Text:
     return out
 
 
-__all__ = ["entry_line", "memories_text", "memory_line", "mind_text", "node_mark", "plan_head", "plan_lines",
+# ---------------------------------------------------------------------- a node's place (node detail)
+def mind_worth_showing(nm: Any) -> bool:
+    """A node of a task with requirements, or one whose next claim is handed anything beyond the
+    task's inputs (constraints, rejected paths, conclusions, memories)."""
+    mem = nm.memory or {}
+    return bool(nm.task_requirements or nm.serves or nm.removed_in is not None
+                or any(mem.get(k) for k in ("constraints", "rejected", "conclusions", "memories")))
+
+
+def node_mind_text(nm: Any, now: float) -> Text:
+    """A node's place in the task's mind (``store.mind.views.NodeMind``): the requirements it
+    serves, the plan version that removed it, and what its next claim is handed
+    (``Claim.inputs["memory"]``), entry by entry."""
+    out = Text()
+    task_has_requirements = nm.task_requirements > 0
+    if nm.serves:
+        for r in nm.serves:
+            out.append("  serves        ", style="dim")
+            out.append_text(_t(r.get("id"), 64, "bold"))
+            out.append("  ")
+            out.append_text(_t(r.get("text") or "(unknown requirement)", 200, "dim" if r.get("status") != "active" else ""))
+            if r.get("status") != "active":
+                out.append(f"  [{safe_line(r.get('status'), limit=20)}]", style="dim")
+            out.append("\n")
+    else:
+        out.append("  serves        ", style="dim")
+        out.append("no requirement" + (": it counts towards drift" if task_has_requirements else "") + "\n",
+                   style="bold" if task_has_requirements else "dim")
+    if nm.removed_in is not None:
+        out.append(f"  removed       by plan v{nm.removed_in}" + (f" while it ran ({safe_line(nm.removed_mode, limit=20)})"
+                                                                   if nm.removed_mode else "") + "\n")
+    mem = nm.memory or {}
+    counts = [(len(mem.get(k) or ()), k) for k in ("constraints", "requirements", "rejected", "conclusions", "memories")]
+    omitted = sum((mem.get("omitted") or {}).values())
+    out.append("  next claim    ", style="dim")
+    out.append(", ".join(f"{n} {k if n != 1 else k.rstrip('s')}" for n, k in counts)
+               + (f" (+{omitted} left out by the bounds)" if omitted else "") + "\n")
+    for label, key in (("rejected", "rejected"), ("conclusion", "conclusions"), ("memory", "memories")):
+        for e in (mem.get(key) or [])[:5]:
+            out.append(f"    {label:<11}", style="dim")
+            if e.get("node"):
+                out.append_text(_t(e["node"], 40, "bold"))
+                out.append("  ")
+            out.append_text(_t(e.get("text"), 160))
+            if e.get("reason"):
+                out.append(" — why: ")
+                out.append_text(_t(e["reason"], 120))
+            out.append("  (", style="dim")
+            out.append_text(_t(e.get("source") or "", 80, "dim"))
+            out.append(")\n", style="dim")
+    if mem.get("alignment"):
+        out.append("    alignment  ", style="dim")
+        out.append_text(_t(f"last verdict {mem['alignment'].get('verdict')} ({mem['alignment'].get('at')})", 120))
+        out.append("\n")
+    return out
+
+
+# ---------------------------------------------------------------------- rows (the Mind screen's list)
+Cell = tuple[str, str]  # (safe text, style name): console/widgets/rowlist.py
+SECTIONS = ("requirements", "constraints", "conclusions", "rejected", "plans", "memories")
+
+
+@dataclass(frozen=True)
+class MindRow:
+    """One line of the Mind screen: two cells (a short mark — an id, an age, a version — and the
+    text), the section it belongs to, the node it is about (``r`` rewinds it, ``enter`` opens it)
+    and the full text shown under the list when it is selected."""
+
+    cells: tuple[Cell, Cell]
+    section: str
+    node: str | None = None
+    detail: Text | None = None
+
+
+def _keys(nodes: Sequence[tuple[str, str]], total: int) -> str:
+    out = ", ".join(f"{safe_line(k, limit=60)} {NODE_GLYPHS.get(s, '?')}" for k, s in nodes[:KEYS_SHOWN])
+    return out + (f", +{total - KEYS_SHOWN} more" if total > KEYS_SHOWN else "")
+
+
+def _entry_detail(e: MindEntry) -> Text:
+    out = Text()
+    out.append_text(_t(e.text, 2000))
+    if e.reason:
+        out.append("\nwhy: ", style="bold")
+        out.append_text(_t(e.reason, 2000))
+    out.append("\n")
+    src = e.source or f"{e.origin} by {e.actor}"
+    out.append_text(_t(f"{iso(e.at)} · node {e.node or '(the task)'} attempt {e.attempt} · {e.origin} by {e.actor} "
+                       f"· source: {src}", 600, "dim"))
+    return out
+
+
+def mind_rows(m: MindView, now: float) -> list[MindRow]:
+    """The Mind screen's lines: requirements (and the nodes serving each, and those serving none),
+    constraints, conclusions and rejected paths (newest first), the plan history (newest first),
+    the memories the task proposed. Every agent-written string made safe, one line each."""
+    rows: list[MindRow] = []
+
+    def head(section: str, title: str, hint: str = "") -> None:
+        rows.append(MindRow((("", ""), (title + hint, "key")), section))
+
+    st = m.state
+    head("requirements", f"REQUIREMENTS ({len(m.requirements)})", f"  · {state_line(m).plain}")
+    for u in m.requirements:
+        r = u.requirement
+        style = "dim" if r.status != "active" else ""
+        text = (f"[dropped in v{r.dropped_in}] " if r.status != "active" else "") + safe_line(r.text, limit=TEXT_CHARS)
+        rows.append(MindRow(((safe_line(r.id, limit=64), "key"), (text, style)), "requirements",
+                            detail=requirement_line(u)))
+        served = (f"{u.total} node{'s' if u.total != 1 else ''} ({u.done} done): " + _keys(u.nodes, u.total)
+                  if u.total else "served by no node: nothing works towards it")
+        rows.append(MindRow((("", ""), ("  " + served, "dim" if u.total else "warn")), "requirements",
+                            detail=serving_line(u)))
+    if m.requirements:
+        drifting = bool(st.drift_after and st.run >= st.drift_after)
+        text = (f"serving none ({m.unserving_total}): " + _keys(m.unserving, m.unserving_total)
+                if m.unserving_total else "every node serves a requirement")
+        rows.append(MindRow((("none", "warn" if drifting else "dim"), (text, "warn" if drifting else "dim")),
+                            "requirements", detail=unserving_line(m)))
+    else:
+        rows.append(MindRow((("", ""), ("no requirements: nothing to judge drift against", "dim")), "requirements"))
+    head("constraints", f"CONSTRAINTS ({len(m.constraints)})")
+    for c in m.constraints:
+        rows.append(MindRow((("-", "dim"), (safe_line(c, limit=TEXT_CHARS), "")), "constraints", detail=_t(c, 2000)))
+    head("conclusions", f"CONCLUSIONS ({len(m.conclusions)}, newest first)", "  · r: rewind the node")
+    for e in m.conclusions:
+        text = f"{safe_line(e.node or '(task)', limit=60)}  {safe_line(e.text, limit=TEXT_CHARS)}"
+        rows.append(MindRow(((age_label(now - e.at), "dim"), (text, "")), "conclusions", node=e.node,
+                            detail=_entry_detail(e)))
+    head("rejected", f"REJECTED PATHS ({len(m.rejected)}, newest first)")
+    for e in m.rejected:
+        text = f"{safe_line(e.node or '(task)', limit=60)}  {safe_line(e.text, limit=TEXT_CHARS)}"
+        if e.reason:
+            text += f" {MARKS['dash']} why: {safe_line(e.reason, limit=TEXT_CHARS)}"
+        rows.append(MindRow(((age_label(now - e.at), "dim"), (text, "")), "rejected", node=e.node,
+                            detail=_entry_detail(e)))
+    head("plans", f"PLAN HISTORY (v{st.plan_version}, {len(m.plans)} version{'s' if len(m.plans) != 1 else ''})")
+    for p in reversed(m.plans):  # newest first
+        headline = plan_head(p, now)
+        lines = plan_lines(p)
+        rows.append(MindRow(((f"v{p.version}", "key"), (headline.plain[len(f"v{p.version}"):].strip(), "")), "plans",
+                            detail=Text("\n").join([headline, *lines])))
+        for line in lines:
+            rows.append(MindRow((("", ""), (line.plain.strip(), "dim")), "plans",
+                                detail=Text("\n").join([headline, *lines])))
+    head("memories", f"MEMORIES PROPOSED ({len(m.memories)})", "  · M: the memory inbox")
+    for x in m.memories:
+        style = {"pending": "warn", "confirmed": "ok", "rejected": "dim"}.get(x.status, "")
+        rows.append(MindRow(((f"#{safe_line(x.id)}", "key"), (f"{x.status:<9} {safe_line(x.text, limit=TEXT_CHARS)}",
+                                                             style)), "memories", detail=memory_line(x, now)))
+    return rows
+
+
+__all__ = ["MindRow", "SECTIONS", "entry_line", "mind_rows", "mind_worth_showing", "node_mind_text", "memories_text", "memory_line", "mind_text", "node_mark", "plan_head", "plan_lines",
            "plans_text", "requirement_line", "serving_line", "state_line", "unserving_line"]

@@ -7,7 +7,7 @@ from typing import Any, Mapping, NamedTuple
 
 from . import validate as v
 from .mind import rules as mind_rules
-from .mind.views import MindState
+from .mind.views import MindState, NodeMind
 
 
 @dataclass(frozen=True)
@@ -365,3 +365,4 @@ class NodeDetail:
     handoffs: tuple[HandoffView, ...]
     events: tuple[EventView, ...]  # decision layer first, then the rest, each newest first
     failure: EventView | None = None  # the node's last ``node.failed`` event (its own class and flags)
+    mind: NodeMind | None = None  # what it serves, what its next claim is handed (store/mind/read.py)

@@ -77,8 +77,8 @@ def plan_memory(core: LedgerCore, memory_id: str, *, decision: str, reason: str)
         if decision == "reject" and status == "rejected":
             raise Refused(decided(row))
         task = core.task_row(row["task_id"])
-        where = (f"nodes of kind {row['kind']} in tasks of workflow {row['workflow'] or '(none)'}" if row["scope"] == "kind"
-                 else f"every node of tasks of workflow {row['workflow'] or '(none)'}")
+        where = (f"a node of kind {row['kind']} in a task of workflow {row['workflow'] or '(none)'}"
+                 if row["scope"] == "kind" else f"any node in a task of workflow {row['workflow'] or '(none)'}")
         if decision == "confirm":
             warnings = [f"from now on every claim of {where} is handed this memory"]
         elif status == "confirmed":

@@ -125,5 +125,6 @@ def node_mind(core: LedgerCore, task_id: str, key: str) -> NodeMind:
         own = [entry_view(r) for r in sql.fetch_all(
             core.db, f"SELECT {_ENTRY} FROM conclusion WHERE node_id = ? ORDER BY id DESC LIMIT ?",
             [node["id"], ENTRIES_SHOWN])]
-    return NodeMind(tuple(serves), mem, tuple(own), node["removed_in"], node["removed_mode"])
+    return NodeMind(tuple(serves), mem, tuple(own), node["removed_in"], node["removed_mode"],
+                    MindState.of(task.get("mind")).requirements)
 

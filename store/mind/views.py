@@ -178,3 +178,4 @@ class NodeMind:
     entries: tuple[MindEntry, ...]  # newest first
     removed_in: int | None = None
     removed_mode: str | None = None
+    task_requirements: int = 0  # the task's active requirements (0: it judges no drift)
