@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from . import actions as operator_actions
 from . import wake
 from .actions import Plan
+from .actions.registry import plan as plan_registered
 from .db import retry_read, run_read
 from .errors import WardenError
 from .mind import agent as mind_agent
@@ -381,18 +382,26 @@ class Ledger(LedgerCore):
         return operator_actions.plan_compensated(self, task_id, effect_key, reason=reason)
 
     @retry_read
+    def plan(self, action: str, arguments: Mapping[str, Any]) -> Plan:
+        """Plan any registered action (``store.actions.ACTIONS``) by name, with the arguments its
+        ``plan_<action>`` method takes (``{"task_id": "t", "node": "c", "reason": "…"}``), each
+        checked by the same rule: how the ``warden`` subcommands and the console's dialogs plan."""
+        return plan_registered(self, action, arguments)
+
+    @retry_read
     def plan_memory(self, memory_id: str, *, decision: str, reason: str) -> Plan:
         """Confirm (``decision="confirm"``) or reject a proposed memory — or retract a confirmed
-        one (``reject``). Confirmed, it is handed to later claims of its kind / workflow."""
-        return operator_actions.plan_memory(self, memory_id, decision=decision, reason=reason)
+        one (``reject``): the registered actions ``memory-confirm`` / ``memory-reject``. Confirmed,
+        it is handed to later claims of its kind / workflow."""
+        name = {"confirm": "memory-confirm", "reject": "memory-reject"}.get(decision, "memory-" + decision)
+        return plan_registered(self, name, {"memory_id": memory_id, "reason": reason})
 
     def apply(self, plan: Plan, *, operator: str) -> Plan:
         """Apply exactly ``plan`` in one transaction and return it applied, or raise
         ``StaleRevision`` when the ledger changed since it was computed. A resolved handoff
         wakes the parks waiting on it (``wake_on="handoff:<id>"``) at once."""
         done = operator_actions.apply(self, plan, operator=operator)
-        if done.action == "resolve":
-            wake.after_resolve(self, done.target)
+        wake.after_apply(self, done)
         return done
 
     def check_wakes(self, task_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:

@@ -10,6 +10,8 @@ when it was interrupted.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import os
 import signal
 import socket
@@ -18,7 +20,9 @@ import time
 from typing import Any
 
 from store import Ledger, validate
+from store.adapters.claude_hooks import PAYLOAD_CAP, HookConfig, run_hook
 from store.adapters.command import RunSpec, Supervisor
+from store.adapters.sessions import SessionStore
 
 from ..text import safe_line
 from .common import flags, honours, ledger_target, print_json, runs_dir
@@ -28,6 +32,15 @@ RUN_EXAMPLE = """examples:
   warden run --task nightly -- make test
   warden run --task fix-42 --json-stream claude -- claude -p "fix issue 42" --output-format stream-json --verbose
   warden run --task build --artifacts dist -- ./build.sh"""
+
+MCP_EXAMPLE = """example (a client's mcpServers entry runs this command):
+  warden mcp --ledger /srv/warden/ledger.db --task fix-42 --worker claude-fix-42"""
+
+SESSIONS_HELP = ("where sessions are kept between processes (default $WARDEN_SESSIONS, else "
+                 "$XDG_STATE_HOME/warden/sessions)")
+
+HOOK_EXAMPLE = """example (.claude/settings.json runs it for each event; docs/agents.md has the whole snippet):
+  echo '{"session_id": "s1", "hook_event_name": "SessionStart", "cwd": "."}' | warden hook claude"""
 
 JSON_STREAMS = ("claude", "codex")
 
@@ -69,6 +82,50 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="the command to run and its arguments, after --")
     honours(p, *shared)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "mcp", parents=flags("ledger"), formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="serve the ledger to an MCP client over stdio: claim, heartbeat, ask a human, commit",
+        description="A Model Context Protocol server on stdin/stdout for an agent (Claude Code, Codex, any MCP\n"
+                    "client): tools claim_next, heartbeat, commit, fail, intend_effect, confirm_effect,\n"
+                    "ask_human, wait_for_human, report. It holds the lease between calls and answers\n"
+                    "parked / aborted / rewound: <reason> when the operator acts (docs/agents.md, \"warden mcp\").",
+        epilog=MCP_EXAMPLE)
+    p.add_argument("--task", metavar="T", help="the task to work on (else the client's first claim_next names it)")
+    p.add_argument("--worker", metavar="NAME",
+                   help="who holds the leases; the same name after a reconnect goes on with the same claim "
+                        "(default mcp:USER@HOST)")
+    p.add_argument("--node", metavar="K", default="main", help="the node made when the task is new (default main)")
+    p.add_argument("--kind", metavar="K", default="agent", help="that node's kind (default agent)")
+    p.add_argument("--kinds", metavar="K,K", help="claim only nodes of these kinds (comma separated)")
+    p.add_argument("--lease", metavar="S", type=_seconds, default=60.0, help="lease in seconds (default 60)")
+    p.add_argument("--ask-wait", metavar="S", type=_seconds, default=50.0,
+                   help="how long ask_human waits before answering pending (default 50)")
+    p.add_argument("--sessions", metavar="DIR", help=SESSIONS_HELP)
+    honours(p, "ledger")
+    p.set_defaults(func=cmd_mcp)
+
+    p = sub.add_parser(
+        "hook", parents=flags("ledger"), formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="answer one agent hook event (JSON on stdin): Claude Code's hooks",
+        description="Read one Claude Code hook event on stdin and answer as the hooks protocol expects:\n"
+                    "SessionStart claims a turn, Pre/PostToolUse heartbeat it, PermissionRequest waits for\n"
+                    "the operator (deny when nobody answers), Notification raises an alert, Stop commits\n"
+                    "the turn (docs/agents.md, \"Claude Code hooks\", has the settings.json snippet).",
+        epilog=HOOK_EXAMPLE)
+    p.add_argument("agent", choices=("claude",), metavar="AGENT", help="whose hook protocol: claude (Claude Code)")
+    p.add_argument("--task", metavar="T", help="one task for every session (default: a task per session, "
+                                               "claude-<session>)")
+    p.add_argument("--lease", metavar="S", type=_seconds, default=900.0,
+                   help="a turn's lease between hook events, in seconds (default 900)")
+    p.add_argument("--permission-wait", metavar="S", type=_seconds, default=540.0,
+                   help="how long a PermissionRequest waits for the operator before denying (default 540; keep it "
+                        "under the hook's timeout in settings.json, 600 by default)")
+    p.add_argument("--park-wait", metavar="S", type=_seconds, default=540.0,
+                   help="how long a tool call waits while the task is parked before stopping Claude (default 540)")
+    p.add_argument("--sessions", metavar="DIR", help=SESSIONS_HELP)
+    honours(p, "ledger")
+    p.set_defaults(func=cmd_hook)
 
 
 def default_worker(prefix: str) -> str:
@@ -123,6 +180,43 @@ def cmd_run(args: argparse.Namespace) -> int:
     if outcome.status == "interrupted":
         return 130
     return 1
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("mcp") is None:
+        print("warden mcp: needs the mcp extra (the MCP Python SDK): pip install 'warden[mcp]'", file=sys.stderr)
+        return 1
+    from store.adapters.agent_session import AgentSession, SessionConfig
+    from store.adapters.mcp_server import serve
+
+    if args.task:
+        validate.task_id("--task", args.task)
+    validate.node_key("--node", args.node)
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip()) if args.kinds else None
+    user = os.environ.get("USER") or os.environ.get("LOGNAME") or "user"
+    cfg = SessionConfig(worker=args.worker or f"mcp:{user}@{socket.gethostname()}", task=args.task, node=args.node,
+                        kind=args.kind, lease_s=args.lease, kinds=kinds, ask_wait_s=args.ask_wait)
+    with Ledger.open(ledger_target(args), application_name="warden-mcp") as ledger:
+        session = AgentSession(ledger, SessionStore(args.sessions), cfg)
+        serve(session)
+    return 0
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    """One event in, one answer out; never a traceback: whatever fails gets the event's safe default."""
+    if args.task:
+        validate.task_id("--task", args.task)
+    raw = sys.stdin.buffer.read(PAYLOAD_CAP + 1)
+    cfg = HookConfig(task=args.task, lease_s=args.lease, permission_wait_s=args.permission_wait,
+                     park_wait_s=args.park_wait)
+    answer = run_hook(lambda: Ledger.open(ledger_target(args), application_name="warden-hook"),
+                      SessionStore(args.sessions), cfg, raw)
+    if answer.output is not None:
+        sys.stdout.write(json.dumps(answer.output, ensure_ascii=True) + "\n")
+        sys.stdout.flush()
+    if answer.message:
+        print(safe_line(answer.message, limit=500), file=sys.stderr)
+    return answer.exit_code
 
 
 __all__ = ["default_worker", "register"]

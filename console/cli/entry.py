@@ -15,8 +15,9 @@ Subcommands live by kind, each module exposing ``register(sub, parents)``:
 - ``console``, ``demo`` — here: they start the console (``console.app``) or the demo
   (``console.demo``);
 - ``console.cli.inspection`` — status, graph, events, handoffs, export, migrate (reads);
-- ``console.cli.actions`` — park, resume, narrow, rewind, abort, compensated, resolve (plan, confirm,
-  apply); check-wakes (the system's look at wake conditions, for cron);
+- ``console.cli.actions`` — one subcommand per registered action (park, resume, narrow, rewind,
+  abort, compensated, resolve: plan, confirm, apply; store/actions/registry.py); check-wakes (the
+  system's look at wake conditions, for cron);
 - ``console.cli.recovery`` — recover, verify-record;
 - ``console.cli.report`` — report (what a task leaves behind);
 - ``console.cli.mind`` — mind, plans, memory (the task's mind; ``memory confirm|reject`` is an action);
@@ -53,7 +54,7 @@ REGISTRARS: tuple[Registrar, ...] = (
     report.register,             # report
     actions.register,            # park, resume, narrow, rewind, abort, compensated, check-wakes
     inspection.register_handoffs,
-    actions.register_resolve,
+    actions.registrar_after("handoffs"),  # resolve
     mind.register,               # mind, plans, memory (issue 27: the task's mind)
     recovery.register,           # recover, verify-record
     serve.register,              # serve (the console in a browser)

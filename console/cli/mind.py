@@ -18,14 +18,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from store.actions import REGISTRY
 from store.mind.shapes import memories_json, mind_json, plans_json
 
 from ..mind_view import memories_text, mind_text, plans_text
-from .actions import ACT, run_action
-from .common import UsageError, flags, honours, open_ledger, out_console, print_json
+from .actions import add_action
+from .common import CliParser, flags, honours, open_ledger, out_console, print_json
 
 READ = ("ledger", "json")
-DECISIONS = ("confirm", "reject")
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -40,15 +40,15 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     honours(p, *READ)
     p.set_defaults(func=cmd_plans)
 
-    p = sub.add_parser("memory", parents=flags(*ACT),
+    p = sub.add_parser("memory", parents=flags(*READ),
                        help="memories agents proposed; `memory confirm|reject ID --reason R` decides one")
-    p.add_argument("decision", nargs="?", choices=DECISIONS, metavar="confirm|reject",
-                   help="decide a memory (an audited operator action)")
-    p.add_argument("memory", nargs="?", metavar="ID", help="the memory to decide")
     p.add_argument("--pending", action="store_true", help="only the memories waiting for a person")
-    p.add_argument("--reason", metavar="R", help="why (required to decide; recorded and shown)")
-    honours(p, *ACT)
+    honours(p, *READ)
     p.set_defaults(func=cmd_memory)
+    decide = p.add_subparsers(dest="decision", metavar="confirm|reject", parser_class=CliParser)
+    for r in REGISTRY:  # memory-confirm, memory-reject: registered actions (store/actions/memory.py)
+        if r.command is not None and r.command.parent == "memory":
+            add_action(decide, r)
 
 
 def cmd_mind(args: argparse.Namespace) -> int:
@@ -75,28 +75,15 @@ def cmd_plans(args: argparse.Namespace) -> int:
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
-    if args.decision is None:
-        wrong = [flag for flag, given in (("--reason", args.reason is not None), ("--yes", args.yes),
-                                          ("--dry-run", args.dry_run)) if given]
-        if args.memory is not None:
-            raise UsageError("warden memory: give confirm or reject before the memory id")
-        if wrong:
-            raise UsageError(f"warden memory: {', '.join(wrong)} applies only to `warden memory confirm|reject ID`")
-        with open_ledger(args, read_only=True) as ledger:
-            found = ledger.memories(status="pending" if args.pending else None)
-            now = ledger.now()
-        if args.json:
-            print_json(memories_json(found))
-        else:
-            out_console().print(memories_text(found, now), end="", soft_wrap=True)
-        return 0
-    if args.pending:
-        raise UsageError("warden memory: --pending applies only to the list")
-    if args.memory is None:
-        raise UsageError(f"warden memory {args.decision}: give the memory id (warden memory --pending lists them)")
-    if args.reason is None:
-        raise UsageError(f"warden memory {args.decision}: --reason is required (say why; it is recorded)")
-    return run_action(args, lambda led: led.plan_memory(args.memory, decision=args.decision, reason=args.reason))
+    """``warden memory [--pending]``: the memories, newest first (a decision is its own subcommand)."""
+    with open_ledger(args, read_only=True) as ledger:
+        found = ledger.memories(status="pending" if args.pending else None)
+        now = ledger.now()
+    if args.json:
+        print_json(memories_json(found))
+    else:
+        out_console().print(memories_text(found, now), end="", soft_wrap=True)
+    return 0
 
 
 __all__ = ["cmd_memory", "cmd_mind", "cmd_plans", "register"]

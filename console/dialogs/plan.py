@@ -34,7 +34,7 @@ def render_plan(plan: "Plan") -> Text:
     before, after = plan.task_status
     if before != after:
         out.append(f"task {safe_line(plan.task_id)}: {task_status_label(before)} → {task_status_label(after)}\n")
-    params = plan.params or {}
+    params = plan.params.to_json()
     if plan.action == "park":
         if params.get("until"):
             out.append(f"until {safe_line(params['until'])}\n")
@@ -45,7 +45,7 @@ def render_plan(plan: "Plan") -> Text:
     if plan.action == "compensated":
         out.append(f"effect {safe_line(params.get('effect_key'), limit=120)} of {safe_line(params.get('node'), limit=40)}"
                    " → compensated (undone by hand; the reason is recorded as its note)\n")
-    if plan.action == "memory":  # a person's decision on a proposed memory (store/actions/memory.py)
+    if plan.action in ("memory-confirm", "memory-reject"):  # a decision on a proposed memory (store/actions/memory.py)
         where = (f"nodes of kind {safe_line(params.get('kind'), limit=64)}" if params.get("scope") == "kind"
                  else "every node") + f" in tasks of workflow {safe_line(params.get('workflow') or '(none)', limit=64)}"
         out.append("  " + safe_line(params.get("text"), limit=400) + "\n")

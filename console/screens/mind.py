@@ -30,6 +30,7 @@ from textual.widgets import Static
 
 from store.errors import WardenError
 
+from ..dialogs.memory import DECISION_DIALOGS
 from ..glyphs import READ_ONLY_NOTICE, age_label
 from ..mind_view import SECTIONS, MindRow, memory_line, mind_rows
 from ..text import safe_line
@@ -278,8 +279,6 @@ class MemoryInboxScreen(_ReadScreen):
 
     def action_decide(self, decision: str) -> None:
         """The memory dialog (console/dialogs/memory.py): plan, preview, reason, apply."""
-        from ..dialogs.memory import MemoryDialog
-
         if getattr(self.wapp, "read_only", False):
             self.wapp.notify(READ_ONLY_NOTICE, severity="warning")
             return
@@ -287,7 +286,7 @@ class MemoryInboxScreen(_ReadScreen):
         if m is None:
             self.wapp.notify("no memory selected", severity="warning")
             return
-        self.wapp.push_screen(MemoryDialog(m.task_id, m.id, decision), lambda _done: self.reload())
+        self.wapp.push_screen(DECISION_DIALOGS[decision](m.task_id, m.id), lambda _done: self.reload())
 
     def on_row_list_highlighted(self) -> None:
         self.update_info()

@@ -5,8 +5,9 @@ one wins, the other is told who did."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
+from .. import sql
 from ..clock import iso
 from ..db import read_tx
 from ..errors import NotFound, Refused
@@ -14,16 +15,26 @@ from ..ledger.core import LedgerCore, digest_json
 from ..mind import alignment
 from ..mind.views import MindState
 from ..models import Handoff
+from ..rules import HANDOFF, NAME_OPT, TEXT_OPT
 from ..validate import HANDOFF_ID_RE, show
 from . import planning as pl
+from .action import Action, Command, Flag, NoKey
 from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import ActionParams, Plan
+from .plan import Plan
 
 
 @dataclass(frozen=True)
-class ResolveParams(ActionParams):
+class ResolveParams(Action):
     action = "resolve"
     reason_required = False  # the option and answer are the reason
+    title = "Resolve"
+    key = NoKey("opened on a handoff: enter in the handoff inbox (h)")
+    arguments = {"handoff_id": HANDOFF, "option": NAME_OPT, "answer": TEXT_OPT}
+    cli = Command("answer a handoff with one of its options", (
+        Flag("handoff", "handoff_id", metavar="HANDOFF"),
+        Flag("--option", "option", metavar="ID", help="one of the handoff's option ids"),
+        Flag("--answer", "answer", metavar="TEXT", help="free text for the agent"),
+    ), listed_after="handoffs")
 
     handoff: str
     node: str
@@ -38,36 +49,76 @@ class ResolveParams(ActionParams):
     def node_target(self, target: str) -> str | None:
         return self.node
 
+    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+        """The handoff was resolved or withdrawn since the preview (two operators racing: one
+        wins, the other is told who did)."""
+        return still_open(core, plan)
 
-def handoff_row(core: LedgerCore, handoff_id: Any) -> dict[str, Any]:
+    def apply(self, tx: ApplyTx) -> Outcome:
+        set_nodes(tx, tx.changed_to("pending"), {"status": "pending", **REVOKE, **BUMP})
+        answered = tx.changed_to("succeeded")  # an alignment check: the option is its verdict
+        if answered:
+            output = {"verdict": self.option, "notes": self.answer, "by": tx.operator}
+            set_nodes(tx, answered, {"status": "succeeded", "output": output, "output_digest": digest_json(output),
+                                     "finished_at": tx.now, **REVOKE, **BUMP})
+            alignment.on_verdict(tx.core, tx.plan.task_id, alignment.CheckNode(answered[0], self.node, 0), output,
+                                 tx.now, tx.operator, MindState.of(tx.task["mind"]))
+        n = tx.core.bind(Handoff.update(status="resolved", resolution_option=self.option,
+                                        resolution_answer=self.answer, resolved_by=tx.operator, resolved_at=tx.now)
+                         .where((Handoff.id == int(tx.plan.target)) & (Handoff.status == "open"))).execute()
+        if n != 1:  # cannot happen under the write lock after the check; refuse rather than double-resolve
+            raise RuntimeError("handoff changed under the write lock")
+        return Outcome(task_fields=tx.reopens(), payload={"handoff": tx.plan.target, "option": self.option,
+                                                          "answer": self.answer}, settle=True)
+
+
+class HandoffRow(NamedTuple):
+    """What resolving a handoff reads of it."""
+
+    id: int
+    task_id: str
+    node_id: int
+    kind: str
+    status: str
+    question: str
+    options: Any  # JSON: [{"id", "label", "consequence"}]
+    resolution_option: str | None
+    resolved_by: str | None
+    resolved_at: float | None
+
+
+def _read(core: LedgerCore, hid: int) -> HandoffRow | None:
+    return sql.fetch_row(core.db, HandoffRow, f"SELECT {sql.columns(HandoffRow)} FROM handoff WHERE id = ?", [hid])
+
+
+def handoff_row(core: LedgerCore, handoff_id: Any) -> HandoffRow:
     if not HANDOFF_ID_RE.fullmatch(str(handoff_id)):  # " 5\n" is not handoff 5
         raise NotFound(f"unknown handoff {show(handoff_id)}")
-    hid = int(str(handoff_id))
-    row = core.first_dict(Handoff.select().where(Handoff.id == hid))
+    row = _read(core, int(str(handoff_id)))
     if row is None:
         raise NotFound(f"unknown handoff {handoff_id!r}")
-    return dict(row)
+    return row
 
 
-def not_open(h: Mapping[str, Any]) -> str:
+def not_open(h: HandoffRow) -> str:
     """Why a handoff cannot be resolved any more (who resolved or withdrew it, when)."""
-    if h["status"] == "resolved":
-        return (f"handoff {h['id']} was already resolved by {h['resolved_by']} at {iso(h['resolved_at'])} "
-                f"(option {h['resolution_option']})")
-    if h["status"] == "withdrawn":
-        return f"handoff {h['id']} was withdrawn by {h['resolved_by'] or 'an operator'} at {iso(h['resolved_at'])}"
-    return f"handoff {h['id']} is {h['status']}"
+    if h.status == "resolved":
+        return (f"handoff {h.id} was already resolved by {h.resolved_by} at {iso(h.resolved_at)} "
+                f"(option {h.resolution_option})")
+    if h.status == "withdrawn":
+        return f"handoff {h.id} was withdrawn by {h.resolved_by or 'an operator'} at {iso(h.resolved_at)}"
+    return f"handoff {h.id} is {h.status}"
 
 
 def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None, answer: str | None = None) -> Plan:
     """Resolve a needs_human handoff with one of its options (and an optional answer)."""
     with read_tx(core.db):
         h = handoff_row(core, handoff_id)
-        hid = str(h["id"])
-        task = pl.open_task(core, h["task"])
-        if h["status"] != "open":
+        hid = str(h.id)
+        task = pl.open_task(core, h.task_id)
+        if h.status != "open":
             raise Refused(not_open(h))
-        offered = [str(o.get("id")) for o in (h["options"] or [])]
+        offered = [str(o.get("id")) for o in (h.options or [])]
         option = None if option is None or str(option) == "" else str(option)
         answer = None if answer is None or str(answer).strip() == "" else str(answer)
         if offered:
@@ -80,10 +131,10 @@ def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None
         elif answer is None:
             raise Refused(f"handoff {hid} offers no options: answer it with --answer TEXT")
         reason = " — ".join(x for x in (option, answer) if x)
-        n = pl.node_by_id(core, h["node"])
+        n = pl.node_by_id(core, h.node_id)
         changes: dict[str, tuple[str, str]] = {}
         warnings = []
-        if n.status == "blocked" and h["kind"] == alignment.KIND:
+        if n.status == "blocked" and h.kind == alignment.KIND:
             changes[n.key] = ("blocked", "succeeded")  # the answer is the check's verdict (store/mind/alignment.py)
         elif n.status == "blocked":
             changes[n.key] = ("blocked", "pending")
@@ -92,33 +143,15 @@ def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None
         else:
             warnings.append(f"node {n.key} is {n.status}: the resolution is recorded for its next claim")
         after = pl.reopened_status(core, task, changes)
-        params = ResolveParams(handoff=hid, node=n.key, option=option, answer=answer, question=h["question"])
+        params = ResolveParams(handoff=hid, node=n.key, option=option, answer=answer, question=h.question)
         return pl.make_plan(core, params, task, hid, reason, [n], changes, status_after=after, versions_of=[n],
                             warnings=warnings)
 
 
 def still_open(core: LedgerCore, plan: Plan) -> str | None:
     """At apply, under the task's lock: why the handoff can no longer be resolved, or None."""
-    h = core.first_dict(Handoff.select().where(Handoff.id == int(plan.target)))
+    h = _read(core, int(plan.target))
     if h is None:
         return f"handoff {plan.target} no longer exists"
-    return None if h["status"] == "open" else not_open(h)
+    return None if h.status == "open" else not_open(h)
 
-
-def apply_resolve(tx: ApplyTx, p: ResolveParams) -> Outcome:
-    set_nodes(tx, tx.changed_to("pending"), {"status": "pending", **REVOKE, **BUMP})
-    answered = tx.changed_to("succeeded")  # an alignment check: the option is its verdict
-    if answered:
-        output = {"verdict": p.option, "notes": p.answer, "by": tx.operator}
-        set_nodes(tx, answered, {"status": "succeeded", "output": output, "output_digest": digest_json(output),
-                                 "finished_at": tx.now, **REVOKE, **BUMP})
-        node = tx.core.node_row_by_id(answered[0])
-        assert node is not None
-        alignment.on_verdict(tx.core, tx.plan.task_id, node, output, tx.now, tx.operator, MindState.of(tx.task["mind"]))
-    n = tx.core.bind(Handoff.update(status="resolved", resolution_option=p.option, resolution_answer=p.answer,
-                                    resolved_by=tx.operator, resolved_at=tx.now)
-                     .where((Handoff.id == int(tx.plan.target)) & (Handoff.status == "open"))).execute()
-    if n != 1:  # cannot happen under the write lock after the check; refuse rather than double-resolve
-        raise RuntimeError("handoff changed under the write lock")
-    return Outcome(task_fields=tx.reopens(), payload={"handoff": tx.plan.target, "option": p.option,
-                                                      "answer": p.answer}, settle=True)

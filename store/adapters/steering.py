@@ -109,7 +109,7 @@ _ACTION_ARGS = "action" in inspect.signature(Ledger.heartbeat).parameters
 
 def pulse(ledger: Ledger, claim: Claim, *, observation: str | None = None, action: str | None = None,
           result: str | None = None, tokens: int = 0, units_done: float | None = None,
-          units_total: float | None = None) -> Pulse:
+          units_total: float | None = None, waiting_on: str | None = None, wait_s: float | None = None) -> Pulse:
     """One heartbeat with what the step did (``action``) and learned (``result``)."""
     extra: dict[str, Any] = {}
     if action is not None or result is not None:
@@ -121,7 +121,7 @@ def pulse(ledger: Ledger, claim: Claim, *, observation: str | None = None, actio
             said += [f"result: {result}"] if result is not None else []
             observation = "\n".join(said)
     return ledger.heartbeat(claim, observation=observation, tokens=tokens, units_done=units_done,
-                            units_total=units_total, **extra)
+                            units_total=units_total, waiting_on=waiting_on, wait_s=wait_s, **extra)
 
 
 def clean(text: str | bytes, limit: int = LINE_CAP) -> str:

@@ -4,6 +4,7 @@ conclusion or a rejected path (``Ledger.conclude``) and a proposed memory
 
 from __future__ import annotations
 
+from .. import sql
 from ..db import retry_write, write_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
@@ -45,13 +46,14 @@ def propose_memory(core: LedgerCore, claim: Claim, text: str, *, scope: str) -> 
         raise Refused("a memory needs its text")
     now = core.now()
     with write_tx(core.db):
-        row = fence(core, claim, now, lock=True)
-        task = core.task_row(claim.task_id)
-        memory_id, new = record.propose(core, task, row, claim.attempt, text, scope, claim.worker, now)
+        fence(core, claim, now, lock=True)
+        workflow = str(sql.scalar(core.db, "SELECT workflow FROM task WHERE task_id = ?", [claim.task_id]) or "")
+        memory_id, new = record.propose(core, claim.task_id, workflow, claim.node_key, claim.kind, claim.attempt,
+                                        text, scope, claim.worker, now)
         if new:
-            where = f"kind {row['kind']} in " if scope == "kind" else ""
+            where = f"kind {claim.kind} in " if scope == "kind" else ""
             core.journal(claim.task_id, claim.node_key, "decision", "memory.proposed", claim.worker,
-                         f"{claim.node_key} proposes a memory for {where}workflow {task['workflow'] or '(none)'}: "
+                         f"{claim.node_key} proposes a memory for {where}workflow {workflow or '(none)'}: "
                          f"{' '.join(text.split())[:120]}",
                          {"memory": memory_id, "scope": scope, "nodes": [claim.node_key]}, at=now)
     return memory_id

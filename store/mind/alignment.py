@@ -23,7 +23,7 @@ finding (origin ``alignment``) in the task's conclusions.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from .. import sql
 from ..errors import Refused
@@ -35,6 +35,14 @@ from .rules import VERDICTS
 from .views import MindState
 
 KIND = "alignment"
+
+
+class CheckNode(NamedTuple):
+    """The alignment node a verdict answers."""
+
+    id: int
+    key: str
+    attempt: int
 LISTED = 24  # node keys listed in a check's context (done since the last check, the plan ahead)
 OPTIONS = (
     {"id": "aligned", "label": "On track",
@@ -95,16 +103,16 @@ def open_check(core: LedgerCore, task: Mapping[str, Any], state: MindState, now:
     material_ = material(core, task_id, state, state.checked_at)
     state = replace(state, check=key, due_at=now, checks=n, since_check=0)
     if state.alignment_by == "human":
-        row = core.node_row(task_id, key)
+        node_id = int(sql.scalar(core.db, "SELECT id FROM node WHERE task_id = ? AND key = ?", [task_id, key]))
         why = f"{counted} nodes completed since the last alignment check; no agent answers this task's checks"
         recommendation = None
         if state.drift_after and state.run >= state.drift_after:
             recommendation = "drifting"
             why += f"; {state.run} completed nodes in a row serve no requirement"
         material_["why"] = why
-        core.update_node(row["id"], {"status": "blocked", "version": sql.Inc(1)})
+        core.update_node(node_id, {"status": "blocked", "version": sql.Inc(1)})
         hid = core.bind(Handoff.insert(
-            task=task_id, node=row["id"], kind=KIND, status="open", opened_at=now, opened_by="warden",
+            task=task_id, node=node_id, kind=KIND, status="open", opened_at=now, opened_by="warden",
             attempt=0, question=(f"Alignment check: {counted} nodes completed since the last check. Run to its "
                                  "end, does the current plan still meet the requirement?"),
             context=material_, options=[dict(o) for o in OPTIONS], recommendation=recommendation)).execute()
@@ -124,22 +132,21 @@ def check_output(output: Any) -> tuple[str, str | None]:
     return str(verdict), (None if notes is None else str(notes)[:2000])
 
 
-def on_verdict(core: LedgerCore, task_id: str, node: Mapping[str, Any], output: Any, now: float, actor: str,
+def on_verdict(core: LedgerCore, task_id: str, node: CheckNode, output: Any, now: float, actor: str,
                state: MindState) -> None:
     """Inside the write that answered a check (an agent's commit, a person's resolution): the
     verdict restarts the count, ``aligned`` ends the drift run, and it is kept as a finding."""
     verdict, notes = check_output(output)
     fields: dict[str, Any] = {"checked_at": state.due_at if state.due_at is not None else now, "verdict": verdict}
-    if state.check == node["key"]:
+    if state.check == node.key:
         fields.update(check=None, due_at=None)
     if verdict == "aligned":
         fields.update(run=0, run_since=None, run_keys=())
     new = replace(state, **fields)
     sql.execute(core.db, "UPDATE task SET mind = ? WHERE task_id = ?", [dumps(new.to_json()), task_id])
-    text = f"alignment check {node['key']}: {verdict}" + (f" — {notes}" if notes else "")
+    text = f"alignment check {node.key}: {verdict}" + (f" — {notes}" if notes else "")
     sql.execute(core.db, "INSERT INTO conclusion (task_id, node_id, node_key, attempt, kind, text, source, reason, "
                          "origin, actor, at) VALUES (?, ?, ?, ?, 'finding', ?, ?, NULL, ?, ?, ?)",
-                [task_id, node["id"], node["key"], int(node.get("attempt") or 0), text, f"answered by {actor}",
-                 KIND, actor, now])
-    core.journal(task_id, node["key"], "decision", "mind.alignment", actor, text[:500],
-                 {"verdict": verdict, "notes": notes, "nodes": [node["key"]]}, at=now)
+                [task_id, node.id, node.key, node.attempt, text, f"answered by {actor}", KIND, actor, now])
+    core.journal(task_id, node.key, "decision", "mind.alignment", actor, text[:500],
+                 {"verdict": verdict, "notes": notes, "nodes": [node.key]}, at=now)

@@ -15,7 +15,17 @@ from ..ledger.core import LedgerCore
 from . import replan
 from .recall import memory_inputs
 from .state import UNCOUNTED_KINDS
-from .views import MemoryView, MindEntry, MindState, MindView, NodeMind, Requirement, RequirementUse
+from .views import (
+    MemoryView,
+    MindEntry,
+    MindState,
+    MindView,
+    NodeMind,
+    NodeMindRow,
+    Requirement,
+    RequirementUse,
+    TaskMindRow,
+)
 
 SERVING_SHOWN = 50
 UNSERVING_SHOWN = 50
@@ -41,6 +51,22 @@ def requirements(core: LedgerCore, task_id: str) -> list[Requirement]:
                  "ORDER BY position", [task_id])]
 
 
+def task_mind_row(core: LedgerCore, task_id: str) -> TaskMindRow:
+    row = sql.fetch_row(core.db, TaskMindRow, f"SELECT {sql.columns(TaskMindRow)} FROM task WHERE task_id = ?",
+                        [task_id])
+    if row is None:
+        raise NotFound(f"unknown task {task_id!r}")
+    return row
+
+
+def node_mind_row(core: LedgerCore, task_id: str, key: str) -> NodeMindRow:
+    row = sql.fetch_row(core.db, NodeMindRow, f"SELECT {sql.columns(NodeMindRow)} FROM node WHERE task_id = ? "
+                                              "AND key = ?", [task_id, key])
+    if row is None:
+        raise NotFound(f"unknown node {key!r} in task {task_id!r}")
+    return row
+
+
 def entries(core: LedgerCore, task_id: str, kind: str, limit: int = ENTRIES_SHOWN,
             node: str | None = None) -> list[MindEntry]:
     """The task's conclusions (``finding``) or rejected paths, newest first (``node``: of one node)."""
@@ -55,8 +81,8 @@ def entries(core: LedgerCore, task_id: str, kind: str, limit: int = ENTRIES_SHOW
 def mind(core: LedgerCore, task_id: str) -> MindView:
     """What the Mind screen and ``warden mind`` show (one read snapshot)."""
     with read_tx(core.db):
-        task = core.task_row(task_id)
-        state = MindState.of(task.get("mind"))
+        task = task_mind_row(core, task_id)
+        state = MindState.of(task.mind)
         reqs = requirements(core, task_id)
         serving: dict[str, list[tuple[str, str]]] = {r.id: [] for r in reqs}
         totals: dict[str, list[int]] = {r.id: [0, 0] for r in reqs}
@@ -88,10 +114,10 @@ def mind(core: LedgerCore, task_id: str) -> MindView:
         mems = [memory_view(r) for r in sql.fetch_all(
             core.db, f"SELECT {_MEMORY} FROM memory WHERE task_id = ? ORDER BY id DESC LIMIT ?",
             [task_id, MEMORIES_SHOWN])]
-    return MindView(task_id=task_id, title=task["title"], status=task["status"], state=state,
-                    constraints=tuple(task["constraints"] or ()), requirements=uses, unserving=tuple(unserving),
+    return MindView(task_id=task_id, title=task.title, status=task.status, state=state,
+                    constraints=tuple(task.constraints or ()), requirements=uses, unserving=tuple(unserving),
                     unserving_total=unserving_total, conclusions=tuple(found), rejected=tuple(rejected),
-                    plans=tuple(plans), memories=tuple(mems), created_at=task["created_at"], counts=counts)
+                    plans=tuple(plans), memories=tuple(mems), created_at=task.created_at, counts=counts)
 
 
 def memories(core: LedgerCore, status: str | None = None, limit: int = MEMORIES_SHOWN) -> list[MemoryView]:
@@ -115,16 +141,16 @@ def node_mind(core: LedgerCore, task_id: str, key: str) -> NodeMind:
     """A node's place in the mind: the requirements it serves (id, text, status), the memory a
     claim of it would be handed now (``Claim.inputs["memory"]``), and its own entries."""
     with read_tx(core.db):
-        task = core.task_row(task_id)
-        node = core.node_row(task_id, key)
-        deps = [i for (i,) in sql.fetch_all(core.db, "SELECT src_id FROM edge WHERE dst_id = ?", [node["id"]])]
+        task = task_mind_row(core, task_id)
+        node = node_mind_row(core, task_id, key)
+        deps = [i for (i,) in sql.fetch_all(core.db, "SELECT src_id FROM edge WHERE dst_id = ?", [node.id])]
         reqs = {r.id: r for r in requirements(core, task_id)}
         serves = [{"id": r, "text": reqs[r].text if r in reqs else None,
-                   "status": reqs[r].status if r in reqs else "unknown"} for r in node.get("serves") or ()]
-        mem = memory_inputs(core, task, node, deps)
+                   "status": reqs[r].status if r in reqs else "unknown"} for r in node.serves or ()]
+        mem = memory_inputs(core, task._asdict(), node._asdict(), deps)
         own = [entry_view(r) for r in sql.fetch_all(
             core.db, f"SELECT {_ENTRY} FROM conclusion WHERE node_id = ? ORDER BY id DESC LIMIT ?",
-            [node["id"], ENTRIES_SHOWN])]
-    return NodeMind(tuple(serves), mem, tuple(own), node["removed_in"], node["removed_mode"],
-                    MindState.of(task.get("mind")).requirements)
+            [node.id, ENTRIES_SHOWN])]
+    return NodeMind(tuple(serves), mem, tuple(own), node.removed_in, node.removed_mode,
+                    MindState.of(task.mind).requirements)
 

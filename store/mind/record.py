@@ -92,24 +92,23 @@ def on_fail(core: LedgerCore, task_id: str, node: Mapping[str, Any], attempt: in
           reason=error, origin="fail", actor=actor, now=now)
 
 
-def propose(core: LedgerCore, task: Mapping[str, Any], node: Mapping[str, Any], attempt: int, text: str,
+def propose(core: LedgerCore, task_id: str, workflow: str, node_key: str, node_kind: str, attempt: int, text: str,
             scope: str, worker: str, now: float) -> tuple[str, bool]:
     """A proposed memory (pending until a person confirms it). The same scope, workflow, kind and
     text again returns the existing memory whatever its status (a rejected one is not asked again).
     Returns (id, whether it is new)."""
-    workflow = task["workflow"] or ""
-    kind = node["kind"] if scope == "kind" else None
+    kind = node_kind if scope == "kind" else None
     digest = sha256_hex(dumps([scope, workflow, kind, text]).encode("utf-8"))
     found = sql.scalar(core.db, "SELECT id FROM memory WHERE digest = ? ORDER BY id LIMIT 1", [digest])
     if found is not None:
         return str(found), False
     waiting = int(sql.scalar(core.db, "SELECT COUNT(*) FROM memory WHERE task_id = ? AND status = 'pending'",
-                             [task["task_id"]]) or 0)
+                             [task_id]) or 0)
     if waiting >= PENDING_PER_TASK:
-        raise Refused(f"task {task['task_id']} already has {PENDING_PER_TASK} memories waiting for a person: "
+        raise Refused(f"task {task_id} already has {PENDING_PER_TASK} memories waiting for a person: "
                       "propose the ones a later task would act on")
     cur = sql.execute(core.db, "INSERT INTO memory (scope, workflow, kind, text, digest, task_id, node_key, attempt, "
                                "proposed_by, proposed_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') "
                                "RETURNING id",
-                      [scope, workflow, kind, text, digest, task["task_id"], node["key"], int(attempt), worker, now])
+                      [scope, workflow, kind, text, digest, task_id, node_key, int(attempt), worker, now])
     return str(cur.fetchone()[0]), True

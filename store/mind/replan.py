@@ -38,14 +38,14 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .. import sql
 from ..db import read_tx, retry_write, write_tx
 from ..errors import NotFound, Refused
 from ..ledger import pause
 from ..ledger.build import add_nodes_tx
-from ..ledger.core import UNFINISHED_SQL, LedgerCore
+from ..ledger.core import TASK_LOCKS, UNFINISHED_SQL, LedgerCore
 from ..models import dumps
 from ..sql import Inc
 from ..views import NodeSpec
@@ -53,6 +53,13 @@ from . import record, state as mind_state
 from .views import MindState, PlanVersionView
 
 UNSTARTED = ("pending", "failed", "blocked", "parked")
+
+
+class TaskState(NamedTuple):
+    """What a replan reads of its task (under the task row's lock)."""
+
+    status: str
+    mind: Any
 LISTED = 50  # keys named in a journal summary or a diff's list of kept dependents
 FATE = {"wait": "finishes; result kept", "discard": "finishes; result discarded", "cancel": "cancelled"}
 
@@ -72,10 +79,13 @@ def _replan(core: LedgerCore, task_id: str, add: Sequence[NodeSpec], remove: Seq
     """The replan's one write transaction; returns the version it made (or the current one)."""
     now = core.now()
     with write_tx(core.db):
-        task = core.task_row(task_id, lock="update")
-        if task["status"] == "aborted":
+        task = sql.fetch_row(core.db, TaskState, f"SELECT {sql.columns(TaskState)} FROM task WHERE task_id = ?"
+                                                 f"{sql.lock(core.db, TASK_LOCKS['update'])}", [task_id])
+        if task is None:
+            raise NotFound(f"unknown task {task_id!r}")
+        if task.status == "aborted":
             raise Refused(f"task {task_id} is aborted: it has no plan to change")
-        state = mind_state.of(task)
+        state = MindState.of(task.mind)
         version = state.plan_version + 1
         removing, dropped = _removals(core, task_id, list(remove), narrow, state)
         existing = core.ids_for_keys(task_id, [s.key for s in add])
@@ -100,7 +110,7 @@ def _replan(core: LedgerCore, task_id: str, add: Sequence[NodeSpec], remove: Seq
         diff = {"added": added, "removed": removed, "reordered": reordered, "narrowed": narrowed,
                 "dependents_kept": kept_dependents}
         fields: dict[str, Any] = {}
-        if task["status"] == "failed" and added:
+        if task.status == "failed" and added:
             fields.update(status="active", finished_at=None)
         core.bump_task(task_id, fields)
         revision = int(sql.scalar(core.db, "SELECT revision FROM task WHERE task_id = ?", [task_id]))

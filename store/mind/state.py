@@ -54,7 +54,8 @@ def on_commit(core: LedgerCore, task: Mapping[str, Any], node: Mapping[str, Any]
     the counters of a countable node (and the next alignment check when one is due)."""
     state = of(task)
     if node["kind"] == alignment.KIND:
-        alignment.on_verdict(core, task["task_id"], node, output, now, actor, state)
+        check = alignment.CheckNode(int(node["id"]), str(node["key"]), int(node["attempt"] or 0))
+        alignment.on_verdict(core, task["task_id"], check, output, now, actor, state)
         return
     if state.requirements <= 0 or node["kind"] in UNCOUNTED_KINDS:
         return

@@ -4,7 +4,7 @@ rejected paths, plan versions, semantic memories, and the mind's counters on the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 DRIFT_AFTER = 8  # drift_suspected: this many completed nodes in a row serve no requirement
 ALIGNMENT_EVERY = 12  # alignment_due: this many completed nodes since the last alignment check
@@ -66,6 +66,30 @@ class MindState:
                 "plan_version": self.plan_version, "run": self.run, "run_since": self.run_since,
                 "run_keys": list(self.run_keys), "since_check": self.since_check, "checked_at": self.checked_at,
                 "verdict": self.verdict, "check": self.check, "due_at": self.due_at, "checks": self.checks}
+
+
+class TaskMindRow(NamedTuple):
+    """What the mind reads of a task row (``sql.fetch_row``: read by attribute)."""
+
+    task_id: str
+    title: str
+    status: str
+    workflow: str
+    constraints: Any  # JSON list
+    created_at: float
+    mind: Any  # JSON (MindState.of)
+
+
+class NodeMindRow(NamedTuple):
+    """What the mind reads of a node row."""
+
+    id: int
+    key: str
+    kind: str
+    attempt: int
+    serves: Any  # JSON list or None
+    removed_in: int | None
+    removed_mode: str | None
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,7 @@ def test_not_found_and_usage_errors_have_their_exit_codes(db, capsys):
     assert warden(["memory", "--yes", "--ledger", db]) == 2
     assert warden(["memory", "maybe", "1", "--ledger", db]) == 2
     assert warden(["memory", "confirm", "1", "--pending", "--reason", "x", "--ledger", db]) == 2
+    assert warden(["memory", "1", "--ledger", db]) == 2
     assert warden(["mind", "t", "--yes", "--ledger", db]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -99,7 +100,7 @@ def test_not_found_and_usage_errors_have_their_exit_codes(db, capsys):
 def test_memory_confirm_is_previewed_confirmed_and_audited(db, capsys, monkeypatch):
     assert warden(["memory", "confirm", "1", "--reason", "seen it", "--dry-run", "--json", "--ledger", db]) == 0
     plan = json.loads(capsys.readouterr().out)
-    assert plan["action"] == "memory" and plan["params"]["decision"] == "confirm" and "applied" not in plan
+    assert plan["action"] == "memory-confirm" and plan["params"]["decision"] == "confirm" and "applied" not in plan
     monkeypatch.setattr("console.cli.actions._interactive", lambda: False)
     assert warden(["memory", "confirm", "1", "--reason", "seen it", "--ledger", db]) == 1  # no terminal, no --yes
     assert "not applied" in capsys.readouterr().err
@@ -110,7 +111,7 @@ def test_memory_confirm_is_previewed_confirmed_and_audited(db, capsys, monkeypat
     with Ledger.open(db, create=False) as led:
         m = led.memory("1")
         assert (m.status, m.decided_by, m.decision_reason) == ("confirmed", "ana", "seen it")
-        assert [(a.action, a.operator, a.result) for a in led.actions()] == [("memory", "ana", "applied")]
+        assert [(a.action, a.operator, a.result) for a in led.actions()] == [("memory-confirm", "ana", "applied")]
     assert warden(["memory", "confirm", "1", "--reason", "again", "--yes", "--ledger", db]) == 1
     assert "already confirmed by ana" in capsys.readouterr().err
     assert warden(["memory", "reject", "1", "--reason", "wrong after all", "--yes", "--json", "--ledger", db]) == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Static
 
-from console.dialogs.memory import MemoryDialog
+from console.dialogs.memory import ConfirmMemoryDialog
 from console.dialogs.rewind import RewindDialog
 from console.glyphs import READ_ONLY_NOTICE
 from console.screens import MemoryInboxScreen, MindScreen, NodeDetailScreen, TaskGraphScreen, TaskListScreen
@@ -124,10 +124,10 @@ async def test_the_memory_inbox_confirms_through_the_dialog_and_the_audit(mp, co
         assert [m.status for m in inbox.source.items] == ["pending"]
         assert "1 waiting for a person" in str(inbox.query_one("#info", Static).render())
         await pilot.press("y")
-        await wait_for(pilot, lambda: isinstance(app.screen, MemoryDialog), what="the dialog")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmMemoryDialog), what="the dialog")
         dialog = app.screen
         await wait_for(pilot, lambda: dialog.plan is not None, what="its plan")
-        assert dialog.plan.action == "memory" and dialog.plan.params["decision"] == "confirm"
+        assert dialog.plan.action == "memory-confirm" and dialog.plan.params.decision == "confirm"
         assert str(app.screen.query_one("#apply").label) == "Confirm memory #1"
         await pilot.press("ctrl+s")  # no reason yet: nothing applied
         await pilot.pause()
@@ -136,12 +136,12 @@ async def test_the_memory_inbox_confirms_through_the_dialog_and_the_audit(mp, co
         await pilot.press("ctrl+s")
         await workers_done(pilot, dialog)
         await wait_for(pilot, lambda: isinstance(app.screen, MemoryInboxScreen), what="back to the inbox")
-        assert console_applies == [("memory", "1")]
+        assert console_applies == [("memory-confirm", "1")]
         await wait_for(pilot, lambda: [m.status for m in inbox.source.items] == ["confirmed"], what="the reload")
     with Ledger.open(mp, create=False) as led:
         m = led.memory("1")
         assert (m.status, m.decided_by, m.decision_reason) == ("confirmed", "ana", "seen on three runs")
-        assert led.actions()[0].action == "memory"
+        assert led.actions()[0].action == "memory-confirm"
 
 
 async def test_read_only_shows_the_mind_and_the_inbox_but_decides_nothing(mp, console_applies):

@@ -39,7 +39,7 @@ def test_only_a_confirmed_memory_reaches_the_next_tasks_claims(ledger, clock):
     assert memories_of(ledger, "t2", "n1") == []  # pending: never handed out
 
     plan = ledger.plan_memory(kind_id, decision="confirm", reason="seen on three runs")
-    assert plan.action == "memory" and plan.target == kind_id and plan.changes == {}
+    assert plan.action == "memory-confirm" and plan.target == kind_id and plan.changes == {}
     assert "kind tool" in plan.warnings[0] and ledger.memory(kind_id).status == "pending"  # a plan is a read
     done = ledger.apply(plan, operator="alice")
     ledger.apply(ledger.plan_memory(wf_id, decision="confirm", reason="true"), operator="alice")
@@ -47,7 +47,7 @@ def test_only_a_confirmed_memory_reaches_the_next_tasks_claims(ledger, clock):
     m = ledger.memory(kind_id)
     assert (m.status, m.decided_by, m.decision_reason) == ("confirmed", "alice", "seen on three runs")
     audit = ledger.actions(limit=3)
-    assert [(a.action, a.target, a.result) for a in audit][-1] == ("memory", kind_id, "applied")
+    assert [(a.action, a.target, a.result) for a in audit][-1] == ("memory-confirm", kind_id, "applied")
     assert done.action_id == audit[-1].id
 
     clock.advance(10)
@@ -89,8 +89,10 @@ def test_a_decision_needs_a_reason_and_an_existing_memory(ledger):
     for bad in ("999", "abc", "1; DROP TABLE memory", 0):
         with pytest.raises(NotFound):
             ledger.plan_memory(bad, decision="confirm", reason="x")
-    with pytest.raises(Refused, match="memory decision"):
+    with pytest.raises(Refused, match="memory decision|unknown action"):
         ledger.plan_memory(mid, decision="maybe", reason="x")
+    with pytest.raises(Refused, match="not an argument"):
+        ledger.plan("memory-confirm", {"memory_id": mid, "reason": "x", "task_id": "t1"})
     with pytest.raises(Refused, match="memory scope"):
         ledger.propose_memory(c, "m", scope="global")
     with pytest.raises(Refused, match="longer than"):

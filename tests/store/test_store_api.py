@@ -24,7 +24,7 @@ from store.actions import (
     ActionParams,
     CompensatedParams,
     EscalateParams,
-    MemoryParams,
+    ConfirmMemoryParams,
     NarrowParams,
     ParkParams,
     Plan,
@@ -136,8 +136,9 @@ def test_the_database_opener_and_the_backends_write_no_sql_of_their_own(name: st
     calls = [ast.unparse(n.func) for n in ast.walk(tree)
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
              and n.func.attr in ("execute", "execute_sql", "executemany", "cursor")]
-    # backends.py wraps the driver: its execute_sql overrides call Peewee's own, and nothing else.
-    assert all(c == "super().execute_sql" for c in calls), (name, calls)
+    # backends.py wraps the driver: its execute_sql and cursor overrides call Peewee's own (the
+    # cursor override only refuses a connection inherited across fork()), and nothing else.
+    assert all(c in ("super().execute_sql", "super().cursor") for c in calls), (name, calls)
 
 
 # ---------------------------------------------------------------------- the sql layer
@@ -226,11 +227,11 @@ PARAM_KEYS = {
     "resolve": ["handoff", "node", "option", "answer", "question"],
     "escalate": ["node", "question", "context", "kind", "options", "recommendation"],
     "compensated": ["effect_key", "node", "external_id", "compensation", "compensation_node"],
-    "memory": ["memory", "decision", "status_before", "status_after", "text", "scope", "workflow", "kind"],
+    "memory-confirm": ["memory", "decision", "status_before", "status_after", "text", "scope", "workflow", "kind"],
 }
 PARAM_TYPES = {"park": ParkParams, "resume": ResumeParams, "narrow": NarrowParams, "rewind": RewindParams,
                "abort": AbortParams, "resolve": ResolveParams, "escalate": EscalateParams,
-               "compensated": CompensatedParams, "memory": MemoryParams}
+               "compensated": CompensatedParams, "memory-confirm": ConfirmMemoryParams}
 
 
 @pytest.fixture
@@ -261,7 +262,7 @@ def plans(ledger: Ledger, hid: str) -> dict[str, typing.Callable[[], Plan]]:
         "resolve": lambda: ledger.plan_resolve(hid, option="yes", answer="fine"),
         "escalate": lambda: ledger.plan_escalate("t", "c", reason="look"),
         "compensated": lambda: ledger.plan_compensated("t", "pr:a", reason="closed by hand"),
-        "memory": lambda: ledger.plan_memory(ledger.memories()[0].id, decision="confirm", reason="seen it"),
+        "memory-confirm": lambda: ledger.plan_memory(ledger.memories()[0].id, decision="confirm", reason="seen it"),
     }
 
 
@@ -275,9 +276,8 @@ def test_each_action_has_typed_params_and_the_plan_json_shape_is_unchanged(ledge
     j = plan.to_json()
     assert list(j) == PLAN_KEYS
     assert list(j["params"]) == PARAM_KEYS[action]
-    assert dict(plan.params) == j["params"] and len(plan.params) == len(PARAM_KEYS[action])
-    for k in PARAM_KEYS[action]:  # readable as the mapping it always was
-        assert plan.params[k] == plan.params.get(k) == j["params"][k]
+    assert plan.params.to_json() == j["params"]
+    assert not isinstance(plan.params, typing.Mapping)  # read by attribute, not as a mapping (issue 24)
     json.dumps(j)
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.params.node = "x"  # type: ignore[misc, union-attr]
@@ -381,3 +381,131 @@ def test_no_package_cycle_in_the_store() -> None:
         if v not in index:
             visit(v)
     assert not cycles, cycles
+
+
+# ---------------------------------------------------------------------- test hooks live in tests
+def test_named_points_are_a_module_function_tests_replace_not_a_ledger_attribute(ledger, monkeypatch) -> None:
+    """Issue 24: the points where a test holds a transaction open (store/checkpoints.py) are
+    reached through a module function, which tests replace; a Ledger carries no hook table."""
+    from store import checkpoints
+
+    assert not hasattr(ledger, "hooks") and not hasattr(ledger, "hook")
+    assert checkpoints.reach("claim.locked", "t", "a") is None  # production: nothing
+    seen: list[tuple[str, str, str]] = []
+    monkeypatch.setattr(checkpoints, "reach", lambda point, task, key: seen.append((point, task, key)))
+    ledger.create_task("t")
+    ledger.add_node("t", "a")
+    c = ledger.claim("t", "w", lease_s=60)
+    assert c is not None
+    ledger.intend_effect(c, "pr:1")
+    ledger.commit(c, output={"ok": 1})
+    assert ("claim.locked", "t", "a") in seen and ("effect.fenced", "t", "a") in seen
+    if ledger.db.backend == "postgresql":  # a retried write's outcome is recorded before it commits
+        assert ("tx.before_commit", "", "commit") in seen
+
+
+def test_no_store_module_imports_or_re_exports_another_modules_private_names() -> None:
+    """``from .wakeups import _inotify`` (re-exported by feed.py) was a private name made public by
+    accident (issue 24): a name another module needs is public where it is defined."""
+    bad = []
+    for path in sorted(STORE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                bad += [f"{path.relative_to(STORE.parent)}: {a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("name", ["estimates.py", "signals.py", "analysis.py"])
+def test_estimates_and_signals_read_through_the_ledger_not_their_own_queries(name: str) -> None:
+    """Issue 24: what the estimates and the signals read is typed rows from store/ledger/evidence.py
+    (or the facade), not queries they build themselves (no models, no Peewee, no raw SQL)."""
+    tree = ast.parse((STORE / name).read_text())
+    imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m in ("models", "peewee", "sql") or m.endswith(".models")}, (name, imported)
+    calls = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+             and n.attr in ("fetch_all", "fetch_one", "tuple_rows", "dict_rows", "first_dict", "bind", "execute_sql")]
+    assert not calls, (name, calls)
+
+
+# ---------------------------------------------------------------------- one row-reading style
+ROW_CALLS = {"fetch_one", "fetch_all", "first_dict", "dict_rows", "task_row", "node_row", "decode_row"}
+# Files still reading rows by string key (issue 24 item 3, converted file by file): the number
+# may only go down. Every other store module reads rows into NamedTuples (sql.fetch_rows /
+# fetch_row) or frozen views, by attribute. docs/architecture.md, "Reading rows".
+ROW_KEY_READS_LEFT = {
+    "actions/apply.py": 1, "actions/planning.py": 1, "ledger/build.py": 2, "ledger/claims.py": 21,
+    "ledger/core.py": 6, "ledger/fenced.py": 20, "ledger/pause.py": 6, "ledger/queries.py": 16, "tally.py": 1,
+    "task_report.py": 7, "task_signals.py": 1, "wake.py": 2, "wake_conditions.py": 17,
+}
+
+
+def _row_call(node: ast.AST) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            f = n.func
+            if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")) in ROW_CALLS:
+                return True
+    return False
+
+
+def row_key_reads(source: str) -> list[str]:
+    """``row["col"]`` where ``row`` came from a row read in the same function (assigned from one,
+    or a loop over one): the string-key style a renamed column does not break at type-check time."""
+    found = []
+    for fn in functions(ast.parse(source)):
+        rows: set[str] = set()
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Assign) and _row_call(n.value):
+                rows |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+            elif isinstance(n, (ast.For, ast.comprehension)) and (
+                    _row_call(n.iter) or (isinstance(n.iter, ast.Name) and n.iter.id in rows)):
+                rows |= {t.id for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+        found += [f"line {n.lineno}: {ast.unparse(n)}" for n in ast.walk(fn)
+                  if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in rows
+                  and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)]
+    return found
+
+
+def test_rows_are_read_by_attribute_and_string_keys_do_not_creep_back() -> None:
+    over = {}
+    for path in sorted(STORE.rglob("*.py")):
+        name = str(path.relative_to(STORE))
+        reads = row_key_reads(path.read_text())
+        if len(reads) > ROW_KEY_READS_LEFT.get(name, 0):
+            over[name] = reads
+    assert not over, f"rows read by string key (read them into a NamedTuple with sql.fetch_row/fetch_rows): {over}"
+
+
+def test_the_row_key_check_sees_the_old_style() -> None:
+    old = ("def f(core, t):\n    task = core.task_row(t)\n    return task['status']\n"
+           "def g(db):\n    for r in sql.fetch_all(db, 'SELECT 1'):\n        r['task'] = r['task_id']\n")
+    assert len(row_key_reads(old)) == 3
+    new = ("def f(db, t):\n    task = sql.fetch_row(db, TaskState, 'SELECT ...', [t])\n    return task.status\n")
+    assert row_key_reads(new) == []
+
+
+def test_a_row_type_reads_its_columns_decoded(ledger) -> None:
+    """sql.fetch_rows / fetch_row: the SELECT list is the row type's fields (sql.columns), JSON and
+    boolean columns decoded as fetch_one decodes them."""
+
+    class NodeBits(typing.NamedTuple):
+        key: str
+        preconditions: typing.Any
+        retryable: bool
+        est_wall_s: float | None
+
+    ledger.create_task("t")
+    ledger.add_node("t", "a", preconditions={"scope": "x"}, retryable=False, est_wall_s=2.5)
+    ledger.add_node("t", "b")
+    assert sql.columns(NodeBits, "n") == "n.key, n.preconditions, n.retryable, n.est_wall_s"
+    rows = sql.fetch_rows(ledger.db, NodeBits, f"SELECT {sql.columns(NodeBits)} FROM node WHERE task_id = ? "
+                                               "ORDER BY position", ["t"])
+    assert rows == [NodeBits("a", {"scope": "x"}, False, 2.5), NodeBits("b", {}, True, None)]
+    assert rows[0].retryable is False and rows[1].retryable is True
+    one = sql.fetch_row(ledger.db, NodeBits, f"SELECT {sql.columns(NodeBits)} FROM node WHERE key = ?", ["b"])
+    assert one == rows[1] and sql.fetch_row(ledger.db, NodeBits, "SELECT key, preconditions, retryable, "
+                                                                  "est_wall_s FROM node WHERE key = 'zz'") is None
+    with pytest.raises(TypeError):
+        sql.columns(tuple)  # not a row type
