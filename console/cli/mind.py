@@ -7,9 +7,10 @@
     warden memory confirm|reject ID --reason R        a person's decision: an audited operator action
                  [--dry-run] [--yes] [--json] [--operator NAME]
 
-``mind``, ``plans`` and ``memory`` (listing) only read. ``memory confirm|reject`` is an operator
-action like ``rewind``: planned, previewed, applied only when confirmed (``--yes``, or ``y`` on a
-terminal), revision-checked, audited. Exit codes as everywhere (3: no such task or memory).
+``mind``, ``plans`` and ``memory`` (listing) only read. ``memory confirm|reject`` are the registered
+operator actions ``memory-confirm`` / ``memory-reject`` (store/actions/memory.py), added here as
+subcommands of ``memory`` (``console.cli.actions.add_action``): planned, previewed, applied only
+when confirmed (``--yes``, or ``y`` on a terminal), checked against the memory, audited. Exit codes as everywhere (3: no such task or memory).
 Registered by ``console.cli.entry`` through ``register(sub, parents)``.
 """
 
