@@ -26,6 +26,7 @@ from ..ledger.core import LedgerCore
 from ..rules import Rule
 from .changes import ApplyTx, Outcome
 from .plan import ActionParams, Plan
+from .planning import TaskState
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class Action(ActionParams):
     # its preview did depend on (a memory decision: the memory's own status, store/actions/memory.py).
     revision_checked: ClassVar[bool] = True
 
-    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+    def stale(self, core: LedgerCore, plan: Plan, task: TaskState) -> str | None:
         """At apply, under the task row's lock, before the shared checks: why the preview no
         longer holds for this action's own reasons, or None."""
         return None

@@ -10,7 +10,7 @@ compensation node's version are those previewed, or the apply is stale.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from .. import sql
 from ..clock import iso
@@ -47,7 +47,7 @@ class CompensatedParams(Action):
         return {"effect_key": self.effect_key, "node": self.node, "external_id": self.external_id,
                 "compensation": self.compensation, "compensation_node": self.compensation_node}
 
-    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+    def stale(self, core: LedgerCore, plan: Plan, task: pl.TaskState) -> str | None:
         """The effect was marked compensated (or changed) since the preview."""
         return still_confirmed(core, plan)
 
@@ -88,7 +88,7 @@ def plan_compensated(core: LedgerCore, task_id: str, effect_key: str, *, reason:
     with read_tx(core.db):
         if not isinstance(task_id, str) or not task_id:
             raise NotFound(f"unknown task {task_id!r}")
-        task = core.task_row(task_id)
+        task = pl.read_task(core, task_id)
         reason = pl.require_reason(reason, "compensated")
         e = _effect(core, task_id, str(effect_key))
         if e.status == "compensated":

@@ -14,7 +14,7 @@ Opened from the memory inbox (``M``: ``y`` / ``x``) and ``warden memory confirm|
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from .. import sql
 from ..clock import iso
@@ -83,7 +83,7 @@ class MemoryDecision(Action):
     def summary_parts(self) -> list[str]:
         return [f"memory {self.status_before} → {_AFTER[self.decision]}"]
 
-    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+    def stale(self, core: LedgerCore, plan: Plan, task: pl.TaskState) -> str | None:
         """Another operator decided the memory since the preview (one wins, the other is told who)."""
         try:
             row = memory_row(core, self.memory)
@@ -133,7 +133,7 @@ def _plan(core: LedgerCore, memory_id: str, reason: str, cls: type[MemoryDecisio
                           f"memory {row.id} was rejected: a rejected memory is not asked again")
         if decision == "reject" and row.status == "rejected":
             raise Refused(decided(row))
-        task = core.task_row(row.task_id)
+        task = pl.read_task(core, row.task_id)
         workflow = row.workflow or ""
         where = (f"a node of kind {row.kind} in a task of workflow {workflow or '(none)'}" if row.scope == "kind"
                  else f"any node in a task of workflow {workflow or '(none)'}")

@@ -5,7 +5,7 @@ one wins, the other is told who did."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from .. import sql
 from ..clock import iso
@@ -49,7 +49,7 @@ class ResolveParams(Action):
     def node_target(self, target: str) -> str | None:
         return self.node
 
-    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+    def stale(self, core: LedgerCore, plan: Plan, task: pl.TaskState) -> str | None:
         """The handoff was resolved or withdrawn since the preview (two operators racing: one
         wins, the other is told who did)."""
         return still_open(core, plan)
@@ -62,7 +62,7 @@ class ResolveParams(Action):
             set_nodes(tx, answered, {"status": "succeeded", "output": output, "output_digest": digest_json(output),
                                      "finished_at": tx.now, **REVOKE, **BUMP})
             alignment.on_verdict(tx.core, tx.plan.task_id, alignment.CheckNode(answered[0], self.node, 0), output,
-                                 tx.now, tx.operator, MindState.of(tx.task["mind"]))
+                                 tx.now, tx.operator, MindState.of(tx.task.mind))
         n = tx.core.bind(Handoff.update(status="resolved", resolution_option=self.option,
                                         resolution_answer=self.answer, resolved_by=tx.operator, resolved_at=tx.now)
                          .where((Handoff.id == int(tx.plan.target)) & (Handoff.status == "open"))).execute()

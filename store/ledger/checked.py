@@ -140,7 +140,8 @@ API: dict[str, dict[str, Rule]] = {
               "workflow_version": TEXT_OPT},
     # fenced writes (waiting_on=, wait_s= are this round's additions)
     "heartbeat": {"claim": CLAIM, "units_done": UNITS, "units_total": UNITS, "tokens": TOKENS,
-                  "observation": TEXT_OPT, "lease_s": LEASE_OPT, "waiting_on": WAITING_ON_OPT, "wait_s": WAIT_S_OPT},
+                  "observation": TEXT_OPT, "lease_s": LEASE_OPT, "waiting_on": WAITING_ON_OPT, "wait_s": WAIT_S_OPT,
+                  "action": TEXT_OPT, "result": TEXT_OPT},
     "commit": {"claim": CLAIM, **COMMIT_RULES},
     "commit_many": {"commits": COMMITS},
     "fail": {"claim": CLAIM, "error": ERROR, "failure_class": FAILURE_CLASS, "retryable": FLAG_OPT,

@@ -21,6 +21,7 @@ from ..mind import alignment as mind_alignment
 from ..mind import record as mind_record
 from ..mind import state as mind_state
 from . import compensation as compensations
+from . import lost
 from . import pause
 from .build import add_nodes_tx
 from . import observe
@@ -49,7 +50,7 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
     row["task"] = row["task_id"]
     if row["lease_token"] != claim.token or row["status"] != "running":
         task = sql.fetch_one(core.db, "SELECT status FROM task WHERE task_id = ?", [claim.task_id])
-        why = _lost_why(row, claim, task["status"] if task else None)
+        why = lost.reason(core, row, claim, task["status"] if task else None, now)
         raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {why}")
     if row["lease_until"] is None or row["lease_until"] <= now:
         raise LeaseLost(
@@ -57,22 +58,6 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
             f"{now - (row['lease_until'] or now):.1f}s ago; the node may be reclaimed"
         )
     return row
-
-
-def _lost_why(row: Mapping[str, Any], claim: Claim, task_status: str | None) -> str:
-    if task_status == "aborted" and row["kind"] != compensations.KIND:  # compensations run on after abort
-        return "the task was aborted"
-    if row["status"] == "parked":
-        return "the node was parked by an operator"
-    if row["status"] == "abandoned":
-        return "the node was abandoned by an operator (out of scope)"
-    if row["status"] == "running" and row["lease_token"] is not None:
-        return f"reclaimed after expiry (now attempt {row['attempt']} by {row['lease_owner']})"
-    if row["status"] == "pending" and row["attempt"] >= claim.attempt:
-        return "revoked (rewound or reset by an operator)"
-    if row["status"] in ("succeeded", "failed", "abandoned", "blocked"):
-        return f"the node is {row['status']}"
-    return "the lease token is no longer current"
 
 
 def cas_update(core: LedgerCore, row: Mapping[str, Any], claim: Claim, now: float, **fields: Any) -> None:
@@ -99,21 +84,22 @@ def _add_tokens(core: LedgerCore, claim: Claim, tokens: float | None) -> int:
 @retry_write
 def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units_total: float | None,
               tokens: float | None, observation: str | None, lease_s: float | None,
-              waiting_on: str | None = None, wait_s: float | None = None) -> Pulse:
+              waiting_on: str | None = None, wait_s: float | None = None, action: str | None = None,
+              result: str | None = None) -> Pulse:
     """Extend the lease and record progress (see ``Ledger.heartbeat``)."""
     now = core.now()
     lease = float(lease_s or claim.lease_s)
     wait = observe.check_wait(waiting_on, wait_s)
-    text = None if observation is None else str(observation)
-    # the observation's pure, bounded work happens before the write lock is taken
-    prepared = None if text is None else observe.prepare_observation(core, claim.task_id, claim.node_key,
-                                                                      claim.attempt, text)
+    # what the report brings is judged before the write lock is taken (bounded, pure work and reads)
+    report = observe.judge_report(core, claim.task_id, claim.node_key, claim.attempt,
+                                  None if observation is None else str(observation),
+                                  None if action is None else str(action), None if result is None else str(result))
     with write_tx(core.db):
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
-        new_units = digest = None
-        if text is not None and prepared is not None:
-            new_units, digest = observe.record_observation(core, row["id"], claim.attempt, text, prepared, now)
+        task = core.task_row(claim.task_id)  # after the tokens: the gate the Pulse says includes them
+        parked = task["status"] == "parked"
+        new_units = None
         fields: dict[str, Any] = {"lease_until": now + lease, "heartbeat_at": now}
         if t:
             fields["tokens_used"] = Inc(t)
@@ -121,7 +107,14 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             fields["units_done"] = float(units_done)
         if units_total is not None:
             fields["units_total"] = float(units_total)
-        beat = observe.beat_fields(row, now, units_done, wait, new_units)
+        if report is not None:
+            new_units = report.verdict.new_units
+        beat = observe.beat_fields(row, now, units_done, wait, new_units,
+                                   report is not None and report.prepared.text_progress)
+        flags = (observe.FLAG_PROGRESS if "progress_at" in beat else 0) | (
+            observe.FLAG_PARKED if parked else 0)
+        if report is not None:
+            observe.record_observation(core, row["id"], claim.attempt, report, flags, now)
         cas_update(core, row, claim, now, **fields, **beat)
         payload: dict[str, Any] = {"lease_until": now + lease}
         if units_done is not None:
@@ -132,18 +125,17 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             payload["tokens"] = t
         payload.update(observe.beat_payload(row, beat))
         summary = f"{claim.node_key} heartbeat"
-        if prepared is not None:
-            payload.update(new_units=new_units, digest=digest, lines=len(prepared.lines))
-            left_out = novelty.left_out(prepared)
-            if left_out:
-                payload.update(unexamined_lines=prepared.dropped_lines, cut_lines=prepared.cut_lines)
+        if report is not None:
+            payload.update(observe.report_payload(report))
+            if flags:
+                payload["flags"] = flags
+            left_out = novelty.left_out(report.prepared)
             summary += f" (+{new_units} new" + (f"; {left_out})" if left_out else ")")
         if wait is not None:
             summary += f", waiting on {wait[0]}"
         core.journal(claim.task_id, claim.node_key, "execution", "node.heartbeat", claim.worker, summary,
                      payload, at=now)
-        task = core.task_row(claim.task_id)
-    return Pulse(lease_until=now + lease, parked=task["status"] == "parked", new_units=new_units,
+    return Pulse(lease_until=now + lease, parked=parked, new_units=new_units,
                  gate=core.task_gate(task, now))
 
 

@@ -435,7 +435,7 @@ ROW_CALLS = {"fetch_one", "fetch_all", "first_dict", "dict_rows", "task_row", "n
 # may only go down. Every other store module reads rows into NamedTuples (sql.fetch_rows /
 # fetch_row) or frozen views, by attribute. docs/architecture.md, "Reading rows".
 ROW_KEY_READS_LEFT = {
-    "actions/apply.py": 1, "actions/planning.py": 1, "ledger/build.py": 2, "ledger/claims.py": 21,
+    "ledger/build.py": 2, "ledger/claims.py": 21,
     "ledger/core.py": 6, "ledger/fenced.py": 20, "ledger/pause.py": 6, "ledger/queries.py": 16, "tally.py": 1,
     "task_report.py": 7, "task_signals.py": 1, "wake.py": 2, "wake_conditions.py": 17,
 }
