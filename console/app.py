@@ -64,6 +64,8 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         Binding("g", "runs", "Runs", id="runs"),
         *(Binding(k.key, f"operator({k.action!r})", k.label, id=k.action, show=False) for k in ACTION_KEYS),
         Binding("o", "report", "Report", id="report", show=False),
+        Binding("m", "mind", "Mind", id="mind", show=False),
+        Binding("M", "memories", "Memory inbox", id="memories", show=False),
     ]
 
     def __init__(
