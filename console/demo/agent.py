@@ -334,7 +334,7 @@ class DemoAgent(MindSteps):
         if reason is not None:
             self.ledger.note(claim, f"operator rejected the last draft ({reason!r}): rewriting with that in mind")
         yield from self.work(claim, 6.0, lines, tokens=2500)
-        out = {"sections": sections}
+        out: dict[str, Any] = {"sections": sections}
         if reason is not None:
             out["addresses"] = reason
         self.ledger.commit(claim, output=out, tokens=1000)
@@ -342,7 +342,8 @@ class DemoAgent(MindSteps):
     def do_verify(self, claim: Claim) -> Work:
         sim = self.sim(claim)
         deps = self.dep_outputs(claim)
-        draft = next((o for o in deps.values() if isinstance(o, Mapping) and "sections" in o), {"sections": []})
+        draft: Mapping[str, Any] = next((o for o in deps.values() if isinstance(o, Mapping) and "sections" in o),
+                                        {"sections": []})
         if sim.get("crash_node") == claim.node_key and claim.attempt == 1:
             yield from self.work(claim, 2.0, ["loading the draft", "checking required sections"], tokens=300)
             self.crash()
@@ -371,7 +372,7 @@ class DemoAgent(MindSteps):
 
     def do_finalize(self, claim: Claim) -> Work:
         deps = self.dep_outputs(claim)
-        ver = next((o for o in deps.values() if isinstance(o, Mapping) and "draft" in o), {"draft": []})
+        ver: Mapping[str, Any] = next((o for o in deps.values() if isinstance(o, Mapping) and "draft" in o), {"draft": []})
         title = (claim.inputs.get("task") or {}).get("title", "Report")
         yield from self.work(claim, 2.0, ["rendering report.md", "computing sha256"], tokens=400)
         body = [f"# {title}", ""]

@@ -112,10 +112,10 @@ def render_detail(d: NodeDetail, now: float, explained: NodeExplanation | None =
         out.append_text(node_mind_text(d.mind, now))
 
     section(out, f"Events ({len(d.events)}, decision layer first)")
-    for e in d.events[:100]:
-        out.append(f"  {iso(e.at)} ", style="dim")
-        out.append(f"{safe_line(e.layer):<9} ", style="bold" if e.layer == "decision" else "")
-        out.append(f"{safe_line(e.kind)}  {safe_line(e.actor)}: {safe_line(e.summary, limit=200)}\n")
+    for ev in d.events[:100]:
+        out.append(f"  {iso(ev.at)} ", style="dim")
+        out.append(f"{safe_line(ev.layer):<9} ", style="bold" if ev.layer == "decision" else "")
+        out.append(f"{safe_line(ev.kind)}  {safe_line(ev.actor)}: {safe_line(ev.summary, limit=200)}\n")
     return out
 
 
