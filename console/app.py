@@ -146,7 +146,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
     def settled(self) -> bool:
         """Loaded, nothing asked for or read and not yet applied, every screen's own reads done
         (tests, screenshots: wait for this, then for the workers)."""
-        return self.loaded and self.follower.idle() and all(
+        return self.loaded and self.follower.idle() and not self.taking_keys() and all(
             s.settled() for s in self.screen_stack if isinstance(s, WardenScreen))
 
     # ------------------------------------------------------------------ lifecycle
