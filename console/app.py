@@ -64,6 +64,8 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         Binding("g", "runs", "Runs", id="runs"),
         *(Binding(k.key, f"operator({k.action!r})", k.label, id=k.action, show=False) for k in ACTION_KEYS),
         Binding("o", "report", "Report", id="report", show=False),
+        Binding("m", "mind", "Mind", id="mind", show=False),
+        Binding("M", "memories", "Memory inbox", id="memories", show=False),
     ]
 
     def __init__(
@@ -144,7 +146,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
     def settled(self) -> bool:
         """Loaded, nothing asked for or read and not yet applied, every screen's own reads done
         (tests, screenshots: wait for this, then for the workers)."""
-        return self.loaded and self.follower.idle() and all(
+        return self.loaded and self.follower.idle() and not self.taking_keys() and all(
             s.settled() for s in self.screen_stack if isinstance(s, WardenScreen))
 
     # ------------------------------------------------------------------ lifecycle

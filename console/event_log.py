@@ -3,6 +3,7 @@ rest of the console's view models are in :mod:`console.model`, which re-exports 
 
 from __future__ import annotations
 
+import enum
 from collections import deque
 from typing import Any, NamedTuple, Sequence
 
@@ -14,6 +15,12 @@ from .text import safe_line
 from .widgets.rowlist import Cell, Column
 
 LAYERS = ("decision", "execution", "operator", "system")
+
+
+class Keep(enum.Enum):
+    """``set_filter``'s default: that part of the filter stays as it is."""
+
+    KEEP = enum.auto()
 
 
 def clock_time(ts: float | None) -> str:
@@ -93,10 +100,10 @@ class EventLogModel:
         self.rows.extend(added)
         return len(added), False
 
-    def set_filter(self, *, layer: str | None = ..., task_id: str | None = ...) -> None:  # type: ignore[assignment]
-        if layer is not ...:
+    def set_filter(self, *, layer: str | None | Keep = Keep.KEEP, task_id: str | None | Keep = Keep.KEEP) -> None:
+        if not isinstance(layer, Keep):
             self.layer = layer
-        if task_id is not ...:
+        if not isinstance(task_id, Keep):
             self.task_id = task_id
         self._refilter()
 

@@ -25,6 +25,7 @@ from typing import Any, Callable, Generator, Mapping, Sequence
 
 from store import Claim, LeaseLost, Ledger, NodeSpec, Pulse, Refused, WardenError
 
+from .mind import MindSteps
 from .world import FIX_S, IDLE_S, LEASE_S, LOOP_CAP, REPO, REPORT_SECTIONS, ROLES, TEST_S, TICK_S, rng_for
 from .world import sha256_hex, uniform_for
 
@@ -36,8 +37,9 @@ class SimulatedCrash(BaseException):
 Work = Generator[float, None, Any]
 
 
-class DemoAgent:
-    """One simulated agent. :meth:`loop` is a generator of simulated seconds to wait."""
+class DemoAgent(MindSteps):
+    """One simulated agent. :meth:`loop` is a generator of simulated seconds to wait. (The steps of
+    the mind scenarios, ``perf-audit`` and ``search-latency``, are in ``console/demo/mind.py``.)"""
 
     def __init__(
         self,
@@ -332,7 +334,7 @@ class DemoAgent:
         if reason is not None:
             self.ledger.note(claim, f"operator rejected the last draft ({reason!r}): rewriting with that in mind")
         yield from self.work(claim, 6.0, lines, tokens=2500)
-        out = {"sections": sections}
+        out: dict[str, Any] = {"sections": sections}
         if reason is not None:
             out["addresses"] = reason
         self.ledger.commit(claim, output=out, tokens=1000)
@@ -340,7 +342,8 @@ class DemoAgent:
     def do_verify(self, claim: Claim) -> Work:
         sim = self.sim(claim)
         deps = self.dep_outputs(claim)
-        draft = next((o for o in deps.values() if isinstance(o, Mapping) and "sections" in o), {"sections": []})
+        draft: Mapping[str, Any] = next((o for o in deps.values() if isinstance(o, Mapping) and "sections" in o),
+                                        {"sections": []})
         if sim.get("crash_node") == claim.node_key and claim.attempt == 1:
             yield from self.work(claim, 2.0, ["loading the draft", "checking required sections"], tokens=300)
             self.crash()
@@ -369,7 +372,7 @@ class DemoAgent:
 
     def do_finalize(self, claim: Claim) -> Work:
         deps = self.dep_outputs(claim)
-        ver = next((o for o in deps.values() if isinstance(o, Mapping) and "draft" in o), {"draft": []})
+        ver: Mapping[str, Any] = next((o for o in deps.values() if isinstance(o, Mapping) and "draft" in o), {"draft": []})
         title = (claim.inputs.get("task") or {}).get("title", "Report")
         yield from self.work(claim, 2.0, ["rendering report.md", "computing sha256"], tokens=400)
         body = [f"# {title}", ""]

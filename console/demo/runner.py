@@ -184,6 +184,7 @@ def run_demo(
         if with_console:
             if console is None:
                 from ..app import run_console as console
+            assert console is not None
             rc = console(ledger=str(paths.ledger), runs=str(paths.runs), read_only=False, operator=operator,
                          project=str(paths.root), records=None, bell=bell, on_alert=on_alert)
         else:

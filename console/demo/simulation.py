@@ -36,7 +36,8 @@ class Simulation:
             self._start(name, role, clock.now)
 
     def _start(self, name: str, role: str, at: float) -> None:
-        log = (lambda line, n=name: self.log(f"{n}: {line}")) if self.log else None
+        sink = self.log
+        log = (lambda line, n=name: sink(f"{n}: {line}")) if sink is not None else None
         agent = DemoAgent(self.ledger, name, role, tick_s=self.tick_s, lease_s=max(LEASE_S, 3 * self.tick_s),
                           idle_s=max(IDLE_S, self.tick_s), seed=self.seed, log=log)
         self.agents[name] = agent

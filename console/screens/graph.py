@@ -45,6 +45,7 @@ class TaskGraphScreen(ListScreen):
         Binding("enter", "open", "Open", id="open"),
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("x", "explain", "Explain", id="explain"),
+        Binding("m", "app.mind", "Mind", id="mind-open"),  # the task's mind (console/screens/mind.py)
     ]
 
     #: pages of the graph applied (the first one makes the rows appear; tests and the benchmark watch it)

@@ -28,6 +28,7 @@ from ..explain import suggestion
 from ..glyphs import READ_ONLY_NOTICE, age_label, duration_label, node_status_label
 from ..text import safe_line
 from ..widgets import sparkline
+from ..mind_view import mind_worth_showing, node_mind_text
 from .base import WardenScreen
 from .resolve import ResolveHandoffScreen
 
@@ -106,11 +107,15 @@ def render_detail(d: NodeDetail, now: float, explained: NodeExplanation | None =
             out.append(f"     resolved by {safe_line(h.resolved_by)}: {safe_line(h.resolution_option)}"
                        f" {safe_line(h.resolution_answer or '')}\n", style="dim")
 
+    if d.mind is not None and mind_worth_showing(d.mind):  # the task's mind: what it serves, what it is handed
+        section(out, "Mind")
+        out.append_text(node_mind_text(d.mind, now))
+
     section(out, f"Events ({len(d.events)}, decision layer first)")
-    for e in d.events[:100]:
-        out.append(f"  {iso(e.at)} ", style="dim")
-        out.append(f"{safe_line(e.layer):<9} ", style="bold" if e.layer == "decision" else "")
-        out.append(f"{safe_line(e.kind)}  {safe_line(e.actor)}: {safe_line(e.summary, limit=200)}\n")
+    for ev in d.events[:100]:
+        out.append(f"  {iso(ev.at)} ", style="dim")
+        out.append(f"{safe_line(ev.layer):<9} ", style="bold" if ev.layer == "decision" else "")
+        out.append(f"{safe_line(ev.kind)}  {safe_line(ev.actor)}: {safe_line(ev.summary, limit=200)}\n")
     return out
 
 

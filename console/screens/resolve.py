@@ -240,7 +240,7 @@ class ResolveHandoffScreen(WardenModal[bool]):
         if self.chosen is None:
             w.update(Text("— (arrows to move, enter to choose)", style="dim"))
             return
-        o = next((o for o in h.options if str(o.get("id")) == self.chosen), {})
+        o: Mapping[str, Any] = next((o for o in h.options if str(o.get("id")) == self.chosen), {})
         t = Text(safe_line(self.chosen, limit=30), style="bold")
         t.append(" → " + safe_line(o.get("consequence") or o.get("label") or "", limit=120))
         w.update(t)

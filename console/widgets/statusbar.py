@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
+from textual.visual import VisualType
 from textual.widgets import Static
 
 from ..glyphs import MARKS
@@ -66,7 +67,7 @@ class InfoLine(Static):
         super().__init__("", markup=False, **kwargs)
         self._shown: object = None
 
-    def update(self, content: object = "", *, layout: bool = False) -> None:  # type: ignore[override]
+    def update(self, content: VisualType = "", *, layout: bool = False) -> None:
         """Its size never depends on the text, so no layout pass (a whole-screen reflow per
         change, otherwise); the same text again is not repainted at all."""
         if content == self._shown:

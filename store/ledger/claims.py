@@ -24,6 +24,7 @@ from .. import sql
 from ..clock import iso
 from ..db import read_tx, register_result, retry_write, write_tx
 from ..errors import NotFound, Refused
+from ..mind import recall, replan
 from ..sql import Inc
 from ..views import Claim
 from . import compensation, pause
@@ -32,6 +33,7 @@ from .observe import ATTEMPT_RESET
 from .rows import wall_used
 
 CLAIM_ROUNDS = 1000  # each round either claims, fails an over-claimed node, or ends
+REMOVED = "\x00removed"  # marks a round's (REMOVED, task, node id): a replan removed that expired node
 
 
 def admit(core: LedgerCore, task_id: str, node_key: str) -> str:
@@ -63,8 +65,11 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
         return None
     for _ in range(CLAIM_ROUNDS):
         result = _claim_round(core, task_id, worker, float(lease_s), kinds, key, version)
-        if isinstance(result, tuple):  # over-claimed: fail it in its own transaction, go again
-            _fail_over_claimed(core, result[0], result[1], worker)
+        if isinstance(result, tuple):  # over-claimed, or removed by a replan: end it in its own transaction
+            if result[0] == REMOVED:
+                replan.end_removed(core, result[1], int(result[2]), worker)
+            else:
+                _fail_over_claimed(core, result[0], int(result[1]), worker)
             continue
         return result
     return None
@@ -123,8 +128,9 @@ def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str | None
 @retry_write
 def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
                  kinds: Sequence[str] | None, key: str | None = None,
-                 version: str | None = None) -> Claim | tuple[str, int] | None:
-    """One write transaction: a Claim, None, or (task id, node id) of a node over its max_claims."""
+                 version: str | None = None) -> Claim | tuple[Any, ...] | None:
+    """One write transaction: a Claim, None, (task id, node id) of a node over its max_claims, or
+    (REMOVED, task id, node id) of an expired node a replan removed (abandoned, not reclaimed)."""
     with write_tx(core.db):
         now = core.now()
         if task_id is not None:
@@ -154,6 +160,8 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
                 row = _find_claimable(core, tid, now, gate == "hard", kinds, key, worker, fit)
             if row is None:
                 continue
+            if row["status"] == "running" and row["removed_in"] is not None:
+                return (REMOVED, tid, row["id"])
             limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
             if limit is not None and row["claim_count"] >= limit:
                 return (tid, row["id"])
@@ -182,6 +190,9 @@ def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool
     if kinds:
         extra += f" AND n.kind IN ({sql.marks(len(kinds))})"
         params.extend(kinds)
+    elif key is None:  # an alignment check is answered only by a claim that asks for it (store/mind/alignment.py)
+        extra += " AND n.kind <> ?"
+        params.append(recall.ALIGNMENT)
     admit = ""
     admit_params: list[Any] = []
     for column, margin, room in (("est_tokens", budget_mod.TOKEN_MARGIN, fit and fit[0]),
@@ -275,9 +286,11 @@ def _take(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], wor
 def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     """The task inputs, the dependencies' outputs, the rejections and the latest resolution."""
     deps = {}
-    for key, output, ref, dig, status in sql.fetch_all(
-            core.db, "SELECT s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
+    dep_ids: list[int] = []
+    for dep_id, key, output, ref, dig, status in sql.fetch_all(
+            core.db, "SELECT s.id, s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
                      "JOIN node s ON s.id = e.src_id WHERE e.dst_id = ? ORDER BY s.position", [row["id"]]):
+        dep_ids.append(dep_id)
         deps[key] = {
             "output": sql.json_value(output),
             "output_ref": ref, "digest": dig, "status": status,
@@ -300,7 +313,10 @@ def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, A
         "rejections": list(row["rejections"] or []),
         "resolution": resolution,
         "attempt": int(row["attempt"]) + 1,
+        "memory": recall.memory_inputs(core, task, row, dep_ids),  # the task's mind (store/mind/recall.py)
     }
+    if row["kind"] == recall.ALIGNMENT:
+        out["alignment"] = recall.alignment_inputs(core, task, row)
     if row["kind"] == compensation.KIND:
         out["effect"] = compensation.effect_for_node(core, row["id"])
     return out
