@@ -89,6 +89,9 @@ class Task(BaseModel):
     paused_since = pw.DoubleField(null=True)
     # Wake conditions of the task's park and of its parked nodes (store/wake.py), JSON or None.
     wake_state = JSONField(null=True)
+    # Tokens per unit of progress a node may spend (``Budget(density_limit=)``; None: judged
+    # against the task's own norm once it has one — store/density.py).
+    density_limit = pw.DoubleField(null=True)
     revision = pw.BigIntegerField(default=1)
     created_at = pw.DoubleField()
     updated_at = pw.DoubleField()
@@ -142,6 +145,14 @@ class Node(BaseModel):
     wait_on = pw.TextField(null=True)
     wait_since = pw.DoubleField(null=True)
     wait_until = pw.DoubleField(null=True)
+    # The seed rules (schema 4 part "seed rules", docs/agents.md): the running step's deadline when
+    # its claim set ``max_step_s`` (heartbeats never extend the lease past it; writes after it are
+    # refused); the ledger's cost-density verdict on the running attempt (``hold`` /
+    # ``finish_no_successor``, None: nothing to act on); and the repair request a repair commit
+    # handed to this node's rerun (``Claim.inputs["repair"]``), cleared when it commits.
+    step_deadline = pw.DoubleField(null=True)
+    density = pw.CharField(max_length=32, null=True)
+    repair = JSONField(null=True)
 
     class Meta:
         indexes = (

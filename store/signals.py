@@ -346,7 +346,10 @@ def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: S
                        thresholds: Thresholds, history: DurationHistory | None) -> list[Signal]:
     out = task_signals(task, ledger.handoffs(task_id=task.task_id, status="open"), now, thresholds=thresholds,
                        parked_nodes=parked)
-    out += [Signal(*s) for s in round2.extra(ledger, task, now, thresholds)]  # wake, budget_insufficient, …
+    extra = [Signal(*s) for s in round2.extra(ledger, task, now, thresholds)]  # wake, budget_insufficient, …
+    out += extra
+    # where the ledger acts on a node's cost density, that signal stands in for the norm-based warning
+    acted = {s.node for s in extra if s.kind == "cost_density"}
     if running and task.status != "parked":
         obs = read_observations(ledger, [n.id for n in running], thresholds.observations_per_node)
         if history is None:
@@ -357,9 +360,9 @@ def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: S
         if any(n.tokens_used >= thresholds.cost_density_min_tokens for n in running):
             norm = token_norm(ledger, task.task_id, thresholds)
         for n in running:
-            out.extend(node_signals(task.task_id, n, obs.get(n.id, ()), now,
-                                    thresholds=thresholds, kind_p80=p80s[n.key], token_norm=norm,
-                                    task_status=task.status))
+            out.extend(s for s in node_signals(task.task_id, n, obs.get(n.id, ()), now, thresholds=thresholds,
+                                               kind_p80=p80s[n.key], token_norm=norm, task_status=task.status)
+                       if not (s.kind == "cost_density" and n.key in acted))
     return sort_signals(out)
 
 

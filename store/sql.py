@@ -27,7 +27,7 @@ from .models import dumps, loads
 CHUNK = 500  # ids or keys per ``IN (...)`` list
 
 JSON_COLUMNS = frozenset({"inputs", "constraints", "preconditions", "output", "rejections", "payload", "context",
-                          "options", "wake_state"})
+                          "options", "wake_state", "repair"})
 BOOL_COLUMNS = frozenset({"retryable", "always_admit"})
 
 

@@ -187,7 +187,7 @@ def BUDGET_OPT(c: Ctx, a: str, x: Any) -> Any:
         return x
     if not isinstance(x, Budget):
         raise v.refuse(a, "must be a store.Budget", x, where=c.where)
-    Budget(x.tokens, x.wall_s, x.soft_ratio)  # re-checked: a frozen dataclass can still be forged
+    Budget(x.tokens, x.wall_s, x.soft_ratio, getattr(x, "density_limit", None))  # re-checked: a frozen dataclass can still be forged
     return x
 
 
@@ -316,7 +316,7 @@ def CLOCK_OPT(c: Ctx, a: str, x: Any) -> Any:
 
 COMMIT_RULES: dict[str, Rule] = {
     "output": JSON, "output_ref": TEXT_OPT, "tokens": TOKENS, "artifact": ARTIFACT_OPT, "units_done": UNITS,
-    "next_nodes": SPECS, "repair": FLAG, "summary": TEXT_OPT,
+    "next_nodes": SPECS, "repair": FLAG, "summary": TEXT_OPT, "repair_from": IDS_OPT,
 }
 
 
@@ -356,7 +356,8 @@ API: dict[str, dict[str, Rule]] = {
     # claims (key=, workflow_version= are this round's additions)
     "admit": {"task_id": ID, "node_key": ID},
     "claim": {"task_id": ID_OPT, "worker": NAME, "lease_s": LEASE, "kinds": KINDS_OPT, "key": ID_OPT,
-              "workflow_version": TEXT_OPT},
+              "workflow_version": TEXT_OPT, "max_step_s": LEASE_OPT},
+    "check_expired": {"task_ids": IDS_OPT, "actor": ACTOR},
     # fenced writes (waiting_on=, wait_s= are this round's additions)
     "heartbeat": {"claim": CLAIM, "units_done": UNITS, "units_total": UNITS, "tokens": TOKENS,
                   "observation": TEXT_OPT, "lease_s": LEASE_OPT, "waiting_on": WAITING_ON_OPT, "wait_s": WAIT_S_OPT},
