@@ -30,6 +30,7 @@ from store.errors import WardenError
 from store.feed import FALLBACK_POLL_S, Feed
 from store.views import EventView, GraphView, NodeDetail, TaskView
 
+from .action_keys import ACTION_KEYS
 from .alerts import AlertDesk
 from .analysis import Analyst, GraphRequest
 from .analysis_runs import AnalysisRuns
@@ -70,13 +71,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         Binding("e", "events", "Events", id="events"),
         Binding("h", "handoffs", "Handoffs", id="handoffs"),
         Binding("g", "runs", "Runs", id="runs"),
-        Binding("p", "operator('park')", "Park", id="park", show=False),
-        Binding("u", "operator('resume')", "Resume", id="resume", show=False),
-        Binding("n", "operator('narrow')", "Narrow", id="narrow", show=False),
-        Binding("r", "operator('rewind')", "Rewind", id="rewind", show=False),
-        Binding("a", "operator('abort')", "Abort", id="abort", show=False),
-        Binding("R", "operator('recover')", "Recovery advice", id="recover", show=False),
-        Binding("c", "operator('compensated')", "Compensated", id="compensated", show=False),
+        *(Binding(k.key, f"operator({k.action!r})", k.label, id=k.action, show=False) for k in ACTION_KEYS),
         Binding("o", "report", "Report", id="report", show=False),
     ]
 

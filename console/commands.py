@@ -9,6 +9,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.fuzzy import Matcher
 
+from .action_keys import ACTION_KEYS
 from .text import literal, safe_line
 
 COMMANDS: list[tuple[str, str, str]] = [
@@ -17,14 +18,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("Mark alerts seen", "action_alerts_seen", "clear the header's count of new alerts"),
     ("Runs and recovery", "action_runs", "run directories (g)"),
     ("Help", "action_help", "every key (?)"),
-    ("Park", "action_operator:park", "park the selected task or node (p)"),
-    ("Resume", "action_operator:resume", "resume the selected task or node (u)"),
-    ("Narrow", "action_operator:narrow", "narrow the selected task (n)"),
-    ("Rewind", "action_operator:rewind", "rewind the selected node (r)"),
-    ("Abort", "action_operator:abort", "abort the selected task (a)"),
-    ("Recovery advice", "action_operator:recover", "for the selected node (R)"),
-    ("Mark effect compensated", "action_operator:compensated",
-     "an effect of the selected task was undone by hand (c)"),
+    *((k.palette, f"action_operator:{k.action}", k.palette_help) for k in ACTION_KEYS),  # console/action_keys.py
     ("Task report", "action_report", "what the selected task leaves behind: best result, unfinished, budget (o)"),
     ("Quit", "action_quit", "leave the console (q)"),
 ]

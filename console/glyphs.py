@@ -71,6 +71,15 @@ def task_status_label(status: str) -> str:
     return f"{TASK_GLYPHS.get(status, '?')} {safe_line(status, limit=20)}"
 
 
+def task_label(task_id: str, origin: str | None) -> str:
+    """A task's id as lists show it: with its origin marked (``fix-7 [mcp]``) when an integration
+    other than the Python API made it (docs/agents.md "Which integration"); made safe."""
+    label = safe_line(task_id)
+    if origin and origin != "python":
+        label += f" [{safe_line(origin, limit=32)}]"
+    return label
+
+
 def duration_label(seconds: float | None) -> str:
     """Compact duration: 45s, 3m05s, 12m, 3h05m, 2d04h (or — when unknown, or not a finite number:
     an infinite figure once took the whole console down)."""

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from store.report import budget_json, empty_eta
 from store.views import GraphView, NodeView, TaskView
 
-from .glyphs import MARKS, NODE_GLYPHS, TASK_GLYPHS, age_label, duration_label, eta_label
+from .glyphs import MARKS, NODE_GLYPHS, TASK_GLYPHS, age_label, duration_label, eta_label, task_label
 from .text import safe_line
 from .widgets.figures import gauge
 from .widgets.rowlist import Cell, Column
@@ -135,7 +135,8 @@ class TaskListModel:
             self._visible = None
             return
         self._visible = [i for i, r in enumerate(self.rows)
-                         if f in r.view.task_id.casefold() or f in r.view.title.casefold() or f in r.view.status]
+                         if f in r.view.task_id.casefold() or f in r.view.title.casefold() or f in r.view.status
+                         or f == r.view.origin]
 
     def position_of(self, row: int) -> int | None:
         if self._visible is None:
@@ -182,7 +183,7 @@ class TaskListModel:
         if b["gate"] in ("soft", "hard", "stop") and (t.token_cap or t.wall_cap_s):
             sigs.append({"kind": f"budget_{b['gate']}", "severity": "warn" if b["gate"] == "soft" else "alarm"})
         return [
-            (safe_line(t.task_id), "key"),
+            (task_label(t.task_id, t.origin), "key"),
             status_cell(t.status, TASK_GLYPHS),
             (progress_text(t.counts), ""),
             (eta_label(eta), "" if (eta or {}).get("p80_s") is not None else "dim"),

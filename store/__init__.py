@@ -16,7 +16,7 @@ from .errors import (
     StaleRevision,
     WardenError,
 )
-from .ledger import Ledger
+from .facade import Ledger
 from .views import Budget, Claim, NodeSpec, Pulse
 
 __all__ = [

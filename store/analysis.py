@@ -51,6 +51,7 @@ from .estimates import (
     task_estimate,
 )
 from . import task_signals as round2
+from .ledger import evidence
 from .signals import (
     DEFAULT_THRESHOLDS,
     Obs,
@@ -92,8 +93,6 @@ class TaskAnalysis:
         (``store.views.NodeRow``, which carry what the estimates read) — instead of reading the
         graph again; the running nodes are re-read as whole nodes (signals read more of them) and
         the events after ``cursor`` are the caller's to apply."""
-        from .models import Event
-
         self.ledger = ledger
         self.task_id = task_id
         self.params = params
@@ -127,9 +126,7 @@ class TaskAnalysis:
             self.obs[n.key] = deque(by_id.get(n.id, ()), maxlen=th.observations_per_node)
         self.handoffs = list(ledger.handoffs(task_id=task_id, status="open"))
         self.claims: dict[str, float] = {}
-        q = (Event.select(Event.actor, Event.at).where((Event.task_id == task_id) & (Event.kind == "node.claimed"))
-             .order_by(Event.id.desc()).limit(500))
-        for actor, at in ledger.tuple_rows(q):
+        for actor, at in evidence.recent_claims(ledger, task_id, 500):
             if actor and actor not in self.claims:
                 self.claims[actor] = at
         # aggregates kept up to date by apply_event
@@ -305,13 +302,8 @@ class TaskAnalysis:
     def _token_sums(self) -> None:
         """The tokens / units sums over the succeeded nodes that reported units, read once (lean
         rows do not carry ``tokens_used``)."""
-        from .sql import fetch_all
-
-        row = fetch_all(self.ledger.db, "SELECT SUM(tokens_used), SUM(units_done), COUNT(id) FROM node "
-                                        "WHERE task_id = ? AND status = 'succeeded' AND units_done > 0",
-                        [self.task_id])
-        tokens, units, count = row[0] if row else (0, 0, 0)
-        self._norm = [float(tokens or 0), float(units or 0), int(count or 0)]
+        totals = evidence.unit_totals(self.ledger, self.task_id)
+        self._norm = [totals.tokens, totals.units, totals.nodes]
         self._norm_stale = False
 
     def workers(self, now: float) -> int:

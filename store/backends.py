@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 import peewee as pw
 
+from . import lockguard
 from .errors import ConnectionLost, LedgerBusy, LedgerUnavailable
 from .sql import pg_session
 from .text import safe_line
@@ -86,7 +87,8 @@ def sqlstate(e: BaseException | None) -> str | None:
     return None
 
 
-def _sqlite_code(e: BaseException | None) -> int | None:
+def sqlite_code(e: BaseException | None) -> int | None:
+    """The SQLite primary result code behind a (Peewee-wrapped) driver error, if any."""
     seen = 0
     while e is not None and seen < 8:
         code = getattr(e, "sqlite_errorcode", None)
@@ -122,6 +124,25 @@ class _Outage(threading.local):
     attempt: int = 0
 
 
+def _refuse_inherited(db: "WardenSqlite | WardenPostgres") -> None:
+    """A connection this process inherited across fork() is the parent's: never used here."""
+    if lockguard.forked_from() is not None and not db.is_closed() and lockguard.is_inherited(db.connection()):
+        raise db.forked_error(lockguard.forked_from() or 0)
+
+
+def _close_tracked(db: "WardenSqlite | WardenPostgres", close: Callable[[], bool]) -> bool:
+    """Close this thread's connection — unless it is the parent's, inherited across fork(): closing
+    it here could delete the parent's -wal (SQLite) or end its session (PostgreSQL); it is left
+    open, and :mod:`store.lockguard` keeps it alive, unused."""
+    if db.is_closed():
+        return bool(close())
+    conn = db.connection()
+    lockguard.untrack(conn)
+    if lockguard.is_inherited(conn):
+        return False
+    return bool(close())
+
+
 class WardenSqlite(pw.SqliteDatabase):
     read_only = False
     backend = "sqlite"
@@ -131,9 +152,37 @@ class WardenSqlite(pw.SqliteDatabase):
     snapshot = False  # read-only and immutable: SQLite could not share the WAL index (see sqlite_file)
     tidy_on_close = False  # a read-only open of a quiescent WAL ledger: tidy -wal/-shm when the Ledger closes
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("factory", lockguard.SqliteConnection)  # tracked by weak reference
+        super().__init__(*args, **kwargs)
+
+    # ------------------------------------------------------------------ connections (store/lockguard.py)
+    def connect(self, reuse_if_open: bool = False) -> bool:
+        forked = lockguard.inherited(self.path)
+        if forked is not None:
+            raise self.forked_error(forked)
+        with lockguard.opening(self.path):  # protected before SQLite can take a lock
+            opened = bool(super().connect(reuse_if_open))
+            if opened:
+                lockguard.track(self.connection(), self.path)
+        return opened
+
+    def close(self) -> bool:
+        return _close_tracked(self, super().close)
+
+    def cursor(self, named_cursor: Any = None) -> Any:
+        _refuse_inherited(self)
+        return super().cursor(named_cursor)
+
+    def forked_error(self, parent: int) -> LedgerUnavailable:
+        return LedgerUnavailable(
+            f"the ledger {self.display} was open in process {parent} when it fork()ed this one: SQLite cannot be "
+            "used safely across fork(); open the Ledger in a process started with spawn or forkserver "
+            "(multiprocessing.get_context('spawn')) or by exec")
+
     def _translate(self, e: BaseException) -> None:
         """Raise the typed error for a busy or broken database; return for anything else."""
-        code = _sqlite_code(e)
+        code = sqlite_code(e)
         if code in SQLITE_BUSY_CODES:
             raise LedgerBusy(
                 f"the ledger {self.display} is busy: another process held its lock for more than "
@@ -178,6 +227,24 @@ class WardenPostgres(pw.PostgresqlDatabase):
         self.backoff = Backoff()
         self._outage = _Outage()
         self.request = RequestState()
+
+    def connect(self, reuse_if_open: bool = False) -> bool:
+        opened = bool(super().connect(reuse_if_open))
+        if opened:
+            lockguard.track(self.connection(), None)
+        return opened
+
+    def close(self) -> bool:
+        return _close_tracked(self, super().close)
+
+    def cursor(self, named_cursor: Any = None) -> Any:
+        _refuse_inherited(self)
+        return super().cursor(named_cursor)
+
+    def forked_error(self, parent: int) -> LedgerUnavailable:
+        return LedgerUnavailable(
+            f"this Ledger of {self.display} was opened in process {parent}, which fork()ed this one: its "
+            "connection is the parent's; open a new Ledger here")
 
     def _initialize_connection(self, conn: Any) -> None:
         # Peewee calls this for every new connection (first use, and each reconnect after a

@@ -32,6 +32,7 @@ import os
 import sqlite3
 from typing import Iterator
 
+from . import lockguard
 from .sqlite_file import uri
 
 FIRST_FOLLOW_UP_S = 0.001
@@ -73,8 +74,8 @@ class CommitProbe:
         try:
             if self._con is None:
                 st = os.stat(self.path)
-                self._con = sqlite3.connect(uri(self.path, mode="ro"), uri=True, timeout=0,
-                                            isolation_level=None, check_same_thread=False)
+                self._con = lockguard.connect(self.path, uri(self.path, mode="ro"), uri=True, timeout=0,
+                                              isolation_level=None, check_same_thread=False)
                 self._ident = (st.st_dev, st.st_ino)
             row = self._con.execute("PRAGMA data_version").fetchone()
             return int(row[0])
@@ -109,7 +110,7 @@ class CommitProbe:
         con, self._con = self._con, None
         if con is not None:
             try:
-                con.close()
+                lockguard.disconnect(con)
             except sqlite3.Error:
                 pass
 

@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlparse
 
 import peewee as pw
 
-from . import errors, sqlite_file, write_requests
+from . import checkpoints, errors, lockguard, sqlite_file, write_requests
 from .backends import (
     BUSY_TIMEOUT_S,
     RECONNECT_BUDGET_S,
@@ -47,6 +47,7 @@ from .backends import (
     sqlstate,
 )
 from .errors import LedgerUnavailable, ReadOnly, WardenError, WriteConflict
+from .pgshared import SharedPostgres
 from .sql import is_sqlite
 from .text import safe_line
 from .write_requests import register_result
@@ -152,25 +153,32 @@ def open_database(
     busy_timeout_s: float = BUSY_TIMEOUT_S,
     application_name: str = "warden-agent",
     backoff: Backoff | None = None,
+    one_connection: bool = False,
 ) -> pw.Database:
     """Return a connected-on-demand database. Refuses a missing SQLite file unless ``create``.
 
     ``busy_timeout_s``: how long a write waits for a lock before ``LedgerBusy`` (SQLite's busy
     timeout; PostgreSQL's ``lock_timeout``). ``application_name``: what PostgreSQL shows in
     ``pg_stat_activity`` (a URL's own ``application_name=`` wins). ``backoff``: the reconnect
-    policy (PostgreSQL)."""
+    policy (PostgreSQL). ``one_connection``: PostgreSQL — every thread shares one connection,
+    taking turns per transaction (``store/pgshared.py``; the console)."""
     if not busy_timeout_s or busy_timeout_s <= 0:
         raise errors.Refused("busy_timeout_s must be positive")
     t = parse_target(target)
     if t.backend == "sqlite":
         return _open_sqlite(t, read_only=read_only, create=create, busy_timeout_s=float(busy_timeout_s))
     return _open_postgres(t, read_only=read_only, busy_timeout_s=float(busy_timeout_s),
-                          application_name=application_name, backoff=backoff)
+                          application_name=application_name, backoff=backoff, one_connection=one_connection)
 
 
 def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: float) -> pw.Database:
     path = os.path.abspath(t.path or "ledger.db")
     shown = safe_line(path)
+    parent = lockguard.inherited(path)
+    if parent is not None:
+        raise LedgerUnavailable(
+            f"the ledger {shown} was open in process {parent} when it fork()ed this one: SQLite cannot be used "
+            "safely across fork(); open it in a process started with spawn or forkserver, or by exec")
     seen = sqlite_file.inspect(path, read_only=read_only)  # refuses what is not a ledger; writes nothing
     if not seen.exists:
         if not create or read_only:
@@ -180,7 +188,9 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
     elif seen.empty and (not create or read_only):
         raise LedgerUnavailable(f"{shown} is an empty file (0 bytes), not a Warden ledger: {NO_LEDGER_HINT}")
     busy_ms = int(busy_timeout_s * 1000)
-    pragmas: dict[str, Any] = {"foreign_keys": 1, "busy_timeout": busy_ms}
+    # mmap_size 0: no memory-mapped I/O, whatever this libsqlite3's default (a stray write into a
+    # mapping would go straight to the file; docs/security.md).
+    pragmas: dict[str, Any] = {"foreign_keys": 1, "busy_timeout": busy_ms, "mmap_size": 0}
     if read_only:
         # mode=ro: SQLite cannot write; query_only: no statement may either. Never a journal-mode change.
         params = {"mode": "ro", "immutable": "1"} if seen.snapshot else {"mode": "ro"}
@@ -188,7 +198,7 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
                           pragmas={**pragmas, "query_only": 1})
         db.read_only = True
         db.snapshot = seen.snapshot
-        db.tidy_on_close = seen.wal and seen.quiescent and not seen.snapshot
+        db.tidy_on_close = seen.quiescent and not seen.snapshot
     else:
         if seen.exists:
             sqlite_file.check_writable(path)
@@ -201,13 +211,14 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
 
 
 def _open_postgres(t: Target, *, read_only: bool, busy_timeout_s: float, application_name: str,
-                   backoff: Backoff | None) -> pw.Database:
+                   backoff: Backoff | None, one_connection: bool = False) -> pw.Database:
     dbname, kwargs = pg_connect_args(t)
     kwargs.setdefault("application_name", application_name)
     kwargs.setdefault("connect_timeout", str(PG_CONNECT_TIMEOUT_S))
     for k, v in PG_KEEPALIVES.items():
         kwargs.setdefault(k, v)
-    db = WardenPostgres(dbname, isolation_level="READ COMMITTED", prefer_psycopg3=True, autoconnect=True, **kwargs)
+    cls = SharedPostgres if one_connection else WardenPostgres
+    db = cls(dbname, isolation_level="READ COMMITTED", prefer_psycopg3=True, autoconnect=True, **kwargs)
     db.read_only = read_only
     db.display = t.display
     db.url = t.url
@@ -316,8 +327,7 @@ RETRY_SQLSTATES = {"40001": "a serialization failure", "40P01": "a deadlock"}
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[], float],
-           hook: Callable[[str], None] | None) -> Any:
+def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[], float], what: str) -> Any:
     """Run ``fn`` in a transaction opened here; record ``rid`` and the result in it; commit."""
     req = db.request
     req.rid, req.joined, req.body_done = rid, False, False
@@ -332,8 +342,7 @@ def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[]
                 result, raised = e, e  # raised after its body committed (e.g. a refusal with an audit row)
             if req.body_done:
                 write_requests.record(db, rid, float(now()), write_requests.encode(result))
-                if hook is not None:
-                    hook("tx.before_commit")
+                checkpoints.reach("tx.before_commit", "", what)
     finally:
         req.rid, req.joined, req.body_done = None, False, False
     if raised is not None:
@@ -343,7 +352,7 @@ def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[]
 
 def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_ATTEMPTS,
               what: str = "the write", args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
-              now: Callable[[], float] = time.time, hook: Callable[[str], None] | None = None,
+              now: Callable[[], float] = time.time,
               idempotent: bool = True) -> Any:
     """Run ``fn`` (which opens its own :func:`write_tx`) as one write that happens once.
 
@@ -369,7 +378,7 @@ def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_A
     last = ""
     while True:
         try:
-            result = _owned(db, fn, rid, now, hook) if rid is not None else fn()
+            result = _owned(db, fn, rid, now, what) if rid is not None else fn()
             db.healthy()
             return result
         except write_requests.AlreadyDone:
@@ -430,12 +439,10 @@ def _retry_write(fn: _F, *, idempotent: bool) -> _F:
     @functools.wraps(fn)
     def wrapper(first: Any, *args: Any, **kwargs: Any) -> Any:
         db = getattr(first, "db", first)
-        hook_fn = getattr(first, "hook", None)
         what = fn.__name__.lstrip("_").replace("_", " ")
-        hook = (lambda name: hook_fn(name, "", what)) if callable(hook_fn) else None
         now = getattr(first, "now", time.time)
         return run_write(db, lambda: fn(first, *args, **kwargs), what=what, args=(first, *args), kwargs=kwargs,
-                         now=now, hook=hook, idempotent=idempotent)
+                         now=now, idempotent=idempotent)
 
     return wrapper  # type: ignore[return-value]
 

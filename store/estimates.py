@@ -40,6 +40,8 @@ from .durations import (  # noqa: F401  (re-exported: the estimator's public nam
     prior_model,
     quantile,
 )
+from .ledger import evidence
+from .ledger.core import LedgerCore
 from .montecarlo import NodeDist, Plan, approximate_makespan, dominant, simulate_makespans  # noqa: F401
 
 FINISHED = ("succeeded", "abandoned")
@@ -270,16 +272,11 @@ def approximate_estimate(groups: Sequence[tuple[NodeDist, int]], running: Sequen
 
 
 # ---------------------------------------------------------------------- reading the ledger
-def recent_workers(ledger: Any, task_id: str, now: float, running_owners: Iterable[str | None] = (),
+def recent_workers(ledger: LedgerCore, task_id: str, now: float, running_owners: Iterable[str | None] = (),
                    window_s: float = DEFAULT_PARAMS.worker_window_s, scan: int = 500) -> int:
     """Distinct workers that claimed a node of the task within ``window_s`` (from the newest
     ``scan`` claim events) or hold one of its leases now; at least 1."""
-    from .models import Event
-
-    q = (Event.select(Event.actor, Event.at)
-         .where((Event.task_id == task_id) & (Event.kind == "node.claimed"))
-         .order_by(Event.id.desc()).limit(scan))
-    who = {a for a, at in ledger.tuple_rows(q) if at is not None and at >= now - window_s and a}
+    who = {c.actor for c in evidence.recent_claims(ledger, task_id, scan) if c.at >= now - window_s and c.actor}
     who.update(o for o in running_owners if o)
     return max(1, len(who))
 
@@ -319,8 +316,7 @@ def estimate_graph(ledger: Any, graph: Any, *, params: EstimateParams = DEFAULT_
     return GraphEstimate(task_estimate(nodes, dists, workers, params), per_node)
 
 
-LEAN_COLUMNS = ("id", "key", "kind", "status", "position", "claimed_at", "units_done", "units_total", "est_wall_s",
-                "next_retry_at", "lease_owner")
+LEAN_COLUMNS = evidence.LeanNode._fields  # what the estimator reads of a node (store/ledger/evidence.py)
 
 
 def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PARAMS,
@@ -330,10 +326,6 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
     Reads only the unfinished nodes (index on task, status) and the edges into them; above
     ``mc_max_nodes`` unfinished nodes, one aggregate per kind and the running rows.
     """
-    import peewee as pw
-
-    from .models import Edge, Node
-
     if task.status not in ("active", "parked"):
         return NO_ESTIMATE
     now = ledger.now() if now is None else now
@@ -343,13 +335,8 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
         return Estimate(0.0, 0.0, 0, "none")
     live_status = [s for s in counts if s not in FINISHED]
     if unfinished > params.mc_max_nodes:
-        rows = list(ledger.tuple_rows(
-            Node.select(Node.kind, pw.fn.COUNT(Node.id), pw.fn.AVG(Node.est_wall_s))
-            .where((Node.task == task.task_id) & Node.status.in_([s for s in live_status if s != "running"]))
-            .group_by(Node.kind)))
-        run_rows = [_lean(r) for r in ledger.dict_rows(
-            Node.select(*[getattr(Node, c) for c in LEAN_COLUMNS])
-            .where((Node.task == task.task_id) & (Node.status == "running")))]
+        rows = evidence.kind_groups(ledger, task.task_id, [s for s in live_status if s != "running"])
+        run_rows = [_lean(r) for r in evidence.lean_nodes(ledger, task.task_id, ["running"])]
         kinds = {r[0] for r in rows} | {r.kind for r, _ in run_rows}
         if history is None:
             history = DurationHistory(params.history_cap, params)
@@ -372,21 +359,16 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
             running.append(d)
         workers = recent_workers(ledger, task.task_id, now, [o for _, o in run_rows], params.worker_window_s)
         return approximate_estimate(groups, running, workers)
-    rows = list(ledger.dict_rows(
-        Node.select(*[getattr(Node, c) for c in LEAN_COLUMNS])
-        .where((Node.task == task.task_id) & Node.status.in_(live_status)).order_by(Node.position)))
-    key_of = {r["id"]: r["key"] for r in rows}
+    live = evidence.lean_nodes(ledger, task.task_id, live_status)
+    key_of = {n.id: n.key for n in live}
     deps: dict[int, list[str]] = {}
-    ids = list(key_of)
-    for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
-        for d, s in ledger.tuple_rows(Edge.select(Edge.dst, Edge.src).where(Edge.dst.in_(chunk))):
-            if s in key_of:
-                deps.setdefault(d, []).append(key_of[s])
+    for dependent, dependency in evidence.dependencies(ledger, list(key_of)):
+        if dependency in key_of:
+            deps.setdefault(dependent, []).append(key_of[dependency])
     nodes = []
     owners = []
-    for r in rows:
-        st, owner = _lean(r, tuple(deps.get(r["id"], ())))
+    for n in live:
+        st, owner = _lean(n, tuple(deps.get(n.id, ())))
         nodes.append(st)
         owners.append(owner)
     history = _ensure_history(ledger, history, nodes, params)
@@ -408,10 +390,10 @@ def _ensure_history(ledger: Any, history: DurationHistory | None, nodes: Sequenc
     return history
 
 
-def _lean(r: Mapping[str, Any], deps: tuple[str, ...] = ()) -> tuple[NodeState, str | None]:
-    return (NodeState(r["key"], r["kind"], r["status"], r["position"], deps, r["claimed_at"], r["units_done"],
-                      r["units_total"], r["est_wall_s"], r["next_retry_at"]),
-            r["lease_owner"] if r["status"] == "running" else None)
+def _lean(r: evidence.LeanNode, deps: tuple[str, ...] = ()) -> tuple[NodeState, str | None]:
+    return (NodeState(r.key, r.kind, r.status, r.position, deps, r.claimed_at, r.units_done, r.units_total,
+                      r.est_wall_s, r.next_retry_at),
+            r.lease_owner if r.status == "running" else None)
 
 
 def kind_p80(history: DurationHistory, kind: str, est_wall_s: float | None = None,

@@ -51,14 +51,14 @@ from .backends import one_line
 from .clock import Clock
 from .db import NO_LEDGER_HINT, read_tx
 from .errors import LedgerUnavailable, WardenError
-from .ledger import Ledger
+from .facade import Ledger
 from .ledger.queries import GRAPH_FIRST_PAGE, GRAPH_PAGE
 from .text import safe_line
 from .views import EventView, GraphPage, GraphView, NodeRow, TaskView
-from .wakeups import FALLBACK_POLL_S, PG_CHANNEL, PG_RECONNECT_S, WATCH_DEBOUNCE_MS, WATCH_STEP_MS, Wakeups, _inotify
+from .wakeups import FALLBACK_POLL_S, PG_CHANNEL, PG_RECONNECT_S, WATCH_DEBOUNCE_MS, WATCH_STEP_MS, Wakeups
 
 # Re-exported: these lived here before store/wakeups.py.
-_REEXPORTED = (PG_CHANNEL, PG_RECONNECT_S, _inotify)
+_REEXPORTED = (PG_CHANNEL, PG_RECONNECT_S)
 
 __all__ = ["Delta", "Feed", "GraphPage", "NodeRow", "changed_nodes", "graph_at", "graph_pages", "tail_at"]
 
@@ -137,8 +137,10 @@ class Feed(Wakeups):
             return self._ledger
 
     def _open(self) -> Ledger:
+        # One connection for every thread that reads through the feed (PostgreSQL; the LISTEN
+        # connection is the other): store/pgshared.py.
         ledger = Ledger.open(self.target, create=False, read_only=self.read_only, clock=self.clock,
-                             application_name=self.application_name)
+                             application_name=self.application_name, one_connection=True)
         self._identity = self._stat_identity()
         return ledger
 

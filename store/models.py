@@ -19,7 +19,8 @@ NODE_STATUSES = ("pending", "running", "blocked", "parked", "succeeded", "failed
 FINISHED_NODE_STATUSES = ("succeeded", "abandoned")
 FAILURE_CLASSES = ("transient", "idempotent_write", "irreversible_write", "conclusion", "spec")
 LAYERS = ("decision", "execution", "operator", "system")
-HANDOFF_KINDS = ("confirm", "direction", "exception", "acceptance")
+# ``permission``: an agent asks leave to use a tool (Claude Code's PermissionRequest hook, issue 28).
+HANDOFF_KINDS = ("confirm", "direction", "exception", "acceptance", "permission")
 HANDOFF_STATUSES = ("open", "resolved", "withdrawn", "expired")
 EFFECT_STATUSES = ("intended", "confirmed", "compensated")
 
@@ -89,8 +90,11 @@ class Task(BaseModel):
     paused_since = pw.DoubleField(null=True)
     # Wake conditions of the task's park and of its parked nodes (store/wake.py), JSON or None.
     wake_state = JSONField(null=True)
-    # Tokens per unit of progress a node may spend (``Budget(density_limit=)``; None: judged
-    # against the task's own norm once it has one — store/density.py).
+    # Which integration made the task (schema 4 part "origin"): python, langgraph, mcp, run,
+    # claude... None on a task made before it was recorded (TaskView.origin derives one).
+    origin = pw.CharField(max_length=32, null=True)
+    # Tokens per unit of progress a node may spend (``Budget(density_limit=)``; None: the
+    # ledger judges nothing — store/density.py).
     density_limit = pw.DoubleField(null=True)
     revision = pw.BigIntegerField(default=1)
     created_at = pw.DoubleField()

@@ -11,7 +11,7 @@ from typing import Any
 from . import budget as budget_mod
 from . import estimates, signals, wake_conditions
 from .clock import iso
-from .ledger import Ledger
+from .facade import Ledger
 from .schema import SCHEMA_VERSION
 from .signals import wait_json
 from .views import EffectView, EventView, GraphView, NodeView, TaskView
@@ -52,6 +52,7 @@ def task_json(task: TaskView, eta: dict[str, Any] | None = None, signals: list[d
         "handoffs_open": task.handoffs_open,
         "workflow": task.workflow,
         "workflow_version": task.workflow_version,
+        "origin": task.origin,
         "preconditions": dict(task.preconditions),
         "constraints": list(task.constraints),
         "park": ({"at": iso(task.parked_at), "reason": task.park_reason, "until": iso(task.park_until),

@@ -71,7 +71,15 @@ def _migrate_2_to_3(db: pw.Database) -> None:
 
 # Schema 4 (round 3) is made of named parts, one per capability, each idempotent (a column or a
 # table is added only when missing), run in this order inside the one migration transaction.
-SCHEMA_4_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = []
+def _origin(db: pw.Database) -> None:
+    """task.origin (issue 28): which integration made the task. Nullable: a task made before is
+    derived (``rows.task_origin``: ``langgraph`` for the adapter's workflow, else ``python``)."""
+    _add_columns(db, "task", [("origin", "VARCHAR(32)", "VARCHAR(32)")])
+
+
+SCHEMA_4_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
+    ("origin", _origin),
+]
 
 
 def _seed_rules(db: pw.Database) -> None:

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from . import budget as budget_mod
-from . import sql
 from . import task_signals as round2
 from .clock import duration_text, iso
 from .estimates import DurationHistory, kind_p80
+from .ledger import evidence
+from .ledger.core import LedgerCore
 from .novelty import judge_sequence
 
 SEVERITIES = ("info", "warn", "alarm")
@@ -308,34 +309,20 @@ def sort_signals(signals: Iterable[Signal]) -> list[Signal]:
 
 
 # ---------------------------------------------------------------------- reading the ledger (bounded)
-def read_observations(ledger: Any, node_ids: Sequence[int], per_node: int) -> dict[int, list[Obs]]:
-    """The last ``per_node`` observations of each node, oldest first: one statement per 200 nodes."""
+def read_observations(ledger: LedgerCore, node_ids: Sequence[int], per_node: int) -> dict[int, list[Obs]]:
+    """The last ``per_node`` observations of each node, oldest first (store/ledger/evidence.py)."""
     out: dict[int, list[Obs]] = {}
-    if not node_ids or per_node <= 0:
-        return out
-    ids = list(dict.fromkeys(node_ids))
-    for i in range(0, len(ids), 200):
-        chunk = ids[i:i + 200]
-        arm = ("SELECT * FROM (SELECT node_id, id, at, attempt, digest, new_units FROM observation "
-               f"WHERE node_id = ? ORDER BY id DESC LIMIT {int(per_node)}) AS o")
-        statement = " UNION ALL ".join(arm for _ in chunk)
-        for node_id, _id, at, attempt, digest, new_units in sorted(sql.fetch_all(ledger.db, statement, chunk),
-                                                                      key=lambda r: r[1]):
-            out.setdefault(node_id, []).append(Obs(at, attempt, digest, new_units))
+    for o in evidence.last_observations(ledger, node_ids, per_node):
+        out.setdefault(o.node_id, []).append(Obs(o.at, o.attempt, o.digest, o.new_units))
     return out
 
 
-def token_norm(ledger: Any, task_id: str, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> float | None:
+def token_norm(ledger: LedgerCore, task_id: str, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> float | None:
     """Tokens per unit over the task's succeeded nodes that reported units (None: too few)."""
-    import peewee as pw
-
-    from .models import Node
-
-    row = next(iter(ledger.tuple_rows(Node.select(pw.fn.SUM(Node.tokens_used), pw.fn.SUM(Node.units_done), pw.fn.COUNT(Node.id))
-                    .where((Node.task == task_id) & (Node.status == "succeeded") & (Node.units_done > 0)))), None)
-    if not row or not row[2] or row[2] < thresholds.cost_density_min_nodes or not row[1]:
+    totals = evidence.unit_totals(ledger, task_id)
+    if not totals.nodes or totals.nodes < thresholds.cost_density_min_nodes or not totals.units:
         return None
-    return float(row[0] or 0) / float(row[1])
+    return totals.tokens / totals.units
 
 
 def kind_p80s(history: DurationHistory, nodes: Iterable[Any]) -> dict[str, tuple[float | None, int]]:
@@ -385,9 +372,7 @@ def signals_for_task(ledger: Any, task: Any, *, thresholds: Thresholds = DEFAULT
     counts = task.counts or {}
     want = [s for s in ("running", "parked") if counts.get(s)]
     if want and task.status in ("active", "parked"):
-        keys = [k for (k,) in sql.fetch_all(ledger.db, f"SELECT key FROM node WHERE task_id = ? AND status IN "
-                                                       f"({sql.marks(len(want))})", [task.task_id, *want])]
-        for n in ledger.nodes(task.task_id, keys):
+        for n in ledger.nodes(task.task_id, evidence.keys_in(ledger, task.task_id, want)):
             (running if n.status == "running" else parked).append(n)
     return _signals_for_nodes(ledger, task, running, parked, now, thresholds, history)
 

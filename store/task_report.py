@@ -19,7 +19,7 @@ from . import budget as budget_mod
 from . import sql
 from .clock import iso
 from .db import read_tx
-from .ledger import Ledger
+from .facade import Ledger
 from .ledger.core import UNFINISHED_SQL
 from .report import budget_json
 

@@ -37,6 +37,7 @@ from .text import safe_line
 TASK_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 NODE_KEY_RE = re.compile(r"[A-Za-z0-9._:/@+-]{1,200}")
 HANDOFF_ID_RE = re.compile(r"[0-9]{1,18}")
+ORIGIN_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 # Line breaks in every sense Python's str.splitlines knows, and NUL.
 _NOT_IN_NAMES = re.compile("[\x00\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -118,6 +119,17 @@ def handoff_id(arg: str, value: Any, where: str = "") -> str:
     if isinstance(value, str) and HANDOFF_ID_RE.fullmatch(value):
         return str(int(value))
     raise refuse(arg, "is not a handoff id (a number such as 12)", value, where=where)
+
+
+def origin(arg: str, value: Any, where: str = "") -> str | None:
+    """Which integration made a task (``python``, ``langgraph``, ``mcp``, ``run``, ``claude``, or a
+    new one's name): None, or 1-32 of ``a-z 0-9 _ -`` starting with a letter."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not ORIGIN_RE.fullmatch(value):
+        raise refuse(arg, "must be an integration's name: 1-32 of a-z 0-9 _ - starting with a letter", value,
+                     where=where)
+    return value
 
 
 def lookup(arg: str, value: Any, where: str = "", *, optional: bool = False) -> str | None:

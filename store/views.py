@@ -136,6 +136,7 @@ class TaskView:
     paused_since: float | None = None  # the clock stands still since then (None: it runs)
     waited_s: float = 0.0  # all the time the clock stood still, the current stop included (at read time)
     wake_state: Mapping[str, Any] | None = None  # wake conditions of parks (store/wake.py)
+    origin: str = "python"  # which integration made it: python, langgraph, mcp, run, claude (rows.task_origin)
     density_limit: float | None = None  # tokens per unit a node may spend (Budget(density_limit=))
 
     @property

@@ -27,6 +27,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from . import sql
 from . import wake_conditions as wc
 from .actions.apply import apply_within
+from .actions.plan import Plan
+from .actions.resolve import ResolveParams
 from .actions.resume import plan_resume
 from .db import retry_write, write_tx
 from .errors import WardenError
@@ -146,6 +148,14 @@ def _check_one(core: LedgerCore, task_id: str, files: Mapping[str, str | None]) 
     with write_tx(core.db):
         core.task_row(task_id, lock="exclusive")  # it may resume the task, as an operator action would
         return json.dumps(check_tx(core, task_id, core.now(), files))
+
+
+def after_apply(core: LedgerCore, done: Plan) -> list[dict[str, Any]]:
+    """After an operator action is applied: what it can satisfy at once. A resolved handoff meets
+    the ``handoff:<id>`` conditions of the parks waiting on it."""
+    if isinstance(done.params, ResolveParams):
+        return after_resolve(core, done.target)
+    return []
 
 
 def after_resolve(core: LedgerCore, handoff_id: str) -> list[dict[str, Any]]:

@@ -24,18 +24,19 @@ A condition is a plain JSON dict (stored in the task row's ``wake_state``, see s
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import sql
+from . import lockguard, sql
 from . import validate as v
 from .clock import iso, parse_time
 from .errors import InvalidValue, Refused
 from .ledger.core import LedgerCore
+from .text import safe_line
 
 KINDS = ("handoff", "node", "effect", "file", "at")
 HASH_CAP = 64 * 1024 * 1024  # files up to this size are compared by sha256; bigger ones by size and mtime
+HASH_TIME_S = 2.0  # and only when hashing takes less than this (a slow disk): else by size and mtime
 USAGE = "use handoff:<id>, node:<key>, effect:<key>, file:<path> or at:<time>"
 
 
@@ -102,8 +103,11 @@ def _check(core: LedgerCore, task_id: str, kind: str, target: str, warnings: lis
         path = os.path.abspath(os.path.expanduser(target))
         cond["target"] = path
         cond.update(file_state(path))
+        if cond.get("problem"):
+            raise Refused(f"wake condition file:{safe_line(path)}: {cond['problem']}; watch a regular file "
+                          "(Warden never opens anything else)")
         if not cond["exists"]:
-            warnings.append(f"wake condition file:{path}: no such file yet (it wakes when one appears)")
+            warnings.append(f"wake condition file:{safe_line(path)}: no such file yet (it wakes when one appears)")
     cond["text"] = f"{kind}:{cond['target']}"
     return cond
 
@@ -117,44 +121,43 @@ def _handoff(core: LedgerCore, target: str) -> dict[str, Any] | None:
 
 
 def file_state(path: str) -> dict[str, Any]:
-    """A file's baseline: exists, size, mtime_ns and (up to HASH_CAP bytes) sha256."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return {"exists": False, "size": None, "mtime_ns": None, "sha256": None}
-    return {"exists": True, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": _sha256(path, st.st_size)}
-
-
-def _sha256(path: str, size: int) -> str | None:
-    if size > HASH_CAP:
-        return None
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    except OSError:
-        return None
-    return h.hexdigest()
+    """A file's baseline: exists, size, mtime_ns and (up to HASH_CAP bytes, within HASH_TIME_S)
+    sha256; ``problem`` when the path is there but is not a regular file Warden may read (a
+    symbolic link, a FIFO, a device, a ledger of this process...): store/lockguard.py."""
+    fp = lockguard.read_regular(path, max_bytes=HASH_CAP, max_s=HASH_TIME_S)
+    out: dict[str, Any] = {"exists": fp.exists, "size": fp.size, "mtime_ns": fp.mtime_ns, "sha256": fp.sha256}
+    if fp.problem is not None:
+        out["problem"] = fp.problem
+    return out
 
 
 def file_changed(cond: Mapping[str, Any]) -> str | None:
-    """Evidence that a ``file`` condition's file changed since its baseline, or None."""
+    """Evidence that a ``file`` condition's file changed since its baseline, or None. Only a
+    regular file is ever opened (``lstat`` first, then ``O_NOFOLLOW | O_NONBLOCK``, ``fstat``,
+    bounded bytes and time): a watched file swapped for a symbolic link, a FIFO or a device is a
+    change ("not a regular file"), never read."""
     path = str(cond["target"])
+    shown = safe_line(path)
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except OSError:
-        return f"{path} was removed" if cond.get("exists") else None
+        return f"{shown} was removed" if cond.get("exists") else None
+    kind = lockguard.kind_of(st.st_mode)
+    if kind != "file":
+        now = "is now" if cond.get("exists") else "appeared, but is"
+        return f"{shown} {now} {lockguard.not_regular(kind)}; not read"
     if not cond.get("exists"):
-        return f"{path} appeared ({st.st_size} bytes)"
+        return f"{shown} appeared ({st.st_size} bytes)"
     if st.st_size == cond.get("size") and st.st_mtime_ns == cond.get("mtime_ns"):
         return None
     if st.st_size != cond.get("size"):
-        return f"{path} changed: {cond.get('size')} → {st.st_size} bytes"
-    digest = _sha256(path, st.st_size)
-    if digest is None or cond.get("sha256") is None:
-        return f"{path} changed (modified, {st.st_size} bytes)"
-    return None if digest == cond["sha256"] else f"{path} changed (new content, sha256 {digest[:12]})"
+        return f"{shown} changed: {cond.get('size')} → {st.st_size} bytes"
+    fp = lockguard.read_regular(path, max_bytes=HASH_CAP, max_s=HASH_TIME_S)
+    if fp.problem is not None:
+        return f"{shown} changed ({fp.problem})"
+    if fp.sha256 is None or cond.get("sha256") is None:
+        return f"{shown} changed (modified, {st.st_size} bytes)"
+    return None if fp.sha256 == cond["sha256"] else f"{shown} changed (new content, sha256 {fp.sha256[:12]})"
 
 
 # ---------------------------------------------------------------------- evaluating

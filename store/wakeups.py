@@ -42,7 +42,7 @@ FALLBACK_POLL_S = 5.0  # a safety net: inotify / watchfiles / LISTEN wake the re
 _INOTIFY: Any = False
 
 
-def _inotify() -> Any:
+def inotify_lib() -> Any:
     """libc with inotify (Linux), or None elsewhere: then watchfiles watches instead."""
     global _INOTIFY
     if _INOTIFY is False:
@@ -120,7 +120,7 @@ class Wakeups:
         SQLite: watchfiles on the database's files. PostgreSQL: LISTEN/NOTIFY goes here.
         """
         if self.backend == "sqlite" and self.path is not None:
-            if self.use_inotify and _inotify() is not None:
+            if self.use_inotify and inotify_lib() is not None:
                 return self._inotify()
             return self._watchfiles()
         if self.backend == "postgresql":
@@ -169,7 +169,7 @@ class Wakeups:
         ``step`` ms and takes the GIL each time: 1.1 % of a core idle at a 5 ms step (measured
         here), and a 50 ms step would add that much latency. Names are filtered as for
         watchfiles; events that arrive together are one wake-up."""
-        lib = _inotify()
+        lib = inotify_lib()
         assert lib is not None and self.path is not None
         names = {n.encode() for n in self._watch_names()}
         directory = os.path.dirname(self.path) or "."

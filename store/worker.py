@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 
 from . import validate
 from .errors import InvalidValue, LeaseLost, WardenError
-from .ledger import Ledger
+from .facade import Ledger
 from .views import Claim, NodeSpec, Pulse
 
 DEFAULT_MAX_STEP_S = 120.0  # a step's own time limit, independent of its lease (seed 002)

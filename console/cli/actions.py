@@ -1,5 +1,7 @@
-"""Operator action subcommands: park, resume, narrow, rewind, abort, resolve, compensated; and
-check-wakes, the system's own action (the wake conditions nothing else looks at: ``at:``, ``file:``).
+"""Operator action subcommands — one per registered action with a ``Command`` (park, resume,
+narrow, rewind, abort, resolve, compensated: store/actions/registry.py), built from its flags —
+and check-wakes, the system's own action (the wake conditions nothing else looks at: ``at:``,
+``file:``).
 
 Every action is planned first (``ledger.plan_*``), shown, and applied (``ledger.apply``) only when
 confirmed: ``--dry-run`` prints the plan and stops; ``--yes`` applies without asking; on a terminal
@@ -21,6 +23,8 @@ from typing import Any, Callable
 from rich.console import Console
 from rich.text import Text
 
+from store.actions import REGISTRY, Registered
+
 from ..glyphs import node_status_label, task_status_label
 from ..text import safe_line
 from .errors import CliFailure
@@ -33,56 +37,11 @@ LIST_LIMIT = 20  # node keys shown per line of a text preview before "and N more
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("park", parents=flags(*ACT), help="park a task (or one node) until an outside signal")
-    p.add_argument("task", metavar="TASK")
-    p.add_argument("--node", metavar="KEY", help="park only this node")
-    p.add_argument("--reason", required=True, metavar="R", help="why (required; recorded and shown)")
-    p.add_argument("--until", metavar="T", help="when to look again: 15m, 2h, 1d or an ISO time")
-    p.add_argument("--wake-on", metavar="C", action="append",
-                   help="what wakes it: handoff:<id>, node:<key>, effect:<key>, file:<path> or at:<time> "
-                        "(repeatable: any one wakes it)")
-    p.add_argument("--auto-resume", action="store_true", help="resume on its own when a wake condition is met")
-    p.add_argument("--now", action="store_true", help="revoke running leases now (running nodes → parked)")
-    honours(p, *ACT)
-    p.set_defaults(func=cmd_park)
-
-    p = sub.add_parser("resume", parents=flags(*ACT), help="undo a park")
-    p.add_argument("task", metavar="TASK")
-    p.add_argument("--node", metavar="KEY", help="resume only this node")
-    p.add_argument("--reason", metavar="R", default="", help="why (optional)")
-    honours(p, *ACT)
-    p.set_defaults(func=cmd_resume)
-
-    p = sub.add_parser("narrow", parents=flags(*ACT), help="change a task's preconditions or exclude nodes")
-    p.add_argument("task", metavar="TASK")
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--set", action="append", metavar="K=V", dest="assign",
-                   help="precondition K takes value V (V parsed as JSON, else a string); repeatable")
-    g.add_argument("--exclude", nargs="+", metavar="KEY", help="abandon these nodes")
-    p.add_argument("--reason", required=True, metavar="R", help="why (required)")
-    honours(p, *ACT)
-    p.set_defaults(func=cmd_narrow)
-
-    p = sub.add_parser("rewind", parents=flags(*ACT), help="a node and everything downstream → pending")
-    p.add_argument("task", metavar="TASK")
-    p.add_argument("key", metavar="KEY")
-    p.add_argument("--reason", required=True, metavar="R", help="why (required; fed back to the agent)")
-    honours(p, *ACT)
-    p.set_defaults(func=cmd_rewind)
-
-    p = sub.add_parser("abort", parents=flags(*ACT), help="abort a task (asks for the task id)")
-    p.add_argument("task", metavar="TASK")
-    p.add_argument("--reason", required=True, metavar="R", help="why (required)")
-    honours(p, *ACT)
-    p.set_defaults(func=cmd_abort)
-
-    p = sub.add_parser("compensated", parents=flags(*ACT),
-                       help="record that a confirmed effect was undone by hand (its compensation node is dropped)")
-    p.add_argument("task", metavar="TASK")
-    p.add_argument("effect", metavar="EFFECT_KEY")
-    p.add_argument("--reason", required=True, metavar="R", help="what was done, by whom (required; recorded)")
-    honours(p, *ACT)
-    p.set_defaults(func=cmd_compensated)
+    """Every registered action's subcommand listed with the actions (store/actions/registry.py, in
+    its order), then check-wakes."""
+    for r in REGISTRY:
+        if r.command is not None and not r.command.listed_after and not r.command.parent:
+            add_action(sub, r)
 
     p = sub.add_parser("check-wakes", parents=flags(*WAKES),
                        help="look at parked tasks' wake conditions now: journal the met ones, auto-resume; "
@@ -92,13 +51,74 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_check_wakes)
 
 
-def register_resolve(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("resolve", parents=flags(*ACT), help="answer a handoff with one of its options")
-    p.add_argument("handoff", metavar="HANDOFF")
-    p.add_argument("--option", metavar="ID", help="one of the handoff's option ids")
-    p.add_argument("--answer", metavar="TEXT", help="free text for the agent")
+def registrar_after(command: str) -> Callable[[Any, list[argparse.ArgumentParser]], None]:
+    """A registrar for the actions listed after ``command`` in ``warden --help`` (resolve, after
+    handoffs): console/cli/entry.py puts it right after that command's registrar."""
+
+    def register_after(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+        for r in REGISTRY:
+            if r.command is not None and r.command.listed_after == command and not r.command.parent:
+                add_action(sub, r)
+
+    return register_after
+
+
+def add_action(sub: Any, action: Registered) -> argparse.ArgumentParser:
+    """The subcommand of a registered action, from its :class:`~store.actions.Command`: its flags,
+    the shared flags every action honours, and the plan → preview → confirm → apply flow. (A
+    command whose ``parent`` is set is added by that command's registrar, with this.)"""
+    spec = action.command
+    assert spec is not None, action.name
+    name = spec.name or action.name
+    p = sub.add_parser(name, parents=flags(*ACT), help=spec.help)
+    groups: dict[str, Any] = {}
+    for f in spec.flags:
+        target: Any = p
+        if f.one_of:
+            target = groups.get(f.one_of) or groups.setdefault(f.one_of, p.add_mutually_exclusive_group(required=True))
+        kw: dict[str, Any] = {"help": f.help}
+        if f.switch:
+            kw["action"] = "store_true"
+        else:
+            kw["metavar"] = f.metavar
+            if f.repeat:
+                kw["action"] = "append"
+            if f.several:
+                kw["nargs"] = "+"
+            if f.default is not None:
+                kw["default"] = f.default
+        if f.required:
+            kw["required"] = True
+        if f.help is None:
+            del kw["help"]
+        target.add_argument(f.name, **kw)
     honours(p, *ACT)
-    p.set_defaults(func=cmd_resolve)
+    p.set_defaults(func=lambda args: cmd_action(args, action, name))
+    return p
+
+
+def plan_arguments(args: argparse.Namespace, action: Registered, command: str) -> dict[str, Any]:
+    """The plan arguments from the parsed flags (each flag fills the argument it names)."""
+    spec = action.command
+    assert spec is not None
+    out: dict[str, Any] = {}
+    for f in spec.flags:
+        value = getattr(args, f.name.lstrip("-").replace("-", "_"))
+        if f.parse is not None:
+            try:
+                value = f.parse(value)
+            except ValueError as e:
+                raise UsageError(f"warden {command}: {e}") from None
+        out[f.to] = value
+    return out
+
+
+def cmd_action(args: argparse.Namespace, action: Registered, command: str) -> int:
+    """``warden <action> …``: plan it with the flags, preview, confirm (the task id typed for an
+    action that asks for it), apply."""
+    arguments = plan_arguments(args, action, command)
+    return run_action(args, lambda led: led.plan(action.name, arguments),
+                      confirm_task_id=action.params.confirm_task_id)
 
 
 # ---------------------------------------------------------------------- the common flow
@@ -170,7 +190,7 @@ def render_plan(plan: Any, c: Console, *, dry_run: bool = False) -> None:
     c.print(head)
     if plan.reason:
         c.print(Text("  reason: ") + Text(safe_line(plan.reason)))
-    for k, v in plan.params.items():
+    for k, v in plan.params.to_json().items():
         if k in ("until_ts", "preconditions_before", "out_of_scope", "node", "handoff", "wake_conditions") \
                 or v in (None, [], {}, False):
             continue
@@ -211,51 +231,7 @@ def render_plan(plan: Any, c: Console, *, dry_run: bool = False) -> None:
         c.print(Text("  ⚠ ") + Text(safe_line(w)))
 
 
-# ---------------------------------------------------------------------- subcommands
-def cmd_park(args: argparse.Namespace) -> int:
-    return run_action(args, lambda led: led.plan_park(args.task, node=args.node, reason=args.reason, until=args.until,
-                                                      wake_on=args.wake_on, now=args.now,
-                                                      auto_resume=args.auto_resume))
-
-
-def cmd_resume(args: argparse.Namespace) -> int:
-    return run_action(args, lambda led: led.plan_resume(args.task, node=args.node, reason=args.reason))
-
-
-def parse_assignment(text: str) -> tuple[str, Any]:
-    if "=" not in text:
-        raise UsageError(f"warden narrow: --set needs K=V, got {text!r}")
-    k, v = text.split("=", 1)
-    k = k.strip()
-    if not k:
-        raise UsageError(f"warden narrow: --set needs a name before '=', got {text!r}")
-    try:
-        value = json.loads(v)
-    except ValueError:
-        value = v  # not JSON: the text itself
-    except RecursionError:
-        raise UsageError(f"warden narrow: --set {k}: the JSON value is nested too deeply") from None
-    return k, value
-
-
-def cmd_narrow(args: argparse.Namespace) -> int:
-    assignments = dict(parse_assignment(a) for a in (args.assign or []))
-    return run_action(args, lambda led: led.plan_narrow(args.task, set=assignments, exclude=args.exclude or (),
-                                                        reason=args.reason))
-
-
-def cmd_rewind(args: argparse.Namespace) -> int:
-    return run_action(args, lambda led: led.plan_rewind(args.task, args.key, reason=args.reason))
-
-
-def cmd_abort(args: argparse.Namespace) -> int:
-    return run_action(args, lambda led: led.plan_abort(args.task, reason=args.reason), confirm_task_id=True)
-
-
-def cmd_compensated(args: argparse.Namespace) -> int:
-    return run_action(args, lambda led: led.plan_compensated(args.task, args.effect, reason=args.reason))
-
-
+# ---------------------------------------------------------------------- check-wakes
 def cmd_check_wakes(args: argparse.Namespace) -> int:
     """``warden check-wakes [--task T ...]``: what the console does every 15 s, once, for cron or a
     script (``warden status`` only reads). Every met condition is journalled once (``park.wake``);
@@ -299,9 +275,5 @@ def _resumed(ledger: Any, wake: dict[str, Any]) -> bool:
     return str(ledger.task(wake["task_id"]).status) != "parked"
 
 
-def cmd_resolve(args: argparse.Namespace) -> int:
-    return run_action(args, lambda led: led.plan_resolve(args.handoff, option=args.option, answer=args.answer))
-
-
-__all__ = ["cmd_abort", "cmd_check_wakes", "cmd_compensated", "cmd_narrow", "cmd_park", "cmd_resolve", "cmd_resume", "cmd_rewind", "parse_assignment",
-           "register", "register_resolve", "render_plan", "run_action"]
+__all__ = ["add_action", "cmd_action", "cmd_check_wakes", "plan_arguments", "register", "registrar_after",
+           "render_plan", "run_action"]

@@ -15,8 +15,9 @@ Subcommands live by kind, each module exposing ``register(sub, parents)``:
 - ``console``, ``demo`` — here: they start the console (``console.app``) or the demo
   (``console.demo``);
 - ``console.cli.inspection`` — status, graph, events, handoffs, export, migrate (reads);
-- ``console.cli.actions`` — park, resume, narrow, rewind, abort, compensated, resolve (plan, confirm,
-  apply); check-wakes (the system's look at wake conditions, for cron);
+- ``console.cli.actions`` — one subcommand per registered action (park, resume, narrow, rewind,
+  abort, compensated, resolve: plan, confirm, apply; store/actions/registry.py); check-wakes (the
+  system's look at wake conditions, for cron);
 - ``console.cli.recovery`` — recover, verify-record;
 - ``console.cli.report`` — report (what a task leaves behind);
 - ``console.cli.serve`` — serve (the console in a browser; the server is ``console.serve``).
@@ -37,7 +38,7 @@ from typing import Any, Callable, Sequence
 from store import WardenError
 from store.db import masked
 
-from . import actions, inspection, recovery, report, serve
+from . import actions, agents, inspection, recovery, report, serve
 from .common import GLOBALS, CliParser, alert_hook, fill_globals, flags, honours, ledger_target, operator_of, runs_dir
 from .errors import CliFailure, UsageError
 from .errors import report as report_failure
@@ -52,9 +53,10 @@ REGISTRARS: tuple[Registrar, ...] = (
     report.register,             # report
     actions.register,            # park, resume, narrow, rewind, abort, compensated, check-wakes
     inspection.register_handoffs,
-    actions.register_resolve,
+    actions.registrar_after("handoffs"),  # resolve
     recovery.register,           # recover, verify-record
     serve.register,              # serve (the console in a browser)
+    agents.register,             # run, mcp, hook (the agent side: integrations of agents people run)
 )
 
 

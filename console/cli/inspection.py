@@ -29,7 +29,7 @@ from store.errors import Refused
 from store.feed import Feed
 
 from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, pause_label, signals_label
-from ..glyphs import MARKS, task_status_label
+from ..glyphs import MARKS, task_label, task_status_label
 from ..text import safe_line
 from .common import APPLICATION_NAME, flags, honours, ledger_target, open_ledger, out_console, print_fitted, print_json
 
@@ -98,7 +98,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         done = counts.get("succeeded", 0) + counts.get("abandoned", 0)
         ab = counts.get("abandoned", 0)
         rows.append([
-            safe_line(task["task_id"]), task_status_label(task["status"]),
+            task_label(task["task_id"], task.get("origin")), task_status_label(task["status"]),
             f"{done}/{total}" + (f" ({ab} abandoned)" if ab else ""), eta_label(task["eta"]),
             signals_label(task["signals"]), str(task["handoffs_open"] or MARKS["dash"]), budget_label(task["budget"]),
             safe_line(task["title"]),

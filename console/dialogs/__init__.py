@@ -6,23 +6,25 @@
 - ``plan``: the preview of a plan (:func:`render_plan`, :class:`PlanPreview`);
 - ``park`` (park, resume), ``rewind`` (rewind, abort), ``narrow``, ``escalate``, ``compensated``
   (an effect undone by hand): one dialog each;
-- ``opening``: :func:`open_action`, from the selection to its dialog.
+- ``registry``: :func:`dialog_for`, a dialog registering itself for an action of the store's registry;
+- ``opening``: :func:`open_action`, from the selection to its registered dialog.
 
 Dialogs depend on the store's public API, ``console.host`` and the small modules below them
 (text, glyphs, operator, widgets); never on the app or the screens.
 """
 
-from .base import ACTION_TITLES, MODAL_TCSS, STALE_BANNER, ActionDialog, WardenModal, read_only_notice
+from .base import MODAL_TCSS, STALE_BANNER, ActionDialog, WardenModal, read_only_notice
 from .compensated import CompensatedDialog
 from .escalate import EscalateDialog
 from .narrow import NarrowDialog, precondition_values
-from .opening import DIALOGS, open_action
+from .opening import open_action
 from .park import ParkDialog, ResumeDialog
 from .plan import PlanPreview, render_plan
+from .registry import DIALOGS, dialog_for
 from .rewind import AbortDialog, RewindDialog
 
 __all__ = [
-    "ACTION_TITLES", "AbortDialog", "ActionDialog", "CompensatedDialog", "DIALOGS", "EscalateDialog", "MODAL_TCSS", "NarrowDialog",
-    "ParkDialog", "PlanPreview", "ResumeDialog", "RewindDialog", "STALE_BANNER", "WardenModal", "open_action",
-    "precondition_values", "read_only_notice", "render_plan",
+    "AbortDialog", "ActionDialog", "CompensatedDialog", "DIALOGS", "EscalateDialog", "MODAL_TCSS", "NarrowDialog",
+    "ParkDialog", "PlanPreview", "ResumeDialog", "RewindDialog", "STALE_BANNER", "WardenModal", "dialog_for",
+    "open_action", "precondition_values", "read_only_notice", "render_plan",
 ]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, TypeVar
 
 from rich.text import Text
 from textual import events, on, work
@@ -47,16 +47,12 @@ from ..typeahead import after_pending_keys
 from .plan import PlanPreview
 
 if TYPE_CHECKING:
-    from store.actions import Plan
+    from store import Ledger
+    from store.actions import Action, Plan
 
 MODAL_TCSS = Path(__file__).with_name("modal.tcss")  # the layout of every modal screen
 PREVIEW_PLACEHOLDER = "(preview)"  # the store requires a reason to plan; the operator's replaces it
 STALE_BANNER = "⚠ the ledger changed since this preview — review again"
-
-ACTION_TITLES = {
-    "park": "Park", "resume": "Resume", "narrow": "Narrow", "rewind": "Rewind", "abort": "Abort",
-    "escalate": "Ask a human about", "compensated": "Mark compensated",
-}
 
 ResultType = TypeVar("ResultType")
 
@@ -120,10 +116,14 @@ class ApplyDone(Message):
 
 # ---------------------------------------------------------------------- the action dialog
 class ActionDialog(WardenModal["Plan | None"]):
-    """The common dialog: options (per action), preview, reason, Cancel / Apply."""
+    """The common dialog: options (per action), preview, reason, Cancel / Apply. A subclass is
+    registered for its action with ``@dialog_for(XParams)`` (console/dialogs/registry.py), which
+    sets ``params`` (the store's registered action), ``action`` and ``needs_reason``."""
 
-    action = ""
-    needs_reason = True
+    params: ClassVar["type[Action]"]
+    action: ClassVar[str] = ""
+    needs_reason: ClassVar[bool] = True
+    takes_node: ClassVar[bool] = True  # opened on a selected node, it plans for that node (else: the task)
 
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="dialog-cancel"),
@@ -144,10 +144,17 @@ class ActionDialog(WardenModal["Plan | None"]):
         self._seq = 0
         self._typed: list[str] = []  # type-ahead that arrived before the reason input existed
 
+    @classmethod
+    def opened(cls, host: ConsoleHost, task_id: str, node: str | None, *, reason: str = "",
+               exclude: Iterable[str] = ()) -> "ActionDialog":
+        """The dialog as the selection opens it (``open_action``): its task, its node, a reason and
+        nodes to exclude suggested by the caller (each dialog takes what it uses)."""
+        return cls(task_id, node if cls.takes_node else None, reason=reason)
+
     # ---- layout
     def title_text(self) -> Text:
         out = Text()
-        out.append(f"{ACTION_TITLES.get(self.action, self.action)} ", style="bold")
+        out.append(f"{self.params.title} ", style="bold")
         out.append(self.target_label())
         return out
 
@@ -217,11 +224,15 @@ class ActionDialog(WardenModal["Plan | None"]):
 
     # ---- the plan (thread worker; a pure read)
     def plan_args(self) -> dict[str, Any] | None:
-        """The arguments for :meth:`compute` from the current choices (None: nothing to plan yet)."""
+        """The action's plan arguments from the current choices, beside the task id and the reason
+        (None: nothing to plan yet)."""
         return {}
 
-    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
-        raise NotImplementedError
+    def compute(self, ledger: "Ledger", args: Mapping[str, Any]) -> "Plan":
+        """The plan (``Ledger.plan`` with the task, a placeholder reason when the action needs one,
+        and :meth:`plan_args`)."""
+        reason = {"reason": PREVIEW_PLACEHOLDER} if self.needs_reason else {}
+        return ledger.plan(self.action, {"task_id": self.task_id, **reason, **args})
 
     def waiting_text(self) -> str:
         return "computing the plan…"
@@ -311,7 +322,7 @@ class ActionDialog(WardenModal["Plan | None"]):
         return not self.blockers()
 
     def apply_label(self, plan: "Plan | None") -> str:
-        return ACTION_TITLES.get(self.action, "Apply")
+        return self.params.title
 
     def update_buttons(self) -> None:
         btn = self.query_one("#apply", Button)
@@ -398,11 +409,11 @@ class ActionDialog(WardenModal["Plan | None"]):
         done = msg.plan
         self.result = done
         self.app.notify(safe_line(f"applied (action {done.action_id}): {done.summary()}", limit=300),
-                        title=safe_line(ACTION_TITLES.get(self.action, self.action)), markup=False)
+                        title=safe_line(self.params.title), markup=False)
         self.dismiss(done)
 
 
 __all__ = [
-    "ACTION_TITLES", "ActionDialog", "ApplyDone", "MODAL_TCSS", "PREVIEW_PLACEHOLDER", "PlanReady", "STALE_BANNER",
+    "ActionDialog", "ApplyDone", "MODAL_TCSS", "PREVIEW_PLACEHOLDER", "PlanReady", "STALE_BANNER",
     "WardenModal", "read_only_notice",
 ]

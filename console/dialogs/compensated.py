@@ -7,7 +7,7 @@ says what was done. Same pattern as every action dialog (console/dialogs/base.py
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from rich.text import Text
 from textual import on, work
@@ -15,10 +15,12 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from store.actions import CompensatedParams
 from store.errors import WardenError
 
 from ..text import safe_line
-from .base import PREVIEW_PLACEHOLDER, ActionDialog
+from .base import ActionDialog
+from .registry import dialog_for
 
 if TYPE_CHECKING:
     from store.actions import Plan
@@ -30,8 +32,8 @@ class EffectsLoaded(Message):
         self.effects, self.error = effects, error
 
 
+@dialog_for(CompensatedParams)
 class CompensatedDialog(ActionDialog):
-    action = "compensated"
 
     def __init__(self, task_id: str, node: str | None = None, *, reason: str = "",
                  effect_key: str | None = None) -> None:
@@ -94,9 +96,6 @@ class CompensatedDialog(ActionDialog):
         if self.loading:
             return "listing the task's confirmed effects…"
         return "no confirmed effect to mark: nothing was done outside that needs undoing"
-
-    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
-        return ledger.plan_compensated(self.task_id, args["effect_key"], reason=PREVIEW_PLACEHOLDER)
 
     def apply_label(self, plan: "Plan | None") -> str:
         return "Mark compensated"

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from store.actions import EscalateParams
+
 from ..text import safe_line
-from .base import PREVIEW_PLACEHOLDER, ActionDialog
+from .base import ActionDialog
+from .registry import dialog_for
 
 if TYPE_CHECKING:
     from store.actions import Plan
 
 
+@dialog_for(EscalateParams)
 class EscalateDialog(ActionDialog):
     """Raise a needs_human handoff on a node (from the recovery wizard): node → blocked until a
     person resolves it; a running lease is revoked."""
-
-    action = "escalate"
 
     def __init__(self, task_id: str, node: str | None = None, *, reason: str = "", question: str = "",
                  context: Mapping[str, Any] | None = None) -> None:
@@ -26,9 +28,8 @@ class EscalateDialog(ActionDialog):
     def target_label(self) -> str:
         return f"node {safe_line(self.node)} of task {safe_line(self.task_id)}: blocked until a person answers"
 
-    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
-        return ledger.plan_escalate(self.task_id, self.node, reason=PREVIEW_PLACEHOLDER, question=self.question,
-                                    context=self.context)
+    def plan_args(self) -> dict[str, Any]:
+        return {"node": self.node, "question": self.question, "context": self.context}
 
     def apply_label(self, plan: "Plan | None") -> str:
         return f"Ask a human about {safe_line(self.node or '', limit=30)}"

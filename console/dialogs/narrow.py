@@ -4,7 +4,7 @@ name) or exclude nodes (marked in a list); what falls out of scope is abandoned.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable
 
 from textual import on, work
 from textual.containers import Horizontal
@@ -12,13 +12,16 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Label, Select, SelectionList
 
+from store.actions import NarrowParams
 from store.errors import WardenError
 
 from ..glyphs import node_status_label
+from ..host import ConsoleHost
 from ..text import safe_line
 from ..widgets import MarkList
-from .base import PREVIEW_PLACEHOLDER, ActionDialog
+from .base import ActionDialog
 from .plan import PlanPreview, plural
+from .registry import dialog_for
 
 if TYPE_CHECKING:
     from store.actions import Plan
@@ -48,14 +51,18 @@ def precondition_values(nodes: Iterable[Any]) -> dict[str, dict[str, int]]:
     return out
 
 
+@dialog_for(NarrowParams)
 class NarrowDialog(ActionDialog):
-    action = "narrow"
-
     def __init__(self, task_id: str, node: str | None = None, *, reason: str = "",
                  exclude: Iterable[str] = ()) -> None:
         super().__init__(task_id, node, reason=reason)
         self.preselected = list(exclude)
         self.choices: NarrowChoices | None = None
+
+    @classmethod
+    def opened(cls, host: ConsoleHost, task_id: str, node: str | None, *, reason: str = "",
+               exclude: Iterable[str] = ()) -> "NarrowDialog":
+        return cls(task_id, node, reason=reason, exclude=exclude)
 
     def target_label(self) -> str:
         return f"task {safe_line(self.task_id)}: what is out of scope is abandoned (kept for audit)"
@@ -154,9 +161,6 @@ class NarrowDialog(ActionDialog):
         if self.choices is None:
             return "reading the task's nodes…"
         return "choose a precondition and its new value, or mark nodes to exclude: the preview follows"
-
-    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
-        return ledger.plan_narrow(self.task_id, reason=PREVIEW_PLACEHOLDER, set=args["set"], exclude=args["exclude"])
 
     def apply_label(self, plan: "Plan | None") -> str:
         if plan is None:

@@ -1,36 +1,32 @@
 """From the selection to its action dialog: which dialog, with what defaults, or why not.
 
-The app's action keys (p/u/n/r/a) and the recovery advice's Accept come here; the recovery advice
-itself (R) is a screen the app opens (console/screens/advice.py).
+The app's action keys (built from the store's registry: console/action_keys.py) and the recovery
+advice's Accept come here; the dialog is the one registered for the action
+(``@dialog_for``, console/dialogs/registry.py), and it decides what of the selection it takes
+(``ActionDialog.opened``). The recovery advice itself (R) is a screen the app opens
+(console/screens/advice.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from ..host import ConsoleHost
 from ..text import safe_line
 from .base import ActionDialog, read_only_notice
-from .compensated import CompensatedDialog
-from .narrow import NarrowDialog
-from .park import ParkDialog, ResumeDialog
-from .rewind import AbortDialog, RewindDialog
-
-DIALOGS: dict[str, type[ActionDialog]] = {
-    "park": ParkDialog, "resume": ResumeDialog, "narrow": NarrowDialog, "rewind": RewindDialog, "abort": AbortDialog,
-    "compensated": CompensatedDialog,
-}
+from .registry import DIALOGS
 
 
-def _graph_status(app: Any, task_id: str, node: str | None) -> tuple[str | None, str | None]:
+def selection_status(host: ConsoleHost, task_id: str, node: str | None) -> tuple[str | None, str | None]:
     """(task status, node status) from what the console already shows (no database read)."""
     task_status = node_status = None
-    row = next((r for r in getattr(app.tasks_model, "rows", []) if r.view.task_id == task_id), None)
+    row = next((r for r in getattr(host.tasks_model, "rows", []) if r.view.task_id == task_id), None)
     if row is not None:
         task_status = row.view.status
-    g = getattr(app, "graph_model", None)
+    g = getattr(host, "graph_model", None)
     if node and g is not None and g.task_id == task_id and node in g.index:
         node_status = g.nodes[g.index[node]].status
-    d = getattr(app, "detail", None)
+    d = getattr(host, "detail", None)
     if node and node_status is None and d is not None and (d.node.task_id, d.node.key) == (task_id, node):
         node_status = d.node.status
     return task_status, node_status
@@ -39,34 +35,25 @@ def _graph_status(app: Any, task_id: str, node: str | None) -> tuple[str | None,
 def open_action(app: Any, action: str, task_id: str | None, node: str | None, *,
                 reason: str = "", exclude: Iterable[str] = (),
                 callback: Callable[[Any], None] | None = None) -> ActionDialog | None:
-    """Push the dialog for ``action`` (park, resume, narrow, rewind, abort, compensated) on the selection; None
-    (and a notice saying why) when there is nothing to open."""
+    """Push the dialog registered for ``action`` on the selection; None (and a notice saying why)
+    when there is nothing to open."""
     if getattr(app, "read_only", False):
         read_only_notice(app)
         return None
     if not task_id:
         app.notify(f"{safe_line(action)}: select a task first", severity="warning", markup=False)
         return None
-    if action == "rewind" and not node:
-        app.notify("rewind: select a node (open the task's graph with enter)", severity="warning")
-        return None
     cls = DIALOGS.get(action)
-    if cls is None:
+    if cls is None or not issubclass(cls, ActionDialog):
         app.notify(f"unknown action {safe_line(action)}", severity="error", markup=False)
         return None
-    screen: ActionDialog
-    if action == "resume":
-        task_status, node_status = _graph_status(app, task_id, node)
-        screen = ResumeDialog(task_id, node, node_parked=node_status == "parked",
-                              task_parked=task_status == "parked" or task_status is None)
-    elif action == "narrow":
-        screen = NarrowDialog(task_id, node, reason=reason, exclude=exclude)
-    elif action in ("rewind", "park", "compensated"):
-        screen = cls(task_id, node, reason=reason)
-    else:
-        screen = cls(task_id, None, reason=reason)
+    if cls.params.needs_node and not node:
+        app.notify(f"{safe_line(action)}: select a node (open the task's graph with enter)", severity="warning",
+                   markup=False)
+        return None
+    screen = cls.opened(app, task_id, node, reason=reason, exclude=exclude)
     app.push_screen(screen, callback)
     return screen
 
 
-__all__ = ["DIALOGS", "open_action"]
+__all__ = ["open_action", "selection_status"]

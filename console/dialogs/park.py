@@ -7,15 +7,20 @@ one shows as the preview's refusal. "resume on its own" is ``--auto-resume``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable
 
 from textual import on
 from textual.containers import Horizontal
 from textual.widgets import Checkbox, Input, Label
 
+from store.actions import ParkParams, ResumeParams
+
+from ..host import ConsoleHost
 from ..text import safe_line
 from ..widgets import Tick
-from .base import PREVIEW_PLACEHOLDER, ActionDialog
+from .base import ActionDialog
+from .opening import selection_status
+from .registry import dialog_for
 
 if TYPE_CHECKING:
     from store.actions import Plan
@@ -38,8 +43,8 @@ class ScopedDialog(ActionDialog):
         return f"task {safe_line(self.task_id)}" + (f" (selected node {safe_line(self.node)})" if self.node else "")
 
 
+@dialog_for(ParkParams)
 class ParkDialog(ScopedDialog):
-    action = "park"
 
     def compose_options(self) -> Iterable[Any]:
         with Horizontal(classes="field"):
@@ -65,12 +70,8 @@ class ParkDialog(ScopedDialog):
             "node": self.node if self.only_node() else None,
         }
 
-    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
-        return ledger.plan_park(self.task_id, reason=PREVIEW_PLACEHOLDER, node=args["node"], until=args["until"],
-                                wake_on=args["wake_on"], now=args["now"], auto_resume=args["auto_resume"])
-
     def apply_label(self, plan: "Plan | None") -> str:
-        if plan is not None and plan.params.get("node"):
+        if plan is not None and plan.node_target:
             return f"Park node {safe_line(plan.target, limit=30)}"
         return "Park node" if self.only_node() else "Park task"
 
@@ -83,14 +84,20 @@ class ParkDialog(ScopedDialog):
         self.replan()
 
 
+@dialog_for(ResumeParams)
 class ResumeDialog(ScopedDialog):
-    action = "resume"
-    needs_reason = False
-
     def __init__(self, task_id: str, node: str | None = None, *, reason: str = "",
                  node_parked: bool = False, task_parked: bool = True) -> None:
         super().__init__(task_id, node, reason=reason)
         self.default_node = bool(node) and node_parked and not task_parked
+
+    @classmethod
+    def opened(cls, host: ConsoleHost, task_id: str, node: str | None, *, reason: str = "",
+               exclude: Iterable[str] = ()) -> "ResumeDialog":
+        """Only the node (the box ticked) when the selected node is parked and its task is not."""
+        task_status, node_status = selection_status(host, task_id, node)
+        return cls(task_id, node, node_parked=node_status == "parked",
+                   task_parked=task_status == "parked" or task_status is None)
 
     def compose_options(self) -> Iterable[Any]:
         yield from self.scope_checkbox(self.default_node)
@@ -98,11 +105,8 @@ class ResumeDialog(ScopedDialog):
     def plan_args(self) -> dict[str, Any]:
         return {"node": self.node if self.only_node() else None}
 
-    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
-        return ledger.plan_resume(self.task_id, node=args["node"])
-
     def apply_label(self, plan: "Plan | None") -> str:
-        if plan is not None and plan.params.get("node"):
+        if plan is not None and plan.node_target:
             return f"Resume node {safe_line(plan.target, limit=30)}"
         return "Resume node" if self.only_node() else "Resume task"
 

@@ -34,7 +34,7 @@ def render_plan(plan: "Plan") -> Text:
     before, after = plan.task_status
     if before != after:
         out.append(f"task {safe_line(plan.task_id)}: {task_status_label(before)} → {task_status_label(after)}\n")
-    params = plan.params or {}
+    params = plan.params.to_json()
     if plan.action == "park":
         if params.get("until"):
             out.append(f"until {safe_line(params['until'])}\n")

@@ -3,27 +3,30 @@ abandoned; Apply needs the exact task id typed)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable
 
 from textual.containers import Horizontal
 from textual.widgets import Input, Label
 
+from store.actions import AbortParams, RewindParams
+
 from ..text import safe_line
-from .base import PREVIEW_PLACEHOLDER, ActionDialog
+from .base import ActionDialog
 from .plan import plural
+from .registry import dialog_for
 
 if TYPE_CHECKING:
     from store.actions import Plan
 
 
+@dialog_for(RewindParams)
 class RewindDialog(ActionDialog):
-    action = "rewind"
 
     def target_label(self) -> str:
         return f"node {safe_line(self.node)} of task {safe_line(self.task_id)} and everything downstream"
 
-    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
-        return ledger.plan_rewind(self.task_id, self.node, reason=PREVIEW_PLACEHOLDER)
+    def plan_args(self) -> dict[str, Any]:
+        return {"node": self.node}
 
     def apply_label(self, plan: "Plan | None") -> str:
         if plan is None:
@@ -31,9 +34,9 @@ class RewindDialog(ActionDialog):
         return f"Rewind {plural(len(plan.changes), 'node')}"
 
 
-
+@dialog_for(AbortParams)
 class AbortDialog(ActionDialog):
-    action = "abort"
+    takes_node = False
 
     def target_label(self) -> str:
         return f"task {safe_line(self.task_id)}: every unfinished node abandoned, for good"
@@ -43,9 +46,6 @@ class AbortDialog(ActionDialog):
             yield Label("confirm", classes="field-label")
             yield Input(placeholder=f"type the task id ({safe_line(self.task_id)}) to confirm", id="confirm",
                         compact=True)
-
-    def compute(self, ledger: Any, args: Mapping[str, Any]) -> "Plan":
-        return ledger.plan_abort(self.task_id, reason=PREVIEW_PLACEHOLDER)
 
     def confirmed(self) -> bool:
         return self.query_one("#confirm", Input).value == self.task_id

@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
+from ..action_keys import ACTION_KEYS, RECOVER
 from .base import WardenScreen
 
 # (title, the classes whose BINDINGS the section covers, [(keys, what they do)]). A test walks
@@ -21,13 +22,7 @@ SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] =
         (("e",), "event log"),
         (("h",), "handoff inbox"),
         (("g",), "runs and recovery"),
-        (("p",), "park the selected task or node"),
-        (("u",), "resume the selected task or node"),
-        (("n",), "narrow the selected task"),
-        (("r",), "rewind the selected node"),
-        (("a",), "abort the selected task"),
-        (("R",), "recovery advice for the selected node"),
-        (("c",), "mark an effect of the selected task compensated (undone by hand)"),
+        *(((k.key,), k.help) for k in ACTION_KEYS),  # every registered action's key (console/action_keys.py)
         (("o",), "the selected task's report: best result, unfinished, budget, handoffs, effects"),
         (("ctrl+p",), "command palette (every command, searchable)"),
     ]),
@@ -120,7 +115,8 @@ def help_text(read_only: bool) -> Text:
     out.append("Statuses: ○ pending ▶ running ✋ blocked ⏸ parked ✔ succeeded ✖ failed ⊘ abandoned; "
                "⚠ n = signals; ✋n = open handoffs.\n")
     if read_only:
-        out.append("\nread-only: the action keys (p u n r a c R) only show a notice.\n", style="bold")
+        inert = [k.key for k in ACTION_KEYS if k is not RECOVER] + [RECOVER.key]  # the actions', then R
+        out.append(f"\nread-only: the action keys ({' '.join(inert)}) only show a notice.\n", style="bold")
     return out
 
 

@@ -23,9 +23,11 @@ from textual.message import Message
 from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from store.actions import ResolveParams
 from store.errors import Refused, StaleRevision, WardenError
 
 from ..dialogs.base import WardenModal, read_only_notice
+from ..dialogs.registry import dialog_for
 from ..operator import resolve_operator
 from ..glyphs import age_label
 from ..text import literal, safe, safe_line
@@ -110,6 +112,7 @@ def option_prompt(o: Mapping[str, Any], recommended: bool) -> Text:
     return t
 
 
+@dialog_for(ResolveParams)  # opened on a handoff (enter in the inbox), not on the selection
 class ResolveHandoffScreen(WardenModal[bool]):
     """One open handoff, its options, an answer; ctrl+s resolves. Dismisses True if any was resolved."""
 

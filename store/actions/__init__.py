@@ -7,26 +7,32 @@ one write transaction, or — when the task revision or any of those node versio
 only a refused Action row and raises :class:`StaleRevision`. A heartbeat never bumps a version,
 so it never makes a preview stale.
 
-One module per action (its typed params, its plan function, its apply function): ``park``,
-``resume``, ``narrow``, ``rewind``, ``abort``, ``resolve``, ``escalate``, ``compensated``; ``plan`` holds the
-Plan, ``planning`` what plans read, ``changes`` what apply functions write with, ``apply`` the
-shared apply. Semantics with before/after examples: docs/operations.md.
+One module per action: ``park``, ``resume``, ``narrow``, ``rewind``, ``abort``, ``resolve``,
+``escalate``, ``compensated``, each a params class deriving from :class:`Action` (its apply, its
+stale check, its argument rules, its title, key and ``warden`` subcommand) and its plan function,
+registered in one line of ``registry.py``. ``plan`` holds the Plan, ``action`` the base of a
+registered action, ``planning`` what plans read, ``changes`` what apply functions write with,
+``apply`` the shared apply. Semantics with before/after examples: docs/operations.md; adding an
+action: docs/architecture.md.
 """
 
 from .abort import AbortParams, plan_abort
+from .action import Action, Command, Flag, Key, NoCommand, NoKey
 from .apply import apply
 from .compensated import CompensatedParams, plan_compensated
 from .escalate import ESCALATE_OPTIONS, EscalateParams, plan_escalate
 from .narrow import NarrowParams, plan_narrow
 from .park import ParkParams, plan_park
-from .plan import ACTIONS, ActionParams, Plan
+from .plan import ActionParams, Plan
 from .planning import FINISHED
+from .registry import ACTIONS, REGISTRY, Registered, registered
 from .resolve import ResolveParams, plan_resolve
 from .resume import ResumeParams, plan_resume
 from .rewind import RewindParams, plan_rewind
 
 __all__ = [
-    "ACTIONS", "ESCALATE_OPTIONS", "FINISHED", "AbortParams", "ActionParams", "CompensatedParams", "EscalateParams",
-    "NarrowParams", "ParkParams", "Plan", "ResolveParams", "ResumeParams", "RewindParams", "apply", "plan_abort",
-    "plan_compensated", "plan_escalate", "plan_narrow", "plan_park", "plan_resolve", "plan_resume", "plan_rewind",
+    "ACTIONS", "ESCALATE_OPTIONS", "FINISHED", "REGISTRY", "AbortParams", "Action", "ActionParams", "Command",
+    "CompensatedParams", "EscalateParams", "Flag", "Key", "NarrowParams", "NoCommand", "NoKey", "ParkParams", "Plan",
+    "Registered", "ResolveParams", "ResumeParams", "RewindParams", "apply", "plan_abort", "plan_compensated",
+    "plan_escalate", "plan_narrow", "plan_park", "plan_resolve", "plan_resume", "plan_rewind", "registered",
 ]

@@ -8,23 +8,50 @@ confirmed after the preview makes the apply stale, like a node that moved."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Mapping
 
 from .. import sql
 from ..db import read_tx
 from ..ledger import compensation
 from ..ledger.core import LedgerCore
+from ..rules import ID, TEXT_OPT
 from . import planning as pl
+from .action import Action, Command, Flag, Key
 from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import ActionParams, Plan
+from .plan import Plan
 
 
 @dataclass(frozen=True)
-class AbortParams(ActionParams):
+class AbortParams(Action):
     action = "abort"
+    title = "Abort"
+    key = Key("a", "Abort", "abort the selected task")
+    confirm_task_id = True
+    arguments = {"task_id": ID, "reason": TEXT_OPT}
+    cli = Command("abort a task (asks for the task id)", (
+        Flag("task", "task_id", metavar="TASK"),
+        Flag("--reason", "reason", required=True, metavar="R", help="why (required)"),
+    ))
 
     def to_json(self) -> dict[str, Any]:
         return {}
+
+    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+        """The compensations previewed are no longer the ones to add (an effect was confirmed since).
+        A task aborted since the preview is said by the shared check."""
+        if task["status"] == "aborted":
+            return None
+        return stale_compensations(core, plan)
+
+    def apply(self, tx: ApplyTx) -> Outcome:
+        set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now,
+                                                   "next_retry_at": None, **REVOKE, **BUMP})
+        keys = compensation.create(tx.core, tx.plan.task_id, tx.plan.compensations)
+        payload: dict[str, Any] = {}
+        if keys:
+            payload = {"nodes": list(tx.plan.changes) + keys, "compensations": keys}
+        return Outcome(task_fields={"status": "aborted", "finished_at": tx.now, "wake_state": None},
+                       payload=payload)
 
 
 def plan_abort(core: LedgerCore, task_id: str, *, reason: str) -> Plan:
@@ -64,12 +91,3 @@ def stale_compensations(core: LedgerCore, plan: Plan) -> str | None:
     what = f"effect {new[0]} was confirmed" if new else "the confirmed effects changed"
     return f"the ledger changed since the preview ({what}); review again"
 
-
-def apply_abort(tx: ApplyTx, p: AbortParams) -> Outcome:
-    set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now, "next_retry_at": None,
-                                               **REVOKE, **BUMP})
-    keys = compensation.create(tx.core, tx.plan.task_id, tx.plan.compensations)
-    payload: dict[str, Any] = {}
-    if keys:
-        payload = {"nodes": list(tx.plan.changes) + keys, "compensations": keys}
-    return Outcome(task_fields={"status": "aborted", "finished_at": tx.now, "wake_state": None}, payload=payload)

@@ -3,7 +3,7 @@
 Under the task row's lock (FOR UPDATE on PostgreSQL; BEGIN IMMEDIATE on SQLite) the task
 ``revision`` and every planned node ``version`` are checked; when one moved, only a refused
 Action row is written and :class:`StaleRevision` raised. Otherwise the action's own apply
-function (dispatched by the plan's typed params) makes its changes, and this module adds what
+(``plan.params.apply``: each action's params class carries it) makes its changes, and this module adds what
 every action shares: open handoffs withdrawn, one revision bump, the Action audit row, the
 operator-layer journal event, and the completion check where the graph decides.
 """
@@ -18,18 +18,13 @@ from ..db import register_result, retry_write, write_tx
 from ..errors import Refused, StaleRevision
 from ..ledger import pause
 from ..ledger.core import LedgerCore
-from ..models import Action, Handoff, Task
-from .abort import AbortParams, apply_abort, stale_compensations
-from .changes import ApplyTx, Outcome
-from .compensated import CompensatedParams, apply_compensated, still_confirmed
-from .escalate import EscalateParams, apply_escalate
-from .narrow import NarrowParams, apply_narrow
-from .park import ParkParams, apply_park
+from ..models import Action as ActionRow
+from ..models import Handoff, Task
+from .action import Action
+from .changes import ApplyTx
 from .plan import Plan
 from .planning import require_reason
-from .resolve import ResolveParams, apply_resolve, still_open
-from .resume import ResumeParams, apply_resume
-from .rewind import RewindParams, apply_rewind
+from .registry import is_registered
 
 
 @retry_write
@@ -40,6 +35,7 @@ def apply(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
         raise Refused("apply needs a Plan from ledger.plan_*")
     if plan.applied:
         raise Refused(f"this plan was already applied (action {plan.action_id})")
+    _registered(plan)
     operator = (operator or "").strip()
     if not operator:
         raise Refused("an operator name is required (who acts)")
@@ -55,12 +51,19 @@ def apply(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
         if stale is None:
             return _apply(ApplyTx(core, plan, task, ids, operator, now))
         # Refused: only the audit row, committed with this transaction, then StaleRevision.
-        core.bind(Action.insert(
+        core.bind(ActionRow.insert(
             at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target,
             reason=plan.reason, plan=plan.to_json(), result="refused", refused_why=stale,
             revision_before=plan.revision, revision_after=int(task["revision"]),
         )).execute()
     raise StaleRevision(stale)
+
+
+def _registered(plan: Plan) -> Action:
+    """The plan's params, when they are those of a registered action (else nothing applies them)."""
+    if not isinstance(plan.params, Action) or not is_registered(plan.params) or plan.params.action != plan.action:
+        raise Refused(f"cannot apply a {plan.action!r} plan")
+    return plan.params
 
 
 def _applied(plan: Plan) -> dict[str, Any]:
@@ -91,6 +94,7 @@ def apply_within(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
     lock: a system action decided in that transaction (an auto-resume on a wake condition,
     store/wake.py). The revision check still runs; stale raises without an audit row (the caller
     decides). Not for operators: they use :func:`apply`."""
+    _registered(plan)
     task = core.task_row(plan.task_id)
     ids = _ids(core, plan)
     stale = _stale(core, plan, task, ids)
@@ -100,21 +104,13 @@ def apply_within(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
 
 
 def _stale(core: LedgerCore, plan: Plan, task: Mapping[str, Any], ids: Mapping[str, int]) -> str | None:
-    """Why the plan no longer describes the ledger, or None."""
-    if isinstance(plan.params, ResolveParams):
-        gone = still_open(core, plan)
-        if gone is not None:
-            return gone
-    if isinstance(plan.params, CompensatedParams):
-        gone = still_confirmed(core, plan)
-        if gone is not None:
-            return gone
+    """Why the plan no longer describes the ledger, or None: the action's own reasons first, then
+    a task aborted meanwhile, then the task revision and the planned node versions."""
+    own = _registered(plan).stale(core, plan, task)
+    if own is not None:
+        return own
     if task["status"] == "aborted" and plan.task_status[0] != "aborted":
         return f"task {plan.task_id} was aborted since the preview; nothing changed"
-    if isinstance(plan.params, AbortParams):
-        effects_moved = stale_compensations(core, plan)
-        if effects_moved is not None:
-            return effects_moved
     rev = int(task["revision"])
     keys = list(plan.versions)
     id_list = [ids[k] for k in keys if k in ids]
@@ -136,31 +132,9 @@ def _stale(core: LedgerCore, plan: Plan, task: Mapping[str, Any], ids: Mapping[s
     return f"the ledger changed since the preview (revision {plan.revision} → {rev}{detail}); review again"
 
 
-def _apply_action(tx: ApplyTx) -> Outcome:
-    """The action's own changes, dispatched by its typed params."""
-    match tx.plan.params:
-        case ParkParams() as p:
-            return apply_park(tx, p)
-        case ResumeParams() as p:
-            return apply_resume(tx, p)
-        case NarrowParams() as p:
-            return apply_narrow(tx, p)
-        case RewindParams() as p:
-            return apply_rewind(tx, p)
-        case AbortParams() as p:
-            return apply_abort(tx, p)
-        case ResolveParams() as p:
-            return apply_resolve(tx, p)
-        case EscalateParams() as p:
-            return apply_escalate(tx, p)
-        case CompensatedParams() as p:
-            return apply_compensated(tx, p)
-    raise Refused(f"cannot apply a {tx.plan.action!r} plan")
-
-
 def _apply(tx: ApplyTx) -> Plan:
     core, plan, now, operator = tx.core, tx.plan, tx.now, tx.operator
-    outcome = _apply_action(tx)
+    outcome = _registered(plan).apply(tx)
     if plan.handoffs_withdrawn:
         for chunk in sql.chunks([int(h) for h in plan.handoffs_withdrawn]):
             core.bind(Handoff.update(status="withdrawn", resolved_by=operator, resolved_at=now)
@@ -169,7 +143,7 @@ def _apply(tx: ApplyTx) -> Plan:
     core.bump_task(plan.task_id, {"updated_at": now, **outcome.task_fields})
     pause.settle(core.db, plan.task_id, now)  # what the task waits on changed: its budget clock follows
     rev_after = int(tx.task["revision"]) + 1
-    action_id = int(core.bind(Action.insert(
+    action_id = int(core.bind(ActionRow.insert(
         at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target, reason=plan.reason,
         plan=plan.to_json(), result="applied", revision_before=plan.revision, revision_after=rev_after,
     )).execute())
@@ -189,7 +163,7 @@ def _apply(tx: ApplyTx) -> Plan:
         final = int(core.bind(Task.select(Task.revision).where(Task.task_id == plan.task_id)).scalar())
         if final != rev_after:
             rev_after = final
-            core.bind(Action.update(revision_after=final).where(Action.id == action_id)).execute()
+            core.bind(ActionRow.update(revision_after=final).where(ActionRow.id == action_id)).execute()
     done = plan if outcome.params is None else replace(plan, params=outcome.params)
     return replace(done, applied=True, action_id=action_id, revision_after=rev_after)
 

@@ -10,21 +10,32 @@ compensation node's version are those previewed, or the apply is stale.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from .. import sql
 from ..clock import iso
 from ..db import read_tx
 from ..errors import NotFound, Refused
 from ..ledger.core import LedgerCore
+from ..rules import ID, TEXT_OPT
 from . import planning as pl
+from .action import Action, Command, Flag, Key
 from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import ActionParams, Plan
+from .plan import Plan
 
 
 @dataclass(frozen=True)
-class CompensatedParams(ActionParams):
+class CompensatedParams(Action):
     action = "compensated"
+    title = "Mark compensated"
+    key = Key("c", "Compensated", "mark an effect of the selected task compensated (undone by hand)",
+              palette="Mark effect compensated", palette_help="an effect of the selected task was undone by hand (c)")
+    arguments = {"task_id": ID, "effect_key": ID, "reason": TEXT_OPT}
+    cli = Command("record that a confirmed effect was undone by hand (its compensation node is dropped)", (
+        Flag("task", "task_id", metavar="TASK"),
+        Flag("effect", "effect_key", metavar="EFFECT_KEY"),
+        Flag("--reason", "reason", required=True, metavar="R", help="what was done, by whom (required; recorded)"),
+    ))
 
     effect_key: str
     node: str  # the node that made the effect
@@ -35,6 +46,18 @@ class CompensatedParams(ActionParams):
     def to_json(self) -> dict[str, Any]:
         return {"effect_key": self.effect_key, "node": self.node, "external_id": self.external_id,
                 "compensation": self.compensation, "compensation_node": self.compensation_node}
+
+    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+        """The effect was marked compensated (or changed) since the preview."""
+        return still_confirmed(core, plan)
+
+    def apply(self, tx: ApplyTx) -> Outcome:
+        set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now,
+                                                   "next_retry_at": None, **REVOKE, **BUMP})
+        sql.execute(tx.core.db, "UPDATE effect SET status = 'compensated', compensated_at = ?, compensated_by = ?, "
+                                "compensation_note = ? WHERE task_id = ? AND effect_key = ? AND status = 'confirmed'",
+                    [tx.now, tx.operator, tx.plan.reason, tx.plan.task_id, self.effect_key])
+        return Outcome(payload={"effect_key": self.effect_key, "compensation_node": self.compensation_node})
 
 
 def _effect(core: LedgerCore, task_id: str, effect_key: str) -> dict[str, Any]:
@@ -90,11 +113,3 @@ def still_confirmed(core: LedgerCore, plan: Plan) -> str | None:
                 f"{iso(row['compensated_at'])} since the preview; nothing changed")
     return None if row["status"] == "confirmed" else f"effect {plan.target} is {row['status']}"
 
-
-def apply_compensated(tx: ApplyTx, p: CompensatedParams) -> Outcome:
-    set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now, "next_retry_at": None,
-                                               **REVOKE, **BUMP})
-    sql.execute(tx.core.db, "UPDATE effect SET status = 'compensated', compensated_at = ?, compensated_by = ?, "
-                            "compensation_note = ? WHERE task_id = ? AND effect_key = ? AND status = 'confirmed'",
-                [tx.now, tx.operator, tx.plan.reason, tx.plan.task_id, p.effect_key])
-    return Outcome(payload={"effect_key": p.effect_key, "compensation_node": p.compensation_node})

@@ -13,9 +13,11 @@ from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
 from ..models import Handoff, dumps
+from ..rules import ID, JSON_OBJ_OPT, TEXT_OPT
 from . import planning as pl
+from .action import Action, NoCommand, NoKey
 from .changes import BUMP, REVOKE, UNPARK, ApplyTx, Outcome, set_nodes
-from .plan import ActionParams, Plan
+from .plan import Plan
 
 ESCALATE_OPTIONS = (
     {"id": "replay", "label": "Replay as a new attempt",
@@ -26,8 +28,13 @@ ESCALATE_OPTIONS = (
 
 
 @dataclass(frozen=True)
-class EscalateParams(ActionParams):
+class EscalateParams(Action):
     action = "escalate"
+    title = "Ask a human about"
+    key = NoKey("offered by the recovery wizard and by a node's signals (node detail)")
+    cli = NoCommand("the console's recovery wizard and node detail ask it; an agent asks with request_human")
+    needs_node = True
+    arguments = {"task_id": ID, "node": ID, "reason": TEXT_OPT, "question": TEXT_OPT, "context": JSON_OBJ_OPT}
 
     node: str
     question: str
@@ -46,6 +53,19 @@ class EscalateParams(ActionParams):
 
     def node_target(self, target: str) -> str | None:
         return target
+
+    def apply(self, tx: ApplyTx) -> Outcome:
+        set_nodes(tx, tx.changed_to("blocked"), {"status": "blocked", **UNPARK, **REVOKE, **BUMP})
+        ctx = dict(self.context or {})
+        ctx.setdefault("why", tx.plan.reason)
+        node_id = tx.ids[tx.plan.target]
+        attempt = sql.scalar(tx.core.db, "SELECT attempt FROM node WHERE id = ?", [node_id])
+        handoff_id = str(tx.core.bind(Handoff.insert(
+            task=tx.plan.task_id, node=node_id, kind=self.kind, question=self.question, context=ctx,
+            options=list(self.options or []), recommendation=self.recommendation, status="open",
+            opened_at=tx.now, opened_by=tx.operator, attempt=attempt)).execute())
+        return Outcome(payload={"handoff": handoff_id, "question": self.question},
+                       params=replace(self, handoff=handoff_id))
 
 
 def plan_escalate(core: LedgerCore, task_id: str, node: str, *, reason: str, question: str | None = None,
@@ -73,16 +93,3 @@ def plan_escalate(core: LedgerCore, task_id: str, node: str, *, reason: str, que
         return pl.make_plan(core, params, task, node, reason, [n], {n.key: (n.status, "blocked")}, versions_of=[n],
                             warnings=warnings)
 
-
-def apply_escalate(tx: ApplyTx, p: EscalateParams) -> Outcome:
-    set_nodes(tx, tx.changed_to("blocked"), {"status": "blocked", **UNPARK, **REVOKE, **BUMP})
-    ctx = dict(p.context or {})
-    ctx.setdefault("why", tx.plan.reason)
-    node_id = tx.ids[tx.plan.target]
-    attempt = sql.scalar(tx.core.db, "SELECT attempt FROM node WHERE id = ?", [node_id])
-    handoff_id = str(tx.core.bind(Handoff.insert(
-        task=tx.plan.task_id, node=node_id, kind=p.kind, question=p.question, context=ctx,
-        options=list(p.options or []), recommendation=p.recommendation, status="open",
-        opened_at=tx.now, opened_by=tx.operator, attempt=attempt)).execute())
-    return Outcome(payload={"handoff": handoff_id, "question": p.question},
-                   params=replace(p, handoff=handoff_id))

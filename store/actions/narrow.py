@@ -8,6 +8,7 @@ task's preconditions take the new values.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -16,14 +17,47 @@ from ..db import read_tx
 from ..errors import NotFound, Refused
 from ..ledger.core import LedgerCore
 from ..models import dumps
+from ..rules import ID, IDS_OPT, JSON_OBJ_OPT, TEXT_OPT
 from . import planning as pl
+from .action import Action, Command, Flag, Key
 from .changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import ActionParams, Plan
+from .plan import Plan
+
+
+def parse_assignments(texts: Sequence[str] | None) -> dict[str, Any]:
+    """``--set K=V`` (repeatable) → ``{K: V}``: V parsed as JSON, else the text itself. A
+    ValueError says what is wrong (the CLI's usage error)."""
+    out: dict[str, Any] = {}
+    for text in texts or ():
+        if "=" not in text:
+            raise ValueError(f"--set needs K=V, got {text!r}")
+        k, v = text.split("=", 1)
+        k = k.strip()
+        if not k:
+            raise ValueError(f"--set needs a name before '=', got {text!r}")
+        try:
+            out[k] = json.loads(v)
+        except RecursionError:
+            raise ValueError(f"--set {k}: the JSON value is nested too deeply") from None
+        except ValueError:
+            out[k] = v  # not JSON: the text itself
+    return out
 
 
 @dataclass(frozen=True)
-class NarrowParams(ActionParams):
+class NarrowParams(Action):
     action = "narrow"
+    title = "Narrow"
+    key = Key("n", "Narrow", "narrow the selected task")
+    arguments = {"task_id": ID, "reason": TEXT_OPT, "set": JSON_OBJ_OPT, "exclude": IDS_OPT}
+    cli = Command("change a task's preconditions or exclude nodes", (
+        Flag("task", "task_id", metavar="TASK"),
+        Flag("--set", "set", repeat=True, metavar="K=V", one_of="scope", parse=parse_assignments,
+             help="precondition K takes value V (V parsed as JSON, else a string); repeatable"),
+        Flag("--exclude", "exclude", several=True, metavar="KEY", one_of="scope", default=(),
+             help="abandon these nodes"),
+        Flag("--reason", "reason", required=True, metavar="R", help="why (required)"),
+    ))
 
     assignments: Mapping[str, Any]  # --set K=V
     exclude: Sequence[str]
@@ -36,6 +70,14 @@ class NarrowParams(ActionParams):
         return {"set": self.assignments, "exclude": self.exclude, "preconditions_before": self.preconditions_before,
                 "preconditions_after": self.preconditions_after, "out_of_scope": self.out_of_scope,
                 "unaffected": self.unaffected}
+
+    def apply(self, tx: ApplyTx) -> Outcome:
+        set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now,
+                                                   "next_retry_at": None, **REVOKE, **BUMP})
+        set_nodes(tx, tx.changed_to("pending"), FRESH)
+        preconditions = dict(self.preconditions_after or tx.task["preconditions"] or {})
+        return Outcome(task_fields={"preconditions": preconditions, **tx.reopens()},
+                       payload={"preconditions": self.preconditions_after}, settle=True)
 
 
 def _in_scope(node_value: Any, value: Any) -> bool:
@@ -142,11 +184,3 @@ def plan_narrow(core: LedgerCore, task_id: str, *, reason: str, set: Mapping[str
                             reapplied=pl.resolved_latest(core, task_id, reset_ids), effects=effects,
                             warnings=warnings)
 
-
-def apply_narrow(tx: ApplyTx, p: NarrowParams) -> Outcome:
-    set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now, "next_retry_at": None,
-                                               **REVOKE, **BUMP})
-    set_nodes(tx, tx.changed_to("pending"), FRESH)
-    preconditions = dict(p.preconditions_after or tx.task["preconditions"] or {})
-    return Outcome(task_fields={"preconditions": preconditions, **tx.reopens()},
-                   payload={"preconditions": p.preconditions_after}, settle=True)

@@ -21,14 +21,31 @@ from ..clock import iso
 from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
+from ..rules import FLAG, ID, ID_OPT, TEXT_OPT, UNTIL, WAKE_ON_OPT
 from . import planning as pl
+from .action import Action, Command, Flag, Key
 from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import ActionParams, Plan
+from .plan import Plan
 
 
 @dataclass(frozen=True)
-class ParkParams(ActionParams):
+class ParkParams(Action):
     action = "park"
+    title = "Park"
+    key = Key("p", "Park", "park the selected task or node")
+    arguments = {"task_id": ID, "reason": TEXT_OPT, "node": ID_OPT, "until": UNTIL, "wake_on": WAKE_ON_OPT,
+                 "now": FLAG, "auto_resume": FLAG}
+    cli = Command("park a task (or one node) until an outside signal", (
+        Flag("task", "task_id", metavar="TASK"),
+        Flag("--node", "node", metavar="KEY", help="park only this node"),
+        Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded and shown)"),
+        Flag("--until", "until", metavar="T", help="when to look again: 15m, 2h, 1d or an ISO time"),
+        Flag("--wake-on", "wake_on", metavar="C", repeat=True,
+             help="what wakes it: handoff:<id>, node:<key>, effect:<key>, file:<path> or at:<time> "
+                  "(repeatable: any one wakes it)"),
+        Flag("--auto-resume", "auto_resume", switch=True, help="resume on its own when a wake condition is met"),
+        Flag("--now", "now", switch=True, help="revoke running leases now (running nodes → parked)"),
+    ))
 
     node: str | None
     until_ts: float | None
@@ -44,6 +61,16 @@ class ParkParams(ActionParams):
 
     def node_target(self, target: str) -> str | None:
         return target if self.node else None
+
+    def apply(self, tx: ApplyTx) -> Outcome:
+        park = {"parked_at": tx.now, "park_reason": tx.plan.reason, "park_until": self.until_ts,
+                "wake_on": self.wake_on}
+        set_nodes(tx, tx.changed_to("parked"), {"status": "parked", **park, **REVOKE, **BUMP})
+        watch = wc.entry(self.wake_conditions, self.auto_resume, tx.now) if self.wake_conditions else None
+        state = wc.with_target(tx.task["wake_state"], self.node, watch)
+        if self.node:
+            return Outcome(task_fields={"wake_state": state})
+        return Outcome(task_fields={"status": "parked", "wake_state": state, **park})
 
 
 def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None = None, until: Any = None,
@@ -92,12 +119,3 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
         return pl.make_plan(core, params, task, task_id, reason, nodes, changes, kept=kept, status_after="parked",
                             versions_of=unfinished, warnings=warnings)
 
-
-def apply_park(tx: ApplyTx, p: ParkParams) -> Outcome:
-    park = {"parked_at": tx.now, "park_reason": tx.plan.reason, "park_until": p.until_ts, "wake_on": p.wake_on}
-    set_nodes(tx, tx.changed_to("parked"), {"status": "parked", **park, **REVOKE, **BUMP})
-    watch = wc.entry(p.wake_conditions, p.auto_resume, tx.now) if p.wake_conditions else None
-    state = wc.with_target(tx.task["wake_state"], p.node, watch)
-    if p.node:
-        return Outcome(task_fields={"wake_state": state})
-    return Outcome(task_fields={"status": "parked", "wake_state": state, **park})

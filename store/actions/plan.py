@@ -1,4 +1,5 @@
-"""The Plan every operator action is first computed as, and the base of each action's params.
+"""The Plan every operator action is first computed as, and the base of each action's params (the
+data a plan holds; :class:`~store.actions.action.Action` adds the rest of a registered action).
 
 A :class:`Plan` is a pure value: the exact impact of an action (node status changes, leases
 revoked, handoffs withdrawn, effects not undone, warnings) and the task ``revision`` and node
@@ -9,18 +10,14 @@ revoked, handoffs withdrawn, effects not undone, warnings) and the task ``revisi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Mapping
+from typing import Any, ClassVar, Mapping
 
 from ..clock import iso
 
-ACTIONS = ("park", "resume", "narrow", "rewind", "abort", "resolve", "escalate", "compensated")
 
-
-class ActionParams(Mapping[str, Any]):
-    """An action's own parameters: a frozen dataclass per action (``ParkParams``, ...).
-
-    Also a read-only mapping of its JSON form (:meth:`to_json`), so ``plan.params["node"]`` and
-    ``plan.params.get("until")`` read as they always have."""
+class ActionParams:
+    """An action's own parameters: a frozen dataclass per action (``ParkParams``, ...), read by
+    attribute (``plan.params.node``); :meth:`to_json` is their JSON form (the plan's ``params``)."""
 
     action: ClassVar[str]
     reason_required: ClassVar[bool] = True
@@ -31,15 +28,6 @@ class ActionParams(Mapping[str, Any]):
     def node_target(self, target: str) -> str | None:
         """The node key the action targets, if it targets one node (else None)."""
         return None
-
-    def __getitem__(self, key: str) -> Any:
-        return self.to_json()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_json())
-
-    def __len__(self) -> int:
-        return len(self.to_json())
 
 
 @dataclass(frozen=True)
@@ -65,7 +53,7 @@ class Plan:
     warnings: tuple[str, ...] = ()
     changes: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # key → (from, to)
     task_status: tuple[str, str] = ("", "")  # (before, after)
-    params: ActionParams = field(kw_only=True)  # the action's typed params (a mapping of its JSON)
+    params: ActionParams = field(kw_only=True)  # the action's typed params
     planned_at: float = 0.0
     applied: bool = False
     action_id: int | None = None

@@ -14,16 +14,26 @@ from ..errors import NotFound, Refused
 from ..ledger import unsafe
 from ..ledger.core import LedgerCore
 from ..models import Handoff
+from ..rules import HANDOFF, NAME_OPT, TEXT_OPT
 from ..validate import HANDOFF_ID_RE, show
 from . import planning as pl
+from .action import Action, Command, Flag, NoKey
 from .changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import ActionParams, Plan
+from .plan import Plan
 
 
 @dataclass(frozen=True)
-class ResolveParams(ActionParams):
+class ResolveParams(Action):
     action = "resolve"
     reason_required = False  # the option and answer are the reason
+    title = "Resolve"
+    key = NoKey("opened on a handoff: enter in the handoff inbox (h)")
+    arguments = {"handoff_id": HANDOFF, "option": NAME_OPT, "answer": TEXT_OPT}
+    cli = Command("answer a handoff with one of its options", (
+        Flag("handoff", "handoff_id", metavar="HANDOFF"),
+        Flag("--option", "option", metavar="ID", help="one of the handoff's option ids"),
+        Flag("--answer", "answer", metavar="TEXT", help="free text for the agent"),
+    ), listed_after="handoffs")
 
     handoff: str
     node: str
@@ -37,6 +47,24 @@ class ResolveParams(ActionParams):
 
     def node_target(self, target: str) -> str | None:
         return self.node
+
+    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+        """The handoff was resolved or withdrawn since the preview (two operators racing: one
+        wins, the other is told who did)."""
+        return still_open(core, plan)
+
+    def apply(self, tx: ApplyTx) -> Outcome:
+        # a failed node asking a human (store/ledger/unsafe.py) goes back as a fresh retry
+        retry = [tx.ids[k] for k, (a, b) in tx.plan.changes.items() if a == "failed" and b == "pending"]
+        set_nodes(tx, [i for i in tx.changed_to("pending") if i not in retry], {"status": "pending", **REVOKE, **BUMP})
+        set_nodes(tx, retry, {**FRESH, "error": None, "failure_class": None})
+        n = tx.core.bind(Handoff.update(status="resolved", resolution_option=self.option,
+                                        resolution_answer=self.answer, resolved_by=tx.operator, resolved_at=tx.now)
+                         .where((Handoff.id == int(tx.plan.target)) & (Handoff.status == "open"))).execute()
+        if n != 1:  # cannot happen under the write lock after the check; refuse rather than double-resolve
+            raise RuntimeError("handoff changed under the write lock")
+        return Outcome(task_fields=tx.reopens(), payload={"handoff": tx.plan.target, "option": self.option,
+                                                          "answer": self.answer}, settle=True)
 
 
 def handoff_row(core: LedgerCore, handoff_id: Any) -> dict[str, Any]:
@@ -105,16 +133,3 @@ def still_open(core: LedgerCore, plan: Plan) -> str | None:
     if h is None:
         return f"handoff {plan.target} no longer exists"
     return None if h["status"] == "open" else not_open(h)
-
-
-def apply_resolve(tx: ApplyTx, p: ResolveParams) -> Outcome:
-    retry = [tx.ids[k] for k, (a, b) in tx.plan.changes.items() if a == "failed" and b == "pending"]
-    set_nodes(tx, [i for i in tx.changed_to("pending") if i not in retry], {"status": "pending", **REVOKE, **BUMP})
-    set_nodes(tx, retry, {**FRESH, "error": None, "failure_class": None})
-    n = tx.core.bind(Handoff.update(status="resolved", resolution_option=p.option, resolution_answer=p.answer,
-                                    resolved_by=tx.operator, resolved_at=tx.now)
-                     .where((Handoff.id == int(tx.plan.target)) & (Handoff.status == "open"))).execute()
-    if n != 1:  # cannot happen under the write lock after the check; refuse rather than double-resolve
-        raise RuntimeError("handoff changed under the write lock")
-    return Outcome(task_fields=tx.reopens(), payload={"handoff": tx.plan.target, "option": p.option,
-                                                      "answer": p.answer}, settle=True)

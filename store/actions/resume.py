@@ -16,15 +16,25 @@ from .. import wake_conditions as wc
 from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
+from ..rules import ID, ID_OPT, TEXT_OPT
 from . import planning as pl
+from .action import Action, Command, Flag, Key
 from .changes import BUMP, REVOKE, UNPARK, ApplyTx, Outcome, set_nodes
-from .plan import ActionParams, Plan
+from .plan import Plan
 
 
 @dataclass(frozen=True)
-class ResumeParams(ActionParams):
+class ResumeParams(Action):
     action = "resume"
     reason_required = False
+    title = "Resume"
+    key = Key("u", "Resume", "resume the selected task or node")
+    arguments = {"task_id": ID, "node": ID_OPT, "reason": TEXT_OPT}
+    cli = Command("undo a park", (
+        Flag("task", "task_id", metavar="TASK"),
+        Flag("--node", "node", metavar="KEY", help="resume only this node"),
+        Flag("--reason", "reason", metavar="R", default="", help="why (optional)"),
+    ))
 
     node: str | None
 
@@ -33,6 +43,17 @@ class ResumeParams(ActionParams):
 
     def node_target(self, target: str) -> str | None:
         return target if self.node else None
+
+    def apply(self, tx: ApplyTx) -> Outcome:
+        for status in ("pending", "blocked"):
+            set_nodes(tx, tx.changed_to(status), {"status": status, **UNPARK, **REVOKE, **BUMP})
+        if self.node:
+            return Outcome(task_fields={"wake_state": wc.with_target(tx.task["wake_state"], self.node, None)})
+        state = wc.with_target(tx.task["wake_state"], None, None)
+        for key in tx.plan.changes:  # nodes the task park had parked are resumed with it: stop watching them
+            state = wc.with_target(state, key, None)
+        return Outcome(task_fields={"status": "active", "parked_at": None, "park_reason": None,
+                                    "park_until": None, "wake_on": None, "wake_state": state})
 
 
 def plan_resume(core: LedgerCore, task_id: str, *, node: str | None = None, reason: str | None = None) -> Plan:
@@ -67,14 +88,3 @@ def plan_resume(core: LedgerCore, task_id: str, *, node: str | None = None, reas
         return pl.make_plan(core, params, task, task_id, reason, nodes, changes, kept=kept, status_after="active",
                             warnings=warnings)
 
-
-def apply_resume(tx: ApplyTx, p: ResumeParams) -> Outcome:
-    for status in ("pending", "blocked"):
-        set_nodes(tx, tx.changed_to(status), {"status": status, **UNPARK, **REVOKE, **BUMP})
-    if p.node:
-        return Outcome(task_fields={"wake_state": wc.with_target(tx.task["wake_state"], p.node, None)})
-    state = wc.with_target(tx.task["wake_state"], None, None)
-    for key in tx.plan.changes:  # nodes the task park had parked are resumed with it: stop watching them
-        state = wc.with_target(state, key, None)
-    return Outcome(task_fields={"status": "active", "parked_at": None, "park_reason": None, "park_until": None,
-                                "wake_on": None, "wake_state": state})

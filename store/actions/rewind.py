@@ -15,14 +15,25 @@ from typing import Any
 from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
+from ..rules import ID, TEXT_OPT
 from . import planning as pl
+from .action import Action, Command, Flag, Key
 from .changes import FRESH, ApplyTx, Outcome, append_rejections
-from .plan import ActionParams, Plan
+from .plan import Plan
 
 
 @dataclass(frozen=True)
-class RewindParams(ActionParams):
+class RewindParams(Action):
     action = "rewind"
+    title = "Rewind"
+    key = Key("r", "Rewind", "rewind the selected node")
+    needs_node = True
+    arguments = {"task_id": ID, "node": ID, "reason": TEXT_OPT}
+    cli = Command("a node and everything downstream → pending", (
+        Flag("task", "task_id", metavar="TASK"),
+        Flag("key", "node", metavar="KEY"),
+        Flag("--reason", "reason", required=True, metavar="R", help="why (required; fed back to the agent)"),
+    ))
 
     node: str
 
@@ -31,6 +42,10 @@ class RewindParams(ActionParams):
 
     def node_target(self, target: str) -> str | None:
         return target
+
+    def apply(self, tx: ApplyTx) -> Outcome:
+        append_rejections(tx, tx.changed_to("pending"), tx.plan.reason, FRESH)
+        return Outcome(task_fields=tx.reopens(), settle=True)
 
 
 def plan_rewind(core: LedgerCore, task_id: str, node: str, *, reason: str) -> Plan:
@@ -70,7 +85,3 @@ def plan_rewind(core: LedgerCore, task_id: str, node: str, *, reason: str) -> Pl
                             handoffs=pl.open_handoffs(core, task_id, blocked_ids),
                             reapplied=pl.resolved_latest(core, task_id, ids), effects=effects, warnings=warnings)
 
-
-def apply_rewind(tx: ApplyTx, p: RewindParams) -> Outcome:
-    append_rejections(tx, tx.changed_to("pending"), tx.plan.reason, FRESH)
-    return Outcome(task_fields=tx.reopens(), settle=True)

@@ -54,7 +54,8 @@ from langgraph.types import Command
 
 from ..clock import iso
 from ..errors import LeaseLost, NotFound, Refused
-from ..ledger import Ledger, waits
+from ..facade import Ledger
+from ..ledger import waits
 from . import graphshape as shape
 from ..views import Claim
 from ..worker import LeaseKeeper, StepFailed
@@ -139,7 +140,7 @@ class Supervisor:
         self.held: dict[str, _Held] = {}
         self._succ = shape.successors(graph)
         ledger.create_task(task_id, title=title or task_id, workflow="langgraph", workflow_version=workflow_version or "",
-                           exist_ok=True, actor=worker)
+                           exist_ok=True, actor=worker, origin="langgraph")
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until an operator changes the task — a resume after ``blocked``/``parked``, a

@@ -19,7 +19,7 @@ from .core import LedgerCore, validate_key, validate_task_id
 
 def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, workflow_version: str, inputs: Any,
                 constraints: Sequence[str] | None, preconditions: Mapping[str, Any] | None, budget: Budget | None,
-                max_claims: int, max_repairs: int, exist_ok: bool, actor: str) -> None:
+                max_claims: int, max_repairs: int, exist_ok: bool, actor: str, origin: str | None = None) -> None:
     """Create a task. With ``exist_ok`` an existing task is left unchanged (idempotent)."""
     validate_task_id(task_id)
     budget = budget or Budget()
@@ -28,7 +28,7 @@ def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, wo
     dumps(inputs)  # refuse what cannot be stored before writing anything
     dumps(precondition_map)
     args = (task_id, title, workflow, workflow_version, inputs, constraint_list, precondition_map, budget, max_claims,
-            max_repairs, exist_ok, actor)
+            max_repairs, exist_ok, actor, origin)
     try:
         return _create_task(core, *args)
     except pw.IntegrityError:
@@ -42,7 +42,7 @@ def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, wo
 @retry_write
 def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, workflow_version: str, inputs: Any,
                  constraints: list[str], preconditions: dict[str, Any], budget: Budget, max_claims: int,
-                 max_repairs: int, exist_ok: bool, actor: str) -> None:
+                 max_repairs: int, exist_ok: bool, actor: str, origin: str | None) -> None:
     now = core.now()
     with write_tx(core.db):
         existing = core.bind(Task.select(Task.task_id).where(Task.task_id == task_id)).first()
@@ -66,13 +66,14 @@ def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, work
                 density_limit=budget.density_limit,
                 max_claims=max_claims,
                 max_repairs=max_repairs,
+                origin=origin,
                 revision=1,
                 created_at=now,
                 updated_at=now,
             )
         ).execute()
         core.journal(task_id, None, "system", "task.created", actor, f"task created: {title or task_id}",
-                     {"workflow": workflow, "workflow_version": workflow_version})
+                     {"workflow": workflow, "workflow_version": workflow_version, "origin": origin or "python"})
 
 
 @retry_write

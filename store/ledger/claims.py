@@ -26,6 +26,7 @@ import secrets
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from .. import budget as budget_mod
+from .. import checkpoints
 from .. import sql
 from ..clock import iso
 from ..db import read_tx, register_result, retry_write, write_tx
@@ -269,7 +270,7 @@ def _take(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], wor
     ), " AND version = ?", [row["version"]])
     if n != 1:  # cannot happen under the write lock; refuse rather than double-claim
         raise RuntimeError("claim lost its row under the write lock")
-    core.hook("claim.locked", task["task_id"], row["key"])
+    checkpoints.reach("claim.locked", task["task_id"], row["key"])
     # No write to the task row on a claim (it would serialise every claim of the task): the
     # task's claim count is the sum of its nodes' attempts; only the first claim stamps
     # started_at (later claims match no row and take no lock).

@@ -14,7 +14,7 @@ import hashlib
 import os
 import traceback
 from types import TracebackType
-from typing import Any, Callable, Literal, Mapping, Self, Sequence, TypeVar, cast
+from typing import Any, Literal, Mapping, Self, Sequence, TypeVar, cast
 
 import peewee as pw
 
@@ -88,18 +88,9 @@ class LedgerCore:
         self.db = db
         self.clock = clock
         self.target = target  # what it was opened from (a path or URL; Feed and waits reopen it)
-        # Test hooks: name → callable, run at a named point inside a transaction (tests hold a
-        # transaction open there to prove what it does and does not block). Empty in production.
-        self.hooks: dict[str, Callable[..., Any]] = {}
         # (task, worker, workflow version) refusals already journalled by this open ledger: a
         # worker polling with the wrong version is journalled once, not on every poll.
         self.version_refusals: set[tuple[str, str, str]] = set()
-
-    def hook(self, name: str, task_id: str, node_key: str) -> None:
-        """Run the test hook ``name`` (if one is set) with the task and node it is at."""
-        fn = self.hooks.get(name)
-        if fn is not None:
-            fn(task_id, node_key)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -114,6 +105,7 @@ class LedgerCore:
         reconnect_s: float = RECONNECT_BUDGET_S,
         application_name: str = "warden-agent",
         backoff: Backoff | None = None,
+        one_connection: bool = False,
     ) -> Self:
         """Open (and, for the agent side, create) a ledger: a path, ``sqlite:///…`` or
         ``postgresql://…``.
@@ -127,12 +119,15 @@ class LedgerCore:
         jittered back-off) before ``LedgerUnavailable``; ``backoff`` sets the whole policy
         (tests inject its ``sleep`` and ``clock``). ``application_name``: what
         ``pg_stat_activity`` shows (``warden-agent``; the console ``warden-console``, the CLI
-        ``warden-cli``).
+        ``warden-cli``). ``one_connection``: PostgreSQL — every thread of this process uses the
+        same connection, one transaction (or statement) at a time (``store/pgshared.py``): for a
+        process that reads from many threads, like the console; SQLite: no effect.
         """
         if backoff is None:
             backoff = Backoff(budget_s=float(reconnect_s))
         db = open_database(target, read_only=read_only, create=create and not read_only,
-                           busy_timeout_s=busy_timeout_s, application_name=application_name, backoff=backoff)
+                           busy_timeout_s=busy_timeout_s, application_name=application_name, backoff=backoff,
+                           one_connection=one_connection)
         connect_checked(db)
         try:
             check_version(db, create=create and not read_only)
@@ -188,10 +183,6 @@ class LedgerCore:
     def tuple_rows(self, query: pw.BaseQuery) -> list[tuple[Any, ...]]:
         """A Peewee query's rows as tuples."""
         return cast("list[tuple[Any, ...]]", list(query.bind(self.db).tuples()))
-
-    # Used by store/signals.py, store/estimates.py and store/analysis.py, which other work is moving
-    # to ``bind``; remove when nothing calls it.
-    _q = bind
 
     # ------------------------------------------------------------------ the journal
     def journal(

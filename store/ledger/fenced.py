@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from .. import checkpoints, novelty, sql
 from .. import density as density_rule
-from .. import novelty, sql
 from ..db import retry_write, write_tx
 from ..errors import LeaseLost, Refused, WardenError
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
@@ -418,7 +418,7 @@ def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: A
     now = core.now()
     with write_tx(core.db):
         row = fence(core, claim, now, lock=True)
-        core.hook("effect.fenced", claim.task_id, claim.node_key)
+        checkpoints.reach("effect.fenced", claim.task_id, claim.node_key)
         existing = core.first_dict(Effect.select().where((Effect.task == claim.task_id)
                                                    & (Effect.effect_key == effect_key)))
         if existing is None:

@@ -8,7 +8,7 @@ seconds and hundreds of megabytes.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import Any, Generator, Iterator, Sequence
 
 import peewee as pw
 
@@ -144,43 +144,67 @@ def graph_pages(core: LedgerCore, task_id: str, *, first: int = GRAPH_FIRST_PAGE
     numbers them in its topological order under the task's write lock), so id order is position
     order, and SQLite walks the (task_id) index with no sort — the first page of a 100k-node graph
     comes after 300 rows, not after sorting 100k. Should a position ever go backwards, the stream
-    starts again ordered by position (its next page has ``start`` 0: readers restart)."""
+    starts again ordered by position (its next page has ``start`` 0: readers restart).
+
+    SQLite reads the rows page by page inside the snapshot. PostgreSQL's driver has every row of
+    the node query in hand once it has run, so the snapshot ends there, before the first page is
+    handed out: a reader that pauses between pages (the console waits for each to be painted) holds
+    no transaction open meanwhile — with one connection shared by the console's threads
+    (``store/pgshared.py``) an open one would hold up every other read. A page's dependencies are
+    read afterwards: a node's edges never change once it exists."""
     assert order in ("id", "position"), order
+    db = core.db
+    if sql.is_sqlite(db):
+        with read_tx(db):
+            ordered = yield from _graph_pages(core, task_id, first, page, order)
+    else:
+        with read_tx(db):
+            at, the_task, cur = _graph_start(core, task_id, order)
+        ordered = yield from _graph_pages(core, task_id, first, page, order, (at, the_task, cur))
+    if not ordered:  # out of order (see above): once more, sorted
+        yield from graph_pages(core, task_id, first=first, page=page, order="position")
+
+
+def _graph_start(core: LedgerCore, task_id: str, order: str) -> tuple[int, TaskView, Any]:
+    at = last_event_id(core)
+    the_task = task(core, task_id)
+    cur = sql.execute(core.db, rows.NODE_ROW_SELECT + f" WHERE task_id = ? ORDER BY {order}", [task_id])
+    return at, the_task, cur
+
+
+def _graph_pages(core: LedgerCore, task_id: str, first: int, page: int, order: str,
+                 started: tuple[int, TaskView, Any] | None = None) -> Generator[GraphPage, None, bool]:
+    """The pages (see :func:`graph_pages`); returns False when ids and positions disagreed."""
     db = core.db
     pos = rows.NODE_ROW_POSITION
     words: dict[str, str] = {}  # one string object per kind / status, not one per row
-    with read_tx(db):
-        at = last_event_id(core)
-        the_task = task(core, task_id)
-        total = sum(the_task.counts.values())
-        cur = sql.execute(db, rows.NODE_ROW_SELECT + f" WHERE task_id = ? ORDER BY {order}", [task_id])
-        start = 0
-        size = first
-        last_pos = -1 << 62
-        while True:
-            batch = cur.fetchmany(size)
-            if order != "position":
-                ok = all(batch[i][pos] <= batch[i + 1][pos] for i in range(len(batch) - 1))
-                if not ok or (batch and batch[0][pos] < last_pos):
-                    break
-                if batch:
-                    last_pos = batch[-1][pos]
-            deps: dict[int, list[str]] = {}
-            ids = [r[0] for r in batch]
-            for chunk in sql.chunks(ids):
-                for dst, key in sql.execute(db, "SELECT e.dst_id, s.key FROM edge e JOIN node s ON s.id = e.src_id "
-                                                f"WHERE e.dst_id IN ({sql.marks(len(chunk))}) "
-                                                "ORDER BY e.dst_id, s.position", chunk):
-                    deps.setdefault(dst, []).append(key)
-            node_rows = rows.node_rows(batch, deps, words)
-            last = len(batch) < size
-            yield GraphPage(the_task, node_rows, start, max(total, start + len(node_rows)), at, last)
-            if last:
-                return
-            start += len(batch)
-            size = page
-    if order != "position":  # out of order (see above): once more, sorted
-        yield from graph_pages(core, task_id, first=first, page=page, order="position")
+    at, the_task, cur = started or _graph_start(core, task_id, order)
+    total = sum(the_task.counts.values())
+    start = 0
+    size = first
+    last_pos = -1 << 62
+    while True:
+        batch = cur.fetchmany(size)
+        if order != "position":
+            ok = all(batch[i][pos] <= batch[i + 1][pos] for i in range(len(batch) - 1))
+            if not ok or (batch and batch[0][pos] < last_pos):
+                return False
+            if batch:
+                last_pos = batch[-1][pos]
+        deps: dict[int, list[str]] = {}
+        ids = [r[0] for r in batch]
+        for chunk in sql.chunks(ids):
+            for dst, key in sql.execute(db, "SELECT e.dst_id, s.key FROM edge e JOIN node s ON s.id = e.src_id "
+                                            f"WHERE e.dst_id IN ({sql.marks(len(chunk))}) "
+                                            "ORDER BY e.dst_id, s.position", chunk):
+                deps.setdefault(dst, []).append(key)
+        node_rows = rows.node_rows(batch, deps, words)
+        last = len(batch) < size
+        yield GraphPage(the_task, node_rows, start, max(total, start + len(node_rows)), at, last)
+        if last:
+            return True
+        start += len(batch)
+        size = page
 
 
 def node_detail(core: LedgerCore, task_id: str, key: str, *, events_limit: int,

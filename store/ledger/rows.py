@@ -34,6 +34,15 @@ def wall_used(task: Mapping[str, Any], now: float) -> float:
                             task.get("paused_since"), now)
 
 
+def task_origin(r: Mapping[str, Any]) -> str:
+    """Which integration made the task: its recorded ``origin``, else (a task made before schema 4
+    recorded it) ``langgraph`` for the LangGraph adapter's workflow and ``python`` for the rest."""
+    origin = r.get("origin")
+    if origin:
+        return str(origin)
+    return "langgraph" if r.get("workflow") == "langgraph" else "python"
+
+
 def task_view(r: Mapping[str, Any], now: float, counts: Mapping[str, int], handoffs_open: int) -> TaskView:
     used = wall_used(r, now)
     span = 0.0 if r["started_at"] is None else (r["finished_at"] if r["finished_at"] is not None else now) - r["started_at"]
@@ -48,7 +57,7 @@ def task_view(r: Mapping[str, Any], now: float, counts: Mapping[str, int], hando
         updated_at=r["updated_at"], finished_at=r["finished_at"], counts=dict(counts), handoffs_open=int(handoffs_open),
         paused_s=float(r.get("paused_s") or 0.0), paused_since=r.get("paused_since"), wake_state=r.get("wake_state"),
         density_limit=r.get("density_limit"),
-        waited_s=max(0.0, span - used),
+        waited_s=max(0.0, span - used), origin=task_origin(r),
     )
 
 

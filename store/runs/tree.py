@@ -6,7 +6,10 @@
 - only regular files are read: a FIFO, device or socket is refused after ``lstat`` and again
   after ``fstat`` of the opened descriptor (opened ``O_NONBLOCK``, so nothing ever blocks);
 - sizes are capped: JSON is read up to ``JSON_CAP`` bytes, previews up to their limit, and
-  files of any size are hashed in fixed chunks so memory stays bounded.
+  files of any size are hashed in fixed chunks so memory stays bounded;
+- a ledger of this process (a hard link to it, or the ledger itself kept in a run directory) is
+  never opened, and a file descriptor is closed through ``store.lockguard.close`` (issue 23:
+  closing a descriptor of a ledger drops this process's SQLite locks on it).
 
 Problems are returned as data (strings naming the file, relative to the tree's root), never
 raised.
@@ -20,6 +23,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
+from store import lockguard
 from store.runs.names import safe_relpath
 from store.runs.strict_json import JSON_CAP, parse_json
 
@@ -254,7 +258,7 @@ class SafeTree:
         except OSError as e:
             return FileRead(relpath, problem=f"{relpath}: read failed ({e.strerror})")
         finally:
-            os.close(fd)
+            lockguard.close(fd)
         data = bytes(kept) if cap is not None else None
         return FileRead(
             relpath,
@@ -377,6 +381,10 @@ def _open_at(dir_fd: int, name: str, shown: str, *, want_dir: bool) -> tuple[int
         if want_dir and kind == "file":
             return None, f"{shown}: a regular file, not a directory"
         return None, kind_problem(shown, kind)
+    if not want_dir and lockguard.protected(st):
+        # A ledger of this process (a hard link to it in a run directory, or the ledger kept
+        # there): closing a descriptor of it would drop this process's SQLite locks.
+        return None, f"{shown}: a ledger file this process has open; not read"
     try:
         fd = os.open(name, _DIR_FLAGS if want_dir else _FILE_FLAGS, dir_fd=dir_fd)
     except FileNotFoundError:
@@ -385,6 +393,6 @@ def _open_at(dir_fd: int, name: str, shown: str, *, want_dir: bool) -> tuple[int
         return None, f"{shown}: cannot open without following links ({e.strerror})"
     st2 = os.fstat(fd)
     if _kind(st2.st_mode) != wanted or (st2.st_ino, st2.st_dev) != (st.st_ino, st.st_dev):
-        os.close(fd)
+        lockguard.close(fd)
         return None, f"{shown}: changed while being opened; not read"
     return fd, None

@@ -47,6 +47,9 @@ class Terminal:
         self.chunks = 0
         self.bytes = 0
         self.waiters: list[tuple[Predicate, list[float]]] = []
+        # Called with (screen, read time) after every chunk, under the lock (bench_fleet.py records
+        # every row it shows this way); keep them cheap: they run on the reading thread.
+        self.observers: list[Callable[[pyte.Screen, float], None]] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -66,6 +69,8 @@ class Terminal:
                 for pred, out in self.waiters:
                     if not out and pred(self.screen):
                         out.append(t)
+                for observe in self.observers:
+                    observe(self.screen, t)
                 self.changed.notify_all()
 
     def when(self, pred: Predicate) -> list[float]:

@@ -137,7 +137,7 @@ async def test_abort_lists_compensations_and_c_marks_one_by_hand(sp, console_app
         await wait_for(pilot, lambda: dlg.plan is not None, what="the plan")
         ol = dlg.query_one("#effects", OptionList)
         assert ol.option_count == 1 and "\x1b" not in str(ol.get_option_at_index(0).prompt)
-        assert dict(dlg.plan.changes) == {dlg.plan.params["compensation_node"]: ("pending", "abandoned")}
+        assert dict(dlg.plan.changes) == {dlg.plan.params.to_json()["compensation_node"]: ("pending", "abandoned")}
         assert dlg.query_one("#apply", Button).disabled  # no reason yet
         await pilot.press("escape")  # cancel: nothing changes
         await wait_for(pilot, lambda: app.screen is not dlg)

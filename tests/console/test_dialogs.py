@@ -337,7 +337,7 @@ async def test_park_options_until_and_now(lp):
         dlg = await open_dialog(pilot, "park", "report-001", "section-1")
         assert isinstance(dlg, ParkDialog)
         await plan_ready(pilot, dlg)
-        assert dlg.plan.params["node"] is None and str(apply_button(dlg).label) == "Park task"
+        assert dlg.plan.params.to_json()["node"] is None and str(apply_button(dlg).label) == "Park task"
         assert dlg.plan.changes == {}  # running work finishes its step unless "now"
         dlg.query_one("#until", Input).value = "2h"
         dlg.query_one("#wake-on", Input).value = "node:section-1, at:1d"
@@ -347,15 +347,15 @@ async def test_park_options_until_and_now(lp):
         p = dlg.plan
         assert p.changes == {"section-1": ("running", "parked")}
         assert p.revoked_leases == ({"node": "section-1", "owner": "bob"},)
-        assert p.params["until_ts"] == NOW + 7200
-        assert p.params["wake_on"] == "node:section-1, at:2027-01-16T08:10:00.000Z"
+        assert p.params.to_json()["until_ts"] == NOW + 7200
+        assert p.params.to_json()["wake_on"] == "node:section-1, at:2027-01-16T08:10:00.000Z"
         preview = str(dlg.query_one("#preview").render())
         assert "held by bob" in preview and "wake on: node:section-1, at:" in preview
         assert "resumes on its own" not in preview
         dlg.query_one("#auto-resume").value = True
         await pilot.pause()
         await plan_ready(pilot, dlg)
-        assert dlg.plan.params["auto_resume"] is True
+        assert dlg.plan.params.to_json()["auto_resume"] is True
         assert "resumes on its own" in str(dlg.query_one("#preview").render())
         dlg.query_one("#wake-on", Input).value = "the data drop"  # not a condition: refused, one line
         await pilot.pause()
@@ -389,7 +389,7 @@ async def test_park_only_the_selected_node(lp):
         dlg.query_one("#only-node").value = True
         await pilot.pause()
         await plan_ready(pilot, dlg)
-        assert dlg.plan.params["node"] == "figures" and dlg.plan.changes == {"figures": ("pending", "parked")}
+        assert dlg.plan.params.to_json()["node"] == "figures" and dlg.plan.changes == {"figures": ("pending", "parked")}
         assert str(apply_button(dlg).label) == "Park node figures"
 
 
@@ -408,7 +408,7 @@ async def test_narrow_preview_follows_the_choices(lp):
         dlg.query_one("#pre-value", Select).value = '"b"'
         await pilot.pause()
         await plan_ready(pilot, dlg)
-        assert dlg.plan.abandoned == ("mod-a",) and dlg.plan.params["set"] == {"module": "b"}
+        assert dlg.plan.abandoned == ("mod-a",) and dlg.plan.params.to_json()["set"] == {"module": "b"}
         assert str(apply_button(dlg).label) == "Narrow: abandon 1 node"
         dlg.query_one("#pre-value", Select).value = '"a"'
         await pilot.pause()
@@ -418,7 +418,7 @@ async def test_narrow_preview_follows_the_choices(lp):
         dlg.query_one("#exclude", SelectionList).select("docs")
         await pilot.pause()
         await plan_ready(pilot, dlg)
-        assert set(dlg.plan.abandoned) == {"mod-b", "docs"} and dlg.plan.params["exclude"] == ["docs"]
+        assert set(dlg.plan.abandoned) == {"mod-b", "docs"} and dlg.plan.params.to_json()["exclude"] == ["docs"]
         assert "mod-b" in str(dlg.query_one("#preview").render())
 
 

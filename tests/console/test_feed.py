@@ -111,9 +111,9 @@ async def test_each_isolated_commit_wakes_the_reader(ledger_path, inotify, slow_
     on the fallback poll (set far beyond the test's deadline) or the next write. The writer waits
     for each commit to be read before it writes the next; with its fsync delayed the commit becomes
     visible well after its last file event — what a reader woken by file events alone missed."""
-    from store.feed import _inotify
+    from store.wakeups import inotify_lib
 
-    if inotify and _inotify() is None:
+    if inotify and inotify_lib() is None:
         pytest.skip("no inotify on this platform")
     feed = Feed(ledger_path, read_only=True, fallback_poll_s=600, use_inotify=inotify)
     assert feed._notify_source().__name__ == ("_inotify" if inotify else "_watchfiles")

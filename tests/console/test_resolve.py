@@ -236,7 +236,7 @@ async def test_advice_abandon_opens_narrow_with_the_node_excluded(ledger_path):
         await wait_for(pilot, lambda: isinstance(app.screen, NarrowDialog))
         nd = app.screen
         await wait_for(pilot, lambda: nd.plan is not None, what="narrow plan")
-        assert nd.plan.abandoned == ("us-only",) and nd.plan.params["exclude"] == ["us-only"]
+        assert nd.plan.abandoned == ("us-only",) and nd.plan.params.to_json()["exclude"] == ["us-only"]
 
 
 async def test_advice_for_a_node_with_nothing_to_recover(ledger_path):

@@ -108,6 +108,7 @@ class World:
             "plan_resolve": lambda: {"handoff_id": self.hid, "option": "yes", "answer": "fine"},
             "plan_escalate": lambda: {"task_id": t, "node": "b", "reason": "r", "question": "?",
                                       "context": {"a": 1}},
+            "plan": lambda: {"action": "rewind", "arguments": {"task_id": t, "node": "a", "reason": "r"}},
             "apply": lambda: {"plan": self.l.plan_abort(t, reason="r"), "operator": "op"},
             "tasks": lambda: {},
             "task": lambda: {"task_id": t},

@@ -4,6 +4,8 @@ write attempt is one clear line. Run as ``nobody`` — root ignores file permiss
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,25 @@ SETUPS = {
 }
 
 
+class _Agent:
+    """An agent process holding the ledger open (another process, as agents are: the auditor
+    runs in a child forked from this one, which must not have the ledger open at the fork —
+    SQLite forbids it, and store/lockguard.py refuses it)."""
+
+    def __init__(self, p: Path) -> None:
+        code = ("import sys; from store import Ledger\n"
+                "led = Ledger.open(sys.argv[1]); led.task('t'); print('ready', flush=True); sys.stdin.read()")
+        self.proc = subprocess.Popen([sys.executable, "-c", code, str(p)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True,
+                                     env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+        assert self.proc.stdout is not None and self.proc.stdout.readline() == "ready\n"
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=60) == 0
+
+
 def _make(world: Path, name: str) -> tuple[Path, Any]:
     fmode, dmode, running = SETUPS[name]
     d = world / name
@@ -35,8 +56,7 @@ def _make(world: Path, name: str) -> tuple[Path, Any]:
         led.add_node("t", "a")
     agent = None
     if running:
-        agent = Ledger.open(p)
-        agent.task("t")  # its connection is open: -wal and -shm are there
+        agent = _Agent(p)  # its connection is open: -wal and -shm are there
     os.chmod(p, fmode)
     if dmode is None:
         os.chown(d, 65534, 65534)

@@ -214,10 +214,10 @@ def test_narrow_on_two_preconditions(ledger, world):
     assert list(plan.abandoned) == ["h", "m"]
     assert list(plan.reset) == ["i", "n"]
     assert list(plan.kept) == ["j", "k", "o"]  # downstream of the abandoned nodes, left as they are
-    assert plan.params["unaffected"] == 16 - 4 - 3
+    assert plan.params.to_json()["unaffected"] == 16 - 4 - 3
     assert set(plan.versions) == {"h", "i", "j", "k", "o", "m", "n"}
     assert plan.revoked_leases == ()
-    assert plan.params["out_of_scope"] == {"h": 'lang="go"', "m": 'scope="ext"'}
+    assert plan.params.to_json()["out_of_scope"] == {"h": 'lang="go"', "m": 'scope="ext"'}
     ledger.apply(plan, operator="op")
     assert_applied_exactly(ledger, before, plan)
     t = ledger.task("t")

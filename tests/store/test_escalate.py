@@ -24,10 +24,10 @@ def test_escalating_a_running_node_revokes_its_lease_and_opens_a_handoff(two):
     assert plan.to_json()["revoked_leases"] == [{"node": "a", "owner": "w1"}]
     before = two.task("t").revision
     done = two.apply(plan, operator="op")
-    assert done.applied and done.params["handoff"]
+    assert done.applied and done.params.to_json()["handoff"]
     n = two.node("t", "a")
     assert n.status == "blocked" and n.lease_owner is None
-    h = two.handoff(done.params["handoff"])
+    h = two.handoff(done.params.to_json()["handoff"])
     assert (h.status, h.kind, h.question, h.opened_by) == ("open", "exception",
                                                            "The export was interrupted mid-write: what now?", "op")
     assert h.context["run"] == "r-1" and h.context["why"] == "run r-1 has a partial artifact"

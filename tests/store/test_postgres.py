@@ -28,7 +28,7 @@ from urllib.parse import urlparse, urlunparse
 import peewee as pw
 import pytest
 
-from store import Ledger, NodeSpec, ReadOnly
+from store import Ledger, NodeSpec, ReadOnly, checkpoints
 from store.db import run_write, write_tx
 from store.errors import WriteConflict
 from store.feed import Feed
@@ -99,7 +99,7 @@ def _claimer(url: str, name: str, barrier, release, q) -> None:
             barrier.wait()  # both claim transactions are open at once, or this times out
             release.wait(WAIT)
 
-        led.hooks["claim.locked"] = hold
+        checkpoints.reach = lambda point, task_id, key: hold(task_id, key) if point == "claim.locked" else None
         c = led.claim("t", name, lease_s=600)
         q.put(("claimed", name, c.node_key if c else None))
         led.close()
@@ -522,7 +522,7 @@ def _intender(url: str, barrier, release, q) -> None:
             barrier.wait()
             release.wait(WAIT)
 
-        led.hooks["effect.fenced"] = hold
+        checkpoints.reach = lambda point, task_id, key: hold(task_id, key) if point == "effect.fenced" else None
         e = led.intend_effect(c, "pr:x:create")
         q.put(("intended", e.status))
         led.close()

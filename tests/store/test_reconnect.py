@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from store import Ledger, LedgerUnavailable, NodeSpec
+from store import Ledger, LedgerUnavailable, NodeSpec, checkpoints
 from store.db import Backoff, LedgerBusy
 from tests.support import pgcluster
 
@@ -165,7 +165,7 @@ def test_an_agent_finishes_every_step_exactly_once_across_server_restarts(cluste
     _check_exactly_once(url, n, outcomes)
 
 
-def test_a_commit_whose_answer_was_lost_is_returned_not_redone(cluster):
+def test_a_commit_whose_answer_was_lost_is_returned_not_redone(cluster, monkeypatch):
     """In one process: the commit waits after its record is flushed, the backend is terminated;
     commit() returns the same event id (read from its request record) and the journal holds one
     node.committed."""
@@ -181,7 +181,8 @@ def test_a_commit_whose_answer_was_lost_is_returned_not_redone(cluster):
             led.db.execute_sql("SET LOCAL synchronous_commit = on")
             pids.append(int(led.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]))
 
-    led.hooks["tx.before_commit"] = hold
+    monkeypatch.setattr(checkpoints, "reach",
+                        lambda point, task, what: hold(task, what) if point == "tx.before_commit" else None)
     killer = threading.Thread(target=lambda: (
         _wait_until(lambda: bool(pids) and _in_syncrep(cluster, pids[0]), "the commit to wait"),
         cluster.query("SELECT pg_terminate_backend(%s)", (pids[0],))))
@@ -195,7 +196,7 @@ def test_a_commit_whose_answer_was_lost_is_returned_not_redone(cluster):
     led.close()
 
 
-def test_a_claim_whose_answer_was_lost_is_the_same_claim(cluster):
+def test_a_claim_whose_answer_was_lost_is_the_same_claim(cluster, monkeypatch):
     """The claim committed but its answer was lost: the retry returns that lease (same token),
     not a second node, and the node is claimed once."""
     url = _schema_url(cluster, "lost_claim")
@@ -209,7 +210,8 @@ def test_a_claim_whose_answer_was_lost_is_the_same_claim(cluster):
             led.db.execute_sql("SET LOCAL synchronous_commit = on")
             pids.append(int(led.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]))
 
-    led.hooks["tx.before_commit"] = hold
+    monkeypatch.setattr(checkpoints, "reach",
+                        lambda point, task, what: hold(task, what) if point == "tx.before_commit" else None)
     killer = threading.Thread(target=lambda: (
         _wait_until(lambda: bool(pids) and _in_syncrep(cluster, pids[0]), "the claim to wait"),
         cluster.query("SELECT pg_terminate_backend(%s)", (pids[0],))))

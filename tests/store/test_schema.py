@@ -184,6 +184,7 @@ STEP_COLUMNS = {
     3: {"node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]},
 }
 STEP_COLUMNS[4] = {}  # schema 4's parts (store/schema.py SCHEMA_4_PARTS) add theirs here
+STEP_COLUMNS[4].setdefault("task", []).append("origin")  # part "origin" (issue 28)
 STEP_COLUMNS[4].setdefault("node", []).extend(["step_deadline", "density", "repair"])  # seed rules
 STEP_COLUMNS[4].setdefault("task", []).append("density_limit")  # seed rules
 STEP_TABLES = {2: ["write_request"], 3: [], 4: []}

@@ -90,6 +90,7 @@ def test_a_task_without_anything(ledger):
 NEW = {"task": ["paused_s", "paused_since", "wake_state"],
        "effect": ["compensation_node_id", "compensated_at", "compensated_by", "compensation_note"],
        "node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]}  # schema 3's
+NEW["task"] += ["origin"]  # schema 4 part "origin" (issue 28)
 NEW_TABLES = ["write_request"]  # schema 2's
 NEW["node"] = NEW["node"] + ["step_deadline", "density", "repair"]  # schema 4's part "seed rules"
 NEW["task"] = NEW["task"] + ["density_limit"]  # schema 4's part "seed rules"

@@ -32,7 +32,7 @@ from typing import Any
 from store.analysis import TaskAnalysis
 from store.clock import ManualClock
 from store.estimates import DurationHistory, estimate_task
-from store.ledger import Ledger
+from store import Ledger
 from store.views import NodeSpec
 
 from .observations import sentence

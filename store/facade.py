@@ -1,6 +1,10 @@
 """The Ledger: the one object agents and the console hold — the typed facade over the agent writes
-(``claims``, ``fenced``), graph building (``build``), queries (``queries``) and the operator
-actions (``store.actions``), all sharing :class:`~store.ledger.core.LedgerCore`.
+(``store.ledger.claims``, ``fenced``), graph building (``build``), queries (``queries``) and the
+operator actions (``store.actions``), all sharing :class:`~store.ledger.core.LedgerCore`.
+
+It lives above both packages (not in ``store.ledger``): the actions import the ledger's parts, and
+the facade imports the actions, so a facade inside ``store.ledger`` made importing any part of the
+ledger import the actions, which import the ledger (issue 24).
 
 Every agent write is a compare-and-set on (node, lease token, status running,
 ``lease_until > now``) judged with the injected clock at write time; when it does not match,
@@ -12,12 +16,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from .. import actions as operator_actions
-from .. import wake
-from ..actions import Plan
-from ..db import retry_read, run_read
-from ..errors import WardenError
-from ..views import (
+from . import actions as operator_actions
+from . import wake
+from .actions import Plan
+from .actions.registry import plan as plan_registered
+from .db import retry_read, run_read
+from .errors import WardenError
+from .views import (
     ActionView,
     ArtifactView,
     Budget,
@@ -34,9 +39,9 @@ from ..views import (
     Pulse,
     TaskView,
 )
-from . import build, claims, fenced, queries, unsafe, waits
-from .checked import checked
-from .core import LedgerCore
+from .ledger import build, claims, fenced, queries, unsafe, waits
+from .ledger.checked import checked
+from .ledger.core import LedgerCore
 
 
 @checked  # every argument of every public method checked once, here (store/ledger/checked.py)
@@ -59,11 +64,16 @@ class Ledger(LedgerCore):
         max_repairs: int = 3,
         exist_ok: bool = False,
         actor: str = "",
+        origin: str | None = None,
     ) -> TaskView:
-        """Create a task. With ``exist_ok`` an existing task is returned unchanged (idempotent)."""
+        """Create a task. With ``exist_ok`` an existing task is returned unchanged (idempotent).
+
+        ``origin``: which integration made it (``mcp``, ``run``, ``claude``, ``langgraph``; None is
+        ``python``, an agent written against this API) — shown in the console and ``warden status``."""
         build.create_task(self, task_id, title=title, workflow=workflow, workflow_version=workflow_version,
                           inputs=inputs, constraints=constraints, preconditions=preconditions, budget=budget,
-                          max_claims=max_claims, max_repairs=max_repairs, exist_ok=exist_ok, actor=actor)
+                          max_claims=max_claims, max_repairs=max_repairs, exist_ok=exist_ok, actor=actor,
+                          origin=origin)
         return self.task(task_id)
 
     def add_node(
@@ -305,13 +315,19 @@ class Ledger(LedgerCore):
         says what was done. Its compensation node, if it has not run, is abandoned."""
         return operator_actions.plan_compensated(self, task_id, effect_key, reason=reason)
 
+    @retry_read
+    def plan(self, action: str, arguments: Mapping[str, Any]) -> Plan:
+        """Plan any registered action (``store.actions.ACTIONS``) by name, with the arguments its
+        ``plan_<action>`` method takes (``{"task_id": "t", "node": "c", "reason": "…"}``), each
+        checked by the same rule: how the ``warden`` subcommands and the console's dialogs plan."""
+        return plan_registered(self, action, arguments)
+
     def apply(self, plan: Plan, *, operator: str) -> Plan:
         """Apply exactly ``plan`` in one transaction and return it applied, or raise
         ``StaleRevision`` when the ledger changed since it was computed. A resolved handoff
         wakes the parks waiting on it (``wake_on="handoff:<id>"``) at once."""
         done = operator_actions.apply(self, plan, operator=operator)
-        if done.action == "resolve":
-            wake.after_resolve(self, done.target)
+        wake.after_apply(self, done)
         return done
 
     def check_wakes(self, task_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:

@@ -1,0 +1,485 @@
+"""``warden run -- CMD ...``: supervise any command as one ledger node (docs/agents.md, "warden run").
+
+```python
+from store import Ledger
+from store.adapters.command import RunSpec, supervise_command
+
+outcome = supervise_command(Ledger.open("ledger.db"), RunSpec(argv=("make", "test"), task_id="nightly"))
+```
+
+The node (``--node``, default ``main``, kind ``--kind``, default ``command``) is added to the task
+(made with origin ``run`` when it does not exist) and claimed by key; nothing starts unless the
+claim is ours. The command runs in its own process group with stdin on ``/dev/null``, its
+output passed through to our stdout, logged in the run directory (store/adapters/rundir.py) and
+sent as observations: every heartbeat (each ``lease_s / 3``) carries the lines printed since the
+previous one (cleaned, the newest ``OBSERVATION_CAP`` characters). With ``json_stream`` the lines
+are a Claude Code or Codex event stream (store/adapters/streams.py): each finished tool call is
+one heartbeat with its action and result, and tokens, progress and cost are reported.
+
+What an operator does reaches the command within a heartbeat:
+
+* **park** (task or node, with or without ``--now``) → ``SIGSTOP`` to the group; the lease is
+  kept while the task park keeps it, else the node is taken back by key once resumed; **resume**
+  → ``SIGCONT``. An escalation (the node blocked on a handoff) stops it the same way until
+  resolved.
+* **abort** (or the node abandoned) → ``SIGTERM`` to the group, ``SIGKILL`` after ``grace_s``.
+* **rewind** → the group ended the same way, the node claimed again and the command started
+  afresh with ``$WARDEN_REWIND_REASON`` (and a new run directory).
+
+When the command ends on its own, what it left running in its group is ended too, then:
+exit 0 → ``commit`` (output: ``exit_code``, ``last_lines``, the ``artifacts`` taken from
+``artifacts`` and copied into the run directory, ``run``, ``cwd``, ``command``; the artifact
+itself when there is exactly one file); otherwise ``fail`` with the class :func:`failure_for`
+gives. Our own SIGINT/SIGTERM/SIGHUP end the command the same way and fail the node
+``transient`` (retryable): the supervisor was stopped, not the work judged.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from queue import Empty
+from typing import Any, Callable
+
+from ..errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
+from ..facade import Ledger
+from ..views import Claim
+from .process import Child
+from .rundir import Artifacts, RunDir, collect_artifacts, run_name
+from .steering import Steer, clean, clean_lines, pulse, reclaim, steer
+from .streams import StreamParser, parser_for
+
+__all__ = ["OBSERVATION_CAP", "RunOutcome", "RunSpec", "Supervisor", "failure_for", "supervise_command"]
+
+OBSERVATION_CAP = 4000  # characters of output lines in one heartbeat's observation
+LAST_LINES = 20  # lines kept in the commit's / failure's output
+STEPS_PER_BEAT = 20  # action/result pairs sent one by one per loop; more are merged into one beat
+TICK_S = 0.25  # the loop wakes at least this often (output, the command's end, a stop request)
+FLOOD_LINES = 500  # lines taken at once; past them a heartbeat goes out (at most every FLOOD_BEAT_S)
+FLOOD_BEAT_S = 0.2
+LINES_KEPT = 2000  # lines held between two heartbeats (the newest; the rest are counted as left out)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to run and as which node."""
+
+    argv: tuple[str, ...]
+    task_id: str
+    node_key: str = "main"
+    kind: str = "command"
+    lease_s: float = 30.0
+    worker: str = ""
+    json_stream: str | None = None
+    artifacts: str | None = None
+    runs: str = "runs"
+    grace_s: float = 10.0
+    title: str = ""
+    cwd: str | None = None
+    echo: bool = True  # pass the command's output through to our stdout
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How ``warden run`` ended. ``status``: ``committed``, ``failed`` (the command failed),
+    ``aborted``, ``lost`` (the node was taken from us), ``interrupted`` (we were stopped),
+    ``refused`` (nothing was started). ``exit_code``: the command's, when it ended on its own."""
+
+    status: str
+    detail: str = ""
+    exit_code: int | None = None
+    run: str | None = None
+    attempts: int = 0
+
+
+def failure_for(code: int) -> tuple[str, bool]:
+    """The failure class and retryability of an exit status (docs/agents.md "warden run"):
+
+    * killed by a signal (``-N``), 75 EX_TEMPFAIL, 124 (``timeout``'s), 69/70/71/74 (sysexits:
+      unavailable, software, os error, io error) → ``transient``, retryable;
+    * 126 (not executable), 127 (not found), 64/65/66/78 (usage, bad data, no input, config) →
+      ``spec``, not retryable: the same command would fail the same way;
+    * anything else → ``transient``, retryable (the node's ``max_claims`` bounds the retries).
+    """
+    if code in (126, 127, 64, 65, 66, 78):
+        return "spec", False
+    return "transient", True
+
+
+class _Stop(Exception):
+    def __init__(self, outcome: RunOutcome) -> None:
+        self.outcome = outcome
+
+
+class Supervisor:
+    """Runs one :class:`RunSpec` (see the module's docstring). ``stop_requested`` is set from a
+    signal handler (the CLI's) to end the command and fail the node."""
+
+    def __init__(self, ledger: Ledger, spec: RunSpec, *, out: Callable[[bytes], None] | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
+        self.ledger = ledger
+        self.spec = spec
+        self.worker = spec.worker or f"run:{os.getpid()}"
+        self.interval = max(0.05, spec.lease_s / 3.0)
+        self.out = out if out is not None else _stdout
+        self.say = say if say is not None else _stderr
+        self.stop_requested: str | None = None
+        self.claim: Claim | None = None
+        self.attempts = 0
+
+    # ------------------------------------------------------------------ the claim
+    def _take(self) -> Claim:
+        s = self.spec
+        title = s.title or shlex.join(s.argv)[:200]
+        self.ledger.create_task(s.task_id, title=title, exist_ok=True, actor=self.worker, origin="run")
+        try:
+            self.ledger.node(s.task_id, s.node_key)
+        except NotFound:
+            self.ledger.add_node(s.task_id, s.node_key, kind=s.kind, title=title, actor=self.worker)
+        claim = self.ledger.claim(s.task_id, self.worker, lease_s=s.lease_s, key=s.node_key)
+        if claim is None:
+            raise _Stop(RunOutcome("refused", self._why_not()))
+        return claim
+
+    def _why_not(self) -> str:
+        s = self.spec
+        task, node = self.ledger.task(s.task_id), self.ledger.node(s.task_id, s.node_key)
+        where = f"{s.task_id}/{s.node_key}"
+        if task.status in ("aborted", "parked"):
+            return f"task {s.task_id} is {task.status}: nothing started"
+        if node.status == "succeeded":
+            return f"node {where} already succeeded: rewind it to run it again"
+        if node.status == "running":
+            return f"node {where} is running under {node.lease_owner}'s lease: nothing started"
+        if node.status == "pending" and node.next_retry_at and node.next_retry_at > time.time():
+            return f"node {where} failed and may be retried in {node.next_retry_at - time.time():.0f}s: nothing started"
+        if node.status == "pending":
+            return f"node {where} is waiting on its dependencies or the budget: nothing started"
+        return f"node {where} is {node.status}: nothing started"
+
+    # ------------------------------------------------------------------ running
+    def run(self) -> RunOutcome:
+        try:
+            self.claim = self._take()
+        except _Stop as stop:
+            return stop.outcome
+        rewind_reason: str | None = None
+        while True:
+            self.attempts += 1
+            try:
+                result = self._attempt(self.claim, rewind_reason)
+            except _Stop as stop:
+                return RunOutcome(**{**stop.outcome.__dict__, "attempts": self.attempts})
+            if isinstance(result, RunOutcome):
+                return RunOutcome(**{**result.__dict__, "attempts": self.attempts})
+            self.claim, rewind_reason = result
+
+    def _env(self, claim: Claim, rundir: RunDir, rewind_reason: str | None) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k != "WARDEN_REWIND_REASON"}
+        env.update(WARDEN_TASK=claim.task_id, WARDEN_NODE=claim.node_key, WARDEN_ATTEMPT=str(claim.attempt),
+                   WARDEN_RUN_DIR=os.path.abspath(rundir.path))
+        if rewind_reason is not None:
+            env["WARDEN_REWIND_REASON"] = rewind_reason
+        return env
+
+    def _attempt(self, claim: Claim, rewind_reason: str | None) -> RunOutcome | tuple[Claim, str]:
+        s = self.spec
+        cwd = os.path.abspath(s.cwd or os.getcwd())
+        rundir = RunDir(s.runs, run_name(claim.task_id, claim.node_key, claim.attempt), task_id=claim.task_id,
+                        node_key=claim.node_key, attempt=claim.attempt, argv=s.argv, cwd=cwd)
+
+        def sink(data: bytes) -> None:
+            rundir.log(data)
+            if s.echo:
+                self.out(data)
+
+        child = Child(s.argv, cwd=cwd, env=self._env(claim, rundir, rewind_reason), sink=sink)
+        try:
+            child.start()
+        except OSError as e:
+            why = f"cannot start {s.argv[0]!r}: {e.strerror or e}"
+            rundir.finish("failed", exit_code=127, why=why)
+            self.fail_node(claim, why, "spec", False)
+            return RunOutcome("failed", why, exit_code=127, run=rundir.name)
+        self.note(claim, f"warden run: pid {child.pid}, run directory {rundir.name}, cwd {cwd}"
+                   + (f"; restarted after a rewind: {rewind_reason}" if rewind_reason is not None else ""))
+        watch = _Watch(self, child, rundir, parser_for(s.json_stream) if s.json_stream else None)
+        return watch.loop(claim)
+
+    # ------------------------------------------------------------------ ledger writes (lost leases tolerated)
+    def note(self, claim: Claim, text: str) -> None:
+        try:
+            self.ledger.note(claim, text, layer="execution")
+        except WardenError:
+            pass
+
+    def fail_node(self, claim: Claim, error: str, failure_class: str, retryable: bool) -> bool:
+        try:
+            self.ledger.fail(claim, error=error, failure_class=failure_class, retryable=retryable)
+            return True
+        except LeaseLost as e:
+            self.say(f"warden run: the failure was not recorded: {e}")
+            return False
+
+
+class _Watch:
+    """One attempt's loop: output → observations, heartbeats → signals, the end → commit/fail."""
+
+    def __init__(self, sup: Supervisor, child: Child, rundir: RunDir, parser: StreamParser | None) -> None:
+        self.sup = sup
+        self.ledger = sup.ledger
+        self.child = child
+        self.rundir = rundir
+        self.parser = parser
+        self.lines: deque[str] = deque(maxlen=LINES_KEPT)  # since the last heartbeat (the newest)
+        self.dropped = 0  # lines that fell out of ``lines`` since the last heartbeat
+        self.last: deque[str] = deque(maxlen=LAST_LINES)
+        self.pairs: list[tuple[str, str]] = []
+        self.tokens = 0
+        self.units: tuple[float, float] | None = None
+        self.cost: float | None = None
+        self.final: str | None = None
+        self.failed: str | None = None
+        self.task_park = False  # stopped by a task park that kept our lease
+        self.last_beat = time.monotonic()
+        self.output_ended = False
+
+    # ------------------------------------------------------------------ output
+    def _take_line(self, raw: bytes) -> None:
+        line = clean(raw)
+        if len(self.lines) == LINES_KEPT:
+            self.dropped += 1
+        if self.parser is None:
+            self.lines.append(line)
+            self.last.append(line)
+            return
+        for step in self.parser.feed(line):
+            if step.line is not None:
+                self.lines.append(step.line)
+                self.last.append(step.line)
+            if step.action is not None:
+                self.pairs.append((step.action, step.result or ""))
+            if step.text is not None:
+                self.lines.append(step.text)
+            self.tokens += step.tokens
+            self.units = step.units or self.units
+            self.cost = step.cost_usd if step.cost_usd is not None else self.cost
+            self.final = step.final or self.final
+            self.failed = step.failed or self.failed
+
+    def _drain(self, wait: float) -> None:
+        """Take the output lines that come within ``wait`` seconds (at most ``FLOOD_LINES`` at once:
+        a flood is sent in pieces rather than held)."""
+        deadline = time.monotonic() + wait
+        taken = 0
+        while not self.output_ended and taken < FLOOD_LINES:
+            left = deadline - time.monotonic()
+            try:
+                raw = self.child.lines.get(timeout=left) if left > 0 else self.child.lines.get_nowait()
+            except Empty:
+                return
+            if raw is None:
+                self.output_ended = True
+                return
+            self._take_line(raw)
+            taken += 1
+
+    # ------------------------------------------------------------------ heartbeats
+    def _beat(self, claim: Claim) -> Claim:
+        """Send what was gathered (pairs one by one, then the lines); act on what the ledger says."""
+        try:
+            pairs, self.pairs = self.pairs, []
+            if len(pairs) > STEPS_PER_BEAT:
+                merged = pairs[STEPS_PER_BEAT - 1:]
+                pairs = pairs[: STEPS_PER_BEAT - 1] + [(
+                    "; ".join(a for a, _ in merged)[:OBSERVATION_CAP], "; ".join(r for _, r in merged)[:OBSERVATION_CAP])]
+            for action, result in pairs:
+                p = pulse(self.ledger, claim, action=action, result=result, tokens=self._spend())
+            lines = list(self.lines)
+            if self.dropped:
+                lines.insert(0, f"[{self.dropped} lines left out]")
+            self.lines.clear()
+            self.dropped = 0
+            units = self.units or (None, None)
+            p = pulse(self.ledger, claim, observation=clean_lines(lines, cap=OBSERVATION_CAP) if lines else None,
+                      tokens=self._spend(), units_done=units[0], units_total=units[1])
+            self.last_beat = time.monotonic()
+        except LeaseLost as e:
+            return self._steer(claim, steer(self.ledger, claim, lost_why=str(e)))
+        except LedgerUnavailable as e:  # the ledger is down: keep working, try again next beat
+            self.sup.say(f"warden run: heartbeat not recorded, will retry: {e}")
+            return claim
+        if p.parked and not self.child.stopped:
+            self.child.pause()
+            self.task_park = True
+        elif not p.parked and self.task_park:
+            self.child.resume()
+            self.task_park = False
+        return claim
+
+    def _spend(self) -> int:
+        t, self.tokens = self.tokens, 0
+        return t
+
+    def _steer(self, claim: Claim, st: Steer) -> Claim:
+        """The lease is gone: stop, end, restart or wait, as the operator's action says."""
+        if st.state == "running":
+            return claim
+        if st.state in ("parked", "blocked"):
+            return self._wait_paused(claim, st)
+        if st.state == "aborted":
+            self._end("interrupted", f"aborted: {st.reason}")
+            raise _Stop(RunOutcome("aborted", st.reason or "the task was aborted", run=self.rundir.name))
+        if st.state == "rewound":
+            self._end("interrupted", f"rewound: {st.reason}")
+            again = reclaim(self.ledger, claim, lease_s=self.sup.spec.lease_s)
+            if again is None:
+                raise _Stop(RunOutcome("lost", "rewound, but the node could not be claimed again",
+                                       run=self.rundir.name))
+            raise _Restart(again, st.reason)
+        again = reclaim(self.ledger, claim, lease_s=self.sup.spec.lease_s) if "expired" in st.reason else None
+        if again is not None:  # our lease ran out (a suspended machine) and nobody took the node
+            return again
+        self._end("interrupted", f"lost: {st.reason}")
+        raise _Stop(RunOutcome("lost", st.reason, run=self.rundir.name))
+
+    def _wait_paused(self, claim: Claim, st: Steer) -> Claim:
+        """Parked (lease revoked) or escalated: the group is stopped until the node can run again."""
+        self.child.pause()
+        what = "parked" if st.state == "parked" else "waiting on a handoff"
+        self.sup.say(f"warden run: {what}{': ' + st.reason if st.reason else ''} (the command is stopped)")
+        while True:
+            self._check_stop()
+            time.sleep(self.sup.interval)  # the ledger has no wake-up for "resumed": look each beat
+            self._drain(0)
+            now = steer(self.ledger, claim)
+            if now.state in ("aborted", "rewound"):
+                return self._steer(claim, now)
+            if now.state in ("parked", "blocked"):
+                continue
+            again = reclaim(self.ledger, claim, lease_s=self.sup.spec.lease_s)
+            if again is None:
+                if now.state == "lost" and "expired" not in now.reason:
+                    return self._steer(claim, now)
+                continue
+            self.child.resume()
+            self.sup.say("warden run: resumed (the command continues)")
+            return again
+
+    def _check_stop(self) -> None:
+        why = self.sup.stop_requested
+        if why is None:
+            return
+        self._end("interrupted", why)  # parked or blocked: no lease to keep, nothing to fail
+        raise _Stop(RunOutcome("interrupted", why, run=self.rundir.name))
+
+    def _end(self, status: str, why: str, *, keep: Claim | None = None) -> None:
+        """End the command's group; with ``keep``, heartbeat that claim meanwhile (the grace may
+        be longer than the lease)."""
+        def beat() -> None:
+            try:
+                if keep is not None:
+                    self.ledger.heartbeat(keep)
+            except WardenError:
+                pass
+
+        self.child.end(self.sup.spec.grace_s, meanwhile=beat if keep is not None else None,
+                       every_s=self.sup.interval)
+        self.child.output_done(1.0)
+        self.rundir.finish(status, exit_code=None, why=why)
+
+    # ------------------------------------------------------------------ the loop
+    def loop(self, claim: Claim) -> RunOutcome | tuple[Claim, str]:
+        next_beat = time.monotonic() + self.sup.interval
+        try:
+            while True:
+                self.sup.claim = claim
+                if self.sup.stop_requested is not None:
+                    claim = self._interrupted(claim)
+                self._drain(min(TICK_S, max(0.0, next_beat - time.monotonic())))
+                if self.child.poll() is not None:
+                    break
+                now = time.monotonic()
+                flood = len(self.lines) >= FLOOD_LINES and now - self.last_beat >= FLOOD_BEAT_S
+                if now >= next_beat or self.pairs or flood:
+                    claim = self._beat(claim)
+                    next_beat = time.monotonic() + self.sup.interval
+            code = self.child.poll()
+            assert code is not None
+            self.child.reap_group(self.sup.spec.grace_s)
+            complete = self.child.output_done(5.0)  # a process outside the group may hold the pipe
+            while not self.output_ended:
+                before = len(self.lines) + self.dropped
+                self._drain(0)
+                if len(self.lines) >= FLOOD_LINES or self.pairs:
+                    claim = self._beat(claim)
+                if not complete and len(self.lines) + self.dropped == before:
+                    break  # nothing more is coming now: what was printed so far is what counts
+        except _Restart as r:
+            return (r.claim, r.reason)
+        return self._finish(claim, code)
+
+    def _interrupted(self, claim: Claim) -> Claim:
+        why = self.sup.stop_requested or "stopped"
+        self._end("interrupted", why, keep=claim)
+        self.sup.fail_node(claim, f"warden run was stopped ({why}); the command was ended", "transient", True)
+        raise _Stop(RunOutcome("interrupted", why, run=self.rundir.name))
+
+    def _finish(self, claim: Claim, code: int) -> RunOutcome:
+        s = self.sup.spec
+        try:
+            claim = self._beat(claim)  # the last lines, and a park or abort that came meanwhile
+        except _Restart as r:  # rewound just as it ended: the attempt stands rewound
+            raise _Stop(RunOutcome("lost", f"rewound as the command ended ({r.reason}); run it again",
+                                   run=self.rundir.name)) from None
+        output: dict[str, Any] = {"exit_code": code, "last_lines": list(self.last), "run": self.rundir.name,
+                                  "cwd": self.rundir.state["cwd"], "command": list(s.argv)}
+        if self.final is not None:
+            output["final"] = self.final
+        if self.cost is not None:
+            output["cost_usd"] = self.cost
+        if code != 0:
+            cls, retryable = failure_for(code)
+            why = f"exit {code}" if code >= 0 else f"killed by signal {-code}"
+            if self.failed:
+                why += f": {self.failed}"
+            self.rundir.finish("failed", exit_code=code, why=why)
+            ok = self.sup.fail_node(claim, f"{why}; last lines: " + " | ".join(list(self.last)[-5:]), cls, retryable)
+            return RunOutcome("failed" if ok else "lost", why, exit_code=code, run=self.rundir.name)
+        arts = collect_artifacts(os.path.join(self.rundir.state["cwd"], s.artifacts)) if s.artifacts else Artifacts()
+        output["artifacts"] = arts.listing()
+        if arts.problems:
+            output["artifact_problems"] = arts.problems[:20]
+        ref = self.rundir.finish("completed", exit_code=0, why=None, artifacts=arts)
+        single = next(iter(arts.files.items())) if len(arts.files) == 1 else None
+        try:
+            self.ledger.commit(claim, output=output, output_ref=ref or f"run:{self.rundir.name}",
+                               artifact=(single[0], single[1]) if single else None, tokens=self._spend())
+        except (LeaseLost, Refused) as e:
+            return RunOutcome("lost", f"the command succeeded but the commit was refused: {e}", exit_code=0,
+                              run=self.rundir.name)
+        return RunOutcome("committed", "", exit_code=0, run=self.rundir.name)
+
+
+class _Restart(Exception):
+    def __init__(self, claim: Claim, reason: str) -> None:
+        self.claim = claim
+        self.reason = reason
+
+
+def _stdout(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def supervise_command(ledger: Ledger, spec: RunSpec) -> RunOutcome:
+    """Run ``spec`` to its end under the ledger (see the module's docstring)."""
+    return Supervisor(ledger, spec).run()

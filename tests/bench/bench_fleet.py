@@ -1,0 +1,435 @@
+"""Fleet benchmark: many agent processes on one ledger, the shipped ``warden console`` watching.
+
+    python tests/bench/bench_fleet.py --backend postgres        # 20 agents, 500 tasks, 200 writes/s, 5 min
+    python tests/bench/bench_fleet.py --backend sqlite
+    python tests/bench/bench_fleet.py --backend postgres --duration 60 --tasks 100 --agents 8   # a short run
+
+One command, one JSON report and a table. What runs:
+
+* the ledger: ``--tasks`` tasks of 20–200 nodes (layered DAGs, a token budget each), built through
+  the API (tests/support/fleet.py); PostgreSQL in a private throw-away cluster
+  (tests/support/pgcluster.py: loopback, ``fsync=off`` like CI) or, with ``--pg-url``, a fresh
+  database created on that server (and dropped); SQLite in a temporary directory on this disk
+  (WAL, ``synchronous=FULL``);
+* ``--agents`` agent processes claiming, heartbeating (with observations) and committing, one
+  transaction per write, paced to ``--rate`` writes a second in all (claims + heartbeats + commits
+  + failures + handoffs; 5 writes per node);
+* the console exactly as shipped (``python -m console console --ledger …``: estimates and signals
+  on) on a pseudo-terminal of ``--cols``×``--rows`` drawn by pyte (tests/bench/console_terminal.py),
+  opened on the task list for the first part of the run, then (``/`` the task's id, enter, enter) on
+  a busy task's graph — an active task with the most nodes left, to which ``--busy-agents`` agents
+  then go first — while ``j``/``k`` is pressed every 150 ms in both.
+
+Reported side by side for the two views: commit → screen p50/p95/max (how each write is matched to
+the screen: tests/bench/fleet_screen.py), measurable / missed, key → frame, the console's CPU and
+RSS; for the run: first frame, PostgreSQL connections held (``pg_stat_activity`` of the ledger's
+database, by ``application_name``: agents ``warden-agent``, console ``warden-console``; sampled
+every 0.5 s, the maximum), writes/s and node commits/s the ledger sustained (journal events in the
+window), claim call p50/p95/max and the longest wait of an agent for a claim, and ``uptime``
+before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.support import fleet  # noqa: E402
+from tests.bench.fleet_screen import TASK_ROW, ScreenLog, match_counts, match_nodes  # noqa: E402
+
+KEY_EVERY_S = 0.15
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def summary(ms: list[float]) -> dict:
+    return {"n": len(ms), "p50_ms": round(pct(ms, .5), 1), "p95_ms": round(pct(ms, .95), 1),
+            "p99_ms": round(pct(ms, .99), 1), "max_ms": round(max(ms), 1) if ms else None}
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+# ---------------------------------------------------------------------- the ledger's server
+class Backend:
+    """Where the ledger lives; ``connections()`` counts PostgreSQL backends by application_name."""
+
+    def __init__(self, a: argparse.Namespace, work: Path) -> None:
+        self.kind = a.backend
+        self.cluster = None
+        self.admin_url: str | None = None
+        self.dbname: str | None = None
+        self._conn = None
+        if self.kind == "sqlite":
+            self.target = str(work / "ledger.db")
+            return
+        if a.pg_url:
+            import psycopg
+
+            self.admin_url = a.pg_url
+            self.dbname = "warden_fleet_" + uuid.uuid4().hex[:10]
+            with psycopg.connect(a.pg_url, autocommit=True) as c:
+                c.execute(f'CREATE DATABASE "{self.dbname}"')
+            base = a.pg_url.split("?", 1)[0].rsplit("/", 1)[0]
+            self.target = f"{base}/{self.dbname}"
+        else:
+            from tests.support import pgcluster
+
+            why = pgcluster.available()
+            if why:
+                raise SystemExit(f"bench_fleet: no private PostgreSQL cluster ({why}); pass --pg-url")
+            self.cluster = pgcluster.Cluster().start()
+            self.target = self.cluster.url
+            self.dbname = "postgres"
+
+    def connections(self) -> dict[str, int]:
+        if self.kind == "sqlite":
+            return {}
+        import psycopg
+
+        if self._conn is None:
+            self._conn = psycopg.connect(self.target, autocommit=True, application_name="bench-sampler")
+        rows = self._conn.execute(
+            "SELECT application_name, count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() GROUP BY 1").fetchall()
+        return {str(n): int(c) for n, c in rows}
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        if self.cluster is not None:
+            self.cluster.stop()
+        if self.dbname and self.admin_url:
+            import psycopg
+
+            with psycopg.connect(self.admin_url, autocommit=True) as c:
+                c.execute(f'DROP DATABASE IF EXISTS "{self.dbname}" WITH (FORCE)')
+
+
+class Sampler(threading.Thread):
+    """Connections every 0.5 s: the maximum per application_name, and what was seen when."""
+
+    def __init__(self, backend: Backend) -> None:
+        super().__init__(daemon=True)
+        self.backend = backend
+        self.max: dict[str, int] = {}
+        self.by_phase: dict[str, dict[str, int]] = {}
+        self.phase = "start"
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            try:
+                seen = self.backend.connections()
+            except Exception as e:  # the sampler's own trouble is reported, never fatal
+                self.max["sampler_error"] = 1
+                self.error = str(e)
+                continue
+            for name, n in seen.items():
+                self.max[name] = max(self.max.get(name, 0), n)
+                ph = self.by_phase.setdefault(self.phase, {})
+                ph[name] = max(ph.get(name, 0), n)
+
+
+# ---------------------------------------------------------------------- the agents
+def start_agents(a: argparse.Namespace, target: str, work: Path, until_wall: float) -> list:
+    procs = []
+    for i in range(a.agents):
+        out = work / f"agent-{i:02d}.json"
+        argv = fleet.command(target, i, tasks=a.tasks, rate=a.rate / a.agents, until_wall=until_wall, out=str(out),
+                             claim=a.claim, control=str(work / "control.json"), seed=a.seed)
+        procs.append((subprocess.Popen(argv, stdout=subprocess.PIPE, cwd=ROOT), out))
+    for p, _ in procs:
+        assert p.stdout is not None
+        line = p.stdout.readline()
+        if line.strip() != b"ready":
+            raise SystemExit(f"bench_fleet: an agent did not start ({line!r})")
+    return procs
+
+
+def finish_agents(procs: list) -> list[dict]:
+    got = []
+    for p, out in procs:
+        p.wait()
+        if out.exists():
+            got.append(json.loads(out.read_text()))
+    return got
+
+
+# ---------------------------------------------------------------------- the console
+def keys_for(term, until: float, lat: list[float], stop: threading.Event | None = None) -> None:
+    """j/k every KEY_EVERY_S until ``until``; key → frame (the cursor drawn on its new row)."""
+    from tests.bench.console_terminal import highlighted_row
+
+    n = 0
+    while time.monotonic() < until and term.proc.poll() is None:
+        n += 1
+        before = term.cursor_row()
+        w = term.when(lambda s, b=before: highlighted_row(s) not in (b, None))
+        t0 = term.press(b"j" if n % 2 else b"k")
+        seen = term.wait(w, 5)
+        if seen is not None:
+            lat.append((seen - t0) * 1000)
+        time.sleep(max(0.0, KEY_EVERY_S - (time.monotonic() - t0)))  # pacing the keys
+
+
+def busiest_open_task(target: str, sizes: dict[str, int]) -> str:
+    """An active task with the most nodes not started (its graph will be busy from now on)."""
+    from store import Ledger
+
+    with Ledger.open(target, create=False, read_only=True, application_name="warden-cli") as ledger:
+        views = ledger.tasks()
+    active = [t for t in views if t.status == "active"]
+    return max(active, key=lambda t: (t.counts.get("pending", 0), t.task_id)).task_id
+
+
+def journal(target: str) -> list:
+    from store import Ledger
+
+    out = []
+    with Ledger.open(target, create=False, read_only=True, application_name="warden-cli") as ledger:
+        cursor = 0
+        while True:
+            batch = ledger.events(cursor, limit=5000)
+            if not batch:
+                return out
+            out.extend(batch)
+            cursor = batch[-1].id
+
+
+def run(a: argparse.Namespace) -> dict:
+    from tests.bench.console_terminal import Terminal, shows
+
+    work = Path(tempfile.mkdtemp(prefix="warden-fleet-"))
+    result: dict = {"backend": a.backend, "agents": a.agents, "tasks": a.tasks, "rate": a.rate,
+                    "duration_s": a.duration, "claim": a.claim, "cpus": os.cpu_count(),
+                    "started": time.strftime("%Y-%m-%d %H:%M:%S"), "uptime_start": uptime()}
+    backend = Backend(a, work)
+    sampler = Sampler(backend)
+    term = None
+    procs: list = []
+    try:
+        t0 = time.monotonic()
+        sizes = fleet.build(backend.target, a.tasks, a.seed, (a.min_nodes, a.max_nodes))
+        result["build_s"] = round(time.monotonic() - t0, 1)
+        result["nodes"] = sum(sizes.values())
+        sampler.start()
+        until_wall = time.time() + a.ramp + a.duration
+        procs = start_agents(a, backend.target, work, until_wall)
+        t_start = time.monotonic()
+        time.sleep(a.ramp)  # the fleet settles into its pace before the console starts
+        sampler.phase = "tasks"
+        screen = ScreenLog()
+        argv = [sys.executable, "-m", "console", "console", "--ledger", backend.target, "--runs", str(work / "runs")]
+        t0 = time.monotonic()
+        term = Terminal(argv, a.cols, a.rows)
+        term.observers.append(screen)
+        result["first_frame_s"] = round(term.wait_for(shows("t0000"), 120, "the task list") - t0, 3)
+        t_list_end = t_start + a.ramp + a.duration * (1 - a.graph_share)
+        screen.mode = "tasks"
+        list_from = time.monotonic()
+        cpu0 = term.cpu_seconds()
+        key_list: list[float] = []
+        keys_for(term, t_list_end, key_list)
+        list_to = time.monotonic()
+        cpu_list = (term.cpu_seconds() - cpu0) / (list_to - list_from) * 100
+        rss_list = term.rss_mb()
+        screen.mode = None
+        # the graph of a busy task
+        busy = busiest_open_task(backend.target, sizes)
+        (work / "control.json").write_text(json.dumps({"task": busy, "agents": a.busy_agents}))
+        sampler.phase = "graph"
+        term.press(b"/")
+        time.sleep(0.3)  # the filter input opens (then typed into)
+        term.press(busy.encode())
+        term.wait_for(lambda s: [m.group(1) for m in map(TASK_ROW.match, s.display) if m] == [busy], 20,
+                      "the task list filtered to the busy task")
+        term.press(b"\r")
+        time.sleep(0.3)
+        t0 = term.press(b"\r")
+        term.wait_for(shows("n000"), 60, "the busy task's graph")
+        result["graph_open_s"] = round(time.monotonic() - t0, 3)
+        screen.mode = "graph"
+        graph_from = time.monotonic()
+        cpu0 = term.cpu_seconds()
+        key_graph: list[float] = []
+        keys_for(term, t_start + a.ramp + a.duration, key_graph)
+        graph_to = time.monotonic()
+        cpu_graph = (term.cpu_seconds() - cpu0) / (graph_to - graph_from) * 100
+        time.sleep(3.0)  # grace: the last writes reach the screen
+        screen.mode = None
+        rss_end = term.rss_mb()
+        alive = term.proc.poll() is None
+        if not alive:
+            result["console_exited"] = {"rc": term.proc.returncode, "screen": term.lines()}
+        agents = finish_agents(procs)
+        procs = []
+        sampler.stop.set()
+        events = journal(backend.target)
+        result["uptime_end"] = uptime()
+        result.update(report(a, agents, events, screen, busy,
+                             {"tasks": (list_from, list_to), "graph": (graph_from, graph_to)}))
+        result["tasks_view"].update({"key_to_frame": summary(key_list), "console_cpu_pct": round(cpu_list, 1),
+                                     "rss_mb": round(rss_list, 1)})
+        result["graph_view"].update({"key_to_frame": summary(key_graph), "console_cpu_pct": round(cpu_graph, 1),
+                                     "rss_mb": round(rss_end, 1)})
+        result["connections_max"] = dict(sampler.max)
+        result["connections_by_phase"] = sampler.by_phase
+    finally:
+        sampler.stop.set()
+        if term is not None:
+            term.close()
+        for p, _ in procs:
+            p.kill()
+        backend.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def report(a: argparse.Namespace, agents: list[dict], events: list, screen: ScreenLog, busy: str,
+           windows: dict[str, tuple[float, float]]) -> dict:
+    """Match every write to the screen; the ledger's sustained rates; the claims."""
+    returned: dict[int, float] = {}
+    claims: dict[tuple[str, str], list[float]] = {}
+    other: dict[tuple[str, str, str], list[float]] = {}
+    writes = 0
+    for ag in agents:
+        for what, task, node, eid, t in ag["writes"]:
+            writes += 1
+            if eid is not None:
+                returned[int(eid)] = t
+            if what == "claimed":
+                claims.setdefault((task, node), []).append(t)
+            elif what == "handoff":
+                other.setdefault((task, node, what), []).append(t)
+    done: dict[str, int] = {}
+    commits: list[tuple[str, int, float]] = []
+    node_changes: list[tuple[str, str, float]] = []
+    claim_seen: dict[tuple[str, str], int] = {}
+    first_at = last_at = None
+    for e in events:
+        if e.kind == "node.committed":
+            done[e.task_id] = done.get(e.task_id, 0) + 1
+            if e.id in returned:
+                commits.append((e.task_id, done[e.task_id], returned[e.id]))
+                if e.task_id == busy:
+                    node_changes.append((e.node, "succeeded", returned[e.id]))
+        elif e.kind == "node.claimed" and e.actor.startswith("agent-"):
+            n = claim_seen.get((e.task_id, e.node), 0)
+            claim_seen[(e.task_id, e.node)] = n + 1
+            ts = claims.get((e.task_id, e.node), [])
+            if e.task_id == busy and n < len(ts):
+                node_changes.append((e.node, "running", ts[n]))
+        elif e.kind == "node.failed" and e.id in returned and e.task_id == busy:
+            node_changes.append((e.node, "pending", returned[e.id]))
+        if e.actor.startswith("agent-"):
+            first_at = e.at if first_at is None else first_at
+            last_at = e.at
+    span = (last_at - first_at) if first_at is not None and last_at is not None and last_at > first_at else 1.0
+    n_events = sum(1 for e in events if e.actor.startswith("agent-"))
+    n_commits = sum(1 for e in events if e.kind == "node.committed")
+    lo, hi = windows["tasks"]
+    tl = match_counts(screen.tasks, [c for c in commits if lo <= c[2] <= hi], hi)
+    glo, ghi = windows["graph"]
+    gs = match_counts(screen.summary, [c for c in commits if c[0] == busy and glo <= c[2] <= ghi], ghi)
+    gn = match_nodes(screen.nodes, [c for c in node_changes if glo <= c[2] <= ghi], ghi)
+    claim_s = [s * 1000 for ag in agents for s in ag["claim_s"]]
+    waits = [s * 1000 for ag in agents for s in ag["waits_s"]]
+    errors: dict[str, int] = {}
+    for ag in agents:
+        for k, v in ag.get("errors", {}).items():
+            errors[k] = errors.get(k, 0) + v
+    return {
+        "ledger": {"writes": writes, "journal_events": n_events, "writes_per_s": round(n_events / span, 1),
+                   "node_commits_per_s": round(n_commits / span, 1), "span_s": round(span, 1),
+                   "agent_errors": errors},
+        "claims": {"call": summary(claim_s), "longest_wait_ms": round(max(waits), 1) if waits else None,
+                   "wait": summary(waits)},
+        "tasks_view": {"commit_to_screen": summary(tl["lat_ms"]), "measurable": len(tl["lat_ms"]) + len(tl["missed"]),
+                       "missed": len(tl["missed"]), "missed_examples": tl["missed"][:5],
+                       "rows_seen": len(screen.tasks)},
+        "graph_view": {"task": busy, "summary_commit_to_screen": summary(gs["lat_ms"]), "summary_missed": len(gs["missed"]),
+                       "node_change_to_screen": summary(gn["lat_ms"]), "node_missed": len(gn["missed"]),
+                       "node_superseded": gn["superseded"], "node_missed_examples": gn["missed"][:5]},
+    }
+
+
+def table(r: dict) -> str:
+    def lat(d: dict) -> str:
+        return "—" if not d or not d.get("n") else f"{d['p50_ms']} / {d['p95_ms']} / {d['max_ms']} ms (n={d['n']})"
+
+    t, g = r.get("tasks_view", {}), r.get("graph_view", {})
+    c = r.get("connections_max", {})
+    rows = [
+        ("commit → screen p50 / p95 / max", lat(t.get("commit_to_screen", {})),
+         lat(g.get("summary_commit_to_screen", {})) + " (summary)"),
+        ("  missed / measurable", f"{t.get('missed')} of {t.get('measurable')}", f"{g.get('summary_missed')}"),
+        ("node change → screen (graph rows)", "", lat(g.get("node_change_to_screen", {}))
+         + f", missed {g.get('node_missed')}, superseded {g.get('node_superseded')}"),
+        ("key → frame p50 / p95 / max", lat(t.get("key_to_frame", {})), lat(g.get("key_to_frame", {}))),
+        ("console CPU (% of a core) / RSS MB", f"{t.get('console_cpu_pct')} / {t.get('rss_mb')}",
+         f"{g.get('console_cpu_pct')} / {g.get('rss_mb')}"),
+    ]
+    w = max(len(x[0]) for x in rows)
+    lines = [f"{r['backend']}: {r['agents']} agents, {r['tasks']} tasks ({r.get('nodes')} nodes), target {r['rate']:g} writes/s",
+             f"{'':{w}}  {'task list':44}  graph of {g.get('task')}"]
+    lines += [f"{x:{w}}  {y:44}  {z}" for x, y, z in rows]
+    led, cl = r.get("ledger", {}), r.get("claims", {})
+    lines += [
+        f"first frame {r.get('first_frame_s')} s; ledger sustained {led.get('writes_per_s')} writes/s, "
+        f"{led.get('node_commits_per_s')} node commits/s over {led.get('span_s')} s; agent errors {led.get('agent_errors')}",
+        f"claims: call {lat(cl.get('call', {}))}; longest wait for a claim {cl.get('longest_wait_ms')} ms",
+        f"PostgreSQL connections (max): agents {c.get('warden-agent', '—')}, console {c.get('warden-console', '—')}, "
+        f"other {({k: v for k, v in c.items() if k not in ('warden-agent', 'warden-console')})}",
+        f"uptime before: {r.get('uptime_start')}", f"uptime after:  {r.get('uptime_end')}",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", choices=("postgres", "sqlite"), default="postgres")
+    ap.add_argument("--agents", type=int, default=20)
+    ap.add_argument("--tasks", type=int, default=500)
+    ap.add_argument("--min-nodes", type=int, default=20)
+    ap.add_argument("--max-nodes", type=int, default=200)
+    ap.add_argument("--rate", type=float, default=200.0, help="writes per second, all agents together")
+    ap.add_argument("--duration", type=float, default=300.0, help="seconds the console watches (after --ramp)")
+    ap.add_argument("--ramp", type=float, default=5.0)
+    ap.add_argument("--graph-share", type=float, default=0.35, help="the last share of --duration on a busy graph")
+    ap.add_argument("--busy-agents", type=int, default=2, help="agents that go to the busy task first")
+    ap.add_argument("--claim", choices=("sticky", "any"), default="sticky")
+    ap.add_argument("--pg-url", help="an existing server: a fresh database is made there (else a private cluster)")
+    ap.add_argument("--cols", type=int, default=100)
+    ap.add_argument("--rows", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=29)
+    ap.add_argument("--out", help="also write the JSON report here")
+    a = ap.parse_args()
+    result = run(a)
+    text = json.dumps(result, indent=2, default=str)
+    if a.out:
+        Path(a.out).write_text(text)
+    print(text)
+    print(table(result))
+
+
+if __name__ == "__main__":
+    main()
