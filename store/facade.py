@@ -160,8 +160,13 @@ class Ledger(LedgerCore):
         lease_s: float | None = None,
         waiting_on: str | None = None,
         wait_s: float | None = None,
+        max_step_s: float | None = None,
     ) -> Pulse:
         """Extend the lease and record progress. Raises LeaseLost when the claim no longer holds.
+
+        ``max_step_s`` gives the step a time limit from its claim (an earlier one stays; what
+        ``LeaseKeeper`` sends): no heartbeat extends the lease past it, and every write after it
+        raises ``LeaseLost`` naming the limit — as with ``claim(max_step_s=)``.
 
         ``waiting_on="ci", wait_s=600`` declares that the node is polling something for up to
         ``wait_s``: its repeated observations meanwhile raise no stall signal, past the deadline it
@@ -171,7 +176,8 @@ class Ledger(LedgerCore):
         claiming.
         """
         return fenced.heartbeat(self, claim, units_done=units_done, units_total=units_total, tokens=tokens,
-                                observation=observation, lease_s=lease_s, waiting_on=waiting_on, wait_s=wait_s)
+                                observation=observation, lease_s=lease_s, waiting_on=waiting_on, wait_s=wait_s,
+                                max_step_s=max_step_s)
 
     def commit(
         self,

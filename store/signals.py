@@ -272,7 +272,7 @@ def task_signals(task: Any, handoffs: Iterable[Any], now: float, *, thresholds: 
         if gate != "ok":
             sev = {"soft": "info", "hard": "warn", "stop": "alarm"}[gate]
             what = {"soft": "agents should economise", "hard": "only closing (always_admit) nodes are claimable",
-                    "stop": "nothing is claimable"}[gate]
+                    "stop": "only closing (always_admit) nodes are claimable: deliver and stop"}[gate]
             if ratio_w >= ratio_t and task.wall_cap_s and task.started_at is not None:
                 threshold = {"soft": task.soft_ratio, "hard": budget_mod.HARD_RATIO, "stop": budget_mod.STOP_RATIO}[gate]
                 # when wall_used crossed the threshold (the clock stands still while the task waits)

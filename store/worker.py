@@ -21,7 +21,8 @@ The step time limit (seed 002): ``max_step_s`` (default :data:`DEFAULT_MAX_STEP_
 independent of the lease. ``work_once`` passes it to ``claim(max_step_s=)``, so the *ledger*
 records the step's deadline: heartbeats never extend the lease past it and every write after it
 (heartbeat, commit, fail...) raises ``LeaseLost`` naming the limit — a step that heartbeats by
-hand cannot outlive it. The :class:`LeaseKeeper` also stops renewing at its own limit.
+hand cannot outlive it. The :class:`LeaseKeeper` also stops renewing at its own limit, and over a
+claim made without one its heartbeats give the ledger that limit (``heartbeat(max_step_s=)``).
 ``max_step_s=None`` turns the limit off.
 
 Connections: the ledger itself re-connects after a PostgreSQL restart or failover (within
@@ -89,8 +90,9 @@ class LeaseKeeper:
     Progress reported with :meth:`progress` rides on the next heartbeat (or is sent at once with
     ``now=True``). After ``max_step_s`` (default 120 s; None: no limit of its own) the keeper stops
     extending the lease and marks the step lost: a step that runs away must not keep its node
-    forever. The ledger enforces it too when the claim was made with ``claim(max_step_s=)`` (as
-    ``work_once`` does): then even a heartbeat sent by hand past the limit raises ``LeaseLost``.
+    forever. The ledger enforces it too — the claim recorded it (``claim(max_step_s=)``, as
+    ``work_once`` does) or the keeper's heartbeats tell it (``heartbeat(max_step_s=)``) — so even a
+    heartbeat sent by hand past the limit raises ``LeaseLost``.
     ``lost`` is set on the first ``LeaseLost`` (and when the ledger stops the node for its cost
     density, ``Pulse.density == "abort"``); after that the step must not commit.
     """
@@ -110,6 +112,8 @@ class LeaseKeeper:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.lost: str | None = None
+        # whether the ledger already holds the keeper's limit (the claim's own deadline, or a heartbeat told it)
+        self.limited = max_step_s is None or claim.step_deadline is not None
         self.last_pulse: Pulse | None = None
         self.last_error: str | None = None  # the last transient failure of a heartbeat (retried)
 
@@ -146,8 +150,12 @@ class LeaseKeeper:
         with self._lock:
             pending, self._pending = self._pending, {}
             tokens, self._tokens = self._tokens, 0
+        # Until the ledger holds the keeper's limit (claim(max_step_s=) did, or an earlier beat told it),
+        # each heartbeat carries it: a step heartbeating by hand past it is then refused by the ledger too.
+        limit = None if self.limited else self.max_step_s
         try:
-            self.last_pulse = self.ledger.heartbeat(self.claim, tokens=tokens, **pending)
+            self.last_pulse = self.ledger.heartbeat(self.claim, tokens=tokens, max_step_s=limit, **pending)
+            self.limited = True
         except LeaseLost as e:
             self.lost = str(e)
             return False

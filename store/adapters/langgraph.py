@@ -42,12 +42,24 @@ Reachability comes from the graph's edges; a conditional edge without a ``path_m
   by ``park --now``) is run again from the checkpoint before it (the newest ancestor checkpoint
   whose next step is that node; the earliest of them when several were reset).
 * A parked task (or a heartbeat saying so) stops the run after the current superstep:
-  ``blocked`` with ``reason="parked"``. An aborted task: ``failed`` with ``reason="aborted"``.
+  ``blocked`` with ``reason="parked"``; while it stays parked every ``run`` returns that at once,
+  before anything runs (not one more pass of a loop). An aborted task: ``failed`` with
+  ``reason="aborted"``.
+* A rerun after a rewind starts from a state holding the operators' reasons under
+  :data:`REJECTIONS_KEY` (``{node: [reason, ...]}``) when the graph's state declares that key. A
+  rerun of a node that called ``interrupt()`` asks again (a new handoff): the rewind's preview
+  says so and does not promise the old answer.
+* :meth:`Supervisor.wait` blocks, without polling, until an operator changes the task after the
+  last ``run`` (resume, rewind, abort…): the loop of a long-running driver.
+
+Options (``supervise(graph, ledger, task_id=, worker=, **options)``): ``thread_id`` (default the
+task id), ``lease_s`` (60), ``max_step_s`` (None: the time limit of one claim, held by the ledger),
+``classify``, ``title``, ``background`` (True: lease keepers on threads), ``workflow_version``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from langgraph.types import Command
@@ -90,6 +102,7 @@ class RunResult:
     retryable: bool | None = None
     retry_at: str | None = None
     steps: int = 0
+    revision: int | None = None  # the task's revision as the run ended (Supervisor.wait waits past it)
 
 
 @dataclass
@@ -136,26 +149,37 @@ class Supervisor:
         self.classify = classify
         self.background = background
         self.workflow_version = workflow_version
+        self.revision: int | None = None  # the task's revision when the last run() returned
         self.config: dict[str, Any] = {"configurable": {"thread_id": thread_id or task_id}}
         self.held: dict[str, _Held] = {}
         self._succ = shape.successors(graph)
         ledger.create_task(task_id, title=title or task_id, workflow="langgraph", workflow_version=workflow_version or "",
                            exist_ok=True, actor=worker, origin="langgraph")
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until an operator changes the task — a resume after ``blocked``/``parked``, a
-        rewind or narrow (also after ``completed``), an abort, a resolved handoff — then return
-        True (call :meth:`run` again); False when ``timeout`` seconds pass first. Sleeps on the
-        ledger's change notifications (LISTEN/NOTIFY, the SQLite file's), never a busy loop.
-        Every operator action moves the task's revision, which is what it waits for."""
-        revision = self.ledger.task(self.task_id).revision
-        return waits.wait_until(self.ledger, lambda: self.ledger.task(self.task_id).revision != revision or None,
+    def wait(self, timeout: float | None = None, *, since: int | None = None) -> bool:
+        """Block until the task changes after the last :meth:`run` returned (or after revision
+        ``since``) — an operator's resume after ``blocked``/``parked``, a rewind or narrow (also
+        after ``completed``), an abort, a resolved handoff: every operator action moves the task's
+        revision — then return True (call :meth:`run` again); False when ``timeout`` seconds pass
+        first. A change made between ``run`` returning and ``wait`` being called is not missed.
+        Sleeps on the ledger's change notifications (LISTEN/NOTIFY, the SQLite file's), never a
+        busy loop. For an open handoff ``ledger.wait_for_resolution(r.handoff_id)`` says more."""
+        seen = since if since is not None else self.revision
+        if seen is None:
+            seen = self.ledger.task(self.task_id).revision
+        return waits.wait_until(self.ledger, lambda: self.ledger.task(self.task_id).revision != seen or None,
                                 timeout) is not None
 
     # ------------------------------------------------------------------ running
     def run(self, input: Any = None) -> RunResult:  # noqa: A002 - LangGraph's own word
         """Start the graph with ``input`` (None: resume where it stands) and drive it until it
-        completes, fails or blocks."""
+        completes, fails or blocks. ``RunResult.revision`` is the task's revision as the run
+        ended: :meth:`wait` waits for the next operator change after it."""
+        result = self._drive(input)
+        self.revision = self.ledger.task(self.task_id).revision
+        return replace(result, revision=self.revision)
+
+    def _drive(self, input: Any) -> RunResult:  # noqa: A002
         steps = 0
         try:
             cfg = self._sync()
@@ -435,6 +459,8 @@ class Supervisor:
         # continue from the oldest of those, so every reset node runs again.
         found: dict[str, tuple[int, Any]] = {}
         for depth, anc in enumerate(shape.ancestors(self.graph, snap)):
+            if (getattr(anc, "metadata", None) or {}).get("source") == "update":
+                continue  # a state update (the rejections handed to an earlier rerun): fork from what it updated
             for k in reset:
                 if k not in found and k in anc.next:
                     found[k] = (depth, anc)

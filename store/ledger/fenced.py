@@ -110,7 +110,7 @@ def _add_tokens(core: LedgerCore, claim: Claim, tokens: float | None) -> int:
 @retry_write
 def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units_total: float | None,
               tokens: float | None, observation: str | None, lease_s: float | None,
-              waiting_on: str | None = None, wait_s: float | None = None) -> Pulse:
+              waiting_on: str | None = None, wait_s: float | None = None, max_step_s: float | None = None) -> Pulse:
     """Extend the lease and record progress (see ``Ledger.heartbeat``)."""
     now = core.now()
     lease = float(lease_s or claim.lease_s)
@@ -126,9 +126,19 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
         if text is not None and prepared is not None:
             new_units, digest = observe.record_observation(core, row["id"], claim.attempt, text, prepared, now)
         until = now + lease
-        if row["step_deadline"] is not None:  # never past the step's time limit (claim(max_step_s=))
-            until = min(until, row["step_deadline"])
-        fields: dict[str, Any] = {"lease_until": until, "heartbeat_at": now}
+        fields: dict[str, Any] = {"heartbeat_at": now}
+        deadline = row["step_deadline"]
+        if max_step_s is not None:  # a step limit given now (LeaseKeeper's): from the claim, an earlier one stays
+            limit = (row["claimed_at"] if row["claimed_at"] is not None else now) + float(max_step_s)
+            deadline = limit if deadline is None else min(deadline, limit)
+            if deadline != row["step_deadline"]:
+                fields["step_deadline"] = deadline
+            if deadline <= now:
+                raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: "
+                                f"{step_limit_why({**row, 'step_deadline': deadline}, now)}")
+        if deadline is not None:  # never past the step's time limit
+            until = min(until, deadline)
+        fields["lease_until"] = until
         if t:
             fields["tokens_used"] = Inc(t)
         if units_done is not None:

@@ -99,25 +99,27 @@ def test_the_keeper_stops_renewing_at_its_own_limit(ledger, clock):
     mono[0] = 121.0
     assert k.beat() is False and "maximum of 120s" in k.lost
     assert k.progress(units_done=1, now=True) is False
-
-
-def test_bad_limits_are_refused_and_nothing_is_claimed(ledger):
-    _task(ledger)
-    for bad in (0, -1, float("nan"), "120", True):
-        with pytest.raises(Refused):
-            ledger.claim("t", "w", max_step_s=bad)
-    assert ledger.node("t", "n0").status == "pending"
-
-
-def test_the_limit_starts_again_with_every_claim(ledger, clock):
-    _task(ledger)
-    c = ledger.claim("t", "w", lease_s=10, max_step_s=20)
-    clock.advance(20)
-    d = ledger.claim("t", "w2", lease_s=10, max_step_s=60)  # reclaimed at the limit, a new deadline
-    assert d.step_deadline == clock.now + 60
-    for _ in range(5):  # 45 s: past the first claim's limit, within this one's
-        clock.advance(9)
-        ledger.heartbeat(d)
-    ledger.commit(d, output=1)
-    with pytest.raises(LeaseLost):
+    # … and the ledger holds the keeper's limit too: a heartbeat sent by hand past it is refused
+    assert ledger.node("t", "n0").lease_until <= c.lease_until - 30 + 120  # its heartbeats told the ledger
+    for _ in range(5):  # 110 s of diligent hand heartbeats
+        clock.advance(22)
         ledger.heartbeat(c)
+    clock.advance(10)
+    with pytest.raises(LeaseLost, match="time limit of 120s"):
+        ledger.heartbeat(c)
+    with pytest.raises(LeaseLost, match="time limit of 120s"):
+        ledger.commit(c, output={"late": True})
+
+
+def test_a_limit_given_by_heartbeat_only_shortens(ledger, clock):
+    _task(ledger)
+    c = ledger.claim("t", "w", lease_s=30, max_step_s=60)
+    assert ledger.heartbeat(c, max_step_s=300).lease_until == clock.now + 30  # the earlier deadline stays
+    clock.advance(5)
+    assert ledger.heartbeat(c, max_step_s=10).lease_until == c.step_deadline - 50  # claimed + 10
+    assert ledger.node("t", "n0").version == 2  # like any heartbeat: no version moved (previews stay valid)
+    clock.advance(5)
+    with pytest.raises(LeaseLost, match="time limit of 10s"):
+        ledger.heartbeat(c, max_step_s=10)
+    with pytest.raises(Refused):
+        ledger.heartbeat(c, max_step_s=0)
