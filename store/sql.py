@@ -18,11 +18,13 @@ be several times faster than the same statements built with Peewee. They all go 
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar, cast
 
 import peewee as pw
 
 from .models import dumps, loads
+
+_Row = TypeVar("_Row", bound=tuple[Any, ...])  # a NamedTuple row type (fetch_rows)
 
 CHUNK = 500  # ids or keys per ``IN (...)`` list
 
@@ -105,6 +107,45 @@ def fetch_one(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> dict[str
     if row is None:
         return None
     return decode_row([d[0] for d in cur.description], row)
+
+
+def columns(row: type[tuple[Any, ...]], alias: str = "") -> str:
+    """The SELECT list of a row type: its fields, in order (``n.id, n.key`` with ``alias="n"``), so
+    a statement and the row it is read into cannot disagree."""
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + f for f in _fields(row))
+
+
+def fetch_rows(db: pw.Database, row: type[_Row], sql: str, params: Sequence[Any] = ()) -> list[_Row]:
+    """Every row as a ``row`` (a NamedTuple whose fields are the statement's columns, in order:
+    see :func:`columns`), JSON and boolean columns decoded. Read by attribute, so a renamed
+    column is a type error (docs/architecture.md, "Reading rows")."""
+    fields = _fields(row)
+    make = cast(Callable[..., _Row], row)
+    return [make(*_decoded(fields, r)) for r in fetch_all(db, sql, params)]
+
+
+def fetch_row(db: pw.Database, row: type[_Row], sql: str, params: Sequence[Any] = ()) -> _Row | None:
+    """The first row as a ``row`` (:func:`fetch_rows`), or None."""
+    found = execute(db, sql, params).fetchone()
+    return None if found is None else cast(Callable[..., _Row], row)(*_decoded(_fields(row), found))
+
+
+def _fields(row: type[tuple[Any, ...]]) -> tuple[str, ...]:
+    fields = getattr(row, "_fields", None)
+    if not isinstance(fields, tuple):
+        raise TypeError(f"{row.__name__} is not a NamedTuple row type")
+    return fields
+
+
+def _decoded(fields: Sequence[str], values: Sequence[Any]) -> list[Any]:
+    out = list(values)
+    for i, f in enumerate(fields):
+        if f in JSON_COLUMNS and isinstance(out[i], str):
+            out[i] = loads(out[i])
+        elif f in BOOL_COLUMNS and out[i] is not None:
+            out[i] = bool(out[i])
+    return out
 
 
 def scalar(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> Any:

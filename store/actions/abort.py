@@ -8,7 +8,7 @@ confirmed after the preview makes the apply stale, like a node that moved."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any
 
 from .. import sql
 from ..db import read_tx
@@ -36,10 +36,10 @@ class AbortParams(Action):
     def to_json(self) -> dict[str, Any]:
         return {}
 
-    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+    def stale(self, core: LedgerCore, plan: Plan, task: pl.TaskState) -> str | None:
         """The compensations previewed are no longer the ones to add (an effect was confirmed since).
         A task aborted since the preview is said by the shared check."""
-        if task["status"] == "aborted":
+        if task.status == "aborted":
             return None
         return stale_compensations(core, plan)
 
@@ -67,7 +67,7 @@ def plan_abort(core: LedgerCore, task_id: str, *, reason: str) -> Plan:
                                                               "AND status = 'open' ORDER BY id", [task_id])]
         effects, warnings = pl.effects(core, task_id, None)
         comps = compensation.planned(core, task_id)
-        if task["status"] == "completed":
+        if task.status == "completed":
             warnings.insert(0, f"task {task_id} is completed: aborting only marks it aborted")
         bare = [e for e in effects if not (e.get("compensation") or "").strip()]
         if comps:

@@ -26,6 +26,7 @@ from ..ledger.core import LedgerCore
 from ..rules import Rule
 from .changes import ApplyTx, Outcome
 from .plan import ActionParams, Plan
+from .planning import TaskState
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class Action(ActionParams):
     needs_node: ClassVar[bool] = False  # the console opens it only on a selected node
     confirm_task_id: ClassVar[bool] = False  # applied only once the task id is typed (abort)
 
-    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+    def stale(self, core: LedgerCore, plan: Plan, task: TaskState) -> str | None:
         """At apply, under the task row's lock, before the shared checks: why the preview no
         longer holds for this action's own reasons, or None."""
         return None

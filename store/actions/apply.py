@@ -23,7 +23,7 @@ from ..models import Handoff, Task
 from .action import Action
 from .changes import ApplyTx
 from .plan import Plan
-from .planning import require_reason
+from .planning import TaskState, read_task, require_reason
 from .registry import is_registered
 
 
@@ -45,7 +45,7 @@ def apply(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
         now = core.now()
         # FOR UPDATE on PostgreSQL: the task row first (the one lock order), excluding claims (KEY
         # SHARE) and agent writes (NO KEY UPDATE) while the revision is checked and the plan applied.
-        task = core.task_row(plan.task_id, lock="exclusive")
+        task = read_task(core, plan.task_id, lock="exclusive")
         ids = _ids(core, plan)
         stale = _stale(core, plan, task, ids)
         if stale is None:
@@ -54,7 +54,7 @@ def apply(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
         core.bind(ActionRow.insert(
             at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target,
             reason=plan.reason, plan=plan.to_json(), result="refused", refused_why=stale,
-            revision_before=plan.revision, revision_after=int(task["revision"]),
+            revision_before=plan.revision, revision_after=int(task.revision),
         )).execute()
     raise StaleRevision(stale)
 
@@ -95,7 +95,7 @@ def apply_within(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
     store/wake.py). The revision check still runs; stale raises without an audit row (the caller
     decides). Not for operators: they use :func:`apply`."""
     _registered(plan)
-    task = core.task_row(plan.task_id)
+    task = read_task(core, plan.task_id)
     ids = _ids(core, plan)
     stale = _stale(core, plan, task, ids)
     if stale is not None:
@@ -103,15 +103,15 @@ def apply_within(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
     return _apply(ApplyTx(core, plan, task, ids, operator, core.now()))
 
 
-def _stale(core: LedgerCore, plan: Plan, task: Mapping[str, Any], ids: Mapping[str, int]) -> str | None:
+def _stale(core: LedgerCore, plan: Plan, task: TaskState, ids: Mapping[str, int]) -> str | None:
     """Why the plan no longer describes the ledger, or None: the action's own reasons first, then
     a task aborted meanwhile, then the task revision and the planned node versions."""
     own = _registered(plan).stale(core, plan, task)
     if own is not None:
         return own
-    if task["status"] == "aborted" and plan.task_status[0] != "aborted":
+    if task.status == "aborted" and plan.task_status[0] != "aborted":
         return f"task {plan.task_id} was aborted since the preview; nothing changed"
-    rev = int(task["revision"])
+    rev = int(task.revision)
     keys = list(plan.versions)
     id_list = [ids[k] for k in keys if k in ids]
     missing = [k for k in keys if k not in ids]
@@ -142,7 +142,7 @@ def _apply(tx: ApplyTx) -> Plan:
     # the task row: one revision bump for the action itself
     core.bump_task(plan.task_id, {"updated_at": now, **outcome.task_fields})
     pause.settle(core.db, plan.task_id, now)  # what the task waits on changed: its budget clock follows
-    rev_after = int(tx.task["revision"]) + 1
+    rev_after = int(tx.task.revision) + 1
     action_id = int(core.bind(ActionRow.insert(
         at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target, reason=plan.reason,
         plan=plan.to_json(), result="applied", revision_before=plan.revision, revision_after=rev_after,

@@ -10,6 +10,7 @@ from .. import sql
 from ..ledger.core import LedgerCore
 from ..sql import Inc
 from .plan import ActionParams, Plan
+from .planning import TaskState
 
 # Field sets of the node updates actions make.
 REVOKE: Mapping[str, Any] = {"lease_token": None, "lease_until": None}
@@ -26,7 +27,7 @@ class ApplyTx:
 
     core: LedgerCore
     plan: Plan
-    task: Mapping[str, Any]  # the task row, locked
+    task: TaskState  # the task row, locked
     ids: Mapping[str, int]  # node id by key, for every node the plan names
     operator: str
     now: float
@@ -37,7 +38,7 @@ class ApplyTx:
 
     def reopens(self) -> dict[str, Any]:
         """Task fields reopening a completed or failed task that the plan makes active."""
-        if self.task["status"] in ("completed", "failed") and self.plan.task_status[1] == "active":
+        if self.task.status in ("completed", "failed") and self.plan.task_status[1] == "active":
             return {"status": "active", "finished_at": None}
         return {}
 

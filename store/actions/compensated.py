@@ -10,7 +10,7 @@ compensation node's version are those previewed, or the apply is stale.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, NamedTuple
 
 from .. import sql
 from ..clock import iso
@@ -47,7 +47,7 @@ class CompensatedParams(Action):
         return {"effect_key": self.effect_key, "node": self.node, "external_id": self.external_id,
                 "compensation": self.compensation, "compensation_node": self.compensation_node}
 
-    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+    def stale(self, core: LedgerCore, plan: Plan, task: pl.TaskState) -> str | None:
         """The effect was marked compensated (or changed) since the preview."""
         return still_confirmed(core, plan)
 
@@ -60,10 +60,23 @@ class CompensatedParams(Action):
         return Outcome(payload={"effect_key": self.effect_key, "compensation_node": self.compensation_node})
 
 
-def _effect(core: LedgerCore, task_id: str, effect_key: str) -> dict[str, Any]:
-    row = sql.fetch_one(core.db, "SELECT e.id, e.status, e.external_id, e.compensation, e.compensated_by, "
-                                 "e.compensated_at, e.compensation_node_id, n.key AS node FROM effect e "
-                                 "JOIN node n ON n.id = e.node_id WHERE e.task_id = ? AND e.effect_key = ?",
+class EffectRow(NamedTuple):
+    """What marking an effect compensated reads of it (``node``: the key of the node that made it)."""
+
+    id: int
+    status: str
+    external_id: str | None
+    compensation: str | None
+    compensated_by: str | None
+    compensated_at: float | None
+    compensation_node_id: int | None
+    node: str
+
+
+def _effect(core: LedgerCore, task_id: str, effect_key: str) -> EffectRow:
+    row = sql.fetch_row(core.db, EffectRow, "SELECT e.id, e.status, e.external_id, e.compensation, e.compensated_by, "
+                                            "e.compensated_at, e.compensation_node_id, n.key AS node FROM effect e "
+                                            "JOIN node n ON n.id = e.node_id WHERE e.task_id = ? AND e.effect_key = ?",
                         [task_id, effect_key])
     if row is None:
         raise NotFound(f"unknown effect {effect_key!r} in task {task_id!r}")
@@ -75,41 +88,47 @@ def plan_compensated(core: LedgerCore, task_id: str, effect_key: str, *, reason:
     with read_tx(core.db):
         if not isinstance(task_id, str) or not task_id:
             raise NotFound(f"unknown task {task_id!r}")
-        task = core.task_row(task_id)
+        task = pl.read_task(core, task_id)
         reason = pl.require_reason(reason, "compensated")
         e = _effect(core, task_id, str(effect_key))
-        if e["status"] == "compensated":
-            raise Refused(f"effect {effect_key} was already marked compensated by {e['compensated_by']} "
-                          f"at {iso(e['compensated_at'])}")
-        if e["status"] != "confirmed":
-            raise Refused(f"effect {effect_key} was never confirmed (it is {e['status']}): check whether it "
+        if e.status == "compensated":
+            raise Refused(f"effect {effect_key} was already marked compensated by {e.compensated_by} "
+                          f"at {iso(e.compensated_at)}")
+        if e.status != "confirmed":
+            raise Refused(f"effect {effect_key} was never confirmed (it is {e.status}): check whether it "
                           "happened; only a confirmed effect can be marked compensated")
         nodes: list[pl.LeanNode] = []
         changes: dict[str, tuple[str, str]] = {}
         warnings: list[str] = []
         comp_key = None
-        if e["compensation_node_id"] is not None:
-            n = pl.node_by_id(core, int(e["compensation_node_id"]))
+        if e.compensation_node_id is not None:
+            n = pl.node_by_id(core, int(e.compensation_node_id))
             comp_key = n.key
             nodes = [n]
             if n.status not in pl.FINISHED:
                 changes[n.key] = (n.status, "abandoned")
                 warnings.append(f"compensation node {n.key} is {n.status}: it is abandoned"
                                 + (f" (its lease, held by {n.owner or 'unknown'}, is revoked)" if n.leased else ""))
-        params = CompensatedParams(effect_key=str(effect_key), node=e["node"], external_id=e["external_id"],
-                                   compensation=e["compensation"], compensation_node=comp_key)
+        params = CompensatedParams(effect_key=str(effect_key), node=e.node, external_id=e.external_id,
+                                   compensation=e.compensation, compensation_node=comp_key)
         return pl.make_plan(core, params, task, str(effect_key), reason, nodes, changes, versions_of=nodes,
                             warnings=warnings)
 
 
+class EffectState(NamedTuple):
+    status: str
+    compensated_by: str | None
+    compensated_at: float | None
+
+
 def still_confirmed(core: LedgerCore, plan: Plan) -> str | None:
     """At apply, under the task's lock: why the effect can no longer be marked, or None."""
-    row = sql.fetch_one(core.db, "SELECT status, compensated_by, compensated_at FROM effect WHERE task_id = ? "
-                                 "AND effect_key = ?", [plan.task_id, plan.target])
+    row = sql.fetch_row(core.db, EffectState, f"SELECT {sql.columns(EffectState)} FROM effect WHERE task_id = ? "
+                                              "AND effect_key = ?", [plan.task_id, plan.target])
     if row is None:
         return f"effect {plan.target} no longer exists"
-    if row["status"] == "compensated":
-        return (f"effect {plan.target} was marked compensated by {row['compensated_by']} at "
-                f"{iso(row['compensated_at'])} since the preview; nothing changed")
-    return None if row["status"] == "confirmed" else f"effect {plan.target} is {row['status']}"
+    if row.status == "compensated":
+        return (f"effect {plan.target} was marked compensated by {row.compensated_by} at "
+                f"{iso(row.compensated_at)} since the preview; nothing changed")
+    return None if row.status == "confirmed" else f"effect {plan.target} is {row.status}"
 

@@ -75,7 +75,7 @@ class NarrowParams(Action):
         set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now,
                                                    "next_retry_at": None, **REVOKE, **BUMP})
         set_nodes(tx, tx.changed_to("pending"), FRESH)
-        preconditions = dict(self.preconditions_after or tx.task["preconditions"] or {})
+        preconditions = dict(self.preconditions_after or tx.task.preconditions or {})
         return Outcome(task_fields={"preconditions": preconditions, **tx.reopens()},
                        payload={"preconditions": self.preconditions_after}, settle=True)
 
@@ -158,7 +158,7 @@ def plan_narrow(core: LedgerCore, task_id: str, *, reason: str, set: Mapping[str
                 kept.append(n.key)
                 if n.status == "running":
                     still_running.append(n.key)
-        old_pre = dict(task["preconditions"] or {})
+        old_pre = dict(task.preconditions or {})
         new_pre = {**old_pre, **assignments}
         if not changes and new_pre == old_pre:
             raise Refused("this narrow changes nothing: every node is already in that scope")
@@ -173,7 +173,7 @@ def plan_narrow(core: LedgerCore, task_id: str, *, reason: str, set: Mapping[str
         warnings += ewarn
         warnings += pl.asked_again(core, task_id, reset_ids, {n.id: n.key for n in all_by_key.values()})
         after = pl.reopened_status(core, task, changes)
-        if after == "completed" and task["status"] != "completed":
+        if after == "completed" and task.status != "completed":
             warnings.append("every node is then succeeded or abandoned: the task completes")
         params = NarrowParams(assignments=assignments, exclude=excluded, preconditions_before=old_pre,
                               preconditions_after=new_pre, out_of_scope={n.key: why[n.key] for n in newly},

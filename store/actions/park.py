@@ -67,7 +67,7 @@ class ParkParams(Action):
                 "wake_on": self.wake_on}
         set_nodes(tx, tx.changed_to("parked"), {"status": "parked", **park, **REVOKE, **BUMP})
         watch = wc.entry(self.wake_conditions, self.auto_resume, tx.now) if self.wake_conditions else None
-        state = wc.with_target(tx.task["wake_state"], self.node, watch)
+        state = wc.with_target(tx.task.wake_state, self.node, watch)
         if self.node:
             return Outcome(task_fields={"wake_state": state})
         return Outcome(task_fields={"status": "parked", "wake_state": state, **park})
@@ -87,7 +87,7 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
                             wake_conditions=tuple(conditions), auto_resume=bool(auto_resume))
         if node is not None:
             n = pl.node_one(core, task_id, node)
-            if task["status"] == "completed":
+            if task.status == "completed":
                 raise Refused(f"task {task_id} is completed: nothing to park")
             if n.status == "running" and not now:
                 raise Refused(f"node {node} is running: use --now to stop it (its lease is revoked)")
@@ -100,10 +100,10 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
                 warnings.append(f"node {node} has an open handoff; it stays open while the node is parked")
             return pl.make_plan(core, params, task, node, reason, [n], {n.key: (n.status, "parked")},
                                 warnings=warnings)
-        if task["status"] == "parked":
+        if task.status == "parked":
             raise Refused(f"task {task_id} is already parked (to stop a running node: park it with --node KEY --now)")
-        if task["status"] in ("completed", "failed"):
-            raise Refused(f"task {task_id} is {task['status']}: nothing runs, nothing to park")
+        if task.status in ("completed", "failed"):
+            raise Refused(f"task {task_id} is {task.status}: nothing runs, nothing to park")
         nodes = pl.all_nodes(core, task_id)
         running = [n for n in nodes if n.status == "running"]
         changes: dict[str, tuple[str, str]] = {}

@@ -9,13 +9,35 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 from .. import sql
 from ..clock import iso, parse_time
 from ..errors import InvalidValue, NotFound, Refused
-from ..ledger.core import UNFINISHED_SQL, LedgerCore
+from ..ledger.core import TASK_LOCKS, UNFINISHED_SQL, LedgerCore, TaskLock
 from ..validate import TIME_MAX, show
 from .plan import ActionParams, Plan
 
 FINISHED = ("succeeded", "abandoned")
 SUMMARY_KEYS = 8  # node keys named in a one-line summary before "and N more"
 LEAN = "n.id, n.key, n.status, n.version, n.lease_owner, n.lease_token, n.position"
+
+
+class TaskState(NamedTuple):
+    """What an operator action reads of its task's row."""
+
+    task_id: str
+    status: str
+    revision: int
+    preconditions: Any  # JSON: {name: value}
+    parked_at: float | None
+    wake_state: Any  # JSON: the parks' wake conditions (store/wake_conditions.py)
+
+
+def read_task(core: LedgerCore, task_id: str, *, lock: TaskLock | None = None) -> TaskState:
+    """The task's row as :class:`TaskState`; on PostgreSQL ``lock`` takes a row lock (an action
+    applies under "exclusive": store/ledger/core.py TASK_LOCKS)."""
+    clause = sql.lock(core.db, TASK_LOCKS[lock]) if lock else ""
+    row = sql.fetch_row(core.db, TaskState, f"SELECT {sql.columns(TaskState)} FROM task WHERE task_id = ?{clause}",
+                        [task_id])
+    if row is None:
+        raise NotFound(f"unknown task {task_id!r}")
+    return row
 
 
 class LeanNode(NamedTuple):
@@ -61,12 +83,12 @@ def count(core: LedgerCore, task_id: str, where: str = "") -> int:
     return int(sql.fetch_all(core.db, f"SELECT COUNT(*) FROM node n WHERE n.task_id = ?{where}", [task_id])[0][0])
 
 
-def open_task(core: LedgerCore, task_id: str) -> dict[str, Any]:
+def open_task(core: LedgerCore, task_id: str) -> TaskState:
     """The task row of a task an action may change (not aborted)."""
     if not isinstance(task_id, str) or not task_id:
         raise NotFound(f"unknown task {task_id!r}")
-    task = core.task_row(task_id)
-    if task["status"] == "aborted":
+    task = read_task(core, task_id)
+    if task.status == "aborted":
         raise Refused(f"task {task_id} is aborted: nothing can change it")
     return task
 
@@ -150,14 +172,14 @@ def effects(core: LedgerCore, task_id: str, node_ids: set[int] | None) -> tuple[
     return confirmed, warnings
 
 
-def reopened_status(core: LedgerCore, task: Mapping[str, Any], changes: Mapping[str, tuple[str, str]]) -> str:
+def reopened_status(core: LedgerCore, task: TaskState, changes: Mapping[str, tuple[str, str]]) -> str:
     """Task status after a narrow / rewind / resolve (parked stays parked; the task completes when
     nothing unfinished is left; a completed or failed task with new work reopens)."""
-    before = str(task["status"])
+    before = task.status
     if before == "parked":
         return before
     if not any(b == "pending" for _, b in changes.values()):
-        unfinished = count(core, task["task_id"], f" AND n.status IN {UNFINISHED_SQL}")
+        unfinished = count(core, task.task_id, f" AND n.status IN {UNFINISHED_SQL}")
         unfinished -= sum(1 for a, b in changes.values() if a not in FINISHED and b in FINISHED)
         if unfinished == 0:
             return "completed"
@@ -189,7 +211,7 @@ def names(keys: Sequence[str]) -> str:
     return shown + (f" and {len(keys) - SUMMARY_KEYS} more" if len(keys) > SUMMARY_KEYS else "")
 
 
-def make_plan(core: LedgerCore, params: ActionParams, task: Mapping[str, Any], target: str, reason: str,
+def make_plan(core: LedgerCore, params: ActionParams, task: TaskState, target: str, reason: str,
               nodes: Sequence[LeanNode], changes: dict[str, tuple[str, str]], *, kept: Sequence[str] = (),
               status_after: str | None = None, versions_of: Sequence[LeanNode] | None = None,
               handoffs: Sequence[str] = (), reapplied: Sequence[str] = (),
@@ -201,13 +223,13 @@ def make_plan(core: LedgerCore, params: ActionParams, task: Mapping[str, Any], t
     revoked = tuple({"node": k, "owner": by_key[k].owner or ""} for k, (a, _) in changes.items()
                     if a == "running" and by_key[k].leased)
     return Plan(
-        action=params.action, task_id=task["task_id"], target=str(target), reason=reason,
-        revision=int(task["revision"]), versions={n.key: n.version for n in vs},
+        action=params.action, task_id=task.task_id, target=str(target), reason=reason,
+        revision=int(task.revision), versions={n.key: n.version for n in vs},
         reset=tuple(k for k, (_, b) in changes.items() if b == "pending"),
         abandoned=tuple(k for k, (_, b) in changes.items() if b == "abandoned"),
         parked=tuple(k for k, (_, b) in changes.items() if b == "parked"),
         kept=tuple(kept), revoked_leases=revoked, handoffs_withdrawn=tuple(handoffs),
         resolutions_reapplied=tuple(reapplied), effects_not_undone=tuple(effects), warnings=tuple(warnings),
-        changes=dict(changes), task_status=(task["status"], status_after or task["status"]),
+        changes=dict(changes), task_status=(task.status, status_after or task.status),
         params=params, planned_at=core.now(), node_ids={n.key: n.id for n in vs},
     )

@@ -6,8 +6,9 @@ unless the answer is ``leave_failed``. Two operators racing: one wins, the other
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, NamedTuple
 
+from .. import sql
 from ..clock import iso
 from ..db import read_tx
 from ..errors import NotFound, Refused
@@ -48,7 +49,7 @@ class ResolveParams(Action):
     def node_target(self, target: str) -> str | None:
         return self.node
 
-    def stale(self, core: LedgerCore, plan: Plan, task: Mapping[str, Any]) -> str | None:
+    def stale(self, core: LedgerCore, plan: Plan, task: pl.TaskState) -> str | None:
         """The handoff was resolved or withdrawn since the preview (two operators racing: one
         wins, the other is told who did)."""
         return still_open(core, plan)
@@ -67,35 +68,52 @@ class ResolveParams(Action):
                                                           "answer": self.answer}, settle=True)
 
 
-def handoff_row(core: LedgerCore, handoff_id: Any) -> dict[str, Any]:
+class HandoffRow(NamedTuple):
+    """What resolving a handoff reads of it."""
+
+    id: int
+    task_id: str
+    node_id: int
+    status: str
+    question: str
+    options: Any  # JSON: [{"id", "label", "consequence"}]
+    resolution_option: str | None
+    resolved_by: str | None
+    resolved_at: float | None
+
+
+def _read(core: LedgerCore, hid: int) -> HandoffRow | None:
+    return sql.fetch_row(core.db, HandoffRow, f"SELECT {sql.columns(HandoffRow)} FROM handoff WHERE id = ?", [hid])
+
+
+def handoff_row(core: LedgerCore, handoff_id: Any) -> HandoffRow:
     if not HANDOFF_ID_RE.fullmatch(str(handoff_id)):  # " 5\n" is not handoff 5
         raise NotFound(f"unknown handoff {show(handoff_id)}")
-    hid = int(str(handoff_id))
-    row = core.first_dict(Handoff.select().where(Handoff.id == hid))
+    row = _read(core, int(str(handoff_id)))
     if row is None:
         raise NotFound(f"unknown handoff {handoff_id!r}")
-    return dict(row)
+    return row
 
 
-def not_open(h: Mapping[str, Any]) -> str:
+def not_open(h: HandoffRow) -> str:
     """Why a handoff cannot be resolved any more (who resolved or withdrew it, when)."""
-    if h["status"] == "resolved":
-        return (f"handoff {h['id']} was already resolved by {h['resolved_by']} at {iso(h['resolved_at'])} "
-                f"(option {h['resolution_option']})")
-    if h["status"] == "withdrawn":
-        return f"handoff {h['id']} was withdrawn by {h['resolved_by'] or 'an operator'} at {iso(h['resolved_at'])}"
-    return f"handoff {h['id']} is {h['status']}"
+    if h.status == "resolved":
+        return (f"handoff {h.id} was already resolved by {h.resolved_by} at {iso(h.resolved_at)} "
+                f"(option {h.resolution_option})")
+    if h.status == "withdrawn":
+        return f"handoff {h.id} was withdrawn by {h.resolved_by or 'an operator'} at {iso(h.resolved_at)}"
+    return f"handoff {h.id} is {h.status}"
 
 
 def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None, answer: str | None = None) -> Plan:
     """Resolve a needs_human handoff with one of its options (and an optional answer)."""
     with read_tx(core.db):
         h = handoff_row(core, handoff_id)
-        hid = str(h["id"])
-        task = pl.open_task(core, h["task"])
-        if h["status"] != "open":
+        hid = str(h.id)
+        task = pl.open_task(core, h.task_id)
+        if h.status != "open":
             raise Refused(not_open(h))
-        offered = [str(o.get("id")) for o in (h["options"] or [])]
+        offered = [str(o.get("id")) for o in (h.options or [])]
         option = None if option is None or str(option) == "" else str(option)
         answer = None if answer is None or str(answer).strip() == "" else str(answer)
         if offered:
@@ -108,7 +126,7 @@ def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None
         elif answer is None:
             raise Refused(f"handoff {hid} offers no options: answer it with --answer TEXT")
         reason = " — ".join(x for x in (option, answer) if x)
-        n = pl.node_by_id(core, h["node"])
+        n = pl.node_by_id(core, h.node_id)
         changes: dict[str, tuple[str, str]] = {}
         warnings = []
         if n.status == "blocked":
@@ -122,14 +140,14 @@ def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None
         else:
             warnings.append(f"node {n.key} is {n.status}: the resolution is recorded for its next claim")
         after = pl.reopened_status(core, task, changes)
-        params = ResolveParams(handoff=hid, node=n.key, option=option, answer=answer, question=h["question"])
+        params = ResolveParams(handoff=hid, node=n.key, option=option, answer=answer, question=h.question)
         return pl.make_plan(core, params, task, hid, reason, [n], changes, status_after=after, versions_of=[n],
                             warnings=warnings)
 
 
 def still_open(core: LedgerCore, plan: Plan) -> str | None:
     """At apply, under the task's lock: why the handoff can no longer be resolved, or None."""
-    h = core.first_dict(Handoff.select().where(Handoff.id == int(plan.target)))
+    h = _read(core, int(plan.target))
     if h is None:
         return f"handoff {plan.target} no longer exists"
-    return None if h["status"] == "open" else not_open(h)
+    return None if h.status == "open" else not_open(h)

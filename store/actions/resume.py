@@ -48,8 +48,8 @@ class ResumeParams(Action):
         for status in ("pending", "blocked"):
             set_nodes(tx, tx.changed_to(status), {"status": status, **UNPARK, **REVOKE, **BUMP})
         if self.node:
-            return Outcome(task_fields={"wake_state": wc.with_target(tx.task["wake_state"], self.node, None)})
-        state = wc.with_target(tx.task["wake_state"], None, None)
+            return Outcome(task_fields={"wake_state": wc.with_target(tx.task.wake_state, self.node, None)})
+        state = wc.with_target(tx.task.wake_state, None, None)
         for key in tx.plan.changes:  # nodes the task park had parked are resumed with it: stop watching them
             state = wc.with_target(state, key, None)
         return Outcome(task_fields={"status": "active", "parked_at": None, "park_reason": None,
@@ -68,14 +68,14 @@ def plan_resume(core: LedgerCore, task_id: str, *, node: str | None = None, reas
                 raise Refused(f"node {node} is not parked (it is {n.status})")
             to = "blocked" if pl.open_handoffs(core, task_id, {n.id}) else "pending"
             warnings = []
-            if task["status"] == "parked":
+            if task.status == "parked":
                 warnings.append(f"task {task_id} is still parked: nothing is claimed until it is resumed")
             return pl.make_plan(core, params, task, node, reason, [n], {n.key: ("parked", to)}, warnings=warnings)
-        if task["status"] != "parked":
-            raise Refused(f"task {task_id} is not parked (it is {task['status']})")
+        if task.status != "parked":
+            raise Refused(f"task {task_id} is not parked (it is {task.status})")
         nodes = pl.lean(sql.fetch_all(core.db, f"SELECT {pl.LEAN}, n.parked_at FROM node n WHERE n.task_id = ? "
                                                "AND n.status = 'parked' ORDER BY n.position", [task_id]))
-        since = task["parked_at"] if task["parked_at"] is not None else float("-inf")
+        since = task.parked_at if task.parked_at is not None else float("-inf")
         ours = [n for n in nodes if n.extra is not None and n.extra >= since]
         our_ids = {n.id for n in ours}
         kept = [n.key for n in nodes if n.id not in our_ids]

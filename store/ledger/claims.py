@@ -31,7 +31,6 @@ from .. import sql
 from ..clock import iso
 from ..db import read_tx, register_result, retry_write, write_tx
 from ..errors import NotFound, Refused
-from ..models import Task
 from ..sql import Inc
 from ..views import Claim
 from . import compensation, cost, pause, unsafe
@@ -121,12 +120,29 @@ def _journal_version(core: LedgerCore, task_id: str, worker: str, version: str, 
                      {"worker": worker, "workflow_version": version, "task_workflow_version": have})
 
 
-def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str) -> list[str]:
+def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str, now: float) -> list[str]:
     """The tasks a claim without a task looks at: the active ones of ``version`` ("" for a claim
-    naming none), then — only when ``kinds`` asks for compensations — aborted ones with
-    compensations to run."""
-    q = Task.select(Task.task_id).where((Task.status == "active") & (Task.workflow_version == version))
-    ids = [r[0] for r in core.tuple_rows(q.order_by(Task.created_at))]
+    naming none: seed 002) that
+    have something to claim now — a running node whose lease expired, or a pending node past its
+    retry time whose dependencies are all done (of ``kinds`` when given) — oldest first; then, only
+    when ``kinds`` asks for compensations, aborted ones with compensations to run.
+
+    One statement, not a look at each active task in turn: past 490 active tasks with nothing ready,
+    that took 1.6-2.8 s on PostgreSQL (three round trips a task) and held SQLite's write lock
+    120-200 ms (issue 29, a fleet of 500 tasks). Budgets and admission are still judged task by
+    task (``_claim_round``) on these candidates only."""
+    ver = " AND t.workflow_version = ?"
+    kind = f" AND n.kind IN ({sql.marks(len(kinds))})" if kinds else ""
+    kind_params = list(kinds) if kinds else []
+    ids = [r[0] for r in sql.fetch_all(
+        core.db,
+        f"SELECT t.task_id FROM task t WHERE t.status = 'active'{ver} AND ("
+        f"EXISTS (SELECT 1 FROM node n WHERE n.task_id = t.task_id AND n.status = 'running' AND n.lease_until <= ?{kind}) "
+        f"OR EXISTS (SELECT 1 FROM node n WHERE n.task_id = t.task_id AND n.status = 'pending'{kind} "
+        "AND (n.next_retry_at IS NULL OR n.next_retry_at <= ?) "
+        "AND NOT EXISTS (SELECT 1 FROM edge e JOIN node d ON d.id = e.src_id "
+        "WHERE e.dst_id = n.id AND d.status NOT IN ('succeeded', 'abandoned')))) ORDER BY t.created_at, t.task_id",
+        [version, now, *kind_params, *kind_params, now])]
     if kinds and compensation.KIND in kinds:
         ids += compensation.tasks_compensating(core, version)
     return ids
@@ -143,7 +159,7 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
             task_ids = [task_id]
             core.task_row(task_id)  # NotFound for an unknown task
         else:
-            task_ids = _task_ids(core, kinds, version)
+            task_ids = _task_ids(core, kinds, version, now)
         for tid in task_ids:
             # KEY SHARE: claims of one task never wait for each other; an operator action (FOR
             # UPDATE) waits for this claim to commit, and a claim behind it sees its result.

@@ -16,10 +16,9 @@ and ``+`` and the first 12 hex digits of the key's sha256 are appended, so it st
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .. import sql
-from ..models import Effect
 from ..views import Claim
 from .core import NODE_KEY_RE, LedgerCore, sha256_hex
 
@@ -90,21 +89,27 @@ def create(core: LedgerCore, task_id: str, items: Sequence[Mapping[str, Any]]) -
     return [c["node"] for c in items]
 
 
+class _Compensated(NamedTuple):
+    id: int
+    effect_key: str
+    status: str
+
+
 def on_commit(core: LedgerCore, claim: Claim, node_id: int, now: float) -> str | None:
     """Inside a commit of a compensation node: its effect becomes ``compensated``. Returns the
     effect key (None when the node compensates nothing any more)."""
-    eff = core.first_dict(Effect.select(Effect.id, Effect.effect_key, Effect.status)
-                          .where(Effect.compensation_node_id == node_id))
-    if eff is None or eff["status"] != "confirmed":
+    eff = sql.fetch_row(core.db, _Compensated, f"SELECT {sql.columns(_Compensated)} FROM effect "
+                                               "WHERE compensation_node_id = ?", [node_id])
+    if eff is None or eff.status != "confirmed":
         return None
     sql.execute(core.db, "UPDATE effect SET status = 'compensated', compensated_at = ?, compensated_by = ?, "
                          "compensation_note = ? WHERE id = ? AND status = 'confirmed'",
                 [now, claim.worker, f"compensation node {claim.node_key} committed (attempt {claim.attempt})",
-                 eff["id"]])
+                 eff.id])
     core.journal(claim.task_id, claim.node_key, "execution", "effect.compensated", claim.worker,
-                 f"{eff['effect_key']} compensated by {claim.node_key}",
-                 {"effect_key": eff["effect_key"], "by": claim.worker, "node": claim.node_key}, at=now)
-    return str(eff["effect_key"])
+                 f"{eff.effect_key} compensated by {claim.node_key}",
+                 {"effect_key": eff.effect_key, "by": claim.worker, "node": claim.node_key}, at=now)
+    return str(eff.effect_key)
 
 
 def effect_for_node(core: LedgerCore, node_id: int) -> dict[str, Any] | None:

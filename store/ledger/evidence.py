@@ -65,14 +65,10 @@ class ObservationRow(NamedTuple):
     new_units: int
 
 
-_LEAN = ", ".join(LeanNode._fields)
-
-
 def recent_claims(core: LedgerCore, task_id: str, scan: int = 500) -> list[Claimed]:
     """The newest ``scan`` claims of the task's nodes, newest first."""
-    return [Claimed(*r) for r in sql.fetch_all(
-        core.db, "SELECT actor, at FROM event WHERE task_id = ? AND kind = 'node.claimed' ORDER BY id DESC LIMIT ?",
-        [task_id, int(scan)])]
+    return sql.fetch_rows(core.db, Claimed, f"SELECT {sql.columns(Claimed)} FROM event WHERE task_id = ? "
+                                            "AND kind = 'node.claimed' ORDER BY id DESC LIMIT ?", [task_id, int(scan)])
 
 
 def unit_totals(core: LedgerCore, task_id: str) -> UnitTotals:
@@ -95,9 +91,9 @@ def lean_nodes(core: LedgerCore, task_id: str, statuses: Sequence[str]) -> list[
     """The task's nodes in these statuses, in position order."""
     if not statuses:
         return []
-    return [LeanNode(*r) for r in sql.fetch_all(
-        core.db, f"SELECT {_LEAN} FROM node WHERE task_id = ? AND status IN ({sql.marks(len(statuses))}) "
-                 "ORDER BY position", [task_id, *statuses])]
+    return sql.fetch_rows(core.db, LeanNode, f"SELECT {sql.columns(LeanNode)} FROM node WHERE task_id = ? AND "
+                                             f"status IN ({sql.marks(len(statuses))}) ORDER BY position",
+                          [task_id, *statuses])
 
 
 def keys_in(core: LedgerCore, task_id: str, statuses: Sequence[str]) -> list[str]:
@@ -125,10 +121,10 @@ def last_observations(core: LedgerCore, node_ids: Sequence[int], per_node: int) 
     ids = list(dict.fromkeys(node_ids))
     for i in range(0, len(ids), 200):
         chunk = ids[i:i + 200]
-        arm = ("SELECT * FROM (SELECT node_id, id, at, attempt, digest, new_units FROM observation "
+        arm = (f"SELECT * FROM (SELECT {sql.columns(ObservationRow)} FROM observation "
                f"WHERE node_id = ? ORDER BY id DESC LIMIT {int(per_node)}) AS o")
         statement = " UNION ALL ".join(arm for _ in chunk)
-        out += sorted((ObservationRow(*r) for r in sql.fetch_all(core.db, statement, chunk)), key=lambda r: r.id)
+        out += sorted(sql.fetch_rows(core.db, ObservationRow, statement, chunk), key=lambda r: r.id)
     return out
 
 

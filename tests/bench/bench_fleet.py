@@ -96,7 +96,7 @@ class Backend:
             why = pgcluster.available()
             if why:
                 raise SystemExit(f"bench_fleet: no private PostgreSQL cluster ({why}); pass --pg-url")
-            self.cluster = pgcluster.Cluster().start()
+            self.cluster = pgcluster.Cluster().start(durable=a.pg_durable)
             self.target = self.cluster.url
             self.dbname = "postgres"
 
@@ -111,6 +111,43 @@ class Backend:
             "SELECT application_name, count(*) FROM pg_stat_activity WHERE datname = current_database() "
             "AND pid <> pg_backend_pid() GROUP BY 1").fetchall()
         return {str(n): int(c) for n, c in rows}
+
+    def server_stats(self) -> dict[str, int]:
+        if self.kind == "sqlite":
+            return {}
+        self.connections()  # (opens the sampler's connection)
+        row = self._conn.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").fetchone()
+        return {"xact_commit": int(row[0])}
+
+    def table_sizes(self) -> dict[str, dict[str, int]]:
+        """Every table: rows and bytes on disk (its indexes and TOAST included)."""
+        out: dict[str, dict[str, int]] = {}
+        if self.kind == "sqlite":
+            import sqlite3
+
+            con = sqlite3.connect(self.target)
+            try:
+                owner = dict(con.execute("SELECT name, tbl_name FROM sqlite_master WHERE type IN ('table', 'index')"))
+                for name, size in con.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"):
+                    t = owner.get(name, name)
+                    out.setdefault(t, {"rows": 0, "bytes": 0})["bytes"] += int(size)
+                for t in list(out):
+                    if t.startswith("sqlite_"):
+                        del out[t]
+                        continue
+                    out[t]["rows"] = int(con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0])
+            finally:
+                con.close()
+            return out
+        self.connections()
+        tables = [r[0] for r in self._conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind = 'r' AND n.nspname = current_schema()").fetchall()]
+        for t in tables:
+            size = self._conn.execute("SELECT pg_total_relation_size(%s::regclass)", (t,)).fetchone()[0]
+            rows = self._conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
+            out[t] = {"rows": int(rows), "bytes": int(size)}
+        return out
 
     def close(self) -> None:
         if self._conn is not None:
@@ -150,19 +187,11 @@ class Sampler(threading.Thread):
 
 
 # ---------------------------------------------------------------------- the agents
-def start_agents(a: argparse.Namespace, target: str, work: Path, until_wall: float) -> list:
-    procs = []
-    for i in range(a.agents):
-        out = work / f"agent-{i:02d}.json"
-        argv = fleet.command(target, i, tasks=a.tasks, rate=a.rate / a.agents, until_wall=until_wall, out=str(out),
-                             claim=a.claim, control=str(work / "control.json"), seed=a.seed)
-        procs.append((subprocess.Popen(argv, stdout=subprocess.PIPE, cwd=ROOT), out))
-    for p, _ in procs:
-        assert p.stdout is not None
-        line = p.stdout.readline()
-        if line.strip() != b"ready":
-            raise SystemExit(f"bench_fleet: an agent did not start ({line!r})")
-    return procs
+def start_agents(a: argparse.Namespace, target: str, work: Path, seconds: float) -> list:
+    outs = [work / f"agent-{i:02d}.json" for i in range(a.agents)]
+    argvs = [fleet.command(target, i, tasks=a.tasks, rate=a.rate / a.agents, until_wall=0, out=str(o), claim=a.claim,
+                           control=str(work / "control.json"), seed=a.seed) for i, o in enumerate(outs)]
+    return list(zip(fleet.start(argvs, seconds), outs))
 
 
 def finish_agents(procs: list) -> list[dict]:
@@ -232,8 +261,7 @@ def run(a: argparse.Namespace) -> dict:
         result["build_s"] = round(time.monotonic() - t0, 1)
         result["nodes"] = sum(sizes.values())
         sampler.start()
-        until_wall = time.time() + a.ramp + a.duration
-        procs = start_agents(a, backend.target, work, until_wall)
+        procs = start_agents(a, backend.target, work, a.ramp + a.duration)
         t_start = time.monotonic()
         time.sleep(a.ramp)  # the fleet settles into its pace before the console starts
         sampler.phase = "tasks"
@@ -422,7 +450,30 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=40)
     ap.add_argument("--seed", type=int, default=29)
     ap.add_argument("--out", help="also write the JSON report here")
+    ap.add_argument("--pg-durable", action="store_true",
+                    help="the private cluster with fsync=on, synchronous_commit=on (default: off, like CI)")
+    ap.add_argument("--capacity", action="store_true", help="no console: unpaced agents, more and more (fleet_capacity.py)")
+    ap.add_argument("--capacity-agents", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4, 8, 16])
+    ap.add_argument("--step", type=float, default=20.0, help="--capacity: seconds per number of agents")
     a = ap.parse_args()
+    if a.capacity:
+        from tests.bench.fleet_capacity import capacity, table as capacity_table
+
+        work = Path(tempfile.mkdtemp(prefix="warden-fleet-"))
+        backend = Backend(a, work)
+        try:
+            result = {"backend": a.backend, "durable": a.pg_durable, "tasks": a.tasks, "cpus": os.cpu_count(),
+                      "uptime_start": uptime(), **capacity(a, backend, work), "uptime_end": uptime()}
+        finally:
+            backend.close()
+            shutil.rmtree(work, ignore_errors=True)
+        text = json.dumps(result, indent=2, default=str)
+        if a.out:
+            Path(a.out).write_text(text)
+        print(text)
+        print(capacity_table(result))
+        print(f"uptime before: {result['uptime_start']}\nuptime after:  {result['uptime_end']}")
+        return
     result = run(a)
     text = json.dumps(result, indent=2, default=str)
     if a.out:

@@ -9,7 +9,6 @@ this test's own, given in the URL, which the console keeps as an operator's URL 
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 import uuid
@@ -45,12 +44,9 @@ def agents(pg_target, tmp_path):
     """(URL, the agent processes) — six agents working a six-task fleet for up to two minutes."""
     url = pg_target()
     fleet.build(url, 6, seed=3, sizes=(150, 200))
-    procs = [subprocess.Popen(fleet.command(url, i, tasks=6, rate=8.0, until_wall=time.time() + 120,
-                                            out=str(tmp_path / f"agent-{i}.json")), stdout=subprocess.PIPE)
-             for i in range(6)]
+    procs = fleet.start([fleet.command(url, i, tasks=6, rate=8.0, until_wall=0, out=str(tmp_path / f"agent-{i}.json"))
+                         for i in range(6)], 120.0)
     try:
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == b"ready"
         yield url, procs
     finally:
         for p in procs:

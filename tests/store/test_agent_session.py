@@ -14,9 +14,17 @@ from store.adapters.sessions import SessionStore
 from store.errors import InvalidValue, Refused
 
 
+OPENED: list[AgentSession] = []
+
+
 @pytest.fixture
 def store(tmp_path):
-    return SessionStore(str(tmp_path / "sessions"))
+    yield SessionStore(str(tmp_path / "sessions"))
+    while OPENED:  # stop every lease keeper before the ledger (a PostgreSQL schema) goes away
+        s = OPENED.pop()
+        if s.keeper is not None:
+            s.keeper.stop()
+        s.stack.close()
 
 
 def session(ledger, store, **kw) -> AgentSession:
@@ -24,7 +32,9 @@ def session(ledger, store, **kw) -> AgentSession:
     kw.setdefault("task", "t")
     kw.setdefault("lease_s", 600.0)
     kw.setdefault("ask_wait_s", 0.2)
-    return AgentSession(ledger, store, SessionConfig(**kw), say=lambda line: None)
+    s = AgentSession(ledger, store, SessionConfig(**kw), say=lambda line: None)
+    OPENED.append(s)
+    return s
 
 
 def apply(ledger, plan):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -28,7 +29,8 @@ def test_the_guide_has_the_contract_blocks():
     assert len(found) >= 8
     joined = "\n".join(code for _, code in found)
     for needle in ("LeaseLost", "request_human", "wait_for_resolution", "key=", "confirm_effect",
-                   "failure_class", "LedgerBusy", "supervise("):
+                   "failure_class", "LedgerBusy", "supervise(", '"warden", "run"', '"hook", "claude"',
+                   'args=["mcp"'):
         assert needle in joined, needle
 
 
@@ -36,6 +38,16 @@ def test_the_guide_has_the_contract_blocks():
 def test_every_python_block_of_the_guide_runs(line, code, tmp_path, monkeypatch, capsys):
     if "langgraph" in code:
         pytest.importorskip("langgraph")
+    if "from mcp import" in code:
+        pytest.importorskip("mcp")
+        # The SDK's stdio client hands the server the stderr it found at import (pytest's capture
+        # has no descriptor): such a block runs as its own process, line numbers kept.
+        script = tmp_path / "agents_md_block.py"
+        script.write_text("\n" * (line - 1) + code)
+        done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": ROOT}, timeout=600)
+        assert done.returncode == 0, f"docs/agents.md:{line}: {done.stderr[-3000:]}"
+        return
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["agent.py"])  # a block reading sys.argv sees no arguments
     source = "\n" * (line - 1) + code  # line numbers as in the guide

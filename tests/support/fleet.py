@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -117,9 +118,10 @@ def read_control(path: str | None, cache: dict) -> tuple[str | None, int]:
     return v.get("task"), int(v.get("agents", 0))
 
 
-def agent(target: str, index: int, tasks: int, rate: float, until: float, out: str, claim_mode: str,
+def agent(target: str, index: int, tasks: int, rate: float, until: float | None, out: str, claim_mode: str,
           control: str | None, seed: int) -> None:
-    """One agent process (see the module's docstring). ``until``: a ``time.monotonic()`` deadline."""
+    """One agent process (see the module's docstring). ``until``: a ``time.monotonic()`` deadline,
+    or None: after ``ready``, wait for a line ``go <time.time() deadline>`` on stdin (:func:`go`)."""
     from store import Ledger
     from store.errors import LeaseLost, WardenError
 
@@ -139,6 +141,10 @@ def agent(target: str, index: int, tasks: int, rate: float, until: float, out: s
     pacer = Pacer(1.0 / rate)
     errors: dict[str, int] = {}
     print("ready", flush=True)
+    if until is None:  # wait for the word: every agent of the fleet starts writing at once
+        word = sys.stdin.readline().split()
+        until = time.monotonic() + (float(word[1]) - time.time())
+        pacer = Pacer(1.0 / rate)
     while time.monotonic() < until:
         busy, busy_agents = read_control(control, control_cache)
         waited = 0.0  # time in claim calls (and polling when nothing was offered) until one succeeded
@@ -213,10 +219,28 @@ def agent(target: str, index: int, tasks: int, rate: float, until: float, out: s
 
 def command(target: str, index: int, *, tasks: int, rate: float, until_wall: float, out: str,
             claim: str = "sticky", control: str = "", seed: int = 29) -> list[str]:
-    """The argv of one agent process (it prints ``ready`` once its ledger is open)."""
+    """The argv of one agent process (it prints ``ready`` once its ledger is open). ``until_wall``
+    0: it waits for :func:`go` (started with ``stdin=PIPE``)."""
     return [sys.executable, str(Path(__file__).resolve()), target, str(index), "--tasks", str(tasks),
             "--rate", str(rate), "--until-wall", repr(until_wall), "--out", out, "--claim", claim,
             "--control", control, "--seed", str(seed)]
+
+
+def start(argvs: list[list[str]], seconds: float) -> list:
+    """Start agent processes (argv from :func:`command` with ``until_wall=0``), wait until every one
+    is ready, then let them all write for ``seconds``. Returns the processes."""
+    procs = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT) for argv in argvs]
+    for p in procs:
+        assert p.stdout is not None
+        line = p.stdout.readline()
+        if line.strip() != b"ready":
+            raise RuntimeError(f"an agent did not start ({line!r})")
+    until = time.time() + seconds
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write(f"go {until!r}\n".encode())
+        p.stdin.flush()
+    return procs
 
 
 def main() -> None:
@@ -231,7 +255,7 @@ def main() -> None:
     ap.add_argument("--control", default="")
     ap.add_argument("--seed", type=int, default=29)
     a = ap.parse_args()
-    until = time.monotonic() + (a.until_wall - time.time())
+    until = time.monotonic() + (a.until_wall - time.time()) if a.until_wall else None
     agent(a.target, a.index, a.tasks, a.rate, until, a.out, a.claim, a.control or None, a.seed)
 
 

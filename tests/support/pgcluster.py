@@ -67,12 +67,18 @@ class Cluster:
         if r.returncode != 0:
             raise RuntimeError(f"pg_ctl {args.split()[0]} failed: {r.stdout} {r.stderr}")
 
-    def start(self) -> "Cluster":
+    def start(self, *, durable: bool = False) -> "Cluster":
+        """``durable``: a server as one would run it (``fsync=on``, ``synchronous_commit=on``: every
+        commit waits for its WAL flush) instead of the tests' fast one (bench_fleet.py's capacity)."""
         r = _as_postgres(f"{PGBIN}/initdb -D '{self.data}' -A trust -U postgres")
         if r.returncode != 0:
             raise RuntimeError(f"initdb failed: {r.stderr}")
-        opts = (f"-p {self.port} -k '{self.data}' -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_standby_names=nobody -c synchronous_commit=local -c max_connections=50")
+        if durable:
+            opts = (f"-p {self.port} -k '{self.data}' -c listen_addresses=127.0.0.1 -c fsync=on "
+                    "-c synchronous_commit=on -c max_connections=100")
+        else:
+            opts = (f"-p {self.port} -k '{self.data}' -c listen_addresses=127.0.0.1 -c fsync=off "
+                    "-c synchronous_standby_names=nobody -c synchronous_commit=local -c max_connections=50")
         self._ctl(f"-o \"{opts}\" -w -t {PG_CTL_WAIT_S} -l '{self.data}/log' start")
         return self
 
