@@ -50,8 +50,9 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
         task = sql.fetch_one(core.db, "SELECT status FROM task WHERE task_id = ?", [claim.task_id])
         why = _lost_why(row, claim, task["status"] if task else None)
         raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {why}")
-    if row["step_deadline"] is not None and row["step_deadline"] <= now:
-        raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {step_limit_why(row, now)}")
+    late = step_limit_why(row, now)
+    if late:
+        raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {late}")
     if row["lease_until"] is None or row["lease_until"] <= now:
         raise LeaseLost(
             f"lease lost on {claim.task_id}/{claim.node_key}: expired "
@@ -61,11 +62,14 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
 
 
 def step_limit_why(row: Mapping[str, Any], now: float) -> str:
-    """Why a write past the claim's step deadline (``claim(max_step_s=)``) is refused."""
-    limit = row["step_deadline"] - (row["claimed_at"] if row["claimed_at"] is not None else row["step_deadline"])
-    return (f"the step ran past its time limit of {limit:.0f}s (max_step_s; reached "
-            f"{now - row['step_deadline']:.1f}s ago): its result is refused however it heartbeats; the node may be "
-            "reclaimed")
+    """Why a write past the claim's step deadline (``claim(max_step_s=)``) is refused; "" while it
+    has not come."""
+    deadline = row["step_deadline"]
+    if deadline is None or deadline > now:
+        return ""
+    limit = deadline - (row["claimed_at"] if row["claimed_at"] is not None else deadline)
+    return (f"the step ran past its time limit of {limit:.0f}s (max_step_s; reached {now - deadline:.1f}s ago): "
+            "its result is refused however it heartbeats; the node may be reclaimed")
 
 
 def _lost_why(row: Mapping[str, Any], claim: Claim, task_status: str | None) -> str:

@@ -22,7 +22,7 @@ failed and writes nothing. Reads never judge (``warden status`` shows the ``orph
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .. import sql
 from ..clock import iso
@@ -159,11 +159,18 @@ def check_expired(core: LedgerCore, task_ids: Sequence[str] | None, actor: str) 
     out = []
     for task_id, node_id in expired_unsafe(core, task_ids, core.now()):
         if fail_unsafe(core, task_id, node_id, actor):
-            row = sql.fetch_one(core.db, "SELECT n.key, h.id AS handoff, h.context FROM node n JOIN handoff h ON "
-                                         "h.node_id = n.id WHERE n.id = ? AND h.status = 'open' ORDER BY h.id DESC "
-                                         "LIMIT 1", [node_id])
-            if row is not None:
-                ctx = row["context"] or {}
-                out.append({"task_id": task_id, "node": row["key"], "handoff": str(row["handoff"]),
-                            "why": ctx.get("why")})
+            asked = sql.fetch_row(core.db, _Asked, "SELECT n.key, h.id, h.context FROM node n JOIN handoff h ON "
+                                                   "h.node_id = n.id WHERE n.id = ? AND h.status = 'open' "
+                                                   "ORDER BY h.id DESC LIMIT 1", [node_id])
+            if asked is not None:
+                why = asked.context.get("why") if isinstance(asked.context, dict) else None
+                out.append({"task_id": task_id, "node": asked.key, "handoff": str(asked.id), "why": why})
     return out
+
+
+class _Asked(NamedTuple):
+    """The question a judged node asks (its open handoff)."""
+
+    key: str
+    id: int
+    context: Any
