@@ -69,7 +69,7 @@ TASK_EVENT_PREFIXES = ("task.", "operator.", "graph.", "budget.")
 def beat_columns(payload: Any) -> dict[str, Any]:
     """The node's own heartbeat figures a heartbeat event carries (``ledger/observe.beat_payload``)."""
     out: dict[str, Any] = {}
-    for col in ("beat_interval_s", "units_at"):
+    for col in ("beat_interval_s", "units_at", "progress_at", "beat_long_s"):
         if payload.get(col) is not None:
             out[col] = float(payload[col])
     wait = payload.get("wait")
@@ -220,7 +220,9 @@ class TaskAnalysis:
                 changed.add(key)
             if "digest" in p and not before:
                 seen = self.obs.setdefault(key, deque(maxlen=self.thresholds.observations_per_node))
-                o = Obs(event.at, self.nodes[key].attempt, p["digest"], int(p.get("new_units") or 0))
+                o = Obs(event.at, self.nodes[key].attempt, p["digest"], int(p.get("new_units") or 0),
+                        int(p.get("flags") or 0), p.get("content") if "result" in p else None, p.get("result"),
+                        p.get("action"), p.get("action_key"))
                 if o not in seen:  # read with the node's observations already (``rows``)
                     seen.append(o)
         elif kind == "node.committed" and key in self.nodes and fresh:

@@ -56,6 +56,7 @@ __all__ = [
     "BUSY_TIMEOUT_S", "RECONNECT_BUDGET_S", "Backoff", "ConnectionLost", "LedgerBusy", "Target", "WardenPostgres",
     "check_pg_url", "masked",
     "WardenSqlite", "connect_checked", "is_sqlite", "open_database", "parse_target", "pg_connect_args", "read_tx",
+    "warden_params",
     "register_result", "retry_conflicts", "retry_read", "retry_write", "run_read", "run_write", "sqlstate", "write_tx",
 ]
 
@@ -217,8 +218,10 @@ def _open_postgres(t: Target, *, read_only: bool, busy_timeout_s: float, applica
     kwargs.setdefault("connect_timeout", str(PG_CONNECT_TIMEOUT_S))
     for k, v in PG_KEEPALIVES.items():
         kwargs.setdefault(k, v)
+    pooled = warden_params(t).get("pool") == "transaction"
     cls = SharedPostgres if one_connection else WardenPostgres
     db = cls(dbname, isolation_level="READ COMMITTED", prefer_psycopg3=True, autoconnect=True, **kwargs)
+    db.pooled = pooled
     db.read_only = read_only
     db.display = t.display
     db.url = t.url
@@ -248,9 +251,40 @@ def pg_connect_args(t: Target) -> tuple[str, dict[str, Any]]:
     for part in (p.query or "").split("&"):
         if "=" in part:
             k, v = part.split("=", 1)
-            kwargs[k] = unquote(v)
+            if k not in WARDEN_PARAMS:  # Warden's own (below), not libpq's
+                kwargs[k] = unquote(v)
     dbname = unquote(p.path.lstrip("/")) or "postgres"
     return dbname, kwargs
+
+
+# URL parameters Warden reads itself (libpq never sees them): ``pool=transaction`` — the URL goes
+# through a pooler in transaction mode (PgBouncer ``pool_mode = transaction``), so no session
+# state is relied on; ``listen=URL`` — where the feed LISTENs (a connection that is not pooled per
+# transaction: LISTEN cannot work through one). docs/deployment.md "Connection pooling".
+WARDEN_PARAMS = ("pool", "listen")
+POOL_MODES = ("session", "transaction")
+
+
+def warden_params(t: Target) -> dict[str, str]:
+    """Warden's own parameters of a postgresql:// URL (``pool``, ``listen``), checked: a bad value
+    raises ``LedgerUnavailable`` with one line."""
+    out: dict[str, str] = {}
+    for part in (urlparse(t.url or "").query or "").split("&"):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            if k in WARDEN_PARAMS:
+                out[k] = unquote(v)
+    bad = f"bad PostgreSQL URL {masked(t.url or '')}"
+    if out.get("pool", "session") not in POOL_MODES:
+        raise LedgerUnavailable(f"{bad}: pool= must be one of {', '.join(POOL_MODES)}")
+    if "listen" in out:
+        listen = out["listen"]
+        if listen.split("://", 1)[0].lower() not in ("postgresql", "postgres"):
+            raise LedgerUnavailable(f"{bad}: listen= must be a postgresql:// URL (percent-encoded)")
+        check_pg_url(listen)
+        if any(k in WARDEN_PARAMS for k in warden_params(Target("postgresql", url=listen))):
+            raise LedgerUnavailable(f"{bad}: the listen= URL cannot itself have pool= or listen=")
+    return out
 
 
 def connect_checked(db: pw.Database) -> None:
@@ -265,6 +299,10 @@ def connect_checked(db: pw.Database) -> None:
             db.healthy()
         else:
             db.connect(reuse_if_open=True)
+    except LedgerUnavailable as e:
+        if isinstance(db, WardenSqlite):
+            raise  # already names the ledger (busy, a full disk, an I/O error)
+        raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {safe_line(str(e))}") from None
     except WardenError as e:
         raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {safe_line(str(e))}") from None
     except (pw.DatabaseError, pw.OperationalError, pw.InterfaceError, sqlite3.DatabaseError) as e:

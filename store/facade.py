@@ -160,9 +160,19 @@ class Ledger(LedgerCore):
         lease_s: float | None = None,
         waiting_on: str | None = None,
         wait_s: float | None = None,
+        action: str | None = None,
+        result: str | None = None,
         max_step_s: float | None = None,
     ) -> Pulse:
         """Extend the lease and record progress. Raises LeaseLost when the claim no longer holds.
+
+        ``action`` is what the step did (the tool call: ``"search('moth index v2')"``), ``result``
+        what it learned (its output: ``"0 results"``); ``observation`` a free narrative. New
+        information is judged on the result when there is one (else the observation, else the
+        action), against everything this attempt has seen: other actions that keep getting
+        nothing new are ``no_new_info``, the same action with the same result is ``repeating``.
+        While ``units_done`` rises (or a number in the report moves toward its stated total:
+        "41/100" → "42/100", not an attempt count) neither is an alarm.
 
         ``max_step_s`` gives the step a time limit from its claim (an earlier one stays; what
         ``LeaseKeeper`` sends): no heartbeat extends the lease past it, and every write after it
@@ -177,7 +187,7 @@ class Ledger(LedgerCore):
         """
         return fenced.heartbeat(self, claim, units_done=units_done, units_total=units_total, tokens=tokens,
                                 observation=observation, lease_s=lease_s, waiting_on=waiting_on, wait_s=wait_s,
-                                max_step_s=max_step_s)
+                                action=action, result=result, max_step_s=max_step_s)
 
     def commit(
         self,

@@ -149,6 +149,14 @@ class Node(BaseModel):
     wait_on = pw.TextField(null=True)
     wait_since = pw.DoubleField(null=True)
     wait_until = pw.DoubleField(null=True)
+    # Schema 4, part "novelty" (issue 25; reset by every claim): when the attempt last showed
+    # progress (units_done rose, or a number moved toward its stated total), its last heartbeat
+    # gaps and its usual long gap (the rhythm ``heartbeat_stale`` learns), and the seconds it
+    # spent under a park (its clocks stood still meanwhile).
+    progress_at = pw.DoubleField(null=True)
+    beat_gaps = pw.TextField(null=True)
+    beat_long_s = pw.DoubleField(null=True)
+    paused_s = pw.DoubleField(null=True)
     # The seed rules (schema 4 part "seed rules", docs/agents.md): the running step's deadline when
     # its claim set ``max_step_s`` (heartbeats never extend the lease past it; writes after it are
     # refused); the ledger's cost-density verdict on the running attempt (``hold`` /
@@ -202,6 +210,15 @@ class Observation(BaseModel):
     digest = pw.CharField(max_length=64)
     new_units = pw.IntegerField(default=0)
     lines = pw.IntegerField(default=0)
+    # Schema 4, part "novelty" (issue 25): what the step did and what it learned (``heartbeat(
+    # action=, result=)``), the action's and the judged content's identities, flags (1: progress,
+    # 2: made while the task was parked) and the line keys with their concepts (store/novelty.py).
+    action = pw.TextField(null=True)
+    result = pw.TextField(null=True)
+    action_key = pw.CharField(max_length=32, null=True)
+    content = pw.CharField(max_length=64, null=True)
+    flags = pw.IntegerField(default=0)
+    concepts = pw.TextField(null=True)
 
     class Meta:
         indexes = ((("node", "id"), False),)

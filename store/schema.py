@@ -71,6 +71,26 @@ def _migrate_2_to_3(db: pw.Database) -> None:
 
 # Schema 4 (round 3) is made of named parts, one per capability, each idempotent (a column or a
 # table is added only when missing), run in this order inside the one migration transaction.
+def _novelty(db: pw.Database) -> None:
+    """Part "novelty" (issue 25): an observation's action, result, their identities, flags and
+    concepts; a node's progress time, heartbeat rhythm and paused seconds. All nullable or with a
+    default, so existing rows stay valid (an old observation is judged as an observation)."""
+    _add_columns(db, "observation", [
+        ("action", "TEXT", "TEXT"),
+        ("result", "TEXT", "TEXT"),
+        ("action_key", "VARCHAR(32)", "VARCHAR(32)"),
+        ("content", "VARCHAR(64)", "VARCHAR(64)"),
+        ("flags", "INTEGER NOT NULL DEFAULT 0", "INTEGER NOT NULL DEFAULT 0"),
+        ("concepts", "TEXT", "TEXT"),
+    ])
+    _add_columns(db, "node", [
+        ("progress_at", "REAL", "DOUBLE PRECISION"),
+        ("beat_gaps", "TEXT", "TEXT"),
+        ("beat_long_s", "REAL", "DOUBLE PRECISION"),
+        ("paused_s", "REAL", "DOUBLE PRECISION"),
+    ])
+
+
 def _origin(db: pw.Database) -> None:
     """task.origin (issue 28): which integration made the task. Nullable: a task made before is
     derived (``rows.task_origin``: ``langgraph`` for the adapter's workflow, else ``python``)."""
@@ -79,6 +99,7 @@ def _origin(db: pw.Database) -> None:
 
 SCHEMA_4_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
     ("origin", _origin),
+    ("novelty", _novelty),
 ]
 
 

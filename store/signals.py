@@ -15,11 +15,13 @@ The thresholds live in :class:`Thresholds` (defaults documented there and in
 plain values, so the one-shot readers below (``warden status`` / ``warden graph``) and the
 incremental :class:`store.analysis.TaskAnalysis` (the console) compute exactly the same thing.
 
-What an observation brings is judged when it is written (``store/novelty.py``: volatile tokens
-normalised, lines new within the attempt, near copies); here the sequence of the attempt's
-observation identities is read for a repeat or a cycle (period 2-4). A node's own heartbeat
-interval, when its units last moved and its declared wait are node columns kept by each
-heartbeat, so no neighbour's chatter can hide them.
+What a heartbeat reports is judged when it is written (``store/novelty.py``: results before
+narratives, volatile tokens normalised, lines new within the attempt, near copies and paraphrases);
+here the attempt's observations since it last showed progress are read for a stretch that added
+nothing, a repeat or a cycle (period 2-8). Progress (``units_done`` rising, or a number moving
+toward its stated total) ends any such stretch: progress is never a loop. A node's own heartbeat
+rhythm, when its units last moved or progressed, its declared wait and its paused time are node
+columns kept by each heartbeat, so no neighbour's chatter can hide them.
 
 Reading is bounded: the last ``observations_per_node`` observations of every running node in one
 statement (a ``UNION ALL`` of per-node ``ORDER BY id DESC LIMIT n`` arms on the (node, id) index).
@@ -36,7 +38,7 @@ from .clock import duration_text, iso
 from .estimates import DurationHistory, kind_p80
 from .ledger import evidence
 from .ledger.core import LedgerCore
-from .novelty import judge_sequence
+from .novelty import excerpt, judge_sequence
 
 SEVERITIES = ("info", "warn", "alarm")
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
@@ -58,13 +60,15 @@ class Signal:
 class Thresholds:
     """Every threshold in one place. Defaults and their reasons are in docs/estimates.md."""
 
-    no_new_info_observations: int = 5  # the last 5 observations added 0 new lines → alarm
+    no_new_info_observations: int = 5  # the last 5 observations added nothing new → alarm
+    no_new_info_results: int = 4  # … or the last 4 results (``heartbeat(result=)``) did → alarm
     repeating_observations: int = 3  # the same observation 3 times in a row → alarm
-    cycle_max_period: int = 4  # a cycle over 2..4 observations …
+    cycle_max_period: int = 8  # a cycle over 2..8 observations …
     cycle_repeats: int = 2  # … whose newest 2 observations each repeat the one a period before → alarm
-    heartbeat_stale_factor: float = 3.0  # silent for > 3 × the node's usual heartbeat interval …
-    heartbeat_stale_min_s: float = 10.0  # … but at least 10 s …
-    heartbeat_stale_lease_fraction: float = 0.5  # … and at most half the lease (then it is orphaned at expiry)
+    cycle_repeats_long: int = 3  # … 3 for a period of 5 or more (all within two periods + 2)
+    heartbeat_stale_factor: float = 2.0  # silent for > 2 × the node's usual long gap …
+    heartbeat_stale_min_s: float = 10.0  # … and at least 10 s …
+    heartbeat_stale_lease_fraction: float = 0.5  # … and never before the lease's renewal point (half of it)
     no_progress_min_s: float = 300.0  # units_done unchanged for 5 minutes …
     no_progress_heartbeats: int = 8  # … and for 8 of its own heartbeat intervals, while it beats → warn
     overdue_margin: float = 0.5  # running longer than 1.5 × its kind's P80 → warn
@@ -75,7 +79,7 @@ class Thresholds:
     cost_density_min_tokens: int = 5_000  # and the node has spent at least this much
     handoff_warn_s: float = 3600.0  # an open handoff is info, warn after an hour
     park_expiry_s: float = 48 * 3600.0  # a park without an until asks to be re-confirmed after 48 h
-    observations_per_node: int = 12  # read bound per running node
+    observations_per_node: int = 24  # read bound per running node (a cycle of 8 needs 2 × 8 + 2)
     heartbeats_per_node: int = 12  # no longer read: a node's own heartbeat figures are its columns (kept for callers)
 
 
@@ -88,6 +92,11 @@ class Obs:
     attempt: int
     digest: str
     new_units: int
+    flags: int = 0  # 1: it showed progress; 2: made while the task was parked
+    content: str | None = None  # the result's identity (None: no result)
+    result: str | None = None  # the result as evidence shows it (≤ 80 characters)
+    action: str | None = None  # the action as evidence shows it (≤ 80 characters)
+    action_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,9 @@ class Activity:
     wait_on: str | None = None  # None once the wait ended (its window stays, for the observations)
     wait_since: float | None = None
     wait_until: float | None = None
+    progress_at: float | None = None  # when the attempt last showed progress
+    long_s: float | None = None  # its usual long gap between heartbeats (None: not learned yet)
+    paused_s: float = 0.0  # seconds this attempt spent under a park (its clocks stood still)
 
     @classmethod
     def of(cls, node: Any) -> "Activity":
@@ -108,7 +120,9 @@ class Activity:
             since = None  # a wait of an earlier attempt
         return cls(getattr(node, "beat_interval_s", None), getattr(node, "units_at", None),
                    getattr(node, "wait_on", None) if since is not None else None, since,
-                   getattr(node, "wait_until", None) if since is not None else None)
+                   getattr(node, "wait_until", None) if since is not None else None,
+                   getattr(node, "progress_at", None), getattr(node, "beat_long_s", None),
+                   float(getattr(node, "paused_s", None) or 0.0))
 
 
 def wait_text(node: Any, now: float) -> str | None:
@@ -179,36 +193,9 @@ def node_signals(
         out.append(Signal("orphaned", task_id, key, node.lease_until, "alarm",
                           f"lease of {_one_line(node.lease_owner or '?', 40)} expired {dur(now - node.lease_until)} ago; "
                           "nobody reclaimed it"))
-    elif node.heartbeat_at is not None and node.lease_until is not None:
-        lease_s = max(0.0, node.lease_until - node.heartbeat_at)
-        interval = act.interval_s if act.interval_s else lease_s / 3
-        limit = min(max(th.heartbeat_stale_factor * interval, th.heartbeat_stale_min_s),
-                    th.heartbeat_stale_lease_fraction * lease_s)
-        silent = now - node.heartbeat_at
-        if silent > limit and limit > 0:
-            usual = f"usual interval {dur(interval)}" if act.interval_s else f"no interval yet, lease {dur(lease_s)}"
-            out.append(Signal("heartbeat_stale", task_id, key, node.heartbeat_at, "warn",
-                              f"no heartbeat for {dur(silent)} ({usual}); lease ends in {dur(node.lease_until - now)}"))
-
-    # observations: a declared wait's own observations are expected to repeat
-    obs = [o for o in observations if o.attempt == node.attempt and not _in_wait(o.at, act)]
-    n = th.no_new_info_observations
-    if n > 0 and len(obs) >= n and all(o.new_units == 0 for o in obs[-n:]):
-        i = len(obs) - n
-        while i > 0 and obs[i - 1].new_units == 0:
-            i -= 1
-        out.append(Signal("no_new_info", task_id, key, obs[i].at, "alarm",
-                          f"last {len(obs) - i} observations added 0 new lines"))
-    rep = judge_sequence([o.digest for o in obs], min_repeat=th.repeating_observations,
-                         max_period=th.cycle_max_period, min_cycle_run=th.cycle_repeats)
-    if rep is not None:
-        first = obs[rep.start]
-        if rep.period == 1:
-            what = f"the same observation {rep.observations} times in a row (digest {first.digest[:8]})"
-        else:
-            cycle = ", ".join(o.digest[:8] for o in obs[len(obs) - rep.period:])
-            what = f"a cycle of {rep.period} observations, {rep.observations} in a row (digests {cycle})"
-        out.append(Signal("repeating", task_id, key, first.at, "alarm", what))
+    else:
+        out.extend(stale_signal(task_id, node, act, now, th))
+    out.extend(loop_signals(task_id, node, act, observations, th))
 
     # no_progress: units_done unchanged for long, in its own heartbeats' terms, while it beats
     if node.units_done is not None and act.units_at is not None and not waiting:
@@ -227,7 +214,7 @@ def node_signals(
                           f"waiting on {_one_line(act.wait_on, 40)} for {dur(now - act.wait_since)}, past its "
                           f"declared {dur(act.wait_until - act.wait_since)}"))
     elif claimed is not None:
-        elapsed = now - claimed
+        elapsed = now - claimed - act.paused_s  # time under a park is not running time
         p80, samples = kind_p80
         if p80 is not None and samples >= th.overdue_min_samples:
             limit = (1 + th.overdue_margin) * p80
@@ -250,6 +237,68 @@ def node_signals(
             out.append(Signal("cost_density", task_id, key, node.heartbeat_at, "warn",
                               f"{node.tokens_used:,} tokens for {_units(units)} units: {density / token_norm:.1f}× "
                               f"the task's norm ({token_norm:,.0f} tokens/unit)"))
+    return out
+
+
+def stale_signal(task_id: str, node: Any, act: Activity, now: float, th: Thresholds) -> list[Signal]:
+    """``heartbeat_stale``: silent for clearly longer than the node's usual long gap (× the
+    factor), and never before the lease's renewal point (a fraction of the lease its last
+    heartbeat took). Before the node's rhythm is learned (``observe.GAPS_LEARNED`` gaps) only the
+    lease speaks: nothing until it ends (then ``orphaned``)."""
+    if node.heartbeat_at is None or node.lease_until is None or act.long_s is None:
+        return []
+    lease_s = max(0.0, node.lease_until - node.heartbeat_at)
+    renewal = th.heartbeat_stale_lease_fraction * lease_s
+    limit = max(th.heartbeat_stale_factor * act.long_s, th.heartbeat_stale_min_s, renewal)
+    silent = now - node.heartbeat_at
+    if limit >= lease_s or silent <= limit:
+        return []
+    return [Signal("heartbeat_stale", task_id, node.key, node.heartbeat_at, "warn",
+                   f"no heartbeat for {dur(silent)} (its long gaps ~{dur(act.long_s)}); "
+                   f"lease ends in {dur(node.lease_until - now)}")]
+
+
+def loop_signals(task_id: str, node: Any, act: Activity, observations: Sequence[Obs], th: Thresholds) -> list[Signal]:
+    """``no_new_info`` and ``repeating`` from the attempt's observations since it last showed
+    progress — none made during a declared wait or while the task was parked."""
+    start = act.progress_at if act.progress_at is not None else float("-inf")
+    obs = [o for o in observations if o.attempt == node.attempt and o.at > start and not o.flags & 2
+           and not _in_wait(o.at, act)]
+    out: list[Signal] = []
+    i = len(obs)
+    while i > 0 and obs[i - 1].new_units == 0:
+        i -= 1
+    stretch = obs[i:]
+    results = [o for o in stretch if o.content is not None]
+    if stretch and (len(stretch) >= th.no_new_info_observations > 0
+                    or len(results) == len(stretch) >= th.no_new_info_results > 0):
+        what = f"last {len(stretch)} observations added 0 new lines"
+        if results:
+            counts: dict[str, int] = {}
+            for o in results:
+                counts[o.content or ""] = counts.get(o.content or "", 0) + 1
+            top = max(counts, key=lambda c: counts[c])
+            shown = next(o.result for o in reversed(results) if o.content == top)
+            actions = len({o.action_key for o in results})
+            noun = "results" if len(results) == len(stretch) else f"observations ({len(results)} results)"
+            what = (f"last {len(stretch)} {noun} added nothing new: {_one_line(shown or '', 60)!r} "
+                    f"{counts[top]} times, from {actions} different action{'s' if actions != 1 else ''}")
+        out.append(Signal("no_new_info", task_id, node.key, stretch[0].at, "alarm", what))
+    rep = judge_sequence([o.digest for o in obs], min_repeat=th.repeating_observations,
+                         max_period=th.cycle_max_period, min_cycle_run=th.cycle_repeats,
+                         long_cycle_run=th.cycle_repeats_long)
+    if rep is not None:
+        first = obs[rep.start]
+        last = obs[-1]
+        if rep.period == 1 and last.action is not None and last.result is not None:
+            what = (f"the same action got the same result {rep.observations} times in a row: "
+                    f"{_one_line(last.action, 40)!r} → {_one_line(last.result, 40)!r}")
+        elif rep.period == 1:
+            what = f"the same observation {rep.observations} times in a row (digest {first.digest[:8]})"
+        else:
+            cycle = ", ".join(o.digest[:8] for o in obs[len(obs) - rep.period:])
+            what = f"a cycle of {rep.period} observations, {rep.observations} in a row (digests {cycle})"
+        out.append(Signal("repeating", task_id, node.key, first.at, "alarm", what))
     return out
 
 
@@ -313,7 +362,9 @@ def read_observations(ledger: LedgerCore, node_ids: Sequence[int], per_node: int
     """The last ``per_node`` observations of each node, oldest first (store/ledger/evidence.py)."""
     out: dict[int, list[Obs]] = {}
     for o in evidence.last_observations(ledger, node_ids, per_node):
-        out.setdefault(o.node_id, []).append(Obs(o.at, o.attempt, o.digest, o.new_units))
+        out.setdefault(o.node_id, []).append(Obs(o.at, o.attempt, o.digest, o.new_units, o.flags or 0,
+                                                 o.content if o.result is not None else None,
+                                                 excerpt(o.result), excerpt(o.action), o.action_key))
     return out
 
 
@@ -331,8 +382,9 @@ def kind_p80s(history: DurationHistory, nodes: Iterable[Any]) -> dict[str, tuple
 
 def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: Sequence[Any], now: float,
                        thresholds: Thresholds, history: DurationHistory | None) -> list[Signal]:
-    out = task_signals(task, ledger.handoffs(task_id=task.task_id, status="open"), now, thresholds=thresholds,
-                       parked_nodes=parked)
+    # the task view counts its open handoffs: read them only when there are some
+    handoffs = ledger.handoffs(task_id=task.task_id, status="open") if getattr(task, "handoffs_open", 1) else []
+    out = task_signals(task, handoffs, now, thresholds=thresholds, parked_nodes=parked)
     extra = [Signal(*s) for s in round2.extra(ledger, task, now, thresholds)]  # wake, budget_insufficient, …
     out += extra
     # where the ledger acts on a node's cost density, that signal stands in for the norm-based warning

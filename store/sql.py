@@ -58,6 +58,20 @@ def pg_session(conn: Any, *, read_only: bool, lock_timeout_ms: int | None) -> No
         conn.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
 
 
+def pg_transaction(conn: Any, *, read_only: bool, lock_timeout_ms: int | None) -> None:
+    """What :func:`pg_session` sets for a session, for the transaction just begun only: a
+    connection through a pooler in transaction mode (``?pool=transaction``) gets a server session
+    for one transaction at a time, and a session setting would stay behind for the pool's next
+    client (a read-only console's would make the agents' writes fail)."""
+    local = []
+    if read_only:
+        local.append("SET TRANSACTION READ ONLY")
+    if lock_timeout_ms is not None:
+        local.append(f"SET LOCAL lock_timeout = {int(lock_timeout_ms)}")
+    if local:
+        conn.execute("; ".join(local))
+
+
 # ---------------------------------------------------------------------- statements
 def translate(db: pw.Database, sql: str) -> str:
     """Our raw SQL is written with ``?``; PostgreSQL's driver wants ``%s``."""
@@ -91,8 +105,15 @@ def execute_count(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> int:
 
 
 def execute_many(db: pw.Database, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-    """One statement over many parameter rows (bulk inserts)."""
-    db.cursor().executemany(translate(db, sql), rows)
+    """One statement over many parameter rows (bulk inserts). The cursor is the driver's own, so
+    its errors are given to the backend's ``translate_error`` (a full disk, a lost connection...)."""
+    try:
+        db.cursor().executemany(translate(db, sql), rows)
+    except Exception as e:
+        translate_error = getattr(db, "translate_error", None)
+        if translate_error is not None:
+            translate_error(e)
+        raise
 
 
 def fetch_all(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

@@ -204,6 +204,9 @@ class NodeView:
     wait_on: str | None = None  # what it declared it is waiting on (``heartbeat(waiting_on=…)``) …
     wait_since: float | None = None
     wait_until: float | None = None  # … and until when (past it: ``overdue``)
+    progress_at: float | None = None  # when the attempt last showed progress (loops are judged after it)
+    beat_long_s: float | None = None  # its usual long gap between heartbeats (``heartbeat_stale``)
+    paused_s: float | None = None  # seconds the attempt spent under a park (its clocks stood still)
 
     @property
     def has_lease(self) -> bool:
@@ -265,6 +268,9 @@ class ObservationView:
     digest: str
     new_units: int
     lines: int
+    action: str | None = None  # what the step did (``heartbeat(action=)``)
+    result: str | None = None  # what it learned (``heartbeat(result=)``): the judged text
+    flags: int = 0  # 1: it showed progress; 2: made while the task was parked
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,15 @@ from collections import Counter
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterator
 
 from .commitprobe import CommitProbe, follow_up_offsets
-from .db import parse_target, pg_connect_args
+from .db import parse_target, pg_connect_args, warden_params
 
 PG_CHANNEL = "warden_events"
 PG_RECONNECT_S = (0.05, 2.0)  # the listener's reconnect back-off: first and longest wait
 WATCH_STEP_MS = 5
 WATCH_DEBOUNCE_MS = 40
 FALLBACK_POLL_S = 5.0  # a safety net: inotify / watchfiles / LISTEN wake the reader at once
+POOLED_POLL_S = 0.5  # PostgreSQL with nowhere to LISTEN (a pooler, a replica, no listen= URL): the only wake-up
+READ_ONLY_SQLSTATE = "25006"  # what a hot standby answers LISTEN with
 
 
 _INOTIFY: Any = False
@@ -104,6 +106,18 @@ class Wakeups:
         t = parse_target(self.target)
         self.backend = t.backend
         self.path = os.path.abspath(t.path) if t.backend == "sqlite" and t.path else None
+        # PostgreSQL: where to LISTEN. Through a pooler in transaction mode (``pool=transaction``)
+        # LISTEN cannot work (the server session that listened is handed to another client after
+        # the statement), so only on the URL's ``listen=`` (a direct or session-pooled connection);
+        # without one the reader polls every POOLED_POLL_S instead.
+        self.listen_target: str | None = None
+        self.separate_listener = False  # LISTEN on another server than the reads (a replica's primary)
+        if t.backend == "postgresql":
+            params = warden_params(t)
+            self.listen_target = params.get("listen") or (None if params.get("pool") == "transaction" else self.target)
+            if self.listen_target is None:
+                self.fallback_poll_s = min(self.fallback_poll_s, POOLED_POLL_S)
+            self.separate_listener = "listen" in params
         self.listener_pid: int | None = None  # PostgreSQL: the LISTEN connection's backend pid
         self.listen_count = 0  # PostgreSQL: how many times LISTEN was (re-)established
         self._on_watching: Callable[[], None] = _nothing
@@ -123,7 +137,7 @@ class Wakeups:
             if self.use_inotify and inotify_lib() is not None:
                 return self._inotify()
             return self._watchfiles()
-        if self.backend == "postgresql":
+        if self.backend == "postgresql" and self.listen_target is not None:
             return self._pg_notifies()
         return None
 
@@ -132,7 +146,7 @@ class Wakeups:
         after every (re)connect so the reader catches up on what committed while nobody listened."""
         import psycopg
 
-        dbname, kwargs = pg_connect_args(parse_target(self.target))
+        dbname, kwargs = pg_connect_args(parse_target(self.listen_target or self.target))
         kwargs.setdefault("application_name", self.application_name)
         wait = PG_RECONNECT_S[0]
         while not self._stop.is_set():
@@ -147,8 +161,15 @@ class Wakeups:
                 yield "listening"  # catch up from the cursor: LISTEN is in place from here on
                 async for _ in conn.notifies():
                     yield "notify"
-            except psycopg.Error:
-                pass  # dropped or refused: reconnect below, the fallback poll carries on meanwhile
+            except psycopg.Error as e:
+                if getattr(e, "sqlstate", None) == READ_ONLY_SQLSTATE and self.listener_pid is None:
+                    # A hot standby (a replica) refuses LISTEN ("during recovery"): no notification will
+                    # ever come from it. Poll instead of reconnecting forever; listen= names the primary.
+                    self.listen_target = None
+                    self.fallback_poll_s = min(self.fallback_poll_s, POOLED_POLL_S)
+                    self._on_watching()
+                    return
+                # dropped or refused: reconnect below, the fallback poll carries on meanwhile
             finally:
                 self.listener_pid = None
                 if conn is not None:
@@ -265,23 +286,29 @@ class Wakeups:
                 raise
             except Exception:
                 return  # the directory went away or the watcher failed: the poll carries on
+            wake.set()  # the source ended (a replica refused LISTEN): the poll, maybe shorter now, takes over
 
         task = asyncio.ensure_future(pump())
         offsets: Iterator[float] | None = None  # the follow-up schedule after the last file event
         since = due = 0.0
         timer: asyncio.TimerHandle | None = None
 
+        # PostgreSQL with notifications from another server than the one read (``listen=`` the
+        # primary, the reads on a replica): a NOTIFY may come before the replica has replayed the
+        # commit, so it starts a few blind re-reads like a SQLite file event without a probe.
+        follow_notifies = probe is None and self.separate_listener
+
         def arm(now: float) -> None:
             nonlocal offsets, since, due
-            assert probe is not None
-            offsets = follow_up_offsets(self.fallback_poll_s, blind=not probe.usable)
+            offsets = follow_up_offsets(self.fallback_poll_s, blind=probe is None or not probe.usable)
             since, due = now, now + next(offsets)
 
         reason: str | None = "start" if probe is not None else None
-        poll_due = loop.time() + self.fallback_poll_s
+        poll_from = loop.time()  # the fallback poll is due fallback_poll_s after this (which may shrink)
         try:
             while True:
                 if reason is None:
+                    poll_due = poll_from + self.fallback_poll_s
                     at = poll_due if offsets is None else min(poll_due, due)
                     if timer is not None:
                         timer.cancel()
@@ -289,6 +316,7 @@ class Wakeups:
                     await wake.wait()
                     wake.clear()
                     now = loop.time()
+                    poll_due = poll_from + self.fallback_poll_s
                     if notified:
                         notified = False
                         reason = "change"
@@ -298,10 +326,11 @@ class Wakeups:
                             arm(now)
                             if probe.usable and not probe.moved():
                                 reason = None  # not visible yet: the follow-ups will see it land
+                        elif follow_notifies:
+                            arm(now)
                     elif offsets is not None and now >= due - 0.0002:
-                        assert probe is not None
-                        blind = not probe.usable
-                        moved = blind or probe.moved()
+                        moved = probe is None or not probe.usable or probe.moved()
+                        blind = probe is None or not probe.usable
                         if trace is not None:
                             trace.append((time.monotonic(), "check moved" if moved else "check"))
                         nxt = next(offsets, None)
@@ -327,7 +356,7 @@ class Wakeups:
                 self.wakeup_counts[reason] += 1
                 if trace is not None:
                     trace.append((time.monotonic(), reason))
-                poll_due = loop.time() + self.fallback_poll_s
+                poll_from = loop.time()
                 yield reason
                 reason = None
         finally:

@@ -16,6 +16,7 @@ from .. import wake_conditions as wc
 from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
+from ..ledger.observe import pause_clocks
 from ..rules import ID, ID_OPT, TEXT_OPT
 from . import planning as pl
 from .action import Action, Command, Flag, Key
@@ -49,6 +50,7 @@ class ResumeParams(Action):
             set_nodes(tx, tx.changed_to(status), {"status": status, **UNPARK, **REVOKE, **BUMP})
         if self.node:
             return Outcome(task_fields={"wake_state": wc.with_target(tx.task.wake_state, self.node, None)})
+        pause_clocks(tx.core.db, tx.task.task_id, tx.task.parked_at, tx.now)  # parked time is not running time
         state = wc.with_target(tx.task.wake_state, None, None)
         for key in tx.plan.changes:  # nodes the task park had parked are resumed with it: stop watching them
             state = wc.with_target(state, key, None)

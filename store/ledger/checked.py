@@ -122,6 +122,7 @@ API: dict[str, dict[str, Rule]] = {
     # fenced writes (waiting_on=, wait_s= are this round's additions)
     "heartbeat": {"claim": CLAIM, "units_done": UNITS, "units_total": UNITS, "tokens": TOKENS,
                   "observation": TEXT_OPT, "lease_s": LEASE_OPT, "waiting_on": WAITING_ON_OPT, "wait_s": WAIT_S_OPT,
+                  "action": TEXT_OPT, "result": TEXT_OPT,
                   "max_step_s": LEASE_OPT},
     "commit": {"claim": CLAIM, **COMMIT_RULES},
     "commit_many": {"commits": COMMITS},

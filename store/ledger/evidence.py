@@ -63,6 +63,17 @@ class ObservationRow(NamedTuple):
     attempt: int
     digest: str
     new_units: int
+    flags: int  # 1: it showed progress; 2: made while the task was parked
+    content: str | None  # the judged content's identity
+    result: str | None  # the first EXCERPT_CHARS of the result (None: no result)
+    action: str | None  # the first EXCERPT_CHARS of the action
+    action_key: str | None
+
+
+EXCERPT_CHARS = 200  # of an observation's action and result: what evidence quotes (≤ 80 shown)
+OBSERVATION_SELECT = ("node_id, id, at, attempt, digest, new_units, flags, content, "
+                      f"SUBSTR(result, 1, {EXCERPT_CHARS}) AS result, SUBSTR(action, 1, {EXCERPT_CHARS}) AS action, "
+                      "action_key")  # ObservationRow's fields, in order (two of them cut)
 
 
 def recent_claims(core: LedgerCore, task_id: str, scan: int = 500) -> list[Claimed]:
@@ -121,7 +132,7 @@ def last_observations(core: LedgerCore, node_ids: Sequence[int], per_node: int) 
     ids = list(dict.fromkeys(node_ids))
     for i in range(0, len(ids), 200):
         chunk = ids[i:i + 200]
-        arm = (f"SELECT * FROM (SELECT {sql.columns(ObservationRow)} FROM observation "
+        arm = (f"SELECT * FROM (SELECT {OBSERVATION_SELECT} FROM observation "
                f"WHERE node_id = ? ORDER BY id DESC LIMIT {int(per_node)}) AS o")
         statement = " UNION ALL ".join(arm for _ in chunk)
         out += sorted(sql.fetch_rows(core.db, ObservationRow, statement, chunk), key=lambda r: r.id)

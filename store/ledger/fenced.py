@@ -20,7 +20,8 @@ from ..sql import Inc
 from ..views import Claim, NodeSpec, Pulse
 from .. import wake
 from . import compensation as compensations
-from . import cost, pause, repair as repairs
+from . import cost, lost, pause
+from . import repair as repairs
 from .build import add_nodes_tx
 from . import observe
 from .core import LedgerCore, digest_json, retry_delay, sha256_hex
@@ -48,7 +49,7 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
     row["task"] = row["task_id"]
     if row["lease_token"] != claim.token or row["status"] != "running":
         task = sql.fetch_one(core.db, "SELECT status FROM task WHERE task_id = ?", [claim.task_id])
-        why = _lost_why(row, claim, task["status"] if task else None)
+        why = lost.reason(core, row, claim, task["status"] if task else None, now)
         raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {why}")
     late = step_limit_why(row, now)
     if late:
@@ -70,24 +71,6 @@ def step_limit_why(row: Mapping[str, Any], now: float) -> str:
     limit = deadline - (row["claimed_at"] if row["claimed_at"] is not None else deadline)
     return (f"the step ran past its time limit of {limit:.0f}s (max_step_s; reached {now - deadline:.1f}s ago): "
             "its result is refused however it heartbeats; the node may be reclaimed")
-
-
-def _lost_why(row: Mapping[str, Any], claim: Claim, task_status: str | None) -> str:
-    if task_status == "aborted" and row["kind"] != compensations.KIND:  # compensations run on after abort
-        return "the task was aborted"
-    if row["status"] == "failed" and row["density"] == density_rule.ABORT:
-        return f"the ledger stopped the node for its cost density ({row['error']})"
-    if row["status"] == "parked":
-        return "the node was parked by an operator"
-    if row["status"] == "abandoned":
-        return "the node was abandoned by an operator (out of scope)"
-    if row["status"] == "running" and row["lease_token"] is not None:
-        return f"reclaimed after expiry (now attempt {row['attempt']} by {row['lease_owner']})"
-    if row["status"] == "pending" and row["attempt"] >= claim.attempt:
-        return "revoked (rewound or reset by an operator)"
-    if row["status"] in ("succeeded", "failed", "abandoned", "blocked"):
-        return f"the node is {row['status']}"
-    return "the lease token is no longer current"
 
 
 def cas_update(core: LedgerCore, row: Mapping[str, Any], claim: Claim, now: float, **fields: Any) -> None:
@@ -114,42 +97,40 @@ def _add_tokens(core: LedgerCore, claim: Claim, tokens: float | None) -> int:
 @retry_write
 def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units_total: float | None,
               tokens: float | None, observation: str | None, lease_s: float | None,
-              waiting_on: str | None = None, wait_s: float | None = None, max_step_s: float | None = None) -> Pulse:
+              waiting_on: str | None = None, wait_s: float | None = None, action: str | None = None,
+              result: str | None = None, max_step_s: float | None = None) -> Pulse:
     """Extend the lease and record progress (see ``Ledger.heartbeat``)."""
     now = core.now()
     lease = float(lease_s or claim.lease_s)
     wait = observe.check_wait(waiting_on, wait_s)
-    text = None if observation is None else str(observation)
-    # the observation's pure, bounded work happens before the write lock is taken
-    prepared = None if text is None else observe.prepare_observation(core, claim.task_id, claim.node_key,
-                                                                      claim.attempt, text)
+    # what the report brings is judged before the write lock is taken (bounded, pure work and reads)
+    report = observe.judge_report(core, claim.task_id, claim.node_key, claim.attempt,
+                                  None if observation is None else str(observation),
+                                  None if action is None else str(action), None if result is None else str(result))
     with write_tx(core.db):
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
-        new_units = digest = None
-        if text is not None and prepared is not None:
-            new_units, digest = observe.record_observation(core, row["id"], claim.attempt, text, prepared, now)
-        until = now + lease
-        fields: dict[str, Any] = {"heartbeat_at": now}
-        deadline = row["step_deadline"]
-        if max_step_s is not None:  # a step limit given now (LeaseKeeper's): from the claim, an earlier one stays
-            limit = (row["claimed_at"] if row["claimed_at"] is not None else now) + float(max_step_s)
-            deadline = limit if deadline is None else min(deadline, limit)
-            if deadline != row["step_deadline"]:
-                fields["step_deadline"] = deadline
-            if deadline <= now:
-                raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: "
-                                f"{step_limit_why({**row, 'step_deadline': deadline}, now)}")
-        if deadline is not None:  # never past the step's time limit
-            until = min(until, deadline)
-        fields["lease_until"] = until
+        task = core.task_row(claim.task_id)  # after the tokens: the gate the Pulse says includes them
+        parked = task["status"] == "parked"
+        new_units = None
+        until = _step_lease(row, claim, now, now + lease, max_step_s)
+        fields: dict[str, Any] = {"lease_until": until, "heartbeat_at": now}
+        if max_step_s is not None:  # LeaseKeeper's limit: the ledger holds it from now on
+            fields["step_deadline"] = _step_deadline(row, now, max_step_s)
         if t:
             fields["tokens_used"] = Inc(t)
         if units_done is not None:
             fields["units_done"] = float(units_done)
         if units_total is not None:
             fields["units_total"] = float(units_total)
-        beat = observe.beat_fields(row, now, units_done, wait, new_units)
+        if report is not None:
+            new_units = report.verdict.new_units
+        beat = observe.beat_fields(row, now, units_done, wait, new_units,
+                                   report is not None and report.prepared.text_progress)
+        flags = (observe.FLAG_PROGRESS if "progress_at" in beat else 0) | (
+            observe.FLAG_PARKED if parked else 0)
+        if report is not None:
+            observe.record_observation(core, row["id"], claim.attempt, report, flags, now)
         judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, units_total))
         if judged.verdict == density_rule.ABORT:
             return _stopped(core, claim, row, judged, now, {**fields, **beat})
@@ -157,7 +138,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             fields["density"] = None if judged.verdict == density_rule.CONTINUE else judged.verdict
             cost.journal_change(core, row, judged, claim.worker, now)
         cas_update(core, row, claim, now, **fields, **beat)
-        payload: dict[str, Any] = {"lease_until": now + lease}
+        payload: dict[str, Any] = {"lease_until": until}
         if units_done is not None:
             payload["units_done"] = units_done
         if units_total is not None:
@@ -166,19 +147,39 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             payload["tokens"] = t
         payload.update(observe.beat_payload(row, beat))
         summary = f"{claim.node_key} heartbeat"
-        if prepared is not None:
-            payload.update(new_units=new_units, digest=digest, lines=len(prepared.lines))
-            left_out = novelty.left_out(prepared)
-            if left_out:
-                payload.update(unexamined_lines=prepared.dropped_lines, cut_lines=prepared.cut_lines)
+        if report is not None:
+            payload.update(observe.report_payload(report))
+            if flags:
+                payload["flags"] = flags
+            left_out = novelty.left_out(report.prepared)
             summary += f" (+{new_units} new" + (f"; {left_out})" if left_out else ")")
         if wait is not None:
             summary += f", waiting on {wait[0]}"
         core.journal(claim.task_id, claim.node_key, "execution", "node.heartbeat", claim.worker, summary,
                      payload, at=now)
-        task = core.task_row(claim.task_id)
-    return Pulse(lease_until=until, parked=task["status"] == "parked", new_units=new_units,
-                 gate=core.task_gate(task, now), density=judged.verdict)
+    return Pulse(lease_until=until, parked=parked, new_units=new_units, gate=core.task_gate(task, now),
+                 density=judged.verdict)
+
+
+def _step_deadline(row: Mapping[str, Any], now: float, max_step_s: float | None) -> float | None:
+    """The step's deadline after this heartbeat: the claim's, or one ``max_step_s`` from the claim
+    (LeaseKeeper's limit), whichever is earlier."""
+    deadline = row["step_deadline"]
+    if max_step_s is not None:
+        limit = (row["claimed_at"] if row["claimed_at"] is not None else now) + float(max_step_s)
+        deadline = limit if deadline is None else min(deadline, limit)
+    return deadline
+
+
+def _step_lease(row: Mapping[str, Any], claim: Claim, now: float, until: float, max_step_s: float | None) -> float:
+    """The lease a heartbeat gives: never past the step's deadline; at or past it, refused."""
+    deadline = _step_deadline(row, now, max_step_s)
+    if deadline is None:
+        return until
+    late = step_limit_why({**row, "step_deadline": deadline}, now)
+    if late:
+        raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {late}")
+    return min(until, deadline)
 
 
 def _stopped(core: LedgerCore, claim: Claim, row: Mapping[str, Any], judged: density_rule.Judgement, now: float,
@@ -191,8 +192,9 @@ def _stopped(core: LedgerCore, claim: Claim, row: Mapping[str, Any], judged: den
     cost.journal_change(core, row, judged, claim.worker, now)
     core.journal(claim.task_id, claim.node_key, "system", "node.failed", "warden",
                  f"{claim.node_key} stopped by the ledger: cost density over {density_rule.ABORT_FACTOR:g}× its limit",
-                 {"error": judged.evidence(claim.node_key), "failure_class": "conclusion", "retry": False,
-                  "attempt": claim.attempt, "cost_density": judged.verdict}, at=now)
+                 {"error": f"stopped by the ledger for its cost density: {judged.evidence(claim.node_key)}",
+                  "failure_class": "conclusion", "retry": False, "attempt": claim.attempt,
+                  "cost_density": judged.verdict}, at=now)
     core.maybe_fail_task(claim.task_id, now)
     return Pulse(lease_until=now, parked=task["status"] == "parked", gate=core.task_gate(task, now),
                  density=judged.verdict)

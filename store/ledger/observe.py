@@ -1,39 +1,58 @@
-"""A heartbeat's bookkeeping: what its observation brings, the node's own heartbeat figures and
-its declared wait. The judgement itself is pure (``store/novelty.py``); this module keeps its
-memory in the ledger and bounds the work done inside the write transaction.
+"""A heartbeat's bookkeeping: what its report brings, the node's own heartbeat figures, its declared
+wait, and its clocks standing still under a park. The judgement itself is pure
+(``store/novelty.py``, ``store/concepts.py``); this module keeps its memory in the ledger and
+bounds the work done inside the write transaction.
 
-* **Observation.** Normalised and compared with the attempt's last observations *before* the write
-  transaction (:func:`prepare_observation`: two small reads, pure work capped by
-  ``novelty.MAX_LINES`` / ``MAX_LINE_CHARS`` / ``MAX_COMPARISONS``); inside it only the lookup and
-  insert of at most ``MAX_LINES`` line digests in ``seen_line`` (attempt-scoped digests: a retry
-  starts afresh without a schema change) and one ``observation`` row (:func:`record_observation`).
+* **What the step did and learned** (``observation``, ``action``, ``result``). Judged *before* the
+  write transaction (:func:`judge_report`): the attempt's last ``novelty.RECENT`` observations
+  are read (their stored concepts; the text of the newest ``RECENT_TEXT``), the report is
+  normalised and compared (pure work capped by ``novelty.MAX_LINES`` / ``MAX_LINE_CHARS`` /
+  ``MAX_COMPARISONS`` / ``CONCEPT_LINES``), and the digests it depends on are looked up in
+  ``seen_line`` (lines, concept words, concept sets and their one-word edits, all attempt-scoped,
+  so a retry starts afresh). Only the lease holder writes a node's heartbeats, so this read is
+  current; inside the transaction only the new digests are inserted (a conflict is skipped) with
+  one ``observation`` row (:func:`record_observation`).
 * **Heartbeat figures** (node columns, reset by every claim — :data:`ATTEMPT_RESET`):
-  ``beat_interval_s``, a log-scale moving average of the gaps between this attempt's heartbeats
-  (each gap clipped to ¼-4× the average, so one silence does not redefine "usual");
-  ``units_at``, when ``units_done`` last changed.
+  ``beat_interval_s``, a log-scale moving average of the gaps between this attempt's heartbeats;
+  ``beat_gaps`` (the last ``GAPS_KEPT``) and ``beat_long_s``, the node's *usual long gap* — a high
+  rank of those gaps, or the decayed longest gap seen, whichever is longer — the rhythm
+  ``heartbeat_stale`` judges by (bursts then long work are one rhythm); ``units_at``, when
+  ``units_done`` last changed; ``progress_at``, when the attempt last showed progress
+  (``units_done`` rose, or a number in its report moved toward its stated total).
 * **Declared wait** (``waiting_on``, ``wait_s``): the same wait declared again keeps its start, so
   polling cannot push its deadline; a heartbeat that brings new information without declaring a
   wait ends it (``wait_on`` cleared, ``wait_until`` = the end); the window stays on the node so the
   wait's own observations never count as a loop.
+* **Parks** (:func:`pause_clocks`, called when a park is resumed): the time a running node spent
+  under its task's park does not count against its lease, its silence or its declared wait —
+  each moves on by the parked part of it, and ``paused_s`` adds it up.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .. import novelty, sql
+from ..concepts import fractions
 from ..errors import InvalidValue
 from .core import LedgerCore
 
-OBSERVATION_TEXT_CAP = 4096  # characters of an observation kept for display
+OBSERVATION_TEXT_CAP = 4096  # characters of an observation (and of an action, a result) kept for display
 DEFAULT_WAIT_S = 600.0  # a wait declared without wait_s
 WAIT_ON_CAP = 200
 BEAT_ALPHA = 0.25  # weight of the newest gap in the heartbeat interval's moving average
 BEAT_CLIP = math.log(4.0)
+GAPS_KEPT = 16  # heartbeat gaps a node keeps for its rhythm
+GAPS_LEARNED = 8  # gaps before the rhythm says anything (before: only the lease speaks)
+LONG_DECAY = 0.97  # per heartbeat: a long gap seen long ago weighs less and less
+FLAG_PROGRESS = 1
+FLAG_PARKED = 2
 
 ATTEMPT_RESET: Mapping[str, Any] = {"beat_interval_s": None, "units_at": None, "wait_on": None, "wait_since": None,
-                                    "wait_until": None}
+                                    "wait_until": None, "progress_at": None, "beat_gaps": None, "beat_long_s": None,
+                                    "paused_s": None}
 
 
 def check_wait(waiting_on: str | None, wait_s: float | None) -> tuple[str, float] | None:
@@ -48,42 +67,90 @@ def check_wait(waiting_on: str | None, wait_s: float | None) -> tuple[str, float
     return what, DEFAULT_WAIT_S if wait_s is None else float(wait_s)
 
 
-def prepare_observation(core: LedgerCore, task_id: str, key: str, attempt: int, text: str) -> novelty.Prepared:
-    """Outside the write transaction: the observation normalised and compared with the attempt's
-    last ``novelty.RECENT`` observations (their stored text; a stale read only weakens a near-copy
-    judgement, never the fence)."""
-    rows = sql.fetch_all(core.db, "SELECT o.text, o.digest FROM observation o JOIN node n ON n.id = o.node_id "
-                                  "WHERE n.task_id = ? AND n.key = ? AND o.attempt = ? ORDER BY o.id DESC LIMIT ?",
-                         [task_id, key, attempt, novelty.RECENT])
-    recent = [novelty.Recent(digest, tuple(novelty.normalise_lines(t or ""))) for t, digest in reversed(rows)]
-    return novelty.prepare(text, attempt, recent)
+@dataclass(frozen=True)
+class Report:
+    """What one heartbeat said (any of the three may be None) and how it was judged."""
+
+    observation: str | None
+    action: str | None
+    result: str | None
+    prepared: novelty.Prepared
+    verdict: novelty.Verdict
 
 
-def record_observation(core: LedgerCore, node_id: int, attempt: int, text: str, p: novelty.Prepared,
-                       now: float) -> tuple[int, str]:
-    """Inside the write transaction: look up and remember the observation's line digests, store it.
-    Returns (new lines, the observation's identity)."""
+def _cap(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return text if len(text) <= OBSERVATION_TEXT_CAP else text[:OBSERVATION_TEXT_CAP] + "…[truncated]"
+
+
+def judge_report(core: LedgerCore, task_id: str, key: str, attempt: int, observation: str | None,
+                 action: str | None, result: str | None) -> Report | None:
+    """Outside the write transaction: the report compared with the attempt's last observations and
+    judged against its memory (module doc). None when the heartbeat reports nothing."""
+    if observation is None and action is None and result is None:
+        return None
+    node_id = sql.scalar(core.db, "SELECT id FROM node WHERE task_id = ? AND key = ?", [task_id, key])
+    node_id = -1 if node_id is None else int(node_id)
+    rows = sql.fetch_all(core.db, "SELECT text, action, result, digest, content, concepts FROM observation "
+                                  "WHERE node_id = ? AND attempt = ? ORDER BY id DESC LIMIT ?",
+                         [node_id, attempt, novelty.RECENT])
+    recent = []
+    cache: dict[str, str] = {}  # raw line → normalised: a growing log repeats its lines
+    for i, (text, act, res, digest, content, stored) in enumerate(reversed(rows)):
+        newest = i >= len(rows) - novelty.RECENT_TEXT
+        judged = res if res is not None else text if text or act is None else act
+        lines = novelty.normalise_lines(judged or "", cache) if newest or not stored else ()
+        fracs = fractions("\n".join(t for t in (text, act, res) if t)) if i == len(rows) - 1 else ()
+        recent.append(novelty.decode_concepts(digest, content, stored, lines, fracs))
+    p = novelty.prepare(observation, attempt, recent, action=action, result=result, cache=cache)
     seen: set[str] = set()
-    for chunk in sql.chunks(p.line_digests):
+    for chunk in sql.chunks(p.lookups()):
         seen.update(r[0] for r in sql.fetch_all(
             core.db, f"SELECT digest FROM seen_line WHERE node_id = ? AND digest IN ({sql.marks(len(chunk))})",
             [node_id, *chunk]))
-    fresh = [d for d in p.line_digests if d not in seen]
-    for chunk in sql.chunks(fresh, 400):
+    return Report(observation, action, result, p, novelty.judge(p, seen))
+
+
+def record_observation(core: LedgerCore, node_id: int, attempt: int, report: Report, flags: int, now: float) -> None:
+    """Inside the write transaction: remember what the report added, store it."""
+    v, p = report.verdict, report.prepared
+    for chunk in sql.chunks(list(v.remember), 400):
         values = ", ".join(["(?, ?)"] * len(chunk))
-        sql.execute(core.db, f"INSERT INTO seen_line (node_id, digest) VALUES {values}",
+        sql.execute(core.db, f"INSERT INTO seen_line (node_id, digest) VALUES {values} ON CONFLICT DO NOTHING",
                     [x for h in chunk for x in (node_id, h)])
-    new_units = len(p.new_digests(seen))
-    digest = p.digest(new_units)
-    capped = text if len(text) <= OBSERVATION_TEXT_CAP else text[:OBSERVATION_TEXT_CAP] + "…[truncated]"
-    sql.execute(core.db, "INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?)", [node_id, now, attempt, capped, digest, new_units, len(p.lines)])
-    return new_units, digest
+    sql.execute(core.db, "INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines, action, "
+                         "result, action_key, content, flags, concepts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [node_id, now, attempt, _cap(report.observation) or "", v.digest, v.new_units, p.examined,
+                 _cap(report.action), _cap(report.result), p.action, v.content, flags, novelty.encode_concepts(p)])
+
+
+# ---------------------------------------------------------------------- heartbeat figures
+def _gaps(text: str | None) -> list[float]:
+    out = []
+    for x in (text or "").split():
+        try:
+            out.append(float(x))
+        except ValueError:
+            continue
+    return out
+
+
+def long_gap(gaps: list[float], previous: float | None) -> float | None:
+    """The node's usual long gap: a high rank of its recent gaps (the longest of a few; the second
+    or third longest of more, so one outlier does not set it), or the decayed longest gap seen
+    before — whichever is longer. None before ``GAPS_LEARNED`` gaps."""
+    if len(gaps) < GAPS_LEARNED:
+        return None
+    ranked = sorted(gaps)
+    high = ranked[len(ranked) - 1 - len(ranked) // 8]
+    return max(high, (previous or 0.0) * LONG_DECAY)
 
 
 def beat_fields(row: Mapping[str, Any], now: float, units_done: float | None, wait: tuple[str, float] | None,
-                new_units: int | None) -> dict[str, Any]:
-    """The node columns this heartbeat moves (interval, units_at, wait), from the row before it."""
+                new_units: int | None, text_progress: bool = False) -> dict[str, Any]:
+    """The node columns this heartbeat moves (interval, rhythm, units_at, progress_at, wait), from
+    the row before it."""
     out: dict[str, Any] = {}
     prev = row["heartbeat_at"]
     interval = row["beat_interval_s"]
@@ -95,28 +162,86 @@ def beat_fields(row: Mapping[str, Any], now: float, units_done: float | None, wa
         else:
             step = max(-BEAT_CLIP, min(BEAT_CLIP, math.log(gap / interval)))
             out["beat_interval_s"] = interval * math.exp(BEAT_ALPHA * step)
-    if units_done is not None and (row["units_at"] is None or row["units_done"] is None
-                                   or float(units_done) != float(row["units_done"])):
+        gaps = (_gaps(row.get("beat_gaps")) + [gap])[-GAPS_KEPT:]
+        out["beat_gaps"] = " ".join(f"{g:.2f}" for g in gaps)
+        out["beat_long_s"] = long_gap(gaps, row.get("beat_long_s"))
+    this_attempt = row["units_at"] is not None
+    before = row["units_done"] if this_attempt else None
+    if units_done is not None and (not this_attempt or before is None or float(units_done) != float(before)):
         out["units_at"] = now
+    rose = units_done is not None and float(units_done) > float(before if before is not None else 0.0)
+    if rose or text_progress:
+        out["progress_at"] = now
     current = row["wait_on"] if (row["wait_since"] or 0) >= (row["claimed_at"] or 0) else None
     if wait is not None:
         what, seconds = wait
         since = row["wait_since"] if current == what else now
-        out.update(wait_on=what, wait_since=since, wait_until=since + seconds)
+        until = since + seconds
+        if current == what and row["wait_until"] is not None:
+            until = max(until, row["wait_until"])  # a park moved it on: the paused time stays off the clock
+        out.update(wait_on=what, wait_since=since, wait_until=until)
     elif current and new_units:
         out.update(wait_on=None, wait_until=now)  # new information ends the wait; its window stays
     return out
 
 
+PAYLOAD_COLUMNS = ("beat_interval_s", "units_at", "progress_at", "beat_long_s")
+
+
 def beat_payload(row: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
     """What the heartbeat event carries of these figures, so a reader (the console's
     ``TaskAnalysis``) can follow the node without re-reading it."""
-    merged = {k: fields.get(k, row[k]) for k in ATTEMPT_RESET}
+    merged = {k: fields.get(k, row.get(k)) for k in ATTEMPT_RESET}
     out: dict[str, Any] = {}
-    if merged["beat_interval_s"] is not None:
-        out["beat_interval_s"] = merged["beat_interval_s"]
-    if merged["units_at"] is not None:
-        out["units_at"] = merged["units_at"]
+    for col in PAYLOAD_COLUMNS:
+        if merged[col] is not None:
+            out[col] = merged[col]
     if "wait_on" in fields or merged["wait_on"]:
         out["wait"] = {"on": merged["wait_on"], "since": merged["wait_since"], "until": merged["wait_until"]}
     return out
+
+
+def report_payload(report: Report) -> dict[str, Any]:
+    """What the heartbeat event says of the report (the console's analysis reads it)."""
+    v, p = report.verdict, report.prepared
+    out: dict[str, Any] = {"new_units": v.new_units, "digest": v.digest, "lines": p.examined}
+    if p.action is not None:
+        out.update(action_key=p.action, action=novelty.excerpt(report.action))
+    if report.result is not None:
+        out.update(content=v.content, result=novelty.excerpt(report.result))
+    if v.paraphrases:
+        out["paraphrases"] = v.paraphrases
+    left_out = novelty.left_out(p)
+    if left_out:
+        out.update(unexamined_lines=p.dropped_lines, cut_lines=p.cut_lines)
+    return out
+
+
+# ---------------------------------------------------------------------- parks
+def pause_clocks(db: Any, task_id: str, parked_at: float | None, now: float, keys: Any = None) -> None:
+    """A park of the task since ``parked_at`` ends now: for each node still running under it,
+    the parked part of its lease, its silence and its declared wait does not count. Each clock
+    moves on by the time it ran under the park: ``lease_until`` and ``heartbeat_at`` by ``now -
+    max(parked_at, heartbeat_at)`` (a heartbeat during the park counts as one at the resume),
+    a wait that had not ended by ``now - max(parked_at, wait_since)``; ``paused_s`` adds the part
+    of the park this attempt lived through. Inside the resume's write transaction."""
+    if parked_at is None or now <= parked_at:
+        return
+    cols = ("id", "key", "lease_until", "heartbeat_at", "claimed_at", "wait_on", "wait_since", "wait_until", "paused_s")
+    rows = sql.fetch_all(db, f"SELECT {', '.join(cols)} FROM node WHERE task_id = ? AND status = 'running' "
+                             "AND lease_until IS NOT NULL", [task_id])
+    for r in (dict(zip(cols, values)) for values in rows):
+        if keys is not None and r["key"] not in keys:
+            continue
+        start = max(parked_at, r["claimed_at"] or parked_at)
+        if r["lease_until"] <= parked_at or start >= now:
+            continue  # its lease had ended before the park: not this park's doing
+        last = max(start, r["heartbeat_at"] or start)
+        fields: dict[str, Any] = {"lease_until": r["lease_until"] + (now - last),
+                                  "paused_s": (r["paused_s"] or 0.0) + now - start}
+        if r["heartbeat_at"] is not None:
+            fields["heartbeat_at"] = r["heartbeat_at"] + (now - last)
+        if r["wait_on"] and r["wait_until"] is not None and r["wait_until"] > start:
+            fields["wait_until"] = r["wait_until"] + (now - max(start, r["wait_since"] or start))
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        sql.execute(db, f"UPDATE node SET {sets} WHERE id = ?", [*fields.values(), r["id"]])

@@ -68,7 +68,8 @@ NODE_VIEW_COLUMNS = (
     "output_ref, output_digest, attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, "
     "max_claims, tokens_used, wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, "
     "claimed_at, claim_count, next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, "
-    "finished_at, version, beat_interval_s, units_at, wait_on, wait_since, wait_until"
+    "finished_at, version, beat_interval_s, units_at, wait_on, wait_since, wait_until, progress_at, beat_long_s, "
+    "paused_s"
 )
 NODE_VIEW_POSITION = 7  # index of ``position`` in a NODE_VIEW_COLUMNS row
 _NODE_VIEW_FIELDS = tuple(f.name for f in dataclass_fields(NodeView))
@@ -80,7 +81,7 @@ def node_view(r: Sequence[Any], deps: tuple[str, ...], cache: dict[str, Any] | N
      attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, max_claims, tokens_used,
      wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, claimed_at, claim_count,
      next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, finished_at, version,
-     beat_interval_s, units_at, wait_on, wait_since, wait_until) = r
+     beat_interval_s, units_at, wait_on, wait_since, wait_until, progress_at, beat_long_s, paused_s) = r
     return _fast_node_view((
         id_, task_id, key, kind, title, status, deps, position, json_value(pre, cache) or {}, input_digest,
         json_value(output),
@@ -88,7 +89,8 @@ def node_view(r: Sequence[Any], deps: tuple[str, ...], cache: dict[str, Any] | N
         bool(always_admit), max_claims, int(tokens_used), float(wall_used_s), units_done, units_total,
         lease_owner if token else None, lease_until if token else None, heartbeat_at, claimed_at, claim_count,
         next_retry_at, tuple(json_value(rejections) or ()), parked_at, park_reason, park_until, wake_on, started_at,
-        finished_at, int(version), beat_interval_s, units_at, wait_on, wait_since, wait_until,
+        finished_at, int(version), beat_interval_s, units_at, wait_on, wait_since, wait_until, progress_at,
+        beat_long_s, paused_s,
     ))
 
 
@@ -152,7 +154,8 @@ def artifact_view(r: Mapping[str, Any], task_id: str, node_key: str) -> Artifact
 
 
 def observation_view(o: Mapping[str, Any]) -> ObservationView:
-    return ObservationView(o["id"], o["at"], o["attempt"], o["text"], o["digest"], o["new_units"], o["lines"])
+    return ObservationView(o["id"], o["at"], o["attempt"], o["text"], o["digest"], o["new_units"], o["lines"],
+                           o.get("action"), o.get("result"), int(o.get("flags") or 0))
 
 
 def action_view(r: Mapping[str, Any]) -> ActionView:

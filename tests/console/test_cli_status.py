@@ -88,4 +88,5 @@ def test_graph_human_output_lists_the_evidence(db, capsys):
     assert code == 0, err
     assert "⚠ 2" in out  # node a's stall mark
     assert "⚠ alarm no_new_info a: last 5 observations added 0 new lines" in out
-    assert "⚠ alarm repeating a: the same observation 6 times in a row" in out
+    # 5, not 6: the first heartbeat showed progress (units_done 0 → 1), and a loop is judged after progress
+    assert "⚠ alarm repeating a: the same observation 5 times in a row" in out

@@ -303,9 +303,10 @@ def test_the_example_runs_across_processes(tmp_path):
             k: "succeeded" for k in ("plan", "draft", "check", "review", "publish")}
 
 
-def test_a_loop_node_whose_lease_expired_while_parked_is_taken_back(ledger, clock):
-    """Parked mid-loop (by an operator, here from inside the node: deterministic), the lease of
-    the held loop node expires; after the resume the next run reclaims it and finishes."""
+def test_a_loop_node_held_across_a_park_keeps_its_lease_and_finishes(ledger, clock):
+    """Parked mid-loop (by an operator, here from inside the node: deterministic), the held loop
+    node's lease clock stands still while the task is parked (issue 25: parked time is not
+    running time); after the resume the next run carries on with the same attempt and finishes."""
     box: dict[str, Any] = {}
 
     def spin(s: S) -> S:
@@ -326,10 +327,12 @@ def test_a_loop_node_whose_lease_expired_while_parked_is_taken_back(ledger, cloc
     r = s.run({"x": 0})
     assert (r.status, r.reason) == ("blocked", "parked")
     assert ledger.node("exp", "spin").status == "running"  # held across the park (no --now)
-    clock.advance(120)  # the lease expires while parked
+    clock.advance(120)  # four leases' worth of park: the lease does not run out meanwhile
     ledger.apply(ledger.plan_resume("exp"), operator="op")
+    held = ledger.node("exp", "spin")
+    assert held.lease_until is not None and held.lease_until > clock() and held.paused_s == pytest.approx(120)
     r = s.run(None)
     assert r.status == "completed" and r.output == {"x": 5}
     spin_node = ledger.node("exp", "spin")
-    assert spin_node.status == "succeeded" and spin_node.attempt == 2 and spin_node.output == {"x": 5}
+    assert spin_node.status == "succeeded" and spin_node.attempt == 1 and spin_node.output == {"x": 5}
     assert ledger.task("exp").status == "completed"

@@ -125,7 +125,7 @@ def test_an_in_place_repair_revokes_work_running_on_the_rejected_draft(ledger):
     v = ledger.claim("r", "w", key="verify")
     t = ledger.claim("r", "w2", key="translate")
     ledger.commit(v, output={"ok": False}, repair=True)
-    with pytest.raises(LeaseLost, match="revoked"):
+    with pytest.raises(LeaseLost, match="revoked by the repair round 1 of verify"):
         ledger.commit(t, output={"translated": "v1"})
     assert ledger.node("r", "translate").status == "pending"
     [e] = [e for e in ledger.events(0, task_id="r") if e.kind == "node.repair"]

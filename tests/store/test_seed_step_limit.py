@@ -38,7 +38,7 @@ def test_heartbeats_never_carry_a_step_past_its_limit(ledger, clock, limit, leas
     assert ledger.node("t", "n0").status == "running" and ledger.node("t", "n0").output is None
     again = ledger.claim("t", "w2", lease_s=lease)  # the lease ended at the limit: reclaimed
     assert again.node_key == "n0" and again.attempt == 2 and again.step_deadline is None
-    with pytest.raises(LeaseLost, match="reclaimed after expiry"):
+    with pytest.raises(LeaseLost, match="reclaimed by w2 after it expired"):
         ledger.commit(c, output={"late": True})
     ledger.commit(again, output={"on time": True})
     assert ledger.node("t", "n0").output == {"on time": True}

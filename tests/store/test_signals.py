@@ -85,14 +85,14 @@ def test_observations_of_an_earlier_attempt_do_not_count(ledger, clock, running)
 
 # ---------------------------------------------------------------------- heartbeats and leases
 def test_heartbeat_stale_just_inside_and_just_past_the_limit(ledger, clock, running):
-    for _ in range(4):
-        beat(ledger, clock, running)  # every 10 s, lease 60 s → limit min(max(3 × 10, 10), 30) = 30 s
+    for _ in range(9):  # 8 gaps: the rhythm is learned
+        beat(ledger, clock, running)  # every 10 s, lease 60 s → limit max(2 × 10, 10, 60 / 2) = 30 s
     clock.advance(30)
     assert not sigs(ledger, kind="heartbeat_stale")
     clock.advance(0.5)
     (s,) = sigs(ledger, kind="heartbeat_stale")
     assert s.severity == "warn" and s.since == clock() - 30.5
-    assert s.evidence == "no heartbeat for 30s (usual interval 10s); lease ends in 30s"
+    assert s.evidence == "no heartbeat for 30s (its long gaps ~10s); lease ends in 30s"
 
 
 def test_orphaned_when_the_lease_expires(ledger, clock, running):
@@ -247,7 +247,11 @@ def test_park_suppresses_stall_signals_and_resume_restores_them(ledger, clock, r
     clock.advance(3600)
     (s,) = sigs(ledger)
     assert (s.kind, s.node, s.severity) == ("park_expired", None, "warn")
+    node = ledger.node("t", "a")
+    left = node.lease_until - node.heartbeat_at  # the whole lease was left at the park (it beat just before)
     ledger.apply(ledger.plan_resume("t"), operator="op")
+    assert set(kinds(ledger)) == {"no_new_info", "repeating"}  # the lease's clock stood still while parked
+    clock.advance(left + 0.5)
     assert set(kinds(ledger)) >= {"no_new_info", "repeating", "orphaned"}
 
 

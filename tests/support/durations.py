@@ -81,10 +81,11 @@ def fan(n: int) -> list[tuple[str, ...]]:
 def _simple(shape: Callable[[random.Random], float], *, n: int = 40, workers: int | tuple[int, int] = 2,
             history: int = 60, deps: str = "chain", est: str | None = None, est_sigma: float = 0.5,
             fresh_kind: bool = True, drift: tuple[float, float] | None = None, drift_across: float = 0.0,
-            kinds: int = 1) -> Maker:
+            kinds: int = 1, task_factor: float | tuple[float, float] = 1.0) -> Maker:
     """A workload maker. ``est``: None (no est_wall_s), 'node' (true median × error per node) or
     'kind' (one error per kind). ``drift``: nodes' durations scale from ×a at the first to ×b at the
-    last node of the task. ``drift_across``: trial t scales by 1 + drift_across·t."""
+    last node of the task. ``drift_across``: trial t scales by 1 + drift_across·t. ``task_factor``:
+    the task's nodes run this many times as long as the kind's history (a range: drawn per trial)."""
     median_probe = random.Random(0)
     median = sorted(shape(median_probe) for _ in range(2001))[1000]
 
@@ -104,10 +105,11 @@ def _simple(shape: Callable[[random.Random], float], *, n: int = 40, workers: in
         else:
             dd = fan(n)
         kind_err = [math.exp(rng.gauss(0, est_sigma)) for _ in range(kinds)]
+        factor = task_factor if isinstance(task_factor, (int, float)) else rng.uniform(*task_factor)
         nodes = []
         for i in range(n):
             j = i % kinds
-            d = shape(rng) * scale[j] * across
+            d = shape(rng) * scale[j] * across * factor
             if drift is not None:
                 a, b = drift
                 d *= a + (b - a) * i / max(1, n - 1)
@@ -140,6 +142,16 @@ WORKLOADS: dict[str, Maker] = {
     "drift ×1→×3 in the task": _simple(lognormal(60, 0.5), drift=(1.0, 3.0)),
     "drift ×1→×3 in the task, σ1.0": _simple(lognormal(60, 1.0), drift=(1.0, 3.0)),
     "drift across tasks ×1→×3": _simple(lognormal(60, 0.5), fresh_kind=False, drift_across=0.1, history=30),
+    # issue 25: a task slower than its kind's history; rich bimodal histories
+    "task 3× slower than its history, σ0.3": _simple(lognormal(60, 0.3), task_factor=3.0, history=120),
+    "task 3× slower than its history, σ0.5": _simple(lognormal(60, 0.5), task_factor=3.0, history=120),
+    "task 3× slower than its history, σ1.0": _simple(lognormal(60, 1.0), task_factor=3.0, history=200),
+    "task 2-4× slower, σ0.7, 60 nodes on 3 workers": _simple(lognormal(60, 0.7), task_factor=(2.0, 4.0),
+                                                            history=150, n=60, workers=3, deps="layered"),
+    "rich bimodal history (20 s / 200 s)": _simple(bimodal(20, 200), history=300),
+    "rich bimodal history (10 s / 60 s, even)": _simple(bimodal(10, 60, p_a=0.5, sigma=0.2), history=400),
+    "rich bimodal history (30 s / 300 s, σ0.5)": _simple(bimodal(30, 300, p_a=0.7, sigma=0.5), history=250,
+                                                        workers=3, deps="layered", n=50),
     # cold starts
     "cold: 0 samples, no est": _simple(lognormal(60, 0.7), history=0),
     "cold: 1 sample": _simple(lognormal(60, 0.7), history=1),

@@ -2,8 +2,9 @@
 not be mistaken for one. Each generator takes a ``random.Random`` and yields observation texts.
 
 They are written to be broader than what the signals were tuned on (``docs/estimates.md`` lists
-them): loops that only change a counter, a timestamp, an id, a temp path or a duration; cycles of
-2-4 texts; near copies with random edits; shuffles of old lines; stack traces with new addresses —
+them): loops that only change a counter (an attempt or retry count, or a number with no total: a
+number moving toward a stated total is progress, issue 25), a timestamp, an id, a temp path or a
+duration; cycles of 2-4 texts; near copies with random edits; shuffles of old lines; stack traces with new addresses —
 each in several shapes (one line, several, with or without a header), whitespace and case varied.
 Progress brings new words: sentences built from a large random vocabulary, with counters,
 timestamps and ids around them, similar-looking lines (``fixed test_x in tests/test_y.py``), a
@@ -124,7 +125,7 @@ def loop_counter(rng: random.Random) -> Iterator[str]:
     total = rng.randint(60, 200)
     while True:
         n += rng.choice((1, 1, 1, 2))
-        yield [f"retry #{n}: {body}", f"attempt {n} of {total}\n{body}", f"[{n}/{total}] {body}",
+        yield [f"retry #{n}: {body}", f"attempt {n} of {total}\n{body}", f"[{n}] {body}",
                f"{body} (try {n}, {n * 3} requests so far)"][shape]
 
 

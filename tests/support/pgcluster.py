@@ -67,12 +67,21 @@ class Cluster:
         if r.returncode != 0:
             raise RuntimeError(f"pg_ctl {args.split()[0]} failed: {r.stdout} {r.stderr}")
 
-    def start(self, *, durable: bool = False) -> "Cluster":
+    def start(self, *, durable: bool = False, standby_of: "Cluster | None" = None) -> "Cluster":
         """``durable``: a server as one would run it (``fsync=on``, ``synchronous_commit=on``: every
-        commit waits for its WAL flush) instead of the tests' fast one (bench_fleet.py's capacity)."""
-        r = _as_postgres(f"{PGBIN}/initdb -D '{self.data}' -A trust -U postgres")
-        if r.returncode != 0:
-            raise RuntimeError(f"initdb failed: {r.stderr}")
+        commit waits for its WAL flush) instead of the tests' fast one (bench_fleet.py's capacity).
+        ``standby_of``: a hot standby (a read replica) of that running cluster, by streaming
+        replication (``pg_basebackup -R``)."""
+        if standby_of is not None:
+            r = _as_postgres(f"{PGBIN}/pg_basebackup -D '{self.data}' -R -X stream -h 127.0.0.1 "
+                             f"-p {standby_of.port} -U postgres")
+            if r.returncode != 0:
+                raise RuntimeError(f"pg_basebackup failed: {r.stderr}")
+            os.chmod(self.data, 0o700)  # initdb does this; the server refuses a wider data directory
+        else:
+            r = _as_postgres(f"{PGBIN}/initdb -D '{self.data}' -A trust -U postgres")
+            if r.returncode != 0:
+                raise RuntimeError(f"initdb failed: {r.stderr}")
         if durable:
             opts = (f"-p {self.port} -k '{self.data}' -c listen_addresses=127.0.0.1 -c fsync=on "
                     "-c synchronous_commit=on -c max_connections=100")

@@ -131,6 +131,7 @@ class _Attempt:
     slow: bool
     lines: list[str] = field(default_factory=list)
     loop_obs: int = 0
+    units: int = 0  # units_done last reported (a loop freezes them there)
     detected_after: int | None = None
     alarms: set[str] = field(default_factory=set)
     warns: set[str] = field(default_factory=set)
@@ -267,7 +268,7 @@ def _run_task(ledger: Ledger, clock: ManualClock, rng: random.Random, cfg: SimCo
                 text = a.lines[-1] if a.lines else "still working"
             else:
                 text = "\n".join(rng.sample(a.lines, min(len(a.lines), rng.randint(1, 3))))
-            units = math.floor(a.units_total * (a.loop_at / a.duration) ** a.gamma)
+            units = a.units  # frozen where the last healthy heartbeat left them
         else:
             # new words, not only a new number: a counter alone is not new information
             fresh = [f"{a.key} step {len(a.lines) + j}: {sentence(rng)}" for j in range(rng.randint(1, 2))]
@@ -278,6 +279,7 @@ def _run_task(ledger: Ledger, clock: ManualClock, rng: random.Random, cfg: SimCo
                 a.lines.extend(fresh)
                 text = "\n".join(fresh)
             units = math.floor(a.units_total * min(1.0, e / a.duration) ** a.gamma)
+            a.units = units
         ledger.heartbeat(a.claim, units_done=units, units_total=a.units_total, tokens=rng.randint(100, 400),
                          observation=text)
         pump()

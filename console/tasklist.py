@@ -1,0 +1,372 @@
+"""The task list's model, for a fleet: thousands of tasks, a filter, an urgency order, a summary.
+
+Each change costs the UI thread the same whatever the number of tasks (issue 29: 5,000 tasks, under
+1 ms of UI work per change): a row's view is replaced in place; when the change moves it in the
+display order (the urgency order, or in or out of the filter) it is taken out and put back by
+bisection on its sort key (the list's other rows are not looked at, nor re-sorted); the summary's
+totals move by the row's difference. Only a new filter text or a new order walks every row.
+
+* **Order** (``order``): ``"created"`` — creation order, as the ledger lists tasks — or
+  ``"urgency"``: unfinished tasks first; among them the most alarms first (signals of severity
+  alarm, a budget at its hard or stop gate counts as one), then the most open handoffs (agents
+  waiting for a person), then the budget's gate (stop, hard, soft, ok) and how much of it is used,
+  then the most warnings, then the latest P80 (the task that will finish last); ties in creation
+  order. Finished tasks (completed, failed, aborted) follow, in creation order.
+* **Filter** (``/``): every word must match the task's id, title, status or origin (``/mcp``,
+  ``/parked``, ``/t04 nightly``).
+* **Summary** (:class:`Summary`): tasks by status, alarms, open handoffs, tokens used in all (the
+  header's spend rate is its rise over the last minute) — kept as totals, moved by each row's
+  change. Agents alive come from the journal (:class:`AgentsAlive`), not from task rows.
+
+Rows are addressed two ways: a *row* is the task's index in :attr:`TaskListModel.rows` (creation
+order; stable), a *position* its place on screen (filtered and ordered).
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_left, insort
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from store.report import budget_json, empty_eta
+from store.views import EventView, TaskView
+
+from .glyphs import MARKS, TASK_GLYPHS, age_label, eta_label, task_label
+from .model import FINISHED_TASK, TASK_COLUMNS, progress_text, signals_cell, status_cell
+from .text import safe_line
+from .widgets.figures import gauge
+from .widgets.rowlist import Cell
+
+Clock = Callable[[], float]
+ORDERS = ("created", "urgency")
+GATE_RANK = {"stop": 3, "hard": 2, "soft": 1}
+SPEND_WINDOW_S = 60.0  # the spend rate: tokens used over the last minute
+ALIVE_AFTER_WRITE_S = 60.0  # an agent that wrote within this long counts as alive, lease or not
+
+
+@dataclass
+class TaskRow:
+    view: TaskView
+    eta: Mapping[str, Any] = field(default_factory=empty_eta)
+    signals: tuple[Any, ...] = ()
+    # what the summary counted for this row (so a change moves the totals by its difference)
+    alarms: int = 0
+    warns: int = 0
+    gate: str = "ok"  # the budget's gate and ratio, as the row shows them
+    ratio: float = 0.0
+    key: tuple[Any, ...] = ()  # its sort key in the current order (ends with the row number: unique)
+    shown: bool = False  # in the display order (matches the filter)
+
+
+def severities(view: TaskView, signals: Sequence[Any]) -> tuple[int, int, str, float]:
+    """(alarms, warnings, budget gate, budget ratio) of a task row: its signals, and its budget's
+    gate as the row shows it (a hard or stop gate is an alarm, a soft one a warning)."""
+    alarms = warns = 0
+    for s in signals:
+        sev = s.get("severity") if isinstance(s, Mapping) else getattr(s, "severity", None)
+        if sev == "alarm":
+            alarms += 1
+        else:
+            warns += 1
+    gate, ratio = "ok", 0.0
+    if view.token_cap or view.wall_cap_s:
+        b = budget_json(view)
+        gate, ratio = b["gate"], float(b["ratio"])
+        if gate in ("hard", "stop"):
+            alarms += 1
+        elif gate == "soft":
+            warns += 1
+    return alarms, warns, gate, ratio
+
+
+@dataclass
+class Summary:
+    """The list's totals (see the module's docstring); :meth:`spend_rate` in tokens a second."""
+
+    by_status: dict[str, int] = field(default_factory=dict)
+    alarms: int = 0
+    handoffs: int = 0
+    tokens: int = 0
+    spend: deque = field(default_factory=deque)  # (monotonic time, tokens in all), the last minute's
+
+    def add(self, row: TaskRow, sign: int) -> None:
+        v = row.view
+        self.by_status[v.status] = self.by_status.get(v.status, 0) + sign
+        if not self.by_status[v.status]:
+            del self.by_status[v.status]
+        self.alarms += sign * row.alarms
+        self.handoffs += sign * v.handoffs_open
+        self.tokens += sign * v.tokens_used
+
+    def sample(self, now: float) -> None:
+        spend = self.spend
+        if not spend or spend[-1][1] != self.tokens or now - spend[-1][0] > 5.0:
+            spend.append((now, self.tokens))
+        while len(spend) > 2 and now - spend[1][0] > SPEND_WINDOW_S:
+            spend.popleft()
+
+    def spend_rate(self, now: float) -> float | None:
+        """Tokens a second over (up to) the last minute; None before two samples a second apart."""
+        if len(self.spend) < 2:
+            return None
+        t0, n0 = self.spend[0]
+        t1, n1 = self.spend[-1]
+        span = max(now, t1) - t0
+        return (n1 - n0) / span if span >= 1.0 else None
+
+
+class AgentsAlive:
+    """Workers seen in the journal: alive while the lease their last claim or heartbeat took lasts,
+    or within ``ALIVE_AFTER_WRITE_S`` of their last write (an agent between two nodes)."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+
+    def seed(self, leases: Iterable[tuple[str, float]]) -> None:
+        """(worker, lease_until) of the leases held when the console started."""
+        for worker, until in leases:
+            self._until[worker] = max(self._until.get(worker, 0.0), float(until))
+
+    def saw(self, events: Iterable[EventView]) -> None:
+        until = self._until
+        for e in events:
+            if e.layer != "execution" or not e.actor:
+                continue
+            lease = e.payload.get("lease_until") if isinstance(e.payload, Mapping) else None
+            t = max(float(lease) if isinstance(lease, (int, float)) else 0.0, e.at + ALIVE_AFTER_WRITE_S)
+            if t > until.get(e.actor, 0.0):
+                until[e.actor] = t
+
+    def count(self, now: float) -> int:
+        until = self._until
+        gone = [w for w, t in until.items() if t <= now]
+        for w in gone:
+            del until[w]
+        return len(until)
+
+
+class TaskListModel:
+    """Every task; filtered, in creation or urgency order (see the module's docstring)."""
+
+    def __init__(self, clock: Clock, monotonic: Clock = time.monotonic) -> None:
+        self.clock = clock
+        self.monotonic = monotonic
+        self.rows: list[TaskRow] = []
+        self.index: dict[str, int] = {}
+        self.filter_text = ""
+        self._terms: list[str] = []
+        self.order = "created"
+        self._keys: list[tuple[Any, ...]] = []  # the shown rows' keys, in display order
+        self.summary = Summary()
+        self.agents = AgentsAlive()
+
+    # ------------------------------------------------------------------ loading and changes
+    def load(self, tasks: Iterable[TaskView]) -> None:
+        """Every task afresh (the first read, or a replaced ledger); estimates and signals already
+        known are kept."""
+        old = {r.view.task_id: r for r in self.rows}
+        self.rows = []
+        for t in tasks:
+            prev = old.get(t.task_id)
+            self.rows.append(TaskRow(t, prev.eta, prev.signals) if prev is not None else TaskRow(t))
+        self.index = {r.view.task_id: i for i, r in enumerate(self.rows)}
+        self.summary = Summary(spend=self.summary.spend)
+        for r in self.rows:
+            self._measure(r)
+            self.summary.add(r, +1)
+        self.summary.sample(self.monotonic())
+        self._rebuild()
+
+    def update(self, tasks: Iterable[TaskView]) -> tuple[list[int], bool]:
+        """Fresh task rows. Returns (positions to repaint, whether rows moved or were added: then
+        repaint everything on screen)."""
+        changed: list[int] = []
+        moved = False
+        for t in tasks:
+            i = self.index.get(t.task_id)
+            if i is None:
+                i = self.index[t.task_id] = len(self.rows)
+                row = TaskRow(t)
+                self.rows.append(row)
+                self._measure(row)
+                self.summary.add(row, +1)
+                self._place(i)
+                moved = True
+                continue
+            row = self.rows[i]
+            self.summary.add(row, -1)
+            row.view = t
+            self._measure(row)
+            self.summary.add(row, +1)
+            if self._replace(i):
+                moved = True
+            elif row.shown:
+                changed.append(i)
+        self.summary.sample(self.monotonic())
+        if moved:
+            return [], True
+        return self.positions(changed), False
+
+    def set_analysis(self, task_id: str, eta: Mapping[str, Any] | None, signals: Sequence[Any]) -> int | None:
+        """A task's estimate and signals; its position when it is shown and did not move (None: not
+        shown, or moved — :meth:`take_moved` then says so)."""
+        i = self.index.get(task_id)
+        if i is None:
+            return None
+        row = self.rows[i]
+        self.summary.add(row, -1)
+        row.eta = eta or empty_eta()
+        row.signals = tuple(signals)
+        self._measure(row)
+        self.summary.add(row, +1)
+        if self._replace(i):
+            self._moved = True
+            return None
+        return self.position_of(i)
+
+    _moved = False
+
+    def take_moved(self) -> bool:
+        """Whether a :meth:`set_analysis` since the last call moved a row (repaint the screen)."""
+        moved, self._moved = self._moved, False
+        return moved
+
+    # ------------------------------------------------------------------ order and filter
+    def set_order(self, order: str) -> None:
+        if order not in ORDERS:
+            raise ValueError(f"unknown order {order!r}")
+        self.order = order
+        self._rebuild()
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text.strip()
+        self._terms = self.filter_text.casefold().split()
+        self._rebuild()
+
+    def _matches(self, v: TaskView) -> bool:
+        for term in self._terms:
+            if not (term in v.task_id.casefold() or term in v.title.casefold() or v.status.startswith(term)
+                    or term == v.origin):
+                return False
+        return True
+
+    def _key(self, i: int) -> tuple[Any, ...]:
+        if self.order == "created":
+            return (i,)
+        row = self.rows[i]
+        v = row.view
+        if v.status in FINISHED_TASK:
+            return (1, 0, 0, 0, 0.0, 0, 0.0, i)
+        p80 = (row.eta or {}).get("p80_s")
+        return (0, -row.alarms, -v.handoffs_open, -GATE_RANK.get(row.gate, 0), -row.ratio, -row.warns,
+                -(p80 if isinstance(p80, (int, float)) else -1.0), i)
+
+    def _rebuild(self) -> None:
+        keys = []
+        for i, r in enumerate(self.rows):
+            r.shown = self._matches(r.view)
+            r.key = self._key(i)
+            if r.shown:
+                keys.append(r.key)
+        keys.sort()
+        self._keys = keys
+
+    def _place(self, i: int) -> None:
+        row = self.rows[i]
+        row.key = self._key(i)
+        row.shown = self._matches(row.view)
+        if row.shown:
+            insort(self._keys, row.key)
+
+    def _replace(self, i: int) -> bool:
+        """Row ``i`` changed: take it out of the display order and put it back where it belongs now.
+        Returns whether its place (or its being shown) changed."""
+        row = self.rows[i]
+        key, shown = self._key(i), self._matches(row.view)
+        if key == row.key and shown == row.shown:
+            return False
+        if row.shown:
+            p = bisect_left(self._keys, row.key)
+            del self._keys[p]
+        row.key, row.shown = key, shown
+        if shown:
+            insort(self._keys, key)
+        return True
+
+    def _measure(self, row: TaskRow) -> None:
+        row.alarms, row.warns, row.gate, row.ratio = severities(row.view, row.signals)
+
+    # ------------------------------------------------------------------ rows and positions
+    def position_of(self, row: int) -> int | None:
+        r = self.rows[row] if 0 <= row < len(self.rows) else None
+        if r is None or not r.shown:
+            return None
+        return bisect_left(self._keys, r.key)
+
+    def positions(self, rows: Iterable[int]) -> list[int]:
+        out = []
+        for r in rows:
+            p = self.position_of(r)
+            if p is not None:
+                out.append(p)
+        return out
+
+    def position_of_task(self, task_id: str) -> int | None:
+        i = self.index.get(task_id)
+        return None if i is None else self.position_of(i)
+
+    def row_at(self, pos: int) -> TaskRow | None:
+        if 0 <= pos < len(self._keys):
+            return self.rows[self._keys[pos][-1]]
+        return None
+
+    def row_count(self) -> int:
+        return len(self._keys)
+
+    def row_cells(self, pos: int) -> list[Cell]:
+        row = self.row_at(pos)
+        if row is None:
+            return []
+        t = row.view
+        b = budget_json(t)
+        if t.token_cap or t.wall_cap_s:
+            budget = (f"{gauge(b['ratio'], 6)} {b['ratio'] * 100:3.0f}% {b['gate']}",
+                      {"ok": "", "soft": "warn"}.get(b["gate"], "alarm"))
+        else:
+            budget = (MARKS["dash"], "dim")
+        # A finished task has no time left: no P80, not even the last one computed while it ran
+        # (the next analysis would drop it a few seconds later).
+        eta = None if t.status in FINISHED_TASK else row.eta
+        sigs = list(row.signals)
+        if b["gate"] in ("soft", "hard", "stop") and (t.token_cap or t.wall_cap_s):
+            sigs.append({"kind": f"budget_{b['gate']}", "severity": "warn" if b["gate"] == "soft" else "alarm"})
+        return [
+            (task_label(t.task_id, t.origin), "key"),
+            status_cell(t.status, TASK_GLYPHS),
+            (progress_text(t.counts), ""),
+            (eta_label(eta), "" if (eta or {}).get("p80_s") is not None else "dim"),
+            budget,
+            signals_cell(sigs),
+            (f"{MARKS['handoff']}{t.handoffs_open}", "blocked") if t.handoffs_open else (MARKS["dash"], "dim"),
+            (age_label(self.clock() - t.created_at), "dim"),
+            (safe_line(t.title), ""),
+        ]
+
+    # ------------------------------------------------------------------ the header's summary
+    def summary_text(self) -> str:
+        """One line: agents alive, tasks active (and parked), alarms, open handoffs, spend rate."""
+        s = self.summary
+        now = self.clock()
+        parts = [f"{self.agents.count(now)} agents", f"{s.by_status.get('active', 0)} active"]
+        if s.by_status.get("parked"):
+            parts.append(f"{s.by_status['parked']} parked")
+        parts.append(f"{MARKS['signal']} {s.alarms} alarm{'s' if s.alarms != 1 else ''}")
+        parts.append(f"{MARKS['handoff']} {s.handoffs} open")
+        rate = s.spend_rate(self.monotonic())
+        parts.append(f"{rate * 60:,.0f} tokens/min" if rate is not None else f"{MARKS['dash']} tokens/min")
+        return "  ".join(safe_line(p) for p in parts)
+
+
+__all__ = ["AgentsAlive", "ORDERS", "Summary", "TASK_COLUMNS", "TaskListModel", "TaskRow", "severities"]
