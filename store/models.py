@@ -93,6 +93,9 @@ class Task(BaseModel):
     # Which integration made the task (schema 4 part "origin"): python, langgraph, mcp, run,
     # claude... None on a task made before it was recorded (TaskView.origin derives one).
     origin = pw.CharField(max_length=32, null=True)
+    # Tokens per unit of progress a node may spend (``Budget(density_limit=)``; None: the
+    # ledger judges nothing — store/density.py).
+    density_limit = pw.DoubleField(null=True)
     revision = pw.BigIntegerField(default=1)
     created_at = pw.DoubleField()
     updated_at = pw.DoubleField()
@@ -154,6 +157,14 @@ class Node(BaseModel):
     beat_gaps = pw.TextField(null=True)
     beat_long_s = pw.DoubleField(null=True)
     paused_s = pw.DoubleField(null=True)
+    # The seed rules (schema 4 part "seed rules", docs/agents.md): the running step's deadline when
+    # its claim set ``max_step_s`` (heartbeats never extend the lease past it; writes after it are
+    # refused); the ledger's cost-density verdict on the running attempt (``hold`` /
+    # ``finish_no_successor``, None: nothing to act on); and the repair request a repair commit
+    # handed to this node's rerun (``Claim.inputs["repair"]``), cleared when it commits.
+    step_deadline = pw.DoubleField(null=True)
+    density = pw.CharField(max_length=32, null=True)
+    repair = JSONField(null=True)
 
     class Meta:
         indexes = (
