@@ -43,7 +43,7 @@ from .novelty import excerpt, judge_sequence
 SEVERITIES = ("info", "warn", "alarm")
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
 TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired", "wake",
-              "budget_insufficient")
+              "budget_insufficient", "drift_suspected", "alignment_due")
 
 
 @dataclass(frozen=True)

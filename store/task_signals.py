@@ -1,5 +1,5 @@
 """Task-level signals of round 2: ``wake``, ``budget_insufficient`` and ``park_expired`` for a park
-without an until. Computed from the ledger as it is now (nothing stored), like every signal;
+without an until (and, from store/mind/signals.py, round 3's ``drift_suspected`` and ``alignment_due``). Computed from the ledger as it is now (nothing stored), like every signal;
 ``store.signals`` adds them to the others (:func:`extra`).
 
 * ``wake`` (alarm) — a parked task or node whose wake condition is met (store/wake_conditions.py):
@@ -28,6 +28,7 @@ from . import budget as budget_mod
 from . import density, sql
 from . import wake_conditions as wc
 from .clock import duration_text
+from .mind import signals as mind_signals
 
 BUDGET_INSUFFICIENT_NODES = 20
 PARK_EXPIRY_S = 48 * 3600.0  # a park without an until asks to be re-confirmed after this long
@@ -44,6 +45,7 @@ def extra(ledger: Any, task: Any, now: float, thresholds: Any = None) -> list[Si
     out += park_expiry_signals(ledger, task, now, expiry)
     out += budget_insufficient(ledger, task, now)
     out += cost_density_acted(ledger, task)
+    out += mind_signals.signals(task, now)  # drift_suspected, alignment_due (store/mind/signals.py)
     return out
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple
 
 from . import validate as v
+from .mind import rules as mind_rules
+from .mind.views import MindState, NodeMind
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,13 @@ class NodeSpec:
     retryable: bool = True
     units_total: float | None = None
     max_claims: int | None = None
+    serves: tuple[str, ...] = ()  # the task's requirement ids this node serves
 
     def __post_init__(self) -> None:
-        """Check every field (``InvalidValue`` names the bad one); ``deps`` becomes a tuple."""
+        """Check every field (``InvalidValue`` names the bad one); ``deps`` and ``serves`` become tuples."""
         check_node_spec(self)
         object.__setattr__(self, "deps", tuple(self.deps))
+        object.__setattr__(self, "serves", mind_rules.serves("serves", self.serves, "NodeSpec"))
 
 
 def check_node_spec(spec: NodeSpec, where: str = "NodeSpec") -> None:
@@ -69,6 +73,7 @@ def check_node_spec(spec: NodeSpec, where: str = "NodeSpec") -> None:
     v.flag("retryable", f("retryable"), where)
     v.number("units_total", f("units_total"), where, hi=v.UNITS_MAX)
     v.number("max_claims", f("max_claims"), where, lo=1, hi=v.COUNT_MAX, integer=True)
+    mind_rules.serves("serves", f("serves"), where)
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,7 @@ class TaskView:
     wake_state: Mapping[str, Any] | None = None  # wake conditions of parks (store/wake.py)
     origin: str = "python"  # which integration made it: python, langgraph, mcp, run, claude (rows.task_origin)
     density_limit: float | None = None  # tokens per unit a node may spend (Budget(density_limit=))
+    mind: MindState = MindState()  # requirements, drift and alignment counters, plan version (store/mind/)
 
     @property
     def total(self) -> int:
@@ -207,6 +213,9 @@ class NodeView:
     progress_at: float | None = None  # when the attempt last showed progress (loops are judged after it)
     beat_long_s: float | None = None  # its usual long gap between heartbeats (``heartbeat_stale``)
     paused_s: float | None = None  # seconds the attempt spent under a park (its clocks stood still)
+    serves: tuple[str, ...] = ()  # the requirement ids it serves (store/mind/)
+    removed_in: int | None = None  # the plan version that removed it while it ran …
+    removed_mode: str | None = None  # … and what happens when it ends (wait | discard)
 
     @property
     def has_lease(self) -> bool:
@@ -372,3 +381,4 @@ class NodeDetail:
     handoffs: tuple[HandoffView, ...]
     events: tuple[EventView, ...]  # decision layer first, then the rest, each newest first
     failure: EventView | None = None  # the node's last ``node.failed`` event (its own class and flags)
+    mind: NodeMind | None = None  # what it serves, what its next claim is handed (store/mind/read.py)

@@ -25,6 +25,7 @@ from typing import Any, Callable, Generator, Mapping, Sequence
 
 from store import Claim, LeaseLost, Ledger, NodeSpec, Pulse, Refused, WardenError
 
+from .mind import MindSteps
 from .world import FIX_S, IDLE_S, LEASE_S, LOOP_CAP, REPO, REPORT_SECTIONS, ROLES, TEST_S, TICK_S, WORKFLOW_VERSIONS
 from .world import rng_for
 from .world import sha256_hex, uniform_for
@@ -37,8 +38,9 @@ class SimulatedCrash(BaseException):
 Work = Generator[float, None, Any]
 
 
-class DemoAgent:
-    """One simulated agent. :meth:`loop` is a generator of simulated seconds to wait."""
+class DemoAgent(MindSteps):
+    """One simulated agent. :meth:`loop` is a generator of simulated seconds to wait. (The steps of
+    the mind scenarios, ``perf-audit`` and ``search-latency``, are in ``console/demo/mind.py``.)"""
 
     def __init__(
         self,

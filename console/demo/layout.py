@@ -13,6 +13,7 @@ from store import Budget, Ledger, ManualClock, NodeSpec, Refused, system_clock
 from store.clock import Clock, iso
 from store.runs import write_atomic, write_json
 
+from .mind import create_mind_tasks
 from .simulation import Simulation
 from .world import HISTORY_AGO_S, HISTORY_TASKS, LIVE_TASKS, REPO, WORKFLOW_VERSIONS, maint_simulation, sha256_hex
 
@@ -138,6 +139,7 @@ def create_demo(directory: str | os.PathLike[str], *, seed: int = 7, clock: Cloc
         sim.run(until=now - 60.0, stop=lambda: ledger_is_quiet(led, ids))
     with Ledger.open(paths.ledger, clock=clock) as led:
         create_tasks(led, seed, history=False)
+        create_mind_tasks(led, seed)  # requirements, a replan, drift, a memory (console/demo/mind.py)
     return paths
 
 

@@ -39,11 +39,15 @@ WORKFLOW_VERSIONS = {"code-maintenance": "3", "report": "2", "triage": "1"}
 MAINT_KINDS = ("scan", "classify", "fix", "test", "approval", "open_pr", "summary")
 WRITER_KINDS = ("draft", "verify", "finalize")
 TRIAGE_KINDS = ("triage",)
+AUDITOR_KINDS = ("profile", "rank", "estimate")  # the mind scenarios (console/demo/mind.py)
+RESEARCHER_KINDS = ("trace", "tune", "propose", "alignment")
 ROLES: dict[str, tuple[str, ...] | None] = {
     "fixer": MAINT_KINDS, "writer": WRITER_KINDS, "triager": TRIAGE_KINDS, "any": None,
+    "auditor": AUDITOR_KINDS, "researcher": RESEARCHER_KINDS,
 }
 ROSTER: tuple[tuple[str, str], ...] = (
     ("w1", "fixer"), ("w2", "fixer"), ("w3", "fixer"), ("w4", "writer"), ("w5", "triager"), ("w6", "any"),
+    ("w7", "auditor"), ("w8", "researcher"),
 )
 
 MODULES: tuple[tuple[str, str], ...] = (

@@ -27,6 +27,7 @@ class TaskState(NamedTuple):
     preconditions: Any  # JSON: {name: value}
     parked_at: float | None
     wake_state: Any  # JSON: the parks' wake conditions (store/wake_conditions.py)
+    mind: Any  # JSON: the task's mind counters (store/mind/views.py MindState; an alignment verdict moves them)
 
 
 def read_task(core: LedgerCore, task_id: str, *, lock: TaskLock | None = None) -> TaskState:

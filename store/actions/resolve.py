@@ -13,7 +13,9 @@ from ..clock import iso
 from ..db import read_tx
 from ..errors import NotFound, Refused
 from ..ledger import unsafe
-from ..ledger.core import LedgerCore
+from ..ledger.core import LedgerCore, digest_json
+from ..mind import alignment
+from ..mind.views import MindState
 from ..models import Handoff
 from ..rules import HANDOFF, NAME_OPT, TEXT_OPT
 from ..validate import HANDOFF_ID_RE, show
@@ -59,6 +61,13 @@ class ResolveParams(Action):
         retry = [tx.ids[k] for k, (a, b) in tx.plan.changes.items() if a == "failed" and b == "pending"]
         set_nodes(tx, [i for i in tx.changed_to("pending") if i not in retry], {"status": "pending", **REVOKE, **BUMP})
         set_nodes(tx, retry, {**FRESH, "error": None, "failure_class": None})
+        answered = tx.changed_to("succeeded")  # an alignment check: the option is its verdict
+        if answered:
+            output = {"verdict": self.option, "notes": self.answer, "by": tx.operator}
+            set_nodes(tx, answered, {"status": "succeeded", "output": output, "output_digest": digest_json(output),
+                                     "finished_at": tx.now, **REVOKE, **BUMP})
+            alignment.on_verdict(tx.core, tx.plan.task_id, alignment.CheckNode(answered[0], self.node, 0), output,
+                                 tx.now, tx.operator, MindState.of(tx.task.mind))
         n = tx.core.bind(Handoff.update(status="resolved", resolution_option=self.option,
                                         resolution_answer=self.answer, resolved_by=tx.operator, resolved_at=tx.now)
                          .where((Handoff.id == int(tx.plan.target)) & (Handoff.status == "open"))).execute()
@@ -74,6 +83,7 @@ class HandoffRow(NamedTuple):
     id: int
     task_id: str
     node_id: int
+    kind: str
     status: str
     question: str
     options: Any  # JSON: [{"id", "label", "consequence"}]
@@ -129,7 +139,9 @@ def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None
         n = pl.node_by_id(core, h.node_id)
         changes: dict[str, tuple[str, str]] = {}
         warnings = []
-        if n.status == "blocked":
+        if n.status == "blocked" and h.kind == alignment.KIND:
+            changes[n.key] = ("blocked", "succeeded")  # the answer is the check's verdict (store/mind/alignment.py)
+        elif n.status == "blocked":
             changes[n.key] = ("blocked", "pending")
         elif n.status == "failed" and option != unsafe.LEAVE_FAILED:
             changes[n.key] = ("failed", "pending")  # run it again: a retry with the person's answer

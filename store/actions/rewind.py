@@ -15,6 +15,7 @@ from typing import Any
 from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
+from ..mind import record as mind_record
 from ..rules import ID, TEXT_OPT
 from . import planning as pl
 from .action import Action, Command, Flag, Key
@@ -44,6 +45,10 @@ class RewindParams(Action):
         return target
 
     def apply(self, tx: ApplyTx) -> Outcome:
+        # The rewound node's path is rejected, with the operator's reason (store/mind/record.py).
+        mind_record.rejected_for_nodes(tx.core, tx.plan.task_id, [tx.ids[self.node]], tx.plan.reason,
+                                       origin="rewind", actor=tx.operator, now=tx.now,
+                                       source=f"operator {tx.operator} (rewind)")
         append_rejections(tx, tx.changed_to("pending"), tx.plan.reason, FRESH)
         return Outcome(task_fields=tx.reopens(), settle=True)
 

@@ -31,6 +31,7 @@ from .. import sql
 from ..clock import iso
 from ..db import read_tx, register_result, retry_write, write_tx
 from ..errors import NotFound, Refused
+from ..mind import recall, replan
 from ..sql import Inc
 from ..views import Claim
 from . import compensation, cost, pause, unsafe
@@ -78,6 +79,8 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
         if isinstance(result, _Judge):  # a node to settle in its own transaction first, then go again
             if result.why == "unsafe":
                 unsafe.fail_unsafe(core, result.task_id, result.node_id, worker)
+            elif result.why == "removed":  # removed by a replan: abandoned, not reclaimed (store/mind/replan.py)
+                replan.end_removed(core, result.task_id, result.node_id, worker)
             else:
                 _fail_over_claimed(core, result.task_id, result.node_id, worker)
             continue
@@ -86,8 +89,8 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
 
 
 class _Judge(NamedTuple):
-    """A claim round met a node it must not hand out: over its ``max_claims``, or expired with
-    work that cannot safely run twice (``unsafe``)."""
+    """A claim round met a node it must not hand out: over its ``max_claims``, expired with work
+    that cannot safely run twice (``unsafe``), or expired after a replan removed it (``removed``)."""
 
     why: str
     task_id: str
@@ -183,6 +186,8 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
                 row = _find_claimable(core, tid, now, gate in ("hard", "stop"), kinds, key, worker, fit)
             if row is None:
                 continue
+            if row["status"] == "running" and row["removed_in"] is not None:
+                return _Judge("removed", tid, row["id"])
             if row["status"] == "running" and unsafe.unsafe_to_reclaim(core, row):
                 return _Judge("unsafe", tid, row["id"])
             limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
@@ -213,6 +218,9 @@ def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool
     if kinds:
         extra += f" AND n.kind IN ({sql.marks(len(kinds))})"
         params.extend(kinds)
+    elif key is None:  # an alignment check is answered only by a claim that asks for it (store/mind/alignment.py)
+        extra += " AND n.kind <> ?"
+        params.append(recall.ALIGNMENT)
     admit = ""
     admit_params: list[Any] = []
     for column, margin, room in (("est_tokens", budget_mod.TOKEN_MARGIN, fit and fit[0]),
@@ -313,9 +321,11 @@ def _take(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], wor
 def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     """The task inputs, the dependencies' outputs, the rejections and the latest resolution."""
     deps = {}
-    for key, output, ref, dig, status in sql.fetch_all(
-            core.db, "SELECT s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
+    dep_ids: list[int] = []
+    for dep_id, key, output, ref, dig, status in sql.fetch_all(
+            core.db, "SELECT s.id, s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
                      "JOIN node s ON s.id = e.src_id WHERE e.dst_id = ? ORDER BY s.position", [row["id"]]):
+        dep_ids.append(dep_id)
         deps[key] = {
             "output": sql.json_value(output),
             "output_ref": ref, "digest": dig, "status": status,
@@ -339,7 +349,10 @@ def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, A
         "resolution": resolution,
         "attempt": int(row["attempt"]) + 1,
         "repair": row.get("repair"),
+        "memory": recall.memory_inputs(core, task, row, dep_ids),  # the task's mind (store/mind/recall.py)
     }
+    if row["kind"] == recall.ALIGNMENT:
+        out["alignment"] = recall.alignment_inputs(core, task, row)
     if row["kind"] == compensation.KIND:
         out["effect"] = compensation.effect_for_node(core, row["id"])
     return out

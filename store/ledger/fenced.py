@@ -19,6 +19,9 @@ from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, 
 from ..sql import Inc
 from ..views import Claim, NodeSpec, Pulse
 from .. import wake
+from ..mind import alignment as mind_alignment
+from ..mind import record as mind_record
+from ..mind import state as mind_state
 from . import compensation as compensations
 from . import cost, lost, pause
 from . import repair as repairs
@@ -262,10 +265,13 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order)
     row = fence(core, claim, now)
     how = repairs.mode(core, task, row, next_nodes, repair_from) if repair else None
+    if row["kind"] == mind_alignment.KIND:
+        mind_alignment.check_output(output)  # an alignment check commits its verdict
+    discard = row["removed_in"] is not None and row["removed_mode"] == "discard"  # a replan removed it (mind/replan.py)
     t = _add_tokens(core, claim, tokens)
     wall = now - (row["claimed_at"] or now)
     fields: dict[str, Any] = dict(
-        status="succeeded", output=output, output_ref=output_ref, output_digest=digest_json(output),
+        status="abandoned" if discard else "succeeded", output=output, output_ref=output_ref, output_digest=digest_json(output),
         lease_owner=row["lease_owner"], lease_token=None, lease_until=None, finished_at=now,
         wall_used_s=Inc(wall), version=Inc(1), error=None, failure_class=None, repair=None,
     )
@@ -301,6 +307,13 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     if how == repairs.UNROLLED:
         core.bind(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == claim.task_id)).execute()
         payload.update(repair=task["repair_count"] + 1, max_repairs=task["max_repairs"], mode=repairs.UNROLLED)
+    if discard:  # its result is kept for audit only: dependents do not get it, follow-ups are not added
+        payload.update(removed_in=row["removed_in"], next_nodes_dropped=[s.key for s in next_nodes])
+        discarded = core.journal(claim.task_id, claim.node_key, "execution", "node.discarded", claim.worker,
+                                 f"{claim.node_key} finished; result discarded (plan v{row['removed_in']} removed it)",
+                                 payload, at=now)
+        core.maybe_complete_task(claim.task_id, now)
+        return discarded
     event_id = core.journal(claim.task_id, claim.node_key, "execution", "node.committed", claim.worker,
                             summary or f"{claim.node_key} succeeded (attempt {claim.attempt})", payload, at=now)
     if row["kind"] == compensations.KIND:
@@ -315,6 +328,7 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
                          f"{', '.join(next(iter(rewired.values())))} instead of {claim.node_key}",
                          {"nodes": sorted(rewired), "rewired": rewired, "from": claim.node_key}, at=now)
     _successors_by_cost(core, claim, row, t, units_done, now)
+    mind_state.on_commit(core, task, row, output, now, claim.worker)  # drift run, alignment checks
     core.maybe_complete_task(claim.task_id, now)
     if task["wake_state"]:
         wake.check_tx(core, claim.task_id, now)
@@ -355,10 +369,24 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
         can_retry = row["retryable"] if retryable is None else bool(retryable)
         limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
         exhausted = limit is not None and row["claim_count"] >= limit
+        removed = row["removed_in"] is not None  # a replan removed it while it ran: no retry (mind/replan.py)
         common: dict[str, Any] = dict(lease_token=None, lease_until=None, error=str(error),
                                       failure_class=failure_class, wall_used_s=Inc(wall), version=Inc(1))
         if t:
             common["tokens_used"] = Inc(t)
+        # A failed attempt is always written as a rejected path (seed 004), its error the reason.
+        mind_record.on_fail(core, claim.task_id, row, claim.attempt, str(error), failure_class, claim.worker, now,
+                            retry=can_retry and not exhausted and not removed)
+        if removed:
+            cas_update(core, row, claim, now, status="abandoned", finished_at=now, **common)
+            pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+            eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
+                               f"{claim.node_key} failed ({failure_class}); abandoned: plan v{row['removed_in']} "
+                               "removed it", {"error": str(error)[:2000], "failure_class": failure_class,
+                                              "retry": False, "removed_in": row["removed_in"],
+                                              "attempt": claim.attempt}, at=now)
+            core.maybe_complete_task(claim.task_id, now)
+            return eid
         if can_retry and not exhausted:
             delay = float(retry_after_s) if retry_after_s is not None else retry_delay(claim.attempt)
             cas_update(core, row, claim, now, status="pending", next_retry_at=now + delay, **common)

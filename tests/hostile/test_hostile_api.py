@@ -56,6 +56,7 @@ class World:
         cr = ledger.claim("t", "w1", lease_s=10**6)
         self.hr = ledger.request_human(cr, kind="confirm", question="done?", options=[{"id": "ok"}])
         ledger.apply(ledger.plan_resolve(self.hr, option="ok"), operator="op")
+        self.mid = ledger.propose_memory(self.ca, "the build comes first")  # the task's mind (issue 27)
 
     def target(self) -> str:
         return self.l.db.display if self.l.db.backend == "sqlite" else self.l.db.url
@@ -128,6 +129,21 @@ class World:
             "artifacts": lambda: {"task_id": t},
             "latest_artifact": lambda: {"task_id": t},
             "wait_for_resolution": lambda: {"handoff_id": self.hr, "timeout": 0},
+            # the task's mind (issue 27)
+            "conclude": lambda: {"claim": self.ca, "text": "found it", "source": "src/a.py", "kind": "rejected",
+                                 "reason": "no"},
+            "propose_memory": lambda: {"claim": self.ca, "text": self.fresh("memory "), "scope": "kind"},
+            "replan": lambda: {"task_id": t, "add": [NodeSpec(self.fresh("rp"))], "remove": [], "reorder": [],
+                               "narrow": None, "trigger": "pattern", "in_flight": "wait", "reason": "r",
+                               "actor": "me"},
+            "mind": lambda: {"task_id": t},
+            "plans": lambda: {"task_id": t},
+            "requirements": lambda: {"task_id": t},
+            "conclusions": lambda: {"task_id": t, "kind": "finding", "node": None, "limit": 5},
+            "node_mind": lambda: {"task_id": t, "key": "a"},
+            "memories": lambda: {"status": "pending", "limit": 5},
+            "memory": lambda: {"memory_id": self.mid},
+            "plan_memory": lambda: {"memory_id": self.mid, "decision": "reject", "reason": "r"},
         }[method]()
 
 

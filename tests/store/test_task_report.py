@@ -92,6 +92,9 @@ NEW = {"task": ["paused_s", "paused_since", "wake_state"],
        "node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]}  # schema 3's
 NEW["task"] += ["origin"]  # schema 4 part "origin" (issue 28)
 NEW_TABLES = ["write_request"]  # schema 2's
+NEW["task"] += ["mind"]  # schema 4 part "mind" (issue 27)
+NEW["node"] += ["serves", "removed_in", "removed_mode"]
+NEW_TABLES += ["requirement", "conclusion", "plan_version", "memory"]
 NEW["node"] += ["progress_at", "beat_gaps", "beat_long_s", "paused_s"]  # schema 4, part "novelty"
 NEW["observation"] = ["action", "result", "action_key", "content", "flags", "concepts"]  # schema 4, "novelty"
 NEW["node"] = NEW["node"] + ["step_deadline", "density", "repair"]  # schema 4's part "seed rules"
