@@ -169,7 +169,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="wakes")
     def check_wakes(self) -> None:
-        self.feed.read(lambda ledger: ledger.check_wakes())
+        self.feed.read(lambda ledger: (ledger.check_wakes(), ledger.check_expired(actor="console")))
 
     def _tick(self) -> None:
         """Once a second: time-based figures (lease countdowns, ages) on the screen on top only."""

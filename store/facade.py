@@ -54,7 +54,7 @@ from .views import (
     Pulse,
     TaskView,
 )
-from .ledger import build, claims, fenced, queries, waits
+from .ledger import build, claims, fenced, queries, unsafe, waits
 from .ledger.checked import checked
 from .ledger.core import LedgerCore
 
@@ -142,7 +142,7 @@ class Ledger(LedgerCore):
 
     def claim(self, task_id: str | None, worker: str, lease_s: float = 30.0, *,
               kinds: Sequence[str] | None = None, key: str | None = None,
-              workflow_version: str | None = None) -> Claim | None:
+              workflow_version: str | None = None, max_step_s: float | None = None) -> Claim | None:
         """Claim a ready node of ``task_id`` (or of any active task when None), or None.
 
         Ready: pending, every dependency succeeded or abandoned, ``next_retry_at`` passed, task
@@ -154,10 +154,29 @@ class Ledger(LedgerCore):
         Under a token or wall cap a pending node whose estimate (``est_tokens`` × 1.2,
         ``est_wall_s`` × 1.5) does not fit in what is left is passed over unless it is
         ``always_admit``. An aborted task offers only its ``compensation`` nodes (a claim across
-        tasks gets them only when ``kinds`` names ``"compensation"``). With ``workflow_version``
-        a task of another version gives None (journalled once per task, worker and version).
+        tasks gets them only when ``kinds`` names ``"compensation"``). A task of another
+        ``workflow_version`` gives None (journalled once per task, worker and version): a claim
+        naming none only takes tasks created without one. Past the task's hard budget gate (stop
+        included) only ``always_admit`` nodes, the closing steps, are claimable.
+
+        ``max_step_s``: the step's time limit, recorded on the node — heartbeats never extend the
+        lease past it, and every write after it raises ``LeaseLost`` naming the limit.
+
+        Never reclaimed: an expired node whose work cannot safely run twice (``retryable=False``,
+        or an effect intended and never confirmed) — it fails and asks a human instead
+        (:meth:`check_expired`). While a node of the task is on cost-density ``hold`` nothing new
+        of the task is claimed (docs/agents.md "Rules the ledger holds").
         """
-        return claims.claim(self, task_id, worker, lease_s, kinds, key, workflow_version)
+        return claims.claim(self, task_id, worker, lease_s, kinds, key, workflow_version, max_step_s)
+
+    def check_expired(self, task_ids: Sequence[str] | None = None, *, actor: str = "") -> list[dict[str, Any]]:
+        """Judge every running node whose lease has expired and whose work cannot safely run twice
+        (``retryable=False``, or an effect intended and never confirmed): it fails and asks a human
+        (an ``exception`` handoff with the evidence) instead of waiting to be reclaimed. A claim
+        does the same when it meets one; ``warden check-wakes`` and the console call this so it
+        happens even when no worker is left. Returns ``{"task_id", "node", "handoff", "why"}`` per
+        node judged now (each is judged once); on a read-only ledger it does nothing."""
+        return unsafe.check_expired(self, task_ids, actor or "warden")
 
     # ------------------------------------------------------------------ fenced writes
     def heartbeat(
@@ -173,6 +192,7 @@ class Ledger(LedgerCore):
         wait_s: float | None = None,
         action: str | None = None,
         result: str | None = None,
+        max_step_s: float | None = None,
     ) -> Pulse:
         """Extend the lease and record progress. Raises LeaseLost when the claim no longer holds.
 
@@ -184,6 +204,10 @@ class Ledger(LedgerCore):
         While ``units_done`` rises (or a number in the report moves toward its stated total:
         "41/100" → "42/100", not an attempt count) neither is an alarm.
 
+        ``max_step_s`` gives the step a time limit from its claim (an earlier one stays; what
+        ``LeaseKeeper`` sends): no heartbeat extends the lease past it, and every write after it
+        raises ``LeaseLost`` naming the limit — as with ``claim(max_step_s=)``.
+
         ``waiting_on="ci", wait_s=600`` declares that the node is polling something for up to
         ``wait_s``: its repeated observations meanwhile raise no stall signal, past the deadline it
         is ``overdue``; declaring the same wait again keeps its start, and an observation that
@@ -193,7 +217,7 @@ class Ledger(LedgerCore):
         """
         return fenced.heartbeat(self, claim, units_done=units_done, units_total=units_total, tokens=tokens,
                                 observation=observation, lease_s=lease_s, waiting_on=waiting_on, wait_s=wait_s,
-                                action=action, result=result)
+                                action=action, result=result, max_step_s=max_step_s)
 
     def commit(
         self,
@@ -207,15 +231,22 @@ class Ledger(LedgerCore):
         next_nodes: Sequence[NodeSpec] = (),
         repair: bool = False,
         summary: str | None = None,
+        repair_from: Sequence[str] = (),
     ) -> int:
         """Record the step's result atomically: output, artifact, tokens, timings, status
         succeeded, follow-up nodes (``next_nodes``) and the journal event. Returns the event id.
 
-        ``repair=True`` counts one repair loop against the task's ``max_repairs``: past it the
-        commit is refused (ask a human instead).
+        ``repair=True``: the output is a failing check's verdict; one repair round is counted
+        against the task's ``max_repairs`` and the work goes back — through ``next_nodes`` that
+        depend on this node (the nodes that depended on it then wait for their last ones), else in
+        place: ``repair_from`` (default: its direct dependencies) and everything downstream, this
+        node included, → pending with the verdict in their next claim's ``inputs["repair"]``.
+        With the budget spent the node fails and the task is marked failed
+        (store/ledger/repair.py).
         """
         return fenced.commit(self, claim, output=output, output_ref=output_ref, tokens=tokens, artifact=artifact,
-                             units_done=units_done, next_nodes=next_nodes, repair=repair, summary=summary)
+                             units_done=units_done, next_nodes=next_nodes, repair=repair, summary=summary,
+                             repair_from=repair_from)
 
     def commit_many(self, commits: Sequence[tuple[Claim, Mapping[str, Any]]]) -> list[int | WardenError]:
         """Group commit: several steps' commits in ONE write transaction (one fsync).

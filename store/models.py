@@ -94,6 +94,9 @@ class Task(BaseModel):
     # Which integration made the task (schema 4 part "origin"): python, langgraph, mcp, run,
     # claude... None on a task made before it was recorded (TaskView.origin derives one).
     origin = pw.CharField(max_length=32, null=True)
+    # Tokens per unit of progress a node may spend (``Budget(density_limit=)``; None: the
+    # ledger judges nothing — store/density.py).
+    density_limit = pw.DoubleField(null=True)
     # The task's mind (store/mind/state.py): requirement count, drift and alignment settings and
     # counters, the plan version. JSON or None (None: the defaults, no requirements).
     mind = JSONField(null=True)
@@ -158,6 +161,14 @@ class Node(BaseModel):
     beat_gaps = pw.TextField(null=True)
     beat_long_s = pw.DoubleField(null=True)
     paused_s = pw.DoubleField(null=True)
+    # The seed rules (schema 4 part "seed rules", docs/agents.md): the running step's deadline when
+    # its claim set ``max_step_s`` (heartbeats never extend the lease past it; writes after it are
+    # refused); the ledger's cost-density verdict on the running attempt (``hold`` /
+    # ``finish_no_successor``, None: nothing to act on); and the repair request a repair commit
+    # handed to this node's rerun (``Claim.inputs["repair"]``), cleared when it commits.
+    step_deadline = pw.DoubleField(null=True)
+    density = pw.CharField(max_length=32, null=True)
+    repair = JSONField(null=True)
     # The task's mind (schema 4, store/mind/): the requirement ids the node serves (JSON list or
     # None), and the plan version that removed it while it ran, with what happens to it then.
     serves = JSONField(null=True)

@@ -186,7 +186,7 @@ def BUDGET_OPT(c: Ctx, a: str, x: Any) -> Any:
         return x
     if not isinstance(x, Budget):
         raise v.refuse(a, "must be a store.Budget", x, where=c.where)
-    Budget(x.tokens, x.wall_s, x.soft_ratio)  # re-checked: a frozen dataclass can still be forged
+    Budget(x.tokens, x.wall_s, x.soft_ratio, getattr(x, "density_limit", None))  # re-checked: forgeable
     return x
 
 
@@ -394,7 +394,7 @@ def REPLAN_SPECS(c: Ctx, a: str, x: Any) -> Any:
 
 COMMIT_RULES: dict[str, Rule] = {
     "output": JSON, "output_ref": TEXT_OPT, "tokens": TOKENS, "artifact": ARTIFACT_OPT, "units_done": UNITS,
-    "next_nodes": SPECS, "repair": FLAG, "summary": TEXT_OPT,
+    "next_nodes": SPECS, "repair": FLAG, "summary": TEXT_OPT, "repair_from": IDS_OPT,
 }
 
 

@@ -103,6 +103,18 @@ SCHEMA_4_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
 ]
 
 
+def _seed_rules(db: pw.Database) -> None:
+    """The seed rules (issue 26): a step's deadline, the cost-density verdict and the repair request
+    on the node; the task's cost-density limit. All nullable: existing rows need no rewrite."""
+    _add_columns(db, "node", [
+        ("step_deadline", "REAL", "DOUBLE PRECISION"),
+        ("density", "VARCHAR(32)", "VARCHAR(32)"),
+        ("repair", "TEXT", "TEXT"),
+    ])
+    _add_columns(db, "task", [("density_limit", "REAL", "DOUBLE PRECISION")])
+
+
+SCHEMA_4_PARTS.append(("seed rules", _seed_rules))
 def _mind(db: pw.Database) -> None:
     """The task's mind (issue 27): tables ``requirement``, ``conclusion``, ``plan_version``,
     ``memory``; task ``mind`` (JSON); node ``serves`` (JSON), ``removed_in``, ``removed_mode``. All

@@ -13,11 +13,14 @@ from .mind.views import MindState, NodeMind
 @dataclass(frozen=True)
 class Budget:
     """A task's caps: ``tokens`` (a whole number ≥ 1), ``wall_s`` (seconds > 0), either None for no
-    cap; ``soft_ratio`` in (0, 1]. Checked when built: a bad value raises ``InvalidValue``."""
+    cap; ``soft_ratio`` in (0, 1]; ``density_limit``: tokens per unit of progress a node may spend
+    (> 0; None: judged against the task's own norm, store/density.py). Checked when built: a bad
+    value raises ``InvalidValue``."""
 
     tokens: int | None = None
     wall_s: float | None = None
     soft_ratio: float = 0.7
+    density_limit: float | None = None
 
     def __post_init__(self) -> None:
         w = "Budget"
@@ -26,6 +29,8 @@ class Budget:
                                                     hi=v.DURATION_S_MAX))
         object.__setattr__(self, "soft_ratio", v.number("soft_ratio", self.soft_ratio, w, lo=0, lo_open=True, hi=1,
                                                         optional=False))
+        object.__setattr__(self, "density_limit", v.number("density_limit", self.density_limit, w, lo=0,
+                                                           lo_open=True, hi=v.TOKENS_MAX))
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,7 @@ class Claim:
     inputs: Mapping[str, Any]
     admission: str = "admit"  # admit | admit_degraded (the budget governor's word)
     lease_s: float = 30.0
+    step_deadline: float | None = None  # claim(max_step_s=): every write after it is refused
 
     def __repr__(self) -> str:  # never print the token
         return f"Claim({self.task_id}/{self.node_key}, worker={self.worker!r}, attempt={self.attempt})"
@@ -96,6 +102,9 @@ class Pulse:
     parked: bool = False
     new_units: int | None = None
     gate: str = "ok"
+    # The ledger's cost-density verdict on the step (store/density.py): ``continue``, ``hold``,
+    # ``finish_no_successor`` or ``abort`` (the ledger stopped the node: drop the step).
+    density: str = "continue"
 
 
 @dataclass(frozen=True)
@@ -133,6 +142,7 @@ class TaskView:
     waited_s: float = 0.0  # all the time the clock stood still, the current stop included (at read time)
     wake_state: Mapping[str, Any] | None = None  # wake conditions of parks (store/wake.py)
     origin: str = "python"  # which integration made it: python, langgraph, mcp, run, claude (rows.task_origin)
+    density_limit: float | None = None  # tokens per unit a node may spend (Budget(density_limit=))
     mind: MindState = MindState()  # requirements, drift and alignment counters, plan version (store/mind/)
 
     @property
@@ -151,7 +161,7 @@ class TaskView:
             return None
         if self.status == "parked":
             return "parked"
-        return "handoff" if self.counts.get("blocked") else "parked node"
+        return "handoff" if self.counts.get("blocked") or self.handoffs_open else "parked node"
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ def plan_escalate(core: LedgerCore, task_id: str, node: str, *, reason: str, que
         task = pl.open_task(core, task_id)
         reason = pl.require_reason(reason, "escalate")
         n = pl.node_one(core, task_id, node)
-        if n.status == "blocked":
+        if n.status == "blocked" or (n.status == "failed" and n.id in pl.nodes_with_open_handoffs(core, task_id)):
             raise Refused(f"node {node} is already waiting for a human (see `warden handoffs`)")
         if n.status in ("succeeded", "abandoned", "parked"):
             raise Refused(f"node {node} is {n.status}: "

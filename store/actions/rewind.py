@@ -76,12 +76,14 @@ def plan_rewind(core: LedgerCore, task_id: str, node: str, *, reason: str) -> Pl
                 if c.status == "parked":
                     parked.append(c.key)
         ids = {c.id for c in closure if c.key in changes}
-        blocked_ids = {c.id for c in closure if changes.get(c.key, ("",))[0] == "blocked"}
+        # blocked nodes, and failed ones asking a human (store/ledger/unsafe.py), have open handoffs
+        blocked_ids = {c.id for c in closure if changes.get(c.key, ("",))[0] in ("blocked", "failed")}
         effects, ewarn = pl.effects(core, task_id, ids)
         warnings = []
         if parked:
             warnings.append(f"parked node(s) downstream stay parked: {pl.names(parked)}")
         warnings += ewarn
+        warnings += pl.asked_again(core, task_id, ids, {c.id: c.key for c in closure})
         after = pl.reopened_status(core, task, changes)
         return pl.make_plan(core, RewindParams(node=node), task, node, reason, closure, changes, kept=kept,
                             status_after=after, versions_of=closure,

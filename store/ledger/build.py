@@ -68,6 +68,7 @@ def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, work
                 token_cap=budget.tokens,
                 wall_cap_s=budget.wall_s,
                 soft_ratio=budget.soft_ratio,
+                density_limit=budget.density_limit,
                 max_claims=max_claims,
                 max_repairs=max_repairs,
                 origin=origin,

@@ -137,11 +137,13 @@ API: dict[str, dict[str, Rule]] = {
     # claims (key=, workflow_version= are this round's additions)
     "admit": {"task_id": ID, "node_key": ID},
     "claim": {"task_id": ID_OPT, "worker": NAME, "lease_s": LEASE, "kinds": KINDS_OPT, "key": ID_OPT,
-              "workflow_version": TEXT_OPT},
+              "workflow_version": TEXT_OPT, "max_step_s": LEASE_OPT},
+    "check_expired": {"task_ids": IDS_OPT, "actor": ACTOR},
     # fenced writes (waiting_on=, wait_s= are this round's additions)
     "heartbeat": {"claim": CLAIM, "units_done": UNITS, "units_total": UNITS, "tokens": TOKENS,
                   "observation": TEXT_OPT, "lease_s": LEASE_OPT, "waiting_on": WAITING_ON_OPT, "wait_s": WAIT_S_OPT,
-                  "action": TEXT_OPT, "result": TEXT_OPT},
+                  "action": TEXT_OPT, "result": TEXT_OPT,
+                  "max_step_s": LEASE_OPT},
     "commit": {"claim": CLAIM, **COMMIT_RULES},
     "commit_many": {"commits": COMMITS},
     "fail": {"claim": CLAIM, "error": ERROR, "failure_class": FAILURE_CLASS, "retryable": FLAG_OPT,

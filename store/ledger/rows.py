@@ -57,6 +57,7 @@ def task_view(r: Mapping[str, Any], now: float, counts: Mapping[str, int], hando
         park_reason=r["park_reason"], park_until=r["park_until"], wake_on=r["wake_on"], created_at=r["created_at"],
         updated_at=r["updated_at"], finished_at=r["finished_at"], counts=dict(counts), handoffs_open=int(handoffs_open),
         paused_s=float(r.get("paused_s") or 0.0), paused_since=r.get("paused_since"), wake_state=r.get("wake_state"),
+        density_limit=r.get("density_limit"),
         waited_s=max(0.0, span - used), origin=task_origin(r), mind=MindState.of(r.get("mind")),
     )
 
