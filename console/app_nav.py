@@ -5,7 +5,7 @@ what it shows (console/hub.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from store.views import NodeView
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from textual.screen import Screen
 
     from .alerts import AlertDesk
+    from .host import ConsoleHost
 
 
 class Navigation:
@@ -118,7 +119,7 @@ class Navigation:
     def open_action(self, action: str, task_id: str | None, node_key: str | None) -> None:
         """The recovery advice (console/screens/advice.py) or an action dialog (console/dialogs/)."""
         if action != "recover":
-            open_action(self, action, task_id, node_key)
+            open_action(cast("ConsoleHost", self), action, task_id, node_key)  # the app is a ConsoleHost
         elif self.read_only:
             self.notify(READ_ONLY_NOTICE, severity="warning")
         elif not task_id or not node_key:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, cast
+from typing import Callable, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.fuzzy import Matcher
 
 from .action_keys import ACTION_KEYS
+from .host import host_of
 from .text import literal, safe_line
 
 COMMANDS: list[tuple[str, str, str]] = [
@@ -24,20 +25,22 @@ COMMANDS: list[tuple[str, str, str]] = [
 ]
 
 
+def action_string(command: str) -> str:
+    """A COMMANDS entry as the app's action it runs: ``action_events`` → ``events``,
+    ``action_operator:park`` → ``operator('park')``."""
+    name, _, arg = command.removeprefix("action_").partition(":")
+    return f"{name}({arg!r})" if arg else name
+
+
 class WardenCommands(Provider):
-    def _commands(self) -> list[tuple[str, Any, str]]:
-        app: Any = self.app
-        out: list[tuple[str, Any, str]] = []
-        for name, action, help_text in COMMANDS:
-            if ":" in action:
-                meth, arg = action.split(":", 1)
-                out.append((name, partial(getattr(app, meth), arg), help_text))
-            else:
-                out.append((name, getattr(app, action), help_text))
-        model = getattr(app, "tasks_model", None)
-        for row in (model.rows if model is not None else [])[:500]:
+    def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        host = host_of(self.app)
+        out: list[tuple[str, Callable[[], object], str]] = []
+        for name, command, help_text in COMMANDS:
+            out.append((name, partial(self.app.run_action, action_string(command)), help_text))
+        for row in host.tasks_model.rows[:500]:
             tid = row.view.task_id
-            out.append((f"Open task {safe_line(tid)}", partial(app.open_graph, tid),
+            out.append((f"Open task {safe_line(tid)}", partial(host.open_graph, tid),
                         safe_line(row.view.title, limit=80) or "task graph"))
         return out
 

@@ -58,7 +58,7 @@ STALE_BANNER = "⚠ the ledger changed since this preview — review again"
 ResultType = TypeVar("ResultType")
 
 
-def read_only_notice(app: Any) -> None:
+def read_only_notice(app: ConsoleHost) -> None:
     app.notify(READ_ONLY_NOTICE, severity="warning")
 
 

@@ -27,12 +27,12 @@ def selection_status(host: ConsoleHost, task_id: str, node: str | None) -> tuple
     return task_status, shown.status if shown is not None else None
 
 
-def open_action(app: Any, action: str, task_id: str | None, node: str | None, *,
+def open_action(app: ConsoleHost, action: str, task_id: str | None, node: str | None, *,
                 reason: str = "", exclude: Iterable[str] = (),
                 callback: Callable[[Any], None] | None = None) -> ActionDialog | None:
     """Push the dialog registered for ``action`` on the selection; None (and a notice saying why)
     when there is nothing to open."""
-    if getattr(app, "read_only", False):
+    if app.read_only:
         read_only_notice(app)
         return None
     if not task_id:

@@ -10,7 +10,7 @@ person decides). Nothing is written here: the dialog it opens previews and appli
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -28,6 +28,13 @@ from ..glyphs import node_status_label
 from ..text import literal, safe_line
 from .resolve import ResolveHandoffScreen
 
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    from store import Ledger
+    from store.recovery.advice import Advice
+    from store.views import HandoffView
+
 ACCEPT_LABELS = {
     "rewind": "Rewind from {node}",
     "retry": "Retry {node}",
@@ -37,12 +44,12 @@ ACCEPT_LABELS = {
 
 
 class AdviceReady(Message):
-    def __init__(self, advice: Any, handoffs: list[Any], error: str | None = None) -> None:
+    def __init__(self, advice: "Advice | None", handoffs: "list[HandoffView]", error: str | None = None) -> None:
         super().__init__()
         self.advice, self.handoffs, self.error = advice, handoffs, error
 
 
-def render_advice(advice: Any, handoffs: list[Any]) -> Text:
+def render_advice(advice: "Advice", handoffs: "list[HandoffView]") -> Text:
     out = Text()
     out.append("situation       ", style="dim")
     out.append(node_status_label(advice.status) + (" (orphaned: lease expired)" if advice.situation == "orphaned" else "")
@@ -74,10 +81,10 @@ class AdviceDialog(WardenModal[None]):
         super().__init__()
         self.task_id = task_id
         self.node = node
-        self.advice: Any = None
-        self.handoffs: list[Any] = []
+        self.advice: "Advice | None" = None
+        self.handoffs: "list[HandoffView]" = []
         self.error: str | None = None
-        self.opened: Any = None  # the screen accepting opened (tests)
+        self.opened: "Screen[Any] | None" = None  # the screen accepting opened (tests)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -100,7 +107,7 @@ class AdviceDialog(WardenModal[None]):
     def _read(self) -> None:
         from store.recovery import advise
 
-        def read(ledger: Any) -> tuple[Any, list[Any]]:
+        def read(ledger: "Ledger") -> "tuple[Advice, list[HandoffView]]":
             advice = advise(ledger, self.task_id, self.node)
             hs = [h for h in ledger.handoffs(task_id=self.task_id) if h.node == self.node]
             return advice, hs
@@ -158,8 +165,8 @@ class AdviceDialog(WardenModal[None]):
         a = self.advice
         if a is None or self.accept_label() is None:
             return
-        app = self.app
-        if getattr(app, "read_only", False):
+        app = self.host
+        if app.read_only:
             read_only_notice(app)
             return
         lead = a.evidence[0] if a.evidence else a.reason

@@ -116,7 +116,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
     def _check(self) -> None:
         from store.recovery import check
 
-        app: Any = self.app
+        app = self.host
         try:
             rec = check(app.runs_dir, self.run, app.project)
         except WardenError as e:
@@ -179,7 +179,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
         rec = self.recovery
         if rec is None or not (rec.task_id and rec.node_key):
             return
-        app: Any = self.app
+        app = self.host
         self.dismiss(self.recorded)
         app.open_node(rec.task_id, rec.node_key)
 
@@ -187,10 +187,10 @@ class RecoveryWizardScreen(WardenModal[Any]):
     def _escalate(self) -> None:
         """Raise a needs_human handoff on the run's node: the escalate dialog, pre-filled."""
         rec = self.recovery
-        app: Any = self.app
+        app = self.host
         if rec is None or not (rec.task_id and rec.node_key):
             return
-        if getattr(app, "read_only", False):
+        if app.read_only:
             read_only_notice(app)
             return
         failed = next((c for c in rec.checks if not c.ok and getattr(c, "ran", True)), None)
@@ -205,8 +205,8 @@ class RecoveryWizardScreen(WardenModal[Any]):
 
     @on(Button.Pressed, "#record")
     def _start_record(self) -> None:
-        if getattr(self.app, "read_only", False):
-            read_only_notice(self.app)
+        if self.host.read_only:
+            read_only_notice(self.host)
             return
         if self.recovery is None or not self.recovery.reusable:
             return
@@ -245,8 +245,8 @@ class RecoveryWizardScreen(WardenModal[Any]):
     def action_confirm(self) -> None:
         if self.mode != "record" or self.writing:
             return
-        if getattr(self.app, "read_only", False):
-            read_only_notice(self.app)
+        if self.host.read_only:
+            read_only_notice(self.host)
             return
         problem = self.name_problem()
         if problem:
@@ -261,7 +261,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
     def _write(self, name: str, operator: str) -> None:
         from store.recovery import record
 
-        app: Any = self.app
+        app = self.host
         try:
             made = record(app.runs_dir, self.run, name, records_dir=app.records, operator=operator,
                           clock=app.clock, project_dir=app.project)
@@ -333,7 +333,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
         if failed:
             out.append(f"failed check: {safe_line(failed[0].name)}: {safe_line(failed[0].evidence, limit=300)}\n")
         if self.mode == "decision":
-            if getattr(self.app, "read_only", False):
+            if self.host.read_only:
                 out.append("\nread-only: nothing is written from this console.\n", style="bold")
             return out
         if self.mode == "written":
@@ -347,7 +347,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
         from store.clock import iso
         from store.recovery import render_handoff
 
-        app: Any = self.app
+        app = self.host
         name = self.record_name() or "NAME"
         out.append("\nHANDOFF.md that will be written (preview)\n", style="bold underline")
         out.append(safe(render_handoff(rec, name, resolve_operator(app.operator), iso(app.now()) or ""), limit=20000))
@@ -358,7 +358,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
         self.query_one("#body", Static).update(self._body())
         rec = self.recovery
         at_decision = self.mode in ("decision", "record", "written") and rec is not None
-        ro = getattr(self.app, "read_only", False)
+        ro = self.host.read_only
         self.query_one("#record-row").display = self.mode == "record"
         self.query_one("#open-node").display = bool(at_decision and rec.task_id and rec.node_key)
         esc = self.query_one("#escalate", Button)

@@ -12,7 +12,7 @@ of the same task is offered in place, so all of a task's questions can be answer
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
 from textual import on, work
@@ -32,19 +32,24 @@ from ..operator import resolve_operator
 from ..glyphs import age_label
 from ..text import literal, safe, safe_line
 
+if TYPE_CHECKING:
+    from store import Ledger
+    from store.actions import Plan
+    from store.views import HandoffView
+
 # Context keys shown under their own headings (agents may add any others; those follow, literally).
 DONE_KEYS = ("done", "what_is_done", "progress")
 STUCK_KEYS = ("stuck", "where_stuck", "blocked_on", "problem")
 WHY_KEYS = ("why", "recommendation_why")
 
 class HandoffLoaded(Message):
-    def __init__(self, handoff: Any, remaining: int, error: str | None = None) -> None:
+    def __init__(self, handoff: "HandoffView | None", remaining: int, error: str | None = None) -> None:
         super().__init__()
         self.handoff, self.remaining, self.error = handoff, remaining, error
 
 
 class ResolveDone(Message):
-    def __init__(self, plan: Any, error: str | None = None, lost: bool = False, next_id: str | None = None,
+    def __init__(self, plan: "Plan | None", error: str | None = None, lost: bool = False, next_id: str | None = None,
                  remaining: int = 0) -> None:
         super().__init__()
         self.plan, self.error, self.lost, self.next_id, self.remaining = plan, error, lost, next_id, remaining
@@ -65,7 +70,7 @@ def _value_text(v: Any) -> str:
     return safe(json.dumps(v, ensure_ascii=False, indent=1, default=str), limit=2000)
 
 
-def render_handoff(h: Any, now: float) -> Text:
+def render_handoff(h: "HandoffView", now: float) -> Text:
     """What the operator needs to decide: the question, what is done, where it is stuck, why."""
     out = Text()
     out.append(f"#{safe_line(h.id)} ", style="bold")
@@ -125,13 +130,13 @@ class ResolveHandoffScreen(WardenModal[bool]):
     def __init__(self, handoff_id: str) -> None:
         super().__init__()
         self.handoff_id = str(handoff_id)
-        self.handoff: Any = None
+        self.handoff: "HandoffView | None" = None
         self.remaining = 0
         self.chosen: str | None = None
         self.option_ids: list[str] = []
         self.busy = False
         self.closed_reason: str | None = None  # the store's refusal: resolved elsewhere, withdrawn…
-        self.resolved: list[Any] = []  # plans applied from this screen
+        self.resolved: list["Plan"] = []  # plans applied from this screen
         self.next_id: str | None = None  # offered after a lost race
 
     def compose(self) -> ComposeResult:
@@ -161,7 +166,7 @@ class ResolveHandoffScreen(WardenModal[bool]):
     # ---- loading
     @work(thread=True, exclusive=True, exit_on_error=False, group="handoff")
     def _load(self, hid: str) -> None:
-        def read(ledger: Any) -> tuple[Any, int]:
+        def read(ledger: "Ledger") -> "tuple[HandoffView, int]":
             h = ledger.handoff(hid)
             others = [x for x in ledger.handoffs(task_id=h.task_id) if x.id != h.id]
             return h, len(others)
@@ -275,7 +280,7 @@ class ResolveHandoffScreen(WardenModal[bool]):
 
     def update_buttons(self) -> None:
         btn = self.query_one("#apply", Button)
-        if getattr(self.app, "read_only", False):
+        if self.host.read_only:
             btn.label = "read-only"
             btn.disabled = True
             return
@@ -299,8 +304,8 @@ class ResolveHandoffScreen(WardenModal[bool]):
         self.action_resolve()
 
     def action_resolve(self) -> None:
-        if getattr(self.app, "read_only", False):
-            read_only_notice(self.app)
+        if self.host.read_only:
+            read_only_notice(self.host)
             return
         b = self.blockers()
         if b:
@@ -313,14 +318,14 @@ class ResolveHandoffScreen(WardenModal[bool]):
         self._resolve(self.handoff, self.chosen, self.answer() or None, resolve_operator(self.host.operator))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="resolve")
-    def _resolve(self, h: Any, option: str | None, answer: str | None, operator: str) -> None:
+    def _resolve(self, h: "HandoffView", option: str | None, answer: str | None, operator: str) -> None:
         feed = self.host.feed
 
-        def go(ledger: Any) -> Any:
+        def go(ledger: "Ledger") -> "Plan":
             plan = ledger.plan_resolve(h.id, option=option, answer=answer)
             return ledger.apply(plan, operator=operator)
 
-        def next_open(ledger: Any) -> tuple[str | None, int]:
+        def next_open(ledger: "Ledger") -> tuple[str | None, int]:
             hs = [x for x in ledger.handoffs(task_id=h.task_id) if x.id != h.id]
             return (hs[0].id if hs else None), len(hs)
 
