@@ -29,7 +29,7 @@ _Row = TypeVar("_Row", bound=tuple[Any, ...])  # a NamedTuple row type (fetch_ro
 CHUNK = 500  # ids or keys per ``IN (...)`` list
 
 JSON_COLUMNS = frozenset({"inputs", "constraints", "preconditions", "output", "rejections", "payload", "context",
-                          "options", "wake_state", "repair", "serves", "mind", "diff", "in_flight_nodes"})
+                          "options", "wake_state", "repair", "serves", "mind", "diff", "in_flight_nodes", "plan"})
 BOOL_COLUMNS = frozenset({"retryable", "always_admit"})
 
 
@@ -130,11 +130,16 @@ def fetch_one(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> dict[str
     return decode_row([d[0] for d in cur.description], row)
 
 
-def columns(row: type[tuple[Any, ...]], alias: str = "") -> str:
+def columns(row: type[tuple[Any, ...]], alias: str = "", computed: Mapping[str, str] | None = None) -> str:
     """The SELECT list of a row type: its fields, in order (``n.id, n.key`` with ``alias="n"``), so
-    a statement and the row it is read into cannot disagree."""
+    a statement and the row it is read into cannot disagree. ``computed``: a field read from an
+    expression (another table's column, a CASE...), written ``expr AS field``."""
     prefix = f"{alias}." if alias else ""
-    return ", ".join(prefix + f for f in _fields(row))
+    computed = computed or {}
+    unknown = set(computed) - set(_fields(row))
+    if unknown:
+        raise TypeError(f"{row.__name__} has no field {sorted(unknown)[0]!r}")
+    return ", ".join(f"{computed[f]} AS {f}" if f in computed else prefix + f for f in _fields(row))
 
 
 def fetch_rows(db: pw.Database, row: type[_Row], sql: str, params: Sequence[Any] = ()) -> list[_Row]:

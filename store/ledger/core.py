@@ -25,6 +25,7 @@ from ..db import BUSY_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, connect_checked, i
 from ..errors import NotFound
 from ..models import LAYERS, Task, dumps
 from ..schema import check_version
+from ..tables import NodeRecord, TaskRecord
 from ..views import Pulse
 from . import pause
 from .rows import wall_used
@@ -42,6 +43,8 @@ TaskLock = Literal["share", "update", "exclusive"]
 TASK_LOCKS: dict[str, str] = {"share": " FOR KEY SHARE", "update": " FOR NO KEY UPDATE", "exclusive": " FOR UPDATE"}
 # Unfinished node statuses, as an IN list (a range on the (task, status) index, unlike NOT IN).
 UNFINISHED_SQL = "('pending', 'running', 'blocked', 'parked', 'failed')"
+TASK_COLUMNS = sql.columns(TaskRecord)
+NODE_COLUMNS = sql.columns(NodeRecord)
 
 _Query = TypeVar("_Query", bound=pw.BaseQuery)
 
@@ -212,9 +215,34 @@ class LedgerCore:
         return int(cur.fetchone()[0])
 
     # ------------------------------------------------------------------ rows
+    def task_record(self, task_id: str, *, lock: TaskLock | None = None) -> TaskRecord:
+        """The task row, typed; on PostgreSQL ``lock`` takes a row lock: "exclusive" (operator
+        actions), "update" (agent writes, graph growth) or "share" (claims)."""
+        clause = sql.lock(self.db, TASK_LOCKS[lock]) if lock else ""
+        row = sql.fetch_row(self.db, TaskRecord, f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = ?{clause}", [task_id])
+        if row is None:
+            raise NotFound(f"unknown task {task_id!r}")
+        return row
+
+    def node_record(self, task_id: str, key: str, *, for_update: bool = False) -> NodeRecord:
+        """The node row, typed (``NotFound`` for an unknown key)."""
+        row = self.node_record_or_none(task_id, key, for_update=for_update)
+        if row is None:
+            raise NotFound(f"unknown node {key!r} in task {task_id!r}")
+        return row
+
+    def node_record_or_none(self, task_id: str, key: str, *, for_update: bool = False) -> NodeRecord | None:
+        clause = sql.lock(self.db, " FOR UPDATE") if for_update else ""
+        return sql.fetch_row(self.db, NodeRecord, f"SELECT {NODE_COLUMNS} FROM node WHERE task_id = ? AND key = ?{clause}",
+                             [task_id, key])
+
+    def node_record_by_id(self, node_id: int, *, lock: str = "") -> NodeRecord | None:
+        """The node row by id (``lock``: a row-lock clause taken on PostgreSQL only)."""
+        return sql.fetch_row(self.db, NodeRecord, f"SELECT {NODE_COLUMNS} FROM node WHERE id = ?{sql.lock(self.db, lock)}",
+                             [node_id])
+
+    # The dict rows below go as their callers move to task_record / node_record (issue 24 item 3).
     def task_row(self, task_id: str, *, lock: TaskLock | None = None) -> dict[str, Any]:
-        """The task row (decoded); on PostgreSQL ``lock`` takes a row lock: "exclusive"
-        (operator actions), "update" (agent writes, graph growth) or "share" (claims)."""
         clause = sql.lock(self.db, TASK_LOCKS[lock]) if lock else ""
         row = sql.fetch_one(self.db, f"SELECT * FROM task WHERE task_id = ?{clause}", [task_id])
         if row is None:
@@ -235,7 +263,6 @@ class LedgerCore:
         return row
 
     def node_row_by_id(self, node_id: int, *, lock: str = "") -> dict[str, Any] | None:
-        """The node row by id (``lock``: a row-lock clause taken on PostgreSQL only)."""
         row = sql.fetch_one(self.db, f"SELECT * FROM node WHERE id = ?{sql.lock(self.db, lock)}", [node_id])
         if row is not None:
             row["task"] = row["task_id"]
@@ -266,11 +293,10 @@ class LedgerCore:
         return out
 
     # ------------------------------------------------------------------ the task's course
-    def task_gate(self, task: Mapping[str, Any], now: float) -> str:
+    def task_gate(self, task: TaskRecord, now: float) -> str:
         """The task row's budget gate (``ok | soft | hard | stop``) at ``now``."""
-        ratio = budget_mod.usage_ratio(task["tokens_used"], task["token_cap"], wall_used(task, now),
-                                       task["wall_cap_s"])
-        return budget_mod.gate(ratio, task["soft_ratio"])
+        ratio = budget_mod.usage_ratio(task.tokens_used, task.token_cap, wall_used(task, now), task.wall_cap_s)
+        return budget_mod.gate(ratio, task.soft_ratio)
 
     def maybe_complete_task(self, task_id: str, now: float) -> None:
         """Inside a write: the task completes when every node is succeeded or abandoned."""
@@ -278,8 +304,7 @@ class LedgerCore:
                                       "LIMIT 1", [task_id])
         if left:
             return
-        task = self.task_row(task_id)
-        if task["status"] in ("active", "failed"):
+        if self.task_record(task_id).status in ("active", "failed"):
             self.bump_task(task_id, {"status": "completed", "finished_at": now})
             pause.settle(self.db, task_id, now)  # a finished task's clock stands still
             self.journal(task_id, None, "system", "task.completed", "warden", f"task {task_id} completed", {})
@@ -296,8 +321,7 @@ class LedgerCore:
         ).fetchone()
         if movable:
             return
-        task = self.task_row(task_id)
-        if task["status"] == "active":
+        if self.task_record(task_id).status == "active":
             self.bump_task(task_id, {"status": "failed", "finished_at": now})
             pause.settle(self.db, task_id, now)
             self.journal(task_id, None, "system", "task.failed", "warden",
