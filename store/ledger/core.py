@@ -14,7 +14,7 @@ import hashlib
 import os
 import traceback
 from types import TracebackType
-from typing import Any, Literal, Mapping, Self, Sequence, TypeVar, cast
+from typing import Any, Literal, Mapping, Self, Sequence, TypeVar
 
 import peewee as pw
 
@@ -175,18 +175,6 @@ class LedgerCore:
         """A Peewee query bound to this ledger's database (the models are declared without one)."""
         return query.bind(self.db)
 
-    def dict_rows(self, query: pw.BaseQuery) -> list[dict[str, Any]]:
-        """A Peewee query's rows as dicts by column name."""
-        return cast("list[dict[str, Any]]", list(query.bind(self.db).dicts()))
-
-    def first_dict(self, query: pw.SelectBase) -> dict[str, Any] | None:
-        """A Peewee select's first row as a dict, or None."""
-        return cast("dict[str, Any] | None", query.bind(self.db).dicts().first())
-
-    def tuple_rows(self, query: pw.BaseQuery) -> list[tuple[Any, ...]]:
-        """A Peewee query's rows as tuples."""
-        return cast("list[tuple[Any, ...]]", list(query.bind(self.db).tuples()))
-
     # ------------------------------------------------------------------ the journal
     def journal(
         self,
@@ -241,33 +229,6 @@ class LedgerCore:
         return sql.fetch_row(self.db, NodeRecord, f"SELECT {NODE_COLUMNS} FROM node WHERE id = ?{sql.lock(self.db, lock)}",
                              [node_id])
 
-    # The dict rows below go as their callers move to task_record / node_record (issue 24 item 3).
-    def task_row(self, task_id: str, *, lock: TaskLock | None = None) -> dict[str, Any]:
-        clause = sql.lock(self.db, TASK_LOCKS[lock]) if lock else ""
-        row = sql.fetch_one(self.db, f"SELECT * FROM task WHERE task_id = ?{clause}", [task_id])
-        if row is None:
-            raise NotFound(f"unknown task {task_id!r}")
-        return row
-
-    def node_row(self, task_id: str, key: str, *, for_update: bool = False) -> dict[str, Any]:
-        row = self.node_row_or_none(task_id, key, for_update=for_update)
-        if row is None:
-            raise NotFound(f"unknown node {key!r} in task {task_id!r}")
-        return row
-
-    def node_row_or_none(self, task_id: str, key: str, *, for_update: bool = False) -> dict[str, Any] | None:
-        clause = sql.lock(self.db, " FOR UPDATE") if for_update else ""
-        row = sql.fetch_one(self.db, f"SELECT * FROM node WHERE task_id = ? AND key = ?{clause}", [task_id, key])
-        if row is not None:
-            row["task"] = row["task_id"]
-        return row
-
-    def node_row_by_id(self, node_id: int, *, lock: str = "") -> dict[str, Any] | None:
-        row = sql.fetch_one(self.db, f"SELECT * FROM node WHERE id = ?{sql.lock(self.db, lock)}", [node_id])
-        if row is not None:
-            row["task"] = row["task_id"]
-        return row
-
     def update_node(self, node_id: int, fields: Mapping[str, Any], where: str = "",
                     params: Sequence[Any] = ()) -> int:
         """``UPDATE node SET fields WHERE id = node_id`` + ``where``; returns the rows changed."""
@@ -300,9 +261,9 @@ class LedgerCore:
 
     def maybe_complete_task(self, task_id: str, now: float) -> None:
         """Inside a write: the task completes when every node is succeeded or abandoned."""
-        left = sql.fetch_one(self.db, f"SELECT 1 AS x FROM node WHERE task_id = ? AND status IN {UNFINISHED_SQL} "
-                                      "LIMIT 1", [task_id])
-        if left:
+        left = sql.scalar(self.db, f"SELECT 1 FROM node WHERE task_id = ? AND status IN {UNFINISHED_SQL} LIMIT 1",
+                          [task_id])
+        if left is not None:
             return
         if self.task_record(task_id).status in ("active", "failed"):
             self.bump_task(task_id, {"status": "completed", "finished_at": now})

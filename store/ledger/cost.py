@@ -33,9 +33,9 @@ EVENT = "node.cost_density"
 
 def holding(core: LedgerCore, task_id: str, now: float) -> bool:
     """Whether a node of the task is on cost-density hold (running under a live lease)."""
-    return sql.fetch_one(core.db, "SELECT 1 AS x FROM node WHERE task_id = ? AND status = 'running' AND density = ? "
-                                  "AND lease_token IS NOT NULL AND lease_until > ? LIMIT 1",
-                         [task_id, rule.HOLD, now]) is not None
+    return sql.scalar(core.db, "SELECT 1 FROM node WHERE task_id = ? AND status = 'running' AND density = ? "
+                               "AND lease_token IS NOT NULL AND lease_until > ? LIMIT 1",
+                      [task_id, rule.HOLD, now]) is not None
 
 
 def judge(core: LedgerCore, task_id: str, tokens: float, units_done: float | None,

@@ -86,7 +86,7 @@ def material(core: LedgerCore, task_id: str, state: MindState, since: float | No
 def _free_key(core: LedgerCore, task_id: str, n: int) -> tuple[str, int]:
     while True:
         key = f"alignment-{n}"
-        if core.node_row_or_none(task_id, key) is None:
+        if core.node_record_or_none(task_id, key) is None:
             return key, n
         n += 1
 
