@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from .. import novelty, sql
 from ..concepts import fractions
@@ -219,6 +219,20 @@ def report_payload(report: Report) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- parks
+class _Clocks(NamedTuple):
+    """A running node's clocks, as :func:`pause_clocks` moves them on."""
+
+    id: int
+    key: str
+    lease_until: float
+    heartbeat_at: float | None
+    claimed_at: float | None
+    wait_on: str | None
+    wait_since: float | None
+    wait_until: float | None
+    paused_s: float | None
+
+
 def pause_clocks(db: Any, task_id: str, parked_at: float | None, now: float, keys: Any = None) -> None:
     """A park of the task since ``parked_at`` ends now: for each node still running under it,
     the parked part of its lease, its silence and its declared wait does not count. Each clock
@@ -228,21 +242,19 @@ def pause_clocks(db: Any, task_id: str, parked_at: float | None, now: float, key
     of the park this attempt lived through. Inside the resume's write transaction."""
     if parked_at is None or now <= parked_at:
         return
-    cols = ("id", "key", "lease_until", "heartbeat_at", "claimed_at", "wait_on", "wait_since", "wait_until", "paused_s")
-    rows = sql.fetch_all(db, f"SELECT {', '.join(cols)} FROM node WHERE task_id = ? AND status = 'running' "
-                             "AND lease_until IS NOT NULL", [task_id])
-    for r in (dict(zip(cols, values)) for values in rows):
-        if keys is not None and r["key"] not in keys:
+    for r in sql.fetch_rows(db, _Clocks, f"SELECT {sql.columns(_Clocks)} FROM node WHERE task_id = ? "
+                                         "AND status = 'running' AND lease_until IS NOT NULL", [task_id]):
+        if keys is not None and r.key not in keys:
             continue
-        start = max(parked_at, r["claimed_at"] or parked_at)
-        if r["lease_until"] <= parked_at or start >= now:
+        start = max(parked_at, r.claimed_at or parked_at)
+        if r.lease_until <= parked_at or start >= now:
             continue  # its lease had ended before the park: not this park's doing
-        last = max(start, r["heartbeat_at"] or start)
-        fields: dict[str, Any] = {"lease_until": r["lease_until"] + (now - last),
-                                  "paused_s": (r["paused_s"] or 0.0) + now - start}
-        if r["heartbeat_at"] is not None:
-            fields["heartbeat_at"] = r["heartbeat_at"] + (now - last)
-        if r["wait_on"] and r["wait_until"] is not None and r["wait_until"] > start:
-            fields["wait_until"] = r["wait_until"] + (now - max(start, r["wait_since"] or start))
+        last = max(start, r.heartbeat_at or start)
+        fields: dict[str, Any] = {"lease_until": r.lease_until + (now - last),
+                                  "paused_s": (r.paused_s or 0.0) + now - start}
+        if r.heartbeat_at is not None:
+            fields["heartbeat_at"] = r.heartbeat_at + (now - last)
+        if r.wait_on and r.wait_until is not None and r.wait_until > start:
+            fields["wait_until"] = r.wait_until + (now - max(start, r.wait_since or start))
         sets = ", ".join(f"{k} = ?" for k in fields)
-        sql.execute(db, f"UPDATE node SET {sets} WHERE id = ?", [*fields.values(), r["id"]])
+        sql.execute(db, f"UPDATE node SET {sets} WHERE id = ?", [*fields.values(), r.id])

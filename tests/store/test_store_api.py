@@ -478,7 +478,8 @@ def row_key_reads(source: str) -> list[str]:
 
 
 def other_row_styles(source: str) -> list[str]:
-    """Row reads in a style other than the one: a dict-row helper, or a read through Peewee's query
+    """Row reads in a style other than the one: a dict-row helper (or ``dict(zip(columns, row))``),
+    or a read through Peewee's query
     builder (``Model.select(...)``, ``Model.get(...)``, ``.dicts()`` / ``.tuples()`` /
     ``.namedtuples()`` / ``.first()`` / ``.scalar()`` ... on a query). The query builder stays
     for writes (``insert``, ``update``, ``delete``) and the schema's DDL."""
@@ -488,7 +489,8 @@ def other_row_styles(source: str) -> list[str]:
             continue
         f = n.func
         name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-        if name in DICT_ROW_CALLS:
+        if name in DICT_ROW_CALLS or (name == "dict" and n.args and isinstance(n.args[0], ast.Call)
+                                      and getattr(n.args[0].func, "id", "") == "zip"):  # dict(zip(cols, row))
             found.append(f"line {n.lineno}: {ast.unparse(n)[:80]}")
         elif isinstance(f, ast.Attribute) and name in ("select", "get", "get_or_none", "alias") and (
                 isinstance(f.value, ast.Name) and f.value.id in MODEL_NAMES):
@@ -519,8 +521,9 @@ def test_rows_are_read_by_attribute_and_string_keys_do_not_creep_back() -> None:
 
 def test_the_row_style_check_sees_the_old_styles() -> None:
     old = ("def f(core, t):\n    task = core.task_row(t)\n    return task['status']\n"
-           "def g(db):\n    for r in sql.fetch_one(db, 'SELECT 1'):\n        r['task'] = r['task_id']\n")
-    assert len(row_key_reads(old)) == 3 and len(other_row_styles(old)) == 2
+           "def g(db):\n    for r in sql.fetch_one(db, 'SELECT 1'):\n        r['task'] = r['task_id']\n"
+           "def h(db):\n    return [dict(zip(COLS, v)) for v in sql.fetch_all(db, 'SELECT a FROM t')]\n")
+    assert len(row_key_reads(old)) == 3 and len(other_row_styles(old)) == 3
     builder = ("def f(core, t):\n    a = core.bind(Task.select().where(Task.task_id == t)).dicts().first()\n"
                "    b = list(Node.select(Node.key).bind(core.db).tuples())\n"
                "    c = core.bind(Handoff.select(pw.fn.COUNT(Handoff.id))).scalar()\n"
