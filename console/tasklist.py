@@ -9,9 +9,12 @@ totals move by the row's difference. Only a new filter text or a new order walks
 * **Order** (``order``): ``"created"`` — creation order, as the ledger lists tasks — or
   ``"urgency"``: unfinished tasks first; among them the most alarms first (signals of severity
   alarm, a budget at its hard or stop gate counts as one), then the most open handoffs (agents
-  waiting for a person), then the budget's gate (stop, hard, soft, ok) and how much of it is used,
-  then the most warnings, then the latest P80 (the task that will finish last); ties in creation
-  order. Finished tasks (completed, failed, aborted) follow, in creation order.
+  waiting for a person), then the budget's gate (stop, hard, soft, ok) and how much of it is used
+  (in tenths), then the most warnings, then the latest P80 (in doublings: 1–2 min, 2–4 min, …: the
+  task that will finish last); ties in creation order. Finished tasks (completed, failed, aborted)
+  follow, in creation order. The budget and the P80 count in steps, not exactly: every commit
+  moves both a little, and a list re-ordered by each commit is one nobody can read (and one the
+  screen must redraw whole at each change); a row moves when it crosses a step.
 * **Filter** (``/``): every word must match the task's id, title, status or origin (``/mcp``,
   ``/parked``, ``/t04 nightly``).
 * **Summary** (:class:`Summary`): tasks by status, alarms, open handoffs, tokens used in all (the
@@ -24,6 +27,7 @@ order; stable), a *position* its place on screen (filtered and ordered).
 
 from __future__ import annotations
 
+import math
 import time
 from bisect import bisect_left, insort
 from collections import deque
@@ -114,6 +118,18 @@ def severities(view: TaskView, signals: Sequence[Any]) -> tuple[int, int, str, f
         elif gate == "soft":
             warns += 1
     return alarms, warns, gate, ratio
+
+
+def ratio_step(ratio: float) -> int:
+    """A budget's use in tenths (the urgency order's step)."""
+    return int(max(0.0, ratio) * 10)
+
+
+def p80_step(p80: Any) -> int:
+    """A P80 in doublings of a second (the urgency order's step); -1 without one."""
+    if not isinstance(p80, (int, float)) or p80 != p80:
+        return -1
+    return int(math.log2(p80)) if p80 >= 1.0 else 0
 
 
 @dataclass
@@ -285,8 +301,8 @@ class TaskListModel:
         if v.status in FINISHED_TASK:
             return (1, 0, 0, 0, 0.0, 0, 0.0, i)
         p80 = (row.eta or {}).get("p80_s")
-        return (0, -row.alarms, -v.handoffs_open, -GATE_RANK.get(row.gate, 0), -row.ratio, -row.warns,
-                -(p80 if isinstance(p80, (int, float)) else -1.0), i)
+        return (0, -row.alarms, -v.handoffs_open, -GATE_RANK.get(row.gate, 0), -ratio_step(row.ratio), -row.warns,
+                -p80_step(p80), i)
 
     def _rebuild(self) -> None:
         keys = []
@@ -356,6 +372,11 @@ class TaskListModel:
     def row_count(self) -> int:
         return len(self._keys)
 
+    def row_key(self, pos: int) -> int:
+        """The row shown at ``pos`` (its number): the row list caches its line by this, so a
+        line survives rows moving around it."""
+        return self._keys[pos][-1] if 0 <= pos < len(self._keys) else -1 - pos
+
     def row_cells(self, pos: int) -> list[Cell]:
         row = self.row_at(pos)
         if row is None:
@@ -400,4 +421,4 @@ class TaskListModel:
         return "  ".join(safe_line(p) for p in parts)
 
 
-__all__ = ["AgentsAlive", "ORDERS", "Repaint", "Summary", "TASK_COLUMNS", "TaskListModel", "TaskRow", "severities"]
+__all__ = ["AgentsAlive", "ORDERS", "Repaint", "Summary", "p80_step", "ratio_step", "TASK_COLUMNS", "TaskListModel", "TaskRow", "severities"]

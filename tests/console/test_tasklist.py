@@ -5,6 +5,7 @@ and a change costs the same whatever the number of tasks (one row looked at, not
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 
 import pytest
@@ -56,8 +57,9 @@ def expected(model: TaskListModel) -> list[str]:
             return (1, i)
         alarms, warns, gate, ratio = severities(v, r.signals)
         p80 = r.eta.get("p80_s")
-        return (0, -alarms, -v.handoffs_open, -{"stop": 3, "hard": 2, "soft": 1}.get(gate, 0), -ratio, -warns,
-                -(p80 if p80 is not None else -1.0), i)
+        steps = (int(ratio * 10), int(math.log2(p80)) if p80 is not None and p80 >= 1 else (-1 if p80 is None else 0))
+        return (0, -alarms, -v.handoffs_open, -{"stop": 3, "hard": 2, "soft": 1}.get(gate, 0), -steps[0], -warns,
+                -steps[1], i)
 
     order = sorted((i for i, r in enumerate(model.rows) if shown(r.view)), key=key)
     return [model.rows[i].view.task_id for i in order]
