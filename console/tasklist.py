@@ -54,11 +54,13 @@ class Repaint(NamedTuple):
     """What a change asks of the screen: ``rows``, positions whose row changed in place; ``span``,
     positions whose rows shifted (a row moved in the order: every position between where it was
     and where it is now), None when none did; ``reshaped``: rows were added or came into or left
-    the filter (the count changed), repaint everything."""
+    the filter (the count changed), repaint everything; ``changed``: the tasks whose row changed
+    (an analysis result equal to what the row shows changes nothing)."""
 
     rows: list[int]
     span: range | None
     reshaped: bool
+    changed: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -69,6 +71,7 @@ class _Paint:
     lo: int = -1
     hi: int = -1
     reshaped: bool = False
+    changed: set[str] = field(default_factory=set)
 
     def took(self, i: int, moved: range | bool, shown: bool) -> None:
         if moved is True:
@@ -80,9 +83,10 @@ class _Paint:
             self.rows.append(i)
 
     def done(self, model: "TaskListModel") -> Repaint:
+        changed = frozenset(self.changed)
         if self.reshaped:
-            return Repaint([], None, True)
-        return Repaint(model.positions(self.rows), range(self.lo, self.hi) if self.lo >= 0 else None, False)
+            return Repaint([], None, True, changed)
+        return Repaint(model.positions(self.rows), range(self.lo, self.hi) if self.lo >= 0 else None, False, changed)
 
 
 @dataclass
@@ -243,12 +247,14 @@ class TaskListModel:
                 self.summary.add(row, +1)
                 self._place(i)
                 paint.reshaped = True
+                paint.changed.add(t.task_id)
                 continue
             row = self.rows[i]
             self.summary.add(row, -1)
             row.view = t
             self._measure(row)
             self.summary.add(row, +1)
+            paint.changed.add(t.task_id)
             paint.took(i, self._replace(i), row.shown)
         self.summary.sample(self.monotonic())
         return paint.done(self)
@@ -262,9 +268,12 @@ class TaskListModel:
             if i is None:
                 continue
             row = self.rows[i]
+            eta, signals = eta or empty_eta(), tuple(signals)
+            if eta == row.eta and signals == row.signals:
+                continue  # the row shows this already
             self.summary.add(row, -1)
-            row.eta = eta or empty_eta()
-            row.signals = tuple(signals)
+            row.eta, row.signals = eta, signals
+            paint.changed.add(task_id)
             self._measure(row)
             self.summary.add(row, +1)
             paint.took(i, self._replace(i), row.shown)

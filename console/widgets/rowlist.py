@@ -343,5 +343,8 @@ class RowList(ScrollView, can_focus=True):
             self._cells[key] = cells
         if index == self.cursor:
             name = "rowlist--cursor" if self.has_focus else "rowlist--cursor-blurred"
-            strip = strip.apply_style(self.get_component_rich_style(name, partial=True))
+            cursor = self._styles.get(name)
+            if cursor is None:  # (cleared with the others after a style change)
+                cursor = self._styles[name] = self.get_component_rich_style(name, partial=True)
+            strip = strip.apply_style(cursor)
         return strip
