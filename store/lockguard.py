@@ -193,8 +193,8 @@ def kind_of(mode: int) -> str:
 
 
 def not_regular(kind: str) -> str:
-    article = "an" if kind[0] in "aeiouAEIOUF" else "a"
-    return f"not a regular file ({article} {kind})"
+    what = "something else" if kind == "other" else f"a {kind}"
+    return f"not a regular file ({what})"
 
 
 def read_regular(path: str, *, max_bytes: int, max_s: float,

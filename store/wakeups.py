@@ -29,11 +29,18 @@ import time
 from collections import Counter
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterator
 
+from .backends import CONNECT_TIMEOUT_S, libpq_timeout, unreachable_why
 from .commitprobe import CommitProbe, follow_up_offsets
-from .db import parse_target, pg_connect_args, warden_params
+from .db import PG_KEEPALIVES, parse_target, pg_connect_args, warden_params
 
 PG_CHANNEL = "warden_events"
 PG_RECONNECT_S = (0.05, 2.0)  # the listener's reconnect back-off: first and longest wait
+# The LISTEN connection is also the console's outage sentinel (issue 23): a server that goes away
+# closes it at once; a network that goes silent is noticed by a ping after PG_PING_S without a
+# notification, answered within PG_PING_TIMEOUT_S — so an outage is said within 1.6 s (plus the
+# time to show it). A ping is one round trip every 0.4 s on a connection that idles otherwise.
+PG_PING_S = 0.4
+PG_PING_TIMEOUT_S = 1.2
 WATCH_STEP_MS = 5
 WATCH_DEBOUNCE_MS = 40
 FALLBACK_POLL_S = 5.0  # a safety net: inotify / watchfiles / LISTEN wake the reader at once
@@ -93,8 +100,12 @@ class Wakeups:
         use_inotify: bool = True,
         application_name: str = "warden-console",
         commit_probe: bool = True,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
     ) -> None:
         self.target = os.fspath(target)
+        self.connect_timeout_s = connect_timeout_s
+        # PostgreSQL: why the LISTEN connection is down (an outage the reader should say), or None.
+        self.outage: str | None = None
         self.commit_probe = commit_probe  # False: wake on file events alone (before issue 14; diagnostics)
         self.wakeup_counts: Counter[str] = Counter()  # wake-ups yielded, by reason
         self.trace: list[tuple[float, str]] | None = None  # set to a list to record (tests, benchmark)
@@ -146,8 +157,12 @@ class Wakeups:
         after every (re)connect so the reader catches up on what committed while nobody listened."""
         import psycopg
 
-        dbname, kwargs = pg_connect_args(parse_target(self.listen_target or self.target))
+        listen = parse_target(self.listen_target or self.target)
+        dbname, kwargs = pg_connect_args(listen)
         kwargs.setdefault("application_name", self.application_name)
+        kwargs.setdefault("connect_timeout", libpq_timeout(self.connect_timeout_s))
+        for k, v in PG_KEEPALIVES.items():
+            kwargs.setdefault(k, v)
         wait = PG_RECONNECT_S[0]
         while not self._stop.is_set():
             conn = None
@@ -158,10 +173,31 @@ class Wakeups:
                 self.listen_count += 1
                 self._on_watching()
                 wait = PG_RECONNECT_S[0]
+                self.outage = None
                 yield "listening"  # catch up from the cursor: LISTEN is in place from here on
-                async for _ in conn.notifies():
-                    yield "notify"
+                while True:
+                    async for _ in conn.notifies(timeout=PG_PING_S):
+                        yield "notify"
+                    # Quiet for PG_PING_S: is the server still there? (A cut network says nothing.)
+                    ping = asyncio.ensure_future(conn.execute("SELECT 1"))
+                    done, _ = await asyncio.wait({ping}, timeout=PG_PING_TIMEOUT_S)
+                    if not done:
+                        # Said now; the connection is then dropped without waiting on it (cancelling
+                        # the query would itself wait for the silent server).
+                        self.outage = (f"the ledger {listen.display} is unreachable (no answer within "
+                                       f"{PG_PING_TIMEOUT_S:g}s); reconnecting — what changes meanwhile is shown "
+                                       "when it is back")
+                        yield "lost"
+                        _abandon(ping, conn)
+                        conn = None
+                        raise psycopg.OperationalError("no answer to a ping")
+                    ping.result()
             except psycopg.Error as e:
+                if self.outage is None and not self._stop.is_set() and not (
+                        getattr(e, "sqlstate", None) == READ_ONLY_SQLSTATE and self.listener_pid is None):
+                    self.outage = (f"the ledger {listen.display} is unreachable ({unreachable_why(e, self.connect_timeout_s)}); "
+                                   "reconnecting — what changes meanwhile is shown when it is back")
+                    yield "lost"
                 if getattr(e, "sqlstate", None) == READ_ONLY_SQLSTATE and self.listener_pid is None:
                     # A hot standby (a replica) refuses LISTEN ("during recovery"): no notification will
                     # ever come from it. Poll instead of reconnecting forever; listen= names the primary.
@@ -256,7 +292,9 @@ class Wakeups:
           file event after which ``data_version`` had already moved);
         * ``"settle"`` (SQLite): a follow-up after a file event found a commit that became visible
           after its last write — the case no file event ever announces (see store/commitprobe.py);
-        * ``"poll"``: nothing for ``fallback_poll_s`` (the safety net).
+        * ``"poll"``: nothing for ``fallback_poll_s`` (the safety net);
+        * ``"lost"`` (PostgreSQL): the LISTEN connection dropped or stopped answering — the server
+          is unreachable (``outage`` says how); nothing to read until ``"change"`` says it is back.
 
         ``wakeup_counts`` counts what was yielded; ``trace``, when set to a list, collects
         ``(monotonic time, what)`` for every file event, probe check and wake-up. ``on_watching`` is
@@ -267,6 +305,7 @@ class Wakeups:
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
         notified = False
+        lost = False
         source = self._notify_source()
         if source is None:
             self._on_watching()
@@ -275,12 +314,15 @@ class Wakeups:
         trace = self.trace
 
         async def pump() -> None:
-            nonlocal notified
+            nonlocal notified, lost
             if source is None:
                 return
             try:
-                async for _ in source:
-                    notified = True
+                async for what in source:
+                    if what == "lost":
+                        lost = True
+                    else:
+                        notified = True
                     wake.set()
             except (asyncio.CancelledError, GeneratorExit):
                 raise
@@ -317,7 +359,10 @@ class Wakeups:
                     wake.clear()
                     now = loop.time()
                     poll_due = poll_from + self.fallback_poll_s
-                    if notified:
+                    if lost:
+                        lost = False
+                        reason = "lost"  # PostgreSQL: the server went away (self.outage says how)
+                    elif notified:
                         notified = False
                         reason = "change"
                         if probe is not None:  # maybe a commit's first write, maybe its last
@@ -371,3 +416,13 @@ class Wakeups:
 
 def _nothing() -> None:
     return None
+
+
+def _abandon(ping: "asyncio.Future[Any]", conn: Any) -> None:
+    """Drop a connection whose server stopped answering, without waiting for it: its socket is
+    closed under libpq (nothing more is sent), the unanswered query's task left to fail."""
+    ping.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no "never retrieved" noise
+    try:
+        conn.pgconn.finish()
+    except Exception:
+        pass

@@ -25,7 +25,7 @@ from store.adapters.command import RunSpec, Supervisor
 from store.adapters.sessions import SessionStore
 
 from ..text import safe_line
-from .common import flags, honours, ledger_target, print_json, runs_dir
+from .common import connect_timeout, flags, honours, ledger_target, print_json, runs_dir
 from .errors import UsageError
 
 RUN_EXAMPLE = """examples:
@@ -153,7 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                    lease_s=args.lease, worker=args.worker or default_worker("run"), json_stream=args.json_stream,
                    artifacts=args.artifacts, runs=runs_dir(args), grace_s=args.grace, title=args.title or "")
     os.makedirs(spec.runs, exist_ok=True)
-    with Ledger.open(ledger_target(args), application_name="warden-run") as ledger:
+    with Ledger.open(ledger_target(args), application_name="warden-run", connect_timeout_s=connect_timeout(args)) as ledger:
         sup = Supervisor(ledger, spec)
 
         def stop(signum: int, _frame: Any) -> None:
@@ -196,7 +196,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     user = os.environ.get("USER") or os.environ.get("LOGNAME") or "user"
     cfg = SessionConfig(worker=args.worker or f"mcp:{user}@{socket.gethostname()}", task=args.task, node=args.node,
                         kind=args.kind, lease_s=args.lease, kinds=kinds, ask_wait_s=args.ask_wait)
-    with Ledger.open(ledger_target(args), application_name="warden-mcp") as ledger:
+    with Ledger.open(ledger_target(args), application_name="warden-mcp", connect_timeout_s=connect_timeout(args)) as ledger:
         session = AgentSession(ledger, SessionStore(args.sessions), cfg)
         serve(session)
     return 0
@@ -209,7 +209,8 @@ def cmd_hook(args: argparse.Namespace) -> int:
     raw = sys.stdin.buffer.read(PAYLOAD_CAP + 1)
     cfg = HookConfig(task=args.task, lease_s=args.lease, permission_wait_s=args.permission_wait,
                      park_wait_s=args.park_wait)
-    answer = run_hook(lambda: Ledger.open(ledger_target(args), application_name="warden-hook"),
+    answer = run_hook(lambda: Ledger.open(ledger_target(args), application_name="warden-hook",
+                                         connect_timeout_s=connect_timeout(args)),
                       SessionStore(args.sessions), cfg, raw)
     if answer.output is not None:
         sys.stdout.write(json.dumps(answer.output, ensure_ascii=True) + "\n")
