@@ -108,6 +108,10 @@ def parse_target(target: str | os.PathLike[str]) -> Target:
         raise LedgerUnavailable("no ledger given: the path is empty")
     if "\x00" in s:
         raise LedgerUnavailable(f"bad ledger path {masked(s)}: it contains a NUL character")
+    try:
+        os.fsencode(s)  # a lone surrogate (not one standing for a raw byte of argv) names no file
+    except UnicodeEncodeError:
+        raise LedgerUnavailable(f"bad ledger path {masked(s)}: it is not valid text (a lone surrogate)") from None
     scheme = s.split("://", 1)[0].lower() if "://" in s else ""
     if scheme in ("postgresql", "postgres"):
         check_pg_url(s)
