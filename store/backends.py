@@ -198,7 +198,13 @@ class WardenSqlite(pw.SqliteDatabase):
                 self.translate_error(e)  # a full disk says so (creating -wal/-shm fails as an I/O error)
                 raise
             if opened:
-                lockguard.track(self.connection(), self.path)
+                conn = self.connection()
+                lockguard.track(conn, self.path)
+                try:
+                    st = os.stat(self.path)  # (stat opens nothing: no lock is at stake)
+                    conn.inode = (st.st_dev, st.st_ino)
+                except OSError:
+                    pass
         return opened
 
     def close(self) -> bool:
@@ -245,6 +251,28 @@ class WardenSqlite(pw.SqliteDatabase):
         except (pw.OperationalError, pw.DatabaseError, sqlite3.Error) as e:
             self.translate_error(e)
             raise
+        if lock_type and not self.read_only:
+            self._same_file()
+
+    def _same_file(self) -> None:
+        """A write goes only into the file this connection opened under the ledger's name. Renamed,
+        removed or replaced meanwhile (``mv``, a restore by copy), the name's ``-wal``/``-shm`` and
+        the connection's file no longer belong together (howtocorrupt §2.5): refuse, write nothing."""
+        conn = self.connection()
+        was = getattr(conn, "inode", None)
+        if was is None:
+            return
+        try:
+            st = os.stat(self.path)
+            now: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            now = None
+        if now != was:
+            super().rollback()
+            what = "removed or renamed" if now is None else "replaced by another file"
+            raise LedgerUnavailable(
+                f"the ledger {self.display} was {what} while this process had it open: nothing was written; "
+                "open it again by its name (and never move, delete or copy over a ledger in use)")
 
     def commit(self) -> None:
         try:

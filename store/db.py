@@ -199,6 +199,13 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
             raise LedgerUnavailable(f"cannot create a ledger at {shown}: the directory does not exist")
     elif seen.empty and (not create or read_only):
         raise LedgerUnavailable(f"{shown} is an empty file (0 bytes), not a Warden ledger: {NO_LEDGER_HINT}")
+    if not seen.exists or seen.empty:
+        for side in ("-wal", "-journal"):  # SQLite would take a journal it finds for the new ledger's own
+            if sqlite_file.nonempty(path + side):
+                raise LedgerUnavailable(
+                    f"cannot create a ledger at {shown}: {safe_line(path + side)} is left from another database (a "
+                    "crash, a move or a copy) and SQLite would replay it into the new file; move it away, or put "
+                    "back the ledger it belongs to")
     busy_ms = int(busy_timeout_s * 1000)
     # mmap_size 0: no memory-mapped I/O, whatever this libsqlite3's default (a stray write into a
     # mapping would go straight to the file; docs/security.md).

@@ -80,6 +80,8 @@ def opening(path: str) -> Iterator[None]:
 class SqliteConnection(sqlite3.Connection):
     """``sqlite3.Connection`` that can be tracked by weak reference (the C type cannot)."""
 
+    inode: tuple[int, int] | None = None  # (st_dev, st_ino) of the ledger file when it was opened
+
 
 def connect(path: str, target: str, **kwargs: Any) -> sqlite3.Connection:
     """``sqlite3.connect(target, **kwargs)`` for a momentary connection on the ledger ``path``

@@ -37,10 +37,11 @@ PG_CHANNEL = "warden_events"
 PG_RECONNECT_S = (0.05, 2.0)  # the listener's reconnect back-off: first and longest wait
 # The LISTEN connection is also the console's outage sentinel (issue 23): a server that goes away
 # closes it at once; a network that goes silent is noticed by a ping after PG_PING_S without a
-# notification, answered within PG_PING_TIMEOUT_S — so an outage is said within 1.6 s (plus the
+# notification, answered within PG_PING_TIMEOUT_S — so an outage is said within 1.7 s (plus the
 # time to show it). A ping is one round trip every 0.4 s on a connection that idles otherwise.
 PG_PING_S = 0.4
 PG_PING_TIMEOUT_S = 1.2
+PG_PING_GRACE_S = 0.1
 WATCH_STEP_MS = 5
 WATCH_DEBOUNCE_MS = 40
 FALLBACK_POLL_S = 5.0  # a safety net: inotify / watchfiles / LISTEN wake the reader at once
@@ -181,6 +182,8 @@ class Wakeups:
                     # Quiet for PG_PING_S: is the server still there? (A cut network says nothing.)
                     ping = asyncio.ensure_future(conn.execute("SELECT 1"))
                     done, _ = await asyncio.wait({ping}, timeout=PG_PING_TIMEOUT_S)
+                    if not done:  # a second chance, in case it was this event loop that stalled (a long render)
+                        done, _ = await asyncio.wait({ping}, timeout=PG_PING_GRACE_S)
                     if not done:
                         # Said now; the connection is then dropped without waiting on it (cancelling
                         # the query would itself wait for the silent server).
@@ -229,6 +232,7 @@ class Wakeups:
         lib = inotify_lib()
         assert lib is not None and self.path is not None
         names = {n.encode() for n in self._watch_names()}
+        own = os.path.basename(self.path).encode()
         directory = os.path.dirname(self.path) or "."
         fd = lib.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if fd < 0:
@@ -245,7 +249,7 @@ class Wakeups:
             while not self._stop.is_set():
                 await readable.wait()
                 readable.clear()
-                hit = gone = False
+                hit = gone = moved = False
                 while True:
                     try:
                         buf = os.read(fd, 65536)
@@ -254,9 +258,13 @@ class Wakeups:
                     for ev_mask, name in inotify_events(buf):
                         if ev_mask & (0x400 | 0x800 | 0x8000):  # the directory went away / unwatched
                             gone = True
+                        elif name == own and ev_mask & (0x40 | 0x80 | 0x100 | 0x200):
+                            moved = True  # the ledger file itself moved, removed or (re)created
                         elif name in names:
                             hit = True
-                if hit:
+                if moved:
+                    yield "moved"
+                elif hit:
                     yield "change"
                 if gone:
                     return  # the poll carries on; wakeups() restarts the source
@@ -306,6 +314,7 @@ class Wakeups:
         wake = asyncio.Event()
         notified = False
         lost = False
+        moved = False
         source = self._notify_source()
         if source is None:
             self._on_watching()
@@ -314,13 +323,15 @@ class Wakeups:
         trace = self.trace
 
         async def pump() -> None:
-            nonlocal notified, lost
+            nonlocal notified, lost, moved
             if source is None:
                 return
             try:
                 async for what in source:
                     if what == "lost":
                         lost = True
+                    elif what == "moved":
+                        moved = True
                     else:
                         notified = True
                     wake.set()
@@ -362,6 +373,11 @@ class Wakeups:
                     if lost:
                         lost = False
                         reason = "lost"  # PostgreSQL: the server went away (self.outage says how)
+                    elif moved:
+                        moved = notified = False
+                        reason = "change"  # SQLite: the ledger file moved (no commit for the probe to see): look now
+                        if probe is not None:
+                            arm(now)
                     elif notified:
                         notified = False
                         reason = "change"
