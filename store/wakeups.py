@@ -165,11 +165,24 @@ class Wakeups:
         for k, v in PG_KEEPALIVES.items():
             kwargs.setdefault(k, v)
         wait = PG_RECONNECT_S[0]
+        # A LISTEN connection that just dropped is not yet an outage (pg_terminate_backend, a
+        # pooler recycling it): the first reconnect, bounded by PG_PING_TIMEOUT_S, decides.
+        dropped: BaseException | None = None
         while not self._stop.is_set():
             conn = None
+            listening = False
             try:
-                conn = await psycopg.AsyncConnection.connect(dbname=dbname, autocommit=True, **kwargs)
+                connect = psycopg.AsyncConnection.connect(dbname=dbname, autocommit=True, **kwargs)
+                if dropped is not None:
+                    try:
+                        conn = await asyncio.wait_for(connect, PG_PING_TIMEOUT_S)
+                    except asyncio.TimeoutError:
+                        raise psycopg.OperationalError("timeout expired") from None
+                else:
+                    conn = await connect
                 await conn.execute(f"LISTEN {PG_CHANNEL}")
+                listening = True
+                dropped = None
                 self.listener_pid = conn.info.backend_pid
                 self.listen_count += 1
                 self._on_watching()
@@ -196,8 +209,11 @@ class Wakeups:
                         raise psycopg.OperationalError("no answer to a ping")
                     ping.result()
             except psycopg.Error as e:
-                if self.outage is None and not self._stop.is_set() and not (
-                        getattr(e, "sqlstate", None) == READ_ONLY_SQLSTATE and self.listener_pid is None):
+                refused_listen = getattr(e, "sqlstate", None) == READ_ONLY_SQLSTATE and self.listener_pid is None
+                dropped = None
+                if listening and self.outage is None:
+                    dropped = e  # dropped while listening: reconnect at once; said only if that fails
+                elif self.outage is None and not self._stop.is_set() and not refused_listen:
                     self.outage = (f"the ledger {listen.display} is unreachable ({unreachable_why(e, self.connect_timeout_s)}); "
                                    "reconnecting — what changes meanwhile is shown when it is back")
                     yield "lost"
@@ -216,6 +232,8 @@ class Wakeups:
                         await conn.close()
                     except Exception:
                         pass
+            if dropped is not None:
+                continue  # the deciding reconnect, now
             try:  # back off, but stop at once when the feed stops
                 await asyncio.wait_for(self._stop.wait(), wait)
             except asyncio.TimeoutError:
