@@ -91,12 +91,12 @@ def _check(core: LedgerCore, task_id: str, kind: str, target: str, warnings: lis
         try:
             at = parse_time(target, core.now())
         except ValueError as e:
-            raise Refused(f"wake condition at:{target}: {e}") from None
-        if not at <= v.TIME_MAX:  # NaN and infinity too ("at:nanh", "at:1e400d")
-            raise InvalidValue(f"wake condition (wake_on) at:{v.show(target)} is not a time Warden can store (up "
-                               "to year 9999)", "wake_on")
+            raise Refused(f"wake condition at:{v.show(target)}: {e}") from None
+        if not v.TIME_MIN <= at <= v.TIME_MAX:  # NaN and infinity ("at:nanh", "at:1e400d"); year 1 with an offset
+            raise InvalidValue(f"wake condition (wake_on) at:{v.show(target)} is not a time Warden can store "
+                               "(years 1 to 9999, UTC)", "wake_on")
         if at <= core.now():
-            raise Refused(f"wake condition at:{target}: {iso(at)} is not in the future")
+            raise Refused(f"wake condition at:{v.show(target)}: {iso(at)} is not in the future")
         cond["at"] = at
         cond["target"] = iso(at)  # a duration means "from the preview": the condition names the instant
     else:  # file

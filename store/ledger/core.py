@@ -21,7 +21,7 @@ import peewee as pw
 from .. import budget as budget_mod
 from .. import sql, sqlite_file, validate
 from ..clock import Clock, system_clock
-from ..db import BUSY_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, connect_checked, is_sqlite, open_database, register_result
+from ..db import BUSY_TIMEOUT_S, CONNECT_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, connect_checked, is_sqlite, open_database, register_result
 from ..errors import NotFound
 from ..models import LAYERS, Task, dumps
 from ..schema import check_version
@@ -109,6 +109,7 @@ class LedgerCore:
         application_name: str = "warden-agent",
         backoff: Backoff | None = None,
         one_connection: bool = False,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
     ) -> Self:
         """Open (and, for the agent side, create) a ledger: a path, ``sqlite:///…`` or
         ``postgresql://…``.
@@ -125,12 +126,16 @@ class LedgerCore:
         ``warden-cli``). ``one_connection``: PostgreSQL — every thread of this process uses the
         same connection, one transaction (or statement) at a time (``store/pgshared.py``): for a
         process that reads from many threads, like the console; SQLite: no effect.
+        ``connect_timeout_s``: PostgreSQL — how long opening waits for a server it cannot reach
+        (refused, unknown host, no answer, starting up; tried again with back-off) before
+        ``LedgerUnavailable`` "cannot reach the server …" (default 10 s; CLI ``--connect-timeout``);
+        also libpq's ``connect_timeout`` of every later (re)connection. SQLite: no effect.
         """
         if backoff is None:
             backoff = Backoff(budget_s=float(reconnect_s))
         db = open_database(target, read_only=read_only, create=create and not read_only,
                            busy_timeout_s=busy_timeout_s, application_name=application_name, backoff=backoff,
-                           one_connection=one_connection)
+                           one_connection=one_connection, connect_timeout_s=connect_timeout_s)
         connect_checked(db)
         try:
             check_version(db, create=create and not read_only)
