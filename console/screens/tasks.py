@@ -96,7 +96,7 @@ class TaskListScreen(ListScreen):
         model = self.wapp.tasks_model
         model.set_order("created" if model.order == "urgency" else "urgency")
         bar = self.query_one(StatusBar)
-        bar.title = "tasks by urgency" if model.order == "urgency" else self.header
+        bar.title = safe_line("tasks by urgency" if model.order == "urgency" else self.header)
         bar.update_from_app()
         self.row_list.reset()
         self._follow_selection()
