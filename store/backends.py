@@ -24,6 +24,7 @@ Peewee raised it, for the layers above that handle those.
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import threading
@@ -45,10 +46,37 @@ RECONNECT_BUDGET_S = 30.0
 # connections (at connect time).
 LOST_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
 LOCK_TIMEOUT_SQLSTATE = "55P03"
+# The server has no room: its disk is full (53100) or it is out of memory (53200).
+PG_NO_ROOM = {"53100": "its disk is full", "53200": "it is out of memory"}
 # SQLite primary result codes that mean the database cannot be used right now.
 SQLITE_BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
 SQLITE_IO_CODES = {10: "an I/O error", 11: "a corrupt database image", 13: "a full disk",
                    14: "a file it cannot open"}
+SQLITE_FULL = 13
+DISK_FULL_BYTES = 64 * 1024  # less free than this beside the ledger: an I/O error there is the full disk
+
+
+def free_space(path: str) -> str:
+    """How much room the file system of ``path`` has left, in words (for a message)."""
+    try:
+        st = os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return "free space unknown"
+    free = st.f_bavail * st.f_frsize
+    return f"{free // 1024} KiB free" if free < 10 * 1024 * 1024 else f"{free // (1024 * 1024)} MiB free"
+
+
+def disk_full(path: str) -> bool:
+    """True when the file system of the ledger ``path`` has (almost) no room left for this user:
+    SQLite reports a full disk as SQLITE_FULL, but growing ``-shm`` or creating ``-wal`` on a full
+    file system comes back as an I/O error or "unable to open"."""
+    if not path:
+        return False
+    try:
+        st = os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < DISK_FULL_BYTES or (st.f_favail == 0 and st.f_files > 0)
 
 
 @dataclass
@@ -162,7 +190,11 @@ class WardenSqlite(pw.SqliteDatabase):
         if forked is not None:
             raise self.forked_error(forked)
         with lockguard.opening(self.path):  # protected before SQLite can take a lock
-            opened = bool(super().connect(reuse_if_open))
+            try:
+                opened = bool(super().connect(reuse_if_open))
+            except (pw.OperationalError, pw.DatabaseError, sqlite3.Error) as e:
+                self.translate_error(e)  # a full disk says so (creating -wal/-shm fails as an I/O error)
+                raise
             if opened:
                 lockguard.track(self.connection(), self.path)
         return opened
@@ -180,13 +212,18 @@ class WardenSqlite(pw.SqliteDatabase):
             "used safely across fork(); open the Ledger in a process started with spawn or forkserver "
             "(multiprocessing.get_context('spawn')) or by exec")
 
-    def _translate(self, e: BaseException) -> None:
+    def translate_error(self, e: BaseException) -> None:
         """Raise the typed error for a busy or broken database; return for anything else."""
         code = sqlite_code(e)
         if code in SQLITE_BUSY_CODES:
             raise LedgerBusy(
                 f"the ledger {self.display} is busy: another process held its lock for more than "
                 f"{self.busy_timeout_s:g}s (busy_timeout_s); nothing was written"
+            ) from None
+        if code == SQLITE_FULL or (code in SQLITE_IO_CODES and disk_full(self.path)):
+            raise LedgerUnavailable(
+                f"the ledger {self.display} cannot be written: the disk is full ({free_space(self.path)}); "
+                "nothing was written and nothing committed is lost — free some space: writing resumes by itself"
             ) from None
         if code in SQLITE_IO_CODES:
             raise LedgerUnavailable(
@@ -197,21 +234,33 @@ class WardenSqlite(pw.SqliteDatabase):
         try:
             return super().execute_sql(sql, params)
         except (pw.OperationalError, pw.DatabaseError, sqlite3.Error) as e:
-            self._translate(e)
+            self.translate_error(e)
             raise
 
     def begin(self, lock_type: str | None = None) -> None:
         try:
             super().begin(lock_type)
         except (pw.OperationalError, pw.DatabaseError, sqlite3.Error) as e:
-            self._translate(e)
+            self.translate_error(e)
             raise
 
     def commit(self) -> None:
         try:
             super().commit()
         except (pw.OperationalError, pw.DatabaseError, sqlite3.Error) as e:
-            self._translate(e)
+            self.translate_error(e)
+            raise
+
+    def rollback(self) -> None:
+        # SQLite rolls a transaction back by itself on some errors (a full disk, an I/O error): a
+        # ROLLBACK then fails with "cannot rollback - no transaction is active", which would hide
+        # the error that matters. Nothing is left to undo.
+        if not self.is_closed() and not self.connection().in_transaction:
+            return
+        try:
+            super().rollback()
+        except (pw.OperationalError, pw.DatabaseError, sqlite3.Error) as e:
+            self.translate_error(e)
             raise
 
 
@@ -326,6 +375,23 @@ class WardenPostgres(pw.PostgresqlDatabase):
         return LedgerBusy(f"the ledger {self.display} is busy: a lock was not had within "
                           f"{self.busy_timeout_s:g}s (busy_timeout_s, PostgreSQL lock_timeout); nothing was written")
 
+    def translate_error(self, e: BaseException) -> None:
+        """For a statement sent outside :meth:`execute_sql` (a bulk insert through the cursor):
+        raise the typed error its driver error means; return for anything else."""
+        if sqlstate(e) == LOCK_TIMEOUT_SQLSTATE:
+            raise self._busy() from None
+        if sqlstate(e) in PG_NO_ROOM:
+            raise self._no_room(e) from None
+        code = sqlstate(e)
+        lost = (code.startswith("08") or code in LOST_SQLSTATES) if code is not None else \
+            type(e).__name__ in ("OperationalError", "InterfaceError")  # the driver's own, unwrapped
+        if lost:
+            raise self._lost(e) from None
+
+    def _no_room(self, e: BaseException) -> LedgerUnavailable:
+        return LedgerUnavailable(f"the PostgreSQL server of {self.display} cannot write: "
+                                 f"{PG_NO_ROOM[sqlstate(e) or '']} ({one_line(e)}); nothing was written")
+
     # ------------------------------------------------------------------ statements
     def execute_sql(self, sql: str, params: Any = None) -> Any:
         if self.pooled and self.read_only and self.transaction_depth() == 0 and not _is_read(sql):
@@ -337,6 +403,8 @@ class WardenPostgres(pw.PostgresqlDatabase):
             except (pw.OperationalError, pw.InterfaceError, pw.DatabaseError) as e:
                 if sqlstate(e) == LOCK_TIMEOUT_SQLSTATE:
                     raise self._busy() from None
+                if sqlstate(e) in PG_NO_ROOM:
+                    raise self._no_room(e) from None
                 if not is_connection_lost(e):
                     raise
                 if self.transaction_depth() > 0 or not _is_read(sql):
@@ -367,6 +435,8 @@ class WardenPostgres(pw.PostgresqlDatabase):
         except (pw.OperationalError, pw.InterfaceError, pw.DatabaseError) as e:
             if sqlstate(e) == LOCK_TIMEOUT_SQLSTATE:
                 raise self._busy() from None
+            if sqlstate(e) in PG_NO_ROOM:
+                raise self._no_room(e) from None
             if not is_connection_lost(e):
                 raise
             raise self._lost(e, in_doubt=True) from None

@@ -299,6 +299,10 @@ def connect_checked(db: pw.Database) -> None:
             db.healthy()
         else:
             db.connect(reuse_if_open=True)
+    except LedgerUnavailable as e:
+        if isinstance(db, WardenSqlite):
+            raise  # already names the ledger (busy, a full disk, an I/O error)
+        raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {safe_line(str(e))}") from None
     except WardenError as e:
         raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {safe_line(str(e))}") from None
     except (pw.DatabaseError, pw.OperationalError, pw.InterfaceError, sqlite3.DatabaseError) as e:

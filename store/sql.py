@@ -105,8 +105,15 @@ def execute_count(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> int:
 
 
 def execute_many(db: pw.Database, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-    """One statement over many parameter rows (bulk inserts)."""
-    db.cursor().executemany(translate(db, sql), rows)
+    """One statement over many parameter rows (bulk inserts). The cursor is the driver's own, so
+    its errors are given to the backend's ``translate_error`` (a full disk, a lost connection...)."""
+    try:
+        db.cursor().executemany(translate(db, sql), rows)
+    except Exception as e:
+        translate_error = getattr(db, "translate_error", None)
+        if translate_error is not None:
+            translate_error(e)
+        raise
 
 
 def fetch_all(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

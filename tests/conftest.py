@@ -18,8 +18,17 @@ from typing import Callable
 from urllib.parse import quote
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from store import Ledger, ManualClock
+
+# Hypothesis profiles of the model-based tests with real processes (tests/store/test_ledger_model.py),
+# chosen with WARDEN_MODEL_PROFILE: "model-ci" (the default: bounded to keep CI at a few minutes)
+# or "model-deep" (a long run before a release). Other hypothesis tests keep their own settings.
+_MODEL = dict(deadline=None, print_blob=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+settings.register_profile("model-ci", max_examples=8, stateful_step_count=30, database=None, **_MODEL)
+settings.register_profile("model-deep", max_examples=300, stateful_step_count=80, **_MODEL)
 
 # A fixed instant (2027-01-15T08:00:00Z) so snapshots and JSON are deterministic.
 T0 = 1_800_000_000.0

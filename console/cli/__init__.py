@@ -1,5 +1,34 @@
-"""The ``warden`` command line (``warden = "console.cli:main"``); see ``console.cli.entry``."""
+"""The ``warden`` command line (``warden = "console.cli:main"``); see ``console.cli.entry``.
 
-from .entry import build_parser, main
+``warden hook claude`` takes a lean path (``console.cli.hook``): Claude Code runs it around every
+tool call, so it does not build the whole parser nor load the console.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["hook"]:
+        from .hook import fast_main
+
+        done = fast_main(args[1:])
+        if done is not None:
+            return done
+    from .entry import main as full_main
+
+    return full_main(args)
+
+
+def __getattr__(name: str) -> Any:  # ``from console.cli import build_parser`` (tests, completion)
+    if name == "build_parser":
+        from .entry import build_parser
+
+        return build_parser
+    raise AttributeError(name)
+
 
 __all__ = ["build_parser", "main"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import signal
 import socket
@@ -20,11 +19,11 @@ import time
 from typing import Any
 
 from store import Ledger, validate
-from store.adapters.claude_hooks import PAYLOAD_CAP, HookConfig, run_hook
 from store.adapters.command import RunSpec, Supervisor
 from store.adapters.sessions import SessionStore
 
 from ..text import safe_line
+from . import hook
 from .common import flags, honours, ledger_target, print_json, runs_dir
 from .errors import UsageError
 
@@ -36,23 +35,11 @@ RUN_EXAMPLE = """examples:
 MCP_EXAMPLE = """example (a client's mcpServers entry runs this command):
   warden mcp --ledger /srv/warden/ledger.db --task fix-42 --worker claude-fix-42"""
 
-SESSIONS_HELP = ("where sessions are kept between processes (default $WARDEN_SESSIONS, else "
-                 "$XDG_STATE_HOME/warden/sessions)")
-
-HOOK_EXAMPLE = """example (.claude/settings.json runs it for each event; docs/agents.md has the whole snippet):
-  echo '{"session_id": "s1", "hook_event_name": "SessionStart", "cwd": "."}' | warden hook claude"""
 
 JSON_STREAMS = ("claude", "codex")
 
 
-def _seconds(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (0 < x <= 7 * 24 * 3600):
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most a week: {text!r}")
-    return x
+_seconds = hook.seconds
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -101,31 +88,16 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--lease", metavar="S", type=_seconds, default=60.0, help="lease in seconds (default 60)")
     p.add_argument("--ask-wait", metavar="S", type=_seconds, default=50.0,
                    help="how long ask_human waits before answering pending (default 50)")
-    p.add_argument("--sessions", metavar="DIR", help=SESSIONS_HELP)
+    p.add_argument("--sessions", metavar="DIR", help=hook.SESSIONS_HELP)
     honours(p, "ledger")
     p.set_defaults(func=cmd_mcp)
 
-    p = sub.add_parser(
-        "hook", parents=flags("ledger"), formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="answer one agent hook event (JSON on stdin): Claude Code's hooks",
-        description="Read one Claude Code hook event on stdin and answer as the hooks protocol expects:\n"
-                    "SessionStart claims a turn, Pre/PostToolUse heartbeat it, PermissionRequest waits for\n"
-                    "the operator (deny when nobody answers), Notification raises an alert, Stop commits\n"
-                    "the turn (docs/agents.md, \"Claude Code hooks\", has the settings.json snippet).",
-        epilog=HOOK_EXAMPLE)
-    p.add_argument("agent", choices=("claude",), metavar="AGENT", help="whose hook protocol: claude (Claude Code)")
-    p.add_argument("--task", metavar="T", help="one task for every session (default: a task per session, "
-                                               "claude-<session>)")
-    p.add_argument("--lease", metavar="S", type=_seconds, default=900.0,
-                   help="a turn's lease between hook events, in seconds (default 900)")
-    p.add_argument("--permission-wait", metavar="S", type=_seconds, default=540.0,
-                   help="how long a PermissionRequest waits for the operator before denying (default 540; keep it "
-                        "under the hook's timeout in settings.json, 600 by default)")
-    p.add_argument("--park-wait", metavar="S", type=_seconds, default=540.0,
-                   help="how long a tool call waits while the task is parked before stopping Claude (default 540)")
-    p.add_argument("--sessions", metavar="DIR", help=SESSIONS_HELP)
+    p = sub.add_parser("hook", parents=flags("ledger"), formatter_class=argparse.RawDescriptionHelpFormatter,
+                       help="answer one agent hook event (JSON on stdin): Claude Code's hooks",
+                       description=hook.DESCRIPTION, epilog=hook.EXAMPLE)
+    hook.add_arguments(p)
     honours(p, "ledger")
-    p.set_defaults(func=cmd_hook)
+    p.set_defaults(func=hook.cmd_hook)
 
 
 def default_worker(prefix: str) -> str:
@@ -200,23 +172,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         session = AgentSession(ledger, SessionStore(args.sessions), cfg)
         serve(session)
     return 0
-
-
-def cmd_hook(args: argparse.Namespace) -> int:
-    """One event in, one answer out; never a traceback: whatever fails gets the event's safe default."""
-    if args.task:
-        validate.task_id("--task", args.task)
-    raw = sys.stdin.buffer.read(PAYLOAD_CAP + 1)
-    cfg = HookConfig(task=args.task, lease_s=args.lease, permission_wait_s=args.permission_wait,
-                     park_wait_s=args.park_wait)
-    answer = run_hook(lambda: Ledger.open(ledger_target(args), application_name="warden-hook"),
-                      SessionStore(args.sessions), cfg, raw)
-    if answer.output is not None:
-        sys.stdout.write(json.dumps(answer.output, ensure_ascii=True) + "\n")
-        sys.stdout.flush()
-    if answer.message:
-        print(safe_line(answer.message, limit=500), file=sys.stderr)
-    return answer.exit_code
 
 
 __all__ = ["default_worker", "register"]

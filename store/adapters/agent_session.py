@@ -33,6 +33,7 @@ from ..views import Claim
 from ..worker import LeaseKeeper
 from .sessions import SessionBusy, SessionStore, claim_from_json, claim_to_json
 from .steering import Steer, clean, pulse, reclaim, steer
+from .streams import summarize
 
 __all__ = ["AgentSession", "SessionConfig"]
 
@@ -57,13 +58,24 @@ def _normal(value: Any) -> Any:
     return json.loads(json.dumps(value, allow_nan=False))
 
 
+OPTIONS_MAX = 20  # options of one question
+OPTION_TEXT_CAP = 1000  # characters of an option's label or consequence
+
+
 def _options(options: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """A client's options as the ledger takes them: an id alone, or {id, label, consequence} —
+    bounded (ids are checked by the ledger)."""
+    items = list(options or ())
+    if len(items) > OPTIONS_MAX:
+        raise Refused(f"a question offers at most {OPTIONS_MAX} options")
     out: list[dict[str, Any]] = []
-    for o in options or ():
+    for o in items:
         if isinstance(o, str):
-            out.append({"id": o, "label": o})
+            out.append({"id": o, "label": clean(o, OPTION_TEXT_CAP)})
         elif isinstance(o, Mapping):
-            out.append(dict(o))
+            opt = {k: (clean(v, OPTION_TEXT_CAP) if isinstance(v, str) and k != "id" else v)
+                   for k, v in o.items() if k in ("id", "label", "consequence")}
+            out.append(opt)
         else:
             raise Refused("an option is an id (a string) or {\"id\", \"label\", \"consequence\"}")
     return out
@@ -236,6 +248,8 @@ class AgentSession:
     def heartbeat(self, progress: float | None = None, observation: str | None = None, action: str | None = None,
                   result: str | None = None, waiting_on: str | None = None, wait_s: float | None = None,
                   tokens: int = 0) -> dict[str, Any]:
+        if progress is not None and not (isinstance(progress, (int, float)) and 0.0 <= progress <= 1.0):
+            raise Refused(f"progress is a fraction from 0 to 1, not {summarize(progress, 40)}")
         with self.lock:
             stop = self._check()
             if stop is not None:

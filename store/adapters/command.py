@@ -336,16 +336,30 @@ class _Watch:
             raise _Stop(RunOutcome("aborted", st.reason or "the task was aborted", run=self.rundir.name))
         if st.state == "rewound":
             self._end("interrupted", f"rewound: {st.reason}")
-            again = reclaim(self.ledger, claim, lease_s=self.sup.spec.lease_s)
-            if again is None:
-                raise _Stop(RunOutcome("lost", "rewound, but the node could not be claimed again",
-                                       run=self.rundir.name))
-            raise _Restart(again, st.reason)
+            raise _Restart(self._take_back(claim), st.reason)
         again = reclaim(self.ledger, claim, lease_s=self.sup.spec.lease_s) if "expired" in st.reason else None
         if again is not None:  # our lease ran out (a suspended machine) and nobody took the node
             return again
         self._end("interrupted", f"lost: {st.reason}")
         raise _Stop(RunOutcome("lost", st.reason, run=self.rundir.name))
+
+    def _take_back(self, claim: Claim) -> Claim:
+        """After a rewind: the node claimed again — at once, or once a park of the task is over."""
+        while True:
+            again = reclaim(self.ledger, claim, lease_s=self.sup.spec.lease_s)
+            if again is not None:
+                return again
+            now = steer(self.ledger, claim)
+            if now.state == "aborted":
+                raise _Stop(RunOutcome("aborted", now.reason or "the task was aborted", run=self.rundir.name))
+            task = self.ledger.task(claim.task_id)
+            if task.status != "parked" and now.state != "parked":
+                raise _Stop(RunOutcome("lost", f"rewound, but the node cannot be claimed again: {now.reason}",
+                                       run=self.rundir.name))
+            why = self.sup.stop_requested
+            if why is not None:
+                raise _Stop(RunOutcome("interrupted", why, run=self.rundir.name))
+            time.sleep(self.sup.interval)  # parked: the restart waits for the resume (no wake-up to wait on)
 
     def _wait_paused(self, claim: Claim, st: Steer) -> Claim:
         """Parked (lease revoked) or escalated: the group is stopped until the node can run again."""

@@ -17,10 +17,9 @@ and :func:`clean` turns what an agent printed into bounded observation text.
 
 from __future__ import annotations
 
-import inspect
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..errors import NotFound
 from ..facade import Ledger
@@ -102,26 +101,13 @@ def reclaim(ledger: Ledger, claim: Claim, *, lease_s: float | None = None) -> Cl
     return ledger.claim(claim.task_id, claim.worker, lease_s=lease_s or claim.lease_s, key=claim.node_key)
 
 
-# heartbeat(action=, result=) is issue 25's: until the ledger takes them, they ride in the
-# observation's text (one line each), which is what the ledger judged before.
-_ACTION_ARGS = "action" in inspect.signature(Ledger.heartbeat).parameters
-
-
 def pulse(ledger: Ledger, claim: Claim, *, observation: str | None = None, action: str | None = None,
           result: str | None = None, tokens: int = 0, units_done: float | None = None,
           units_total: float | None = None, waiting_on: str | None = None, wait_s: float | None = None) -> Pulse:
-    """One heartbeat with what the step did (``action``) and learned (``result``)."""
-    extra: dict[str, Any] = {}
-    if action is not None or result is not None:
-        if _ACTION_ARGS:
-            extra = {"action": action, "result": result}
-        else:
-            said = [observation] if observation else []
-            said += [f"action: {action}"] if action else []
-            said += [f"result: {result}"] if result is not None else []
-            observation = "\n".join(said)
-    return ledger.heartbeat(claim, observation=observation, tokens=tokens, units_done=units_done,
-                            units_total=units_total, waiting_on=waiting_on, wait_s=wait_s, **extra)
+    """One heartbeat with what the step did (``action``) and learned (``result``): the ledger judges
+    new information on results (issue 25)."""
+    return ledger.heartbeat(claim, observation=observation, action=action, result=result, tokens=tokens,
+                            units_done=units_done, units_total=units_total, waiting_on=waiting_on, wait_s=wait_s)
 
 
 def clean(text: str | bytes, limit: int = LINE_CAP) -> str:

@@ -18,6 +18,7 @@ from ..sql import Inc
 from ..views import Claim, NodeSpec, Pulse
 from .. import wake
 from . import compensation as compensations
+from . import lost
 from . import pause
 from .build import add_nodes_tx
 from . import observe
@@ -46,7 +47,7 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
     row["task"] = row["task_id"]
     if row["lease_token"] != claim.token or row["status"] != "running":
         task = sql.fetch_one(core.db, "SELECT status FROM task WHERE task_id = ?", [claim.task_id])
-        why = _lost_why(row, claim, task["status"] if task else None)
+        why = lost.reason(core, row, claim, task["status"] if task else None, now)
         raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {why}")
     if row["lease_until"] is None or row["lease_until"] <= now:
         raise LeaseLost(
@@ -54,22 +55,6 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
             f"{now - (row['lease_until'] or now):.1f}s ago; the node may be reclaimed"
         )
     return row
-
-
-def _lost_why(row: Mapping[str, Any], claim: Claim, task_status: str | None) -> str:
-    if task_status == "aborted" and row["kind"] != compensations.KIND:  # compensations run on after abort
-        return "the task was aborted"
-    if row["status"] == "parked":
-        return "the node was parked by an operator"
-    if row["status"] == "abandoned":
-        return "the node was abandoned by an operator (out of scope)"
-    if row["status"] == "running" and row["lease_token"] is not None:
-        return f"reclaimed after expiry (now attempt {row['attempt']} by {row['lease_owner']})"
-    if row["status"] == "pending" and row["attempt"] >= claim.attempt:
-        return "revoked (rewound or reset by an operator)"
-    if row["status"] in ("succeeded", "failed", "abandoned", "blocked"):
-        return f"the node is {row['status']}"
-    return "the lease token is no longer current"
 
 
 def cas_update(core: LedgerCore, row: Mapping[str, Any], claim: Claim, now: float, **fields: Any) -> None:

@@ -31,9 +31,10 @@ def key(ch: str) -> events.Key:
 
 @pytest.fixture
 def held_planner(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """plan_rewind and plan_park wait for the returned event (set by the test) before planning."""
+    """Planning (Ledger.plan, which the dialogs call, and plan_rewind / plan_park) waits for the
+    returned event (set by the test)."""
     gate = threading.Event()
-    for name in ("plan_rewind", "plan_park"):
+    for name in ("plan", "plan_rewind", "plan_park"):
         real = getattr(Ledger, name)
 
         def held(self: Ledger, *a: Any, _real: Any = real, **kw: Any) -> Any:

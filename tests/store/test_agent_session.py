@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from tests.support.observed import said
 from store import Ledger, NodeSpec
 from store.adapters.agent_session import AgentSession, SessionConfig
 from store.adapters.sessions import SessionStore
@@ -49,7 +50,7 @@ def test_claim_heartbeat_commit_and_a_new_task_is_made_with_its_origin(ledger, s
     assert s.heartbeat(progress=0.5, action="read the spec", result="three endpoints", tokens=120)["status"] == "ok"
     n = ledger.node("t", "main")
     assert (n.units_done, n.units_total, n.tokens_used) == (0.5, 1.0, 120)
-    text = ledger.observations("t", "main")[0].text
+    text = said(ledger.observations("t", "main")[0])
     assert "read the spec" in text and "three endpoints" in text
     assert s.claim_next()["resumed"] is True  # asking again hands back the same claim
     done = s.commit({"summary": "done"})
@@ -223,6 +224,8 @@ def test_report_and_resources(ledger, store):
 
 @pytest.mark.parametrize("call", [
     lambda s: s.heartbeat(progress=-1),
+    lambda s: s.heartbeat(progress=1.5),
+    lambda s: s.ask_human("?", options=[str(i) for i in range(21)]),
     lambda s: s.heartbeat(progress=float("nan")),
     lambda s: s.heartbeat(tokens=-5),
     lambda s: s.fail("x", failure_class="cosmic"),
@@ -241,6 +244,15 @@ def test_bad_values_are_refused_with_one_line_and_the_claim_is_kept(ledger, stor
     assert "\n" not in str(e.value)
     assert s.heartbeat()["status"] == "ok"  # still holding the lease
     assert ledger.node("t", "main").status == "running"
+
+
+def test_hostile_options_are_bounded(ledger, store):
+    s = session(ledger, store)
+    s.claim_next()
+    hid = s.ask_human("Pick", options=[{"id": "a", "label": "L" * 50_000, "consequence": "C" * 50_000,
+                                        "extra": "dropped"}])["handoff"]
+    [opt] = ledger.handoff(hid).options
+    assert len(opt["label"]) <= 1001 and len(opt["consequence"]) <= 1001 and "extra" not in opt
 
 
 def test_hostile_text_is_stored_as_text_bounded(ledger, store):

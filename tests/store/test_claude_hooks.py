@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from console.cli import main as warden
 from store import Ledger
+from tests.support.observed import all_said  # noqa: E402
 from store.adapters.claude_hooks import HookConfig, handle, parse, run_hook
 from store.adapters.sessions import SessionStore
 
@@ -60,8 +61,7 @@ def test_a_session_is_a_task_and_each_turn_a_node(ledger, store):
     assert hook(ledger, store, "post_tool_use").output is None
     n = ledger.node(TASK, "turn-1")
     assert n.status == "running" and n.lease_owner == "claude:9b2e4c1a" and n.kind == "claude-turn"
-    # the tool call is the heartbeat's action, its response the result (issue 25's heartbeat(action=, result=))
-    text = "\n".join(f"{o.text}\n{o.action or ''}\n{o.result or ''}" for o in ledger.observations(TASK, "turn-1"))
+    text = all_said(ledger.observations(TASK, "turn-1"))
     assert "Bash(" in text and "pytest -q tests/test_parser.py" in text and "1 failed, 11 passed" in text
     notes = [e.summary for e in ledger.events(task_id=TASK) if e.kind == "node.note"]
     assert any("Fix the failing parser test" in s for s in notes)
@@ -325,3 +325,25 @@ def test_the_settings_snippet_in_the_guide_is_valid_and_covers_every_event():
     assert permission["timeout"] > HookConfig().permission_wait_s  # the hook answers before Claude gives up
     mcp_block = next(json.loads(b) for b in blocks if '"mcpServers"' in b)
     assert mcp_block["mcpServers"]["warden"]["args"][0] == "mcp"
+
+
+def test_the_hook_takes_the_lean_path_without_the_console(tmp_path):
+    """Claude Code runs the hook around every tool call: it loads neither Textual nor Rich nor the
+    whole warden parser, and answers exactly as the full parser's path does."""
+    probe = ("import json, sys\nfrom console.cli import main\nrc = main(sys.argv[1:])\n"
+             "print(json.dumps({'rc': rc, 'loaded': sorted(m for m in ('textual', 'rich', 'console.cli.entry') "
+             "if m in sys.modules)}), file=sys.stderr)\n")
+    args = ["hook", "claude", "--ledger", str(tmp_path / "l.db"), "--sessions", str(tmp_path / "s")]
+    done = subprocess.run([sys.executable, "-c", probe, *args], input=(HOOKS / "session_start.json").read_bytes(),
+                          capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    report = json.loads(done.stderr.decode().strip().splitlines()[-1])
+    assert report == {"rc": 0, "loaded": []}
+    lean = json.loads(done.stdout)
+    with pytest.MonkeyPatch.context() as mp:  # the same event through the full parser (a flag before hook)
+        mp.setattr(sys, "stdin", type("S", (), {"buffer": open(HOOKS / "session_start.json", "rb")})())
+        import io
+        out = io.StringIO()
+        mp.setattr(sys, "stdout", out)
+        assert warden(["--ledger", str(tmp_path / "l2.db"), "hook", "claude", "--sessions", str(tmp_path / "s2")]) == 0
+    full = json.loads(out.getvalue())
+    assert lean["hookSpecificOutput"]["hookEventName"] == full["hookSpecificOutput"]["hookEventName"] == "SessionStart"

@@ -259,7 +259,7 @@ def test_a_compensation_lease_lost_says_why_not_aborted(ledger, clock):
     clock.advance(10)
     c2 = ledger.claim("t", "other", lease_s=10)  # reclaimed after expiry
     assert c2.node_key == c.node_key and c2.attempt == 2
-    with pytest.raises(LeaseLost, match="reclaimed after expiry") as e:
+    with pytest.raises(LeaseLost, match="reclaimed by other after it expired") as e:
         ledger.commit(c, output={})
     assert "aborted" not in str(e.value)
     ledger.commit(c2, output={})

@@ -13,12 +13,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from store import Ledger
+from tests.support.observed import all_said  # noqa: E402
 from store.adapters.command import RunSpec, Supervisor, failure_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,6 +199,33 @@ def test_rewind_restarts_the_command_with_the_reason(ledger_path, workdir, runs_
     assert n.output["run"] in states and states[n.output["run"]]["status"] == "completed"
 
 
+def test_a_rewind_while_the_task_is_parked_restarts_once_it_is_resumed(tmp_path, workdir):
+    ledger = str(tmp_path / "l.db")
+    script = ('echo "start:${WARDEN_REWIND_REASON-none}" >> starts; echo $$ > pid; '
+              'while [ ! -e finish ]; do sleep 0.05; done')
+    spec = RunSpec(argv=("sh", "-c", script), task_id="t", lease_s=1.5, grace_s=2, runs=str(workdir / "runs"),
+                   cwd=str(workdir), worker="run:test")
+    outcome = {}
+    with Ledger.open(ledger) as led:
+        t = threading.Thread(target=lambda: outcome.update(o=Supervisor(led, spec, out=lambda b: None,
+                                                                       say=lambda s: None).run()))
+        t.start()
+        starts = workdir / "starts"
+        wait_for(lambda: starts.exists() and node(ledger).status == "running", 30, "the first start")
+        pid = int(wait_for(lambda: (workdir / "pid").read_text().strip(), 10, "the pid"))
+        led.apply(led.plan_park("t", reason="hold on"), operator="op")
+        wait_for(lambda: state_of(pid) == "T", NOTICE_S, "stopped by the park")
+        led.apply(led.plan_rewind("t", "main", reason="other approach"), operator="op")
+        wait_for(lambda: gone(pid), NOTICE_S + 5, "the old command ended")
+        assert starts.read_text().count("\n") == 1  # not restarted while the task is parked
+        led.apply(led.plan_resume("t"), operator="op")
+        wait_for(lambda: starts.read_text().count("\n") == 2, NOTICE_S + 5, "the restart after the resume")
+        assert starts.read_text().splitlines()[1] == "start:other approach"
+        (workdir / "finish").touch()
+        t.join(60)
+    assert outcome["o"].status == "committed" and outcome["o"].attempts == 2
+
+
 # ---------------------------------------------------------------------- how it ends on its own
 # The supervisor in this process (the CLI's start-up is seconds on a busy machine), real children.
 def supervise(ledger: str, workdir: Path, script: str = "", *, argv: list[str] | None = None, **kw):
@@ -319,8 +348,7 @@ def test_a_claude_stream_reports_actions_tokens_and_cost(tmp_path, workdir):
     assert outcome.status == "committed"
     with Ledger.open(ledger) as led:
         n = led.node("t", "main")
-        # a tool call is the heartbeat's action, its output the result (issue 25)
-        text = "\n".join(f"{o.text}\n{o.action or ''}\n{o.result or ''}" for o in led.observations("t", "main"))
+        text = all_said(led.observations("t", "main"))
         assert led.task("t").tokens_used == 8545 == n.tokens_used
     assert n.output["final"] == "Fixed: x is 2 now and all 44 tests pass." and n.output["cost_usd"] == 0.0421
     assert "Bash" in text and "44 passed in 2.02s" in text

@@ -1,0 +1,116 @@
+"""Why a lease was lost, in words an agent author can act on (issue 23 item 5).
+
+The node row says only where the node is now; the journal says what happened to *this* claim: the
+first event after the claim's own ``node.claimed`` that ended its lease —
+
+* another worker's ``node.claimed`` → "reclaimed by <worker> after it expired (attempt N)";
+* an operator action that revoked it → "revoked by operator action N (<action> by <operator>:
+  <reason>)";
+* a ``node.failed`` → "the node failed (...)" (by this claim, or by Warden: max claims);
+* this claim's own ``node.committed`` → "already committed by this claim".
+
+Nothing found (a lease that simply ran out, nobody took it yet): "expired Ns ago". Only read
+when a write is refused, inside the refused write's transaction (which is rolled back).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from .. import sql
+from ..text import safe_line
+from ..views import Claim
+from . import compensation as compensations
+from .core import LedgerCore
+
+SCAN = 500  # events of the task read after the claim, at most (the cause is nearly always the next few)
+
+
+def reason(core: LedgerCore, row: Mapping[str, Any], claim: Claim, task_status: str | None, now: float) -> str:
+    """Why ``claim`` no longer holds ``row`` (the node now), as one line."""
+    since = None
+    for event_id, payload in sql.fetch_all(
+            core.db, "SELECT id, payload FROM event WHERE task_id = ? AND node = ? AND kind = 'node.claimed' "
+                     "AND actor = ? ORDER BY id DESC LIMIT 50", [claim.task_id, claim.node_key, claim.worker]):
+        if _payload(payload).get("attempt") == claim.attempt:  # this claim's own event
+            since = int(event_id)
+            break
+    cause = _first_cause(core, claim, since) if since is not None else None
+    if cause is not None:
+        return cause + _now(row, claim, task_status)
+    return _fallback(row, claim, task_status, now)
+
+
+def _payload(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    try:
+        out = json.loads(value or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _names(payload: Mapping[str, Any], key: str) -> bool:
+    """Does an operator event's payload name the node ``key`` (its changes or revoked leases)?"""
+    nodes = payload.get("nodes")
+    if isinstance(nodes, (list, tuple)) and key in nodes:
+        return True
+    if isinstance(nodes, dict) and any(isinstance(v, (list, tuple)) and key in v for v in nodes.values()):
+        return True
+    revoked = payload.get("revoked_leases")
+    return isinstance(revoked, list) and any(isinstance(r, dict) and r.get("node") == key for r in revoked)
+
+
+def _first_cause(core: LedgerCore, claim: Claim, since: int) -> str | None:
+    key = claim.node_key
+    rows = sql.fetch_all(core.db, "SELECT node, layer, kind, actor, payload FROM event WHERE task_id = ? "
+                                  f"AND id > ? ORDER BY id LIMIT {SCAN}", [claim.task_id, since])
+    for node, layer, kind, actor_name, payload in rows:
+        r = {"node": node, "layer": layer, "kind": kind, "actor": actor_name}
+        p = _payload(payload)
+        actor = safe_line(str(r["actor"] or "?"), limit=80)
+        if r["node"] == key and r["kind"] == "node.claimed":
+            return f"reclaimed by {actor} after it expired (attempt {p.get('attempt', '?')})"
+        if r["layer"] == "operator" and (r["node"] == key or _names(p, key)):
+            action = str(r["kind"]).removeprefix("operator.")
+            why = safe_line(str(p.get("reason") or ""), limit=120)
+            n = p.get("action_id")
+            return (f"revoked by operator action {n if n is not None else '?'} ({action} by {actor}"
+                    + (f": {why})" if why else ")"))
+        if r["node"] == key and r["kind"] == "node.failed":
+            err = safe_line(str(p.get("error") or ""), limit=120)
+            who = "this claim" if r["actor"] == claim.worker else actor
+            return f"the node failed ({who}{': ' + err if err else ''})"
+        if r["node"] == key and r["kind"] == "node.committed" and r["actor"] == claim.worker:
+            return "already committed by this claim"
+        if r["node"] == key and r["kind"] == "handoff.opened" and r["actor"] == claim.worker:
+            return "this claim handed the node to a human (blocked)"
+    return None
+
+
+def _now(row: Mapping[str, Any], claim: Claim, task_status: str | None) -> str:
+    status = str(row["status"])
+    if task_status == "aborted" and row["kind"] != compensations.KIND:  # compensations run on after abort
+        return f"; the task was aborted (the node is {status})"
+    if status == "running" and row["lease_owner"] is not None and row["lease_token"] != claim.token:
+        return f"; now running (attempt {row['attempt']} by {safe_line(str(row['lease_owner']), limit=80)})"
+    return f"; the node is {status}"
+
+
+def _fallback(row: Mapping[str, Any], claim: Claim, task_status: str | None, now: float) -> str:
+    """From the node row alone (the claim's own event not found)."""
+    if task_status == "aborted" and row["kind"] != compensations.KIND:  # compensations run on after abort
+        return "the task was aborted"
+    status = str(row["status"])
+    if status == "running" and row["lease_token"] == claim.token:
+        return f"expired {now - (row['lease_until'] or now):.1f}s ago; the node may be reclaimed"
+    if status == "running" and row["lease_token"] is not None:
+        return f"reclaimed by {safe_line(str(row['lease_owner']), limit=80)} (attempt {row['attempt']})"
+    if status == "parked":
+        return "the node was parked by an operator"
+    if status == "abandoned":
+        return "the node was abandoned by an operator (out of scope)"
+    return (f"revoked: the node is {status} and no longer holds this claim's lease (no claim, failure or "
+            "operator action in the journal explains it)")
