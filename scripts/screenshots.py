@@ -36,6 +36,7 @@ SEED = 7
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 ADVANCE_S = 30.0  # the live agents' simulated seconds before the pictures are taken
 TASK = "maint-billing"
+MIND_TASK = "perf-audit"  # requirements, conclusions, a replan, a memory proposed (console/demo/mind.py)
 
 
 async def wait_for(pilot: Any, cond: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
@@ -168,6 +169,23 @@ async def take_all(out: Path, size: tuple[int, int]) -> Shooter:
 
         await pilot.press("e")
         await s.shoot("events", "event log")
+        await pilot.press("escape")
+
+        # The task's mind (issue 27): perf-audit's requirements, conclusions, rejected paths and its
+        # replan; the memory inbox with the memory it proposed, and the confirm dialog.
+        app.open_graph(MIND_TASK)
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and app.graph_model is not None
+                       and app.graph_model.task_id == MIND_TASK, "the mind task's graph")
+        await analysed(pilot)
+        await pilot.press("m")
+        await wait_for(pilot, lambda: getattr(app.screen, "loaded", False), "the Mind screen")
+        await pilot.press("3", "j")
+        await s.shoot("mind", f"the task's mind ({MIND_TASK})")
+        await pilot.press("escape", "escape")
+        await pilot.press("M")
+        await wait_for(pilot, lambda: getattr(app.screen, "loaded", False), "the memory inbox")
+        await s.shoot("memory-inbox", "memory inbox")
+        await s.dialog("y", "dialog-memory-confirm", "confirm a proposed memory")
         await pilot.press("escape")
 
         await pilot.press("question_mark")
