@@ -142,16 +142,21 @@ def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
 def _task_confirms(kind: str, label: str, why: list[str], level: TaskLevel,
                    params: EstimateParams) -> tuple[str, list[str]]:
     """A label measured on the kind's runs, as far as this task's own runs bear it out (issue 25):
-    ``high`` needs ``task_confirm`` of them lying less than ``task_agree_z`` standard errors above
-    the kind's level; before that many, first runs ``task_caution_z`` above make it ``low``."""
+    the kind's calibration holds for this task only once its own runs show the task is like the
+    kind. ``high`` needs ``task_confirm`` of them, lying less than ``task_agree_z`` standard errors
+    above the kind's level, and pinning the task's level within ``task_agree_se`` (a kind whose
+    runs vary much needs more of them: 25 at σ 1); until then it is ``medium``. Before
+    ``task_confirm`` runs, first runs ``task_caution_z`` above make it ``low``."""
     if level.own and level.own < params.task_confirm and level.z >= params.task_caution_z:
         return lowest((label, "low")), [f"this task's first {kind} runs look slower than its history "
                                        f"({level.own} so far)"] + why
     if label != "high":
         return label, why
-    if level.own < params.task_confirm:
-        return "medium", why + [f"high once {params.task_confirm} of this task's {kind} runs agree "
-                                f"({level.own} so far)"]
+    if level.own < params.task_confirm or level.se > params.task_agree_se:
+        need = max(params.task_confirm, level.own + 1)
+        if level.own and level.se < math.inf and level.se > params.task_agree_se:
+            need = max(need, math.ceil(level.own * (level.se / params.task_agree_se) ** 2))
+        return "medium", why + [f"high once {need} of this task's {kind} runs agree ({level.own} so far)"]
     if level.z >= params.task_agree_z:
         return "medium", why + [f"this task's {kind} runs lean slower than its history"]
     return label, why

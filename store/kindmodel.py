@@ -86,7 +86,8 @@ class EstimateParams:
     task_exceed_p: float = 0.05  # … or more of them past the kind's P80 than chance allows (binomial tail)
     task_confirm: int = 5  # a task's figure is high only once this many of its own runs of the kind agree …
     task_agree_z: float = 1.5  # … lying less than this many standard errors above the kind's level; …
-    task_caution_z: float = 1.0  # … before that, first runs this far above make the label low
+    task_caution_z: float = 1.0  # … before that, first runs this far above make the label low; …
+    task_agree_se: float = 0.2  # … and high also needs them to pin the task's level this closely (log: ×1.22)
     drift_window: int = 8  # newest residuals tested for drift
     drift_z: float = 2.0  # their mean beyond this many standard errors …
     drift_min: float = 0.35  # … and at least this far (log scale, ×1.4) is drift
@@ -333,6 +334,7 @@ class TaskLevel:
     contradiction: str | None = None
     own: int = 0  # the task's own finished runs of the kind the level rests on
     z: float = 0.0  # how far above the kind's level they lie, in standard errors (below: negative)
+    se: float = math.inf  # the standard error of their mean (log scale): how closely they pin the task's level
 
 
 def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = DEFAULT_PARAMS,
@@ -347,6 +349,9 @@ def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = 
         return TaskLevel(0.0, tau2, own=k)
     logs = [math.log(max(d, 1e-3)) - model.mean for d in own]
     mean = sum(logs) / k
+    # how closely the own runs pin the task's level: the kind's within-task spread, or theirs if wider
+    own_var = sum((x - mean) ** 2 for x in logs) / (k - 1) if k >= 3 else 0.0
+    level_se = math.sqrt(max(sw2, own_var) / k)
     if tau2 > 0:
         var = 1.0 / (1.0 / tau2 + k / sw2)
         shift = var * (k / sw2) * mean
@@ -361,14 +366,14 @@ def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = 
         gap = mean
         z = mean / math.sqrt(tau2 + sw2 / k + model.sample_var)
     if k < min(params.task_min, params.task_slow_min):
-        return TaskLevel(shift, var, own=k, z=z)
+        return TaskLevel(shift, var, own=k, z=z, se=level_se)
     slower = k >= params.task_slow_min and gap > 0 and (
         z >= params.task_slow_z or _past_p80(model, [x + model.mean - base for x in logs], tau2, params))
     if slower or (k >= params.task_min and abs(z) >= params.task_z):
         ratio = math.exp(gap)
         what = f"{ratio:.1f}× slower" if ratio >= 1 else f"{1 / ratio:.1f}× faster"
         return TaskLevel(mean, var + mean * mean / 2,
-                         f"this task's {model.kind} runs are {what} than its history", k, z)
+                         f"this task's {model.kind} runs are {what} than its history", k, z, level_se)
     if k >= params.task_min + 2:
         ib = (k - 1) / 2
         sxx = sum((i - ib) ** 2 for i in range(k))
@@ -378,8 +383,8 @@ def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = 
         if slope / se >= params.task_trend_t:
             ahead = min(slope * k / 2, 0.7)  # where the trend points, half as many runs again (≤ ×2)
             return TaskLevel(mean + ahead, var + ahead * ahead / 2,
-                             f"this task's {model.kind} runs slow down as it goes", k, z)
-    return TaskLevel(shift, var, own=k, z=z)
+                             f"this task's {model.kind} runs slow down as it goes", k, z, level_se)
+    return TaskLevel(shift, var, own=k, z=z, se=level_se)
 
 
 def _past_p80(model: KindModel, residuals: Sequence[float], tau2: float, params: EstimateParams) -> bool:
