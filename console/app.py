@@ -153,7 +153,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         screenshots: wait for this, then for the workers)."""
         g = self.graph_model
         graph_loading = self.follower.graph_task is not None and (g is None or not g.complete)
-        return self.loaded and self.follower.idle() and not graph_loading
+        return self.loaded and self.follower.idle() and not graph_loading and not self.taking_keys()
 
     # ------------------------------------------------------------------ lifecycle
     def on_mount(self) -> None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, TypeVar
 
 from rich.text import Text
 from textual import events, on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -43,7 +44,7 @@ from ..glyphs import READ_ONLY_NOTICE
 from ..host import ConsoleHost, host_of
 from ..operator import resolve_operator
 from ..text import literal, safe_line
-from ..typeahead import after_pending_keys
+from ..typeahead import TypeAhead, after_pending_keys
 from .plan import PlanPreview
 
 if TYPE_CHECKING:
@@ -68,32 +69,44 @@ class WardenModal(ModalScreen[ResultType]):
     (``#dialog-error``, hidden when empty)."""
 
     CSS_PATH = MODAL_TCSS
+    # Tab moves between the fields the moment the app reads it (a priority binding), so the keys
+    # typed right after it go to the next field, not to the one it left (console/typeahead.py).
+    BINDINGS = [
+        Binding("tab", "next_field", "Next field", show=False, priority=True),
+        Binding("shift+tab", "previous_field", "Previous field", show=False, priority=True),
+    ]
 
     def __init__(self) -> None:
         super().__init__(classes="warden-modal")
         # Writes started (an apply, a resolution, a record): a seam the tests read to prove that
         # Cancel, escape, enter, an empty reason or read-only never start one.
         self.apply_attempts = 0
+        # From the moment it is on top until its focus has landed, the keys typed are its own,
+        # applied in order then (console/typeahead.py).
+        self.typeahead = TypeAhead(self, taking=True)
 
     @property
     def host(self) -> ConsoleHost:
         return host_of(self)
 
-    def type_ahead(self, event: events.Key) -> None:
-        """A key typed before this modal was ready (console/typeahead.py): escape closes it; the
-        rest is dropped here (a modal with a text field takes the characters: ActionDialog)."""
-        if event.key == "escape":
-            cancel = getattr(self, "action_cancel", None)
-            if cancel is not None:
-                cancel()
+    @on(events.Mount)
+    def _keys_typed_ahead(self) -> None:
+        stack = self.app.screen_stack
+        below = stack[stack.index(self) - 1] if self in stack and stack.index(self) > 0 else None
+        self.typeahead.start((below.focused or below) if below is not None else None)
+
+    def action_next_field(self) -> None:
+        self.focus_next()
+
+    def action_previous_field(self) -> None:
+        self.focus_previous()
 
     def on_key(self, event: events.Key) -> None:
-        """Keys reach the modal itself only while nothing in it has focus yet (it is being mounted):
-        a character that is not one of its keys is type-ahead."""
+        """A character that reaches the modal itself (nothing in it has focus) and is not one of
+        its keys is nobody's: never the screen's underneath."""
         if self.focused is None and event.is_printable and event.key not in self.active_bindings:
             event.stop()
             event.prevent_default()
-            self.type_ahead(event)
 
     def say(self, text: Any) -> None:
         w = self.query_one("#dialog-error", Static)
@@ -128,6 +141,8 @@ class ActionDialog(WardenModal["Plan | None"]):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="dialog-cancel"),
         Binding("ctrl+s", "apply", "Apply", id="dialog-apply", priority=True),
+        # enter in an input moves to the next field the moment the app reads it (as Tab does)
+        Binding("enter", "submit_field", "Next field", show=False, priority=True),
     ]
 
     def __init__(self, task_id: str, node: str | None = None, *, reason: str = "") -> None:
@@ -142,7 +157,6 @@ class ActionDialog(WardenModal["Plan | None"]):
         self.stale: str | None = None  # the store's message when the last apply met a moved ledger
         self.result: "Plan | None" = None
         self._seq = 0
-        self._typed: list[str] = []  # type-ahead that arrived before the reason input existed
 
     @classmethod
     def opened(cls, host: ConsoleHost, task_id: str, node: str | None, *, reason: str = "",
@@ -192,35 +206,10 @@ class ActionDialog(WardenModal["Plan | None"]):
 
     def on_mount(self) -> None:
         if self.needs_reason:
-            inp = self.query_one("#reason", Input)
-            if self._typed:
-                inp.value += "".join(self._typed)
-                inp.cursor_position = len(inp.value)
-                self._typed.clear()
-            inp.focus()
+            self.query_one("#reason", Input).focus()
         else:
             self.query_one("#cancel", Button).focus()
         self.replan()
-
-    def type_ahead(self, event: events.Key) -> None:
-        """Characters typed before the reason input was ready go into it, in order."""
-        if event.key == "escape" or not self.needs_reason:
-            super().type_ahead(event)
-            return
-        inputs = self.query("#reason").results(Input)
-        inp = next(iter(inputs), None)
-        if event.key == "backspace":
-            if inp is not None and inp.is_mounted:
-                inp.value = inp.value[:-1]
-            elif self._typed:
-                self._typed.pop()
-            return
-        if not event.is_printable or not event.character:
-            return
-        if inp is not None and self.is_mounted and not self._typed:
-            inp.insert_text_at_cursor(event.character)
-        else:
-            self._typed.append(event.character)
 
     # ---- the plan (thread worker; a pure read)
     def plan_args(self) -> dict[str, Any] | None:
@@ -338,9 +327,15 @@ class ActionDialog(WardenModal["Plan | None"]):
             self.say("")
             self.update_buttons()
 
+    def action_submit_field(self) -> None:
+        """enter in an input never applies: it moves to the next field (elsewhere enter is the
+        focused widget's: a button presses, a box ticks)."""
+        if not isinstance(self.focused, Input):
+            raise SkipAction()
+        self.focus_next()
+
     @on(Input.Submitted)
     def _input_submitted(self, event: Input.Submitted) -> None:
-        """enter in an input never applies: it moves to the next field."""
         event.stop()
         self.focus_next()
 

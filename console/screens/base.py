@@ -13,7 +13,7 @@ from textual.widgets import Footer, Input
 
 from ..host import ConsoleHost, host_of
 from ..text import safe_line
-from ..typeahead import mark, redirect_key
+from ..typeahead import TypeAhead, mark, redirect_key
 from ..widgets import RowList, StatusBar
 
 
@@ -38,6 +38,10 @@ class WardenScreen(Screen):
 
     header = ""
 
+    def __init__(self, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name, id, classes)
+        self.typeahead = TypeAhead(self)  # takes the keys while its `/` filter opens (console/typeahead.py)
+
     @property
     def wapp(self) -> ConsoleHost:
         """The app, as screens see it (console/host.py)."""
@@ -52,8 +56,8 @@ class WardenScreen(Screen):
         return ()
 
     def on_key(self, event: events.Key) -> None:
-        """A key typed before a dialog on top of this screen was ready is the dialog's
-        (console/typeahead.py), never this screen's."""
+        """A key typed before a dialog on top of this screen (or this screen's filter) was ready is
+        the dialog's (console/typeahead.py), never this screen's."""
         if not redirect_key(self, event):
             mark(self, event)  # the app redirects it if a dialog opens before it gets there
 
@@ -85,9 +89,12 @@ class ListScreen(WardenScreen):
         self.row_list.refresh_visible()
 
     def action_filter(self) -> None:
+        """`/`: the filter, and the keys typed right after `/` in its input."""
         inp = self.query_one(FilterInput)
+        before = self.focused or self
         inp.display = True
         inp.focus()
+        self.typeahead.start(before)
 
     def _filter_input(self, placeholder: str) -> FilterInput:
         inp = FilterInput(placeholder=safe_line(placeholder), id="filter")

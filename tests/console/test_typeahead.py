@@ -26,7 +26,7 @@ TYPED = "jk loop: he quit ever"  # j/k move lists, e/h/q open screens or quit: n
 
 
 def key(ch: str) -> events.Key:
-    return events.Key({" ": "space", ":": "colon"}.get(ch, ch), ch)
+    return events.Key({" ": "space", ":": "colon", "/": "slash", "-": "minus"}.get(ch, ch), ch)
 
 
 @pytest.fixture
@@ -143,3 +143,50 @@ async def test_ctrl_s_right_after_typing_applies_the_reason_in_full(fixed_dir) -
         await wait_for(pilot, lambda: dialog.apply_attempts == 1, what="the apply")
         await workers_done(pilot, dialog)
     assert rejections(fixed_dir / "ledger.db", "outline")[-1] == reason
+
+
+async def test_slash_and_the_filter_text_in_one_burst_filter_and_act_on_nothing(fixed_dir) -> None:
+    """`/` opens the filter; the keys of the same burst are the filter's (`u`, `r`, `e` … are
+    action and screen keys on the graph underneath), then enter leaves the filter and the next key
+    acts on the filtered list."""
+    app = make_app(analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        graph = await open_graph_on(pilot, "outline")
+        stack = len(app.screen_stack)
+        for ch in "/section":
+            app.post_message(key(ch))
+        app.post_message(events.Key("backspace", "\x7f"))
+        for ch in "n-2":
+            app.post_message(key(ch))
+        app.post_message(events.Key("enter", "\r"))
+        app.post_message(key("j"))  # after enter: the list's, not the filter's
+        inp = graph.query_one("#filter", Input)
+        await wait_for(pilot, lambda: not app.taking_keys() and inp.value == "section-2", what="the filter text")
+        await settle(pilot)
+        assert inp.value == "section-2" and len(app.screen_stack) == stack  # nothing opened
+        assert graph.row_list.has_focus
+        assert graph.row_list.cursor == 0  # one row left; `j` on it stays
+        assert graph.selected_node() == "section-2"
+
+
+async def test_a_burst_with_tab_and_enter_fills_each_field_in_order(fixed_dir, held_planner) -> None:
+    """Abort: reason, Tab, the task id; shift+Tab back to the reason; enter moves on like Tab —
+    all typed before the dialog is ready and after."""
+    from console.dialogs import AbortDialog
+
+    app = make_app(analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        burst = ["a", *"stop", "tab", *"report-001", "shift+tab", *" now"]
+        for name in burst:
+            app.post_message(events.Key(name, None) if len(name) > 1 else key(name))
+        await wait_for(pilot, lambda: isinstance(app.screen, AbortDialog) and not app.taking_keys(), what="the keys")
+        dialog = app.screen
+        assert dialog.query_one("#reason", Input).value == "stop now"
+        assert dialog.query_one("#confirm", Input).value == "report-001"
+        for name in ["enter", "x"]:  # the dialog ready: enter in the reason moves to the id
+            app.post_message(events.Key(name, None) if len(name) > 1 else key(name))
+        # entered by enter (as by Tab) the id field's text is selected: `x` replaces it
+        await wait_for(pilot, lambda: dialog.query_one("#confirm", Input).value == "x", what="x in the id")
+        assert dialog.query_one("#reason", Input).value == "stop now"
+        held_planner.set()
