@@ -94,6 +94,10 @@ SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] =
     ("Action dialogs and recovery advice", ("ActionDialog", "AdviceDialog"), [
         (("ctrl+s",), "apply (when the reason is filled)"),
         (("escape",), "cancel: nothing changes"),
+        (("enter",), "in a text field: the next field (never applies)"),
+    ]),
+    ("Every dialog", ("WardenModal",), [
+        (("tab", "shift+tab"), "next / previous field (keys typed right after go there)"),
     ]),
     ("Ledger error screen", ("LedgerErrorScreen",), [
         (("r",), "retry opening the ledger"),

@@ -25,7 +25,7 @@ import pytest
 from conftest import build_ledger
 from store import Ledger
 from tests.support import busy_agent
-from tests.support.console_terminal import Terminal, console_argv, shows
+from tests.bench.console_terminal import Terminal, console_argv, shows
 
 pytestmark = pytest.mark.slow
 
