@@ -52,6 +52,7 @@ from .screens import (
     TaskListScreen,
 )
 from .screens.base import WardenScreen
+from .screens.mind import MemoryInboxScreen, MindScreen
 from .screens.report import TaskReportScreen
 from .text import safe_line
 from .typeahead import TypeAheadApp
@@ -74,6 +75,8 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         Binding("g", "runs", "Runs", id="runs"),
         *(Binding(k.key, f"operator({k.action!r})", k.label, id=k.action, show=False) for k in ACTION_KEYS),
         Binding("o", "report", "Report", id="report", show=False),
+        Binding("m", "mind", "Mind", id="mind", show=False),
+        Binding("M", "memories", "Memory inbox", id="memories", show=False),
     ]
 
     def __init__(
@@ -168,7 +171,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="wakes")
     def check_wakes(self) -> None:
-        self.feed.read(lambda ledger: ledger.check_wakes())
+        self.feed.read(lambda ledger: (ledger.check_wakes(), ledger.check_expired(actor="console")))
 
     def _tick(self) -> None:
         """Once a second: time-based figures (lease countdowns, ages) on the visible rows only."""
@@ -333,6 +336,11 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         for r in self._screens(TaskReportScreen):
             if r.task_id in tasks:
                 r.reload()
+        for m in self._screens(MindScreen):  # the task's mind changed with it (console/screens/mind.py)
+            if m.task_id in tasks:
+                m.reload()
+        for inbox in self._screens(MemoryInboxScreen):
+            inbox.reload()
 
     @on(LedgerStatus)
     def ledger_status(self, msg: LedgerStatus) -> None:

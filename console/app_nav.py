@@ -11,6 +11,7 @@ from .glyphs import READ_ONLY_NOTICE
 from .screens import EventLogScreen, HandoffInboxScreen, HelpScreen, RunsScreen
 from .screens.advice import AdviceDialog
 from .screens.base import WardenScreen
+from .screens.mind import MemoryInboxScreen, MindScreen
 from .screens.report import TaskReportScreen
 from .text import safe_line
 
@@ -68,6 +69,22 @@ class Navigation:
             self.notify("report: select a task first", severity="warning")
             return
         self.push_screen(TaskReportScreen(task))
+
+    def action_mind(self) -> None:
+        """m: the selected task's mind (console/screens/mind.py): requirements, conclusions,
+        rejected paths, plan history."""
+        screen = self.screen
+        if isinstance(screen, MindScreen):
+            return
+        task = screen.selected_task() if isinstance(screen, WardenScreen) else None
+        if not task:
+            self.notify("mind: select a task first", severity="warning")
+            return
+        self.push_screen(MindScreen(task))
+
+    def action_memories(self) -> None:
+        """M: the memory inbox — memories agents proposed, to confirm or reject."""
+        self._push_once(MemoryInboxScreen, MemoryInboxScreen)
 
     def action_operator(self, action: str) -> None:
         """p/u/n/r/a/c/R on the selection of the screen on top."""

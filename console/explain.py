@@ -64,6 +64,10 @@ SUGGESTED_ACTIONS: dict[str, tuple[str, str]] = {
     "park_expired": ("resume", "resume (or park again with a new until)"),
     "wake": ("resume", "resume"),
     "budget_insufficient": ("narrow", "narrow the task without this node"),
+    # the task's mind (store/mind/signals.py): work that serves no requirement is cut by narrowing;
+    # an alignment check a person answers is a handoff
+    "drift_suspected": ("narrow", "narrow the task to what serves its requirements (m: its mind)"),
+    "alignment_due": ("resolve", "answer the alignment check"),
 }
 
 

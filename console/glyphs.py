@@ -32,7 +32,19 @@ ASCII_TASK_GLYPHS = {"active": ">", "parked": "=", "completed": "+", "failed": "
 ASCII_MARKS = {"signal": "!", "handoff": "H", "alert": "*", "full": "#", "empty": ".", "spark": "_.-=+*#@",
                "dash": "-", "left": "<-", "clock": "@", "star": "*", "crumb": ">", "arrow": "->", "more": "..."}
 ASCII_TERMS = ("dumb", "linux", "vt100", "vt102", "vt220", "ansi", "cons25")
-READ_ONLY_NOTICE = "read-only (opened with --read-only): actions are disabled"
+SERVED_ENV = "WARDEN_SERVED"  # set by `warden serve` for the consoles it runs (console/serve/server.py)
+
+
+def read_only_notice(environ: Mapping[str, str] | None = None) -> str:
+    """What an action key says on a read-only console: how it was made read-only, so how to act —
+    in the browser, the server decides (``warden serve --allow-actions``), not ``--read-only``."""
+    env = os.environ if environ is None else environ
+    if env.get(SERVED_ENV):
+        return "read-only in the browser: actions are disabled (the server runs without --allow-actions)"
+    return "read-only (opened with --read-only): actions are disabled"
+
+
+READ_ONLY_NOTICE = read_only_notice()  # a served console has SERVED_ENV from its start
 
 
 def ascii_terminal(environ: Mapping[str, str] | None = None) -> bool:

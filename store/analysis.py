@@ -376,7 +376,9 @@ class TaskAnalysis:
         now = self.ledger.now() if now is None else now
         parked = [self.nodes[k] for k in sorted(self._parked_set)]
         out = task_signals(self.task, self.handoffs, now, thresholds=self.thresholds, parked_nodes=parked)
-        out += [Signal(*s) for s in round2.extra(self.ledger, self.task, now, self.thresholds)]
+        extra = [Signal(*s) for s in round2.extra(self.ledger, self.task, now, self.thresholds)]
+        out += extra
+        acted = {s.node for s in extra if s.kind == "cost_density"}  # the ledger's verdict stands in (signals.py)
         if self.task.status != "parked":
             if self._norm_stale:
                 self._token_sums()
@@ -389,7 +391,8 @@ class TaskAnalysis:
                 p80 = p80s.get((n.kind, n.est_wall_s))
                 if p80 is None:
                     p80 = p80s[(n.kind, n.est_wall_s)] = kind_p80(self.history, n.kind, n.est_wall_s, self.params)
-                out.extend(node_signals(self.task_id, n, list(self.obs.get(n.key, ())),
-                                        now, thresholds=self.thresholds, kind_p80=p80, token_norm=norm,
-                                        task_status=self.task.status))
+                out.extend(s for s in node_signals(self.task_id, n, list(self.obs.get(n.key, ())), now,
+                                                   thresholds=self.thresholds, kind_p80=p80, token_norm=norm,
+                                                   task_status=self.task.status)
+                           if not (s.kind == "cost_density" and n.key in acted))
         return sort_signals(out)

@@ -22,6 +22,21 @@ from .actions import Plan
 from .actions.registry import plan as plan_registered
 from .db import retry_read, run_read
 from .errors import WardenError
+from .mind import agent as mind_agent
+from .mind import read as mind_read
+from .mind import record as mind_record
+from .mind import replan as mind_replan
+from .mind.rules import requirements as check_requirements
+from .mind.views import (
+    ALIGNMENT_EVERY,
+    DRIFT_AFTER,
+    MemoryView,
+    MindEntry,
+    MindView,
+    NodeMind,
+    PlanVersionView,
+    Requirement,
+)
 from .views import (
     ActionView,
     ArtifactView,
@@ -39,7 +54,7 @@ from .views import (
     Pulse,
     TaskView,
 )
-from .ledger import build, claims, fenced, queries, waits
+from .ledger import build, claims, fenced, queries, unsafe, waits
 from .ledger.checked import checked
 from .ledger.core import LedgerCore
 
@@ -65,15 +80,28 @@ class Ledger(LedgerCore):
         exist_ok: bool = False,
         actor: str = "",
         origin: str | None = None,
+        requirements: Sequence[Mapping[str, str]] | None = None,
+        drift_after: int = DRIFT_AFTER,
+        alignment_every: int = ALIGNMENT_EVERY,
+        alignment_by: str = "human",
     ) -> TaskView:
         """Create a task. With ``exist_ok`` an existing task is returned unchanged (idempotent).
 
         ``origin``: which integration made it (``mcp``, ``run``, ``claude``, ``langgraph``; None is
-        ``python``, an agent written against this API) — shown in the console and ``warden status``."""
+        ``python``, an agent written against this API) — shown in the console and ``warden status``.
+
+        ``requirements``: ``[{"id": "r1", "text": ...}, ...]`` — the items the work must meet, kept
+        and handed back to every claim (``inputs["memory"]``); nodes say which they serve
+        (``add_node(serves=...)``). With requirements the task judges drift: ``drift_suspected``
+        after ``drift_after`` completed nodes in a row serve none, an alignment check every
+        ``alignment_every`` completed nodes, answered by ``alignment_by`` (``human``: a handoff;
+        ``agent``: a claim of kind ``alignment``); 0 turns either off."""
+        reqs = check_requirements("requirements", requirements)
         build.create_task(self, task_id, title=title, workflow=workflow, workflow_version=workflow_version,
                           inputs=inputs, constraints=constraints, preconditions=preconditions, budget=budget,
                           max_claims=max_claims, max_repairs=max_repairs, exist_ok=exist_ok, actor=actor,
-                          origin=origin)
+                          origin=origin, requirements=reqs,
+                          mind=mind_record.initial_mind(len(reqs), drift_after, alignment_every, alignment_by))
         return self.task(task_id)
 
     def add_node(
@@ -92,11 +120,13 @@ class Ledger(LedgerCore):
         units_total: float | None = None,
         max_claims: int | None = None,
         actor: str = "",
+        serves: Sequence[str] = (),
     ) -> NodeView:
         """Add one node. Unknown dependencies and cycles are refused; re-adding the same node
-        with the same dependencies is a no-op (an agent may die between deciding and adding)."""
+        with the same dependencies is a no-op (an agent may die between deciding and adding).
+        ``serves``: the task's requirement ids this node's work serves (unknown ids are refused)."""
         spec = NodeSpec(key, kind, tuple(deps), title, preconditions, est_wall_s, est_tokens,
-                        always_admit, retryable, units_total, max_claims)
+                        always_admit, retryable, units_total, max_claims, tuple(serves))
         build.add_nodes(self, task_id, [spec], actor)
         return self.node(task_id, key)
 
@@ -112,7 +142,7 @@ class Ledger(LedgerCore):
 
     def claim(self, task_id: str | None, worker: str, lease_s: float = 30.0, *,
               kinds: Sequence[str] | None = None, key: str | None = None,
-              workflow_version: str | None = None) -> Claim | None:
+              workflow_version: str | None = None, max_step_s: float | None = None) -> Claim | None:
         """Claim a ready node of ``task_id`` (or of any active task when None), or None.
 
         Ready: pending, every dependency succeeded or abandoned, ``next_retry_at`` passed, task
@@ -124,10 +154,29 @@ class Ledger(LedgerCore):
         Under a token or wall cap a pending node whose estimate (``est_tokens`` × 1.2,
         ``est_wall_s`` × 1.5) does not fit in what is left is passed over unless it is
         ``always_admit``. An aborted task offers only its ``compensation`` nodes (a claim across
-        tasks gets them only when ``kinds`` names ``"compensation"``). With ``workflow_version``
-        a task of another version gives None (journalled once per task, worker and version).
+        tasks gets them only when ``kinds`` names ``"compensation"``). A task of another
+        ``workflow_version`` gives None (journalled once per task, worker and version): a claim
+        naming none only takes tasks created without one. Past the task's hard budget gate (stop
+        included) only ``always_admit`` nodes, the closing steps, are claimable.
+
+        ``max_step_s``: the step's time limit, recorded on the node — heartbeats never extend the
+        lease past it, and every write after it raises ``LeaseLost`` naming the limit.
+
+        Never reclaimed: an expired node whose work cannot safely run twice (``retryable=False``,
+        or an effect intended and never confirmed) — it fails and asks a human instead
+        (:meth:`check_expired`). While a node of the task is on cost-density ``hold`` nothing new
+        of the task is claimed (docs/agents.md "Rules the ledger holds").
         """
-        return claims.claim(self, task_id, worker, lease_s, kinds, key, workflow_version)
+        return claims.claim(self, task_id, worker, lease_s, kinds, key, workflow_version, max_step_s)
+
+    def check_expired(self, task_ids: Sequence[str] | None = None, *, actor: str = "") -> list[dict[str, Any]]:
+        """Judge every running node whose lease has expired and whose work cannot safely run twice
+        (``retryable=False``, or an effect intended and never confirmed): it fails and asks a human
+        (an ``exception`` handoff with the evidence) instead of waiting to be reclaimed. A claim
+        does the same when it meets one; ``warden check-wakes`` and the console call this so it
+        happens even when no worker is left. Returns ``{"task_id", "node", "handoff", "why"}`` per
+        node judged now (each is judged once); on a read-only ledger it does nothing."""
+        return unsafe.check_expired(self, task_ids, actor or "warden")
 
     # ------------------------------------------------------------------ fenced writes
     def heartbeat(
@@ -143,6 +192,7 @@ class Ledger(LedgerCore):
         wait_s: float | None = None,
         action: str | None = None,
         result: str | None = None,
+        max_step_s: float | None = None,
     ) -> Pulse:
         """Extend the lease and record progress. Raises LeaseLost when the claim no longer holds.
 
@@ -154,6 +204,10 @@ class Ledger(LedgerCore):
         While ``units_done`` rises (or a number in the report moves toward its stated total:
         "41/100" → "42/100", not an attempt count) neither is an alarm.
 
+        ``max_step_s`` gives the step a time limit from its claim (an earlier one stays; what
+        ``LeaseKeeper`` sends): no heartbeat extends the lease past it, and every write after it
+        raises ``LeaseLost`` naming the limit — as with ``claim(max_step_s=)``.
+
         ``waiting_on="ci", wait_s=600`` declares that the node is polling something for up to
         ``wait_s``: its repeated observations meanwhile raise no stall signal, past the deadline it
         is ``overdue``; declaring the same wait again keeps its start, and an observation that
@@ -163,7 +217,7 @@ class Ledger(LedgerCore):
         """
         return fenced.heartbeat(self, claim, units_done=units_done, units_total=units_total, tokens=tokens,
                                 observation=observation, lease_s=lease_s, waiting_on=waiting_on, wait_s=wait_s,
-                                action=action, result=result)
+                                action=action, result=result, max_step_s=max_step_s)
 
     def commit(
         self,
@@ -177,15 +231,22 @@ class Ledger(LedgerCore):
         next_nodes: Sequence[NodeSpec] = (),
         repair: bool = False,
         summary: str | None = None,
+        repair_from: Sequence[str] = (),
     ) -> int:
         """Record the step's result atomically: output, artifact, tokens, timings, status
         succeeded, follow-up nodes (``next_nodes``) and the journal event. Returns the event id.
 
-        ``repair=True`` counts one repair loop against the task's ``max_repairs``: past it the
-        commit is refused (ask a human instead).
+        ``repair=True``: the output is a failing check's verdict; one repair round is counted
+        against the task's ``max_repairs`` and the work goes back — through ``next_nodes`` that
+        depend on this node (the nodes that depended on it then wait for their last ones), else in
+        place: ``repair_from`` (default: its direct dependencies) and everything downstream, this
+        node included, → pending with the verdict in their next claim's ``inputs["repair"]``.
+        With the budget spent the node fails and the task is marked failed
+        (store/ledger/repair.py).
         """
         return fenced.commit(self, claim, output=output, output_ref=output_ref, tokens=tokens, artifact=artifact,
-                             units_done=units_done, next_nodes=next_nodes, repair=repair, summary=summary)
+                             units_done=units_done, next_nodes=next_nodes, repair=repair, summary=summary,
+                             repair_from=repair_from)
 
     def commit_many(self, commits: Sequence[tuple[Claim, Mapping[str, Any]]]) -> list[int | WardenError]:
         """Group commit: several steps' commits in ONE write transaction (one fsync).
@@ -249,6 +310,68 @@ class Ledger(LedgerCore):
         """Journal a note from the agent (a decision, an observation worth keeping)."""
         return fenced.note(self, claim, text, layer=layer)
 
+    # ------------------------------------------------------------------ the task's mind (store/mind/)
+    def conclude(self, claim: Claim, text: str, *, source: str | None = None, kind: str = "finding",
+                 reason: str | None = None) -> int:
+        """Record what this step found (``kind="finding"``) or a path it tried and abandoned
+        (``kind="rejected"``, ``reason`` required), with where it came from (``source``: a file, a
+        command). Later claims are handed them (``inputs["memory"]``). Returns the entry's id."""
+        return mind_agent.conclude(self, claim, text, source=source, kind=kind, reason=reason)
+
+    def propose_memory(self, claim: Claim, text: str, *, scope: str = "kind") -> str:
+        """Propose a memory for later tasks of this workflow (``scope="kind"``: nodes of this
+        node's kind; ``"workflow"``: every node). Pending until a person confirms it; never handed
+        out before. Returns its id (the same text again returns the same id)."""
+        return mind_agent.propose_memory(self, claim, text, scope=scope)
+
+    def replan(self, task_id: str, *, add: Sequence[NodeSpec] = (), remove: Sequence[str] = (),
+               reorder: Sequence[str] = (), narrow: Mapping[str, Any] | None = None, trigger: str,
+               in_flight: str = "wait", reason: str, actor: str) -> PlanVersionView:
+        """Change the plan as one new version: ``add`` nodes, ``remove`` keys (abandoned),
+        ``reorder`` keys (run first, in that order), ``narrow`` the goal (``{"drop": [requirement
+        ids], "goal": text}``); ``in_flight`` says what happens to running nodes it removes
+        (``wait`` | ``cancel`` | ``discard``); ``trigger`` what set it off (``evidence_conflict`` |
+        ``pattern`` | ``diminishing_returns`` | ``operator``). Returns the version (docs/agents.md
+        "Replanning" has the exact semantics)."""
+        return mind_replan.replan(self, task_id, add=add, remove=remove, reorder=reorder, narrow=narrow,
+                                  trigger=trigger, in_flight=in_flight, reason=reason, actor=actor)
+
+    @retry_read
+    def mind(self, task_id: str) -> MindView:
+        """The task's mind: requirements and the nodes serving each (and those serving none),
+        constraints, conclusions and rejected paths (newest first), plan versions, its memories."""
+        return mind_read.mind(self, task_id)
+
+    @retry_read
+    def plans(self, task_id: str) -> list[PlanVersionView]:
+        """The task's plan versions, oldest first (version 1: the plan as first built)."""
+        return mind_replan.versions(self, task_id)
+
+    @retry_read
+    def requirements(self, task_id: str) -> list[Requirement]:
+        return mind_read.requirements(self, task_id)
+
+    @retry_read
+    def conclusions(self, task_id: str, *, kind: str = "finding", node: str | None = None,
+                    limit: int = 100) -> list[MindEntry]:
+        """The task's conclusions (``kind="finding"``) or rejected paths, newest first."""
+        self.task(task_id)
+        return mind_read.entries(self, task_id, kind, limit, node)
+
+    @retry_read
+    def node_mind(self, task_id: str, key: str) -> NodeMind:
+        """A node's requirements, the memory a claim of it would be handed now, its own entries."""
+        return mind_read.node_mind(self, task_id, key)
+
+    @retry_read
+    def memories(self, *, status: str | None = None, limit: int = 500) -> list[MemoryView]:
+        """Memories across tasks, newest first (``status``: pending | confirmed | rejected)."""
+        return mind_read.memories(self, status, limit)
+
+    @retry_read
+    def memory(self, memory_id: str) -> MemoryView:
+        return mind_read.memory(self, memory_id)
+
     # ------------------------------------------------------------------ operator actions
     @retry_read
     def plan_park(self, task_id: str, *, reason: str, node: str | None = None, until: Any = None,
@@ -306,6 +429,14 @@ class Ledger(LedgerCore):
         ``plan_<action>`` method takes (``{"task_id": "t", "node": "c", "reason": "…"}``), each
         checked by the same rule: how the ``warden`` subcommands and the console's dialogs plan."""
         return plan_registered(self, action, arguments)
+
+    @retry_read
+    def plan_memory(self, memory_id: str, *, decision: str, reason: str) -> Plan:
+        """Confirm (``decision="confirm"``) or reject a proposed memory — or retract a confirmed
+        one (``reject``): the registered actions ``memory-confirm`` / ``memory-reject``. Confirmed,
+        it is handed to later claims of its kind / workflow."""
+        name = {"confirm": "memory-confirm", "reject": "memory-reject"}.get(decision, "memory-" + decision)
+        return plan_registered(self, name, {"memory_id": memory_id, "reason": reason})
 
     def apply(self, plan: Plan, *, operator: str) -> Plan:
         """Apply exactly ``plan`` in one transaction and return it applied, or raise

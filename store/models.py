@@ -19,8 +19,9 @@ NODE_STATUSES = ("pending", "running", "blocked", "parked", "succeeded", "failed
 FINISHED_NODE_STATUSES = ("succeeded", "abandoned")
 FAILURE_CLASSES = ("transient", "idempotent_write", "irreversible_write", "conclusion", "spec")
 LAYERS = ("decision", "execution", "operator", "system")
-# ``permission``: an agent asks leave to use a tool (Claude Code's PermissionRequest hook, issue 28).
-HANDOFF_KINDS = ("confirm", "direction", "exception", "acceptance", "permission")
+# ``permission``: an agent asks leave to use a tool (Claude Code's PermissionRequest hook, issue 28);
+# ``alignment``: does the plan still serve the requirement? (store/mind/alignment.py, issue 27).
+HANDOFF_KINDS = ("confirm", "direction", "exception", "acceptance", "permission", "alignment")
 HANDOFF_STATUSES = ("open", "resolved", "withdrawn", "expired")
 EFFECT_STATUSES = ("intended", "confirmed", "compensated")
 
@@ -93,6 +94,12 @@ class Task(BaseModel):
     # Which integration made the task (schema 4 part "origin"): python, langgraph, mcp, run,
     # claude... None on a task made before it was recorded (TaskView.origin derives one).
     origin = pw.CharField(max_length=32, null=True)
+    # Tokens per unit of progress a node may spend (``Budget(density_limit=)``; None: the
+    # ledger judges nothing — store/density.py).
+    density_limit = pw.DoubleField(null=True)
+    # The task's mind (store/mind/state.py): requirement count, drift and alignment settings and
+    # counters, the plan version. JSON or None (None: the defaults, no requirements).
+    mind = JSONField(null=True)
     revision = pw.BigIntegerField(default=1)
     created_at = pw.DoubleField()
     updated_at = pw.DoubleField()
@@ -154,6 +161,19 @@ class Node(BaseModel):
     beat_gaps = pw.TextField(null=True)
     beat_long_s = pw.DoubleField(null=True)
     paused_s = pw.DoubleField(null=True)
+    # The seed rules (schema 4 part "seed rules", docs/agents.md): the running step's deadline when
+    # its claim set ``max_step_s`` (heartbeats never extend the lease past it; writes after it are
+    # refused); the ledger's cost-density verdict on the running attempt (``hold`` /
+    # ``finish_no_successor``, None: nothing to act on); and the repair request a repair commit
+    # handed to this node's rerun (``Claim.inputs["repair"]``), cleared when it commits.
+    step_deadline = pw.DoubleField(null=True)
+    density = pw.CharField(max_length=32, null=True)
+    repair = JSONField(null=True)
+    # The task's mind (schema 4, store/mind/): the requirement ids the node serves (JSON list or
+    # None), and the plan version that removed it while it ran, with what happens to it then.
+    serves = JSONField(null=True)
+    removed_in = pw.IntegerField(null=True)
+    removed_mode = pw.CharField(max_length=16, null=True)
 
     class Meta:
         indexes = (
@@ -306,4 +326,89 @@ class WriteRequest(BaseModel):
     result = pw.TextField()
 
 
-MODELS = (Meta, Task, Node, Edge, Event, Observation, SeenLine, Effect, Artifact, Handoff, Action, WriteRequest)
+class Requirement(BaseModel):
+    """An item of the task's requirement (``create_task(requirements=...)``): kept, shown on its
+    own and handed back to every claim; ``dropped`` when a replan narrowed the goal."""
+
+    id = pw.AutoField()
+    task = pw.ForeignKeyField(Task, column_name="task_id", field="task_id", on_delete="CASCADE")
+    rid = pw.CharField(max_length=64)
+    text = pw.TextField()
+    position = pw.IntegerField()
+    status = pw.CharField(max_length=16, default="active")  # active | dropped
+    dropped_in = pw.IntegerField(null=True)  # the plan version that dropped it
+    created_at = pw.DoubleField()
+
+    class Meta:
+        indexes = ((("task", "rid"), True),)
+
+
+class Conclusion(BaseModel):
+    """Episodic memory: what a node found (``finding``) or tried and abandoned (``rejected``, with
+    its reason), when, and from what source. Written by ``Ledger.conclude`` and, for rejected
+    paths, by failures, rewinds, escalations and replans."""
+
+    id = pw.BigAutoField()
+    task = pw.ForeignKeyField(Task, column_name="task_id", field="task_id", on_delete="CASCADE")
+    node = pw.ForeignKeyField(Node, column_name="node_id", null=True, on_delete="CASCADE")
+    node_key = pw.CharField(max_length=200, null=True)
+    attempt = pw.IntegerField(default=0)
+    kind = pw.CharField(max_length=16)  # finding | rejected
+    text = pw.TextField()
+    source = pw.TextField(null=True)
+    reason = pw.TextField(null=True)
+    origin = pw.CharField(max_length=16)  # agent | fail | rewind | escalate | replan | alignment
+    actor = pw.TextField(default="")
+    at = pw.DoubleField()
+
+    class Meta:
+        indexes = ((("task", "kind", "id"), False), (("node", "id"), False))
+
+
+class PlanVersion(BaseModel):
+    """One replan: the version it made, its diff, what set it off and what it did with the nodes
+    in flight (store/mind/replan.py)."""
+
+    id = pw.AutoField()
+    task = pw.ForeignKeyField(Task, column_name="task_id", field="task_id", on_delete="CASCADE")
+    version = pw.IntegerField()
+    at = pw.DoubleField()
+    actor = pw.TextField(default="")
+    cause = pw.CharField(max_length=32)  # the trigger
+    in_flight = pw.CharField(max_length=16)
+    reason = pw.TextField(default="")
+    diff = JSONField(default=dict)
+    in_flight_nodes = JSONField(default=list)
+    revision = pw.BigIntegerField()
+
+    class Meta:
+        indexes = ((("task", "version"), True),)
+
+
+class Memory(BaseModel):
+    """Semantic memory across tasks: proposed by an agent, used only once a person confirmed it.
+    ``scope`` kind: nodes of ``kind`` in tasks of ``workflow``; workflow: every node of them."""
+
+    id = pw.AutoField()
+    scope = pw.CharField(max_length=16)
+    workflow = pw.TextField(default="")
+    kind = pw.CharField(max_length=64, null=True)
+    text = pw.TextField()
+    digest = pw.CharField(max_length=64)
+    task_id = pw.CharField(max_length=64)
+    node_key = pw.CharField(max_length=200)
+    attempt = pw.IntegerField(default=0)
+    proposed_by = pw.TextField(default="")
+    proposed_at = pw.DoubleField()
+    status = pw.CharField(max_length=16, default="pending")  # pending | confirmed | rejected
+    decided_by = pw.TextField(null=True)
+    decided_at = pw.DoubleField(null=True)
+    decision_reason = pw.TextField(null=True)
+
+    class Meta:
+        indexes = ((("status", "workflow"), False), (("digest",), False))
+
+
+MIND_MODELS = (Requirement, Conclusion, PlanVersion, Memory)
+MODELS = (Meta, Task, Node, Edge, Event, Observation, SeenLine, Effect, Artifact, Handoff, Action, WriteRequest,
+          *MIND_MODELS)

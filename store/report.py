@@ -12,6 +12,7 @@ from . import budget as budget_mod
 from . import estimates, signals, wake_conditions
 from .clock import iso
 from .facade import Ledger
+from .mind.shapes import state_json
 from .schema import SCHEMA_VERSION
 from .signals import wait_json
 from .views import EffectView, EventView, GraphView, NodeView, TaskView
@@ -59,7 +60,9 @@ def task_json(task: TaskView, eta: dict[str, Any] | None = None, signals: list[d
                   "wake_on": task.wake_on, **wake_json(task, None)} if task.status == "parked" else None),
         "created_at": iso(task.created_at),
         "finished_at": iso(task.finished_at),
+        "mind": state_json(task.mind),  # the task's mind counters (store/mind/shapes.py)
     }
+
 
 
 def wake_json(task: TaskView, node: str | None) -> dict[str, Any]:
@@ -105,6 +108,8 @@ def node_json(n: NodeView, eta: dict[str, Any] | None = None, signals: list[dict
         "next_retry_at": iso(n.next_retry_at),
         "heartbeat_at": iso(n.heartbeat_at),
         "wait": wait,  # a declared wait: {"on", "since", "until", "left_s", "text"} or null
+        "serves": list(n.serves),  # the task's requirement ids it serves
+        "removed_in": n.removed_in,  # the plan version that removed it while it ran (with removed_mode)
     }
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from . import validate as v
 from .db import Backoff
 from .errors import NotFound
+from .mind import rules as mind
 from .models import FAILURE_CLASSES, HANDOFF_KINDS, HANDOFF_STATUSES
 from .views import Budget, Claim, NodeSpec, check_node_spec
 
@@ -185,7 +186,7 @@ def BUDGET_OPT(c: Ctx, a: str, x: Any) -> Any:
         return x
     if not isinstance(x, Budget):
         raise v.refuse(a, "must be a store.Budget", x, where=c.where)
-    Budget(x.tokens, x.wall_s, x.soft_ratio)  # re-checked: a frozen dataclass can still be forged
+    Budget(x.tokens, x.wall_s, x.soft_ratio, getattr(x, "density_limit", None))  # re-checked: forgeable
     return x
 
 
@@ -306,9 +307,94 @@ def CLOCK_OPT(c: Ctx, a: str, x: Any) -> Any:
     return x
 
 
+# ---------------------------------------------------------------------- the task's mind (store/mind/rules.py)
+def REQUIREMENTS(c: Ctx, a: str, x: Any) -> Any:
+    return mind.requirements(a, x, c.where, nul=not c.pg)
+
+
+def SERVES(c: Ctx, a: str, x: Any) -> Any:
+    return mind.serves(a, x, c.where)
+
+
+def MIND_COUNT(c: Ctx, a: str, x: Any) -> Any:  # drift_after / alignment_every: 0 turns it off
+    return v.number(a, x, c.where, hi=v.COUNT_MAX, integer=True, optional=False)
+
+
+def ALIGNMENT_BY(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, mind.ALIGNMENT_BY, c.where, what="alignment answerer")
+
+
+def ENTRY_TEXT(c: Ctx, a: str, x: Any) -> Any:
+    return mind.bounded(a, x, c.where, mind.ENTRY_TEXT_MAX, nonblank=True, nul=not c.pg)
+
+
+def SOURCE_OPT(c: Ctx, a: str, x: Any) -> Any:  # a file, a command: one line
+    return mind.bounded(a, x, c.where, mind.SOURCE_MAX, optional=True, one_line=True)
+
+
+def REASON_OPT(c: Ctx, a: str, x: Any) -> Any:
+    return mind.bounded(a, x, c.where, mind.REASON_MAX, optional=True, nul=not c.pg)
+
+
+def REASON(c: Ctx, a: str, x: Any) -> Any:
+    return mind.bounded(a, x, c.where, mind.REASON_MAX, nonblank=True, nul=not c.pg)
+
+
+def ENTRY_KIND(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, mind.ENTRY_KINDS, c.where, what="conclusion kind")
+
+
+def MEMORY_TEXT(c: Ctx, a: str, x: Any) -> Any:
+    return mind.bounded(a, x, c.where, mind.MEMORY_TEXT_MAX, nonblank=True, nul=not c.pg)
+
+
+def MEMORY_SCOPE(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, mind.MEMORY_SCOPES, c.where, what="memory scope")
+
+
+def MEMORY_STATUS_OPT(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, ("pending", "confirmed", "rejected"), c.where, optional=True, what="memory status")
+
+
+def MEMORY_ID(c: Ctx, a: str, x: Any) -> Any:
+    """A memory to look up: an int or digits; anything else cannot exist."""
+    if isinstance(x, int) and not isinstance(x, bool) and 0 < x <= v.INT64_MAX:
+        return x
+    if isinstance(x, str) and v.HANDOFF_ID_RE.fullmatch(x):
+        return x
+    raise NotFound(f"unknown memory {v.show(x)}")
+
+
+def DECISION(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, ("confirm", "reject"), c.where, what="memory decision")
+
+
+def NODE_KEYS(c: Ctx, a: str, x: Any) -> Any:
+    return mind.keys(a, x, c.where)
+
+
+def NARROW(c: Ctx, a: str, x: Any) -> Any:
+    return mind.narrow(a, x, c.where, nul=not c.pg)
+
+
+def TRIGGER(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, mind.TRIGGERS, c.where, what="replan trigger")
+
+
+def IN_FLIGHT(c: Ctx, a: str, x: Any) -> Any:
+    return v.one_of(a, x, mind.IN_FLIGHT, c.where, what="in-flight handling")
+
+
+def REPLAN_SPECS(c: Ctx, a: str, x: Any) -> Any:
+    specs = SPECS(c, a, x)
+    if len(specs) > mind.REPLAN_NODES_MAX:
+        raise v.refuse(a, f"adds more than {mind.REPLAN_NODES_MAX} nodes", specs, where=c.where)
+    return specs
+
+
 COMMIT_RULES: dict[str, Rule] = {
     "output": JSON, "output_ref": TEXT_OPT, "tokens": TOKENS, "artifact": ARTIFACT_OPT, "units_done": UNITS,
-    "next_nodes": SPECS, "repair": FLAG, "summary": TEXT_OPT,
+    "next_nodes": SPECS, "repair": FLAG, "summary": TEXT_OPT, "repair_from": IDS_OPT,
 }
 
 

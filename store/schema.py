@@ -15,7 +15,7 @@ import peewee as pw
 from . import sql
 from .db import is_sqlite, retry_conflicts, write_tx
 from .errors import LedgerUnavailable, SchemaMismatch
-from .models import MODELS, Meta, WriteRequest
+from .models import MIND_MODELS, MODELS, Meta, WriteRequest
 from .sqlite_file import checked_version
 
 SCHEMA_VERSION = 4
@@ -101,6 +101,35 @@ SCHEMA_4_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
     ("origin", _origin),
     ("novelty", _novelty),
 ]
+
+
+def _seed_rules(db: pw.Database) -> None:
+    """The seed rules (issue 26): a step's deadline, the cost-density verdict and the repair request
+    on the node; the task's cost-density limit. All nullable: existing rows need no rewrite."""
+    _add_columns(db, "node", [
+        ("step_deadline", "REAL", "DOUBLE PRECISION"),
+        ("density", "VARCHAR(32)", "VARCHAR(32)"),
+        ("repair", "TEXT", "TEXT"),
+    ])
+    _add_columns(db, "task", [("density_limit", "REAL", "DOUBLE PRECISION")])
+
+
+SCHEMA_4_PARTS.append(("seed rules", _seed_rules))
+def _mind(db: pw.Database) -> None:
+    """The task's mind (issue 27): tables ``requirement``, ``conclusion``, ``plan_version``,
+    ``memory``; task ``mind`` (JSON); node ``serves`` (JSON), ``removed_in``, ``removed_mode``. All
+    nullable: an existing task has no requirements, an existing node serves none."""
+    with db.bind_ctx(MIND_MODELS):
+        db.create_tables(MIND_MODELS, safe=True)
+    _add_columns(db, "task", [("mind", "TEXT", "TEXT")])
+    _add_columns(db, "node", [
+        ("serves", "TEXT", "TEXT"),
+        ("removed_in", "INTEGER", "INTEGER"),
+        ("removed_mode", "VARCHAR(16)", "VARCHAR(16)"),
+    ])
+
+
+SCHEMA_4_PARTS.append(("mind", _mind))
 
 
 def _migrate_3_to_4(db: pw.Database) -> None:

@@ -43,7 +43,7 @@ from .novelty import excerpt, judge_sequence
 SEVERITIES = ("info", "warn", "alarm")
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
 TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired", "wake",
-              "budget_insufficient")
+              "budget_insufficient", "drift_suspected", "alignment_due")
 
 
 @dataclass(frozen=True)
@@ -158,6 +158,11 @@ def _units(v: float | None) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
 
+def _plural(v: float | None, word: str) -> str:
+    """"1 unit", "2 units", "0.5 units" (only exactly one is singular)."""
+    return word if v is not None and float(v) == 1 else word + "s"
+
+
 def _one_line(text: str, cap: int = 60) -> str:
     t = " ".join(str(text).split())
     return t if len(t) <= cap else t[: cap - 1] + "…"
@@ -235,7 +240,7 @@ def node_signals(
         density = node.tokens_used / max(units, 1.0)
         if density > th.cost_density_factor * token_norm:
             out.append(Signal("cost_density", task_id, key, node.heartbeat_at, "warn",
-                              f"{node.tokens_used:,} tokens for {_units(units)} units: {density / token_norm:.1f}× "
+                              f"{node.tokens_used:,} tokens for {_units(units)} {_plural(units, 'unit')}: {density / token_norm:.1f}× "
                               f"the task's norm ({token_norm:,.0f} tokens/unit)"))
     return out
 
@@ -321,7 +326,7 @@ def task_signals(task: Any, handoffs: Iterable[Any], now: float, *, thresholds: 
         if gate != "ok":
             sev = {"soft": "info", "hard": "warn", "stop": "alarm"}[gate]
             what = {"soft": "agents should economise", "hard": "only closing (always_admit) nodes are claimable",
-                    "stop": "nothing is claimable"}[gate]
+                    "stop": "only closing (always_admit) nodes are claimable: deliver and stop"}[gate]
             if ratio_w >= ratio_t and task.wall_cap_s and task.started_at is not None:
                 threshold = {"soft": task.soft_ratio, "hard": budget_mod.HARD_RATIO, "stop": budget_mod.STOP_RATIO}[gate]
                 # when wall_used crossed the threshold (the clock stands still while the task waits)
@@ -385,7 +390,10 @@ def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: S
     # the task view counts its open handoffs: read them only when there are some
     handoffs = ledger.handoffs(task_id=task.task_id, status="open") if getattr(task, "handoffs_open", 1) else []
     out = task_signals(task, handoffs, now, thresholds=thresholds, parked_nodes=parked)
-    out += [Signal(*s) for s in round2.extra(ledger, task, now, thresholds)]  # wake, budget_insufficient, …
+    extra = [Signal(*s) for s in round2.extra(ledger, task, now, thresholds)]  # wake, budget_insufficient, …
+    out += extra
+    # where the ledger acts on a node's cost density, that signal stands in for the norm-based warning
+    acted = {s.node for s in extra if s.kind == "cost_density"}
     if running and task.status != "parked":
         obs = read_observations(ledger, [n.id for n in running], thresholds.observations_per_node)
         if history is None:
@@ -396,9 +404,9 @@ def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: S
         if any(n.tokens_used >= thresholds.cost_density_min_tokens for n in running):
             norm = token_norm(ledger, task.task_id, thresholds)
         for n in running:
-            out.extend(node_signals(task.task_id, n, obs.get(n.id, ()), now,
-                                    thresholds=thresholds, kind_p80=p80s[n.key], token_norm=norm,
-                                    task_status=task.status))
+            out.extend(s for s in node_signals(task.task_id, n, obs.get(n.id, ()), now, thresholds=thresholds,
+                                               kind_p80=p80s[n.key], token_norm=norm, task_status=task.status)
+                       if not (s.kind == "cost_density" and n.key in acted))
     return sort_signals(out)
 
 

@@ -29,7 +29,7 @@ _Row = TypeVar("_Row", bound=tuple[Any, ...])  # a NamedTuple row type (fetch_ro
 CHUNK = 500  # ids or keys per ``IN (...)`` list
 
 JSON_COLUMNS = frozenset({"inputs", "constraints", "preconditions", "output", "rejections", "payload", "context",
-                          "options", "wake_state"})
+                          "options", "wake_state", "repair", "serves", "mind", "diff", "in_flight_nodes"})
 BOOL_COLUMNS = frozenset({"retryable", "always_admit"})
 
 

@@ -1,5 +1,5 @@
 """Task-level signals of round 2: ``wake``, ``budget_insufficient`` and ``park_expired`` for a park
-without an until. Computed from the ledger as it is now (nothing stored), like every signal;
+without an until (and, from store/mind/signals.py, round 3's ``drift_suspected`` and ``alignment_due``). Computed from the ledger as it is now (nothing stored), like every signal;
 ``store.signals`` adds them to the others (:func:`extra`).
 
 * ``wake`` (alarm) — a parked task or node whose wake condition is met (store/wake_conditions.py):
@@ -12,6 +12,9 @@ without an until. Computed from the ledger as it is now (nothing stored), like e
   ``BUDGET_INSUFFICIENT_NODES`` per task, plus one line saying how many more.
 * ``park_expired`` (warn) — a park without an until that has lasted ``Thresholds.park_expiry_s``
   (48 h by default): re-confirm it or resume. (A park past its until is ``store.signals``'.)
+* ``cost_density`` the ledger acts on — a running node of a task with ``Budget(density_limit=)``
+  on ``hold`` (alarm) or to ``finish_no_successor`` (warn), with the figures and what the ledger
+  does (:func:`cost_density_acted`; the norm-based warning of the same node gives way to it).
 
 Signals are returned as plain tuples in ``Signal``'s field order (kind, task_id, node, since,
 severity, evidence) so this module does not import ``store.signals``, which calls it.
@@ -22,9 +25,10 @@ from __future__ import annotations
 from typing import Any
 
 from . import budget as budget_mod
-from . import sql
+from . import density, sql
 from . import wake_conditions as wc
 from .clock import duration_text
+from .mind import signals as mind_signals
 
 BUDGET_INSUFFICIENT_NODES = 20
 PARK_EXPIRY_S = 48 * 3600.0  # a park without an until asks to be re-confirmed after this long
@@ -40,6 +44,30 @@ def extra(ledger: Any, task: Any, now: float, thresholds: Any = None) -> list[Si
     out = wake_signals(ledger, task, now)
     out += park_expiry_signals(ledger, task, now, expiry)
     out += budget_insufficient(ledger, task, now)
+    out += cost_density_acted(ledger, task)
+    out += mind_signals.signals(task, now)  # drift_suspected, alignment_due (store/mind/signals.py)
+    return out
+
+
+# ---------------------------------------------------------------------- cost density the ledger acts on
+def cost_density_acted(ledger: Any, task: Any) -> list[SignalTuple]:
+    """``cost_density`` for running nodes on which the ledger acts (``Budget(density_limit=)``,
+    store/ledger/cost.py): ``hold`` (alarm: nothing else of the task is dispatched) and
+    ``finish_no_successor`` (warn: its successors will be parked). It stands in for the plain
+    norm-based ``cost_density`` warning of the same node."""
+    if task.status != "active" or not getattr(task, "density_limit", None):
+        return []
+    limit = density.limit_for(task.density_limit)
+    out: list[SignalTuple] = []
+    for key, tokens, units_done, units_total, beat, verdict in sql.fetch_all(
+            ledger.db, "SELECT key, tokens_used, units_done, units_total, heartbeat_at, density FROM node "
+                       "WHERE task_id = ? AND status = 'running' AND density IS NOT NULL ORDER BY position",
+            [task.task_id]):
+        j = density.judge(tokens, units_done, units_total, limit)
+        if j.verdict != verdict or verdict not in (density.HOLD, density.FINISH_NO_SUCCESSOR):
+            j = density.Judgement(verdict, j.tokens, j.units, j.density, limit)
+        severity = "alarm" if verdict == density.HOLD else "warn"
+        out.append(("cost_density", task.task_id, key, beat, severity, j.evidence(key)))
     return out
 
 

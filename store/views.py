@@ -6,16 +6,21 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, NamedTuple
 
 from . import validate as v
+from .mind import rules as mind_rules
+from .mind.views import MindState, NodeMind
 
 
 @dataclass(frozen=True)
 class Budget:
     """A task's caps: ``tokens`` (a whole number ≥ 1), ``wall_s`` (seconds > 0), either None for no
-    cap; ``soft_ratio`` in (0, 1]. Checked when built: a bad value raises ``InvalidValue``."""
+    cap; ``soft_ratio`` in (0, 1]; ``density_limit``: tokens per unit of progress a node may spend
+    (> 0; None: judged against the task's own norm, store/density.py). Checked when built: a bad
+    value raises ``InvalidValue``."""
 
     tokens: int | None = None
     wall_s: float | None = None
     soft_ratio: float = 0.7
+    density_limit: float | None = None
 
     def __post_init__(self) -> None:
         w = "Budget"
@@ -24,6 +29,8 @@ class Budget:
                                                     hi=v.DURATION_S_MAX))
         object.__setattr__(self, "soft_ratio", v.number("soft_ratio", self.soft_ratio, w, lo=0, lo_open=True, hi=1,
                                                         optional=False))
+        object.__setattr__(self, "density_limit", v.number("density_limit", self.density_limit, w, lo=0,
+                                                           lo_open=True, hi=v.TOKENS_MAX))
 
 
 @dataclass(frozen=True)
@@ -41,11 +48,13 @@ class NodeSpec:
     retryable: bool = True
     units_total: float | None = None
     max_claims: int | None = None
+    serves: tuple[str, ...] = ()  # the task's requirement ids this node serves
 
     def __post_init__(self) -> None:
-        """Check every field (``InvalidValue`` names the bad one); ``deps`` becomes a tuple."""
+        """Check every field (``InvalidValue`` names the bad one); ``deps`` and ``serves`` become tuples."""
         check_node_spec(self)
         object.__setattr__(self, "deps", tuple(self.deps))
+        object.__setattr__(self, "serves", mind_rules.serves("serves", self.serves, "NodeSpec"))
 
 
 def check_node_spec(spec: NodeSpec, where: str = "NodeSpec") -> None:
@@ -64,6 +73,7 @@ def check_node_spec(spec: NodeSpec, where: str = "NodeSpec") -> None:
     v.flag("retryable", f("retryable"), where)
     v.number("units_total", f("units_total"), where, hi=v.UNITS_MAX)
     v.number("max_claims", f("max_claims"), where, lo=1, hi=v.COUNT_MAX, integer=True)
+    mind_rules.serves("serves", f("serves"), where)
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,7 @@ class Claim:
     inputs: Mapping[str, Any]
     admission: str = "admit"  # admit | admit_degraded (the budget governor's word)
     lease_s: float = 30.0
+    step_deadline: float | None = None  # claim(max_step_s=): every write after it is refused
 
     def __repr__(self) -> str:  # never print the token
         return f"Claim({self.task_id}/{self.node_key}, worker={self.worker!r}, attempt={self.attempt})"
@@ -91,6 +102,9 @@ class Pulse:
     parked: bool = False
     new_units: int | None = None
     gate: str = "ok"
+    # The ledger's cost-density verdict on the step (store/density.py): ``continue``, ``hold``,
+    # ``finish_no_successor`` or ``abort`` (the ledger stopped the node: drop the step).
+    density: str = "continue"
 
 
 @dataclass(frozen=True)
@@ -128,6 +142,8 @@ class TaskView:
     waited_s: float = 0.0  # all the time the clock stood still, the current stop included (at read time)
     wake_state: Mapping[str, Any] | None = None  # wake conditions of parks (store/wake.py)
     origin: str = "python"  # which integration made it: python, langgraph, mcp, run, claude (rows.task_origin)
+    density_limit: float | None = None  # tokens per unit a node may spend (Budget(density_limit=))
+    mind: MindState = MindState()  # requirements, drift and alignment counters, plan version (store/mind/)
 
     @property
     def total(self) -> int:
@@ -145,7 +161,7 @@ class TaskView:
             return None
         if self.status == "parked":
             return "parked"
-        return "handoff" if self.counts.get("blocked") else "parked node"
+        return "handoff" if self.counts.get("blocked") or self.handoffs_open else "parked node"
 
 
 @dataclass(frozen=True)
@@ -197,6 +213,9 @@ class NodeView:
     progress_at: float | None = None  # when the attempt last showed progress (loops are judged after it)
     beat_long_s: float | None = None  # its usual long gap between heartbeats (``heartbeat_stale``)
     paused_s: float | None = None  # seconds the attempt spent under a park (its clocks stood still)
+    serves: tuple[str, ...] = ()  # the requirement ids it serves (store/mind/)
+    removed_in: int | None = None  # the plan version that removed it while it ran …
+    removed_mode: str | None = None  # … and what happens when it ends (wait | discard)
 
     @property
     def has_lease(self) -> bool:
@@ -362,3 +381,4 @@ class NodeDetail:
     handoffs: tuple[HandoffView, ...]
     events: tuple[EventView, ...]  # decision layer first, then the rest, each newest first
     failure: EventView | None = None  # the node's last ``node.failed`` event (its own class and flags)
+    mind: NodeMind | None = None  # what it serves, what its next claim is handed (store/mind/read.py)

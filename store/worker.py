@@ -17,6 +17,14 @@ The step runs on a *copy* of the claim's inputs, so it cannot alter what the led
 A step whose lease was lost (a heartbeat raised ``LeaseLost``, or it ran past ``max_step_s``)
 is never committed: its result is dropped and the outcome says why.
 
+The step time limit (seed 002): ``max_step_s`` (default :data:`DEFAULT_MAX_STEP_S`, 120 s) is
+independent of the lease. ``work_once`` passes it to ``claim(max_step_s=)``, so the *ledger*
+records the step's deadline: heartbeats never extend the lease past it and every write after it
+(heartbeat, commit, fail...) raises ``LeaseLost`` naming the limit — a step that heartbeats by
+hand cannot outlive it. The :class:`LeaseKeeper` also stops renewing at its own limit, and over a
+claim made without one its heartbeats give the ledger that limit (``heartbeat(max_step_s=)``).
+``max_step_s=None`` turns the limit off.
+
 Connections: the ledger itself re-connects after a PostgreSQL restart or failover (within
 ``Ledger.open(reconnect_s=...)``) and never doubles a write whose answer was lost, so a
 ``work_once`` loop simply carries on. A heartbeat that still fails with ``LedgerUnavailable`` is
@@ -38,6 +46,8 @@ from .errors import InvalidValue, LeaseLost, WardenError
 from .facade import Ledger
 from .views import Claim, NodeSpec, Pulse
 
+DEFAULT_MAX_STEP_S = 120.0  # a step's own time limit, independent of its lease (seed 002)
+
 
 @dataclass(frozen=True)
 class StepResult:
@@ -49,6 +59,7 @@ class StepResult:
     tokens: int = 0
     next_nodes: Sequence[NodeSpec] = ()
     repair: bool = False
+    repair_from: Sequence[str] = ()
 
 
 class StepFailed(Exception):
@@ -64,10 +75,11 @@ class StepFailed(Exception):
 
 @dataclass
 class Outcome:
-    """How one ``work_once`` ended: committed, failed, lost (lease gone: nothing committed)."""
+    """How one ``work_once`` ended: committed, repair (a failing check committed with
+    ``repair=True``: the work went back), failed, lost (lease gone: nothing committed)."""
 
     claim: Claim
-    status: str  # committed | failed | lost | handoff
+    status: str  # committed | repair | failed | lost | handoff
     detail: str = ""
     result: Any = None
 
@@ -76,13 +88,18 @@ class LeaseKeeper:
     """Heartbeats a claim about every ``lease_s / 3`` from a background thread.
 
     Progress reported with :meth:`progress` rides on the next heartbeat (or is sent at once with
-    ``now=True``). After ``max_step_s`` the keeper stops extending the lease and marks the step
-    lost: a step that runs away must not keep its node forever. ``lost`` is set on the first
-    ``LeaseLost``; after that the step must not commit.
+    ``now=True``). After ``max_step_s`` (default 120 s; None: no limit of its own) the keeper stops
+    extending the lease and marks the step lost: a step that runs away must not keep its node
+    forever. The ledger enforces it too — the claim recorded it (``claim(max_step_s=)``, as
+    ``work_once`` does) or the keeper's heartbeats tell it (``heartbeat(max_step_s=)``) — so even a
+    heartbeat sent by hand past the limit raises ``LeaseLost``.
+    ``lost`` is set on the first ``LeaseLost`` (and when the ledger stops the node for its cost
+    density, ``Pulse.density == "abort"``); after that the step must not commit.
     """
 
     def __init__(self, ledger: Ledger, claim: Claim, *, interval_s: float | None = None,
-                 max_step_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_step_s: float | None = DEFAULT_MAX_STEP_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.ledger = ledger
         self.claim = claim
         self.interval_s = interval_s if interval_s is not None else max(0.05, claim.lease_s / 3.0)
@@ -95,6 +112,8 @@ class LeaseKeeper:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.lost: str | None = None
+        # whether the ledger already holds the keeper's limit (the claim's own deadline, or a heartbeat told it)
+        self.limited = max_step_s is None or claim.step_deadline is not None
         self.last_pulse: Pulse | None = None
         self.last_error: str | None = None  # the last transient failure of a heartbeat (retried)
 
@@ -131,8 +150,12 @@ class LeaseKeeper:
         with self._lock:
             pending, self._pending = self._pending, {}
             tokens, self._tokens = self._tokens, 0
+        # Until the ledger holds the keeper's limit (claim(max_step_s=) did, or an earlier beat told it),
+        # each heartbeat carries it: a step heartbeating by hand past it is then refused by the ledger too.
+        limit = None if self.limited else self.max_step_s
         try:
-            self.last_pulse = self.ledger.heartbeat(self.claim, tokens=tokens, **pending)
+            self.last_pulse = self.ledger.heartbeat(self.claim, tokens=tokens, max_step_s=limit, **pending)
+            self.limited = True
         except LeaseLost as e:
             self.lost = str(e)
             return False
@@ -145,6 +168,11 @@ class LeaseKeeper:
                 for k, v in pending.items():
                     self._pending.setdefault(k, v)
             self.last_error = str(e)
+        else:
+            if self.last_pulse.density == "abort":
+                self.lost = (f"lease lost on {self.claim.task_id}/{self.claim.node_key}: the ledger stopped the node "
+                             "for its cost density (over 3x its limit): drop the step")
+                return False
         return True
 
     def progress(self, *, units_done: float | None = None, units_total: float | None = None, tokens: int = 0,
@@ -178,18 +206,23 @@ def work_once(
     step: Callable[[dict[str, Any], LeaseKeeper], StepResult | Any],
     *,
     lease_s: float = 30.0,
-    max_step_s: float | None = None,
+    max_step_s: float | None = DEFAULT_MAX_STEP_S,
     kinds: Sequence[str] | None = None,
     background: bool = True,
+    workflow_version: str | None = None,
 ) -> Outcome | None:
     """Claim one ready node, run ``step(inputs_copy, keeper)``, commit its result.
 
     Returns None when nothing was claimable. The step may return a :class:`StepResult` (or any
     JSON value, taken as the output) and may raise :class:`StepFailed`. With ``background`` the
     keeper heartbeats from a thread; without it only the step's own ``keeper.progress(...,
-    now=True)`` calls heartbeat (deterministic tests).
+    now=True)`` calls heartbeat (deterministic tests). ``max_step_s``: the step's time limit,
+    enforced by the ledger (``claim(max_step_s=)``) and the keeper; ``workflow_version``: the
+    version of the workflow this worker knows — a task of another version is not claimed (one that
+    names none only takes tasks created without one).
     """
-    claim = ledger.claim(task_id, worker, lease_s=lease_s, kinds=kinds)
+    claim = ledger.claim(task_id, worker, lease_s=lease_s, kinds=kinds, workflow_version=workflow_version,
+                         max_step_s=max_step_s)
     if claim is None:
         return None
     keeper = LeaseKeeper(ledger, claim, max_step_s=max_step_s)
@@ -223,10 +256,16 @@ def work_once(
         result = StepResult(output=result)
     try:
         ledger.commit(claim, output=result.output, output_ref=result.output_ref, artifact=result.artifact,
-                      tokens=result.tokens, next_nodes=result.next_nodes, repair=result.repair)
+                      tokens=result.tokens, next_nodes=result.next_nodes, repair=result.repair,
+                      repair_from=result.repair_from)
     except LeaseLost as e:
         return Outcome(claim, "lost", str(e), result)
+    if result.repair:
+        node = ledger.node(claim.task_id, claim.node_key)
+        if node.status == "failed":  # the repair budget was spent: the node and the task failed
+            return Outcome(claim, "failed", node.error or "repair budget exhausted", result)
+        return Outcome(claim, "repair", "", result)
     return Outcome(claim, "committed", "", result)
 
 
-__all__ = ["LeaseKeeper", "Outcome", "StepFailed", "StepResult", "work_once"]
+__all__ = ["DEFAULT_MAX_STEP_S", "LeaseKeeper", "Outcome", "StepFailed", "StepResult", "work_once"]

@@ -44,7 +44,8 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
             add_action(sub, r)
 
     p = command(sub, "check-wakes", parents=flags(*WAKES),
-                help="look at parked tasks' wake conditions now: journal the met ones, auto-resume (for cron)",
+                help="look at parked tasks' wake conditions now: journal the met ones, auto-resume; "
+                     "fail expired work that cannot safely run twice and ask a human (for cron)",
                 examples=("warden check-wakes", "*/5 * * * * warden check-wakes --ledger /srv/warden/ledger.db  # crontab"))
     p.add_argument("--task", metavar="T", action="append", help="only this task (repeatable)")
     honours(p, *WAKES)
@@ -243,12 +244,18 @@ def cmd_check_wakes(args: argparse.Namespace) -> int:
         woken = ledger.check_wakes(wanted)
         for w in woken:
             w["resumed"] = _resumed(ledger, w)
+        # expired leases on work that cannot safely run twice: failed, a human asked (store/ledger/unsafe.py)
+        expired = ledger.check_expired(wanted, actor="check-wakes")
     if args.json:
-        print_json({"woken": woken})
+        print_json({"woken": woken, "expired": expired})
         return 0
     c = out_console()
     if not woken:
         c.print("no wake condition met")
+    for x in expired:
+        c.print(Text("failed: task ") + Text(safe_line(x["task_id"])) + Text(" node ") + Text(safe_line(x["node"]))
+                + Text(": its worker was lost and it cannot safely run twice (") + Text(safe_line(x["why"] or ""))
+                + Text(f"); asking a human: handoff {x['handoff']}"), soft_wrap=True)
     for w in woken:
         what = Text("task ") + Text(safe_line(w["task_id"]))
         if w.get("node"):

@@ -20,6 +20,7 @@ Subcommands live by kind, each module exposing ``register(sub, parents)``:
   system's look at wake conditions, for cron);
 - ``console.cli.recovery`` — recover, verify-record;
 - ``console.cli.report`` — report (what a task leaves behind);
+- ``console.cli.mind`` — mind, plans, memory (the task's mind; ``memory confirm|reject`` is an action);
 - ``console.cli.serve`` — serve (the console in a browser; the server is ``console.serve``).
 
 A new subcommand is a module beside these with its own ``register`` and one line in
@@ -39,7 +40,7 @@ from typing import Any, Callable, Sequence
 from store import WardenError
 from store.db import masked
 
-from . import actions, agents, inspection, meta, recovery, report, serve
+from . import actions, agents, inspection, meta, mind, recovery, report, serve
 from .common import GLOBALS, CliParser, alert_hook, command, fill_globals, flags, honours, ledger_target, operator_of, runs_dir
 from .errors import CliFailure, UsageError
 from .errors import report as report_failure
@@ -55,6 +56,7 @@ REGISTRARS: tuple[Registrar, ...] = (
     actions.register,            # park, resume, narrow, rewind, abort, compensated, check-wakes
     inspection.register_handoffs,
     actions.registrar_after("handoffs"),  # resolve
+    mind.register,               # mind, plans, memory (issue 27: the task's mind)
     recovery.register,           # recover, verify-record
     serve.register,              # serve (the console in a browser)
     agents.register,             # run, mcp, hook (the agent side: integrations of agents people run)

@@ -162,7 +162,7 @@ def _show_recovery(args: argparse.Namespace, rec: Recovery, record_path: str | N
         t.add_row(ch.name, result, Text(safe_line(ch.evidence)))
     c.print(t)
     facts = [f"original status: {safe_line(rec.original_status or '(unreadable)')}",
-             "export replayed: no"]
+             "export replayed: no", "semantic review: pending"]
     if rec.simulation:
         facts.append("SIMULATION run")
     c.print(Text(" · ".join(facts)))

@@ -25,7 +25,9 @@ from typing import Any, Callable, Generator, Mapping, Sequence
 
 from store import Claim, LeaseLost, Ledger, NodeSpec, Pulse, Refused, WardenError
 
-from .world import FIX_S, IDLE_S, LEASE_S, LOOP_CAP, REPO, REPORT_SECTIONS, ROLES, TEST_S, TICK_S, rng_for
+from .mind import MindSteps
+from .world import FIX_S, IDLE_S, LEASE_S, LOOP_CAP, REPO, REPORT_SECTIONS, ROLES, TEST_S, TICK_S, WORKFLOW_VERSIONS
+from .world import rng_for
 from .world import sha256_hex, uniform_for
 
 
@@ -36,8 +38,9 @@ class SimulatedCrash(BaseException):
 Work = Generator[float, None, Any]
 
 
-class DemoAgent:
-    """One simulated agent. :meth:`loop` is a generator of simulated seconds to wait."""
+class DemoAgent(MindSteps):
+    """One simulated agent. :meth:`loop` is a generator of simulated seconds to wait. (The steps of
+    the mind scenarios, ``perf-audit`` and ``search-latency``, are in ``console/demo/mind.py``.)"""
 
     def __init__(
         self,
@@ -70,7 +73,7 @@ class DemoAgent:
     def loop(self) -> Work:
         while True:
             try:
-                claim = self.ledger.claim(None, self.name, lease_s=self.lease_s, kinds=self.kinds)
+                claim = self.claim_known()
             except WardenError as e:  # e.g. the database is busy: try again later
                 self.log(f"claim failed: {e}")
                 claim = None
@@ -85,6 +88,15 @@ class DemoAgent:
                 self.log(f"dropped {claim.node_key}: {e}")
             except WardenError as e:
                 self.log(f"gave up on {claim.node_key}: {e}")
+
+    def claim_known(self) -> Claim | None:
+        """A ready node of a task whose workflow version this agent knows (one claim per version)."""
+        for version in dict.fromkeys(WORKFLOW_VERSIONS.values()):
+            claim = self.ledger.claim(None, self.name, lease_s=self.lease_s, kinds=self.kinds,
+                                      workflow_version=version)
+            if claim is not None:
+                return claim
+        return None
 
     def crash(self) -> None:
         self.log("crashing on purpose (simulated)")

@@ -13,8 +13,9 @@ from store import Budget, Ledger, ManualClock, NodeSpec, Refused, system_clock
 from store.clock import Clock, iso
 from store.runs import write_atomic, write_json
 
+from .mind import create_mind_tasks
 from .simulation import Simulation
-from .world import HISTORY_AGO_S, HISTORY_TASKS, LIVE_TASKS, REPO, maint_simulation, sha256_hex
+from .world import HISTORY_AGO_S, HISTORY_TASKS, LIVE_TASKS, REPO, WORKFLOW_VERSIONS, maint_simulation, sha256_hex
 
 
 def create_tasks(ledger: Ledger, seed: int, *, history: bool) -> list[str]:
@@ -30,7 +31,8 @@ def create_tasks(ledger: Ledger, seed: int, *, history: bool) -> list[str]:
         sim = maint_simulation(seed, faults=True)
         inputs = {"repo": REPO, "pr_policy": "ask", "simulation": sim}
     maint, report, triage = ids
-    ledger.create_task(maint, title=maint_title, workflow="code-maintenance", workflow_version="3",
+    ledger.create_task(maint, title=maint_title, workflow="code-maintenance",
+                       workflow_version=WORKFLOW_VERSIONS["code-maintenance"],
                        inputs=inputs, preconditions={"scope": "all_modules"},
                        constraints=["Do not change public function signatures", "One pull request per module",
                                     "Never push to main"],
@@ -41,7 +43,7 @@ def create_tasks(ledger: Ledger, seed: int, *, history: bool) -> list[str]:
     if not history:
         rsim.update(crash_node="verify-1", missing_section="Risks")
     ledger.create_task(report, title="Q3 reliability report" if not history else "Q2 reliability report",
-                       workflow="report", workflow_version="2", inputs={"title": "Q3 reliability report" if not history else "Q2 reliability report",
+                       workflow="report", workflow_version=WORKFLOW_VERSIONS["report"], inputs={"title": "Q3 reliability report" if not history else "Q2 reliability report",
                                "audience": "platform review", "simulation": rsim},
                        constraints=["Every figure cites its dashboard"], budget=Budget(tokens=120_000, wall_s=3600),
                        max_repairs=2, exist_ok=True)
@@ -51,7 +53,7 @@ def create_tasks(ledger: Ledger, seed: int, *, history: bool) -> list[str]:
     items = 12
     per = 1500 if not history else 1000
     ledger.create_task(triage, title="Triage the bug inbox" + (" (yesterday)" if history else ""),
-                       workflow="triage", workflow_version="1",
+                       workflow="triage", workflow_version=WORKFLOW_VERSIONS["triage"],
                        inputs={"inbox": "billing-bugs", "simulation": {"seed": seed, "tokens_per_beat": per}},
                        budget=Budget(tokens=60_000, wall_s=1800), exist_ok=True)
     ledger.add_nodes(triage, [NodeSpec(f"triage-{4100 + i}", kind="triage", title=f"triage issue #{4100 + i}",
@@ -137,6 +139,7 @@ def create_demo(directory: str | os.PathLike[str], *, seed: int = 7, clock: Cloc
         sim.run(until=now - 60.0, stop=lambda: ledger_is_quiet(led, ids))
     with Ledger.open(paths.ledger, clock=clock) as led:
         create_tasks(led, seed, history=False)
+        create_mind_tasks(led, seed)  # requirements, a replan, drift, a memory (console/demo/mind.py)
     return paths
 
 

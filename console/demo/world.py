@@ -33,14 +33,21 @@ CRASH_EXIT = 75
 HISTORY_AGO_S = 3 * 3600.0
 """The finished history starts this long before the demo."""
 
+# The workflows the demo's agents know, and their versions: a claim names the version it knows,
+# and a task of another version is not claimed (seed 002; store/ledger/claims.py).
+WORKFLOW_VERSIONS = {"code-maintenance": "3", "report": "2", "triage": "1"}
 MAINT_KINDS = ("scan", "classify", "fix", "test", "approval", "open_pr", "summary")
 WRITER_KINDS = ("draft", "verify", "finalize")
 TRIAGE_KINDS = ("triage",)
+AUDITOR_KINDS = ("profile", "rank", "estimate")  # the mind scenarios (console/demo/mind.py)
+RESEARCHER_KINDS = ("trace", "tune", "propose", "alignment")
 ROLES: dict[str, tuple[str, ...] | None] = {
     "fixer": MAINT_KINDS, "writer": WRITER_KINDS, "triager": TRIAGE_KINDS, "any": None,
+    "auditor": AUDITOR_KINDS, "researcher": RESEARCHER_KINDS,
 }
 ROSTER: tuple[tuple[str, str], ...] = (
     ("w1", "fixer"), ("w2", "fixer"), ("w3", "fixer"), ("w4", "writer"), ("w5", "triager"), ("w6", "any"),
+    ("w7", "auditor"), ("w8", "researcher"),
 )
 
 MODULES: tuple[tuple[str, str], ...] = (
@@ -92,6 +99,6 @@ def sha256_hex(data: bytes) -> str:
 
 __all__ = [
     "CRASH_EXIT", "FIX_S", "HISTORY_AGO_S", "HISTORY_TASKS", "IDLE_S", "LEASE_S", "LIVE_TASKS", "LOOP_CAP",
-    "MAINT_KINDS", "MODULES", "REPO", "REPORT_SECTIONS", "RESTART_AFTER_S", "ROLES", "ROSTER", "TEST_S", "TICK_S",
+    "MAINT_KINDS", "MODULES", "WORKFLOW_VERSIONS", "REPO", "REPORT_SECTIONS", "RESTART_AFTER_S", "ROLES", "ROSTER", "TEST_S", "TICK_S",
     "TRIAGE_KINDS", "WRITER_KINDS", "maint_simulation", "pick_modules", "rng_for", "sha256_hex", "uniform_for",
 ]

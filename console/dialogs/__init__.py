@@ -5,7 +5,7 @@
   stale-plan banner);
 - ``plan``: the preview of a plan (:func:`render_plan`, :class:`PlanPreview`);
 - ``park`` (park, resume), ``rewind`` (rewind, abort), ``narrow``, ``escalate``, ``compensated``
-  (an effect undone by hand): one dialog each;
+  (an effect undone by hand), ``memory`` (confirm, reject a proposed memory): one dialog each;
 - ``registry``: :func:`dialog_for`, a dialog registering itself for an action of the store's registry;
 - ``opening``: :func:`open_action`, from the selection to its registered dialog.
 
@@ -16,6 +16,7 @@ Dialogs depend on the store's public API, ``console.host`` and the small modules
 from .base import MODAL_TCSS, STALE_BANNER, ActionDialog, WardenModal, read_only_notice
 from .compensated import CompensatedDialog
 from .escalate import EscalateDialog
+from .memory import ConfirmMemoryDialog, RejectMemoryDialog
 from .narrow import NarrowDialog, precondition_values
 from .opening import open_action
 from .park import ParkDialog, ResumeDialog
@@ -24,7 +25,7 @@ from .registry import DIALOGS, dialog_for
 from .rewind import AbortDialog, RewindDialog
 
 __all__ = [
-    "AbortDialog", "ActionDialog", "CompensatedDialog", "DIALOGS", "EscalateDialog", "MODAL_TCSS", "NarrowDialog",
-    "ParkDialog", "PlanPreview", "ResumeDialog", "RewindDialog", "STALE_BANNER", "WardenModal", "dialog_for",
+    "AbortDialog", "ActionDialog", "CompensatedDialog", "ConfirmMemoryDialog", "DIALOGS", "EscalateDialog", "MODAL_TCSS", "NarrowDialog",
+    "ParkDialog", "PlanPreview", "RejectMemoryDialog", "ResumeDialog", "RewindDialog", "STALE_BANNER", "WardenModal", "dialog_for",
     "open_action", "precondition_values", "read_only_notice", "render_plan",
 ]

@@ -45,6 +45,11 @@ def render_plan(plan: "Plan") -> Text:
     if plan.action == "compensated":
         out.append(f"effect {safe_line(params.get('effect_key'), limit=120)} of {safe_line(params.get('node'), limit=40)}"
                    " → compensated (undone by hand; the reason is recorded as its note)\n")
+    if plan.action in ("memory-confirm", "memory-reject"):  # a decision on a proposed memory (store/actions/memory.py)
+        where = (f"nodes of kind {safe_line(params.get('kind'), limit=64)}" if params.get("scope") == "kind"
+                 else "every node") + f" in tasks of workflow {safe_line(params.get('workflow') or '(none)', limit=64)}"
+        out.append("  " + safe_line(params.get("text"), limit=400) + "\n")
+        out.append(f"  for {where}\n", style="dim")
     if plan.action == "narrow":
         b, a = params.get("preconditions_before") or {}, params.get("preconditions_after") or {}
         if b != a:

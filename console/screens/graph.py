@@ -29,6 +29,7 @@ class TaskGraphScreen(ListScreen):
         Binding("enter", "open", "Open", id="open"),
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("x", "explain", "Explain", id="explain"),
+        Binding("m", "app.mind", "Mind", id="mind-open"),  # the task's mind (console/screens/mind.py)
     ]
 
     def __init__(self, task_id: str) -> None:

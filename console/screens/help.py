@@ -25,6 +25,8 @@ SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] =
         (("g",), "runs and recovery"),
         *(((k.key,), k.help) for k in ACTION_KEYS),  # every registered action's key (console/action_keys.py)
         (("o",), "the selected task's report: best result, unfinished, budget, handoffs, effects"),
+        (("m",), "the selected task's mind: requirements, conclusions, rejected paths, plan history"),
+        (("M",), "memory inbox: memories agents proposed, to confirm or reject"),
         (("ctrl+p",), "command palette (every command, searchable)"),
     ]),
     ("Lists", ("RowList",), [
@@ -39,7 +41,19 @@ SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] =
         (("enter",), "open the node's detail"),
         (("/",), "filter: text, status:running, kind:llm_call"),
         (("x",), "the task's estimate explained (why, the nodes that weigh most) and its signals"),
+        (("m",), "the task's mind"),
         (("escape",), "back"),
+    ]),
+    ("Mind", ("MindScreen",), [
+        (("r",), "on a conclusion or rejected path: rewind the node that produced it"),
+        (("enter",), "open that node's detail"),
+        (("1", "2", "3", "4", "5", "6"), "jump to requirements, constraints, conclusions, rejected paths, plans, memories"),
+        (("m", "escape"), "back"),
+    ]),
+    ("Memory inbox", ("MemoryInboxScreen",), [
+        (("y",), "confirm the selected memory (preview, reason, ctrl+s): later claims of its kind / workflow get it"),
+        (("x",), "reject it (a confirmed one: retract it)"),
+        (("M", "escape"), "back"),
     ]),
     ("Filter input", ("FilterInput",), [
         (("escape",), "leave the input (the filter stays)"),

@@ -28,6 +28,7 @@ from ..explain import suggestion
 from ..glyphs import READ_ONLY_NOTICE, age_label, duration_label, node_status_label
 from ..text import safe_line
 from ..widgets import sparkline
+from ..mind_view import mind_worth_showing, node_mind_text
 from .base import WardenScreen
 from .resolve import ResolveHandoffScreen
 
@@ -105,6 +106,10 @@ def render_detail(d: NodeDetail, now: float, explained: NodeExplanation | None =
         if h.resolution_option:
             out.append(f"     resolved by {safe_line(h.resolved_by)}: {safe_line(h.resolution_option)}"
                        f" {safe_line(h.resolution_answer or '')}\n", style="dim")
+
+    if d.mind is not None and mind_worth_showing(d.mind):  # the task's mind: what it serves, what it is handed
+        section(out, "Mind")
+        out.append_text(node_mind_text(d.mind, now))
 
     section(out, f"Events ({len(d.events)}, decision layer first)")
     for e in d.events[:100]:

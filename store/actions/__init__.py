@@ -8,7 +8,7 @@ only a refused Action row and raises :class:`StaleRevision`. A heartbeat never b
 so it never makes a preview stale.
 
 One module per action: ``park``, ``resume``, ``narrow``, ``rewind``, ``abort``, ``resolve``,
-``escalate``, ``compensated``, each a params class deriving from :class:`Action` (its apply, its
+``escalate``, ``compensated``, ``memory`` (confirm, reject), each a params class deriving from :class:`Action` (its apply, its
 stale check, its argument rules, its title, key and ``warden`` subcommand) and its plan function,
 registered in one line of ``registry.py``. ``plan`` holds the Plan, ``action`` the base of a
 registered action, ``planning`` what plans read, ``changes`` what apply functions write with,
@@ -21,6 +21,7 @@ from .action import Action, Command, Flag, Key, NoCommand, NoKey
 from .apply import apply
 from .compensated import CompensatedParams, plan_compensated
 from .escalate import ESCALATE_OPTIONS, EscalateParams, plan_escalate
+from .memory import ConfirmMemoryParams, RejectMemoryParams, plan_memory_confirm, plan_memory_reject
 from .narrow import NarrowParams, plan_narrow
 from .park import ParkParams, plan_park
 from .plan import ActionParams, Plan
@@ -32,7 +33,7 @@ from .rewind import RewindParams, plan_rewind
 
 __all__ = [
     "ACTIONS", "ESCALATE_OPTIONS", "FINISHED", "REGISTRY", "AbortParams", "Action", "ActionParams", "Command",
-    "CompensatedParams", "EscalateParams", "Flag", "Key", "NarrowParams", "NoCommand", "NoKey", "ParkParams", "Plan",
-    "Registered", "ResolveParams", "ResumeParams", "RewindParams", "apply", "plan_abort", "plan_compensated",
-    "plan_escalate", "plan_narrow", "plan_park", "plan_resolve", "plan_resume", "plan_rewind", "registered",
+    "CompensatedParams", "ConfirmMemoryParams", "EscalateParams", "Flag", "Key", "NarrowParams", "NoCommand", "NoKey", "ParkParams", "Plan",
+    "Registered", "RejectMemoryParams", "ResolveParams", "ResumeParams", "RewindParams", "apply", "plan_abort", "plan_compensated",
+    "plan_escalate", "plan_memory_confirm", "plan_memory_reject", "plan_narrow", "plan_park", "plan_resolve", "plan_resume", "plan_rewind", "registered",
 ]

@@ -96,6 +96,10 @@ class Action(ActionParams):
     arguments: ClassVar[Mapping[str, Rule]]  # the rule of each argument of its plan function
     needs_node: ClassVar[bool] = False  # the console opens it only on a selected node
     confirm_task_id: ClassVar[bool] = False  # applied only once the task id is typed (abort)
+    # Checked at apply against the task's revision and the planned nodes' versions (the default);
+    # False for an action that changes no part of the task's graph and whose ``stale`` checks what
+    # its preview did depend on (a memory decision: the memory's own status, store/actions/memory.py).
+    revision_checked: ClassVar[bool] = True
 
     def stale(self, core: LedgerCore, plan: Plan, task: TaskState) -> str | None:
         """At apply, under the task row's lock, before the shared checks: why the preview no

@@ -106,8 +106,9 @@ def apply_within(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
 def _stale(core: LedgerCore, plan: Plan, task: TaskState, ids: Mapping[str, int]) -> str | None:
     """Why the plan no longer describes the ledger, or None: the action's own reasons first, then
     a task aborted meanwhile, then the task revision and the planned node versions."""
-    own = _registered(plan).stale(core, plan, task)
-    if own is not None:
+    params = _registered(plan)
+    own = params.stale(core, plan, task)
+    if own is not None or not params.revision_checked:
         return own
     if task.status == "aborted" and plan.task_status[0] != "aborted":
         return f"task {plan.task_id} was aborted since the preview; nothing changed"

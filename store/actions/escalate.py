@@ -12,6 +12,7 @@ from .. import sql
 from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
+from ..mind import record as mind_record
 from ..models import Handoff, dumps
 from ..rules import ID, JSON_OBJ_OPT, TEXT_OPT
 from . import planning as pl
@@ -55,6 +56,10 @@ class EscalateParams(Action):
         return target
 
     def apply(self, tx: ApplyTx) -> Outcome:
+        # What the node was doing is a rejected path, with the operator's reason (store/mind/record.py).
+        mind_record.rejected_for_nodes(tx.core, tx.plan.task_id, [tx.ids[tx.plan.target]], tx.plan.reason,
+                                       origin="escalate", actor=tx.operator, now=tx.now,
+                                       source=f"operator {tx.operator} (escalate)")
         set_nodes(tx, tx.changed_to("blocked"), {"status": "blocked", **UNPARK, **REVOKE, **BUMP})
         ctx = dict(self.context or {})
         ctx.setdefault("why", tx.plan.reason)
@@ -75,7 +80,7 @@ def plan_escalate(core: LedgerCore, task_id: str, node: str, *, reason: str, que
         task = pl.open_task(core, task_id)
         reason = pl.require_reason(reason, "escalate")
         n = pl.node_one(core, task_id, node)
-        if n.status == "blocked":
+        if n.status == "blocked" or (n.status == "failed" and n.id in pl.nodes_with_open_handoffs(core, task_id)):
             raise Refused(f"node {node} is already waiting for a human (see `warden handoffs`)")
         if n.status in ("succeeded", "abandoned", "parked"):
             raise Refused(f"node {node} is {n.status}: "

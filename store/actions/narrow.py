@@ -172,6 +172,7 @@ def plan_narrow(core: LedgerCore, task_id: str, *, reason: str, set: Mapping[str
         warnings = [f"{len(still_running)} running node(s) downstream of abandoned work keep running on their old "
                     f"inputs: {pl.names(still_running)}"] if still_running else []
         warnings += ewarn
+        warnings += pl.asked_again(core, task_id, reset_ids, {n.id: n.key for n in all_by_key.values()})
         after = pl.reopened_status(core, task, changes)
         if after == "completed" and task.status != "completed":
             warnings.append("every node is then succeeded or abandoned: the task completes")

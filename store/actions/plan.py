@@ -29,6 +29,10 @@ class ActionParams:
         """The node key the action targets, if it targets one node (else None)."""
         return None
 
+    def summary_parts(self) -> list[str]:
+        """What the action does beyond node changes, for :meth:`Plan.summary` (default: nothing)."""
+        return []
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -113,6 +117,7 @@ class Plan:
         a, b = self.task_status
         if a != b:
             parts.append(f"task {a} → {b}")
+        parts += self.params.summary_parts()
         if not parts:
             parts.append("no node changes")
         return f"{self.action} {self.target}: " + ", ".join(parts)

@@ -27,6 +27,7 @@ class TaskState(NamedTuple):
     preconditions: Any  # JSON: {name: value}
     parked_at: float | None
     wake_state: Any  # JSON: the parks' wake conditions (store/wake_conditions.py)
+    mind: Any  # JSON: the task's mind counters (store/mind/views.py MindState; an alignment verdict moves them)
 
 
 def read_task(core: LedgerCore, task_id: str, *, lock: TaskLock | None = None) -> TaskState:
@@ -126,16 +127,32 @@ def nodes_with_open_handoffs(core: LedgerCore, task_id: str) -> set[int]:
                                                   "AND status = 'open'", [task_id])}
 
 
-def resolved_latest(core: LedgerCore, task_id: str, node_ids: set[int]) -> list[str]:
-    """The latest resolved handoff of each of these nodes (it goes into the node's next claim)."""
+def _latest_resolved(core: LedgerCore, task_id: str, node_ids: set[int]) -> dict[int, tuple[int, bool]]:
+    """node id → (its latest resolved handoff, whether that handoff answered one LangGraph
+    interrupt: its context names an ``interrupt_id``)."""
+    latest: dict[int, tuple[int, bool]] = {}
     if not node_ids:
-        return []
-    latest: dict[int, int] = {}
-    for h, n in sql.fetch_all(core.db, "SELECT id, node_id FROM handoff WHERE task_id = ? AND status = 'resolved' "
-                                       "ORDER BY id", [task_id]):
+        return latest
+    for h, n, ctx in sql.fetch_all(core.db, "SELECT id, node_id, context FROM handoff WHERE task_id = ? "
+                                            "AND status = 'resolved' ORDER BY id", [task_id]):
         if n in node_ids:
-            latest[n] = h
-    return [str(h) for h in sorted(latest.values())]
+            context = sql.json_value(ctx)
+            latest[n] = (h, isinstance(context, dict) and context.get("interrupt_id") is not None)
+    return latest
+
+
+def resolved_latest(core: LedgerCore, task_id: str, node_ids: set[int]) -> list[str]:
+    """The latest resolved handoff of each of these nodes that the node's rerun is given again
+    (its next claim's ``inputs["resolution"]``). Not one that answered a LangGraph interrupt: a
+    rerun of that node raises a new interrupt and the adapter asks again (:func:`asked_again`)."""
+    return [str(h) for h, once in sorted(_latest_resolved(core, task_id, node_ids).values()) if not once]
+
+
+def asked_again(core: LedgerCore, task_id: str, node_ids: set[int], keys: Mapping[int, str]) -> list[str]:
+    """Warnings for the nodes whose latest answer was to a LangGraph interrupt: their rerun asks again."""
+    return [f"handoff {h} answered a LangGraph interrupt of {keys.get(n, n)}: its rerun asks again (a new handoff)"
+            for n, (h, once) in sorted(_latest_resolved(core, task_id, node_ids).items(), key=lambda x: x[1])
+            if once]
 
 
 def effects(core: LedgerCore, task_id: str, node_ids: set[int] | None) -> tuple[list[dict[str, Any]], list[str]]:

@@ -22,6 +22,7 @@ from .abort import AbortParams, plan_abort
 from .action import Action, Command, Key
 from .compensated import CompensatedParams, plan_compensated
 from .escalate import EscalateParams, plan_escalate
+from .memory import ConfirmMemoryParams, RejectMemoryParams, plan_memory_confirm, plan_memory_reject
 from .narrow import NarrowParams, plan_narrow
 from .park import ParkParams, plan_park
 from .plan import Plan
@@ -64,6 +65,8 @@ REGISTRY: tuple[Registered, ...] = (
     Registered(ResolveParams, plan_resolve),
     Registered(EscalateParams, plan_escalate),
     Registered(CompensatedParams, plan_compensated),
+    Registered(ConfirmMemoryParams, plan_memory_confirm),  # the task's mind (issue 27): the memory inbox
+    Registered(RejectMemoryParams, plan_memory_reject),
 )
 ACTIONS: tuple[str, ...] = tuple(r.name for r in REGISTRY)
 _BY_NAME = {r.name: r for r in REGISTRY}

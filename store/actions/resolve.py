@@ -1,6 +1,7 @@
 """resolve: answer a needs_human handoff — the handoff → resolved (option, answer, by, at); its
-node blocked → pending, with the resolution in its next claim's inputs. Two operators racing:
-one wins, the other is told who did."""
+node blocked → pending, with the resolution in its next claim's inputs. A failed node asking a
+human (work that could not safely run twice, store/ledger/unsafe.py) → pending as a fresh retry,
+unless the answer is ``leave_failed``. Two operators racing: one wins, the other is told who did."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from .. import sql
 from ..clock import iso
 from ..db import read_tx
 from ..errors import NotFound, Refused
-from ..ledger.core import LedgerCore
+from ..ledger import unsafe
+from ..ledger.core import LedgerCore, digest_json
+from ..mind import alignment
+from ..mind.views import MindState
 from ..models import Handoff
 from ..rules import HANDOFF, NAME_OPT, TEXT_OPT
 from ..validate import HANDOFF_ID_RE, show
 from . import planning as pl
 from .action import Action, Command, Flag, NoKey
-from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
+from .changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
 from .plan import Plan
 
 
@@ -54,7 +58,17 @@ class ResolveParams(Action):
         return still_open(core, plan)
 
     def apply(self, tx: ApplyTx) -> Outcome:
-        set_nodes(tx, tx.changed_to("pending"), {"status": "pending", **REVOKE, **BUMP})
+        # a failed node asking a human (store/ledger/unsafe.py) goes back as a fresh retry
+        retry = [tx.ids[k] for k, (a, b) in tx.plan.changes.items() if a == "failed" and b == "pending"]
+        set_nodes(tx, [i for i in tx.changed_to("pending") if i not in retry], {"status": "pending", **REVOKE, **BUMP})
+        set_nodes(tx, retry, {**FRESH, "error": None, "failure_class": None})
+        answered = tx.changed_to("succeeded")  # an alignment check: the option is its verdict
+        if answered:
+            output = {"verdict": self.option, "notes": self.answer, "by": tx.operator}
+            set_nodes(tx, answered, {"status": "succeeded", "output": output, "output_digest": digest_json(output),
+                                     "finished_at": tx.now, **REVOKE, **BUMP})
+            alignment.on_verdict(tx.core, tx.plan.task_id, alignment.CheckNode(answered[0], self.node, 0), output,
+                                 tx.now, tx.operator, MindState.of(tx.task.mind))
         n = tx.core.bind(Handoff.update(status="resolved", resolution_option=self.option,
                                         resolution_answer=self.answer, resolved_by=tx.operator, resolved_at=tx.now)
                          .where((Handoff.id == int(tx.plan.target)) & (Handoff.status == "open"))).execute()
@@ -70,6 +84,7 @@ class HandoffRow(NamedTuple):
     id: int
     task_id: str
     node_id: int
+    kind: str
     status: str
     question: str
     options: Any  # JSON: [{"id", "label", "consequence"}]
@@ -125,8 +140,14 @@ def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None
         n = pl.node_by_id(core, h.node_id)
         changes: dict[str, tuple[str, str]] = {}
         warnings = []
-        if n.status == "blocked":
+        if n.status == "blocked" and h.kind == alignment.KIND:
+            changes[n.key] = ("blocked", "succeeded")  # the answer is the check's verdict (store/mind/alignment.py)
+        elif n.status == "blocked":
             changes[n.key] = ("blocked", "pending")
+        elif n.status == "failed" and option != unsafe.LEAVE_FAILED:
+            changes[n.key] = ("failed", "pending")  # run it again: a retry with the person's answer
+        elif n.status == "failed":
+            warnings.append(f"node {n.key} stays failed: the task fails unless other work can still move")
         elif n.status == "parked":
             warnings.append(f"node {n.key} is parked: it stays parked until resumed, then runs with this resolution")
         else:
@@ -143,4 +164,3 @@ def still_open(core: LedgerCore, plan: Plan) -> str | None:
     if h is None:
         return f"handoff {plan.target} no longer exists"
     return None if h.status == "open" else not_open(h)
-

@@ -15,6 +15,7 @@ from typing import Any
 from ..db import read_tx
 from ..errors import Refused
 from ..ledger.core import LedgerCore
+from ..mind import record as mind_record
 from ..rules import ID, TEXT_OPT
 from . import planning as pl
 from .action import Action, Command, Flag, Key
@@ -45,6 +46,10 @@ class RewindParams(Action):
         return target
 
     def apply(self, tx: ApplyTx) -> Outcome:
+        # The rewound node's path is rejected, with the operator's reason (store/mind/record.py).
+        mind_record.rejected_for_nodes(tx.core, tx.plan.task_id, [tx.ids[self.node]], tx.plan.reason,
+                                       origin="rewind", actor=tx.operator, now=tx.now,
+                                       source=f"operator {tx.operator} (rewind)")
         append_rejections(tx, tx.changed_to("pending"), tx.plan.reason, FRESH)
         return Outcome(task_fields=tx.reopens(), settle=True)
 
@@ -72,12 +77,14 @@ def plan_rewind(core: LedgerCore, task_id: str, node: str, *, reason: str) -> Pl
                 if c.status == "parked":
                     parked.append(c.key)
         ids = {c.id for c in closure if c.key in changes}
-        blocked_ids = {c.id for c in closure if changes.get(c.key, ("",))[0] == "blocked"}
+        # blocked nodes, and failed ones asking a human (store/ledger/unsafe.py), have open handoffs
+        blocked_ids = {c.id for c in closure if changes.get(c.key, ("",))[0] in ("blocked", "failed")}
         effects, ewarn = pl.effects(core, task_id, ids)
         warnings = []
         if parked:
             warnings.append(f"parked node(s) downstream stay parked: {pl.names(parked)}")
         warnings += ewarn
+        warnings += pl.asked_again(core, task_id, ids, {c.id: c.key for c in closure})
         after = pl.reopened_status(core, task, changes)
         return pl.make_plan(core, RewindParams(node=node), task, node, reason, closure, changes, kept=kept,
                             status_after=after, versions_of=closure,

@@ -137,7 +137,8 @@ class AgentSession:
             self.keeper = None
         self.claim = claim
         if claim is not None:
-            self.keeper = LeaseKeeper(self.ledger, claim).start()
+            # no step time limit (max_step_s=None): an MCP agent's step lasts as long as the agent works on it
+            self.keeper = LeaseKeeper(self.ledger, claim, max_step_s=None).start()
 
     def close(self) -> None:
         """The client went away: stop heartbeating (the lease runs out unless it reconnects)."""
@@ -182,7 +183,7 @@ class AgentSession:
         """A write found the lease gone: None when the claim was taken back (try once more), else
         the answer to give."""
         if self.keeper is None and self.claim is not None:
-            self.keeper = LeaseKeeper(self.ledger, self.claim)  # not started: it only carries ``lost``
+            self.keeper = LeaseKeeper(self.ledger, self.claim, max_step_s=None)  # not started: it only carries ``lost``
         if self.keeper is not None:
             self.keeper.lost = self.keeper.lost or str(e)
         return self._check()

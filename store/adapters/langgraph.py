@@ -42,29 +42,43 @@ Reachability comes from the graph's edges; a conditional edge without a ``path_m
   by ``park --now``) is run again from the checkpoint before it (the newest ancestor checkpoint
   whose next step is that node; the earliest of them when several were reset).
 * A parked task (or a heartbeat saying so) stops the run after the current superstep:
-  ``blocked`` with ``reason="parked"``. An aborted task: ``failed`` with ``reason="aborted"``.
+  ``blocked`` with ``reason="parked"``; while it stays parked every ``run`` returns that at once,
+  before anything runs (not one more pass of a loop). An aborted task: ``failed`` with
+  ``reason="aborted"``.
+* A rerun after a rewind starts from a state holding the operators' reasons under
+  :data:`REJECTIONS_KEY` (``{node: [reason, ...]}``) when the graph's state declares that key. A
+  rerun of a node that called ``interrupt()`` asks again (a new handoff): the rewind's preview
+  says so and does not promise the old answer.
+* :meth:`Supervisor.wait` blocks, without polling, until an operator changes the task after the
+  last ``run`` (resume, rewind, abort…): the loop of a long-running driver.
+
+Options (``supervise(graph, ledger, task_id=, worker=, **options)``): ``thread_id`` (default the
+task id), ``lease_s`` (60), ``max_step_s`` (None: the time limit of one claim, held by the ledger),
+``classify``, ``title``, ``background`` (True: lease keepers on threads), ``workflow_version``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
 
 from langgraph.types import Command
 
 from ..clock import iso
 from ..errors import LeaseLost, NotFound, Refused
 from ..facade import Ledger
-from ..ledger.fenced import OUTPUT_CAP
+from ..ledger import waits
+from . import graphshape as shape
 from ..views import Claim
 from ..worker import LeaseKeeper, StepFailed
 
-__all__ = ["RunResult", "Supervisor", "supervise"]
+__all__ = ["REJECTIONS_KEY", "RunResult", "Supervisor", "supervise"]
 
 STEPS_PER_RUN = 10_000  # supersteps one run() drives at most (a runaway guard, not a budget)
 SPECIAL = ("__start__", "__end__")
+# The state key a rerun after a rewind finds the operators' reasons under, ``{node: [reason, ...]}``
+# (declare it in the graph's state to receive them: ``warden_rejections: dict``).
+REJECTIONS_KEY = "warden_rejections"
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,7 @@ class RunResult:
     retryable: bool | None = None
     retry_at: str | None = None
     steps: int = 0
+    revision: int | None = None  # the task's revision as the run ended (Supervisor.wait waits past it)
 
 
 @dataclass
@@ -121,7 +136,7 @@ class Supervisor:
     def __init__(self, graph: Any, ledger: Ledger, *, task_id: str, worker: str, thread_id: str | None = None,
                  lease_s: float = 60.0, max_step_s: float | None = None,
                  classify: Callable[[BaseException], tuple[str, bool | None]] = _default_classify,
-                 title: str = "", background: bool = True) -> None:
+                 title: str = "", background: bool = True, workflow_version: str | None = None) -> None:
         if getattr(graph, "checkpointer", None) is None:
             raise Refused("supervise() needs a graph compiled with a checkpointer "
                           "(graph.compile(checkpointer=...)): resuming and rewinding live in its checkpoints")
@@ -133,16 +148,38 @@ class Supervisor:
         self.max_step_s = max_step_s
         self.classify = classify
         self.background = background
+        self.workflow_version = workflow_version
+        self.revision: int | None = None  # the task's revision when the last run() returned
         self.config: dict[str, Any] = {"configurable": {"thread_id": thread_id or task_id}}
         self.held: dict[str, _Held] = {}
-        self._succ = _successors(graph)
-        ledger.create_task(task_id, title=title or task_id, workflow="langgraph", exist_ok=True, actor=worker,
-                          origin="langgraph")
+        self._succ = shape.successors(graph)
+        ledger.create_task(task_id, title=title or task_id, workflow="langgraph", workflow_version=workflow_version or "",
+                           exist_ok=True, actor=worker, origin="langgraph")
+
+    def wait(self, timeout: float | None = None, *, since: int | None = None) -> bool:
+        """Block until the task changes after the last :meth:`run` returned (or after revision
+        ``since``) — an operator's resume after ``blocked``/``parked``, a rewind or narrow (also
+        after ``completed``), an abort, a resolved handoff: every operator action moves the task's
+        revision — then return True (call :meth:`run` again); False when ``timeout`` seconds pass
+        first. A change made between ``run`` returning and ``wait`` being called is not missed.
+        Sleeps on the ledger's change notifications (LISTEN/NOTIFY, the SQLite file's), never a
+        busy loop. For an open handoff ``ledger.wait_for_resolution(r.handoff_id)`` says more."""
+        seen = since if since is not None else self.revision
+        if seen is None:
+            seen = self.ledger.task(self.task_id).revision
+        return waits.wait_until(self.ledger, lambda: self.ledger.task(self.task_id).revision != seen or None,
+                                timeout) is not None
 
     # ------------------------------------------------------------------ running
     def run(self, input: Any = None) -> RunResult:  # noqa: A002 - LangGraph's own word
         """Start the graph with ``input`` (None: resume where it stands) and drive it until it
-        completes, fails or blocks."""
+        completes, fails or blocks. ``RunResult.revision`` is the task's revision as the run
+        ended: :meth:`wait` waits for the next operator change after it."""
+        result = self._drive(input)
+        self.revision = self.ledger.task(self.task_id).revision
+        return replace(result, revision=self.revision)
+
+    def _drive(self, input: Any) -> RunResult:  # noqa: A002
         steps = 0
         try:
             cfg = self._sync()
@@ -195,7 +232,8 @@ class Supervisor:
                 if held.keeper is not None and held.keeper.lost:
                     self._lost(name)
                 continue
-            claim = self.ledger.claim(self.task_id, self.worker, lease_s=self.lease_s, key=name)
+            claim = self.ledger.claim(self.task_id, self.worker, lease_s=self.lease_s, key=name,
+                                      workflow_version=self.workflow_version, max_step_s=self.max_step_s)
             if claim is None:
                 raise _Stop(self._why_not(name))
             self.held[name] = _Held(claim, self._keeper(claim))
@@ -274,13 +312,13 @@ class Supervisor:
             for name, update in u.items():
                 if name not in SPECIAL and name != "__interrupt__" and name in self.held:
                     ran[name] = update
-        ahead = _reachable(self._succ, [n for n in snap.next if n not in SPECIAL])
+        ahead = shape.reachable(self._succ, [n for n in snap.next if n not in SPECIAL])
         parked = False
         for name, update in ran.items():
             h = self.held[name]
-            h.output, h.ran = _jsonable(update), True
+            h.output, h.ran = shape.jsonable(update), True
             if name in ahead and h.keeper is not None:  # a loop may come back: one more observation
-                h.keeper.progress(observation=_observation(update), now=True)
+                h.keeper.progress(observation=shape.observation(update), now=True)
             if h.keeper is not None and h.keeper.lost:
                 self._lost(name)
             parked = parked or (h.keeper is not None and h.keeper.parked)
@@ -363,11 +401,12 @@ class Supervisor:
         # A loop node left running by an earlier process (its lease since expired): take it back
         # and commit it with its last update from the checkpoints.
         for n in self.ledger.graph(self.task_id).nodes:
-            if n.status == "running" and n.key in _ran_nodes(self.graph, snap):
-                claim = self.ledger.claim(self.task_id, self.worker, lease_s=self.lease_s, key=n.key)
+            if n.status == "running" and n.key in shape.ran_nodes(self.graph, snap):
+                claim = self.ledger.claim(self.task_id, self.worker, lease_s=self.lease_s, key=n.key,
+                                          workflow_version=self.workflow_version)
                 if claim is None:
                     raise _Stop(RunResult("blocked", reason="busy", node=n.key, error=f"held by {n.lease_owner}"))
-                self.ledger.commit(claim, output=_last_update(self.graph, snap, n.key),
+                self.ledger.commit(claim, output=shape.last_update(self.graph, snap, n.key),
                                    summary=f"{n.key} succeeded (langgraph)")
         return RunResult("completed", output=snap.values, steps=steps)
 
@@ -397,6 +436,9 @@ class Supervisor:
         task = self.ledger.task(self.task_id)
         if task.status == "aborted":
             raise _Stop(RunResult("failed", reason="aborted", error="the task was aborted by an operator"))
+        if task.status == "parked":  # a parked task runs nothing new, not even one more pass of a loop
+            raise _Stop(RunResult("blocked", reason="parked", error=f"task {self.task_id} is parked: "
+                                  f"{task.park_reason or 'no reason given'}; resume it to go on"))
         snap = self.graph.get_state(self.config)
         if not snap.values and not snap.next:
             return self.config  # not started yet
@@ -408,7 +450,7 @@ class Supervisor:
             if (n is None or n.status != "running" or n.lease_owner != self.worker
                     or (n.lease_until or 0) <= now or (h.keeper is not None and h.keeper.lost)):
                 self._drop(name)  # an expired one is claimed again (a reclaim) when the graph gets to it
-        ran = _ran_nodes(self.graph, snap)
+        ran = shape.ran_nodes(self.graph, snap)
         reset = [k for k, n in nodes.items() if n.status in ("pending", "parked") and k in ran
                  and k not in snap.next and k not in self.held]
         if not reset:
@@ -416,7 +458,9 @@ class Supervisor:
         # For each reset node, the newest ancestor about to run it (the state it last ran from);
         # continue from the oldest of those, so every reset node runs again.
         found: dict[str, tuple[int, Any]] = {}
-        for depth, anc in enumerate(_ancestors(self.graph, snap)):
+        for depth, anc in enumerate(shape.ancestors(self.graph, snap)):
+            if (getattr(anc, "metadata", None) or {}).get("source") == "update":
+                continue  # a state update (the rejections handed to an earlier rerun): fork from what it updated
             for k in reset:
                 if k not in found and k in anc.next:
                     found[k] = (depth, anc)
@@ -426,87 +470,21 @@ class Supervisor:
             return self.config
         for name in list(self.held):
             self._drop(name)
-        return dict(max(found.values(), key=lambda f: f[0])[1].config)
+        start = max(found.values(), key=lambda f: f[0])[1]
+        return self._with_rejections(start, nodes)
 
-
-# ---------------------------------------------------------------------- the graph's shape
-def _successors(graph: Any) -> dict[str, set[str]]:
-    """Where each node may go next, from the builder's edges, branches and declared destinations;
-    a branch without known ends (or a node with Command gotos undeclared) may go anywhere."""
-    b = getattr(graph, "builder", None)
-    names = set(getattr(b, "nodes", {}) or {})
-    succ: dict[str, set[str]] = {n: set() for n in names}
-    if b is None:
-        return {n: set(names) for n in names}
-    for start, end in getattr(b, "edges", ()):
-        succ.setdefault(start, set()).add(end)
-    for starts, end in getattr(b, "waiting_edges", ()):
-        for s in starts:
-            succ.setdefault(s, set()).add(end)
-    for start, branches in (getattr(b, "branches", {}) or {}).items():
-        for spec in branches.values():
-            ends = getattr(spec, "ends", None)
-            succ.setdefault(start, set()).update(ends.values() if ends else names)
-    for name, spec in (b.nodes or {}).items():
-        ends = getattr(spec, "ends", None)
-        if ends:
-            succ[name].update(ends)
-    return succ
-
-
-def _reachable(succ: Mapping[str, set[str]], starts: Iterable[str]) -> set[str]:
-    seen: set[str] = set()
-    todo = list(starts)
-    while todo:
-        n = todo.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        todo.extend(succ.get(n, ()))
-    return seen
-
-
-def _ancestors(graph: Any, snap: Any) -> Iterable[Any]:
-    while snap is not None:
-        yield snap
-        parent = snap.parent_config
-        snap = graph.get_state(parent) if parent else None
-
-
-def _ran_nodes(graph: Any, snap: Any) -> set[str]:
-    """Every node that ran on the way to this checkpoint."""
-    out: set[str] = set()
-    first = True
-    for anc in _ancestors(graph, snap):
-        if not first:
-            out.update(anc.next)
-        first = False
-    return out
-
-
-def _last_update(graph: Any, snap: Any, key: str) -> Any:
-    """The update ``key`` wrote the last time it ran on the way to ``snap`` (from the checkpoints)."""
-    for anc in _ancestors(graph, snap):
-        for t in anc.tasks:
-            if t.name == key and t.result is not None:
-                return _jsonable(t.result)
-    return None
-
-
-# ---------------------------------------------------------------------- outputs
-def _jsonable(value: Any) -> Any:
-    """A node's update as JSON the ledger can store (non-JSON values as their repr; an update too
-    big for a node output becomes its digest and size)."""
-    text = json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
-    if len(text.encode("utf-8")) > OUTPUT_CAP - 1024:
-        return {"truncated": True, "bytes": len(text.encode("utf-8")),
-                "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
-    return json.loads(text)
-
-
-def _observation(update: Any) -> str:
-    """One loop iteration's update as an observation: one line per leaf, so the new-information
-    measure sees what changed and what repeats."""
-    return json.dumps(update, sort_keys=True, indent=1, default=repr, ensure_ascii=False)
-
-
+    def _with_rejections(self, start: Any, nodes: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The rerun starts from ``start``'s checkpoint with the operators' rejection reasons in
+        the state under :data:`REJECTIONS_KEY` (``{node: [reason, ...]}``) when the graph's state
+        declares that key; otherwise from ``start`` as it is."""
+        rejections = {k: list(n.rejections) for k, n in nodes.items() if n.rejections}
+        if REJECTIONS_KEY not in getattr(self.graph, "channels", {}) or not rejections:
+            return dict(start.config)
+        before = self.graph.get_state(start.parent_config) if start.parent_config else None
+        writer = next((n for n in (before.next if before is not None else ())), None)
+        if writer is None:
+            return dict(start.config)
+        cfg = self.graph.update_state(start.config, {REJECTIONS_KEY: rejections}, as_node=writer)
+        if tuple(self.graph.get_state(cfg).next) != tuple(start.next):  # the update must not change what runs next
+            return dict(start.config)
+        return dict(cfg)

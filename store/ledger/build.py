@@ -11,6 +11,7 @@ from .. import graph as graph_mod
 from .. import sql
 from ..db import is_sqlite, retry_write, write_tx
 from ..errors import Refused
+from ..mind import record as mind_record
 from ..models import Edge, Node, Task, dumps
 from ..views import Budget, NodeSpec
 from . import pause
@@ -19,8 +20,11 @@ from .core import LedgerCore, validate_key, validate_task_id
 
 def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, workflow_version: str, inputs: Any,
                 constraints: Sequence[str] | None, preconditions: Mapping[str, Any] | None, budget: Budget | None,
-                max_claims: int, max_repairs: int, exist_ok: bool, actor: str, origin: str | None = None) -> None:
-    """Create a task. With ``exist_ok`` an existing task is left unchanged (idempotent)."""
+                max_claims: int, max_repairs: int, exist_ok: bool, actor: str, origin: str | None = None,
+                requirements: Sequence[Mapping[str, str]] = (), mind: Mapping[str, Any] | None = None) -> None:
+    """Create a task. With ``exist_ok`` an existing task is left unchanged (idempotent).
+    ``requirements`` (checked by ``store.mind.rules.requirements``) become its requirement rows;
+    ``mind`` is its initial ``task.mind`` (``store.mind.record.initial_mind``)."""
     validate_task_id(task_id)
     budget = budget or Budget()
     constraint_list = [str(c) for c in (constraints or [])]
@@ -28,7 +32,7 @@ def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, wo
     dumps(inputs)  # refuse what cannot be stored before writing anything
     dumps(precondition_map)
     args = (task_id, title, workflow, workflow_version, inputs, constraint_list, precondition_map, budget, max_claims,
-            max_repairs, exist_ok, actor, origin)
+            max_repairs, exist_ok, actor, origin, list(requirements), dict(mind) if mind is not None else None)
     try:
         return _create_task(core, *args)
     except pw.IntegrityError:
@@ -42,7 +46,8 @@ def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, wo
 @retry_write
 def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, workflow_version: str, inputs: Any,
                  constraints: list[str], preconditions: dict[str, Any], budget: Budget, max_claims: int,
-                 max_repairs: int, exist_ok: bool, actor: str, origin: str | None) -> None:
+                 max_repairs: int, exist_ok: bool, actor: str, origin: str | None,
+                 requirements: list[Mapping[str, str]], mind: dict[str, Any] | None) -> None:
     now = core.now()
     with write_tx(core.db):
         existing = core.bind(Task.select(Task.task_id).where(Task.task_id == task_id)).first()
@@ -63,16 +68,20 @@ def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, work
                 token_cap=budget.tokens,
                 wall_cap_s=budget.wall_s,
                 soft_ratio=budget.soft_ratio,
+                density_limit=budget.density_limit,
                 max_claims=max_claims,
                 max_repairs=max_repairs,
                 origin=origin,
                 revision=1,
                 created_at=now,
                 updated_at=now,
+                mind=mind,
             )
         ).execute()
+        mind_record.write_requirements(core, task_id, requirements, now)
         core.journal(task_id, None, "system", "task.created", actor, f"task created: {title or task_id}",
-                     {"workflow": workflow, "workflow_version": workflow_version, "origin": origin or "python"})
+                     {"workflow": workflow, "workflow_version": workflow_version, "origin": origin or "python",
+                      "requirements": [r["id"] for r in requirements]})
 
 
 @retry_write
@@ -114,6 +123,7 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
     if not new_specs:
         return 0
     new_keys = {s.key for s in new_specs}
+    mind_record.check_serves(core, task_id, new_specs)
     for s in new_specs:
         for d in s.deps:
             if d not in existing and d not in new_keys:
@@ -129,14 +139,15 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
     for k in order:
         s = by_key[k]
         pos += 1
+        serves = tuple(getattr(s, "serves", None) or ())
         rows.append((task_id, s.key, pos, s.kind, s.title, "pending", dumps(dict(s.preconditions or {})),
                      s.est_wall_s, s.est_tokens, bool(s.always_admit), bool(s.retryable), s.units_total,
-                     s.max_claims, "[]", 1))
+                     s.max_claims, "[]", 1, dumps(list(serves)) if serves else None))
     sql.execute_many(
         core.db,
         "INSERT INTO node (task_id, key, position, kind, title, status, preconditions, est_wall_s, est_tokens, "
-        "always_admit, retryable, units_total, max_claims, rejections, version, attempt, tokens_used, "
-        "wall_used_s, claim_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0)", rows)
+        "always_admit, retryable, units_total, max_claims, rejections, version, serves, attempt, tokens_used, "
+        "wall_used_s, claim_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0)", rows)
     ids = core.ids_for_keys(task_id, list(new_keys) + [d for s in new_specs for d in s.deps])
     edges = [(task_id, ids[d], ids[s.key]) for s in new_specs for d in dict.fromkeys(s.deps)]
     if edges:

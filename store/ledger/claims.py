@@ -8,15 +8,22 @@ so claims of different nodes of one task proceed concurrently.
 Admission (docs/estimates.md "Admission by estimate"): under a token or wall cap a pending node
 whose ``est_tokens`` × 1.2 or ``est_wall_s`` × 1.5 exceeds what is left is passed over (the
 ``budget_insufficient`` signal names it); ``always_admit`` nodes — the closing steps — are
-admitted on the budget gate alone. An aborted task offers only its compensation nodes, whatever
-its budget. A claim naming a ``workflow_version`` other than the task's gets None, journalled
-once per (task, worker, version) per open ledger.
+admitted on the budget gate alone, at any gate — the closing whitelist (seed 004) admits them
+even past ``stop``. An aborted task offers only its compensation nodes, whatever its budget. A
+claim whose ``workflow_version`` is not the task's gets None — a claim naming none only takes tasks
+created without one — journalled once per (task, worker, version) per open ledger.
+
+The seed rules held here (docs/agents.md "Rules the ledger holds"): an expired node whose work
+cannot safely run twice is never reclaimed (``store/ledger/unsafe.py`` fails it and asks a human,
+in its own transaction); a task with a node on cost-density ``hold`` dispatches nothing new
+(``store/ledger/cost.py``); a claim with ``max_step_s`` records its step deadline, past which the
+lease is never extended and every write is refused (``fenced.fence``).
 """
 
 from __future__ import annotations
 
 import secrets
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .. import budget as budget_mod
 from .. import checkpoints
@@ -24,9 +31,10 @@ from .. import sql
 from ..clock import iso
 from ..db import read_tx, register_result, retry_write, write_tx
 from ..errors import NotFound, Refused
+from ..mind import recall, replan
 from ..sql import Inc
 from ..views import Claim
-from . import compensation, pause
+from . import compensation, cost, pause, unsafe
 from .core import LedgerCore, digest_json
 from .observe import ATTEMPT_RESET
 from .rows import wall_used
@@ -43,7 +51,8 @@ def admit(core: LedgerCore, task_id: str, node_key: str) -> str:
 
 
 def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
-          kinds: Sequence[str] | None, key: str | None = None, workflow_version: str | None = None) -> Claim | None:
+          kinds: Sequence[str] | None, key: str | None = None, workflow_version: str | None = None,
+          max_step_s: float | None = None) -> Claim | None:
     """Claim a ready node of ``task_id`` (or of any active task when None), or None.
 
     With ``key`` only that node is considered: it is claimed when it is ready (or running with an
@@ -58,16 +67,37 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
         if core.node_row_or_none(task_id, key) is None:
             core.task_row(task_id)  # an unknown task says so first
             raise NotFound(f"unknown node {key!r} in task {task_id!r}")
-    version = None if workflow_version is None else str(workflow_version)
-    if version is not None and task_id is not None and _wrong_version(core, task_id, worker, version):
+    if max_step_s is not None and max_step_s <= 0:
+        raise Refused("max_step_s must be positive")
+    # A worker that names no version knows none: it only takes tasks created without one (seed 002).
+    version = "" if workflow_version is None else str(workflow_version)
+    if task_id is not None and _wrong_version(core, task_id, worker, version):
         return None
+    step = None if max_step_s is None else float(max_step_s)
     for _ in range(CLAIM_ROUNDS):
-        result = _claim_round(core, task_id, worker, float(lease_s), kinds, key, version)
-        if isinstance(result, tuple):  # over-claimed: fail it in its own transaction, go again
-            _fail_over_claimed(core, result[0], result[1], worker)
+        result = _claim_round(core, task_id, worker, float(lease_s), kinds, key, version, step)
+        if isinstance(result, _Judge):  # a node to settle in its own transaction first, then go again
+            if result.why == "unsafe":
+                unsafe.fail_unsafe(core, result.task_id, result.node_id, worker)
+            elif result.why == "removed":  # removed by a replan: abandoned, not reclaimed (store/mind/replan.py)
+                replan.end_removed(core, result.task_id, result.node_id, worker)
+            else:
+                _fail_over_claimed(core, result.task_id, result.node_id, worker)
             continue
         return result
     return None
+
+
+class _Judge(NamedTuple):
+    """A claim round met a node it must not hand out: over its ``max_claims``, expired with work
+    that cannot safely run twice (``unsafe``), or expired after a replan removed it (``removed``)."""
+
+    why: str
+    task_id: str
+    node_id: int
+
+
+register_result("claim_judge", _Judge, lambda j: list(j), lambda data, _args, _kwargs: _Judge(*data))
 
 
 def _wrong_version(core: LedgerCore, task_id: str, worker: str, version: str) -> bool:
@@ -79,7 +109,7 @@ def _wrong_version(core: LedgerCore, task_id: str, worker: str, version: str) ->
         return False
     seen = (task_id, worker, version)
     if seen not in core.version_refusals:
-        _journal_version(core, task_id, worker, version, have)
+        _journal_version(core, task_id, worker, version, have or "")
         core.version_refusals.add(seen)
     return True
 
@@ -93,8 +123,9 @@ def _journal_version(core: LedgerCore, task_id: str, worker: str, version: str, 
                      {"worker": worker, "workflow_version": version, "task_workflow_version": have})
 
 
-def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str | None, now: float) -> list[str]:
-    """The tasks a claim without a task looks at: the active ones (of ``version`` when given) that
+def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str, now: float) -> list[str]:
+    """The tasks a claim without a task looks at: the active ones of ``version`` ("" for a claim
+    naming none: seed 002) that
     have something to claim now — a running node whose lease expired, or a pending node past its
     retry time whose dependencies are all done (of ``kinds`` when given) — oldest first; then, only
     when ``kinds`` asks for compensations, aborted ones with compensations to run.
@@ -103,7 +134,7 @@ def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str | None
     that took 1.6-2.8 s on PostgreSQL (three round trips a task) and held SQLite's write lock
     120-200 ms (issue 29, a fleet of 500 tasks). Budgets and admission are still judged task by
     task (``_claim_round``) on these candidates only."""
-    ver = " AND t.workflow_version = ?" if version is not None else ""
+    ver = " AND t.workflow_version = ?"
     kind = f" AND n.kind IN ({sql.marks(len(kinds))})" if kinds else ""
     kind_params = list(kinds) if kinds else []
     ids = [r[0] for r in sql.fetch_all(
@@ -114,7 +145,7 @@ def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str | None
         "AND (n.next_retry_at IS NULL OR n.next_retry_at <= ?) "
         "AND NOT EXISTS (SELECT 1 FROM edge e JOIN node d ON d.id = e.src_id "
         "WHERE e.dst_id = n.id AND d.status NOT IN ('succeeded', 'abandoned')))) ORDER BY t.created_at, t.task_id",
-        [*([version] if version is not None else []), now, *kind_params, *kind_params, now])]
+        [version, now, *kind_params, *kind_params, now])]
     if kinds and compensation.KIND in kinds:
         ids += compensation.tasks_compensating(core, version)
     return ids
@@ -123,8 +154,8 @@ def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str | None
 @retry_write
 def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
                  kinds: Sequence[str] | None, key: str | None = None,
-                 version: str | None = None) -> Claim | tuple[str, int] | None:
-    """One write transaction: a Claim, None, or (task id, node id) of a node over its max_claims."""
+                 version: str = "", max_step_s: float | None = None) -> Claim | _Judge | None:
+    """One write transaction: a Claim, None, or a node to settle first (:class:`_Judge`)."""
     with write_tx(core.db):
         now = core.now()
         if task_id is not None:
@@ -136,7 +167,7 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
             # KEY SHARE: claims of one task never wait for each other; an operator action (FOR
             # UPDATE) waits for this claim to commit, and a claim behind it sees its result.
             task = core.task_row(tid, lock="share")
-            if version is not None and task["workflow_version"] != version:
+            if (task["workflow_version"] or "") != version:
                 continue
             if task["status"] == "aborted":  # only its compensations, whatever the budget
                 if kinds and compensation.KIND not in kinds:
@@ -146,18 +177,23 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
             elif task["status"] != "active":
                 continue
             else:
-                gate = core.task_gate(task, now)
-                if gate == "stop":
+                if cost.holding(core, tid, now):  # a node on cost-density hold: nothing new is dispatched
                     continue
+                gate = core.task_gate(task, now)
                 fit = budget_mod.left(task["tokens_used"], task["token_cap"], wall_used(task, now),
                                       task["wall_cap_s"])
-                row = _find_claimable(core, tid, now, gate == "hard", kinds, key, worker, fit)
+                # past the hard gate (stop included) only the closing whitelist: always_admit nodes
+                row = _find_claimable(core, tid, now, gate in ("hard", "stop"), kinds, key, worker, fit)
             if row is None:
                 continue
+            if row["status"] == "running" and row["removed_in"] is not None:
+                return _Judge("removed", tid, row["id"])
+            if row["status"] == "running" and unsafe.unsafe_to_reclaim(core, row):
+                return _Judge("unsafe", tid, row["id"])
             limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
             if limit is not None and row["claim_count"] >= limit:
-                return (tid, row["id"])
-            return _take(core, task, row, worker, lease_s, now, gate)
+                return _Judge("max_claims", tid, row["id"])
+            return _take(core, task, row, worker, lease_s, now, gate, max_step_s)
         return None
 
 
@@ -182,6 +218,9 @@ def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool
     if kinds:
         extra += f" AND n.kind IN ({sql.marks(len(kinds))})"
         params.extend(kinds)
+    elif key is None:  # an alignment check is answered only by a claim that asks for it (store/mind/alignment.py)
+        extra += " AND n.kind <> ?"
+        params.append(recall.ALIGNMENT)
     admit = ""
     admit_params: list[Any] = []
     for column, margin, room in (("est_tokens", budget_mod.TOKEN_MARGIN, fit and fit[0]),
@@ -236,18 +275,22 @@ def _fail_over_claimed(core: LedgerCore, task_id: str, node_id: int, worker: str
 
 
 def _take(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], worker: str, lease_s: float,
-          now: float, gate: str) -> Claim:
+          now: float, gate: str, max_step_s: float | None = None) -> Claim:
     token = secrets.token_hex(16)
+    # The step's deadline (seed 002): the lease never reaches past it, and every write after it is
+    # refused (fenced.fence), however diligently the step heartbeats.
+    deadline = None if max_step_s is None else now + max_step_s
+    until = now + lease_s if deadline is None else min(now + lease_s, deadline)
     reclaim = row["status"] == "running"
     attempt = int(row["attempt"]) + 1
     inputs = _claim_inputs(core, task, row)
     input_digest = digest_json({"task": task["inputs"], "deps": {k: v.get("digest") for k, v in inputs["deps"].items()}})
     pause.claim_lock(core.db, task["task_id"])
     n = core.update_node(row["id"], dict(
-        status="running", lease_owner=worker, lease_token=token, lease_until=now + lease_s,
+        status="running", lease_owner=worker, lease_token=token, lease_until=until,
         heartbeat_at=now, claimed_at=now, claim_count=Inc(1), attempt=attempt,
         input_digest=input_digest, started_at=row["started_at"] if row["started_at"] is not None else now,
-        next_retry_at=None, version=Inc(1), **ATTEMPT_RESET,
+        next_retry_at=None, version=Inc(1), step_deadline=deadline, density=None, **ATTEMPT_RESET,
     ), " AND version = ?", [row["version"]])
     if n != 1:  # cannot happen under the write lock; refuse rather than double-claim
         raise RuntimeError("claim lost its row under the write lock")
@@ -259,7 +302,10 @@ def _take(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], wor
         sql.execute(core.db, "UPDATE task SET started_at = ? WHERE task_id = ? AND started_at IS NULL",
                     [now, task["task_id"]])
     pause.end_on_claim(core.db, task, now)  # a clock stopped while the task waited runs again
-    payload = {"worker": worker, "attempt": attempt, "lease_until": now + lease_s, "reclaimed": reclaim}
+    payload: dict[str, Any] = {"worker": worker, "attempt": attempt, "lease_until": until, "reclaimed": reclaim}
+    if deadline is not None:
+        payload["step_deadline"] = deadline
+        payload["max_step_s"] = max_step_s
     if reclaim:
         payload["previous_owner"] = row["lease_owner"]
     core.journal(task["task_id"], row["key"], "execution", "node.claimed", worker,
@@ -267,17 +313,19 @@ def _take(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], wor
                  payload)
     return Claim(
         task_id=task["task_id"], node_key=row["key"], kind=row["kind"], worker=worker, token=token,
-        attempt=attempt, lease_until=now + lease_s, inputs=inputs,
-        admission=budget_mod.admit(gate, bool(row["always_admit"])), lease_s=lease_s,
+        attempt=attempt, lease_until=until, inputs=inputs,
+        admission=budget_mod.admit(gate, bool(row["always_admit"])), lease_s=lease_s, step_deadline=deadline,
     )
 
 
 def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     """The task inputs, the dependencies' outputs, the rejections and the latest resolution."""
     deps = {}
-    for key, output, ref, dig, status in sql.fetch_all(
-            core.db, "SELECT s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
+    dep_ids: list[int] = []
+    for dep_id, key, output, ref, dig, status in sql.fetch_all(
+            core.db, "SELECT s.id, s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
                      "JOIN node s ON s.id = e.src_id WHERE e.dst_id = ? ORDER BY s.position", [row["id"]]):
+        dep_ids.append(dep_id)
         deps[key] = {
             "output": sql.json_value(output),
             "output_ref": ref, "digest": dig, "status": status,
@@ -300,7 +348,11 @@ def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, A
         "rejections": list(row["rejections"] or []),
         "resolution": resolution,
         "attempt": int(row["attempt"]) + 1,
+        "repair": row.get("repair"),
+        "memory": recall.memory_inputs(core, task, row, dep_ids),  # the task's mind (store/mind/recall.py)
     }
+    if row["kind"] == recall.ALIGNMENT:
+        out["alignment"] = recall.alignment_inputs(core, task, row)
     if row["kind"] == compensation.KIND:
         out["effect"] = compensation.effect_for_node(core, row["id"])
     return out
@@ -311,7 +363,8 @@ def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, A
 # it took (token and all), its inputs read again from the ledger as they were handed out.
 def _claim_record(c: Claim) -> dict[str, Any]:
     return {"task_id": c.task_id, "node_key": c.node_key, "kind": c.kind, "worker": c.worker, "token": c.token,
-            "attempt": c.attempt, "lease_until": c.lease_until, "admission": c.admission, "lease_s": c.lease_s}
+            "attempt": c.attempt, "lease_until": c.lease_until, "admission": c.admission, "lease_s": c.lease_s,
+            "step_deadline": c.step_deadline}
 
 
 def _claim_replayed(data: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Claim:

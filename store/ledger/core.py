@@ -70,7 +70,7 @@ def validate_key(key: str) -> None:
 
 
 register_result("pulse", Pulse, lambda p: {"lease_until": p.lease_until, "parked": p.parked,
-                                            "new_units": p.new_units, "gate": p.gate},
+                                            "new_units": p.new_units, "gate": p.gate, "density": p.density},
                 lambda data, _args, _kwargs: Pulse(**data))
 
 
@@ -285,12 +285,13 @@ class LedgerCore:
             self.journal(task_id, None, "system", "task.completed", "warden", f"task {task_id} completed", {})
 
     def maybe_fail_task(self, task_id: str, now: float) -> None:
-        """Inside a write: a task with a terminally failed node and nothing left that can move fails."""
+        """Inside a write: a task with a terminally failed node and nothing left that can move fails
+        (a failed node asking a human waits on the answer: it can still move)."""
         movable = sql.execute(
             self.db,
             "SELECT 1 FROM node n WHERE n.task_id = ? AND (n.status IN ('running', 'blocked', 'parked') "
             "OR (n.status = 'pending' AND NOT EXISTS (SELECT 1 FROM edge e JOIN node d ON d.id = e.src_id "
-            "WHERE e.dst_id = n.id AND d.status NOT IN ('succeeded', 'abandoned')))) LIMIT 1",
+            f"WHERE e.dst_id = n.id AND d.status NOT IN ('succeeded', 'abandoned'))) OR {pause.FAILED_ASKING_SQL}) LIMIT 1",
             [task_id],
         ).fetchone()
         if movable:

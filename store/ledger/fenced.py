@@ -8,18 +8,23 @@ then the node row, then the journal's advisory lock.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from .. import checkpoints, novelty, sql
+from .. import density as density_rule
 from ..db import retry_write, write_tx
 from ..errors import LeaseLost, Refused, WardenError
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
 from ..sql import Inc
 from ..views import Claim, NodeSpec, Pulse
 from .. import wake
+from ..mind import alignment as mind_alignment
+from ..mind import record as mind_record
+from ..mind import state as mind_state
 from . import compensation as compensations
-from . import lost
-from . import pause
+from . import cost, lost, pause
+from . import repair as repairs
 from .build import add_nodes_tx
 from . import observe
 from .core import LedgerCore, digest_json, retry_delay, sha256_hex
@@ -27,7 +32,7 @@ from .observe import OBSERVATION_TEXT_CAP  # noqa: F401  (its old home)
 OUTPUT_CAP = 64 * 1024
 ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
 COMMIT_ARGS = frozenset({"output", "output_ref", "tokens", "artifact", "units_done", "next_nodes", "repair",
-                         "summary"})
+                         "summary", "repair_from"})
 
 
 # ---------------------------------------------------------------------- the fence
@@ -49,12 +54,26 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
         task = sql.fetch_one(core.db, "SELECT status FROM task WHERE task_id = ?", [claim.task_id])
         why = lost.reason(core, row, claim, task["status"] if task else None, now)
         raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {why}")
+    late = step_limit_why(row, now)
+    if late:
+        raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {late}")
     if row["lease_until"] is None or row["lease_until"] <= now:
         raise LeaseLost(
             f"lease lost on {claim.task_id}/{claim.node_key}: expired "
             f"{now - (row['lease_until'] or now):.1f}s ago; the node may be reclaimed"
         )
     return row
+
+
+def step_limit_why(row: Mapping[str, Any], now: float) -> str:
+    """Why a write past the claim's step deadline (``claim(max_step_s=)``) is refused; "" while it
+    has not come."""
+    deadline = row["step_deadline"]
+    if deadline is None or deadline > now:
+        return ""
+    limit = deadline - (row["claimed_at"] if row["claimed_at"] is not None else deadline)
+    return (f"the step ran past its time limit of {limit:.0f}s (max_step_s; reached {now - deadline:.1f}s ago): "
+            "its result is refused however it heartbeats; the node may be reclaimed")
 
 
 def cas_update(core: LedgerCore, row: Mapping[str, Any], claim: Claim, now: float, **fields: Any) -> None:
@@ -82,7 +101,7 @@ def _add_tokens(core: LedgerCore, claim: Claim, tokens: float | None) -> int:
 def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units_total: float | None,
               tokens: float | None, observation: str | None, lease_s: float | None,
               waiting_on: str | None = None, wait_s: float | None = None, action: str | None = None,
-              result: str | None = None) -> Pulse:
+              result: str | None = None, max_step_s: float | None = None) -> Pulse:
     """Extend the lease and record progress (see ``Ledger.heartbeat``)."""
     now = core.now()
     lease = float(lease_s or claim.lease_s)
@@ -97,7 +116,10 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
         task = core.task_row(claim.task_id)  # after the tokens: the gate the Pulse says includes them
         parked = task["status"] == "parked"
         new_units = None
-        fields: dict[str, Any] = {"lease_until": now + lease, "heartbeat_at": now}
+        until = _step_lease(row, claim, now, now + lease, max_step_s)
+        fields: dict[str, Any] = {"lease_until": until, "heartbeat_at": now}
+        if max_step_s is not None:  # LeaseKeeper's limit: the ledger holds it from now on
+            fields["step_deadline"] = _step_deadline(row, now, max_step_s)
         if t:
             fields["tokens_used"] = Inc(t)
         if units_done is not None:
@@ -112,8 +134,14 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             observe.FLAG_PARKED if parked else 0)
         if report is not None:
             observe.record_observation(core, row["id"], claim.attempt, report, flags, now)
+        judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, units_total))
+        if judged.verdict == density_rule.ABORT:
+            return _stopped(core, claim, row, judged, now, {**fields, **beat})
+        if judged.verdict != (row["density"] or density_rule.CONTINUE):
+            fields["density"] = None if judged.verdict == density_rule.CONTINUE else judged.verdict
+            cost.journal_change(core, row, judged, claim.worker, now)
         cas_update(core, row, claim, now, **fields, **beat)
-        payload: dict[str, Any] = {"lease_until": now + lease}
+        payload: dict[str, Any] = {"lease_until": until}
         if units_done is not None:
             payload["units_done"] = units_done
         if units_total is not None:
@@ -132,8 +160,47 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             summary += f", waiting on {wait[0]}"
         core.journal(claim.task_id, claim.node_key, "execution", "node.heartbeat", claim.worker, summary,
                      payload, at=now)
-    return Pulse(lease_until=now + lease, parked=parked, new_units=new_units,
-                 gate=core.task_gate(task, now))
+    return Pulse(lease_until=until, parked=parked, new_units=new_units, gate=core.task_gate(task, now),
+                 density=judged.verdict)
+
+
+def _step_deadline(row: Mapping[str, Any], now: float, max_step_s: float | None) -> float | None:
+    """The step's deadline after this heartbeat: the claim's, or one ``max_step_s`` from the claim
+    (LeaseKeeper's limit), whichever is earlier."""
+    deadline = row["step_deadline"]
+    if max_step_s is not None:
+        limit = (row["claimed_at"] if row["claimed_at"] is not None else now) + float(max_step_s)
+        deadline = limit if deadline is None else min(deadline, limit)
+    return deadline
+
+
+def _step_lease(row: Mapping[str, Any], claim: Claim, now: float, until: float, max_step_s: float | None) -> float:
+    """The lease a heartbeat gives: never past the step's deadline; at or past it, refused."""
+    deadline = _step_deadline(row, now, max_step_s)
+    if deadline is None:
+        return until
+    late = step_limit_why({**row, "step_deadline": deadline}, now)
+    if late:
+        raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {late}")
+    return min(until, deadline)
+
+
+def _stopped(core: LedgerCore, claim: Claim, row: Mapping[str, Any], judged: density_rule.Judgement, now: float,
+             beat: Mapping[str, Any]) -> Pulse:
+    """A heartbeat showing a cost density over 3 × the limit: the ledger stops the node (store/ledger/cost.py)."""
+    task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order): the task may fail
+    keep = {k: v for k, v in beat.items() if k in ("tokens_used", "units_done", "units_total", "heartbeat_at")}
+    cas_update(core, row, claim, now, **keep, **cost.abort_fields(row, judged, now))
+    pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+    cost.journal_change(core, row, judged, claim.worker, now)
+    core.journal(claim.task_id, claim.node_key, "system", "node.failed", "warden",
+                 f"{claim.node_key} stopped by the ledger: cost density over {density_rule.ABORT_FACTOR:g}× its limit",
+                 {"error": f"stopped by the ledger for its cost density: {judged.evidence(claim.node_key)}",
+                  "failure_class": "conclusion", "retry": False, "attempt": claim.attempt,
+                  "cost_density": judged.verdict}, at=now)
+    core.maybe_fail_task(claim.task_id, now)
+    return Pulse(lease_until=now, parked=task["status"] == "parked", gate=core.task_gate(task, now),
+                 density=judged.verdict)
 
 
 # ---------------------------------------------------------------------- commit
@@ -155,12 +222,13 @@ def prepare_commit(output: Any, artifact: tuple[str, bytes] | None) -> tuple[str
 @retry_write
 def commit(core: LedgerCore, claim: Claim, *, output: Any, output_ref: str | None, tokens: float | None,
            artifact: tuple[str, bytes] | None, units_done: float | None, next_nodes: Sequence[NodeSpec],
-           repair: bool, summary: str | None) -> int:
+           repair: bool, summary: str | None, repair_from: Sequence[str] = ()) -> int:
     """Record the step's result atomically (see ``Ledger.commit``). Returns the event id."""
     now = core.now()
     art = prepare_commit(output, artifact)
     with write_tx(core.db):
-        return commit_tx(core, claim, now, output, output_ref, tokens, art, units_done, next_nodes, repair, summary)
+        return commit_tx(core, claim, now, output, output_ref, tokens, art, units_done, next_nodes, repair, summary,
+                         repair_from)
 
 
 @retry_write
@@ -181,7 +249,7 @@ def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, Mapping[str, An
                     results.append(commit_tx(
                         core, claim, now, kw.get("output"), kw.get("output_ref"), kw.get("tokens", 0), art,
                         kw.get("units_done"), kw.get("next_nodes", ()), kw.get("repair", False),
-                        kw.get("summary")))
+                        kw.get("summary"), kw.get("repair_from") or ()))
             except (LeaseLost, Refused) as e:
                 results.append(e)
     return results
@@ -189,27 +257,33 @@ def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, Mapping[str, An
 
 def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_ref: str | None,
               tokens: float | None, art: tuple[str, bytes, str] | None, units_done: float | None,
-              next_nodes: Sequence[NodeSpec], repair: bool, summary: str | None) -> int:
-    """One fenced commit inside the caller's write transaction."""
+              next_nodes: Sequence[NodeSpec], repair: bool, summary: str | None,
+              repair_from: Sequence[str] = ()) -> int:
+    """One fenced commit inside the caller's write transaction. ``repair`` sends the work back
+    (store/ledger/repair.py); the node's cost density decides whether its successors are
+    dispatched (store/ledger/cost.py)."""
     task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order)
     row = fence(core, claim, now)
-    if repair and task["repair_count"] >= task["max_repairs"]:
-        raise Refused(
-            f"repair budget exhausted ({task['repair_count']}/{task['max_repairs']}): ask a human instead"
-        )
+    how = repairs.mode(core, task, row, next_nodes, repair_from) if repair else None
+    if row["kind"] == mind_alignment.KIND:
+        mind_alignment.check_output(output)  # an alignment check commits its verdict
+    discard = row["removed_in"] is not None and row["removed_mode"] == "discard"  # a replan removed it (mind/replan.py)
     t = _add_tokens(core, claim, tokens)
     wall = now - (row["claimed_at"] or now)
     fields: dict[str, Any] = dict(
-        status="succeeded", output=output, output_ref=output_ref, output_digest=digest_json(output),
+        status="abandoned" if discard else "succeeded", output=output, output_ref=output_ref, output_digest=digest_json(output),
         lease_owner=row["lease_owner"], lease_token=None, lease_until=None, finished_at=now,
-        wall_used_s=Inc(wall), version=Inc(1), error=None, failure_class=None,
+        wall_used_s=Inc(wall), version=Inc(1), error=None, failure_class=None, repair=None,
     )
+    if how == repairs.IN_PLACE:
+        fields.update(repairs.in_place_fields(task, row, output, now))
+    elif how == repairs.EXHAUSTED:
+        fields.update(repairs.exhausted_fields(task, now))
     if t:
         fields["tokens_used"] = Inc(t)
     if units_done is not None:
         fields["units_done"] = float(units_done)
     cas_update(core, row, claim, now, **fields)
-    pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
     payload: dict[str, Any] = {"attempt": claim.attempt, "output_digest": digest_json(output),
                                "wall_s": round(wall, 3)}
     if output_ref:
@@ -221,19 +295,62 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
                                   sha256=art[2], size=len(art[1]), content=art[1], ref=output_ref,
                                   at=now)).execute()
         payload["artifact"] = {"name": art[0], "sha256": art[2], "bytes": len(art[1])}
-    if repair:
+    if how == repairs.EXHAUSTED:  # the round is not made: the node and the task fail
+        pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+        return repairs.exhaust(core, task, row, claim.worker, payload, now)
+    if how == repairs.IN_PLACE:
+        event_id = repairs.in_place(core, task, row, claim.worker, output, repair_from, payload, now)
+        if next_nodes:
+            add_nodes_tx(core, claim.task_id, list(next_nodes), actor=claim.worker)
+        return event_id
+    pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+    if how == repairs.UNROLLED:
         core.bind(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == claim.task_id)).execute()
-        payload["repair"] = task["repair_count"] + 1
+        payload.update(repair=task["repair_count"] + 1, max_repairs=task["max_repairs"], mode=repairs.UNROLLED)
+    if discard:  # its result is kept for audit only: dependents do not get it, follow-ups are not added
+        payload.update(removed_in=row["removed_in"], next_nodes_dropped=[s.key for s in next_nodes])
+        discarded = core.journal(claim.task_id, claim.node_key, "execution", "node.discarded", claim.worker,
+                                 f"{claim.node_key} finished; result discarded (plan v{row['removed_in']} removed it)",
+                                 payload, at=now)
+        core.maybe_complete_task(claim.task_id, now)
+        return discarded
     event_id = core.journal(claim.task_id, claim.node_key, "execution", "node.committed", claim.worker,
                             summary or f"{claim.node_key} succeeded (attempt {claim.attempt})", payload, at=now)
     if row["kind"] == compensations.KIND:
         compensations.on_commit(core, claim, row["id"], now)
     if next_nodes:
         add_nodes_tx(core, claim.task_id, list(next_nodes), actor=claim.worker)
+    if how == repairs.UNROLLED:
+        rewired = repairs.rewire(core, claim.task_id, row, next_nodes)
+        if rewired:
+            core.journal(claim.task_id, claim.node_key, "system", "graph.rewired", "warden",
+                         f"repair round {task['repair_count'] + 1}: {', '.join(rewired)} now wait for "
+                         f"{', '.join(next(iter(rewired.values())))} instead of {claim.node_key}",
+                         {"nodes": sorted(rewired), "rewired": rewired, "from": claim.node_key}, at=now)
+    _successors_by_cost(core, claim, row, t, units_done, now)
+    mind_state.on_commit(core, task, row, output, now, claim.worker)  # drift run, alignment checks
     core.maybe_complete_task(claim.task_id, now)
     if task["wake_state"]:
         wake.check_tx(core, claim.task_id, now)
     return event_id
+
+
+def _successors_by_cost(core: LedgerCore, claim: Claim, row: Mapping[str, Any], t: int, units_done: float | None,
+                        now: float) -> None:
+    """A node committing over its cost-density limit (or still without progress) finishes, and its
+    successors are parked (store/ledger/cost.py)."""
+    judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, None))
+    if judged.verdict == density_rule.CONTINUE:
+        if row["density"]:
+            cost.journal_change(core, row, judged, claim.worker, now)
+        return
+    if judged.verdict != density_rule.FINISH_NO_SUCCESSOR:
+        judged = replace(judged, verdict=density_rule.FINISH_NO_SUCCESSOR)
+    parked = cost.park_successors(core, row, judged, now)
+    core.update_node(row["id"], {"density": density_rule.FINISH_NO_SUCCESSOR})
+    cost.journal_change(core, row, judged, claim.worker, now, {"nodes": [claim.node_key, *parked], "parked": parked})
+    if parked:
+        pause.settle(core.db, claim.task_id, now, agent_write=True)
 
 
 # ---------------------------------------------------------------------- fail
@@ -252,10 +369,24 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
         can_retry = row["retryable"] if retryable is None else bool(retryable)
         limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
         exhausted = limit is not None and row["claim_count"] >= limit
+        removed = row["removed_in"] is not None  # a replan removed it while it ran: no retry (mind/replan.py)
         common: dict[str, Any] = dict(lease_token=None, lease_until=None, error=str(error),
                                       failure_class=failure_class, wall_used_s=Inc(wall), version=Inc(1))
         if t:
             common["tokens_used"] = Inc(t)
+        # A failed attempt is always written as a rejected path (seed 004), its error the reason.
+        mind_record.on_fail(core, claim.task_id, row, claim.attempt, str(error), failure_class, claim.worker, now,
+                            retry=can_retry and not exhausted and not removed)
+        if removed:
+            cas_update(core, row, claim, now, status="abandoned", finished_at=now, **common)
+            pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+            eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
+                               f"{claim.node_key} failed ({failure_class}); abandoned: plan v{row['removed_in']} "
+                               "removed it", {"error": str(error)[:2000], "failure_class": failure_class,
+                                              "retry": False, "removed_in": row["removed_in"],
+                                              "attempt": claim.attempt}, at=now)
+            core.maybe_complete_task(claim.task_id, now)
+            return eid
         if can_retry and not exhausted:
             delay = float(retry_after_s) if retry_after_s is not None else retry_delay(claim.attempt)
             cas_update(core, row, claim, now, status="pending", next_retry_at=now + delay, **common)

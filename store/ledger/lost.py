@@ -85,6 +85,10 @@ def _first_cause(core: LedgerCore, claim: Claim, since: int) -> str | None:
             return f"the node failed ({who}{': ' + err if err else ''})"
         if r["node"] == key and r["kind"] == "node.committed" and r["actor"] == claim.worker:
             return "already committed by this claim"
+        if r["kind"] == "node.repair" and (r["node"] == key or _names(p, key)):  # store/ledger/repair.py
+            if r["node"] == key and r["actor"] == claim.worker:
+                return "already committed by this claim (a repair: it runs again)"
+            return f"revoked by the repair round {p.get('repair', '?')} of {safe_line(str(r['node']), limit=80)}"
         if r["node"] == key and r["kind"] == "handoff.opened" and r["actor"] == claim.worker:
             return "this claim handed the node to a human (blocked)"
     return None

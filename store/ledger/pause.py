@@ -35,11 +35,22 @@ from ..budget import clock_stopped
 from ..db import is_sqlite
 
 PG_PAUSE_LOCK_CLASS = 0x57A5  # advisory lock space (int4, with hashtext(task_id)) of the clock
+# A failed node (alias n) that asks a human (an open handoff: store/ledger/unsafe.py): it waits on a
+# person like a blocked node — the task does not fail over it, its budget clock stands still.
+FAILED_ASKING_SQL = ("(n.status = 'failed' AND EXISTS (SELECT 1 FROM handoff h WHERE h.node_id = n.id "
+                     "AND h.status = 'open'))")
 
 
 def _has(db: pw.Database, task_id: str, statuses: str) -> bool:
     return sql.fetch_one(db, f"SELECT 1 AS x FROM node WHERE task_id = ? AND status IN {statuses} LIMIT 1",
                          [task_id]) is not None
+
+
+def _waiting(db: pw.Database, task_id: str) -> bool:
+    """A node waits on the outside world: blocked on a human, parked on its own, or failed and
+    asking a human (an unsafe re-run, store/ledger/unsafe.py)."""
+    return _has(db, task_id, "('blocked', 'parked')") or sql.fetch_one(
+        db, f"SELECT 1 AS x FROM node n WHERE n.task_id = ? AND {FAILED_ASKING_SQL} LIMIT 1", [task_id]) is not None
 
 
 def settle(db: pw.Database, task_id: str, now: float, *, agent_write: bool = False,
@@ -56,7 +67,7 @@ def settle(db: pw.Database, task_id: str, now: float, *, agent_write: bool = Fal
     status = t["status"]
     if status == "active":
         stop = False
-        if _has(db, task_id, "('blocked', 'parked')"):
+        if _waiting(db, task_id):
             if agent_write and t["paused_since"] is None and not is_sqlite(db):
                 sql.execute(db, "SELECT pg_advisory_xact_lock(CAST(? AS integer), hashtext(?))", [PG_PAUSE_LOCK_CLASS, task_id])
             stop = clock_stopped(status, _has(db, task_id, "('running')"), True)

@@ -15,6 +15,7 @@ import peewee as pw
 from .. import sql
 from ..db import read_tx
 from ..errors import NotFound, Refused
+from ..mind.read import node_mind
 from ..models import Action, Artifact, Edge, Effect, Event, Handoff, Node, Observation, Task
 from ..validate import HANDOFF_ID_RE, show
 from ..views import (
@@ -231,11 +232,12 @@ def node_detail(core: LedgerCore, task_id: str, key: str, *, events_limit: int,
             failure = next((rows.event_view(r) for r in core.dict_rows(
                 Event.select().where((Event.task_id == task_id) & (Event.node == key) & (Event.kind == "node.failed"))
                 .order_by(Event.id.desc()).limit(1))), None)
+        mind = node_mind(core, task_id, key)  # its requirements and the memory its next claim gets
     evs.sort(key=lambda e: (e.layer != "decision", -e.id))
     return NodeDetail(
         node=the_node, dependents=deps_on, observations=tuple(rows.observation_view(o) for o in obs),
         effects=tuple(effects_), artifacts=tuple(arts), handoffs=tuple(hand), events=tuple(evs),
-        failure=failure,
+        failure=failure, mind=mind,
     )
 
 

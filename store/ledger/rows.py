@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import budget
 from ..sql import json_value
+from ..mind.views import MindState
 from ..views import (
     ActionView,
     ArtifactView,
@@ -56,7 +57,8 @@ def task_view(r: Mapping[str, Any], now: float, counts: Mapping[str, int], hando
         park_reason=r["park_reason"], park_until=r["park_until"], wake_on=r["wake_on"], created_at=r["created_at"],
         updated_at=r["updated_at"], finished_at=r["finished_at"], counts=dict(counts), handoffs_open=int(handoffs_open),
         paused_s=float(r.get("paused_s") or 0.0), paused_since=r.get("paused_since"), wake_state=r.get("wake_state"),
-        waited_s=max(0.0, span - used), origin=task_origin(r),
+        density_limit=r.get("density_limit"),
+        waited_s=max(0.0, span - used), origin=task_origin(r), mind=MindState.of(r.get("mind")),
     )
 
 
@@ -68,7 +70,7 @@ NODE_VIEW_COLUMNS = (
     "max_claims, tokens_used, wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, "
     "claimed_at, claim_count, next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, "
     "finished_at, version, beat_interval_s, units_at, wait_on, wait_since, wait_until, progress_at, beat_long_s, "
-    "paused_s"
+    "paused_s, serves, removed_in, removed_mode"
 )
 NODE_VIEW_POSITION = 7  # index of ``position`` in a NODE_VIEW_COLUMNS row
 _NODE_VIEW_FIELDS = tuple(f.name for f in dataclass_fields(NodeView))
@@ -80,7 +82,8 @@ def node_view(r: Sequence[Any], deps: tuple[str, ...], cache: dict[str, Any] | N
      attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, max_claims, tokens_used,
      wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, claimed_at, claim_count,
      next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, finished_at, version,
-     beat_interval_s, units_at, wait_on, wait_since, wait_until, progress_at, beat_long_s, paused_s) = r
+     beat_interval_s, units_at, wait_on, wait_since, wait_until, progress_at, beat_long_s, paused_s, serves, removed_in,
+     removed_mode) = r
     return _fast_node_view((
         id_, task_id, key, kind, title, status, deps, position, json_value(pre, cache) or {}, input_digest,
         json_value(output),
@@ -89,7 +92,7 @@ def node_view(r: Sequence[Any], deps: tuple[str, ...], cache: dict[str, Any] | N
         lease_owner if token else None, lease_until if token else None, heartbeat_at, claimed_at, claim_count,
         next_retry_at, tuple(json_value(rejections) or ()), parked_at, park_reason, park_until, wake_on, started_at,
         finished_at, int(version), beat_interval_s, units_at, wait_on, wait_since, wait_until, progress_at,
-        beat_long_s, paused_s,
+        beat_long_s, paused_s, tuple(json_value(serves, cache) or ()), removed_in, removed_mode,
     ))
 
 

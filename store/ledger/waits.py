@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from ..clock import iso
 from ..errors import Refused
@@ -19,6 +19,8 @@ from ..views import HandoffView
 from ..wakeups import FALLBACK_POLL_S, Wakeups
 from . import queries
 from .core import LedgerCore
+
+_T = TypeVar("_T")
 
 
 def resolution(h: HandoffView) -> dict[str, Any]:
@@ -49,13 +51,38 @@ def wait_for_resolution(core: LedgerCore, handoff_id: str, timeout: float | None
         pass
     else:
         raise Refused("wait_for_resolution blocks: call it from a thread (asyncio.to_thread) in async code")
+    return wait_until(core, lambda: _settled(core, handoff_id), timeout, fallback_poll_s)
+
+
+def _settled(core: LedgerCore, handoff_id: str) -> dict[str, Any] | None:
+    h = queries.handoff(core, handoff_id)
+    return None if h.status == "open" else resolution(h)
+
+
+def wait_until(core: LedgerCore, check: Callable[[], _T | None], timeout: float | None,
+               fallback_poll_s: float = FALLBACK_POLL_S) -> _T | None:
+    """Block until ``check()`` (a read of the ledger) returns something other than None and
+    return it; None when ``timeout`` seconds pass first (None: no limit). ``check`` runs at once,
+    then after every change notification — never in a busy loop (the LangGraph adapter's
+    ``Supervisor.wait`` uses it to wait for an operator)."""
+    if timeout is not None and timeout < 0:
+        raise Refused("timeout must not be negative")
+    got = check()
+    if got is not None or timeout == 0:
+        return got
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise Refused("waiting blocks: call it from a thread (asyncio.to_thread) in async code")
     if not core.target:
         raise Refused("this ledger was not opened from a target (Ledger.open): it cannot wait")
     wake = Wakeups(core.target, fallback_poll_s=fallback_poll_s, application_name="warden-agent")
-    return asyncio.run(_wait(core, wake, handoff_id, timeout))
+    return asyncio.run(_wait(wake, check, timeout))
 
 
-async def _wait(core: LedgerCore, wake: Wakeups, handoff_id: str, timeout: float | None) -> dict[str, Any] | None:
+async def _wait(wake: Wakeups, check: Callable[[], _T | None], timeout: float | None) -> _T | None:
     deadline = None if timeout is None else time.monotonic() + timeout
     watching = asyncio.Event()
     it = wake.wakeups(on_watching=watching.set)
@@ -66,9 +93,9 @@ async def _wait(core: LedgerCore, wake: Wakeups, handoff_id: str, timeout: float
         await asyncio.wait({ready, nxt}, timeout=_left(deadline), return_when=asyncio.FIRST_COMPLETED)
         ready.cancel()
         while True:
-            h = queries.handoff(core, handoff_id)
-            if h.status != "open":
-                return resolution(h)
+            got = check()
+            if got is not None:
+                return got
             left = _left(deadline)
             if left is not None and left <= 0:
                 return None

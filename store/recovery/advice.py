@@ -9,6 +9,7 @@ from typing import Any, Protocol, Sequence
 
 from store.clock import iso
 from store.errors import Refused
+from store.ledger import unsafe
 from store.recovery.model import NEEDS_HUMAN, short_digest
 from store.text import safe_line
 from store.views import NodeDetail, NodeView, TaskView
@@ -21,7 +22,9 @@ RECOMMENDATIONS = (RETRY, REWIND, NEEDS_HUMAN, ABANDON)
 ADVICE_TABLE: tuple[tuple[str, str, str], ...] = (
     # (when, recommendation, reason) — the first row that applies decides (docs/recovery.md)
     ("an effect was intended but never confirmed", NEEDS_HUMAN, "effect_unconfirmed"),
-    ("the node is blocked on a handoff", NEEDS_HUMAN, "awaiting_human"),
+    ("its worker was lost and it was added with retryable=False (it cannot safely run twice)", NEEDS_HUMAN,
+     "not_retryable"),
+    ("the node is blocked on a handoff (or failed and asking a human)", NEEDS_HUMAN, "awaiting_human"),
     ("the node is outside the task's current preconditions", ABANDON, "out_of_scope"),
     ("failed with failure_class irreversible_write", NEEDS_HUMAN, "irreversible_write"),
     ("failed with failure_class spec", NEEDS_HUMAN, "spec_problem"),
@@ -163,9 +166,11 @@ def advise(ledger: LedgerReads, task_id: str, node_key: str) -> Advice:
         evidence.append("outside the task's preconditions: " + "; ".join(scope))
 
     fc = node.failure_class if status == "failed" else None
+    lost_unsafe = not node.retryable and (orphaned or (status == "failed" and bool(open_handoffs)))
     rows = (
         bool(unconfirmed),
-        status == "blocked",
+        lost_unsafe,
+        status == "blocked" or bool(open_handoffs),
         bool(scope),
         fc == "irreversible_write",
         fc == "spec",
@@ -177,9 +182,11 @@ def advise(ledger: LedgerReads, task_id: str, node_key: str) -> Advice:
     )
     index = rows.index(True)  # the last row always applies to a failed node
     _, recommendation, reason = ADVICE_TABLE[index]
+    # the words the ledger itself puts in the handoff of such a node (store/ledger/unsafe.py)
+    lost = unsafe.advice(node.retryable, [{"effect_key": e.effect_key} for e in unconfirmed])["lead"]
     lead = {
-        "effect_unconfirmed": "may have happened: check the outside system for "
-        + ", ".join(e.effect_key for e in unconfirmed) + " before anything runs again",
+        "effect_unconfirmed": lost,
+        "not_retryable": lost,
         "awaiting_human": "a person must answer the open handoff",
         "out_of_scope": "the task no longer wants this node",
         "irreversible_write": "an irreversible write failed: a person decides what happened",

@@ -14,6 +14,7 @@ CONTEXT_CHANGED = "context_changed"
 UNSUPPORTED = "unsupported_state"
 DECISIONS = (REUSE, NEEDS_HUMAN, CONTEXT_CHANGED, UNSUPPORTED)
 
+SEMANTIC_REVIEW = "pending"  # what every check and record says of the content's meaning: nobody reviewed it
 ARTIFACT_VERIFIED = "artifact_verified"
 EVIDENCE_INVALID = "evidence_incomplete_or_invalid"
 INPUTS_CHANGED = "inputs_changed"
@@ -68,6 +69,9 @@ class Recovery:
             "reason": self.reason,
             "checks": [c.to_json() for c in self.checks],
             "export_replayed": False,
+            # A check verifies evidence, never the content's meaning: that review is still owed
+            # (seed 000), whatever the decision — as in the record written for a reuse.
+            "semantic_review": SEMANTIC_REVIEW,
             "record": record,
             "original_status": self.original_status,
             "task_id": self.task_id,

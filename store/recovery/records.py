@@ -14,7 +14,7 @@ from store.clock import Clock, iso, system_clock
 from store.errors import Refused
 from store.recovery.checks import check, resolve_dirs
 from store.recovery.handoff import render_handoff
-from store.recovery.model import REUSE, Recovery
+from store.recovery.model import REUSE, SEMANTIC_REVIEW, Recovery
 from store.runs import require_name
 from store.text import safe_line
 
@@ -153,7 +153,7 @@ def record(
             "inputs": dict(rec.inputs),
             "original_status": rec.original_status,
             "status": "needs_review",
-            "semantic_review": "pending",
+            "semantic_review": SEMANTIC_REVIEW,
             "simulation": rec.simulation,
             "operator": operator,
             "at": at,

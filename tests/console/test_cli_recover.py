@@ -56,6 +56,24 @@ def test_recover_json_is_one_object_in_the_contract_shape(proj: Path, capsys) ->
     assert j["export_replayed"] is False
 
 
+@pytest.mark.parametrize("run_name, case", [("resume-01", None), ("partial-01", None), ("empty-09", "empty"),
+                                             ("changed-01", "changed")])
+def test_every_decision_says_the_semantic_review_is_pending(proj: Path, capsys, run_name, case) -> None:
+    """Seed 000: a check verifies evidence, never meaning — the review is still owed, in the JSON
+    and in the text, whatever the decision (as in the record written for a reuse)."""
+    if case == "empty":
+        rf.make_run(proj / "runs", run_name, case="empty")
+    elif case == "changed":
+        rf.make_run(proj / "runs", run_name)
+        (proj / "notes" / "source.md").write_text("edited since\n")
+    code, out, _ = run(capsys, "recover", run_name, "--json")
+    j = json.loads(out)
+    assert j["semantic_review"] == "pending" and j["export_replayed"] is False
+    assert code == (0 if j["decision"] == "reuse_existing_artifact" else 1)
+    _, text, _ = run(capsys, "recover", run_name)
+    assert "semantic review: pending" in text
+
+
 @pytest.mark.parametrize("status, code", [("interrupted", 0), ("completed", 1)])
 def test_recover_exit_code_follows_the_decision(proj: Path, capsys, status, code) -> None:
     rf.set_state(proj / "runs/resume-01", status=status)

@@ -122,7 +122,7 @@ def test_park_with_wake_conditions_and_auto_resume(db, capsys, clock, tmp_path):
     assert res["params"]["auto_resume"] is True
     assert [c["text"] for c in res["params"]["wake_conditions"]] == [f"file:{f}", "handoff:1"]
     assert warden(["check-wakes", "--json", "--ledger", db]) == 0
-    assert _json(capsys) == {"woken": []}
+    assert _json(capsys) == {"woken": [], "expired": []}  # expired: unsafe leases judged (none here)
     assert warden(["status", "--json", "--ledger", db]) == 0
     task = _json(capsys)["tasks"][0]
     assert task["status"] == "parked" and not [s for s in task["signals"] if s["kind"] == "wake"]

@@ -21,7 +21,7 @@ import pytest
 
 from console.app import WardenApp
 from console.cli import main
-from console.demo import LIVE_TASKS, build_demo_ledger, ledger_is_quiet, maint_simulation, run_demo
+from console.demo import LIVE_TASKS, ROSTER, build_demo_ledger, ledger_is_quiet, maint_simulation, run_demo
 from console.widgets import RowList
 from store import Ledger, ManualClock
 
@@ -124,7 +124,7 @@ def test_quitting_the_console_stops_every_worker(tmp_path):
     out = io.StringIO()
     rc = run_demo(directory=str(root), speed=2.0, seed=7, operator="tester", console=fake_console, out=out)
     assert rc == 0
-    assert len(seen["workers"]) == 6 and all("console.demo.worker" in cmd for _, cmd in seen["workers"])
+    assert len(seen["workers"]) == len(ROSTER) and all("console.demo.worker" in cmd for _, cmd in seen["workers"])
     assert seen["runs"] == str(root.resolve() / "runs") and seen["project"] == str(root.resolve())
     assert seen["read_only"] is False and seen["bell"] is True and seen["on_alert"] is None
     assert processes_mentioning(str(root)) == []
@@ -147,7 +147,7 @@ def test_headless_demo_stops_on_sigint_and_leaves_no_process(tmp_path):
         deadline = time.monotonic() + 30
         while not any("agents started" in line for line in seen):
             seen.append(lines.get(timeout=max(0.1, deadline - time.monotonic())))
-        wait_for(lambda: len(processes_mentioning(str(root / "ledger.db"))) == 6, 15, "six workers")
+        wait_for(lambda: len(processes_mentioning(str(root / "ledger.db"))) == len(ROSTER), 15, "every worker")
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=15) == 130
     finally:

@@ -56,6 +56,7 @@ class World:
         cr = ledger.claim("t", "w1", lease_s=10**6)
         self.hr = ledger.request_human(cr, kind="confirm", question="done?", options=[{"id": "ok"}])
         ledger.apply(ledger.plan_resolve(self.hr, option="ok"), operator="op")
+        self.mid = ledger.propose_memory(self.ca, "the build comes first")  # the task's mind (issue 27)
 
     def target(self) -> str:
         return self.l.db.display if self.l.db.backend == "sqlite" else self.l.db.url
@@ -79,12 +80,13 @@ class World:
             "add_nodes": lambda: {"task_id": t, "specs": [NodeSpec(self.fresh("s"))], "actor": "me"},
             "admit": lambda: {"task_id": t, "node_key": "a"},
             "claim": lambda: {"task_id": t, "worker": "w2", "lease_s": 30, "kinds": ["tool"], "key": None,
-                              "workflow_version": None},
+                              "workflow_version": None, "max_step_s": 120},
+            "check_expired": lambda: {"task_ids": [t], "actor": "cron"},
             "heartbeat": lambda: {"claim": self.ca, "units_done": 1, "units_total": 4, "tokens": 5,
                                   "observation": "seen", "lease_s": 10**6, "waiting_on": "ci", "wait_s": 60},
             "commit": lambda: {"claim": self.cf, "output": {"ok": True}, "output_ref": "run:x", "tokens": 1,
                                "artifact": ("a.md", b"x"), "units_done": 1, "next_nodes": [], "repair": False,
-                               "summary": "done"},
+                               "summary": "done", "repair_from": []},
             "commit_many": lambda: {"commits": [(self.cf, {"output": 1})]},
             "fail": lambda: {"claim": self.cg, "error": "boom", "failure_class": "transient", "retryable": True,
                              "retry_after_s": 5, "tokens": 1},
@@ -127,6 +129,21 @@ class World:
             "artifacts": lambda: {"task_id": t},
             "latest_artifact": lambda: {"task_id": t},
             "wait_for_resolution": lambda: {"handoff_id": self.hr, "timeout": 0},
+            # the task's mind (issue 27)
+            "conclude": lambda: {"claim": self.ca, "text": "found it", "source": "src/a.py", "kind": "rejected",
+                                 "reason": "no"},
+            "propose_memory": lambda: {"claim": self.ca, "text": self.fresh("memory "), "scope": "kind"},
+            "replan": lambda: {"task_id": t, "add": [NodeSpec(self.fresh("rp"))], "remove": [], "reorder": [],
+                               "narrow": None, "trigger": "pattern", "in_flight": "wait", "reason": "r",
+                               "actor": "me"},
+            "mind": lambda: {"task_id": t},
+            "plans": lambda: {"task_id": t},
+            "requirements": lambda: {"task_id": t},
+            "conclusions": lambda: {"task_id": t, "kind": "finding", "node": None, "limit": 5},
+            "node_mind": lambda: {"task_id": t, "key": "a"},
+            "memories": lambda: {"status": "pending", "limit": 5},
+            "memory": lambda: {"memory_id": self.mid},
+            "plan_memory": lambda: {"memory_id": self.mid, "decision": "reject", "reason": "r"},
         }[method]()
 
 
@@ -286,6 +303,12 @@ NONSENSE: dict[str, tuple[str, Callable[[World], Any]]] = {
     "claim worker='w\\n'": ("worker", lambda w: w.l.claim("t", "w\n")),
     "claim worker=5": ("worker", lambda w: w.l.claim("t", 5)),
     "claim kinds='tool'": ("kinds", lambda w: w.l.claim("t", "w", kinds="tool")),
+    "claim max_step_s=0": ("max_step_s", lambda w: w.l.claim("t", "w", max_step_s=0)),
+    "claim max_step_s=nan": ("max_step_s", lambda w: w.l.claim("t", "w", max_step_s=NAN)),
+    "claim max_step_s='2m'": ("max_step_s", lambda w: w.l.claim("t", "w", max_step_s="2m")),
+    "commit repair_from='draft'": ("repair_from", lambda w: w.l.commit(w.cf, repair=True, repair_from="draft")),
+    "create density_limit=0": ("density_limit", lambda w: w.l.create_task(w.fresh("m"), budget=Budget(
+        density_limit=0))),
     "create max_claims=-1": ("max_claims", lambda w: w.l.create_task(w.fresh("m"), max_claims=-1)),
     "create max_claims=0": ("max_claims", lambda w: w.l.create_task(w.fresh("m"), max_claims=0)),
     "create max_claims=10**30": ("max_claims", lambda w: w.l.create_task(w.fresh("m"), max_claims=10**30)),

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from store import Ledger, ManualClock
+from store import Ledger, ManualClock, NodeSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000.0
@@ -73,6 +73,16 @@ def build(tmp: Path) -> Path:
                           options=[{"id": "[/]", "label": "[bold red]OPT[/]", "consequence": tagged("CONSEQ")},
                                    {"id": "x\x1b[6n[b]", "label": tagged("LABEL2")}],
                           recommendation="[/]", context={"done": tagged("CTXDONE"), "why": tagged("WHY")})
+        # the task's mind (issue 27): requirement, conclusion, source, reason, plan reason, memory
+        led.create_task("mindful", title=tagged("MTITLE"), workflow="wf",
+                        requirements=[{"id": "r1", "text": tagged("REQ")}])
+        led.add_node("mindful", "m1", serves=["r1"])
+        c = led.claim("mindful", worker="w4", lease_s=10**6, key="m1")
+        led.conclude(c, tagged("CONCL"), source="src \x1b]52;c;QQ==\x07[/]SRC")
+        led.conclude(c, "tried", kind="rejected", reason=tagged("RREASON"))
+        led.propose_memory(c, tagged("MEMO"))
+        led.commit(c, output={})
+        led.replan("mindful", add=[NodeSpec("m2")], trigger="pattern", reason=tagged("PLANWHY"), actor="w4")
     # A ledger from elsewhere: ids and a status no Warden would write, straight into the tables.
     con = sqlite3.connect(path)
     con.execute("INSERT INTO task (task_id, title, workflow, workflow_version, status, inputs, constraints, "
@@ -226,6 +236,35 @@ def test_task_graph_node_and_event_log(world: Path) -> None:
     out = bytes(t.out)
     assert_clean(out)
     assert b"[bold red]" in out and b"[/]" in out  # markup shown as the characters it is
+
+
+@pytest.mark.slow
+def test_the_mind_screen_and_the_memory_inbox(world: Path) -> None:
+    """Issue 27: requirement text, conclusions, their sources, rejected paths' reasons, a replan's
+    reason and a proposed memory — all agent-written — shown literally, nothing reaching the terminal."""
+    t = Terminal(world, "console", "--ledger", "ledger.db", "--runs", "runs")
+    try:
+        t.wait_for(b"MTITLE", "the task list")
+        t.key(b"/", b"filter")
+        os.write(t.fd, b"MTITLE")
+        t.back_to(b"tasks")
+        t.key(b"\r", b"task mindful", "the graph")
+        t.key(b"m", b"mind of task mindful", "the Mind screen")
+        for seen in (b"REQ", b"CONCL", b"RREASON", b"PLANWHY", b"MEMO"):
+            t.wait_for(seen)
+        t.press(b"3")  # the conclusions' heading
+        t.key(b"j", b"SRC", "the first conclusion's source under the list")
+        t.back_to(b"task mindful")
+        t.back_to(b"tasks")
+        t.key(b"M", b"memory inbox", "the memory inbox")
+        t.wait_for(b"MEMO")
+        t.back_to(b"tasks")
+        assert t.quit() == 0
+    finally:
+        t.kill()
+    out = bytes(t.out)
+    assert_clean(out)
+    assert b"[bold red]" in out and b"[/]" in out
 
 
 @pytest.mark.slow

@@ -129,7 +129,7 @@ def test_a_worker_of_another_version_claims_nothing_and_it_is_journalled_once(le
     ledger.commit(c, output={})
 
 
-def test_a_claim_without_a_version_is_not_checked_and_one_across_tasks_filters(ledger, clock):
+def test_a_claim_without_a_version_knows_none_and_one_across_tasks_filters(ledger, clock):
     ledger.create_task("v1", workflow_version="1")
     ledger.add_node("v1", "a")
     ledger.create_task("v2", workflow_version="2")
@@ -138,7 +138,11 @@ def test_a_claim_without_a_version_is_not_checked_and_one_across_tasks_filters(l
     assert (c.task_id, c.node_key) == ("v2", "b")
     assert ledger.claim(None, "w", workflow_version="2") is None
     assert not [e for e in ledger.events(0) if e.kind == "claim.version_mismatch"]  # no spam across tasks
-    assert ledger.claim("v1", "w") is not None  # no version given: not checked
+    assert ledger.claim(None, "w") is None  # no version given: it knows none, so no versioned task
+    assert ledger.claim("v1", "w") is None  # (seed 002: a worker that does not know the version is refused)
+    ev = [e for e in ledger.events(0, task_id="v1") if e.kind == "claim.version_mismatch"]
+    assert len(ev) == 1 and ev[0].payload["workflow_version"] == "" and "(none)" in ev[0].summary
+    assert ledger.claim("v1", "w", workflow_version="1").node_key == "a"
 
 
 def test_a_new_process_journals_again_once(ledger_path, ledger, clock):

@@ -69,9 +69,11 @@ def test_kinds_and_workflow_version_narrow_the_candidates(ledger):
     ledger.add_nodes("old", [NodeSpec(key="x", kind="tool")])
     ledger.create_task("new", workflow_version="2")
     ledger.add_nodes("new", [NodeSpec(key="y", kind="tool"), NodeSpec(key="z", kind="llm_call")])
-    c = ledger.claim(None, "w", kinds=["llm_call"])
-    assert (c.task_id, c.node_key) == ("new", "z")
+    # a worker naming no version knows none: it takes no versioned task (seed 002, issue 26)
     assert ledger.claim(None, "w", kinds=["llm_call"]) is None
+    c = ledger.claim(None, "w", kinds=["llm_call"], workflow_version="2")
+    assert (c.task_id, c.node_key) == ("new", "z")
+    assert ledger.claim(None, "w", kinds=["llm_call"], workflow_version="2") is None
     c = ledger.claim(None, "w", workflow_version="2")
     assert (c.task_id, c.node_key) == ("new", "y")
     c = ledger.claim(None, "w", workflow_version="1")

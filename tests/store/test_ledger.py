@@ -156,7 +156,7 @@ def test_max_claims_fails_the_node_instead_of_claiming(ledger, clock):
     assert a.status == "failed" and "limit is 2" in a.error
 
 
-def test_hard_budget_admits_only_closing_steps_and_stop_admits_nothing(chain, clock):
+def test_hard_and_stop_gates_admit_only_the_closing_whitelist(chain, clock):
     a = chain.claim("t", "w1")
     assert a.admission == "admit"
     chain.commit(a, output=1, tokens=1000)  # 100 %: hard
@@ -168,6 +168,10 @@ def test_hard_budget_admits_only_closing_steps_and_stop_admits_nothing(chain, cl
     assert c.node_key == "close" and c.admission == "admit_degraded"
     chain.commit(c, output=1, tokens=200)  # 120 %: stop
     chain.add_node("t", "close2", always_admit=True)
+    assert chain.admit("t", "b") == "deny_hard"  # stop: nothing else is claimable …
+    c2 = chain.claim("t", "w1")  # … but the closing whitelist is admitted whatever the budget (seed 004)
+    assert c2.node_key == "close2" and c2.admission == "admit_degraded"
+    chain.commit(c2, output=1)
     assert chain.claim("t", "w1") is None
 
 
@@ -200,12 +204,14 @@ def test_commit_with_next_nodes_grows_the_graph_atomically(ledger):
     assert [n.key for n in ledger.graph("t").nodes] == ["verify", "fix"]
     assert ledger.task("t").repair_count == 1
     f = ledger.claim("t", "w")
-    with pytest.raises(Refused, match="repair budget exhausted"):
-        ledger.commit(f, output=1, repair=True, next_nodes=[NodeSpec("fix2")])
-    assert ledger.node("t", "fix").status == "running"  # the refused commit wrote nothing
     with pytest.raises(Refused, match="unknown node"):
         ledger.commit(f, output=1, next_nodes=[NodeSpec("x", deps=("nope",))])
-    assert ledger.node("t", "fix").status == "running"
+    assert ledger.node("t", "fix").status == "running"  # the refused commit wrote nothing
+    assert [n.key for n in ledger.graph("t").nodes] == ["verify", "fix"]
+    # past max_repairs the round is not made: the node and the task fail (tests/store/test_seed_repair.py)
+    ledger.commit(f, output={"ok": False}, repair=True, next_nodes=[NodeSpec("fix2", deps=("fix",))])
+    assert ledger.node("t", "fix").status == "failed" and ledger.task("t").status == "failed"
+    assert [n.key for n in ledger.graph("t").nodes] == ["verify", "fix"]
 
 
 def test_request_human_blocks_the_node_and_opens_a_handoff(chain):

@@ -701,7 +701,7 @@ def test_advice_row_inputs_changed(ledger) -> None:
 
 
 def test_advice_row_orphaned(ledger, clock) -> None:
-    _task(ledger)
+    _task(ledger, retryable=True)
     _claim(ledger)
     with pytest.raises(Refused, match="live lease held by w1 for 30s more"):
         rv.advise(ledger, "t", "b")
@@ -710,6 +710,20 @@ def test_advice_row_orphaned(ledger, clock) -> None:
     assert (a.situation, a.recommendation, a.reason) == ("orphaned", "retry", "orphaned")
     assert any("lease held by w1 expired at 2027-01-15T08:00:30.000Z (0s ago)" in e
                for e in a.evidence)
+
+
+def test_advice_row_not_retryable_agrees_before_and_after_the_ledger_judges(ledger, clock) -> None:
+    _task(ledger)  # retryable=False
+    _claim(ledger)
+    clock.advance(30)
+    a = rv.advise(ledger, "t", "b")  # orphaned, nobody has noticed yet
+    assert (a.situation, a.recommendation, a.reason) == ("orphaned", "needs_human", "not_retryable")
+    assert ledger.claim("t", "w2") is None  # the claim notices: failed, a human asked (not reclaimed)
+    after = rv.advise(ledger, "t", "b")
+    assert (after.situation, after.recommendation, after.reason) == ("failed", "needs_human", "not_retryable")
+    [h] = ledger.handoffs(task_id="t")
+    assert (h.context["advice"]["recommendation"], h.context["advice"]["reason"]) == ("needs_human", "not_retryable")
+    assert h.context["advice"]["lead"] == a.evidence[0] == after.evidence[0]
 
 
 def test_advice_row_unclassified_failure(ledger) -> None:
@@ -722,7 +736,7 @@ def test_advice_row_unclassified_failure(ledger) -> None:
 
 def test_every_advice_row_has_a_case() -> None:
     reasons = {r for _, _, r in rv.ADVICE_TABLE}
-    assert reasons == {"effect_unconfirmed", "awaiting_human", "out_of_scope",
+    assert reasons == {"effect_unconfirmed", "not_retryable", "awaiting_human", "out_of_scope",
                        "irreversible_write", "spec_problem", "inputs_changed",
                        "conclusion_rejected", "safe_to_retry", "orphaned",
                        "failure_unclassified"}

@@ -185,10 +185,15 @@ STEP_COLUMNS = {
 }
 STEP_COLUMNS[4] = {}  # schema 4's parts (store/schema.py SCHEMA_4_PARTS) add theirs here
 STEP_COLUMNS[4].setdefault("task", []).append("origin")  # part "origin" (issue 28)
+STEP_COLUMNS[4].setdefault("task", []).append("mind")  # part "mind" (issue 27)
+STEP_COLUMNS[4].setdefault("node", []).extend(["serves", "removed_in", "removed_mode"])
 STEP_COLUMNS[4].setdefault("observation", []).extend(["action", "result", "action_key", "content", "flags",
                                                       "concepts"])  # part "novelty" (issue 25)
 STEP_COLUMNS[4].setdefault("node", []).extend(["progress_at", "beat_gaps", "beat_long_s", "paused_s"])  # "novelty"
+STEP_COLUMNS[4].setdefault("node", []).extend(["step_deadline", "density", "repair"])  # seed rules
+STEP_COLUMNS[4].setdefault("task", []).append("density_limit")  # seed rules
 STEP_TABLES = {2: ["write_request"], 3: [], 4: []}
+STEP_TABLES[4] += ["requirement", "conclusion", "plan_version", "memory"]  # part "mind" (issue 27)
 
 
 def _shape(path: str) -> dict[str, set[str]]:

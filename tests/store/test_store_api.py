@@ -24,6 +24,7 @@ from store.actions import (
     ActionParams,
     CompensatedParams,
     EscalateParams,
+    ConfirmMemoryParams,
     NarrowParams,
     ParkParams,
     Plan,
@@ -37,7 +38,8 @@ from store.models import MODELS, JSONField, dumps
 
 STORE = Path(__file__).resolve().parents[2] / "store"
 OWNED = [STORE / "sql.py", STORE / "feed.py", STORE / "report.py", STORE / "worker.py", STORE / "facade.py",
-         *sorted((STORE / "ledger").glob("*.py")), *sorted((STORE / "actions").glob("*.py"))]
+         *sorted((STORE / "ledger").glob("*.py")), *sorted((STORE / "actions").glob("*.py")),
+         *sorted((STORE / "mind").glob("*.py"))]
 
 
 # ---------------------------------------------------------------------- the facade
@@ -60,7 +62,7 @@ def test_every_public_ledger_method_has_an_explicit_typed_signature() -> None:
 
 
 @pytest.mark.parametrize("name", ["plan_park", "plan_resume", "plan_narrow", "plan_rewind", "plan_abort",
-                                  "plan_resolve", "plan_escalate", "apply"])
+                                  "plan_resolve", "plan_escalate", "plan_memory", "apply"])
 def test_operator_methods_return_a_plan(name: str) -> None:
     assert typing.get_type_hints(getattr(Ledger, name))["return"] is Plan
 
@@ -77,7 +79,8 @@ def functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
-@pytest.mark.parametrize("path", [p for p in OWNED if p.parent.name in ("ledger", "actions") or p.name == "sql.py"],
+@pytest.mark.parametrize("path", [p for p in OWNED if p.parent.name in ("ledger", "actions", "mind")
+                                  or p.name == "sql.py"],
                          ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_imports_inside_functions(path: Path) -> None:
     tree = ast.parse(path.read_text())
@@ -224,10 +227,11 @@ PARAM_KEYS = {
     "resolve": ["handoff", "node", "option", "answer", "question"],
     "escalate": ["node", "question", "context", "kind", "options", "recommendation"],
     "compensated": ["effect_key", "node", "external_id", "compensation", "compensation_node"],
+    "memory-confirm": ["memory", "decision", "status_before", "status_after", "text", "scope", "workflow", "kind"],
 }
 PARAM_TYPES = {"park": ParkParams, "resume": ResumeParams, "narrow": NarrowParams, "rewind": RewindParams,
                "abort": AbortParams, "resolve": ResolveParams, "escalate": EscalateParams,
-               "compensated": CompensatedParams}
+               "compensated": CompensatedParams, "memory-confirm": ConfirmMemoryParams}
 
 
 @pytest.fixture
@@ -240,6 +244,7 @@ def small(ledger, clock):
         if k == "a":
             ledger.intend_effect(c, "pr:a", compensation="close the PR")
             ledger.confirm_effect(c, "pr:a", external_id="#1")
+            ledger.propose_memory(c, "the build comes before the tests", scope="workflow")
         ledger.commit(c, output={k: 1})
     c = ledger.claim("t", "w", lease_s=60, kinds=["h"])
     hid = ledger.request_human(c, kind="confirm", question="go?", options=[{"id": "yes"}, {"id": "no"}])
@@ -257,6 +262,7 @@ def plans(ledger: Ledger, hid: str) -> dict[str, typing.Callable[[], Plan]]:
         "resolve": lambda: ledger.plan_resolve(hid, option="yes", answer="fine"),
         "escalate": lambda: ledger.plan_escalate("t", "c", reason="look"),
         "compensated": lambda: ledger.plan_compensated("t", "pr:a", reason="closed by hand"),
+        "memory-confirm": lambda: ledger.plan_memory(ledger.memories()[0].id, decision="confirm", reason="seen it"),
     }
 
 

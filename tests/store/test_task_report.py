@@ -40,8 +40,9 @@ def stopped(ledger, clock):
 
 
 def test_the_report_at_the_stop_gate(ledger, clock, stopped):
-    assert ledger.claim("t", "w") is None  # nothing is claimable at stop …
-    r = task_report(ledger, "t")  # … but this is what it leaves
+    assert ledger.claim("t", "w", kinds=["tool", "human"]) is None  # nothing is claimable at stop …
+    assert ledger.admit("t", "summary") == "admit_degraded"  # … but the closing whitelist (seed 004)
+    r = task_report(ledger, "t")  # … and this is what it leaves
     assert [k for k in r if k in KEYS] == KEYS
     assert r["status"] == "active" and r["budget"]["gate"] == "stop"
     art = r["best_artifact"]
@@ -91,8 +92,13 @@ NEW = {"task": ["paused_s", "paused_since", "wake_state"],
        "node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]}  # schema 3's
 NEW["task"] += ["origin"]  # schema 4 part "origin" (issue 28)
 NEW_TABLES = ["write_request"]  # schema 2's
+NEW["task"] += ["mind"]  # schema 4 part "mind" (issue 27)
+NEW["node"] += ["serves", "removed_in", "removed_mode"]
+NEW_TABLES += ["requirement", "conclusion", "plan_version", "memory"]
 NEW["node"] += ["progress_at", "beat_gaps", "beat_long_s", "paused_s"]  # schema 4, part "novelty"
 NEW["observation"] = ["action", "result", "action_key", "content", "flags", "concepts"]  # schema 4, "novelty"
+NEW["node"] = NEW["node"] + ["step_deadline", "density", "repair"]  # schema 4's part "seed rules"
+NEW["task"] = NEW["task"] + ["density_limit"]  # schema 4's part "seed rules"
 
 
 def _make_schema_1(path: str, clock) -> None:

@@ -1,0 +1,126 @@
+"""State-driven retrieval: what the scheduler hands a node at claim time, ``Claim.inputs["memory"]``
+("the system knows what it should know", seed 004) — not what the model remembers to look up.
+
+```
+{"constraints":  [{"text", "at", "source"}],                 the task's must-keep rules, all of them
+ "requirements": [{"id", "text", "serves", "at", "source"}],  the task's requirement (serves: this node's)
+ "rejected":     [ENTRY],  rejected paths of this node and its ancestors, and the task's own (replans)
+ "conclusions":  [ENTRY],  findings of the nodes it depends on (directly)
+ "memories":     [{"id", "text", "scope", "at", "source"}],   confirmed memories of its kind / workflow
+ "alignment":    {"verdict", "at"} | null,                    the task's latest alignment verdict
+ "omitted":      {"rejected": n, "conclusions": n, "memories": n},   left out by the bounds below
+ "limits":       {...the bounds...}}
+ENTRY = {"id", "node", "kind", "text", "reason", "source", "origin", "at"}   (source: where it came from —
+        a file, a command — or, when the writer named none, the step that wrote it)
+```
+
+Every list is newest first; ``at`` is ISO-8601 UTC and ``source`` says where it came from, so an
+agent can judge a stale one. Bounds (:data:`LIMITS`): at most 20 rejected paths, 20 conclusions
+and 10 memories, each text cut to 1000 characters, and the whole block at most 48 KB of JSON —
+past that the oldest conclusions, then rejected paths, then memories are left out (counted in
+``omitted``). Constraints and requirements are never left out (they are bounded when the task is
+made). A pending or rejected memory is never handed out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .. import sql
+from ..clock import iso
+from ..ledger.core import LedgerCore
+from ..models import dumps
+from .alignment import KIND as ALIGNMENT, material
+from .views import MindState
+
+LIMITS = {"rejected": 20, "conclusions": 20, "memories": 10, "text_chars": 1000, "bytes": 48 * 1024}
+_ENTRY = "c.id, c.node_key, c.kind, c.text, c.reason, c.source, c.origin, c.at, c.attempt, c.actor"
+
+
+def _entry(r: tuple[Any, ...]) -> dict[str, Any]:
+    """One entry; without a source of its own, its source is the step that wrote it."""
+    cut = LIMITS["text_chars"]
+    source = r[5] or (f"node {r[1]}, attempt {r[8]} ({r[9]})" if r[1] else f"task ({r[9] or r[6]})")
+    return {"id": int(r[0]), "node": r[1], "kind": r[2], "text": _cut(r[3], cut), "reason": _cut(r[4], cut),
+            "source": source, "origin": r[6], "at": iso(r[7])}
+
+
+def _cut(text: str | None, n: int) -> str | None:
+    return text if text is None or len(text) <= n else text[: n - 1] + "…"
+
+
+def memory_inputs(core: LedgerCore, task: Mapping[str, Any], node: Mapping[str, Any],
+                  dep_ids: list[int]) -> dict[str, Any]:
+    """``Claim.inputs["memory"]`` for ``node`` of ``task`` (rows), inside the claim's transaction."""
+    db = core.db
+    state = MindState.of(task.get("mind"))
+    tid = task["task_id"]
+    created = iso(task["created_at"])
+    constraints = [{"text": c, "at": created, "source": f"task {tid} constraints"} for c in task["constraints"] or ()]
+    serves = set(node.get("serves") or ())
+    requirements = []
+    if state.requirements:
+        requirements = [{"id": r, "text": t, "serves": r in serves, "at": iso(at), "source": f"task {tid} requirements"}
+                        for r, t, at in sql.fetch_all(db, "SELECT rid, text, created_at FROM requirement WHERE "
+                                                          "task_id = ? AND status = 'active' ORDER BY position", [tid])]
+    n_rej, n_con, n_mem = LIMITS["rejected"], LIMITS["conclusions"], LIMITS["memories"]
+    rejected: list[tuple[Any, ...]] = []
+    if sql.fetch_all(db, "SELECT 1 FROM conclusion WHERE task_id = ? AND kind = 'rejected' LIMIT 1", [tid]):
+        rejected = sql.fetch_all(
+            db, "WITH RECURSIVE up(id) AS (SELECT CAST(? AS INTEGER) UNION SELECT e.src_id FROM edge e JOIN up ON e.dst_id = up.id) "
+                f"SELECT {_ENTRY}, COUNT(*) OVER () FROM conclusion c WHERE c.task_id = ? AND c.kind = 'rejected' AND "
+                "(c.node_id IS NULL OR c.node_id IN (SELECT id FROM up)) ORDER BY c.id DESC LIMIT ?",
+            [node["id"], tid, n_rej])
+    conclusions: list[tuple[Any, ...]] = []
+    if dep_ids:
+        conclusions = sql.fetch_all(
+            db, f"SELECT {_ENTRY}, COUNT(*) OVER () FROM conclusion c WHERE c.node_id IN ({sql.marks(len(dep_ids[:500]))}) "
+                "AND c.kind = 'finding' ORDER BY c.id DESC LIMIT ?", [*dep_ids[:500], n_con])
+    memories = sql.fetch_all(
+        db, "SELECT id, text, scope, kind, decided_at, task_id, node_key, decided_by, COUNT(*) OVER () FROM memory "
+            "WHERE status = "
+            "'confirmed' AND workflow = ? AND (scope = 'workflow' OR kind = ?) ORDER BY decided_at DESC, id DESC "
+            "LIMIT ?", [task["workflow"] or "", node["kind"], n_mem])
+    out: dict[str, Any] = {
+        "constraints": constraints,
+        "requirements": requirements,
+        "rejected": [_entry(r) for r in rejected],
+        "conclusions": [_entry(r) for r in conclusions],
+        "memories": [{"id": str(m[0]), "text": _cut(m[1], LIMITS["text_chars"]), "scope": m[2],
+                      "kind": m[3], "at": iso(m[4]),
+                      "source": f"proposed by task {m[5]} node {m[6]}, confirmed by {m[7]}"}
+                     for m in memories],
+        "alignment": ({"verdict": state.verdict, "at": iso(state.checked_at)} if state.verdict else None),
+        "omitted": {"rejected": _left(rejected), "conclusions": _left(conclusions), "memories": _left(memories)},
+        "limits": dict(LIMITS),
+    }
+    _fit(out)
+    return out
+
+
+def _left(found: list[tuple[Any, ...]]) -> int:
+    """How many rows the LIMIT left out (each row carries the total, ``COUNT(*) OVER ()``)."""
+    return int(found[0][-1]) - len(found) if found else 0
+
+
+def _fit(out: dict[str, Any]) -> None:
+    """Leave out the oldest conclusions, then rejected paths, then memories until the block is at
+    most ``LIMITS["bytes"]`` of JSON."""
+    size = len(dumps(out).encode("utf-8"))
+    for part in ("conclusions", "rejected", "memories"):
+        items = out[part]
+        while items and size > LIMITS["bytes"]:
+            gone = items.pop()
+            size -= len(dumps(gone).encode("utf-8")) + 1
+            out["omitted"][part] += 1
+
+
+def alignment_inputs(core: LedgerCore, task: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``Claim.inputs["alignment"]`` for a node of kind ``alignment``: the requirements, the plan
+    ahead and the work done since the last check (what a person sees in the handoff)."""
+    if node["kind"] != ALIGNMENT:
+        return None
+    state = MindState.of(task.get("mind"))
+    out = material(core, task["task_id"], state, state.checked_at)
+    out["answer"] = 'commit(claim, output={"verdict": "aligned" | "drifting", "notes": "..."})'
+    return out
