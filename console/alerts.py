@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal as signals_mod
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -54,6 +56,7 @@ BELL_EVERY_S = 10.0  # the bell rings at most this often (the console's clock)
 REARM_S = 300.0  # a node whose alarm ended alerts again only if it stayed quiet this long (no flicker)
 HOOK_TIMEOUT_S = 10.0  # an --on-alert command still running after this is killed (and reported)
 HOOKS_AT_ONCE = 4  # --on-alert commands running at the same time (a burst of alerts waits its turn)
+HOOK_STDERR_TAIL = 4096  # bytes of a failing hook's stderr kept (its last line is shown); the rest is dropped
 NOTIFY_AT_MOST = 3  # alerts a batch's notification lists; the rest is one "and N more" line
 
 
@@ -220,27 +223,63 @@ def notification(alerts: Sequence[Alert]) -> str:
 def run_hook(argv: Sequence[str], alert: Alert, *, timeout: float = HOOK_TIMEOUT_S) -> str | None:
     """Run ``argv`` (no shell) with the alert as one JSON object (and a newline) on stdin; its
     output is discarded (it must not reach the console's terminal). Returns None when it exited 0,
-    else one line saying what went wrong. Killed, with its process group, after ``timeout``."""
+    else one line saying what went wrong (its stderr's last line). Killed, with its process group,
+    after ``timeout``. Of its stderr only the last ``HOOK_STDERR_TAIL`` bytes are ever held (a hook
+    that floods stderr costs the console no memory: issue 23)."""
     data = (json.dumps(alert.to_json(), ensure_ascii=True) + "\n").encode()
     try:
         proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
     except OSError as e:
         return f"--on-alert {argv[0]}: {e.strerror or type(e).__name__}"
+    deadline = time.monotonic() + timeout
+    assert proc.stdin is not None and proc.stderr is not None
     try:
-        _, err = proc.communicate(data, timeout=timeout)
+        proc.stdin.write(data)  # a few hundred bytes: the pipe takes them whether the hook reads or not
+    except OSError:
+        pass  # it exited, or closed its stdin: its exit status says the rest
+    finally:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    err = _stderr_tail(proc, proc.stderr.fileno(), deadline)
+    proc.stderr.close()
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signals_mod.SIGKILL)
         except (ProcessLookupError, PermissionError):
             proc.kill()
-        proc.communicate()
+        proc.wait()
         return f"--on-alert {argv[0]}: still running after {timeout:g}s, killed"
     if proc.returncode != 0:
         lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
-        last = f": {lines[-1].strip()}" if lines else ""
+        last = f": {safe_line(lines[-1].strip(), limit=200)}" if lines else ""
         return f"--on-alert {argv[0]}: exited {proc.returncode}{last}"
     return None
+
+
+def _stderr_tail(proc: subprocess.Popen[bytes], fd: int, deadline: float) -> bytes:
+    """Read ``fd`` until its end or ``deadline`` (or the hook has exited and nothing more comes: a
+    child of its may hold the pipe), keeping only its last HOOK_STDERR_TAIL bytes."""
+    kept = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return bytes(kept)
+        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+        if not ready:
+            if proc.poll() is not None:
+                return bytes(kept)
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return bytes(kept)
+        kept += chunk
+        if len(kept) > HOOK_STDERR_TAIL:
+            del kept[:-HOOK_STDERR_TAIL]
 
 
 # ---------------------------------------------------------------------- the app's side

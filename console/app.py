@@ -26,6 +26,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from store.db import CONNECT_TIMEOUT_S
 from store.errors import WardenError
 from store.feed import FALLBACK_POLL_S, Feed
 from store.views import EventView, GraphView, NodeDetail, TaskView
@@ -56,6 +57,7 @@ from .screens.mind import MemoryInboxScreen, MindScreen
 from .screens.report import TaskReportScreen
 from .text import safe_line
 from .typeahead import TypeAheadApp
+from .widgets.statusbar import RECONNECTED_SHOWN_S
 
 SWITCH_INTERVAL_S = 0.001  # how long a busy worker thread may keep the interpreter from the UI thread
 WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
@@ -93,6 +95,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         analysis: bool = True,
         bell: bool = True,
         on_alert: Sequence[str] | None = None,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
     ) -> None:
         super().__init__()
         self.ledger_target = ledger_target
@@ -104,7 +107,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         self.clock = clock or time.time
         self.analysis_enabled = analysis
         self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s,
-                         application_name="warden-console")
+                         application_name="warden-console", connect_timeout_s=connect_timeout_s)
         self.follower = LedgerFollower(self.feed)  # the feed side: cursor, requests, pending delta
         self.tasks_model = TaskListModel(self.now)
         self.events_model = EventLogModel()
@@ -112,6 +115,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         self.detail: NodeDetail | None = None
         self.loaded = False
         self.unavailable: str | None = None
+        self.reconnected_at: float | None = None  # time.monotonic() the ledger came back after an outage
         self.failed: str | None = None
         self._early_nodes: dict[str, tuple[Any, int]] = {}  # graph rows that arrived before its first page
         self.graph_pages_applied = 0  # (tests and the benchmark)
@@ -351,7 +355,13 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         error = safe_line(msg.error) if msg.error else None
         if error == self.unavailable:
             return
+        if error is None:  # back after an outage: the header says "reconnected" for a while
+            self.reconnected_at = time.monotonic()
+            self.set_timer(RECONNECTED_SHOWN_S + 0.05, self._refresh_statuses)
         self.unavailable = error
+        self._refresh_statuses()
+
+    def _refresh_statuses(self) -> None:
         for s in self.screen_stack:
             if isinstance(s, WardenScreen):
                 s.refresh_status()
@@ -465,19 +475,19 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
 
 def console_app(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
                 project: str | None = None, records: str | None = None, bell: bool = True,
-                on_alert: Sequence[str] | None = None) -> WardenApp:
+                on_alert: Sequence[str] | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> WardenApp:
     """The app exactly as `warden console` runs it (the benchmark drives this one)."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)  # the UI thread waits at most this for the interpreter
     return WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records,
-                     bell=bell, on_alert=on_alert)
+                     bell=bell, on_alert=on_alert, connect_timeout_s=connect_timeout_s)
 
 
 def run_console(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
                 project: str | None = None, records: str | None = None, bell: bool = True,
-                on_alert: Sequence[str] | None = None) -> int:
+                on_alert: Sequence[str] | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> int:
     """`warden console`: run the app; exit 4 when the ledger could not be opened."""
     app = console_app(ledger=ledger, runs=runs, read_only=read_only, operator=operator, project=project,
-                      records=records, bell=bell, on_alert=on_alert)
+                      records=records, bell=bell, on_alert=on_alert, connect_timeout_s=connect_timeout_s)
     if ascii_on():  # a plain terminal: only what its font draws reaches it (console/plainterm.py)
         app.driver_class = plain_driver(app.driver_class, font_of())
     app.run()

@@ -135,6 +135,9 @@ class LedgerFollower:
 
         async def pump() -> None:
             async for reason in feed.wakeups():
+                if reason == "lost":  # PostgreSQL went away: say so now, not after a read's retries
+                    host.post_message(LedgerStatus(feed.outage or "the ledger is unreachable; reconnecting"))
+                    continue  # nothing to read until it is back ("change" says so)
                 self.woken.add(reason)
                 kick.set()
 

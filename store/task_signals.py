@@ -78,8 +78,8 @@ def wake_signals(ledger: Any, task: Any, now: float) -> list[SignalTuple]:
         if node is None and task.status != "parked":
             continue
         if node is not None:
-            row = sql.fetch_one(ledger.db, "SELECT status FROM node WHERE task_id = ? AND key = ?", [task.task_id, node])
-            if row is None or row["status"] != "parked":
+            if sql.scalar(ledger.db, "SELECT status FROM node WHERE task_id = ? AND key = ?",
+                          [task.task_id, node]) != "parked":
                 continue
         hit = None
         for cond in entry.get("conditions", ()):

@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from store import Ledger
+from store.db import CONNECT_TIMEOUT_S
 
 from ..operator import resolve_operator
 from ..text import safe_line
@@ -42,6 +43,17 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {safe_line(message)}")
+
+
+def seconds(text: str) -> float:
+    """A ``--connect-timeout`` value: a positive number of seconds, at most an hour."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {safe_line(repr(text))}") from None
+    if not (0 < value <= 3600):  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"{safe_line(repr(text))}: seconds must be more than 0 and at most 3600")
+    return value
 
 
 # The flags a subcommand may share with others. Each subcommand takes only those it honours
@@ -67,6 +79,9 @@ GLOBALS: dict[str, tuple[str, dict[str, Any], Any]] = {
     "no_bell": ("--no-bell", dict(action="store_true", help="alerts do not ring the terminal bell"), False),
     "on_alert": ("--on-alert", dict(metavar="CMD", help="run CMD (split like a shell line, no shell) for each "
                                                         "alert, the alert as one JSON object on its stdin"), None),
+    "connect_timeout": ("--connect-timeout", dict(metavar="S", type=seconds, help=(
+        f"PostgreSQL: seconds to keep trying a server that cannot be reached before saying so "
+        f"(default {CONNECT_TIMEOUT_S:g})")), None),
 }
 
 
@@ -76,8 +91,11 @@ TOP = "top_"  # dest prefix of a shared flag given before the subcommand
 def with_workspace(names: tuple[str, ...]) -> tuple[str, ...]:
     """DESIGN.md's contract: every subcommand that takes ``--ledger`` also takes ``--runs`` (the
     workspace pair, like ``$WARDEN_LEDGER``/``$WARDEN_RUNS``), so a script can pass both to any of
-    them; only the console and recovery read run directories."""
-    return names + ("runs",) if "ledger" in names and "runs" not in names else names
+    them; only the console and recovery read run directories. And ``--connect-timeout``, which
+    every ledger takes (it means something for PostgreSQL only)."""
+    if "ledger" not in names:
+        return names
+    return names + tuple(n for n in ("runs", "connect_timeout") if n not in names)
 
 
 def flags(*names: str, top: bool = False) -> list[CliParser]:
@@ -165,10 +183,17 @@ def runs_dir(args: argparse.Namespace) -> str:
 APPLICATION_NAME = "warden-cli"  # what PostgreSQL's pg_stat_activity shows for these connections
 
 
+def connect_timeout(args: argparse.Namespace) -> float:
+    """``--connect-timeout`` (PostgreSQL: how long to keep trying a server it cannot reach)."""
+    value = getattr(args, "connect_timeout", None)
+    return CONNECT_TIMEOUT_S if value is None else float(value)
+
+
 def open_ledger(args: argparse.Namespace, *, read_only: bool) -> Ledger:
     """Open an existing ledger (never create one: a typo must not leave an empty database).
     Every command that only reads opens it ``read_only`` (SQLite ``mode=ro``): it never writes."""
-    return Ledger.open(ledger_target(args), create=False, read_only=read_only, application_name=APPLICATION_NAME)
+    return Ledger.open(ledger_target(args), create=False, read_only=read_only, application_name=APPLICATION_NAME,
+                       connect_timeout_s=connect_timeout(args))
 
 
 def operator_of(args: argparse.Namespace) -> str:
@@ -253,7 +278,7 @@ def print_fitted(c: Console, headers: list[str], rows: list[list[str]], give_way
 
 
 __all__ = [
-    "GLOBALS", "UNBOUNDED", "CliParser", "UsageError", "alert_hook", "command", "examples_text", "fill_globals",
-    "flags", "honours", "is_terminal", "ledger_target", "open_ledger", "operator_of", "out_console", "print_fitted",
-    "print_json", "runs_dir", "sentence",
+    "GLOBALS", "UNBOUNDED", "CliParser", "UsageError", "alert_hook", "command", "connect_timeout", "examples_text",
+    "fill_globals", "flags", "honours", "is_terminal", "ledger_target", "open_ledger", "operator_of", "out_console",
+    "print_fitted", "print_json", "runs_dir", "sentence",
 ]

@@ -41,7 +41,8 @@ from store import WardenError
 from store.db import masked
 
 from . import actions, agents, inspection, meta, mind, recovery, report, serve
-from .common import GLOBALS, CliParser, alert_hook, command, fill_globals, flags, honours, ledger_target, operator_of, runs_dir
+from .common import (GLOBALS, CliParser, alert_hook, command, connect_timeout, fill_globals, flags, honours,
+                     ledger_target, operator_of, runs_dir)
 from .errors import CliFailure, UsageError
 from .errors import report as report_failure
 from ..glyphs import ascii_terminal, use_ascii
@@ -232,7 +233,7 @@ def cmd_console(args: argparse.Namespace) -> int:
     return run_console(
         ledger=ledger_target(args), runs=runs_dir(args), read_only=args.read_only,
         operator=operator_of(args), project=args.project, records=args.records,
-        bell=not args.no_bell, on_alert=hook,
+        bell=not args.no_bell, on_alert=hook, connect_timeout_s=connect_timeout(args),
     )
 
 

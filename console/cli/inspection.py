@@ -34,7 +34,8 @@ from store.feed import Feed
 from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, pause_label, signals_label
 from ..glyphs import MARKS, task_label, task_status_label
 from ..text import safe_line
-from .common import APPLICATION_NAME, command, flags, honours, is_terminal, ledger_target, open_ledger, out_console, print_fitted, print_json
+from .common import (APPLICATION_NAME, command, connect_timeout, flags, honours, is_terminal, ledger_target,
+                     open_ledger, out_console, print_fitted, print_json)
 
 READ = ("ledger", "json")  # the shared flags every inspection subcommand honours
 TASK_HELP = "the task's id (warden status lists them)"
@@ -142,7 +143,8 @@ def watch_status(args: argparse.Namespace) -> int:
         pass  # a missing or unreadable ledger fails here, in one line, before anything is drawn
     out = sys.stdout
     tty = is_terminal(out)
-    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME)
+    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME,
+                connect_timeout_s=connect_timeout(args))
     last = None
 
     def draw() -> None:
@@ -249,7 +251,8 @@ def cmd_events(args: argparse.Namespace) -> int:
         else:
             c.print(event_line(e))
 
-    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME)
+    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME,
+                connect_timeout_s=connect_timeout(args))
 
     def drain(cursor: int, upto: int | None = None) -> int:
         while True:

@@ -27,7 +27,7 @@ from store.feed import Feed
 
 from ..alerts import AlertWatch, run_hook
 from ..text import safe_line
-from .common import APPLICATION_NAME, ledger_target, open_ledger, out_console
+from .common import APPLICATION_NAME, connect_timeout, ledger_target, open_ledger, out_console
 from .inspection import cmd_status, event_line
 
 NOTICE = ("warden: this terminal (TERM={term}) cannot show the full-screen console: the tasks, then new events "
@@ -44,7 +44,8 @@ def run_lines(args: argparse.Namespace, *, bell: bool, hook: Sequence[str] | Non
     args.json = False
     cmd_status(args)
     watch = AlertWatch(last_event=cursor)
-    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME)
+    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME,
+                connect_timeout_s=connect_timeout(args))
 
     def drain(cursor: int) -> int:
         while True:

@@ -90,6 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ledger=ledger_target(args), runs=runs_dir(args), book=TokenBook(creds), host=args.host, port=args.port,
         allow_actions=args.allow_actions, project=args.project, records=args.records,
         max_sessions=args.max_sessions, print_token=given is None and not args.tokens,
+        connect_timeout_s=args.connect_timeout,
     )
     try:
         return WardenServer(config).run()

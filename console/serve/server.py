@@ -64,6 +64,7 @@ class ServeConfig:
     max_sessions: int = 16
     print_token: bool = True  # a generated token is printed in the URL; one the operator chose is not
     title: str = "Warden"
+    connect_timeout_s: float | None = None  # passed on to each session's console (--connect-timeout)
 
     def session_argv(self, cred: Credential) -> list[str]:
         """The command line of a session's console: read-only unless actions are allowed, and
@@ -76,6 +77,8 @@ class ServeConfig:
             argv += ["--records", self.records]
         if not self.allow_actions:
             argv.append("--read-only")
+        if self.connect_timeout_s is not None:
+            argv += ["--connect-timeout", f"{self.connect_timeout_s:g}"]
         return argv
 
 

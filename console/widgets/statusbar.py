@@ -1,12 +1,24 @@
-"""The one-line header every screen shows: ledger, mode, live/snapshot, and the unavailable banner."""
+"""The one-line header every screen shows: ledger, mode, live/snapshot, and the unavailable banner.
+
+Outages (issue 23): while the ledger cannot be read the header is the banner — ``⚠ UNAVAILABLE``,
+or ``⚠ UNREACHABLE`` when a PostgreSQL server went away (said within about 2 s: the feed's LISTEN
+connection is the sentinel, store/wakeups.py) — with the one-line reason; for
+``RECONNECTED_SHOWN_S`` after it is back the mode says ``reconnected`` (what changed meanwhile has
+been read from the journal's cursor by then).
+"""
 
 from __future__ import annotations
+
+import time
 
 from rich.text import Text
 from textual.widgets import Static
 
 from ..glyphs import MARKS
 from ..text import safe_line
+
+
+RECONNECTED_SHOWN_S = 10.0
 
 
 class StatusBar(Static):
@@ -31,6 +43,9 @@ class StatusBar(Static):
         if getattr(app, "read_only", False):
             mode.append("read-only")
         mode.append("live" if getattr(app, "live", True) else "snapshot")
+        back = getattr(app, "reconnected_at", None)
+        if back is not None and time.monotonic() - back < RECONNECTED_SHOWN_S:
+            mode.append("reconnected")
         text.append("  ·  " + " · ".join(mode), style="dim")
         desk = getattr(app, "alerts", None)
         count = getattr(desk, "open_count", 0)
@@ -41,7 +56,8 @@ class StatusBar(Static):
         if error:
             self.set_class(True, "-unavailable")
             text = Text()
-            text.append(" ⚠ UNAVAILABLE ", style="bold reverse")
+            word = "UNREACHABLE" if "unreachable" in error or error.startswith("cannot reach") else "UNAVAILABLE"
+            text.append(f" {MARKS['signal']} {word} ", style="bold reverse")
             text.append(" " + safe_line(error))
         else:
             self.set_class(False, "-unavailable")
