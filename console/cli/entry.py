@@ -135,7 +135,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     word = _first_word(head)  # not a flag, not a flag's value: the command
     if word is not None and word not in names:
         raise UsageError(f"warden: unknown command '{safe_line(word, limit=80)}'{_did_you_mean(word, names)}")
-    if word is None and not {"--version", "-h", "--help"} & set(head):
+    # a command's name anywhere (even as a flag's value: --operator status) is no console
+    if not any(a in names for a in head) and not {"--version", "-h", "--help"} & set(head):
         argv = ["console", *argv]
     try:
         args, extra = parser.parse_known_args(argv)

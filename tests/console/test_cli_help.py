@@ -124,4 +124,5 @@ def test_a_near_miss_suggests_the_command(capsys):
 def test_flags_alone_still_mean_the_console():
     assert parse(["--ledger", "x.db", "--read-only"]).command == "console"
     assert parse([]).command == "console"
-    assert parse(["--operator", "status"]).command == "console"  # status is --operator's value here
+    with pytest.raises(UsageError, match="give a subcommand"):  # a command's name as a value: never the console
+        parse(["--operator", "verify-record", "--ledger", "x.db"])
