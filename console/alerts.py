@@ -26,6 +26,10 @@ terminal or a process, and is unit-tested as such. Its rules:
 * **The bell rings at most once every** ``BELL_EVERY_S`` (10 s), and a notification shows at most
   that often too (the next one lists what came meanwhile): ten loops starting within a few seconds
   are one ring, two notifications, ten hook runs and a count of ten.
+* **A notification never covers a dialog.** While a dialog (any modal screen: an action's
+  confirmation, the command palette) is open, new alerts wait — the header counts them ("2
+  waiting") — and a notification on screen when a dialog opens is taken down and waits with them;
+  when the dialog closes, one notification lists what waited. The bell and the hook do not wait.
 
 :class:`AlertDesk` is the glue the app holds: it feeds the watch from the app's deltas and
 analysis results and delivers each batch of new alerts — the terminal bell (unless ``--no-bell``;
@@ -46,6 +50,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
+
+from textual.screen import ModalScreen
 
 from store.clock import iso
 
@@ -301,10 +307,44 @@ class AlertDesk:
         self._unshown: list[Alert] = []  # alerts raised during a burst, for the next notification
         self._show_armed = False
         self._hook_slots = threading.BoundedSemaphore(HOOKS_AT_ONCE)
+        self._shown: list[Alert] = []  # the batch the last notification showed (taken down by a dialog)
+        self._held = False  # a dialog is open: notifications wait for it to close
+        self._watching = False  # subscribed to the app's screen changes
 
     @property
     def open_count(self) -> int:
         return self.watch.open_count
+
+    @property
+    def waiting(self) -> int:
+        """Alerts whose notification waits for an open dialog to close (the header says so)."""
+        return len(self._unshown) if self._held else 0
+
+    def _dialog_open(self) -> bool:
+        return isinstance(getattr(self.app, "screen", None), ModalScreen)
+
+    def _watch_screens(self) -> None:
+        """Subscribe once to the app's screen changes (a dialog opening or closing), when it runs."""
+        if self._watching or not getattr(self.app, "is_running", False):
+            return
+        self._watching = True
+        self.app.screen_change_signal.subscribe(self.app, self._screen_changed)
+
+    def _screen_changed(self, screen: Any) -> None:
+        if isinstance(screen, ModalScreen):
+            if self._shown and self._shown_at is not None and self.app.now() - self._shown_at < BELL_EVERY_S:
+                # the notification on screen would cover the dialog: take it down, show it afterwards
+                self.app.clear_notifications()
+                self._unshown = self._shown + [a for a in self._unshown if a not in self._shown]
+                self._shown = []
+            if self._unshown and not self._held:
+                self._held = True
+                self.app.alerts_changed()
+        elif self._held:
+            self._held = False
+            self._shown_at = None  # what waited is shown now, not after the rate limit
+            self._show()
+            self.app.alerts_changed()
 
     def took(self, pending: Any) -> None:
         """A delta the app just applied (``console.follow.Pending``)."""
@@ -342,6 +382,7 @@ class AlertDesk:
         self._deliver([], before)
 
     def _deliver(self, new: list[Alert], before: int) -> None:
+        self._watch_screens()
         if new:
             self.delivered.extend(new)
             now = self.app.now()
@@ -364,11 +405,18 @@ class AlertDesk:
             self.app.alerts_changed()
 
     def _show(self) -> None:
-        """One notification for what is not shown yet (at most one every ``BELL_EVERY_S``)."""
+        """One notification for what is not shown yet (at most one every ``BELL_EVERY_S``), unless
+        a dialog is open: then it waits for the dialog to close (:meth:`_screen_changed`)."""
         self._show_armed = False
-        batch, self._unshown = self._unshown, []
-        if not batch:
+        if not self._unshown:
             return
+        if self._dialog_open():
+            if not self._held:
+                self._held = True
+                self.app.alerts_changed()
+            return
+        batch, self._unshown = self._unshown, []
+        self._shown = batch
         self._shown_at = self.app.now()
         title = f"{MARKS['alert']} {len(batch)} alert{'s' if len(batch) > 1 else ''}"
         self.app.notify(safe(notification(batch)), title=safe_line(title), severity="warning", timeout=BELL_EVERY_S,

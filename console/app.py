@@ -40,9 +40,9 @@ from .commands import WardenCommands
 from .follow import LedgerFollower, Pending
 from .glyphs import ascii_on
 from .plainterm import font_of, plain_driver
-from .messages import AnalysisReady, GraphPageReady, LedgerChanged, LedgerStatus, Loaded, TasksRead
+from .messages import AnalysisReady, GraphPageReady, LedgerChanged, LedgerStatus, Loaded
 from .event_log import EventLogModel
-from .model import GraphModel, TaskListModel
+from .model import GraphModel
 from .screens import (
     EventLogScreen,
     HandoffInboxScreen,
@@ -55,6 +55,7 @@ from .screens import (
 from .screens.base import WardenScreen
 from .screens.mind import MemoryInboxScreen, MindScreen
 from .screens.report import TaskReportScreen
+from .tasklist import TaskListModel
 from .text import safe_line
 from .typeahead import TypeAheadApp
 from .widgets.statusbar import RECONNECTED_SHOWN_S
@@ -120,7 +121,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         self._early_nodes: dict[str, tuple[Any, int]] = {}  # graph rows that arrived before its first page
         self.graph_pages_applied = 0  # (tests and the benchmark)
         self._analysed_once: set[str] = set()
-        self.analyst = Analyst(self.feed)  # the analysis worker's memory (console/analysis.py)
+        self.analyst = Analyst(self.feed, rows=self.follower.tally.view)  # the analysis worker's memory (console/analysis.py)
         self.init_analysis_runs()
         self.alerts = AlertDesk(self, bell=bell, hook=on_alert)  # console/alerts.py
         # Instrumentation (tests and the benchmark): UI time spent applying deltas.
@@ -192,25 +193,6 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
     async def follow_ledger(self) -> None:
         await self.follower.run(self)
 
-    @work(thread=True, exit_on_error=False, group="tasks", description="task rows")
-    def refresh_tasks(self, task_ids: list[str], wake: Callable[[], Any]) -> None:
-        tasks: list[TaskView] = []
-        try:
-            self.follower.read_tasks(task_ids, into=tasks)
-        finally:
-            if tasks:
-                self.post_message(TasksRead(tasks))
-            try:
-                wake()  # the feed loop looks again: tasks may have changed meanwhile
-            except RuntimeError:
-                pass  # the app is closing
-
-    @on(TasksRead)
-    def tasks_read(self, msg: TasksRead) -> None:
-        t0 = time.perf_counter()
-        self._apply_tasks({t.task_id: t for t in msg.tasks})
-        self.apply_seconds += time.perf_counter() - t0
-
     # ------------------------------------------------------------------ applying deltas (UI thread)
     def _screens(self, kind: type) -> list[Any]:
         """The screens of ``kind`` on the stack that can take an update: none once the app is
@@ -225,6 +207,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         p: Pending = self.follower.take_pending()
         if p.all_tasks is not None:
             self.tasks_model.load(p.all_tasks)
+            self.tasks_model.agents.seed(p.leases or ())
             for s in self._screens(TaskListScreen):
                 s.data_changed([], True)
             self.follower.analysis_dirty.update(t.task_id for t in p.all_tasks)
@@ -243,6 +226,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         if self.analysis_enabled and (p.events or p.nodes):
             self.analyst.graph.delta(p.events, p.nodes)  # the open graph's incremental analysis
         if p.events:
+            self.tasks_model.agents.saw(p.events)  # the summary's agents alive
             if any(e.kind == "node.committed" for e in p.events):
                 self.analyst.forget_history()  # a duration was added: the estimates re-read them
             added, reshaped = self.events_model.extend(p.events)
@@ -329,9 +313,9 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
         self.apply_seconds += time.perf_counter() - t0
 
     def _apply_tasks(self, tasks: dict[str, TaskView]) -> None:
-        rows, reshaped = self.tasks_model.update(tasks.values())
+        paint = self.tasks_model.update(tasks.values())
         for s in self._screens(TaskListScreen):
-            s.data_changed(rows, reshaped)
+            s.tasks_changed(paint)
         g = self.graph_model
         if g is not None and g.task_id in tasks:
             g.set_task(tasks[g.task_id])
@@ -391,7 +375,7 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
     @on(AnalysisReady)
     def analysis_ready(self, msg: AnalysisReady) -> None:
         self._analysis_done("full" if "eta" in msg.parts else ("signals" if msg.signals_only else "nodes"))
-        changed = []
+        results = []
         for tid, (eta, sigs) in msg.tasks.items():
             i = self.tasks_model.index.get(tid)
             if i is None:
@@ -401,11 +385,11 @@ class WardenApp(TypeAheadApp, AnalysisRuns, Navigation, App[int]):
                 eta = row.eta
             else:
                 self._analysed_once.add(tid)
-            pos = self.tasks_model.set_analysis(tid, eta, row.signals if sigs is None else sigs)
-            if pos is not None:
-                changed.append(pos)
-        for s in self._screens(TaskListScreen):
-            s.data_changed(changed, False)
+            results.append((tid, eta, row.signals if sigs is None else sigs))
+        paint = self.tasks_model.set_analyses(results)
+        if paint.changed or paint.reshaped:
+            for s in self._screens(TaskListScreen):
+                s.tasks_changed(paint, analysis=True)
         self.alerts.analysed(msg.tasks)
         g = self.graph_model
         if msg.graph is not None and g is not None and msg.graph[0] == g.task_id:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
@@ -22,12 +21,11 @@ from textual.message import Message
 
 from store.errors import LedgerUnavailable, NotFound, WardenError
 from store.feed import Feed, graph_pages, tail_at
+from store.tally import TaskTally, live_leases
 from store.views import EventView, NodeDetail, NodeView, TaskView
 
 from .messages import GraphPageReady, LedgerChanged, LedgerStatus
 
-TASK_REFRESH_S = 0.25  # task rows (counts) refresh at most this often during a burst …
-TASK_REFRESH_SHARE = 20  # … and every 20 × their last read (100k nodes: ~50 ms of counts, 1 s apart)
 EVENT_TAIL = 2000  # events the log shows when the console opens
 
 
@@ -42,6 +40,7 @@ class Pending:
     detail: NodeDetail | None = None
     all_tasks: list[TaskView] | None = None
     tail: list[EventView] | None = None
+    leases: list[tuple[str, float]] | None = None  # (worker, lease end) held then (with ``all_tasks``)
 
     def __bool__(self) -> bool:
         return bool(self.events or self.nodes or self.tasks or self.detail
@@ -90,7 +89,6 @@ class FollowHost(Protocol):
 
     def post_message(self, message: Message) -> bool: ...
     def load_graph(self, task_id: str) -> Any: ...
-    def refresh_tasks(self, task_ids: list[str], wake: Callable[[], Any]) -> Any: ...
 
 
 class LedgerFollower:
@@ -104,8 +102,7 @@ class LedgerFollower:
         self.graph_task: str | None = None  # the open graph's task: its nodes are read as they change
         self.detail_key: tuple[str, str] | None = None  # the open node detail
         self.analysis_dirty: set[str] = set()  # tasks whose estimates and signals are out of date
-        self.task_interval = TASK_REFRESH_S
-        self.tasks_busy = False
+        self.tally = TaskTally()  # the task rows, kept from the journal (owned by the read thread)
         self.cursor = 0
         self.live = True
         self.woken: set[str] = set()  # the feed's wake-up reasons since the last read
@@ -131,7 +128,6 @@ class LedgerFollower:
     async def run(self, host: FollowHost) -> None:
         feed = self.feed
         kick = self.kick = asyncio.Event()
-        loop = asyncio.get_running_loop()
 
         async def pump() -> None:
             async for reason in feed.wakeups():
@@ -143,20 +139,17 @@ class LedgerFollower:
 
         pump_task: asyncio.Future | None = None
         cursor: int | None = None
-        dirty: set[str] = set()
-        last_tasks = 0.0
-        retry_armed = False
-        read_now = True  # read the journal on this turn (else only the task rows are scheduled)
+        read_now = True  # read the journal on this turn (a full batch, or a failed read, reads on)
         try:
             while True:
                 more = False
                 try:
                     if cursor is None:
-                        tasks, tail, cursor = await asyncio.to_thread(self.read_initial)
+                        tasks, tail, cursor, leases = await asyncio.to_thread(self.read_initial)
                         self.pending.all_tasks = tasks
                         self.pending.tail = tail
+                        self.pending.leases = leases
                         self.live = feed.live
-                        dirty.clear()
                         if self.graph_task:
                             host.load_graph(self.graph_task)
                         if self.detail_key:
@@ -167,8 +160,7 @@ class LedgerFollower:
                             pump_task = asyncio.ensure_future(pump())
                     requests, self.requests = self.requests, []
                     woken, self.woken = self.woken, set()
-                    # A turn woken only by the task-row refresh (or its re-arm) reads nothing: the
-                    # feed's wake-ups say when there is something to read.
+                    # A turn woken by nothing the feed or a request asked for reads nothing.
                     if read_now or requests or woken:
                         read_now = True  # until this read has succeeded
                         step = await asyncio.to_thread(self.read_step, cursor, self.graph_task, self.detail_key,
@@ -181,32 +173,11 @@ class LedgerFollower:
                         if step.events:
                             self.deliveries[delivered_by(woken)] += len(step.events)
                         more = read_now = step.more  # a full batch: read on at once
-                        for e in step.events:
-                            if e.task_id is not None:
-                                dirty.add(e.task_id)
-                                self.analysis_dirty.add(e.task_id)
+                        self.analysis_dirty.update(e.task_id for e in step.events if e.task_id is not None)
                         if self.pending.merge(step):
                             host.post_message(LedgerChanged())
                         if host.unavailable:
                             host.post_message(LedgerStatus(None))
-                    # Task rows (counts over every node of a task: 50 ms at 100k nodes) are read
-                    # in their own thread, at most every ``task_interval``, so a change's own
-                    # read never waits behind them.
-                    wait = self.task_interval - (time.monotonic() - last_tasks)
-                    if dirty and not self.tasks_busy and wait <= 0:
-                        self.tasks_busy = True
-                        last_tasks = time.monotonic()
-                        host.refresh_tasks(sorted(dirty), lambda: loop.call_soon_threadsafe(kick.set))
-                        dirty.clear()
-                    elif dirty and not retry_armed:
-                        retry_armed = True
-
-                        def rearm() -> None:
-                            nonlocal retry_armed
-                            retry_armed = False
-                            kick.set()
-
-                        loop.call_later(max(wait, 0.05), rearm)
                 except WardenError as e:
                     if not host.loaded:
                         host.post_message(LedgerStatus(str(e), fatal=True))
@@ -223,14 +194,21 @@ class LedgerFollower:
                 pump_task.cancel()
 
     # ------------------------------------------------------------------ reads (worker threads)
-    def read_initial(self) -> tuple[list[TaskView], list[EventView], int]:
+    def read_initial(self) -> tuple[list[TaskView], list[EventView], int, list[tuple[str, float]]]:
+        """Every task, the journal's tail and the cursor they reflect; the live leases (the
+        summary's agents alive start from them). The tally starts from these rows."""
         self.feed.check()
-        return tail_at(self.feed, EVENT_TAIL)
+        tasks, tail, first = tail_at(self.feed, EVENT_TAIL)
+        unfinished = [t.task_id for t in tasks if t.status in ("active", "parked")]
+        leases = self.feed.read(lambda ledger: live_leases(ledger, unfinished))
+        self.tally.start(tasks)
+        return tasks, tail, first, leases
 
     def read_step(self, cursor: int, graph_task: str | None, detail_key: tuple[str, str] | None,
                   requests: list[tuple[str, Any]]) -> Step | None:
-        """The journal after the cursor, and exactly the rows it names; None when the ledger's file
-        was replaced (then everything is read again)."""
+        """The journal after the cursor, the rows of the tasks it names (from the tally: only the
+        nodes it names are read), and exactly the node rows it names that are shown; None when the
+        ledger's file was replaced (then everything is read again)."""
         feed = self.feed
         if feed.check():
             return None
@@ -241,6 +219,9 @@ class LedgerFollower:
                 want_detail = True
         delta = feed.since(cursor)
         step.cursor, step.more, step.events = delta.cursor, delta.more, list(delta.events)
+        if step.events:
+            events = step.events
+            step.tasks = feed.read(lambda ledger: self.tally.apply(ledger, events))
         if graph_task and step.events:
             keys = delta.node_keys(graph_task)
             if keys:
@@ -251,22 +232,6 @@ class LedgerFollower:
             except NotFound:
                 pass
         return step
-
-    def read_tasks(self, task_ids: list[str], into: list[TaskView]) -> None:
-        """Fresh task rows, appended to ``into`` as they are read (a failure keeps the ones read).
-        The next refresh waits twenty times as long as this one took: at most a twentieth of a core on
-        task rows, and never more often than ``TASK_REFRESH_S``."""
-        t0 = time.monotonic()
-        try:
-            for tid in task_ids:
-                try:
-                    into.append(self.feed.read(lambda ledger: ledger.task(tid)))
-                except NotFound:
-                    pass
-        finally:
-            self.task_interval = max(TASK_REFRESH_S, TASK_REFRESH_SHARE * (time.monotonic() - t0))
-            self.tasks_busy = False
-
 
     def read_graph(self, task_id: str, post: Callable[[Message], Any], cancelled: Callable[[], bool]) -> None:
         """The open task's graph, page by page from one snapshot, posted as ``GraphPageReady``: the
@@ -291,4 +256,4 @@ class LedgerFollower:
         except LedgerUnavailable as e:
             post(LedgerStatus(str(e)))
 
-__all__ = ["EVENT_TAIL", "FollowHost", "LedgerFollower", "Pending", "Step", "TASK_REFRESH_S", "delivered_by"]
+__all__ = ["EVENT_TAIL", "FollowHost", "LedgerFollower", "Pending", "Step", "delivered_by"]

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from store.views import NodeDetail
 
     from .event_log import EventLogModel
-    from .model import GraphModel, TaskListModel
+    from .model import GraphModel
+    from .tasklist import TaskListModel
 
 
 class ConsoleHost(Protocol):

@@ -61,9 +61,3 @@ class GraphPageReady(Message):
         self.ack = ack  # a threading.Event the UI sets once the page is applied and painted
 
 
-class TasksRead(Message):
-    """Fresh task rows (counts, budget, handoffs) for the tasks recent events named."""
-
-    def __init__(self, tasks: list[Any]) -> None:
-        super().__init__()
-        self.tasks = tasks

@@ -1,23 +1,21 @@
 """The console's in-memory view model, updated from feed deltas on the UI thread.
 
 Nothing here touches the database: workers fetch (``ledger.nodes(task, keys)`` for exactly the
-nodes the new events name, ``ledger.task(id)`` for the tasks they name) and the UI thread applies
-the result here. Each model is also the *row source* of a virtualised :class:`RowList`: it turns
+nodes the new events name; the task rows come from ``store.tally``) and the UI thread applies
+the result here (the task list's model is ``console.tasklist``; the cells it shares are here). Each model is also the *row source* of a virtualised :class:`RowList`: it turns
 row ``i`` into cells on demand, so only rows on screen are ever formatted. All agent-written text
 goes through ``console.text.safe_line`` before it becomes a cell.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from store.report import budget_json, empty_eta
+from store.report import empty_eta
 from store.views import GraphView, NodeView, TaskView
 
-from .glyphs import MARKS, NODE_GLYPHS, TASK_GLYPHS, age_label, duration_label, eta_label, task_label
+from .glyphs import MARKS, NODE_GLYPHS, duration_label, eta_label
 from .text import safe_line
-from .widgets.figures import gauge
 from .widgets.rowlist import Cell, Column
 
 Clock = Callable[[], float]
@@ -55,13 +53,6 @@ def progress_text(counts: Mapping[str, int]) -> str:
 
 
 # ---------------------------------------------------------------------- task list
-@dataclass
-class TaskRow:
-    view: TaskView
-    eta: Mapping[str, Any] = field(default_factory=empty_eta)
-    signals: tuple[Any, ...] = ()
-
-
 # At 80 columns the title and the budget gauge give way first, then the age; id, status,
 # progress, P80, signals and handoffs always stay, and an id of up to 20 characters is never cut
 # from 66 columns up. Narrower (60×20), the id and progress narrow so that status, P80, ⚠ and ✋
@@ -79,120 +70,6 @@ TASK_COLUMNS = [
 ]
 FINISHED_TASK = ("completed", "failed", "aborted")
 FINISHED_NODE = ("succeeded", "failed", "abandoned")
-
-
-class TaskListModel:
-    """Every task, in creation order. Updated only for the tasks an event names."""
-
-    def __init__(self, clock: Clock) -> None:
-        self.clock = clock
-        self.rows: list[TaskRow] = []
-        self.index: dict[str, int] = {}
-        self.filter_text = ""
-        self._visible: list[int] | None = None
-
-    def load(self, tasks: Iterable[TaskView]) -> None:
-        old = {r.view.task_id: r for r in self.rows}
-        self.rows = [TaskRow(t, old[t.task_id].eta, old[t.task_id].signals) if t.task_id in old else TaskRow(t)
-                     for t in tasks]
-        self.index = {r.view.task_id: i for i, r in enumerate(self.rows)}
-        self._refilter()
-
-    def update(self, tasks: Iterable[TaskView]) -> tuple[list[int], bool]:
-        """Apply fresh task views. Returns (changed row positions, whether rows were added)."""
-        changed: list[int] = []
-        added = False
-        for t in tasks:
-            i = self.index.get(t.task_id)
-            if i is None:
-                self.index[t.task_id] = len(self.rows)
-                self.rows.append(TaskRow(t))
-                added = True
-            else:
-                self.rows[i].view = t
-                changed.append(i)
-        if added or self._visible is not None:
-            self._refilter()
-            return [], True
-        return changed, False
-
-    def set_analysis(self, task_id: str, eta: Mapping[str, Any] | None, signals: Sequence[Any]) -> int | None:
-        i = self.index.get(task_id)
-        if i is None:
-            return None
-        self.rows[i].eta = eta or empty_eta()
-        self.rows[i].signals = tuple(signals)
-        return self.position_of(i)
-
-    # --- filter
-    def set_filter(self, text: str) -> None:
-        self.filter_text = text.strip()
-        self._refilter()
-
-    def _refilter(self) -> None:
-        f = self.filter_text.casefold()
-        if not f:
-            self._visible = None
-            return
-        self._visible = [i for i, r in enumerate(self.rows)
-                         if f in r.view.task_id.casefold() or f in r.view.title.casefold() or f in r.view.status
-                         or f == r.view.origin]
-
-    def position_of(self, row: int) -> int | None:
-        if self._visible is None:
-            return row
-        try:
-            return self._visible.index(row)
-        except ValueError:
-            return None
-
-    def positions(self, rows: Iterable[int]) -> list[int]:
-        out = []
-        for r in rows:
-            p = self.position_of(r)
-            if p is not None:
-                out.append(p)
-        return out
-
-    def row_at(self, pos: int) -> TaskRow | None:
-        if self._visible is not None:
-            if 0 <= pos < len(self._visible):
-                return self.rows[self._visible[pos]]
-            return None
-        return self.rows[pos] if 0 <= pos < len(self.rows) else None
-
-    # --- row source
-    def row_count(self) -> int:
-        return len(self._visible) if self._visible is not None else len(self.rows)
-
-    def row_cells(self, pos: int) -> list[Cell]:
-        row = self.row_at(pos)
-        if row is None:
-            return []
-        t = row.view
-        b = budget_json(t)
-        if t.token_cap or t.wall_cap_s:
-            budget = (f"{gauge(b['ratio'], 6)} {b['ratio'] * 100:3.0f}% {b['gate']}",
-                      {"ok": "", "soft": "warn"}.get(b["gate"], "alarm"))
-        else:
-            budget = (MARKS["dash"], "dim")
-        # A finished task has no time left: no P80, not even the last one computed while it ran
-        # (the next analysis would drop it a few seconds later).
-        eta = None if t.status in FINISHED_TASK else row.eta
-        sigs = list(row.signals)
-        if b["gate"] in ("soft", "hard", "stop") and (t.token_cap or t.wall_cap_s):
-            sigs.append({"kind": f"budget_{b['gate']}", "severity": "warn" if b["gate"] == "soft" else "alarm"})
-        return [
-            (task_label(t.task_id, t.origin), "key"),
-            status_cell(t.status, TASK_GLYPHS),
-            (progress_text(t.counts), ""),
-            (eta_label(eta), "" if (eta or {}).get("p80_s") is not None else "dim"),
-            budget,
-            signals_cell(sigs),
-            (f"{MARKS['handoff']}{t.handoffs_open}", "blocked") if t.handoffs_open else (MARKS["dash"], "dim"),
-            (age_label(self.clock() - t.created_at), "dim"),
-            (safe_line(t.title), ""),
-        ]
 
 
 # ---------------------------------------------------------------------- graph

@@ -9,9 +9,12 @@ totals move by the row's difference. Only a new filter text or a new order walks
 * **Order** (``order``): ``"created"`` — creation order, as the ledger lists tasks — or
   ``"urgency"``: unfinished tasks first; among them the most alarms first (signals of severity
   alarm, a budget at its hard or stop gate counts as one), then the most open handoffs (agents
-  waiting for a person), then the budget's gate (stop, hard, soft, ok) and how much of it is used,
-  then the most warnings, then the latest P80 (the task that will finish last); ties in creation
-  order. Finished tasks (completed, failed, aborted) follow, in creation order.
+  waiting for a person), then the budget's gate (stop, hard, soft, ok) and how much of it is used
+  (in tenths), then the most warnings, then the latest P80 (in doublings: 1–2 min, 2–4 min, …: the
+  task that will finish last); ties in creation order. Finished tasks (completed, failed, aborted)
+  follow, in creation order. The budget and the P80 count in steps, not exactly: every commit
+  moves both a little, and a list re-ordered by each commit is one nobody can read (and one the
+  screen must redraw whole at each change); a row moves when it crosses a step.
 * **Filter** (``/``): every word must match the task's id, title, status or origin (``/mcp``,
   ``/parked``, ``/t04 nightly``).
 * **Summary** (:class:`Summary`): tasks by status, alarms, open handoffs, tokens used in all (the
@@ -24,11 +27,12 @@ order; stable), a *position* its place on screen (filtered and ordered).
 
 from __future__ import annotations
 
+import math
 import time
 from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from store.report import budget_json, empty_eta
 from store.views import EventView, TaskView
@@ -44,6 +48,45 @@ ORDERS = ("created", "urgency")
 GATE_RANK = {"stop": 3, "hard": 2, "soft": 1}
 SPEND_WINDOW_S = 60.0  # the spend rate: tokens used over the last minute
 ALIVE_AFTER_WRITE_S = 60.0  # an agent that wrote within this long counts as alive, lease or not
+
+
+class Repaint(NamedTuple):
+    """What a change asks of the screen: ``rows``, positions whose row changed in place; ``span``,
+    positions whose rows shifted (a row moved in the order: every position between where it was
+    and where it is now), None when none did; ``reshaped``: rows were added or came into or left
+    the filter (the count changed), repaint everything; ``changed``: the tasks whose row changed
+    (an analysis result equal to what the row shows changes nothing)."""
+
+    rows: list[int]
+    span: range | None
+    reshaped: bool
+    changed: frozenset[str] = frozenset()
+
+
+@dataclass
+class _Paint:
+    """A batch's repaint, gathered row by row."""
+
+    rows: list[int] = field(default_factory=list)
+    lo: int = -1
+    hi: int = -1
+    reshaped: bool = False
+    changed: set[str] = field(default_factory=set)
+
+    def took(self, i: int, moved: range | bool, shown: bool) -> None:
+        if moved is True:
+            self.reshaped = True
+        elif isinstance(moved, range):
+            self.lo = moved.start if self.lo < 0 else min(self.lo, moved.start)
+            self.hi = max(self.hi, moved.stop)
+        elif shown:
+            self.rows.append(i)
+
+    def done(self, model: "TaskListModel") -> Repaint:
+        changed = frozenset(self.changed)
+        if self.reshaped:
+            return Repaint([], None, True, changed)
+        return Repaint(model.positions(self.rows), range(self.lo, self.hi) if self.lo >= 0 else None, False, changed)
 
 
 @dataclass
@@ -79,6 +122,18 @@ def severities(view: TaskView, signals: Sequence[Any]) -> tuple[int, int, str, f
         elif gate == "soft":
             warns += 1
     return alarms, warns, gate, ratio
+
+
+def ratio_step(ratio: float) -> int:
+    """A budget's use in tenths (the urgency order's step)."""
+    return int(max(0.0, ratio) * 10)
+
+
+def p80_step(p80: Any) -> int:
+    """A P80 in doublings of a second (the urgency order's step); -1 without one."""
+    if not isinstance(p80, (int, float)) or p80 != p80:
+        return -1
+    return int(math.log2(p80)) if p80 >= 1.0 else 0
 
 
 @dataclass
@@ -179,11 +234,9 @@ class TaskListModel:
         self.summary.sample(self.monotonic())
         self._rebuild()
 
-    def update(self, tasks: Iterable[TaskView]) -> tuple[list[int], bool]:
-        """Fresh task rows. Returns (positions to repaint, whether rows moved or were added: then
-        repaint everything on screen)."""
-        changed: list[int] = []
-        moved = False
+    def update(self, tasks: Iterable[TaskView]) -> Repaint:
+        """Fresh task rows: what to repaint."""
+        paint = _Paint()
         for t in tasks:
             i = self.index.get(t.task_id)
             if i is None:
@@ -193,45 +246,42 @@ class TaskListModel:
                 self._measure(row)
                 self.summary.add(row, +1)
                 self._place(i)
-                moved = True
+                paint.reshaped = True
+                paint.changed.add(t.task_id)
                 continue
             row = self.rows[i]
             self.summary.add(row, -1)
             row.view = t
             self._measure(row)
             self.summary.add(row, +1)
-            if self._replace(i):
-                moved = True
-            elif row.shown:
-                changed.append(i)
+            paint.changed.add(t.task_id)
+            paint.took(i, self._replace(i), row.shown)
         self.summary.sample(self.monotonic())
-        if moved:
-            return [], True
-        return self.positions(changed), False
+        return paint.done(self)
 
-    def set_analysis(self, task_id: str, eta: Mapping[str, Any] | None, signals: Sequence[Any]) -> int | None:
-        """A task's estimate and signals; its position when it is shown and did not move (None: not
-        shown, or moved — :meth:`take_moved` then says so)."""
-        i = self.index.get(task_id)
-        if i is None:
-            return None
-        row = self.rows[i]
-        self.summary.add(row, -1)
-        row.eta = eta or empty_eta()
-        row.signals = tuple(signals)
-        self._measure(row)
-        self.summary.add(row, +1)
-        if self._replace(i):
-            self._moved = True
-            return None
-        return self.position_of(i)
+    def set_analyses(self, results: Iterable[tuple[str, Mapping[str, Any] | None, Sequence[Any]]]) -> Repaint:
+        """Estimates and signals, ``(task id, eta, signals)`` each (tasks not in the list are
+        skipped): what to repaint."""
+        paint = _Paint()
+        for task_id, eta, signals in results:
+            i = self.index.get(task_id)
+            if i is None:
+                continue
+            row = self.rows[i]
+            eta, signals = eta or empty_eta(), tuple(signals)
+            if eta == row.eta and signals == row.signals:
+                continue  # the row shows this already
+            self.summary.add(row, -1)
+            row.eta, row.signals = eta, signals
+            paint.changed.add(task_id)
+            self._measure(row)
+            self.summary.add(row, +1)
+            paint.took(i, self._replace(i), row.shown)
+        return paint.done(self)
 
-    _moved = False
-
-    def take_moved(self) -> bool:
-        """Whether a :meth:`set_analysis` since the last call moved a row (repaint the screen)."""
-        moved, self._moved = self._moved, False
-        return moved
+    def set_analysis(self, task_id: str, eta: Mapping[str, Any] | None, signals: Sequence[Any]) -> Repaint:
+        """One task's estimate and signals (:meth:`set_analyses`)."""
+        return self.set_analyses([(task_id, eta, signals)])
 
     # ------------------------------------------------------------------ order and filter
     def set_order(self, order: str) -> None:
@@ -260,8 +310,8 @@ class TaskListModel:
         if v.status in FINISHED_TASK:
             return (1, 0, 0, 0, 0.0, 0, 0.0, i)
         p80 = (row.eta or {}).get("p80_s")
-        return (0, -row.alarms, -v.handoffs_open, -GATE_RANK.get(row.gate, 0), -row.ratio, -row.warns,
-                -(p80 if isinstance(p80, (int, float)) else -1.0), i)
+        return (0, -row.alarms, -v.handoffs_open, -GATE_RANK.get(row.gate, 0), -ratio_step(row.ratio), -row.warns,
+                -p80_step(p80), i)
 
     def _rebuild(self) -> None:
         keys = []
@@ -280,20 +330,26 @@ class TaskListModel:
         if row.shown:
             insort(self._keys, row.key)
 
-    def _replace(self, i: int) -> bool:
+    def _replace(self, i: int) -> range | bool:
         """Row ``i`` changed: take it out of the display order and put it back where it belongs now.
-        Returns whether its place (or its being shown) changed."""
+        Returns False when its place is the same, the positions it moved across (every row there
+        shifted by one) when it moved, True when it came into or left the filter (the count changed)."""
         row = self.rows[i]
         key, shown = self._key(i), self._matches(row.view)
         if key == row.key and shown == row.shown:
             return False
+        was = None
         if row.shown:
-            p = bisect_left(self._keys, row.key)
-            del self._keys[p]
+            was = bisect_left(self._keys, row.key)
+            del self._keys[was]
         row.key, row.shown = key, shown
-        if shown:
-            insort(self._keys, key)
-        return True
+        if not shown:
+            return True
+        insort(self._keys, key)
+        if was is None:
+            return True
+        now = bisect_left(self._keys, key)
+        return range(min(was, now), max(was, now) + 1)
 
     def _measure(self, row: TaskRow) -> None:
         row.alarms, row.warns, row.gate, row.ratio = severities(row.view, row.signals)
@@ -324,6 +380,11 @@ class TaskListModel:
 
     def row_count(self) -> int:
         return len(self._keys)
+
+    def row_key(self, pos: int) -> int:
+        """The row shown at ``pos`` (its number): the row list caches its line by this, so a
+        line survives rows moving around it."""
+        return self._keys[pos][-1] if 0 <= pos < len(self._keys) else -1 - pos
 
     def row_cells(self, pos: int) -> list[Cell]:
         row = self.row_at(pos)
@@ -369,4 +430,4 @@ class TaskListModel:
         return "  ".join(safe_line(p) for p in parts)
 
 
-__all__ = ["AgentsAlive", "ORDERS", "Summary", "TASK_COLUMNS", "TaskListModel", "TaskRow", "severities"]
+__all__ = ["AgentsAlive", "ORDERS", "Repaint", "Summary", "p80_step", "ratio_step", "TASK_COLUMNS", "TaskListModel", "TaskRow", "severities"]

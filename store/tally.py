@@ -195,6 +195,22 @@ class TaskTally:
         self._attempt[node_id] = int(attempt)
 
 
+def live_leases(ledger: Any, task_ids: Sequence[str]) -> list[tuple[str, float]]:
+    """(worker, when its latest lease ends) for every worker holding a live lease on a node of these
+    tasks — where the console's count of agents alive starts (then it follows the journal). Reads
+    the running nodes of each task by the (task, status) index, not the whole node table."""
+    now = ledger.now()
+    until: dict[str, float] = {}
+    for chunk in sql.chunks(list(task_ids)):
+        for worker, end in sql.fetch_all(
+                ledger.db, f"SELECT lease_owner, MAX(lease_until) FROM node WHERE task_id IN ({sql.marks(len(chunk))}) "
+                           "AND status = 'running' AND lease_token IS NOT NULL AND lease_until > ? GROUP BY lease_owner",
+                [*chunk, now]):
+            if worker:
+                until[worker] = max(until.get(worker, 0.0), float(end))
+    return sorted(until.items())
+
+
 def current(view: TaskView, now: float) -> TaskView:
     """``view`` with its clock figures (wall time used, time waited) as of ``now``: what a read at
     ``now`` would say of a task nothing has changed since (a running task's wall time grows)."""
@@ -205,4 +221,4 @@ def current(view: TaskView, now: float) -> TaskView:
     return replace(view, wall_used_s=used, waited_s=max(0.0, span - used))
 
 
-__all__ = ["NAMED_KINDS", "TaskTally", "current"]
+__all__ = ["NAMED_KINDS", "TaskTally", "current", "live_leases"]

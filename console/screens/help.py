@@ -35,7 +35,8 @@ SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] =
     ]),
     ("Task list", ("TaskListScreen",), [
         (("enter",), "open the task's graph"),
-        (("/",), "filter by id, title or status"),
+        (("/",), "filter by id, title, status or origin (every word must match)"),
+        (("s",), "sort by urgency (alarms, handoffs, budget, P80) / by creation"),
     ]),
     ("Task graph", ("TaskGraphScreen",), [
         (("enter",), "open the node's detail"),

@@ -1,4 +1,9 @@
-"""The first screen: every task with status, progress, P80, budget, signals, handoffs."""
+"""The first screen: every task with status, progress, P80, budget, signals, handoffs.
+
+At fleet size (issue 29: thousands of tasks) a summary line heads the list (agents alive, tasks
+active, alarms, open handoffs, spend rate: ``TaskListModel.summary_text``); ``s`` sorts by urgency
+(alarms, handoffs, budget, P80 — ``console.tasklist``) and back to creation order; ``/`` filters.
+The cursor follows the selected task when rows move (a new alarm lifts a task to the top)."""
 
 from __future__ import annotations
 
@@ -14,8 +19,9 @@ from store.report import budget_json
 
 from ..glyphs import pause_label, task_status_label
 from ..model import TASK_COLUMNS, signal_text
+from ..tasklist import Repaint
 from ..text import safe_line
-from ..widgets import InfoLine, RowList
+from ..widgets import InfoLine, RowList, StatusBar
 from .base import ListScreen
 
 
@@ -26,15 +32,74 @@ class TaskListScreen(ListScreen):
     BINDINGS = [
         Binding("enter", "open", "Open", id="open"),
         Binding("slash", "filter", "Filter", id="filter"),
+        Binding("s", "sort", "Sort", id="sort"),
     ]
 
+    selected: str | None = None  # the task under the cursor (the cursor follows it when rows move)
+
     def compose_body(self) -> Iterable[Widget]:
+        self.summary_line = InfoLine(id="summary")
+        yield self.summary_line
         yield RowList(self.wapp.tasks_model, TASK_COLUMNS, id="tasks")
         yield InfoLine(id="info")
-        yield self._filter_input("filter tasks by id, title or status")
+        yield self._filter_input("filter tasks by id, title, status or origin")
 
     def on_mount(self) -> None:
         self.row_list.reset()
+        self.update_info()
+        self.update_summary()
+
+    def data_changed(self, rows: list[int], reshaped: bool) -> None:
+        super().data_changed(rows, reshaped)
+        if reshaped:
+            self._follow_selection()
+        self.update_summary()
+
+    def tasks_changed(self, change: Repaint, *, analysis: bool = False) -> None:
+        """Task rows changed (``TaskListModel.update``/``set_analyses``): the changed tasks' lines
+        are built again wherever they are; rows that only shifted (a row moved past them) keep
+        theirs and are drawn at their new place."""
+        lst = self.row_list
+        model = self.wapp.tasks_model
+        if change.reshaped:
+            lst.reset()
+        else:
+            lst.forget(model.index[t] for t in change.changed if t in model.index)
+            rows = list(change.rows)
+            if change.span is not None:
+                seen = lst.visible_range()
+                rows.extend(range(max(change.span.start, seen.start), min(change.span.stop, seen.stop)))
+            lst.repaint(rows)
+        if change.reshaped or change.span is not None:
+            self._follow_selection()
+            self.update_info()
+        elif lst.cursor in change.rows:
+            self.update_info()
+        self.update_summary()
+
+    def _follow_selection(self) -> None:
+        """Keep the cursor on the selected task when rows moved (if it is still shown)."""
+        if self.selected is None:
+            return
+        pos = self.wapp.tasks_model.position_of_task(self.selected)
+        if pos is not None and pos != self.row_list.cursor:
+            self.row_list.cursor = pos
+
+    def tick(self) -> None:
+        super().tick()
+        self.update_summary()  # agents whose lease ended, the spend rate's minute
+
+    def update_summary(self) -> None:
+        self.summary_line.update(self.wapp.tasks_model.summary_text())
+
+    def action_sort(self) -> None:
+        model = self.wapp.tasks_model
+        model.set_order("created" if model.order == "urgency" else "urgency")
+        bar = self.query_one(StatusBar)
+        bar.title = safe_line("tasks by urgency" if model.order == "urgency" else self.header)
+        bar.update_from_app()
+        self.row_list.reset()
+        self._follow_selection()
         self.update_info()
 
     def selected_task(self) -> str | None:
@@ -54,6 +119,7 @@ class TaskListScreen(ListScreen):
     def _filter_changed(self, event: Input.Changed) -> None:
         self.wapp.tasks_model.set_filter(event.value)
         self.row_list.reset()
+        self._follow_selection()
         self.update_info()
 
     def update_info(self) -> None:
@@ -67,6 +133,7 @@ class TaskListScreen(ListScreen):
             info.append(f"no task matches {safe_line(model.filter_text)!s}", style="dim")
         else:
             t = row.view
+            self.selected = t.task_id
             info.append(safe_line(t.task_id), style="bold")
             info.append(f"  {task_status_label(t.status)}")
             if t.origin != "python":

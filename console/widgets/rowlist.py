@@ -14,7 +14,7 @@ not fit); the higher the number, the earlier a column goes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Callable, Hashable, Iterable, Protocol, Sequence
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
@@ -143,8 +143,11 @@ class RowList(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.source = source
         self.columns = list(columns)
-        self._cache: dict[int, Strip] = {}
-        self._cells: dict[int, list[Cell]] = {}  # the cells each cached line was built from
+        # Lines are cached by the row's key: its index, or what ``source.row_key(index)`` says
+        # when the source has one (the task list: a task's line survives rows moving around it).
+        self._row_key: Callable[[int], Hashable] | None = getattr(source, "row_key", None)
+        self._cache: dict[Hashable, Strip] = {}
+        self._cells: dict[Hashable, list[Cell]] = {}  # the cells each cached line was built from
         self._layout: list[tuple[int, int]] = []
         self._layout_width = -1
         self._styles: dict[str, Style] = {}
@@ -174,14 +177,34 @@ class RowList(ScrollView, can_focus=True):
 
     def rows_changed(self, indices: Sequence[int]) -> None:
         """These rows' data changed: drop their cached lines, repaint those on screen."""
+        for i in indices:
+            k = self._key(i)
+            self._cache.pop(k, None)
+            self._cells.pop(k, None)
+        self.repaint(indices)
+
+    def forget(self, keys: Iterable[Hashable]) -> None:
+        """These rows' data changed (by ``source.row_key``), wherever they are now: their lines
+        are built again when drawn (repaint their positions with :meth:`repaint`)."""
+        for k in keys:
+            self._cache.pop(k, None)
+            self._cells.pop(k, None)
+
+    def repaint(self, indices: Sequence[int]) -> None:
+        """Draw these positions again (rows moved there; their cached lines are kept)."""
         top = int(self.scroll_y)
         height = self.size.height - 1
+        width = self.size.width
+        regions = []
         for i in indices:
-            self._cache.pop(i, None)
-            self._cells.pop(i, None)
             y = i - top + 1
             if 1 <= y <= height:
-                self.refresh(Region(0, y, self.size.width, 1))
+                regions.append(Region(0, y, width, 1))
+        if regions:
+            self.refresh(*regions)  # one refresh for the lot (each call marks the widget dirty)
+
+    def _key(self, index: int) -> Hashable:
+        return self._row_key(index) if self._row_key is not None else index
 
     def visible_range(self) -> range:
         top = int(self.scroll_y)
@@ -191,10 +214,11 @@ class RowList(ScrollView, can_focus=True):
         """Time-based figures (ages, lease countdowns, time signals): rebuild the cells of the rows
         on screen and repaint only those whose text changed — a second later, most did not."""
         visible = self.visible_range()
-        for i in [i for i in self._cache if i not in visible]:  # off screen: rebuilt when scrolled to
-            self._cache.pop(i, None)
-            self._cells.pop(i, None)
-        changed = [i for i in visible if i in self._cells and list(self.source.row_cells(i)) != self._cells[i]]
+        on_screen = {self._key(i): i for i in visible}
+        for k in [k for k in self._cache if k not in on_screen]:  # off screen: rebuilt when scrolled to
+            self._cache.pop(k, None)
+            self._cells.pop(k, None)
+        changed = [i for k, i in on_screen.items() if k in self._cells and list(self.source.row_cells(i)) != self._cells[k]]
         if changed:
             self.rows_changed(changed)
 
@@ -307,16 +331,20 @@ class RowList(ScrollView, can_focus=True):
             base = self._styles["\0base"] = self.rich_style
         if index >= self._count or index < 0:
             return Strip.blank(width, base)
-        strip = self._cache.get(index)
+        key = self._key(index)
+        strip = self._cache.get(key)
         if strip is None:
             cells = list(self.source.row_cells(index))
             strip = self._build(cells, width, base)
             if len(self._cache) > 4 * max(50, self.size.height):
                 self._cache.clear()
                 self._cells.clear()
-            self._cache[index] = strip
-            self._cells[index] = cells
+            self._cache[key] = strip
+            self._cells[key] = cells
         if index == self.cursor:
             name = "rowlist--cursor" if self.has_focus else "rowlist--cursor-blurred"
-            strip = strip.apply_style(self.get_component_rich_style(name, partial=True))
+            cursor = self._styles.get(name)
+            if cursor is None:  # (cleared with the others after a style change)
+                cursor = self._styles[name] = self.get_component_rich_style(name, partial=True)
+            strip = strip.apply_style(cursor)
         return strip

@@ -51,7 +51,9 @@ class StatusBar(Static):
         count = getattr(desk, "open_count", 0)
         if count:  # alerts not seen yet (console/alerts.py)
             text.append("  ")
-            text.append(f" {MARKS['alert']} {count} new alert{'s' if count != 1 else ''} ", style="bold reverse")
+            waiting = getattr(desk, "waiting", 0)  # held back while a dialog is open
+            more = f", {waiting} waiting" if waiting else ""
+            text.append(f" {MARKS['alert']} {count} new alert{'s' if count != 1 else ''}{more} ", style="bold reverse")
         error = getattr(app, "unavailable", None)
         if error:
             self.set_class(True, "-unavailable")

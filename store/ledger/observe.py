@@ -138,14 +138,18 @@ def _gaps(text: str | None) -> list[float]:
 
 
 def long_gap(gaps: list[float], previous: float | None) -> float | None:
-    """The node's usual long gap: a high rank of its recent gaps (the longest of a few; the second
-    or third longest of more, so one outlier does not set it), or the decayed longest gap seen
-    before — whichever is longer. None before ``GAPS_LEARNED`` gaps."""
+    """The node's usual long gap: a high rank of its recent gaps (the second or third longest), or
+    the longest gap seen, decayed by ``LONG_DECAY`` a heartbeat — whichever is longer. One long
+    outlier raises it for a while (``heartbeat_stale`` comes later, never falsely); a rhythm of
+    bursts then long work keeps it at the work's length. None before ``GAPS_LEARNED`` gaps."""
     if len(gaps) < GAPS_LEARNED:
         return None
     ranked = sorted(gaps)
     high = ranked[len(ranked) - 1 - len(ranked) // 8]
-    return max(high, (previous or 0.0) * LONG_DECAY)
+    # the longest gap, decayed per heartbeat, carried from one heartbeat to the next (the rank alone
+    # forgets a rhythm whose long gaps are fewer than its bursts' beats: 5 quick beats, 1 long one)
+    carried = max(gaps) if previous is None else max(previous * LONG_DECAY, gaps[-1])
+    return max(high, carried)
 
 
 def beat_fields(row: NodeRecord, now: float, units_done: float | None, wait: tuple[str, float] | None,

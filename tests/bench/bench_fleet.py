@@ -286,9 +286,9 @@ def run(a: argparse.Namespace) -> dict:
         (work / "control.json").write_text(json.dumps({"task": busy, "agents": a.busy_agents}))
         sampler.phase = "graph"
         term.press(b"/")
-        time.sleep(0.3)  # the filter input opens (then typed into)
+        term.wait_for(lambda s: any("filter tasks by" in line for line in s.display), 60, "the filter input")
         term.press(busy.encode())
-        term.wait_for(lambda s: [m.group(1) for m in map(TASK_ROW.match, s.display) if m] == [busy], 20,
+        term.wait_for(lambda s: [m.group(1) for m in map(TASK_ROW.match, s.display) if m] == [busy], 60,
                       "the task list filtered to the busy task")
         term.press(b"\r")
         time.sleep(0.3)

@@ -14,7 +14,8 @@ from console.cli import main as warden
 from console.cli.entry import parse
 from console.glyphs import MARKS, NODE_GLYPHS, TASK_GLYPHS, age_label, ascii_terminal, use_ascii
 from console.event_log import EVENT_COLUMNS
-from console.model import GRAPH_COLUMNS, TASK_COLUMNS, GraphModel, TaskListModel
+from console.model import GRAPH_COLUMNS, TASK_COLUMNS, GraphModel
+from console.tasklist import TaskListModel
 from console.screens.error import LedgerErrorScreen, how_to_fix
 from console.widgets.figures import gauge, sparkline
 from console.widgets.rowlist import layout

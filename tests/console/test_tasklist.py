@@ -5,6 +5,7 @@ and a change costs the same whatever the number of tasks (one row looked at, not
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 
 import pytest
@@ -56,8 +57,9 @@ def expected(model: TaskListModel) -> list[str]:
             return (1, i)
         alarms, warns, gate, ratio = severities(v, r.signals)
         p80 = r.eta.get("p80_s")
-        return (0, -alarms, -v.handoffs_open, -{"stop": 3, "hard": 2, "soft": 1}.get(gate, 0), -ratio, -warns,
-                -(p80 if p80 is not None else -1.0), i)
+        steps = (int(ratio * 10), int(math.log2(p80)) if p80 is not None and p80 >= 1 else (-1 if p80 is None else 0))
+        return (0, -alarms, -v.handoffs_open, -{"stop": 3, "hard": 2, "soft": 1}.get(gate, 0), -steps[0], -warns,
+                -steps[1], i)
 
     order = sorted((i for i, r in enumerate(model.rows) if shown(r.view)), key=key)
     return [model.rows[i].view.task_id for i in order]
@@ -82,6 +84,19 @@ def check(model: TaskListModel) -> None:
     assert s.by_status == by
 
 
+def repaint_covers(model: TaskListModel, before: list[str], paint, changed: set[str]) -> None:
+    """What the change asks to repaint covers every position whose row is another task now, or
+    is a task that changed (the screen repaints nothing else)."""
+    after = shown(model)
+    if paint.reshaped:
+        return
+    assert len(after) == len(before)  # the count did not change without ``reshaped``
+    span = paint.span if paint.span is not None else range(0)
+    for p, tid in enumerate(after):
+        if tid != before[p] or tid in changed:
+            assert p in paint.rows or p in span, (p, tid, before[p])
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_order_filter_and_summary_stay_exact_through_any_changes(seed):
     rng = random.Random(seed)
@@ -92,14 +107,19 @@ def test_order_filter_and_summary_stay_exact_through_any_changes(seed):
         op = rng.random()
         n = len(model.rows)
         if op < 0.45 and n:
-            tid = f"t{rng.randrange(n):03d}"
-            rows, moved = model.update([random_view(rng, tid)])
-            if not moved:  # a row that did not move is repainted where it is
-                p = model.position_of_task(tid)
-                assert rows == ([p] if p is not None else [])
+            tids = {f"t{rng.randrange(n):03d}" for _ in range(rng.choice([1, 1, 2, 5]))}
+            before = shown(model)
+            paint = model.update([random_view(rng, tid) for tid in sorted(tids)])
+            repaint_covers(model, before, paint, tids)
+            if len(tids) == 1 and not paint.reshaped and paint.span is None:  # repainted where it is
+                p = model.position_of_task(next(iter(tids)))
+                assert paint.rows == ([p] if p is not None else [])
         elif op < 0.75 and n:
-            eta, sigs = random_analysis(rng)
-            model.set_analysis(f"t{rng.randrange(n):03d}", eta, sigs)
+            tids = {f"t{rng.randrange(n):03d}" for _ in range(rng.choice([1, 1, 3]))}
+            before = shown(model)
+            paint = model.set_analyses([(tid, *random_analysis(rng)) for tid in sorted(tids)])
+            assert paint.changed <= tids  # a result equal to what the row shows changes nothing
+            repaint_covers(model, before, paint, set(paint.changed))
         elif op < 0.82:
             model.update([random_view(rng, f"t{n:03d}")])  # a new task
         elif op < 0.9:
@@ -126,8 +146,9 @@ def test_urgency_puts_alarms_then_handoffs_then_budget_first_and_finished_tasks_
     model.set_analysis("long", {"p80_s": 9000.0}, [])
     model.set_order("urgency")
     assert shown(model) == ["stuck", "spent", "waiting", "soft", "long", "quiet", "done"]
-    rows, moved = model.update([view("quiet", handoffs_open=5)])
-    assert moved and shown(model)[:3] == ["stuck", "spent", "quiet"]
+    paint = model.update([view("quiet", handoffs_open=5)])
+    assert paint.span == range(2, 6) and not paint.reshaped  # from 5th to 3rd: positions 2..5 shifted
+    assert shown(model)[:3] == ["stuck", "spent", "quiet"]
     model.set_order("created")
     assert shown(model) == ["done", "quiet", "waiting", "spent", "soft", "stuck", "long"]
 
@@ -140,8 +161,8 @@ def test_the_filter_matches_every_word_against_id_title_status_and_origin():
         model.set_filter(text)
         assert shown(model) == want, text
     model.set_filter("fix")
-    rows, moved = model.update([view("nightly", title="fix the index")])  # now matches: shown
-    assert moved and shown(model) == ["fix-1", "fix-2", "nightly"]
+    paint = model.update([view("nightly", title="fix the index")])  # now matches: shown
+    assert paint.reshaped and shown(model) == ["fix-1", "fix-2", "nightly"]
 
 
 def test_a_change_looks_at_one_row_whatever_the_number_of_tasks(monkeypatch):

@@ -114,8 +114,8 @@ def test_cli_refusal_lines_are_escaped(tmp_path):
         led.create_task("t")
         led.add_node("t", "a", kind="work")
     env = {**os.environ, "PYTHONPATH": ROOT, "WARDEN_LEDGER": path}
-    for argv, escape in CLI_CASES:
-        for as_json in (False, True):
+    for i, (argv, escape) in enumerate(CLI_CASES):
+        for as_json in (False, True) if i < 2 else (False,):  # (each is a process: CI time)
             r = subprocess.run([sys.executable, "-m", "console", *argv, *(["--json"] if as_json else [])],
                                capture_output=True, timeout=120, cwd=str(tmp_path), env=env)
             assert r.returncode != 0, (argv, r)

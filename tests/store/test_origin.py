@@ -8,7 +8,7 @@ import json
 import pytest
 
 from console.cli import main as warden
-from console.model import TaskListModel
+from console.tasklist import TaskListModel
 from store import Ledger, NodeSpec
 from store.errors import InvalidValue
 from store.report import status_json

@@ -239,3 +239,19 @@ def test_an_unknown_event_kind_reads_its_task_whole(tmp_path):
         [view] = tally.apply(led, events)
         assert view.counts == {"succeeded": 1, "pending": 3, "abandoned": 1} == led.task("t").counts
         assert tally.whole_reads == 2
+
+
+def test_live_leases_names_each_worker_holding_a_live_lease(ledger, clock):
+    from store.tally import live_leases
+
+    for tid in ("a", "b"):
+        ledger.create_task(tid)
+        ledger.add_nodes(tid, [NodeSpec(key=f"n{i}") for i in range(3)])
+    ledger.claim("a", "w1", lease_s=30)
+    ledger.claim("b", "w1", lease_s=60)
+    c = ledger.claim("a", "w2", lease_s=10)
+    ledger.claim("b", "w3", lease_s=5)
+    ledger.commit(c)  # w2's lease ended with its commit
+    clock.advance(6)  # w3's lease expired
+    assert live_leases(ledger, ["a", "b"]) == [("w1", T0 + 60)]
+    assert live_leases(ledger, ["a"]) == [("w1", T0 + 30)]
