@@ -39,6 +39,7 @@ from .app_nav import Navigation
 from .commands import WardenCommands
 from .follow import LedgerFollower, Pending
 from .glyphs import ascii_on
+from .plainterm import font_of, plain_driver
 from .messages import AnalysisReady, GraphPageReady, LedgerChanged, LedgerStatus, Loaded
 from .event_log import EventLogModel
 from .model import GraphModel
@@ -471,6 +472,8 @@ def run_console(*, ledger: str, runs: str = "runs", read_only: bool = False, ope
     """`warden console`: run the app; exit 4 when the ledger could not be opened."""
     app = console_app(ledger=ledger, runs=runs, read_only=read_only, operator=operator, project=project,
                       records=records, bell=bell, on_alert=on_alert, connect_timeout_s=connect_timeout_s)
+    if ascii_on():  # a plain terminal: only what its font draws reaches it (console/plainterm.py)
+        app.driver_class = plain_driver(app.driver_class, font_of())
     app.run()
     if app.failed:  # the ledger could not be opened: exit 4, "ledger unavailable" (console/cli/errors.py)
         print(f"warden: {safe_line(app.failed)}", file=sys.stderr)

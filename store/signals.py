@@ -158,6 +158,11 @@ def _units(v: float | None) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
 
+def _plural(v: float | None, word: str) -> str:
+    """"1 unit", "2 units", "0.5 units" (only exactly one is singular)."""
+    return word if v is not None and float(v) == 1 else word + "s"
+
+
 def _one_line(text: str, cap: int = 60) -> str:
     t = " ".join(str(text).split())
     return t if len(t) <= cap else t[: cap - 1] + "…"
@@ -235,7 +240,7 @@ def node_signals(
         density = node.tokens_used / max(units, 1.0)
         if density > th.cost_density_factor * token_norm:
             out.append(Signal("cost_density", task_id, key, node.heartbeat_at, "warn",
-                              f"{node.tokens_used:,} tokens for {_units(units)} units: {density / token_norm:.1f}× "
+                              f"{node.tokens_used:,} tokens for {_units(units)} {_plural(units, 'unit')}: {density / token_norm:.1f}× "
                               f"the task's norm ({token_norm:,.0f} tokens/unit)"))
     return out
 

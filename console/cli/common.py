@@ -8,6 +8,7 @@ Everything an agent wrote reaches the terminal as literal text (``rich.text.Text
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
@@ -109,6 +110,26 @@ def flags(*names: str, top: bool = False) -> list[CliParser]:
     return [p]
 
 
+def command(sub: Any, name: str, *, help: str, examples: tuple[str, ...] | list[str], description: str | None = None,
+            **kwargs: Any) -> CliParser:
+    """``warden NAME``'s parser with the help every subcommand has (tests/console/test_cli_help.py):
+    ``help`` is its line in ``warden --help`` and, unless ``description`` says more, the first line
+    of its own ``--help``; ``examples`` are command lines shown at the end ("examples:")."""
+    return sub.add_parser(
+        name, help=help, description=description or sentence(help), epilog=examples_text(examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
+def sentence(text: str) -> str:
+    """A help line as the first line of a help page: "park a task" → "Park a task."."""
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!", ")")) else ".")
+
+
+def examples_text(lines: tuple[str, ...] | list[str]) -> str:
+    return ("example:" if len(lines) == 1 else "examples:") + "".join(f"\n  {line}" for line in lines)
+
+
 def honours(parser: argparse.ArgumentParser, *names: str) -> argparse.ArgumentParser:
     """Record which shared flags a subcommand takes (checked for flags given before it)."""
     parser.set_defaults(_honours=frozenset(with_workspace(names)))
@@ -203,13 +224,30 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
+UNBOUNDED = 1_000_000  # the width of output that is not a terminal: a line is never cut or wrapped
+
+
+def is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # closed, or not a file at all
+        return False
+
+
 def out_console(*, err: bool = False) -> Console:
-    return Console(stderr=err, highlight=False, soft_wrap=False)
+    """Where a subcommand prints. On a terminal: its width (tables fit it, long lines wrap). Piped
+    or redirected (``warden events | grep``): no width at all — every event, title and line is
+    printed whole, one line each, whatever ``$COLUMNS`` says."""
+    stream = sys.stderr if err else sys.stdout
+    if is_terminal(stream):
+        return Console(stderr=err, highlight=False, soft_wrap=False)
+    return Console(stderr=err, highlight=False, soft_wrap=False, width=UNBOUNDED)
 
 
 def print_fitted(c: Console, headers: list[str], rows: list[list[str]], give_way: list[str]) -> None:
     """A plain table that fits the terminal: columns in ``give_way`` shrink (then vanish), in that
-    order, before any other column is touched. Cells are plain (already made safe) text."""
+    order, before any other column is touched (not piped output: :func:`out_console` gives it no
+    width to fit). Cells are plain (already made safe) text."""
     widths = [max([cell_len(h)] + [cell_len(r[i]) for r in rows]) for i, h in enumerate(headers)]
     avail = max(20, c.width)
 
@@ -230,11 +268,17 @@ def print_fitted(c: Console, headers: list[str], rows: list[list[str]], give_way
         t.add_column(headers[i], width=widths[i], no_wrap=True, overflow="ellipsis")
     for r in rows:
         t.add_row(*(Text(r[i]) for i in keep_cols))
-    c.print(t)
+    if c.color_system is not None:  # a terminal: its width, its colours
+        c.print(t)
+        return
+    buffer = io.StringIO()
+    Console(file=buffer, width=c.width, color_system=None, highlight=False, soft_wrap=False).print(t)
+    # a table pads its last column: no trailing blanks in a pipe
+    c.out("\n".join(line.rstrip() for line in buffer.getvalue().splitlines()), highlight=False)
 
 
 __all__ = [
-    "GLOBALS", "CliParser", "UsageError", "alert_hook", "connect_timeout", "fill_globals", "flags", "honours",
-    "ledger_target", "open_ledger",
-    "operator_of", "out_console", "print_fitted", "print_json", "runs_dir",
+    "GLOBALS", "UNBOUNDED", "CliParser", "UsageError", "alert_hook", "command", "connect_timeout", "examples_text",
+    "fill_globals", "flags", "honours", "is_terminal", "ledger_target", "open_ledger", "operator_of", "out_console",
+    "print_fitted", "print_json", "runs_dir", "sentence",
 ]

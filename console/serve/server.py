@@ -25,6 +25,7 @@ import textual_serve
 from aiohttp import web
 from textual_serve.server import Server
 
+from ..glyphs import SERVED_ENV
 from ..text import safe_line
 from .auth import Credential, TokenBook, cookie_name, is_loopback, request_token, same_origin
 from .session import SessionService
@@ -171,7 +172,7 @@ class WardenServer(Server):
         number = self.session_count
         service = SessionService(
             self.config.session_argv(cred), write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-            close=websocket.close, download_manager=self.download_manager,
+            close=websocket.close, download_manager=self.download_manager, env={SERVED_ENV: "1"},
         )
         self.sessions[number] = service
         try:

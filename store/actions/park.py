@@ -36,7 +36,7 @@ class ParkParams(Action):
     arguments = {"task_id": ID, "reason": TEXT_OPT, "node": ID_OPT, "until": UNTIL, "wake_on": WAKE_ON_OPT,
                  "now": FLAG, "auto_resume": FLAG}
     cli = Command("park a task (or one node) until an outside signal", (
-        Flag("task", "task_id", metavar="TASK"),
+        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
         Flag("--node", "node", metavar="KEY", help="park only this node"),
         Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded and shown)"),
         Flag("--until", "until", metavar="T", help="when to look again: 15m, 2h, 1d or an ISO time"),
@@ -45,7 +45,8 @@ class ParkParams(Action):
                   "(repeatable: any one wakes it)"),
         Flag("--auto-resume", "auto_resume", switch=True, help="resume on its own when a wake condition is met"),
         Flag("--now", "now", switch=True, help="revoke running leases now (running nodes → parked)"),
-    ))
+    ), examples=('warden park nightly --reason "vendor API down" --wake-on at:2h --auto-resume',
+                 'warden park nightly --node fetch --reason "quota" --now  # stop its running work now'))
 
     node: str | None
     until_ts: float | None

@@ -339,6 +339,9 @@ async def test_park_options_until_and_now(lp):
         await plan_ready(pilot, dlg)
         assert dlg.plan.params.to_json()["node"] is None and str(apply_button(dlg).label) == "Park task"
         assert dlg.plan.changes == {}  # running work finishes its step unless "now"
+        # the warning names the box to tick, not the CLI's flag (issue 24 item 9)
+        preview = " ".join(str(dlg.query_one("#preview").render()).split())
+        assert 'tick "stop running work now" to stop them' in preview and "--now" not in preview
         dlg.query_one("#until", Input).value = "2h"
         dlg.query_one("#wake-on", Input).value = "node:section-1, at:1d"
         dlg.query_one("#now").value = True
@@ -391,6 +394,25 @@ async def test_park_only_the_selected_node(lp):
         await plan_ready(pilot, dlg)
         assert dlg.plan.params.to_json()["node"] == "figures" and dlg.plan.changes == {"figures": ("pending", "parked")}
         assert str(apply_button(dlg).label) == "Park node figures"
+
+
+async def test_park_refusal_names_the_checkbox_not_the_flag(lp):
+    """A running node parked alone without "now" is refused; the dialog says which box to tick."""
+    app = make_app(lp)
+    async with app.run_test(size=(80, 24)) as pilot:
+        dlg = await open_dialog(pilot, "park", "report-001", "section-1")
+        await plan_ready(pilot, dlg)
+        dlg.query_one("#only-node").value = True
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        assert dlg.plan is None
+        shown = " ".join(str(dlg.query_one("#preview").render()).split())
+        assert 'node section-1 is running: tick "stop running work now" to stop it' in shown
+        assert "--now" not in shown
+        dlg.query_one("#now").value = True
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        assert dlg.plan is not None and dlg.plan.changes == {"section-1": ("running", "parked")}
 
 
 async def test_narrow_preview_follows_the_choices(lp):
