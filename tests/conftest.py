@@ -143,6 +143,7 @@ SERIAL_FILES = frozenset({
     "test_alerts_pty.py", "test_demo.py", "test_demo_agents.py", "test_keys_pty.py", "test_live.py",
     "test_serve_browser.py", "test_serve_http.py", "test_serve_cli.py", "test_sizes_terminals.py",
     "test_terminal_safety.py", "test_typeahead.py", "test_console_connections.py", "test_postgres_console.py",
+    "test_cli_conventions.py", "test_hostile_console_pty.py", "test_outage_line.py", "test_demo_alarms.py",
 })
 
 
