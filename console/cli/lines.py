@@ -42,6 +42,7 @@ def run_lines(args: argparse.Namespace, *, bell: bool, hook: Sequence[str] | Non
     with open_ledger(args, read_only=True) as ledger:
         cursor = ledger.last_event_id()
     args.json = False
+    args.watch = False  # the console's own arguments: `status --watch` is not this path
     cmd_status(args)
     watch = AlertWatch(last_event=cursor)
     feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME,
