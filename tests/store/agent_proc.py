@@ -33,28 +33,8 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from store import LeaseLost, Ledger, NodeSpec  # noqa: E402
-
-
-class FileClock:
-    def __init__(self, path: str | None) -> None:
-        self.path = path
-
-    def __call__(self) -> float:
-        if self.path is None:
-            import time
-
-            return time.time()
-        with open(self.path) as f:
-            return float(f.read().strip())
-
-
-_SAY = threading.Lock()
-
-
-def say(**kw) -> None:
-    with _SAY:
-        sys.stdout.write(json.dumps(kw) + "\n")
-        sys.stdout.flush()
+from tests.support.fileclock import FileClock  # noqa: E402
+from tests.support.jsonlines import say  # noqa: E402
 
 
 class Ledgers:
