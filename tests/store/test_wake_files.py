@@ -10,7 +10,6 @@ returns at once. Also: year-1 times with an offset, and U+202E in a refused valu
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -23,13 +22,10 @@ import pytest
 from store import Ledger, Refused
 from store.errors import InvalidValue
 from store import wake_conditions as wc
+from tests.support import not_regular
 
 ROOT = str(Path(__file__).resolve().parents[2])
 QUICK_S = 20.0  # a safety net for a loaded machine: the hang this replaces was forever
-
-
-def _fifo(p: Path) -> None:
-    os.mkfifo(p)
 
 
 def _dev_zero_link(p: Path) -> None:
@@ -42,22 +38,12 @@ def _link_to_file(p: Path) -> None:
     os.symlink(real, p)
 
 
-def _directory(p: Path) -> None:
-    p.mkdir()
-
-
-def _socket(p: Path) -> None:
-    s = socket.socket(socket.AF_UNIX)
-    s.bind(str(p))
-    s.close()
-
-
 NOT_REGULAR: dict[str, tuple[Callable[[Path], None], str]] = {
-    "fifo": (_fifo, "not a regular file (a FIFO)"),
+    "fifo": (not_regular.fifo, "not a regular file (a FIFO)"),
     "symlink-to-dev-zero": (_dev_zero_link, "not a regular file (a symbolic link)"),
     "symlink-to-a-file": (_link_to_file, "not a regular file (a symbolic link)"),
-    "directory": (_directory, "not a regular file (a directory)"),
-    "socket": (_socket, "not a regular file (a socket)"),
+    "directory": (not_regular.directory, "not a regular file (a directory)"),
+    "socket": (not_regular.unix_socket, "not a regular file (a socket)"),
 }
 
 
@@ -104,8 +90,8 @@ def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
                           timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
 
 
-@pytest.mark.parametrize("swap", ["symlink-to-dev-zero", "fifo"])
-def test_status_and_check_wakes_do_not_hang_on_a_swapped_file(tmp_path, swap):
+def _parked_then_swapped(tmp_path: Path, swap: str) -> str:
+    """A ledger file whose task ``t`` is parked on a watched file, then the file swapped (NOT_REGULAR)."""
     path = str(tmp_path / "ledger.db")
     watched = tmp_path / "watched"
     watched.write_text("waiting")
@@ -115,6 +101,12 @@ def test_status_and_check_wakes_do_not_hang_on_a_swapped_file(tmp_path, swap):
         led.apply(led.plan_park("t", reason="wait", wake_on=f"file:{watched}"), operator="op")
     watched.unlink()
     NOT_REGULAR[swap][0](watched)
+    return path
+
+
+@pytest.mark.parametrize("swap", ["symlink-to-dev-zero", "fifo"])
+def test_status_and_check_wakes_do_not_hang_on_a_swapped_file(tmp_path, swap):
+    path = _parked_then_swapped(tmp_path, swap)
     r = _run("status", "--ledger", path, "--json", timeout=60)  # the hang was forever
     assert r.returncode == 0, r.stderr
     r = _run("check-wakes", "--ledger", path, timeout=60)
@@ -126,15 +118,7 @@ def test_status_and_check_wakes_do_not_hang_on_a_swapped_file(tmp_path, swap):
 def test_the_console_with_a_swapped_file_quits_and_leaves_no_thread(tmp_path):
     """The console reads the wake signal (and, not read-only, checks the wakes): it loads, and after
     ``q`` no thread of it is left running."""
-    path = str(tmp_path / "ledger.db")
-    watched = tmp_path / "watched"
-    watched.write_text("waiting")
-    with Ledger.open(path) as led:
-        led.create_task("t")
-        led.add_node("t", "a")
-        led.apply(led.plan_park("t", reason="wait", wake_on=f"file:{watched}"), operator="op")
-    watched.unlink()
-    os.symlink("/dev/zero", watched)
+    path = _parked_then_swapped(tmp_path, "symlink-to-dev-zero")
     code = f"""
 import asyncio, threading, time, sys
 from console.app import WardenApp
