@@ -384,14 +384,20 @@ async def test_park_options_until_and_now(lp):
             assert ledger.node("report-001", "section-1").status == "parked"
 
 
+async def park_only_node(pilot, node: str) -> ActionDialog:
+    """The park dialog on report-001's ``node`` with "only this node" ticked, its plan made again."""
+    dlg = await open_dialog(pilot, "park", "report-001", node)
+    await plan_ready(pilot, dlg)
+    dlg.query_one("#only-node").value = True
+    await pilot.pause()
+    await plan_ready(pilot, dlg)
+    return dlg
+
+
 async def test_park_only_the_selected_node(lp):
     app = make_app(lp)
     async with app.run_test(size=(80, 24)) as pilot:
-        dlg = await open_dialog(pilot, "park", "report-001", "figures")
-        await plan_ready(pilot, dlg)
-        dlg.query_one("#only-node").value = True
-        await pilot.pause()
-        await plan_ready(pilot, dlg)
+        dlg = await park_only_node(pilot, "figures")
         assert dlg.plan.params.to_json()["node"] == "figures" and dlg.plan.changes == {"figures": ("pending", "parked")}
         assert str(apply_button(dlg).label) == "Park node figures"
 
@@ -400,11 +406,7 @@ async def test_park_refusal_names_the_checkbox_not_the_flag(lp):
     """A running node parked alone without "now" is refused; the dialog says which box to tick."""
     app = make_app(lp)
     async with app.run_test(size=(80, 24)) as pilot:
-        dlg = await open_dialog(pilot, "park", "report-001", "section-1")
-        await plan_ready(pilot, dlg)
-        dlg.query_one("#only-node").value = True
-        await pilot.pause()
-        await plan_ready(pilot, dlg)
+        dlg = await park_only_node(pilot, "section-1")
         assert dlg.plan is None
         shown = " ".join(str(dlg.query_one("#preview").render()).split())
         assert 'node section-1 is running: tick "stop running work now" to stop it' in shown
