@@ -85,6 +85,21 @@ def _drawn(out: bytes) -> set[str]:
     return {c for c in text if c not in "\r\n\t\x07\x08"}
 
 
+# (key, a word it paints, what) in turn: every screen and a dialog, back to the task list between.
+VISITS = [
+    (b"?", b"Everywhere", "the help"),
+    (b"\x1b", b"idle-002", "the task list again"),
+    (b"\r", b"collect", "the graph"),  # the first task's
+    (b"\x1b", b"idle-002", "the task list again"),
+    (b"h", b"Leave out", "the handoff inbox"),
+    (b"\r", b"Recommended:", "the resolve screen"),
+    (b"\x1b", b"Leave out", "the inbox again"),
+    (b"\x1b", b"idle-002", "the task list again"),
+    (b"p", b"reason", "the park dialog"),
+    (b"\x1b", b"idle-002", "the task list again"),
+]
+
+
 @pytest.mark.slow
 def test_term_linux_gets_only_characters_of_its_font(tmp_path: Path) -> None:
     build_ledger(tmp_path / "ledger.db")
@@ -101,26 +116,9 @@ def test_term_linux_gets_only_characters_of_its_font(tmp_path: Path) -> None:
                             what)
 
         term.pump_until(lambda: b"idle-002" in term.out, "the task list")
-        os.write(term.fd, b"?")
-        see(b"Everywhere", "the help")
-        os.write(term.fd, b"\x1b")
-        see(b"idle-002", "the task list again")
-        os.write(term.fd, b"\r")  # the first task's graph
-        see(b"collect", "the graph")
-        os.write(term.fd, b"\x1b")
-        see(b"idle-002", "the task list again")
-        os.write(term.fd, b"h")
-        see(b"Leave out", "the handoff inbox")
-        os.write(term.fd, b"\r")
-        see(b"Recommended:", "the resolve screen")
-        os.write(term.fd, b"\x1b")
-        see(b"Leave out", "the inbox again")
-        os.write(term.fd, b"\x1b")
-        see(b"idle-002", "the task list again")
-        os.write(term.fd, b"p")
-        see(b"reason", "the park dialog")
-        os.write(term.fd, b"\x1b")
-        see(b"idle-002", "the task list again")
+        for key, word, what in VISITS:
+            os.write(term.fd, key)
+            see(word, what)
         os.write(term.fd, b"q")
         term.pump_until(lambda: not term.alive(), "the console to quit")
     finally:
