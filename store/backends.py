@@ -58,11 +58,18 @@ SQLITE_FULL = 13
 DISK_FULL_BYTES = 64 * 1024  # less free than this beside the ledger: an I/O error there is the full disk
 
 
+def _fs_of(path: str) -> os.statvfs_result | None:
+    """``statvfs`` of the file system ``path`` (a file in its directory) is on, or None."""
+    try:
+        return os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return None
+
+
 def free_space(path: str) -> str:
     """How much room the file system of ``path`` has left, in words (for a message)."""
-    try:
-        st = os.statvfs(os.path.dirname(path) or ".")
-    except OSError:
+    st = _fs_of(path)
+    if st is None:
         return "free space unknown"
     free = st.f_bavail * st.f_frsize
     return f"{free // 1024} KiB free" if free < 10 * 1024 * 1024 else f"{free // (1024 * 1024)} MiB free"
@@ -72,11 +79,8 @@ def disk_full(path: str) -> bool:
     """True when the file system of the ledger ``path`` has (almost) no room left for this user:
     SQLite reports a full disk as SQLITE_FULL, but growing ``-shm`` or creating ``-wal`` on a full
     file system comes back as an I/O error or "unable to open"."""
-    if not path:
-        return False
-    try:
-        st = os.statvfs(os.path.dirname(path) or ".")
-    except OSError:
+    st = _fs_of(path) if path else None
+    if st is None:
         return False
     return st.f_bavail * st.f_frsize < DISK_FULL_BYTES or (st.f_favail == 0 and st.f_files > 0)
 
