@@ -66,7 +66,7 @@ class Navigation:
             return
         task = screen.selected_task() if isinstance(screen, WardenScreen) else None
         if not task:
-            self.notify(f"{name}: select a task first", severity="warning")
+            self.notify(safe_line(f"{name}: select a task first"), severity="warning", markup=False)
             return
         self.push_screen(kind(task))
 
