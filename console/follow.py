@@ -74,7 +74,7 @@ class Step:
 def delivered_by(reasons: set[str]) -> str:
     """Which path brought a read: a notification (``change``), a follow-up check that saw a commit
     land after its last file event (``settle``), the feed starting (``start``), only the fallback
-    poll (``poll``), or none of the feed's wake-ups (``other``: a request, the task-row refresh)."""
+    poll (``poll``), or none of the feed's wake-ups (``other``: a request)."""
     for r in ("change", "settle", "start", "poll"):
         if r in reasons:
             return r
@@ -82,7 +82,7 @@ def delivered_by(reasons: set[str]) -> str:
 
 
 class FollowHost(Protocol):
-    """What the loop needs of the app: its state, its messages, its two other workers."""
+    """What the loop needs of the app: its state, its messages, its graph loader."""
 
     loaded: bool
     unavailable: str | None

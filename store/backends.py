@@ -58,11 +58,18 @@ SQLITE_FULL = 13
 DISK_FULL_BYTES = 64 * 1024  # less free than this beside the ledger: an I/O error there is the full disk
 
 
+def _fs_of(path: str) -> os.statvfs_result | None:
+    """``statvfs`` of the file system ``path`` (a file in its directory) is on, or None."""
+    try:
+        return os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return None
+
+
 def free_space(path: str) -> str:
     """How much room the file system of ``path`` has left, in words (for a message)."""
-    try:
-        st = os.statvfs(os.path.dirname(path) or ".")
-    except OSError:
+    st = _fs_of(path)
+    if st is None:
         return "free space unknown"
     free = st.f_bavail * st.f_frsize
     return f"{free // 1024} KiB free" if free < 10 * 1024 * 1024 else f"{free // (1024 * 1024)} MiB free"
@@ -72,11 +79,8 @@ def disk_full(path: str) -> bool:
     """True when the file system of the ledger ``path`` has (almost) no room left for this user:
     SQLite reports a full disk as SQLITE_FULL, but growing ``-shm`` or creating ``-wal`` on a full
     file system comes back as an I/O error or "unable to open"."""
-    if not path:
-        return False
-    try:
-        st = os.statvfs(os.path.dirname(path) or ".")
-    except OSError:
+    st = _fs_of(path) if path else None
+    if st is None:
         return False
     return st.f_bavail * st.f_frsize < DISK_FULL_BYTES or (st.f_favail == 0 and st.f_files > 0)
 
@@ -458,19 +462,21 @@ class WardenPostgres(pw.PostgresqlDatabase):
     def translate_error(self, e: BaseException) -> None:
         """For a statement sent outside :meth:`execute_sql` (a bulk insert through the cursor):
         raise the typed error its driver error means; return for anything else."""
-        if sqlstate(e) == LOCK_TIMEOUT_SQLSTATE:
-            raise self._busy() from None
-        if sqlstate(e) in PG_NO_ROOM:
-            raise self._no_room(e) from None
-        code = sqlstate(e)
-        lost = (code.startswith("08") or code in LOST_SQLSTATES) if code is not None else \
+        self._refused(e)
+        lost = is_connection_lost(e) if sqlstate(e) is not None else \
             type(e).__name__ in ("OperationalError", "InterfaceError")  # the driver's own, unwrapped
         if lost:
             raise self._lost(e) from None
 
-    def _no_room(self, e: BaseException) -> LedgerUnavailable:
-        return LedgerUnavailable(f"the PostgreSQL server of {self.display} cannot write: "
-                                 f"{PG_NO_ROOM[sqlstate(e) or '']} ({one_line(e)}); nothing was written")
+    def _refused(self, e: BaseException) -> None:
+        """Raise ``LedgerBusy`` for a lock not had in time, ``LedgerUnavailable`` for a server with
+        no room (disk, memory); return for anything else."""
+        code = sqlstate(e)
+        if code == LOCK_TIMEOUT_SQLSTATE:
+            raise self._busy() from None
+        if code is not None and code in PG_NO_ROOM:
+            raise LedgerUnavailable(f"the PostgreSQL server of {self.display} cannot write: "
+                                    f"{PG_NO_ROOM[code]} ({one_line(e)}); nothing was written") from None
 
     # ------------------------------------------------------------------ statements
     def execute_sql(self, sql: str, params: Any = None) -> Any:
@@ -481,10 +487,7 @@ class WardenPostgres(pw.PostgresqlDatabase):
             try:
                 cursor = super().execute_sql(sql, params)
             except (pw.OperationalError, pw.InterfaceError, pw.DatabaseError) as e:
-                if sqlstate(e) == LOCK_TIMEOUT_SQLSTATE:
-                    raise self._busy() from None
-                if sqlstate(e) in PG_NO_ROOM:
-                    raise self._no_room(e) from None
+                self._refused(e)
                 if not is_connection_lost(e):
                     raise
                 if self.transaction_depth() > 0 or not _is_read(sql):
@@ -513,10 +516,7 @@ class WardenPostgres(pw.PostgresqlDatabase):
         try:
             super().commit()
         except (pw.OperationalError, pw.InterfaceError, pw.DatabaseError) as e:
-            if sqlstate(e) == LOCK_TIMEOUT_SQLSTATE:
-                raise self._busy() from None
-            if sqlstate(e) in PG_NO_ROOM:
-                raise self._no_room(e) from None
+            self._refused(e)
             if not is_connection_lost(e):
                 raise
             raise self._lost(e, in_doubt=True) from None

@@ -57,14 +57,13 @@ from .write_requests import register_result
 __all__ = [
     "BUSY_TIMEOUT_S", "CONNECT_TIMEOUT_S", "RECONNECT_BUDGET_S", "Backoff", "ConnectionLost", "LedgerBusy", "Target", "WardenPostgres",
     "check_pg_url", "masked",
-    "WardenSqlite", "connect_checked", "is_sqlite", "open_database", "parse_target", "pg_connect_args", "read_tx",
+    "WardenSqlite", "connect_checked", "is_sqlite", "open_database", "parse_target", "pg_client_args", "pg_connect_args", "read_tx",
     "warden_params",
     "register_result", "retry_conflicts", "retry_read", "retry_write", "run_read", "run_write", "sqlstate", "write_tx",
 ]
 
 # The connection's application_name (pg_stat_activity) for each kind of client.
 APPLICATION_NAMES = ("warden-agent", "warden-console", "warden-cli")
-PG_CONNECT_TIMEOUT_S = CONNECT_TIMEOUT_S  # (its old name)
 # TCP keepalives, so a connection to a server that vanished without a word (failover, a cut
 # network) is noticed in about a minute instead of the kernel's two hours.
 PG_KEEPALIVES = {"keepalives": "1", "keepalives_idle": "30", "keepalives_interval": "10", "keepalives_count": "3"}
@@ -232,11 +231,7 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
 def _open_postgres(t: Target, *, read_only: bool, busy_timeout_s: float, application_name: str,
                    backoff: Backoff | None, one_connection: bool = False,
                    connect_timeout_s: float = CONNECT_TIMEOUT_S) -> pw.Database:
-    dbname, kwargs = pg_connect_args(t)
-    kwargs.setdefault("application_name", application_name)
-    kwargs.setdefault("connect_timeout", libpq_timeout(connect_timeout_s))
-    for k, v in PG_KEEPALIVES.items():
-        kwargs.setdefault(k, v)
+    dbname, kwargs = pg_client_args(t, application_name=application_name, connect_timeout_s=connect_timeout_s)
     pooled = warden_params(t).get("pool") == "transaction"
     cls = SharedPostgres if one_connection else WardenPostgres
     db = cls(dbname, isolation_level="READ COMMITTED", prefer_psycopg3=True, autoconnect=True, **kwargs)
@@ -249,6 +244,18 @@ def _open_postgres(t: Target, *, read_only: bool, busy_timeout_s: float, applica
     if backoff is not None:
         db.backoff = backoff
     return db
+
+
+def pg_client_args(t: Target, *, application_name: str,
+                   connect_timeout_s: float = CONNECT_TIMEOUT_S) -> tuple[str, dict[str, Any]]:
+    """:func:`pg_connect_args` with what every Warden connection adds (a URL's own values win):
+    ``application_name``, libpq's ``connect_timeout`` and the TCP keepalives."""
+    dbname, kwargs = pg_connect_args(t)
+    kwargs.setdefault("application_name", application_name)
+    kwargs.setdefault("connect_timeout", libpq_timeout(connect_timeout_s))
+    for k, v in PG_KEEPALIVES.items():
+        kwargs.setdefault(k, v)
+    return dbname, kwargs
 
 
 def pg_connect_args(t: Target) -> tuple[str, dict[str, Any]]:

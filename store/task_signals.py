@@ -22,6 +22,7 @@ severity, evidence) so this module does not import ``store.signals``, which call
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from . import budget as budget_mod
@@ -63,9 +64,8 @@ def cost_density_acted(ledger: Any, task: Any) -> list[SignalTuple]:
             ledger.db, "SELECT key, tokens_used, units_done, units_total, heartbeat_at, density FROM node "
                        "WHERE task_id = ? AND status = 'running' AND density IS NOT NULL ORDER BY position",
             [task.task_id]):
-        j = density.judge(tokens, units_done, units_total, limit)
-        if j.verdict != verdict or verdict not in (density.HOLD, density.FINISH_NO_SUCCESSOR):
-            j = density.Judgement(verdict, j.tokens, j.units, j.density, limit)
+        # the figures as they are now, under the verdict the ledger recorded (what it acts on)
+        j = replace(density.judge(tokens, units_done, units_total, limit), verdict=verdict)
         severity = "alarm" if verdict == density.HOLD else "warn"
         out.append(("cost_density", task.task_id, key, beat, severity, j.evidence(key)))
     return out

@@ -29,9 +29,9 @@ import time
 from collections import Counter
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterator
 
-from .backends import CONNECT_TIMEOUT_S, libpq_timeout, unreachable_why
+from .backends import CONNECT_TIMEOUT_S, unreachable_why
 from .commitprobe import CommitProbe, follow_up_offsets
-from .db import PG_KEEPALIVES, parse_target, pg_connect_args, warden_params
+from .db import parse_target, pg_client_args, warden_params
 
 PG_CHANNEL = "warden_events"
 PG_RECONNECT_S = (0.05, 2.0)  # the listener's reconnect back-off: first and longest wait
@@ -159,11 +159,8 @@ class Wakeups:
         import psycopg
 
         listen = parse_target(self.listen_target or self.target)
-        dbname, kwargs = pg_connect_args(listen)
-        kwargs.setdefault("application_name", self.application_name)
-        kwargs.setdefault("connect_timeout", libpq_timeout(self.connect_timeout_s))
-        for k, v in PG_KEEPALIVES.items():
-            kwargs.setdefault(k, v)
+        dbname, kwargs = pg_client_args(listen, application_name=self.application_name,
+                                        connect_timeout_s=self.connect_timeout_s)
         wait = PG_RECONNECT_S[0]
         # A LISTEN connection that just dropped is not yet an outage (pg_terminate_backend, a
         # pooler recycling it): the first reconnect, bounded by PG_PING_TIMEOUT_S, decides.
@@ -217,7 +214,7 @@ class Wakeups:
                     self.outage = (f"the ledger {listen.display} is unreachable ({unreachable_why(e, self.connect_timeout_s)}); "
                                    "reconnecting — what changes meanwhile is shown when it is back")
                     yield "lost"
-                if getattr(e, "sqlstate", None) == READ_ONLY_SQLSTATE and self.listener_pid is None:
+                if refused_listen:
                     # A hot standby (a replica) refuses LISTEN ("during recovery"): no notification will
                     # ever come from it. Poll instead of reconnecting forever; listen= names the primary.
                     self.listen_target = None

@@ -293,10 +293,8 @@ def zsh_script(levels_: list[Level]) -> str:
     for lv in levels_:
         subs = " ".join(_zq(f"{n}:{h}") for n, h in lv.subs)
         opts = " ".join(_zq(f"{f}:{o.help}") for o in lv.options for f in o.flags)
-        valued = " ".join(f for o in lv.options if o.valued for f in o.flags)
-        files = " ".join(f for o in lv.options if o.files for f in o.flags)
-        lines.append(f'        ("{" ".join(lv.path)}") subs=({subs}); opts=({opts}); valued=({valued}); '
-                     f'files=({files}); extra=({" ".join(lv.words)}) ;;')
+        lines.append(f'        ("{" ".join(lv.path)}") subs=({subs}); opts=({opts}); valued=({_flags(lv, "valued")}); '
+                     f'files=({_flags(lv, "files")}); extra=({" ".join(lv.words)}) ;;')
     choices = "\n".join(f'        ("{p}|{f}") print -r -- "{c}" ;;' for p, f, c in _choices(levels_))
     return ZSH % {"spec": "\n".join(lines), "choices": choices}
 
@@ -353,7 +351,7 @@ def fish_script(levels_: list[Level]) -> str:
     for lv in levels_:
         p = " ".join(lv.path)
         subs = " ".join(n for n, _ in lv.subs)
-        valued = " ".join(f for o in lv.options if o.valued for f in o.flags)
+        valued = _flags(lv, "valued")
         spec.append(f"        case {_fq(p)}\n"
                     f"            switch $what\n"
                     f"                case subs\n                    string split ' ' -- {_fq(subs)}\n"

@@ -15,6 +15,7 @@ from textual.containers import Horizontal
 from textual.widgets import Checkbox, Input, Label
 
 from store.actions import ParkParams, ResumeParams
+from store.actions.park import PARK_NODE_NOW, USE_NOW
 
 from ..host import ConsoleHost
 from ..text import safe_line
@@ -50,8 +51,8 @@ NOW_BOX = "stop running work now"  # the dialog's name for --now (its checkbox)
 
 def dialog_words(text: str) -> str:
     """The store's refusals and warnings name the CLI's flags; here they are boxes to tick."""
-    return (text.replace("park it with --node KEY --now", f'select it, tick "only node" and "{NOW_BOX}"')
-            .replace("use --now", f'tick "{NOW_BOX}"'))
+    return (text.replace(PARK_NODE_NOW, f'select it, tick "only node" and "{NOW_BOX}"')
+            .replace(USE_NOW, f'tick "{NOW_BOX}"'))
 
 
 @dialog_for(ParkParams)

@@ -32,7 +32,7 @@ from store.errors import WardenError
 
 from ..dialogs.memory import DECISION_DIALOGS
 from ..glyphs import READ_ONLY_NOTICE, age_label
-from ..mind_view import SECTIONS, MindRow, memory_line, mind_rows
+from ..mind_view import MEMORY_STYLES, SECTIONS, MindRow, memory_line, mind_rows
 from ..text import safe_line
 from ..widgets import Column, InfoLine, RowList
 from ..widgets.rowlist import Cell
@@ -68,12 +68,26 @@ class MindSource:
 
 
 class _ReadScreen(ListScreen):
-    """A list screen that reads its data in a thread worker and reads again when asked."""
+    """A list screen (its rows, the selection's full text, the info line) that reads its data in a
+    thread worker and reads again when asked."""
 
     read_key = ""
+    columns: list[Column] = []
+    source: Any = None
+    loaded = False  # the first read arrived
 
     def compose_body(self) -> Iterable[Widget]:
-        raise NotImplementedError
+        yield RowList(self.source, self.columns, id=self.list_id)
+        yield Static(Text(""), markup=False, id="mind-detail")
+        yield InfoLine(id="info")
+
+    def on_mount(self) -> None:
+        self.row_list.reset()
+        self.update_info()
+        self.reload()
+
+    def on_row_list_highlighted(self) -> None:
+        self.update_info()
 
     def read(self, ledger: Any) -> Any:
         raise NotImplementedError
@@ -112,6 +126,7 @@ class MindScreen(_ReadScreen):
     """A task's mind (see the module's docstring)."""
 
     list_id = "mind"
+    columns = MIND_COLUMNS
     BINDINGS = [
         Binding("escape", "back", "Back", id="back"),
         Binding("m", "back", "Close", show=False),
@@ -126,17 +141,6 @@ class MindScreen(_ReadScreen):
         self.header = f"mind of task {safe_line(task_id)}"
         self.source = MindSource()
         self.mind: Any = None
-        self.loaded = False
-
-    def compose_body(self) -> Iterable[Widget]:
-        yield RowList(self.source, MIND_COLUMNS, id="mind")
-        yield Static(Text(""), markup=False, id="mind-detail")
-        yield InfoLine(id="info")
-
-    def on_mount(self) -> None:
-        self.row_list.reset()
-        self.update_info()
-        self.reload()
 
     def read(self, ledger: Any) -> Any:
         return ledger.mind(self.task_id)
@@ -179,9 +183,6 @@ class MindScreen(_ReadScreen):
                 self.row_list.cursor = n
                 return
 
-    def on_row_list_highlighted(self) -> None:
-        self.update_info()
-
     def update_info(self) -> None:
         detail = self.query_one("#mind-detail", Static)
         info = Text(no_wrap=True, overflow="ellipsis")
@@ -211,7 +212,7 @@ class MemorySource:
 
     def row_cells(self, i: int) -> list[Cell]:
         m = self.items[i]
-        style = {"pending": "warn", "confirmed": "ok", "rejected": "dim"}.get(m.status, "")
+        style = MEMORY_STYLES.get(m.status, "")
         scope = f"kind {m.kind}" if m.scope == "kind" else "workflow"
         return [
             (f"#{safe_line(m.id)}", "dim"), (safe_line(m.status, limit=10), style), (safe_line(scope, limit=40), "dim"),
@@ -226,6 +227,7 @@ class MemoryInboxScreen(_ReadScreen):
     header = "memory inbox"
     list_id = "memories"
     read_key = "memories"
+    columns = MEMORY_COLUMNS
     BINDINGS = [
         Binding("escape", "back", "Back", id="back"),
         Binding("M", "back", "Close", show=False),
@@ -236,17 +238,6 @@ class MemoryInboxScreen(_ReadScreen):
     def __init__(self) -> None:
         super().__init__()
         self.source = MemorySource(lambda: self.wapp.now())
-        self.loaded = False
-
-    def compose_body(self) -> Iterable[Widget]:
-        yield RowList(self.source, MEMORY_COLUMNS, id="memories")
-        yield Static(Text(""), markup=False, id="mind-detail")
-        yield InfoLine(id="info")
-
-    def on_mount(self) -> None:
-        self.row_list.reset()
-        self.update_info()
-        self.reload()
 
     def read(self, ledger: Any) -> Any:
         found = ledger.memories()
@@ -287,9 +278,6 @@ class MemoryInboxScreen(_ReadScreen):
             self.wapp.notify("no memory selected", severity="warning")
             return
         self.wapp.push_screen(DECISION_DIALOGS[decision](m.task_id, m.id), lambda _done: self.reload())
-
-    def on_row_list_highlighted(self) -> None:
-        self.update_info()
 
     def update_info(self) -> None:
         detail = self.query_one("#mind-detail", Static)

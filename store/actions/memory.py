@@ -29,6 +29,7 @@ from .changes import ApplyTx, Outcome
 from .plan import Plan
 
 _AFTER = {"confirm": "confirmed", "reject": "rejected"}
+_REASON = Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded)")
 
 
 class MemoryRow(NamedTuple):
@@ -108,7 +109,7 @@ class ConfirmMemoryParams(MemoryDecision):
     title = "Confirm memory"
     cli = Command("confirm a memory an agent proposed: later claims of its kind / workflow are handed it", (
         Flag("memory", "memory_id", metavar="ID", help="the memory's id (warden memory --pending lists them)"),
-        Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded)"),
+        _REASON,
     ), name="confirm", parent="memory", examples=("warden memory confirm 3 --reason 'matches the runbook'",))
 
 
@@ -119,7 +120,7 @@ class RejectMemoryParams(MemoryDecision):
     title = "Reject memory"
     cli = Command("reject a proposed memory, or retract a confirmed one", (
         Flag("memory", "memory_id", metavar="ID", help="the memory's id (warden memory lists them)"),
-        Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded)"),
+        _REASON,
     ), name="reject", parent="memory", examples=("warden memory reject 3 --reason 'true only for the old API'",))
 
 

@@ -27,6 +27,11 @@ from .action import Action, Command, Flag, Key
 from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
 from .plan import Plan
 
+# How a refusal or warning names the way out, in the CLI's words; the park dialog says the same with
+# its checkboxes (console/dialogs/park.py dialog_words replaces exactly these).
+USE_NOW = "use --now"
+PARK_NODE_NOW = "park it with --node KEY --now"
+
 
 @dataclass(frozen=True)
 class ParkParams(Action):
@@ -91,7 +96,7 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
             if task.status == "completed":
                 raise Refused(f"task {task_id} is completed: nothing to park")
             if n.status == "running" and not now:
-                raise Refused(f"node {node} is running: use --now to stop it (its lease is revoked)")
+                raise Refused(f"node {node} is running: {USE_NOW} to stop it (its lease is revoked)")
             if n.status == "parked":
                 raise Refused(f"node {node} is already parked")
             if n.status not in ("pending", "blocked", "running"):
@@ -102,7 +107,7 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
             return pl.make_plan(core, params, task, node, reason, [n], {n.key: (n.status, "parked")},
                                 warnings=warnings)
         if task.status == "parked":
-            raise Refused(f"task {task_id} is already parked (to stop a running node: park it with --node KEY --now)")
+            raise Refused(f"task {task_id} is already parked (to stop a running node: {PARK_NODE_NOW})")
         if task.status in ("completed", "failed"):
             raise Refused(f"task {task_id} is {task.status}: nothing runs, nothing to park")
         nodes = pl.all_nodes(core, task_id)
@@ -113,7 +118,7 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
             changes = {n.key: ("running", "parked") for n in running}
         elif running:
             warnings.append(f"{len(running)} running node(s) keep their leases and may finish their current step: "
-                            f"{pl.names([n.key for n in running])} (use --now to stop them)")
+                            f"{pl.names([n.key for n in running])} ({USE_NOW} to stop them)")
         kept = [n.key for n in nodes if n.key not in changes]
         # Every unfinished node's version: a claim (or any change) after the preview makes it stale.
         unfinished = [n for n in nodes if n.status not in pl.FINISHED]

@@ -23,7 +23,7 @@ lease is never extended and every write is refused (``fenced.fence``).
 from __future__ import annotations
 
 import secrets
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from .. import budget as budget_mod
 from .. import checkpoints
@@ -78,12 +78,7 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
     for _ in range(CLAIM_ROUNDS):
         result = _claim_round(core, task_id, worker, float(lease_s), kinds, key, version, step)
         if isinstance(result, _Judge):  # a node to settle in its own transaction first, then go again
-            if result.why == "unsafe":
-                unsafe.fail_unsafe(core, result.task_id, result.node_id, worker)
-            elif result.why == "removed":  # removed by a replan: abandoned, not reclaimed (store/mind/replan.py)
-                replan.end_removed(core, result.task_id, result.node_id, worker)
-            else:
-                _fail_over_claimed(core, result.task_id, result.node_id, worker)
+            _SETTLE[result.why](core, result.task_id, result.node_id, worker)
             continue
         return result
     return None
@@ -135,12 +130,11 @@ def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str, now: 
     that took 1.6-2.8 s on PostgreSQL (three round trips a task) and held SQLite's write lock
     120-200 ms (issue 29, a fleet of 500 tasks). Budgets and admission are still judged task by
     task (``_claim_round``) on these candidates only."""
-    ver = " AND t.workflow_version = ?"
     kind = f" AND n.kind IN ({sql.marks(len(kinds))})" if kinds else ""
     kind_params = list(kinds) if kinds else []
     ids = [r[0] for r in sql.fetch_all(
         core.db,
-        f"SELECT t.task_id FROM task t WHERE t.status = 'active'{ver} AND ("
+        "SELECT t.task_id FROM task t WHERE t.status = 'active' AND t.workflow_version = ? AND ("
         f"EXISTS (SELECT 1 FROM node n WHERE n.task_id = t.task_id AND n.status = 'running' AND n.lease_until <= ?{kind}) "
         f"OR EXISTS (SELECT 1 FROM node n WHERE n.task_id = t.task_id AND n.status = 'pending'{kind} "
         "AND (n.next_retry_at IS NULL OR n.next_retry_at <= ?) "
@@ -186,15 +180,25 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
                 row = _find_claimable(core, tid, now, gate in ("hard", "stop"), kinds, key, worker, fit)
             if row is None:
                 continue
-            if row.status == "running" and row.removed_in is not None:
-                return _Judge("removed", tid, row.id)
-            if row.status == "running" and unsafe.unsafe_to_reclaim(core, row):
-                return _Judge("unsafe", tid, row.id)
-            limit = row.max_claims if row.max_claims is not None else task.max_claims
-            if limit is not None and row.claim_count >= limit:
-                return _Judge("max_claims", tid, row.id)
+            why = _not_handed_out(core, task, row)
+            if why is not None:
+                return _Judge(why, tid, row.id)
             return _take(core, task, row, worker, lease_s, now, gate, max_step_s)
         return None
+
+
+def _not_handed_out(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> str | None:
+    """Why a claimable node must be settled instead of handed out (a :data:`_SETTLE` key), or None:
+    expired after a replan removed it, expired with work that cannot safely run twice, or over
+    its ``max_claims``."""
+    if row.status == "running" and row.removed_in is not None:
+        return "removed"
+    if row.status == "running" and unsafe.unsafe_to_reclaim(core, row):
+        return "unsafe"
+    limit = row.max_claims if row.max_claims is not None else task.max_claims
+    if limit is not None and row.claim_count >= limit:
+        return "max_claims"
+    return None
 
 
 def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool,
@@ -272,6 +276,15 @@ def _fail_over_claimed(core: LedgerCore, task_id: str, node_id: int, worker: str
         core.journal(task.task_id, row.key, "system", "node.failed", worker,
                      f"{row.key} failed: max claims reached", {"error": err, "max_claims": limit})
         core.maybe_fail_task(task.task_id, now)
+
+
+# How each node a claim round will not hand out is settled, in its own write transaction (the task
+# row before the node's: a claim holds only KEY SHARE on the task, and settling may fail the task).
+_SETTLE: dict[str, Callable[[LedgerCore, str, int, str], object]] = {
+    "removed": replan.end_removed,  # abandoned, not reclaimed (store/mind/replan.py)
+    "unsafe": unsafe.fail_unsafe,  # failed, a human asked (store/ledger/unsafe.py)
+    "max_claims": _fail_over_claimed,
+}
 
 
 def _take(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, lease_s: float,

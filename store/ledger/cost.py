@@ -85,8 +85,10 @@ def park_successors(core: LedgerCore, row: NodeRecord, j: rule.Judgement, now: f
     their keys."""
     found = sql.fetch_all(core.db, "SELECT n.id, n.key FROM edge e JOIN node n ON n.id = e.dst_id WHERE e.src_id = ? "
                                    "AND n.status = 'pending' ORDER BY n.position", [row.id])
-    reason = f"cost density: {j.evidence(row.key)}; resume to run it"
-    for node_id, _key in found:
-        core.update_node(node_id, dict(status="parked", parked_at=now, park_reason=reason[:2000], park_until=None,
-                                       wake_on=None, version=Inc(1)))
+    if found:
+        reason = f"cost density: {j.evidence(row.key)}; resume to run it"
+        sets, values = sql.set_clause(dict(status="parked", parked_at=now, park_reason=reason[:2000], park_until=None,
+                                           wake_on=None, version=Inc(1)))
+        seed, param = sql.id_array(core.db, [i for i, _k in found])
+        sql.execute(core.db, f"UPDATE node SET {sets} WHERE id IN ({seed})", [*values, param])
     return [k for _i, k in found]

@@ -22,7 +22,7 @@ failed and writes nothing. Reads never judge (``warden status`` shows the ``orph
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, Sequence
 
 from .. import sql
 from ..clock import iso
@@ -80,19 +80,20 @@ def advice(retryable: bool, effects: Sequence[Mapping[str, Any]]) -> dict[str, s
 
 
 @retry_write
-def fail_unsafe(core: LedgerCore, task_id: str, node_id: int, noticed_by: str) -> bool:
+def fail_unsafe(core: LedgerCore, task_id: str, node_id: int, noticed_by: str) -> tuple[str, str, str] | None:
     """Fail an expired node whose work cannot safely run twice and ask a human, in its own write
-    transaction (task row, then the node row). False when it no longer applies (taken, finished,
-    renewed, or judged by somebody else first): nothing is written then."""
+    transaction (task row, then the node row); returns what it asked: (node key, handoff id, why).
+    None when it no longer applies (taken, finished, renewed, or judged by somebody else first):
+    nothing is written then."""
     with write_tx(core.db):
         now = core.now()
         task = core.task_record(task_id, lock="update")
         row = core.node_record_by_id(node_id, lock=" FOR NO KEY UPDATE")
         if row is None or row.status != "running" or row.lease_until is None or row.lease_until > now:
-            return False
+            return None
         effects = unconfirmed_effects(core, node_id)
         if row.retryable and not effects:
-            return False
+            return None
         key = row.key
         owner = row.lease_owner or "(unknown)"
         said = advice(bool(row.retryable), effects)
@@ -133,7 +134,7 @@ def fail_unsafe(core: LedgerCore, task_id: str, node_id: int, noticed_by: str) -
                      {"handoff": str(hid), "kind": "exception", "options": [RERUN, LEAVE_FAILED],
                       "recommendation": None}, at=now)
         core.maybe_fail_task(task_id, now)
-        return True
+        return key, str(hid), why
 
 
 def expired_unsafe(core: LedgerCore, task_ids: Sequence[str] | None, now: float) -> list[tuple[str, int]]:
@@ -159,19 +160,8 @@ def check_expired(core: LedgerCore, task_ids: Sequence[str] | None, actor: str) 
         return []
     out = []
     for task_id, node_id in expired_unsafe(core, task_ids, core.now()):
-        if fail_unsafe(core, task_id, node_id, actor):
-            asked = sql.fetch_row(core.db, _Asked, "SELECT n.key, h.id, h.context FROM node n JOIN handoff h ON "
-                                                   "h.node_id = n.id WHERE n.id = ? AND h.status = 'open' "
-                                                   "ORDER BY h.id DESC LIMIT 1", [node_id])
-            if asked is not None:
-                why = asked.context.get("why") if isinstance(asked.context, dict) else None
-                out.append({"task_id": task_id, "node": asked.key, "handoff": str(asked.id), "why": why})
+        asked = fail_unsafe(core, task_id, node_id, actor)
+        if asked is not None:
+            key, handoff, why = asked
+            out.append({"task_id": task_id, "node": key, "handoff": handoff, "why": why})
     return out
-
-
-class _Asked(NamedTuple):
-    """The question a judged node asks (its open handoff)."""
-
-    key: str
-    id: int
-    context: Any

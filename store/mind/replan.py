@@ -45,7 +45,7 @@ from ..db import read_tx, retry_write, write_tx
 from ..errors import NotFound, Refused
 from ..ledger import pause
 from ..ledger.build import add_nodes_tx
-from ..ledger.core import TASK_LOCKS, UNFINISHED_SQL, LedgerCore
+from ..ledger.core import NODE_COLUMNS, TASK_LOCKS, UNFINISHED_SQL, LedgerCore
 from ..models import dumps
 from ..sql import Inc
 from ..tables import NodeRecord, TaskRecord
@@ -160,12 +160,18 @@ def _removals(core: LedgerCore, task_id: str, keys: list[str], narrow: Mapping[s
         if dropped and len(dropped) >= state.requirements:
             raise Refused("narrow would drop every requirement the task has left: abort the task instead")
         gone = set(dropped)
-        for key, serves in sql.fetch_all(core.db, f"SELECT key, serves FROM node WHERE task_id = ? AND status IN "
-                                                  f"{UNFINISHED_SQL} AND serves IS NOT NULL ORDER BY position",
-                                         [task_id]):
+        serving_only_gone: list[tuple[str, int]] = []  # (key, id), in plan order
+        for node_id, key, serves in sql.fetch_all(core.db, f"SELECT id, key, serves FROM node WHERE task_id = ? AND "
+                                                           f"status IN {UNFINISHED_SQL} AND serves IS NOT NULL "
+                                                           "ORDER BY position", [task_id]):
             ids = set(sql.json_value(serves) or ())
             if ids and ids <= gone and key not in rows:
-                rows[key] = core.node_record(task_id, key)
+                serving_only_gone.append((key, int(node_id)))
+        found: dict[int, NodeRecord] = {}
+        for chunk in sql.chunks([i for _, i in serving_only_gone]):
+            found.update((r.id, r) for r in sql.fetch_rows(
+                core.db, NodeRecord, f"SELECT {NODE_COLUMNS} FROM node WHERE id IN ({sql.marks(len(chunk))})", chunk))
+        rows.update((key, found[i]) for key, i in serving_only_gone)
     return list(rows.values()), dropped
 
 
@@ -293,8 +299,8 @@ def _reorder(core: LedgerCore, task_id: str, listed: list[int]) -> list[str]:
                 heapq.heappush(heap, (key(c), c))
     slots = sorted(p for _, p, _ in nodes.values())
     moved = [(nid, pos) for nid, pos in zip(order, slots) if nodes[nid][1] != pos]
-    for nid, pos in moved:
-        sql.execute(core.db, "UPDATE node SET position = ? WHERE id = ?", [pos, nid])
+    if moved:
+        sql.execute_many(core.db, "UPDATE node SET position = ? WHERE id = ?", [(pos, nid) for nid, pos in moved])
     return [nodes[nid][0] for nid, _ in moved if nid in rank]
 
 

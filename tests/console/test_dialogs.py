@@ -567,3 +567,26 @@ async def test_the_palette_respects_read_only(lp, console_applies):
         assert [n.message for n in app._notifications] == [READ_ONLY_NOTICE] * 3
         await settle(pilot)
         assert console_applies == [] and state(lp, "report-001") == before
+
+
+def test_park_refusals_and_warnings_name_the_dialogs_boxes_not_cli_flags(tmp_path: Path) -> None:
+    """Every way the store says "--now" reaches the park dialog as its checkbox: a store wording that
+    drifted from the phrases the dialog replaces would leave a flag the dialog does not have."""
+    from console.dialogs.park import NOW_BOX, dialog_words
+    from store import Refused
+
+    led = Ledger.open(str(tmp_path / "l.db"), clock=ManualClock(T0))
+    led.create_task("t")
+    led.add_node("t", "a")
+    led.claim("t", "w")
+    said = [*led.plan_park("t", reason="r").warnings]  # a running node keeps its lease
+    for call in (lambda: led.plan_park("t", reason="r", node="a"),  # a running node needs --now
+                 lambda: (led.apply(led.plan_park("t", reason="r"), operator="op"),
+                          led.plan_park("t", reason="r"))):  # already parked
+        with pytest.raises(Refused) as e:
+            call()
+        said.append(str(e.value))
+    led.close()
+    assert len(said) == 3
+    for text in said:
+        assert "--now" in text and "--now" not in dialog_words(text) and NOW_BOX in dialog_words(text)
