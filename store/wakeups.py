@@ -164,13 +164,13 @@ class Wakeups:
         wait = PG_RECONNECT_S[0]
         # A LISTEN connection that just dropped is not yet an outage (pg_terminate_backend, a
         # pooler recycling it): the first reconnect, bounded by PG_PING_TIMEOUT_S, decides.
-        dropped: BaseException | None = None
+        dropped = False
         while not self._stop.is_set():
             conn = None
             listening = False
             try:
                 connect = psycopg.AsyncConnection.connect(dbname=dbname, autocommit=True, **kwargs)
-                if dropped is not None:
+                if dropped:
                     try:
                         conn = await asyncio.wait_for(connect, PG_PING_TIMEOUT_S)
                     except asyncio.TimeoutError:
@@ -179,7 +179,7 @@ class Wakeups:
                     conn = await connect
                 await conn.execute(f"LISTEN {PG_CHANNEL}")
                 listening = True
-                dropped = None
+                dropped = False
                 self.listener_pid = conn.info.backend_pid
                 self.listen_count += 1
                 self._on_watching()
@@ -197,9 +197,7 @@ class Wakeups:
                     if not done:
                         # Said now; the connection is then dropped without waiting on it (cancelling
                         # the query would itself wait for the silent server).
-                        self.outage = (f"the ledger {listen.display} is unreachable (no answer within "
-                                       f"{PG_PING_TIMEOUT_S:g}s); reconnecting — what changes meanwhile is shown "
-                                       "when it is back")
+                        self.outage = _unreachable(listen.display, f"no answer within {PG_PING_TIMEOUT_S:g}s")
                         yield "lost"
                         _abandon(ping, conn)
                         conn = None
@@ -207,12 +205,9 @@ class Wakeups:
                     ping.result()
             except psycopg.Error as e:
                 refused_listen = getattr(e, "sqlstate", None) == READ_ONLY_SQLSTATE and self.listener_pid is None
-                dropped = None
-                if listening and self.outage is None:
-                    dropped = e  # dropped while listening: reconnect at once; said only if that fails
-                elif self.outage is None and not self._stop.is_set() and not refused_listen:
-                    self.outage = (f"the ledger {listen.display} is unreachable ({unreachable_why(e, self.connect_timeout_s)}); "
-                                   "reconnecting — what changes meanwhile is shown when it is back")
+                dropped = listening and self.outage is None  # reconnect at once; said only if that fails
+                if not dropped and self.outage is None and not self._stop.is_set() and not refused_listen:
+                    self.outage = _unreachable(listen.display, unreachable_why(e, self.connect_timeout_s))
                     yield "lost"
                 if refused_listen:
                     # A hot standby (a replica) refuses LISTEN ("during recovery"): no notification will
@@ -229,7 +224,7 @@ class Wakeups:
                         await conn.close()
                     except Exception:
                         pass
-            if dropped is not None:
+            if dropped:
                 continue  # the deciding reconnect, now
             try:  # back off, but stop at once when the feed stops
                 await asyncio.wait_for(self._stop.wait(), wait)
@@ -447,6 +442,11 @@ class Wakeups:
 
 def _nothing() -> None:
     return None
+
+
+def _unreachable(display: str, why: str) -> str:
+    """What ``Wakeups.outage`` says while the LISTEN connection cannot be had."""
+    return f"the ledger {display} is unreachable ({why}); reconnecting — what changes meanwhile is shown when it is back"
 
 
 def _abandon(ping: "asyncio.Future[Any]", conn: Any) -> None:
