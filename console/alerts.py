@@ -26,6 +26,10 @@ terminal or a process, and is unit-tested as such. Its rules:
 * **The bell rings at most once every** ``BELL_EVERY_S`` (10 s), and a notification shows at most
   that often too (the next one lists what came meanwhile): ten loops starting within a few seconds
   are one ring, two notifications, ten hook runs and a count of ten.
+* **A notification never covers a dialog.** While a dialog (any modal screen: an action's
+  confirmation, the command palette) is open, new alerts wait — the header counts them ("2
+  waiting") — and a notification on screen when a dialog opens is taken down and waits with them;
+  when the dialog closes, one notification lists what waited. The bell and the hook do not wait.
 
 :class:`AlertDesk` is the glue the app holds: it feeds the watch from the app's deltas and
 analysis results and delivers each batch of new alerts — the terminal bell (unless ``--no-bell``;
@@ -39,11 +43,15 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal as signals_mod
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
+
+from textual.screen import ModalScreen
 
 from store.clock import iso
 
@@ -54,6 +62,7 @@ BELL_EVERY_S = 10.0  # the bell rings at most this often (the console's clock)
 REARM_S = 300.0  # a node whose alarm ended alerts again only if it stayed quiet this long (no flicker)
 HOOK_TIMEOUT_S = 10.0  # an --on-alert command still running after this is killed (and reported)
 HOOKS_AT_ONCE = 4  # --on-alert commands running at the same time (a burst of alerts waits its turn)
+HOOK_STDERR_TAIL = 4096  # bytes of a failing hook's stderr kept (its last line is shown); the rest is dropped
 NOTIFY_AT_MOST = 3  # alerts a batch's notification lists; the rest is one "and N more" line
 
 
@@ -220,27 +229,63 @@ def notification(alerts: Sequence[Alert]) -> str:
 def run_hook(argv: Sequence[str], alert: Alert, *, timeout: float = HOOK_TIMEOUT_S) -> str | None:
     """Run ``argv`` (no shell) with the alert as one JSON object (and a newline) on stdin; its
     output is discarded (it must not reach the console's terminal). Returns None when it exited 0,
-    else one line saying what went wrong. Killed, with its process group, after ``timeout``."""
+    else one line saying what went wrong (its stderr's last line). Killed, with its process group,
+    after ``timeout``. Of its stderr only the last ``HOOK_STDERR_TAIL`` bytes are ever held (a hook
+    that floods stderr costs the console no memory: issue 23)."""
     data = (json.dumps(alert.to_json(), ensure_ascii=True) + "\n").encode()
     try:
         proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
     except OSError as e:
         return f"--on-alert {argv[0]}: {e.strerror or type(e).__name__}"
+    deadline = time.monotonic() + timeout
+    assert proc.stdin is not None and proc.stderr is not None
     try:
-        _, err = proc.communicate(data, timeout=timeout)
+        proc.stdin.write(data)  # a few hundred bytes: the pipe takes them whether the hook reads or not
+    except OSError:
+        pass  # it exited, or closed its stdin: its exit status says the rest
+    finally:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    err = _stderr_tail(proc, proc.stderr.fileno(), deadline)
+    proc.stderr.close()
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signals_mod.SIGKILL)
         except (ProcessLookupError, PermissionError):
             proc.kill()
-        proc.communicate()
+        proc.wait()
         return f"--on-alert {argv[0]}: still running after {timeout:g}s, killed"
     if proc.returncode != 0:
         lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
-        last = f": {lines[-1].strip()}" if lines else ""
+        last = f": {safe_line(lines[-1].strip(), limit=200)}" if lines else ""
         return f"--on-alert {argv[0]}: exited {proc.returncode}{last}"
     return None
+
+
+def _stderr_tail(proc: subprocess.Popen[bytes], fd: int, deadline: float) -> bytes:
+    """Read ``fd`` until its end or ``deadline`` (or the hook has exited and nothing more comes: a
+    child of its may hold the pipe), keeping only its last HOOK_STDERR_TAIL bytes."""
+    kept = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return bytes(kept)
+        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+        if not ready:
+            if proc.poll() is not None:
+                return bytes(kept)
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return bytes(kept)
+        kept += chunk
+        if len(kept) > HOOK_STDERR_TAIL:
+            del kept[:-HOOK_STDERR_TAIL]
 
 
 # ---------------------------------------------------------------------- the app's side
@@ -262,10 +307,44 @@ class AlertDesk:
         self._unshown: list[Alert] = []  # alerts raised during a burst, for the next notification
         self._show_armed = False
         self._hook_slots = threading.BoundedSemaphore(HOOKS_AT_ONCE)
+        self._shown: list[Alert] = []  # the batch the last notification showed (taken down by a dialog)
+        self._held = False  # a dialog is open: notifications wait for it to close
+        self._watching = False  # subscribed to the app's screen changes
 
     @property
     def open_count(self) -> int:
         return self.watch.open_count
+
+    @property
+    def waiting(self) -> int:
+        """Alerts whose notification waits for an open dialog to close (the header says so)."""
+        return len(self._unshown) if self._held else 0
+
+    def _dialog_open(self) -> bool:
+        return isinstance(getattr(self.app, "screen", None), ModalScreen)
+
+    def _watch_screens(self) -> None:
+        """Subscribe once to the app's screen changes (a dialog opening or closing), when it runs."""
+        if self._watching or not getattr(self.app, "is_running", False):
+            return
+        self._watching = True
+        self.app.screen_change_signal.subscribe(self.app, self._screen_changed)
+
+    def _screen_changed(self, screen: Any) -> None:
+        if isinstance(screen, ModalScreen):
+            if self._shown and self._shown_at is not None and self.app.now() - self._shown_at < BELL_EVERY_S:
+                # the notification on screen would cover the dialog: take it down, show it afterwards
+                self.app.clear_notifications()
+                self._unshown = self._shown + [a for a in self._unshown if a not in self._shown]
+                self._shown = []
+            if self._unshown and not self._held:
+                self._held = True
+                self.app.alerts_changed()
+        elif self._held:
+            self._held = False
+            self._shown_at = None  # what waited is shown now, not after the rate limit
+            self._show()
+            self.app.alerts_changed()
 
     def took(self, pending: Any) -> None:
         """A delta the app just applied (``console.follow.Pending``)."""
@@ -303,6 +382,7 @@ class AlertDesk:
         self._deliver([], before)
 
     def _deliver(self, new: list[Alert], before: int) -> None:
+        self._watch_screens()
         if new:
             self.delivered.extend(new)
             now = self.app.now()
@@ -325,11 +405,18 @@ class AlertDesk:
             self.app.alerts_changed()
 
     def _show(self) -> None:
-        """One notification for what is not shown yet (at most one every ``BELL_EVERY_S``)."""
+        """One notification for what is not shown yet (at most one every ``BELL_EVERY_S``), unless
+        a dialog is open: then it waits for the dialog to close (:meth:`_screen_changed`)."""
         self._show_armed = False
-        batch, self._unshown = self._unshown, []
-        if not batch:
+        if not self._unshown:
             return
+        if self._dialog_open():
+            if not self._held:
+                self._held = True
+                self.app.alerts_changed()
+            return
+        batch, self._unshown = self._unshown, []
+        self._shown = batch
         self._shown_at = self.app.now()
         title = f"{MARKS['alert']} {len(batch)} alert{'s' if len(batch) > 1 else ''}"
         self.app.notify(safe(notification(batch)), title=safe_line(title), severity="warning", timeout=BELL_EVERY_S,

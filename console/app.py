@@ -26,6 +26,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
+from store.db import CONNECT_TIMEOUT_S
 from store.errors import WardenError
 from store.feed import FALLBACK_POLL_S, Feed
 
@@ -40,11 +41,13 @@ from .follow import LedgerFollower
 from .glyphs import ascii_on
 from .hub import FeedHub, TasksChanged
 from .messages import AnalysisReady, LedgerChanged, LedgerStatus
+from .plainterm import font_of, plain_driver
 from .screens import LedgerErrorScreen, TaskListScreen
 from .screens.base import WardenScreen
 from .text import safe_line
 from .tasklist import TaskListModel
 from .typeahead import TypeAheadApp
+from .widgets.statusbar import RECONNECTED_SHOWN_S
 
 SWITCH_INTERVAL_S = 0.001  # how long a busy worker thread may keep the interpreter from the UI thread
 WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
@@ -82,6 +85,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         analysis: bool = True,
         bell: bool = True,
         on_alert: Sequence[str] | None = None,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
     ) -> None:
         super().__init__()
         self.ledger_target = ledger_target
@@ -93,7 +97,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.clock = clock or time.time
         self.analysis_enabled = analysis
         self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s,
-                         application_name="warden-console")
+                         application_name="warden-console", connect_timeout_s=connect_timeout_s)
         self.follower = LedgerFollower(self.feed)  # the feed side: cursor, watches, pending delta
         self.hub = FeedHub(self, self.follower, self.now)  # the shared models and the screens' signals
         self.failed: str | None = None
@@ -129,9 +133,19 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         return self.hub.unavailable
 
     @property
+    def reconnected_at(self) -> float | None:
+        """When (``time.monotonic()``) the ledger came back after an outage, or None."""
+        return self.hub.reconnected_at
+
+    @property
     def open_alerts(self) -> int:
         """Alerts the operator has not seen yet (the header counts them)."""
         return self.alerts.open_count
+
+    @property
+    def waiting_alerts(self) -> int:
+        """Alerts held back while a dialog is open (console/alerts.py; the header counts them)."""
+        return self.alerts.waiting
 
     @property
     def live(self) -> bool:
@@ -196,7 +210,10 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
             self.analyst.graph.delta(p.events, p.nodes)  # the open graph's incremental analysis
         if any(e.kind == "node.committed" for e in p.events):
             self.analyst.forget_history()  # a duration was added: the estimates re-read them
+        was_unavailable = self.hub.unavailable
         first = self.hub.apply(p)
+        if was_unavailable and self.hub.unavailable is None:  # the header says "reconnected" for a while
+            self.set_timer(RECONNECTED_SHOWN_S + 0.05, lambda: self.hub.status_changed.publish(None))
         if p.all_tasks is not None:
             self.follower.analysis_dirty.update(t.task_id for t in p.all_tasks)
             if first and self.analysis_enabled:
@@ -271,19 +288,21 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
 
 def console_app(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
                 project: str | None = None, records: str | None = None, bell: bool = True,
-                on_alert: Sequence[str] | None = None) -> WardenApp:
+                on_alert: Sequence[str] | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> WardenApp:
     """The app exactly as `warden console` runs it (the benchmark drives this one)."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)  # the UI thread waits at most this for the interpreter
     return WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records,
-                     bell=bell, on_alert=on_alert)
+                     bell=bell, on_alert=on_alert, connect_timeout_s=connect_timeout_s)
 
 
 def run_console(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
                 project: str | None = None, records: str | None = None, bell: bool = True,
-                on_alert: Sequence[str] | None = None) -> int:
+                on_alert: Sequence[str] | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> int:
     """`warden console`: run the app; exit 4 when the ledger could not be opened."""
     app = console_app(ledger=ledger, runs=runs, read_only=read_only, operator=operator, project=project,
-                      records=records, bell=bell, on_alert=on_alert)
+                      records=records, bell=bell, on_alert=on_alert, connect_timeout_s=connect_timeout_s)
+    if ascii_on():  # a plain terminal: only what its font draws reaches it (console/plainterm.py)
+        app.driver_class = plain_driver(app.driver_class, font_of())
     app.run()
     if app.failed:  # the ledger could not be opened: exit 4, "ledger unavailable" (console/cli/errors.py)
         print(f"warden: {safe_line(app.failed)}", file=sys.stderr)

@@ -79,28 +79,25 @@ class Navigation:
     def action_runs(self) -> None:
         self._push_once(RunsScreen, RunsScreen)
 
-    def action_report(self) -> None:
-        """o: the selected task's report (what it leaves behind; console/screens/report.py)."""
+    def _push_for_task(self, kind: type, name: str) -> None:
+        """Open ``kind(task)`` on the selected task of the screen on top (once), or say there is none."""
         screen = self.screen
-        if isinstance(screen, TaskReportScreen):
+        if isinstance(screen, kind):
             return
         task = screen.selected_task() if isinstance(screen, WardenScreen) else None
         if not task:
-            self.notify("report: select a task first", severity="warning")
+            self.notify(safe_line(f"{name}: select a task first"), severity="warning", markup=False)
             return
-        self.push_screen(TaskReportScreen(task))
+        self.push_screen(kind(task))
+
+    def action_report(self) -> None:
+        """o: the selected task's report (what it leaves behind; console/screens/report.py)."""
+        self._push_for_task(TaskReportScreen, "report")
 
     def action_mind(self) -> None:
         """m: the selected task's mind (console/screens/mind.py): requirements, conclusions,
         rejected paths, plan history."""
-        screen = self.screen
-        if isinstance(screen, MindScreen):
-            return
-        task = screen.selected_task() if isinstance(screen, WardenScreen) else None
-        if not task:
-            self.notify("mind: select a task first", severity="warning")
-            return
-        self.push_screen(MindScreen(task))
+        self._push_for_task(MindScreen, "mind")
 
     def action_memories(self) -> None:
         """M: the memory inbox — memories agents proposed, to confirm or reject."""

@@ -84,7 +84,7 @@ class Step:
 def delivered_by(reasons: set[str]) -> str:
     """Which path brought a read: a notification (``change``), a follow-up check that saw a commit
     land after its last file event (``settle``), the feed starting (``start``), only the fallback
-    poll (``poll``), or none of the feed's wake-ups (``other``: a request, the task-row refresh)."""
+    poll (``poll``), or none of the feed's wake-ups (``other``: a screen's request)."""
     for r in ("change", "settle", "start", "poll"):
         if r in reasons:
             return r
@@ -171,6 +171,9 @@ class LedgerFollower:
 
         async def pump() -> None:
             async for reason in feed.wakeups():
+                if reason == "lost":  # PostgreSQL went away: say so now, not after a read's retries
+                    self._status(feed.outage or "the ledger is unreachable; reconnecting")
+                    continue  # nothing to read until it is back ("change" says so)
                 self.woken.add(reason)
                 kick.set()
 

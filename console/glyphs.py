@@ -18,8 +18,11 @@ TASK_GLYPHS = {"active": "▶", "parked": "⏸", "completed": "✔", "failed": "
 SIGNAL_GLYPH = "⚠"  # (the Unicode mark; what is drawn is MARKS["signal"], ASCII on a plain terminal)
 ALERT_GLYPH = "⚑"
 # Single marks drawn by the console, replaced in place by use_ascii() like the status glyphs.
+# "clock": the budget clock stands still (a task waiting: parked, or on a human) — not "parked"
+# (⏸), which is a status; a parked task shows both, each saying its own thing.
 MARKS = {"signal": SIGNAL_GLYPH, "handoff": "✋", "alert": ALERT_GLYPH, "full": "█", "empty": "░",
-         "spark": "▁▂▃▄▅▆▇█", "dash": "—", "left": "←"}
+         "spark": "▁▂▃▄▅▆▇█", "dash": "—", "left": "←", "clock": "◷", "star": "★", "crumb": "›",
+         "arrow": "→", "more": "…"}
 
 # A terminal that cannot draw those (TERM=linux: the kernel's console font; TERM=dumb, vt100…):
 # a letter or sign each, still glyph + word ("+ succeeded"), so nothing relies on the glyph alone.
@@ -27,9 +30,21 @@ ASCII_NODE_GLYPHS = {"pending": "o", "running": ">", "blocked": "H", "parked": "
                      "failed": "x", "abandoned": "-"}
 ASCII_TASK_GLYPHS = {"active": ">", "parked": "=", "completed": "+", "failed": "x", "aborted": "-"}
 ASCII_MARKS = {"signal": "!", "handoff": "H", "alert": "*", "full": "#", "empty": ".", "spark": "_.-=+*#@",
-               "dash": "-", "left": "<-"}
+               "dash": "-", "left": "<-", "clock": "@", "star": "*", "crumb": ">", "arrow": "->", "more": "..."}
 ASCII_TERMS = ("dumb", "linux", "vt100", "vt102", "vt220", "ansi", "cons25")
-READ_ONLY_NOTICE = "read-only (opened with --read-only): actions are disabled"
+SERVED_ENV = "WARDEN_SERVED"  # set by `warden serve` for the consoles it runs (console/serve/server.py)
+
+
+def read_only_notice(environ: Mapping[str, str] | None = None) -> str:
+    """What an action key says on a read-only console: how it was made read-only, so how to act —
+    in the browser, the server decides (``warden serve --allow-actions``), not ``--read-only``."""
+    env = os.environ if environ is None else environ
+    if env.get(SERVED_ENV):
+        return "read-only in the browser: actions are disabled (the server runs without --allow-actions)"
+    return "read-only (opened with --read-only): actions are disabled"
+
+
+READ_ONLY_NOTICE = read_only_notice()  # a served console has SERVED_ENV from its start
 
 
 def ascii_terminal(environ: Mapping[str, str] | None = None) -> bool:
@@ -117,14 +132,14 @@ def budget_label(budget: Mapping[str, Any] | None) -> str:
 
 
 def pause_label(budget: Mapping[str, Any] | None) -> str:
-    """"⏸ budget clock paused since 2027-01-15T08:00Z (parked)" while the task waits, else ""."""
+    """"◷ budget clock paused since 2027-01-15T08:00Z (parked)" while the task waits, else ""."""
     if not budget or not budget.get("paused_since"):
         return ""
     since = str(budget["paused_since"])
     since = since[:16] + "Z" if len(since) >= 16 else since  # to the minute
     why = {"parked": "parked", "handoff": "waiting on a human", "parked node": "a node is parked"}.get(
         str(budget.get("paused_for")), str(budget.get("paused_for") or "waiting"))
-    return f"{TASK_GLYPHS['parked']} budget clock paused since {since} ({why})"
+    return f"{MARKS['clock']} budget clock paused since {since} ({why})"
 
 
 def signals_label(signals: Sequence[Mapping[str, Any]] | None) -> str:

@@ -27,6 +27,7 @@ threads what is watched, and :meth:`FeedHub.apply` runs on the UI thread.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
@@ -110,6 +111,7 @@ class FeedHub:
         self.events = EventLogModel()
         self.loaded = False  # the first delta (every task, the journal's tail) is applied
         self.unavailable: str | None = None  # why the ledger cannot be read now (escaped by the app)
+        self.reconnected_at: float | None = None  # time.monotonic() the ledger came back after an outage
         #: the header's facts changed: the ledger's availability, the open alerts
         self.status_changed: Signal[None] = Signal(owner, "status-changed")
         #: the ledger was read afresh (the first load; a replaced file): re-read what you hold
@@ -182,6 +184,8 @@ class FeedHub:
         if p.status is not None and not p.status.fatal:
             error = safe_line(p.status.error) if p.status.error else None
             if error != self.unavailable:
+                if error is None:  # back after an outage: the header says "reconnected" for a while
+                    self.reconnected_at = time.monotonic()
                 self.unavailable = error
                 self.status_changed.publish(None)
         if p.all_tasks is not None:

@@ -33,6 +33,17 @@ def node_mark(key: str, status: str) -> Text:
     return _t(key, 80) + Text(f" {NODE_GLYPHS.get(status, '?')}")
 
 
+def _marks(out: Text, nodes: Sequence[tuple[str, str]], total: int) -> Text:
+    """``out`` and the first ``KEYS_SHOWN`` of ``nodes`` (key, status) marked, ``… N more`` of ``total``."""
+    for i, (key, status) in enumerate(nodes[:KEYS_SHOWN]):
+        if i:
+            out.append(", ")
+        out.append_text(node_mark(key, status))
+    if total > KEYS_SHOWN:
+        out.append(f", … {total - KEYS_SHOWN} more")
+    return out
+
+
 # ---------------------------------------------------------------------- requirements
 def requirement_line(u: RequirementUse) -> Text:
     r = u.requirement
@@ -46,27 +57,13 @@ def requirement_line(u: RequirementUse) -> Text:
 def serving_line(u: RequirementUse) -> Text:
     if not u.total:
         return Text(f"    served by no node {MARKS['dash']} nothing works towards it", style="bold")
-    out = Text(f"    {u.total} node{'s' if u.total != 1 else ''} ({u.done} done): ")
-    for i, (key, status) in enumerate(u.nodes[:KEYS_SHOWN]):
-        if i:
-            out.append(", ")
-        out.append_text(node_mark(key, status))
-    if u.total > KEYS_SHOWN:
-        out.append(f", … {u.total - KEYS_SHOWN} more")
-    return out
+    return _marks(Text(f"    {u.total} node{'s' if u.total != 1 else ''} ({u.done} done): "), u.nodes, u.total)
 
 
 def unserving_line(m: MindView) -> Text:
     if not m.unserving_total:
         return Text("every node serves a requirement", style="dim")
-    out = Text(f"serving no requirement ({m.unserving_total}): ")
-    for i, (key, status) in enumerate(m.unserving[:KEYS_SHOWN]):
-        if i:
-            out.append(", ")
-        out.append_text(node_mark(key, status))
-    if m.unserving_total > KEYS_SHOWN:
-        out.append(f", … {m.unserving_total - KEYS_SHOWN} more")
-    return out
+    return _marks(Text(f"serving no requirement ({m.unserving_total}): "), m.unserving, m.unserving_total)
 
 
 def state_line(m: MindView) -> Text:
@@ -278,6 +275,7 @@ def node_mind_text(nm: Any, now: float) -> Text:
 # ---------------------------------------------------------------------- rows (the Mind screen's list)
 Cell = tuple[str, str]  # (safe text, style name): console/widgets/rowlist.py
 SECTIONS = ("requirements", "constraints", "conclusions", "rejected", "plans", "memories")
+MEMORY_STYLES = {"pending": "warn", "confirmed": "ok", "rejected": "dim"}  # a memory's status, on a row
 
 
 @dataclass(frozen=True)
@@ -358,18 +356,18 @@ def mind_rows(m: MindView, now: float) -> list[MindRow]:
     for p in reversed(m.plans):  # newest first
         headline = plan_head(p, now)
         lines = plan_lines(p)
+        whole = Text("\n").join([headline, *lines])  # every line of a version shows the whole version
         rows.append(MindRow(((f"v{p.version}", "key"), (headline.plain[len(f"v{p.version}"):].strip(), "")), "plans",
-                            detail=Text("\n").join([headline, *lines])))
+                            detail=whole))
         for line in lines:
-            rows.append(MindRow((("", ""), (line.plain.strip(), "dim")), "plans",
-                                detail=Text("\n").join([headline, *lines])))
+            rows.append(MindRow((("", ""), (line.plain.strip(), "dim")), "plans", detail=whole))
     head("memories", f"MEMORIES PROPOSED ({len(m.memories)})", "  · M: the memory inbox")
     for x in m.memories:
-        style = {"pending": "warn", "confirmed": "ok", "rejected": "dim"}.get(x.status, "")
         rows.append(MindRow(((f"#{safe_line(x.id)}", "key"), (f"{x.status:<9} {safe_line(x.text, limit=TEXT_CHARS)}",
-                                                             style)), "memories", detail=memory_line(x, now)))
+                                                             MEMORY_STYLES.get(x.status, ""))),
+                            "memories", detail=memory_line(x, now)))
     return rows
 
 
-__all__ = ["MindRow", "SECTIONS", "entry_line", "mind_rows", "mind_worth_showing", "node_mind_text", "memories_text", "memory_line", "mind_text", "node_mark", "plan_head", "plan_lines",
+__all__ = ["MEMORY_STYLES", "MindRow", "SECTIONS", "entry_line", "mind_rows", "mind_worth_showing", "node_mind_text", "memories_text", "memory_line", "mind_text", "node_mark", "plan_head", "plan_lines",
            "plans_text", "requirement_line", "serving_line", "state_line", "unserving_line"]

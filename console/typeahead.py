@@ -26,7 +26,8 @@ every key read before it has landed.
 
 from __future__ import annotations
 
-from collections import deque
+import bisect
+import itertools
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
 
 from textual import events
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 _THROUGH = "warden_screen"  # the attribute naming the console screen a key came up through
 _REPLAYED = "warden_replayed"  # a taken key the app handles now, as if typed now
+_READ = "warden_read"  # the order in which the app read a key from the terminal
+_reads = itertools.count(1)
 
 
 @runtime_checkable
@@ -82,7 +85,7 @@ class TypeAhead:
 
     def __init__(self, screen: "Screen[Any]", *, taking: bool = False) -> None:
         self.screen = screen
-        self.keys: deque[events.Key] = deque()
+        self.keys: list[tuple[int, events.Key]] = []  # (the order the app read it, the key)
         self.taking = taking  # keys read now are this screen's, applied once it is ready
         self._waits = 0
 
@@ -96,7 +99,10 @@ class TypeAhead:
         """A key typed ahead: kept, in order, until the screen is ready (at once when it is)."""
         event.stop()
         event.prevent_default()
-        self.keys.append(events.Key(event.key, event.character))
+        # In the order the app read them: a key still on its way up through the screen underneath
+        # arrives after keys read later, which the app handed to this screen directly.
+        bisect.insort(self.keys, (getattr(event, _READ, 0), events.Key(event.key, event.character)),
+                      key=lambda k: k[0])
         if not self.taking:
             self.taking = True
             self._apply()
@@ -115,7 +121,7 @@ class TypeAhead:
             if app.screen is not self.screen:  # a key opened a dialog or a screen, or closed this one
                 self._hand_over(app.screen)
                 return
-            event = self.keys.popleft()
+            _, event = self.keys.pop(0)
             if self._into_input(event):
                 continue
             replay = events.Key(event.key, event.character)
@@ -131,12 +137,12 @@ class TypeAhead:
 
     def _hand_over(self, top: object) -> None:
         """The keys left are the screen now on top's (typed before any it took itself)."""
-        keys, self.keys = list(self.keys), deque()
+        keys, self.keys = self.keys, []
         self.taking = False
         if not isinstance(top, TakesKeys):
             return
         other = top.typeahead
-        other.keys.extendleft(reversed(keys))
+        other.keys = sorted(keys + other.keys, key=lambda k: k[0])
         if not other.taking:
             other.taking = True
             other._apply()
@@ -180,6 +186,7 @@ class TypeAheadApp(App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded and not getattr(event, _REPLAYED, False):
+            setattr(event, _READ, next(_reads))
             taker = taker_of(self.screen)
             if taker is not None:
                 taker.take(event)

@@ -11,6 +11,15 @@ opens no modal is reported, not captured).
 
 PNG needs ``rsvg-convert`` (Debian/Ubuntu: ``apt-get install -y librsvg2-bin``); without it only
 the SVGs are written and the script says so.
+
+Two things make the pictures read as the terminal does (:func:`readable_svg`): ``xml:space=
+"preserve"`` — Textual writes each styled run as its own ``<text>`` starting with its spaces
+(``&#160;``), which librsvg otherwise drops, running words together ("no_new_infoalarm",
+"^ppalette", an indented line flush left); and a font stack naming the fonts that hold what Fira
+Code lacks (``✋`` was tofu): DejaVu Sans Mono (``fonts-dejavu-core``) and the fallback subsets
+``warden serve`` ships (console/serve/static/fonts: Noto Sans Symbols 2, Noto Emoji), which
+:func:`to_png` hands to rsvg-convert's fontconfig as TrueType (fontTools, from the ``test`` extra:
+librsvg's cairo lists a WOFF2 font but draws tofu from it).
 """
 
 from __future__ import annotations
@@ -36,6 +45,17 @@ SEED = 7
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 ADVANCE_S = 30.0  # the live agents' simulated seconds before the pictures are taken
 TASK = "maint-billing"
+SERVED_FONTS = ROOT / "console" / "serve" / "static" / "fonts"
+FONT_STACK = 'Fira Code, "DejaVu Sans Mono", "Noto Sans Symbols2", "Noto Emoji", monospace'
+TEXTUAL_STACK = "font-family: Fira Code, monospace;"
+
+
+def readable_svg(svg: str) -> str:
+    """Textual's SVG with its spaces kept by every renderer and a font stack that draws every glyph."""
+    if 'xml:space="preserve"' not in svg:
+        svg = svg.replace("<svg ", '<svg xml:space="preserve" ', 1)
+    return svg.replace(TEXTUAL_STACK, f"font-family: {FONT_STACK};")
+
 MIND_TASK = "perf-audit"  # requirements, conclusions, a replan, a memory proposed (console/demo/mind.py)
 
 
@@ -82,7 +102,7 @@ class Shooter:
         for inp in self.app.screen.query(Input):
             inp.cursor_blink = False
         await self.pilot.pause()
-        svg = self.app.export_screenshot(title=f"warden — {title}")
+        svg = readable_svg(self.app.export_screenshot(title=f"warden — {title}"))
         path = self.out / f"{name}.svg"
         path.write_text(svg, encoding="utf-8")
         self.written.append(path)
@@ -199,6 +219,20 @@ async def take_all(out: Path, size: tuple[int, int]) -> Shooter:
     return s
 
 
+def served_fonts(into: Path) -> None:
+    """The fallback fonts ``warden serve`` ships, as TrueType files in ``into``."""
+    try:
+        from fontTools.ttLib import TTFont
+    except ImportError:
+        print("screenshots: fontTools is missing (pip install 'warden[test]'): ✋ and ⏸ may be tofu in the PNGs",
+              file=sys.stderr)
+        return
+    for woff2 in sorted(SERVED_FONTS.glob("*.woff2")):
+        font = TTFont(str(woff2))
+        font.flavor = None
+        font.save(str(into / woff2.with_suffix(".ttf").name))
+
+
 def to_png(paths: list[Path]) -> list[Path]:
     exe = shutil.which("rsvg-convert")
     if exe is None:
@@ -206,10 +240,17 @@ def to_png(paths: list[Path]) -> list[Path]:
               file=sys.stderr)
         return []
     out = []
-    for svg in paths:
-        png = svg.with_suffix(".png")
-        subprocess.run([exe, "--background-color=#0c0c0c", "-o", str(png), str(svg)], check=True)
-        out.append(png)
+    with tempfile.TemporaryDirectory(prefix="warden-fonts-") as tmp:
+        conf = Path(tmp) / "fonts.conf"  # the system's fonts plus the ones warden serve ships
+        served_fonts(Path(tmp))
+        conf.write_text('<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig>\n'
+                        '  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>\n'
+                        f"  <dir>{tmp}</dir>\n  <cachedir>{tmp}/cache</cachedir>\n</fontconfig>\n")
+        env = dict(os.environ, FONTCONFIG_FILE=str(conf))
+        for svg in paths:
+            png = svg.with_suffix(".png")
+            subprocess.run([exe, "--background-color=#0c0c0c", "-o", str(png), str(svg)], check=True, env=env)
+            out.append(png)
     return out
 
 

@@ -57,6 +57,7 @@ from .signals import (
     Obs,
     Signal,
     Thresholds,
+    density_acted,
     node_signals,
     read_observations,
     sort_signals,
@@ -378,7 +379,7 @@ class TaskAnalysis:
         out = task_signals(self.task, self.handoffs, now, thresholds=self.thresholds, parked_nodes=parked)
         extra = [Signal(*s) for s in round2.extra(self.ledger, self.task, now, self.thresholds)]
         out += extra
-        acted = {s.node for s in extra if s.kind == "cost_density"}  # the ledger's verdict stands in (signals.py)
+        acted = density_acted(extra)
         if self.task.status != "parked":
             if self._norm_stale:
                 self._token_sums()
@@ -391,8 +392,7 @@ class TaskAnalysis:
                 p80 = p80s.get((n.kind, n.est_wall_s))
                 if p80 is None:
                     p80 = p80s[(n.kind, n.est_wall_s)] = kind_p80(self.history, n.kind, n.est_wall_s, self.params)
-                out.extend(s for s in node_signals(self.task_id, n, list(self.obs.get(n.key, ())), now,
-                                                   thresholds=self.thresholds, kind_p80=p80, token_norm=norm,
-                                                   task_status=self.task.status)
-                           if not (s.kind == "cost_density" and n.key in acted))
+                out.extend(node_signals(self.task_id, n, list(self.obs.get(n.key, ())), now,
+                                        thresholds=self.thresholds, kind_p80=p80,
+                                        token_norm=None if n.key in acted else norm, task_status=self.task.status))
         return sort_signals(out)

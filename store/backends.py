@@ -24,6 +24,7 @@ Peewee raised it, for the layers above that handle those.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import sqlite3
@@ -41,6 +42,7 @@ from .text import safe_line
 
 BUSY_TIMEOUT_S = 30.0
 RECONNECT_BUDGET_S = 30.0
+CONNECT_TIMEOUT_S = 10.0  # how long an open waits for a PostgreSQL server it cannot reach
 # SQLSTATEs meaning "this connection is gone" (besides class 08, connection_exception): the
 # server's admin/crash shutdown, "the database system is starting up / shutting down", too many
 # connections (at connect time).
@@ -56,11 +58,18 @@ SQLITE_FULL = 13
 DISK_FULL_BYTES = 64 * 1024  # less free than this beside the ledger: an I/O error there is the full disk
 
 
+def _fs_of(path: str) -> os.statvfs_result | None:
+    """``statvfs`` of the file system ``path`` (a file in its directory) is on, or None."""
+    try:
+        return os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return None
+
+
 def free_space(path: str) -> str:
     """How much room the file system of ``path`` has left, in words (for a message)."""
-    try:
-        st = os.statvfs(os.path.dirname(path) or ".")
-    except OSError:
+    st = _fs_of(path)
+    if st is None:
         return "free space unknown"
     free = st.f_bavail * st.f_frsize
     return f"{free // 1024} KiB free" if free < 10 * 1024 * 1024 else f"{free // (1024 * 1024)} MiB free"
@@ -70,11 +79,8 @@ def disk_full(path: str) -> bool:
     """True when the file system of the ledger ``path`` has (almost) no room left for this user:
     SQLite reports a full disk as SQLITE_FULL, but growing ``-shm`` or creating ``-wal`` on a full
     file system comes back as an I/O error or "unable to open"."""
-    if not path:
-        return False
-    try:
-        st = os.statvfs(os.path.dirname(path) or ".")
-    except OSError:
+    st = _fs_of(path) if path else None
+    if st is None:
         return False
     return st.f_bavail * st.f_frsize < DISK_FULL_BYTES or (st.f_favail == 0 and st.f_files > 0)
 
@@ -196,7 +202,13 @@ class WardenSqlite(pw.SqliteDatabase):
                 self.translate_error(e)  # a full disk says so (creating -wal/-shm fails as an I/O error)
                 raise
             if opened:
-                lockguard.track(self.connection(), self.path)
+                conn = self.connection()
+                lockguard.track(conn, self.path)
+                try:
+                    st = os.stat(self.path)  # (stat opens nothing: no lock is at stake)
+                    conn.inode = (st.st_dev, st.st_ino)
+                except OSError:
+                    pass
         return opened
 
     def close(self) -> bool:
@@ -243,6 +255,28 @@ class WardenSqlite(pw.SqliteDatabase):
         except (pw.OperationalError, pw.DatabaseError, sqlite3.Error) as e:
             self.translate_error(e)
             raise
+        if lock_type and not self.read_only:
+            self._same_file()
+
+    def _same_file(self) -> None:
+        """A write goes only into the file this connection opened under the ledger's name. Renamed,
+        removed or replaced meanwhile (``mv``, a restore by copy), the name's ``-wal``/``-shm`` and
+        the connection's file no longer belong together (howtocorrupt §2.5): refuse, write nothing."""
+        conn = self.connection()
+        was = getattr(conn, "inode", None)
+        if was is None:
+            return
+        try:
+            st = os.stat(self.path)
+            now: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            now = None
+        if now != was:
+            super().rollback()
+            what = "removed or renamed" if now is None else "replaced by another file"
+            raise LedgerUnavailable(
+                f"the ledger {self.display} was {what} while this process had it open: nothing was written; "
+                "open it again by its name (and never move, delete or copy over a ledger in use)")
 
     def commit(self) -> None:
         try:
@@ -264,6 +298,27 @@ class WardenSqlite(pw.SqliteDatabase):
             raise
 
 
+def libpq_timeout(seconds: float) -> str:
+    """libpq's ``connect_timeout`` for ``seconds``: whole seconds, at least 2 (libpq's own floor)."""
+    return str(max(2, math.ceil(seconds)))
+
+
+def unreachable_why(e: BaseException, timeout_s: float) -> str:
+    """Why a PostgreSQL server could not be reached, in words, from the driver's message."""
+    low = " ".join(str(e).split()).lower()
+    if "refused" in low:
+        return "connection refused (is PostgreSQL running there and accepting TCP connections?)"
+    if "translate host name" in low or "name or service not known" in low or "nodename nor servname" in low:
+        return "unknown host name"
+    if "timeout expired" in low or "timed out" in low:
+        return f"no answer within {timeout_s:g}s"
+    if "no route to host" in low or "network is unreachable" in low:
+        return "no route to the host"
+    if "starting up" in low or "shutting down" in low or "recovery mode" in low:
+        return "the server is starting up or shutting down"
+    return one_line(e)
+
+
 class WardenPostgres(pw.PostgresqlDatabase):
     read_only = False
     pooled = False  # through a pooler in transaction mode (``?pool=transaction``): no session state
@@ -271,6 +326,7 @@ class WardenPostgres(pw.PostgresqlDatabase):
     display = ""  # the URL without credentials
     url: str | None = None
     busy_timeout_s: float | None = BUSY_TIMEOUT_S
+    connect_timeout_s: float = CONNECT_TIMEOUT_S
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -341,6 +397,33 @@ class WardenPostgres(pw.PostgresqlDatabase):
         self._outage.since = None
         self._outage.attempt = 0
 
+    def connect_first(self) -> None:
+        """The first connection of an open: a server that cannot be reached (refused, an unknown
+        host, no answer, starting up) is tried again with back-off for ``connect_timeout_s`` in all
+        (each attempt bounded by libpq's ``connect_timeout``), then ``LedgerUnavailable`` "cannot
+        reach the server …". Any other refusal (authentication, no such database) at once."""
+        b = self.backoff
+        start = b.clock()
+        attempt = 0
+        while True:
+            began = b.clock()
+            try:
+                self.connect(reuse_if_open=True)
+                return
+            except (pw.OperationalError, pw.InterfaceError) as e:
+                if not is_connection_lost(e):
+                    raise LedgerUnavailable(f"cannot open the ledger {self.display}: {one_line(e)}") from None
+                attempt += 1
+                delay = b.wait(attempt)
+                # Another attempt only if it has time to get its answer: as long as this one took
+                # (a refusal is instant; a silent host takes libpq's connect_timeout).
+                if b.clock() - start + delay + (b.clock() - began) > self.connect_timeout_s:
+                    raise LedgerUnavailable(
+                        f"cannot reach the server {self.display} ({attempt} attempts in {b.clock() - start:.1f}s of "
+                        f"the {self.connect_timeout_s:g}s connect timeout: connect_timeout_s, --connect-timeout): "
+                        f"{unreachable_why(e, self.connect_timeout_s)}") from None
+                b.sleep(delay)
+
     def reconnect(self, cause: BaseException, fate: str = "") -> None:
         """Connect again: at once, then with back-off; ``LedgerUnavailable`` once the budget is
         spent (``fate``: what that means for the write under way, said in the message)."""
@@ -353,8 +436,9 @@ class WardenPostgres(pw.PostgresqlDatabase):
                 if b.clock() - o.since + delay > b.budget_s:
                     o.since, o.attempt = None, 0
                     raise LedgerUnavailable(
-                        f"lost the connection to {self.display} and could not reconnect within "
-                        f"{b.budget_s:g}s ({one_line(cause)})" + (f": {fate}" if fate else "")
+                        f"cannot reach the server {self.display}: lost the connection and could not reconnect "
+                        f"within {b.budget_s:g}s ({unreachable_why(cause, self.connect_timeout_s)})"
+                        + (f": {fate}" if fate else "")
                     ) from None
                 b.sleep(delay)
             o.attempt += 1
@@ -378,19 +462,21 @@ class WardenPostgres(pw.PostgresqlDatabase):
     def translate_error(self, e: BaseException) -> None:
         """For a statement sent outside :meth:`execute_sql` (a bulk insert through the cursor):
         raise the typed error its driver error means; return for anything else."""
-        if sqlstate(e) == LOCK_TIMEOUT_SQLSTATE:
-            raise self._busy() from None
-        if sqlstate(e) in PG_NO_ROOM:
-            raise self._no_room(e) from None
-        code = sqlstate(e)
-        lost = (code.startswith("08") or code in LOST_SQLSTATES) if code is not None else \
+        self._refused(e)
+        lost = is_connection_lost(e) if sqlstate(e) is not None else \
             type(e).__name__ in ("OperationalError", "InterfaceError")  # the driver's own, unwrapped
         if lost:
             raise self._lost(e) from None
 
-    def _no_room(self, e: BaseException) -> LedgerUnavailable:
-        return LedgerUnavailable(f"the PostgreSQL server of {self.display} cannot write: "
-                                 f"{PG_NO_ROOM[sqlstate(e) or '']} ({one_line(e)}); nothing was written")
+    def _refused(self, e: BaseException) -> None:
+        """Raise ``LedgerBusy`` for a lock not had in time, ``LedgerUnavailable`` for a server with
+        no room (disk, memory); return for anything else."""
+        code = sqlstate(e)
+        if code == LOCK_TIMEOUT_SQLSTATE:
+            raise self._busy() from None
+        if code is not None and code in PG_NO_ROOM:
+            raise LedgerUnavailable(f"the PostgreSQL server of {self.display} cannot write: "
+                                    f"{PG_NO_ROOM[code]} ({one_line(e)}); nothing was written") from None
 
     # ------------------------------------------------------------------ statements
     def execute_sql(self, sql: str, params: Any = None) -> Any:
@@ -401,10 +487,7 @@ class WardenPostgres(pw.PostgresqlDatabase):
             try:
                 cursor = super().execute_sql(sql, params)
             except (pw.OperationalError, pw.InterfaceError, pw.DatabaseError) as e:
-                if sqlstate(e) == LOCK_TIMEOUT_SQLSTATE:
-                    raise self._busy() from None
-                if sqlstate(e) in PG_NO_ROOM:
-                    raise self._no_room(e) from None
+                self._refused(e)
                 if not is_connection_lost(e):
                     raise
                 if self.transaction_depth() > 0 or not _is_read(sql):
@@ -433,10 +516,7 @@ class WardenPostgres(pw.PostgresqlDatabase):
         try:
             super().commit()
         except (pw.OperationalError, pw.InterfaceError, pw.DatabaseError) as e:
-            if sqlstate(e) == LOCK_TIMEOUT_SQLSTATE:
-                raise self._busy() from None
-            if sqlstate(e) in PG_NO_ROOM:
-                raise self._no_room(e) from None
+            self._refused(e)
             if not is_connection_lost(e):
                 raise
             raise self._lost(e, in_doubt=True) from None

@@ -37,12 +37,14 @@ import peewee as pw
 from . import checkpoints, errors, lockguard, sqlite_file, write_requests
 from .backends import (
     BUSY_TIMEOUT_S,
+    CONNECT_TIMEOUT_S,
     RECONNECT_BUDGET_S,
     Backoff,
     ConnectionLost,
     LedgerBusy,
     WardenPostgres,
     WardenSqlite,
+    libpq_timeout,
     one_line,
     sqlstate,
 )
@@ -53,16 +55,15 @@ from .text import safe_line
 from .write_requests import register_result
 
 __all__ = [
-    "BUSY_TIMEOUT_S", "RECONNECT_BUDGET_S", "Backoff", "ConnectionLost", "LedgerBusy", "Target", "WardenPostgres",
+    "BUSY_TIMEOUT_S", "CONNECT_TIMEOUT_S", "RECONNECT_BUDGET_S", "Backoff", "ConnectionLost", "LedgerBusy", "Target", "WardenPostgres",
     "check_pg_url", "masked",
-    "WardenSqlite", "connect_checked", "is_sqlite", "open_database", "parse_target", "pg_connect_args", "read_tx",
+    "WardenSqlite", "connect_checked", "is_sqlite", "open_database", "parse_target", "pg_client_args", "pg_connect_args", "read_tx",
     "warden_params",
     "register_result", "retry_conflicts", "retry_read", "retry_write", "run_read", "run_write", "sqlstate", "write_tx",
 ]
 
 # The connection's application_name (pg_stat_activity) for each kind of client.
 APPLICATION_NAMES = ("warden-agent", "warden-console", "warden-cli")
-PG_CONNECT_TIMEOUT_S = 10
 # TCP keepalives, so a connection to a server that vanished without a word (failover, a cut
 # network) is noticed in about a minute instead of the kernel's two hours.
 PG_KEEPALIVES = {"keepalives": "1", "keepalives_idle": "30", "keepalives_interval": "10", "keepalives_count": "3"}
@@ -106,6 +107,10 @@ def parse_target(target: str | os.PathLike[str]) -> Target:
         raise LedgerUnavailable("no ledger given: the path is empty")
     if "\x00" in s:
         raise LedgerUnavailable(f"bad ledger path {masked(s)}: it contains a NUL character")
+    try:
+        os.fsencode(s)  # a lone surrogate (not one standing for a raw byte of argv) names no file
+    except UnicodeEncodeError:
+        raise LedgerUnavailable(f"bad ledger path {masked(s)}: it is not valid text (a lone surrogate)") from None
     scheme = s.split("://", 1)[0].lower() if "://" in s else ""
     if scheme in ("postgresql", "postgres"):
         check_pg_url(s)
@@ -155,6 +160,7 @@ def open_database(
     application_name: str = "warden-agent",
     backoff: Backoff | None = None,
     one_connection: bool = False,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
 ) -> pw.Database:
     """Return a connected-on-demand database. Refuses a missing SQLite file unless ``create``.
 
@@ -162,14 +168,18 @@ def open_database(
     timeout; PostgreSQL's ``lock_timeout``). ``application_name``: what PostgreSQL shows in
     ``pg_stat_activity`` (a URL's own ``application_name=`` wins). ``backoff``: the reconnect
     policy (PostgreSQL). ``one_connection``: PostgreSQL — every thread shares one connection,
-    taking turns per transaction (``store/pgshared.py``; the console)."""
+    taking turns per transaction (``store/pgshared.py``; the console). ``connect_timeout_s``:
+    PostgreSQL — how long the first connection is tried before "cannot reach the server" (and
+    libpq's ``connect_timeout`` for every connection; a URL's own ``connect_timeout=`` wins for
+    that)."""
     if not busy_timeout_s or busy_timeout_s <= 0:
         raise errors.Refused("busy_timeout_s must be positive")
     t = parse_target(target)
     if t.backend == "sqlite":
         return _open_sqlite(t, read_only=read_only, create=create, busy_timeout_s=float(busy_timeout_s))
     return _open_postgres(t, read_only=read_only, busy_timeout_s=float(busy_timeout_s),
-                          application_name=application_name, backoff=backoff, one_connection=one_connection)
+                          application_name=application_name, backoff=backoff, one_connection=one_connection,
+                          connect_timeout_s=float(connect_timeout_s))
 
 
 def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: float) -> pw.Database:
@@ -188,6 +198,13 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
             raise LedgerUnavailable(f"cannot create a ledger at {shown}: the directory does not exist")
     elif seen.empty and (not create or read_only):
         raise LedgerUnavailable(f"{shown} is an empty file (0 bytes), not a Warden ledger: {NO_LEDGER_HINT}")
+    if not seen.exists or seen.empty:
+        for side in ("-wal", "-journal"):  # SQLite would take a journal it finds for the new ledger's own
+            if sqlite_file.nonempty(path + side):
+                raise LedgerUnavailable(
+                    f"cannot create a ledger at {shown}: {safe_line(path + side)} is left from another database (a "
+                    "crash, a move or a copy) and SQLite would replay it into the new file; move it away, or put "
+                    "back the ledger it belongs to")
     busy_ms = int(busy_timeout_s * 1000)
     # mmap_size 0: no memory-mapped I/O, whatever this libsqlite3's default (a stray write into a
     # mapping would go straight to the file; docs/security.md).
@@ -212,12 +229,9 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
 
 
 def _open_postgres(t: Target, *, read_only: bool, busy_timeout_s: float, application_name: str,
-                   backoff: Backoff | None, one_connection: bool = False) -> pw.Database:
-    dbname, kwargs = pg_connect_args(t)
-    kwargs.setdefault("application_name", application_name)
-    kwargs.setdefault("connect_timeout", str(PG_CONNECT_TIMEOUT_S))
-    for k, v in PG_KEEPALIVES.items():
-        kwargs.setdefault(k, v)
+                   backoff: Backoff | None, one_connection: bool = False,
+                   connect_timeout_s: float = CONNECT_TIMEOUT_S) -> pw.Database:
+    dbname, kwargs = pg_client_args(t, application_name=application_name, connect_timeout_s=connect_timeout_s)
     pooled = warden_params(t).get("pool") == "transaction"
     cls = SharedPostgres if one_connection else WardenPostgres
     db = cls(dbname, isolation_level="READ COMMITTED", prefer_psycopg3=True, autoconnect=True, **kwargs)
@@ -226,9 +240,22 @@ def _open_postgres(t: Target, *, read_only: bool, busy_timeout_s: float, applica
     db.display = t.display
     db.url = t.url
     db.busy_timeout_s = busy_timeout_s
+    db.connect_timeout_s = connect_timeout_s
     if backoff is not None:
         db.backoff = backoff
     return db
+
+
+def pg_client_args(t: Target, *, application_name: str,
+                   connect_timeout_s: float = CONNECT_TIMEOUT_S) -> tuple[str, dict[str, Any]]:
+    """:func:`pg_connect_args` with what every Warden connection adds (a URL's own values win):
+    ``application_name``, libpq's ``connect_timeout`` and the TCP keepalives."""
+    dbname, kwargs = pg_connect_args(t)
+    kwargs.setdefault("application_name", application_name)
+    kwargs.setdefault("connect_timeout", libpq_timeout(connect_timeout_s))
+    for k, v in PG_KEEPALIVES.items():
+        kwargs.setdefault(k, v)
+    return dbname, kwargs
 
 
 def pg_connect_args(t: Target) -> tuple[str, dict[str, Any]]:
@@ -288,20 +315,17 @@ def warden_params(t: Target) -> dict[str, str]:
 
 
 def connect_checked(db: pw.Database) -> None:
-    """Connect now (PostgreSQL: retrying within the reconnect budget), turning driver errors
-    into one clear line."""
+    """Connect now (PostgreSQL: a server that cannot be reached is tried for ``connect_timeout_s``,
+    then "cannot reach the server …"), turning driver errors into one clear line."""
     try:
         if isinstance(db, WardenPostgres):
-            try:
-                db.connect(reuse_if_open=True)
-            except (pw.OperationalError, pw.InterfaceError) as e:
-                db.reconnect(e)
+            db.connect_first()
             db.healthy()
         else:
             db.connect(reuse_if_open=True)
     except LedgerUnavailable as e:
-        if isinstance(db, WardenSqlite):
-            raise  # already names the ledger (busy, a full disk, an I/O error)
+        if isinstance(db, WardenSqlite) or str(e).startswith(("cannot reach the server", "cannot open the ledger")):
+            raise  # already names the ledger (busy, a full disk, an I/O error, the server)
         raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {safe_line(str(e))}") from None
     except WardenError as e:
         raise LedgerUnavailable(f"cannot open ledger {getattr(db, 'display', '')}: {safe_line(str(e))}") from None

@@ -66,7 +66,7 @@ class Judgement:
         if self.density is None:
             spent += " with no progress reported"
         else:
-            spent += (f" for {self.units:g} units ({self.density:,.0f} tokens/unit, "
+            spent += (f" for {self.units:g} unit{'' if self.units == 1 else 's'} ({self.density:,.0f} tokens/unit, "
                       f"{self.density / self.limit.tokens_per_unit:.1f}× the limit)")
         action = {
             HOLD: "hold: no other node of the task is dispatched until it reports progress or ends",

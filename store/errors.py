@@ -1,17 +1,27 @@
-"""Typed errors of the store. Each carries a one-line human message; the CLI prints that line."""
+"""Typed errors of the store. Each carries a one-line human message; the CLI prints that line.
+
+The message is made safe once, here (``store.text.safe_line``: control, bidi and zero-width
+characters as visible escapes — ``\\u202e``, ``\\x1b``), whatever the raising code put in it: a
+value an agent or an operator wrote (a worker name, an effect key, an option id, a time that is not
+one) can never reach a terminal, a log or a JSON error raw through a store refusal. Escaping is
+idempotent, so a caller that quoted a value already (``validate.show``) loses nothing.
+"""
 
 from __future__ import annotations
+
+from .text import safe_line
 
 
 class WardenError(Exception):
     """Base of every error the store raises on purpose. ``str(e)`` is one line for a human."""
 
     def __init__(self, message: str) -> None:
+        message = safe_line(str(message).replace("\r\n", " ").replace("\n", " "))  # one line, nothing raw (U+2028 escaped)
         super().__init__(message)
         self.message = message
 
     def __str__(self) -> str:  # always one line
-        return self.message.replace("\n", " ")
+        return self.message
 
 
 class LeaseLost(WardenError):

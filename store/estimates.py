@@ -128,6 +128,8 @@ def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
     if level.contradiction:
         label = lowest((label, "low"))
         why = [level.contradiction] + why
+    elif task_id is not None and source == "history":
+        label, why = _task_confirms(kind, label, why, level, params)
     offsets = history.remember(
         ("predictive", model.kind, history.version(kind) if source == "history" else source, round(scale, 9),
          round(loc_var, 12)),
@@ -135,6 +137,29 @@ def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
     values = tuple(math.exp(mu + o) for o in offsets)
     rho = loc_var / (loc_var + within ** 2) if loc_var > 0 else 0.0
     return NodeDist(values, model.samples, label, source, kind, rho, tuple(why))
+
+
+def _task_confirms(kind: str, label: str, why: list[str], level: TaskLevel,
+                   params: EstimateParams) -> tuple[str, list[str]]:
+    """A label measured on the kind's runs, as far as this task's own runs bear it out (issue 25):
+    the kind's calibration holds for this task only once its own runs show the task is like the
+    kind. ``high`` needs ``task_confirm`` of them, lying less than ``task_agree_z`` standard errors
+    above the kind's level, and pinning the task's level within ``task_agree_se`` (a kind whose
+    runs vary much needs more of them: 25 at σ 1); until then it is ``medium``. Before
+    ``task_confirm`` runs, first runs ``task_caution_z`` above make it ``low``."""
+    if level.own and level.own < params.task_confirm and level.z >= params.task_caution_z:
+        return lowest((label, "low")), [f"this task's first {kind} runs look slower than its history "
+                                       f"({level.own} so far)"] + why
+    if label != "high":
+        return label, why
+    if level.own < params.task_confirm or level.se > params.task_agree_se:
+        need = max(params.task_confirm, level.own + 1)
+        if level.own and level.se < math.inf and level.se > params.task_agree_se:
+            need = max(need, math.ceil(level.own * (level.se / params.task_agree_se) ** 2))
+        return "medium", why + [f"high once {need} of this task's {kind} runs agree ({level.own} so far)"]
+    if level.z >= params.task_agree_z:
+        return "medium", why + [f"this task's {kind} runs lean slower than its history"]
+    return label, why
 
 
 def node_dist(n: NodeState, now: float, history: DurationHistory, params: EstimateParams = DEFAULT_PARAMS,

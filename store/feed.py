@@ -49,7 +49,7 @@ import peewee as pw
 
 from .backends import one_line
 from .clock import Clock
-from .db import NO_LEDGER_HINT, read_tx
+from .db import CONNECT_TIMEOUT_S, NO_LEDGER_HINT, read_tx
 from .errors import LedgerUnavailable, WardenError
 from .facade import Ledger
 from .ledger.queries import GRAPH_FIRST_PAGE, GRAPH_PAGE
@@ -65,6 +65,7 @@ __all__ = ["Delta", "Feed", "GraphPage", "NodeRow", "changed_nodes", "graph_at",
 _T = TypeVar("_T")
 
 DEFAULT_BATCH = 5000
+FEED_RECONNECT_S = 1.5  # PostgreSQL: how long a feed read re-tries a lost connection before LedgerUnavailable
 
 
 @dataclass(frozen=True)
@@ -117,9 +118,13 @@ class Feed(Wakeups):
         use_inotify: bool = True,
         application_name: str = "warden-console",
         commit_probe: bool = True,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        reconnect_s: float = FEED_RECONNECT_S,
     ) -> None:
         super().__init__(target, fallback_poll_s=fallback_poll_s, step_ms=step_ms, debounce_ms=debounce_ms,
-                         use_inotify=use_inotify, application_name=application_name, commit_probe=commit_probe)
+                         use_inotify=use_inotify, application_name=application_name, commit_probe=commit_probe,
+                         connect_timeout_s=connect_timeout_s)
+        self.reconnect_s = reconnect_s
         self.read_only = read_only
         self.clock = clock
         self.batch = batch
@@ -139,8 +144,11 @@ class Feed(Wakeups):
     def _open(self) -> Ledger:
         # One connection for every thread that reads through the feed (PostgreSQL; the LISTEN
         # connection is the other): store/pgshared.py.
+        # A short reconnect budget: a reader that shows the ledger (the console) says an outage
+        # within seconds instead of re-trying for RECONNECT_BUDGET_S; its next wake-up tries again.
         ledger = Ledger.open(self.target, create=False, read_only=self.read_only, clock=self.clock,
-                             application_name=self.application_name, one_connection=True)
+                             application_name=self.application_name, one_connection=True,
+                             connect_timeout_s=self.connect_timeout_s, reconnect_s=self.reconnect_s)
         self._identity = self._stat_identity()
         return ledger
 

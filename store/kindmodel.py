@@ -18,8 +18,10 @@ task it ran in (``docs/estimates.md`` has the reasoning and the measured figures
 * **Tasks differ.** The between-task variance ``τ²`` of the kind's level (one-way random effects
   over the tasks that ran it at least twice) widens every task's figure; a task's own finished runs
   of the kind pull its level toward them (partial pooling). Own runs that contradict the model
-  (their mean ``task_z`` standard errors off, or a rising trend) make that task's label ``low`` and
-  move its level to where they point (:func:`task_level`).
+  (from ``task_min`` of them: their mean ``task_z`` standard errors off, or a rising trend; a task
+  *slower* than its kind already from ``task_slow_min``: its mean ``task_slow_z`` above, or more
+  runs past the kind's P80 than chance allows) make that task's label ``low`` and move its level
+  to where they point (:func:`task_level`).
 * **Confidence** is measured, not counted: ``high`` only when at least ``high_checks`` of those
   replayed P80s were checked and ``high_coverage`` of them held (and no drift); ``medium`` from
   ``medium_checks`` checks at ``medium_coverage``; otherwise ``low`` (``none`` without any sample).
@@ -35,11 +37,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Iterable, Sequence
 
 from .points import Z80, convolve, lognormal_grid, mixture_points, quantile, weighted_quantile  # noqa: F401
 
 LABELS = ("none", "low", "medium", "high")
+_NORMAL = NormalDist()
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,13 @@ class EstimateParams:
     task_min: int = 4  # a task's own runs of a kind, from this many, can contradict the model …
     task_z: float = 2.5  # … when their mean is this many standard errors off …
     task_trend_t: float = 2.5  # … or they slow down (t statistic of their trend)
+    task_slow_min: int = 2  # from this many own runs a task shows it is slower than its kind: …
+    task_slow_z: float = 2.0  # … their mean this many standard errors above (one-sided) …
+    task_exceed_p: float = 0.05  # … or more of them past the kind's P80 than chance allows (binomial tail)
+    task_confirm: int = 5  # a task's figure is high only once this many of its own runs of the kind agree …
+    task_agree_z: float = 1.5  # … lying less than this many standard errors above the kind's level; …
+    task_caution_z: float = 1.0  # … before that, first runs this far above make the label low; …
+    task_agree_se: float = 0.2  # … and high also needs them to pin the task's level this closely (log: ×1.22)
     drift_window: int = 8  # newest residuals tested for drift
     drift_z: float = 2.0  # their mean beyond this many standard errors …
     drift_min: float = 0.35  # … and at least this far (log scale, ×1.4) is drift
@@ -182,7 +193,8 @@ def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = D
     if slope:  # the rest of the model sees durations as if all ran at the centre position
         logs = [x - slope * (p - centre) if p is not None else x for x, p in zip(logs, positions or ())]
     lam = 0.5 ** (1.0 / params.recency_half_life)
-    prefix = _replay(logs, lam, params)  # what each sample's predecessors said, for the checks
+    moments: list[tuple[float, float] | None] = []
+    prefix = _replay(logs, lam, params, moments)  # what each sample's predecessors said, for the checks
     m, sigma, ne, loc_var = _at(prefix, n)
     # the within-kind shape: weighted residuals (kernel-smoothed) + the fitted and the prior normal
     weights = [lam ** (n - 1 - i) for i in range(n)]
@@ -221,7 +233,7 @@ def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = D
     blocks = block_hits = 0
     for i in range(first, n - b + 1):
         blocks += 1
-        block_hits += cum[i + b] - cum[i] <= _sum_p80(_at(prefix, i), b, tau2)
+        block_hits += cum[i + b] - cum[i] <= _sum_p80(_at(prefix, i), b, tau2, moments[i])
     drift = 0.0
     recent = resid[-params.drift_window:]
     if len(recent) >= max(4, params.drift_window // 2):
@@ -320,6 +332,9 @@ class TaskLevel:
     shift: float = 0.0
     var: float = 0.0
     contradiction: str | None = None
+    own: int = 0  # the task's own finished runs of the kind the level rests on
+    z: float = 0.0  # how far above the kind's level they lie, in standard errors (below: negative)
+    se: float = math.inf  # the standard error of their mean (log scale): how closely they pin the task's level
 
 
 def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = DEFAULT_PARAMS,
@@ -331,27 +346,34 @@ def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = 
     tau2 = model.tau2
     sw2 = max(model.sigma_w, 1e-3) ** 2 if model.sigma_w else model.sigma ** 2
     if k == 0 or model.samples == 0:
-        return TaskLevel(0.0, tau2)
+        return TaskLevel(0.0, tau2, own=k)
     logs = [math.log(max(d, 1e-3)) - model.mean for d in own]
     mean = sum(logs) / k
+    # how closely the own runs pin the task's level: the kind's within-task spread, or theirs if wider
+    own_var = sum((x - mean) ** 2 for x in logs) / (k - 1) if k >= 3 else 0.0
+    level_se = math.sqrt(max(sw2, own_var) / k)
     if tau2 > 0:
         var = 1.0 / (1.0 / tau2 + k / sw2)
         shift = var * (k / sw2) * mean
     else:
         var, shift = 0.0, 0.0
-    if k < params.task_min:
-        return TaskLevel(shift, var)
     if others is not None and others[1] >= 10:
+        base = others[0]
         gap = mean + model.mean - others[0]
         z = gap / math.sqrt(tau2 + sw2 / k + sw2 / others[1])
     else:
+        base = model.mean
         gap = mean
         z = mean / math.sqrt(tau2 + sw2 / k + model.sample_var)
-    if abs(z) >= params.task_z:
+    if k < min(params.task_min, params.task_slow_min):
+        return TaskLevel(shift, var, own=k, z=z, se=level_se)
+    slower = k >= params.task_slow_min and gap > 0 and (
+        z >= params.task_slow_z or _past_p80(model, [x + model.mean - base for x in logs], tau2, params))
+    if slower or (k >= params.task_min and abs(z) >= params.task_z):
         ratio = math.exp(gap)
         what = f"{ratio:.1f}× slower" if ratio >= 1 else f"{1 / ratio:.1f}× faster"
         return TaskLevel(mean, var + mean * mean / 2,
-                         f"this task's {model.kind} runs are {what} than its history")
+                         f"this task's {model.kind} runs are {what} than its history", k, z, level_se)
     if k >= params.task_min + 2:
         ib = (k - 1) / 2
         sxx = sum((i - ib) ** 2 for i in range(k))
@@ -361,28 +383,54 @@ def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = 
         if slope / se >= params.task_trend_t:
             ahead = min(slope * k / 2, 0.7)  # where the trend points, half as many runs again (≤ ×2)
             return TaskLevel(mean + ahead, var + ahead * ahead / 2,
-                             f"this task's {model.kind} runs slow down as it goes")
-    return TaskLevel(shift, var)
+                             f"this task's {model.kind} runs slow down as it goes", k, z, level_se)
+    return TaskLevel(shift, var, own=k, z=z, se=level_se)
 
 
-def _replay(logs: Sequence[float], lam: float, params: EstimateParams) -> list[tuple[float, float, float, float] | None]:
+def _past_p80(model: KindModel, residuals: Sequence[float], tau2: float, params: EstimateParams) -> bool:
+    """True when more of a task's own runs (log residuals from the level they are compared with)
+    lie past the kind's P80 than chance allows: the binomial tail of that count ≤ ``task_exceed_p``.
+    Under the kind's model a run is past its P80 with probability 0.2 — more when tasks differ
+    (``tau2``: a task's whole level may sit high), which the probability takes in."""
+    k = len(residuals)
+    q80 = quantile(model.offsets, 0.8) or 0.0
+    spread = math.sqrt(model.sigma ** 2 + tau2 + model.sample_var)
+    p0 = min(0.5, max(0.2, 1.0 - _NORMAL.cdf(q80 / spread))) if spread > 0 else 0.2
+    past = sum(1 for r in residuals if r > q80)
+    tail = sum(math.comb(k, j) * p0 ** j * (1 - p0) ** (k - j) for j in range(past, k + 1))
+    return past > 0 and tail <= params.task_exceed_p
+
+
+def _replay(logs: Sequence[float], lam: float, params: EstimateParams,
+            moments: list[tuple[float, float] | None] | None = None) -> list[tuple[float, float, float, float] | None]:
     """For i in 0..n: (log mean, spread, n_eff, location variance) of the samples before i,
     recency-weighted (decayed sums, one pass) — worked out only where a check or the model needs it
-    (the newest ``track_checks`` and n); None elsewhere."""
+    (the newest ``track_checks`` and n); None elsewhere. ``moments`` (filled when given): the
+    recency-weighted mean and variance of the durations themselves before i (what a sum of them
+    adds up to, whatever the kind's shape)."""
     n = len(logs)
     first = max(params.min_prefix, n - params.track_checks)
     out: list[tuple[float, float, float, float] | None] = [None] * (n + 1)
-    s0 = s1 = s2 = sq = 0.0
+    if moments is not None:
+        moments[:] = [None] * (n + 1)
+    s0 = s1 = s2 = sq = e1 = e2 = 0.0
     lam2 = lam * lam
     for i, x in enumerate(logs):
         s0 = s0 * lam + 1.0
         s1 = s1 * lam + x
         s2 = s2 * lam + x * x
         sq = sq * lam2 + 1.0
+        d = math.exp(x)
+        e1 = e1 * lam + d
+        e2 = e2 * lam + d * d
         if i + 1 >= first or i + 1 == n:
             m, var, ne = _stats(s0, s1, s2, sq)
             sigma = _sigma(var, ne, params)
             out[i + 1] = (m, sigma, ne, _location_var(sigma, ne, params))
+            if moments is not None:
+                mean_d = e1 / s0
+                var_d = max(0.0, e2 / s0 - mean_d * mean_d) * (ne / (ne - 1) if ne > 1 else 1.0)
+                moments[i + 1] = (mean_d, var_d)
     return out
 
 
@@ -392,13 +440,25 @@ def _at(prefix: Sequence[tuple[float, float, float, float] | None], i: int) -> t
     return got
 
 
-def _sum_p80(stats: tuple[float, float, float, float], b: int, tau2: float = 0.0) -> float:
-    """P80 of the sum of ``b`` fresh durations (a log-normal fitted to its mean and variance)."""
-    m, sigma, _, loc_var = stats
+MOMENT_PRIOR = 5.0  # samples the log-normal's moments weigh against the durations' own (a sum's figure)
+
+
+def _sum_p80(stats: tuple[float, float, float, float], b: int, tau2: float = 0.0,
+             moments: tuple[float, float] | None = None) -> float:
+    """P80 of the sum of ``b`` fresh durations (a log-normal fitted to its mean and variance). A
+    duration's mean and variance are the log-normal's (from the log mean and spread) blended with
+    the durations' own (``moments``, weighing their effective count against ``MOMENT_PRIOR``): a
+    bimodal kind's sums are what its durations add up to, not what a log-normal through them would."""
+    m, sigma, ne, loc_var = stats
     loc_var += tau2
     one = math.exp(m + sigma ** 2 / 2)
+    var_one = one * one * math.expm1(min(sigma, 3.0) ** 2)
+    if moments is not None and moments[0] > 0:
+        w = ne / (ne + MOMENT_PRIOR)
+        one = w * moments[0] + (1 - w) * one
+        var_one = w * moments[1] + (1 - w) * var_one
     mean = b * one
-    var = b * one * one * math.expm1(min(sigma, 3.0) ** 2) + (b * one) ** 2 * math.expm1(loc_var)
+    var = b * var_one + (b * one) ** 2 * math.expm1(loc_var)
     s2 = math.log1p(var / (mean * mean))
     return mean * math.exp(-s2 / 2 + Z80 * math.sqrt(s2))
 

@@ -80,6 +80,8 @@ def opening(path: str) -> Iterator[None]:
 class SqliteConnection(sqlite3.Connection):
     """``sqlite3.Connection`` that can be tracked by weak reference (the C type cannot)."""
 
+    inode: tuple[int, int] | None = None  # (st_dev, st_ino) of the ledger file when it was opened
+
 
 def connect(path: str, target: str, **kwargs: Any) -> sqlite3.Connection:
     """``sqlite3.connect(target, **kwargs)`` for a momentary connection on the ledger ``path``
@@ -193,8 +195,8 @@ def kind_of(mode: int) -> str:
 
 
 def not_regular(kind: str) -> str:
-    article = "an" if kind[0] in "aeiouAEIOUF" else "a"
-    return f"not a regular file ({article} {kind})"
+    what = "something else" if kind == "other" else f"a {kind}"
+    return f"not a regular file ({what})"
 
 
 def read_regular(path: str, *, max_bytes: int, max_s: float,

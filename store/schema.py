@@ -154,7 +154,7 @@ def _read_version(db: pw.Database) -> int | None:
                 f"{getattr(db, 'display', 'ledger')} is a database but not a Warden ledger (no meta table)"
             )
         return None
-    row = Meta.select(Meta.value).where(Meta.key == "schema_version").bind(db).tuples().first()
+    row = _version_row(db)
     if row is None:
         raise LedgerUnavailable(f"{getattr(db, 'display', 'ledger')} has no schema_version; not a Warden ledger")
     return _version(db, row[0])
@@ -215,8 +215,14 @@ def create_schema(db: pw.Database) -> None:
 def _read_version_in_tx(db: pw.Database) -> int | None:
     if "meta" not in set(db.get_tables()):
         return None
-    row = Meta.select(Meta.value).where(Meta.key == "schema_version").bind(db).tuples().first()
+    row = _version_row(db)
     return _version(db, row[0]) if row else None
+
+
+def _version_row(db: pw.Database) -> tuple[object] | None:
+    """The meta table's schema_version row (its one value), or None."""
+    found = sql.fetch_all(db, "SELECT value FROM meta WHERE key = ? LIMIT 1", ["schema_version"])
+    return (found[0][0],) if found else None
 
 
 def _install_pg_extras(db: pw.Database) -> None:

@@ -158,6 +158,11 @@ def _units(v: float | None) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:g}"
 
 
+def _plural(v: float | None, word: str) -> str:
+    """"1 unit", "2 units", "0.5 units" (only exactly one is singular)."""
+    return word if v is not None and float(v) == 1 else word + "s"
+
+
 def _one_line(text: str, cap: int = 60) -> str:
     t = " ".join(str(text).split())
     return t if len(t) <= cap else t[: cap - 1] + "…"
@@ -178,7 +183,7 @@ def node_signals(
     """Signals of one node (a NodeView). Observations oldest first; only those of the current
     attempt count, and none made during a declared wait. The node's own heartbeat figures come
     from its columns (:class:`Activity`). Nothing for a node that is not running or whose task is
-    parked."""
+    parked. No ``token_norm``: no ``cost_density`` (no norm yet, or the ledger's verdict stands in)."""
     th = thresholds
     if node.status != "running" or task_status == "parked":
         return []
@@ -235,7 +240,7 @@ def node_signals(
         density = node.tokens_used / max(units, 1.0)
         if density > th.cost_density_factor * token_norm:
             out.append(Signal("cost_density", task_id, key, node.heartbeat_at, "warn",
-                              f"{node.tokens_used:,} tokens for {_units(units)} units: {density / token_norm:.1f}× "
+                              f"{node.tokens_used:,} tokens for {_units(units)} {_plural(units, 'unit')}: {density / token_norm:.1f}× "
                               f"the task's norm ({token_norm:,.0f} tokens/unit)"))
     return out
 
@@ -376,6 +381,12 @@ def token_norm(ledger: LedgerCore, task_id: str, thresholds: Thresholds = DEFAUL
     return totals.tokens / totals.units
 
 
+def density_acted(extra: Iterable[Signal]) -> set[str]:
+    """The nodes whose cost density the ledger acted on (``round2.extra``'s ``cost_density``): that
+    signal stands in for the norm-based warning, so :func:`node_signals` gets no ``token_norm``."""
+    return {s.node for s in extra if s.kind == "cost_density" and s.node is not None}
+
+
 def kind_p80s(history: DurationHistory, nodes: Iterable[Any]) -> dict[str, tuple[float | None, int]]:
     return {n.key: kind_p80(history, n.kind, n.est_wall_s, history.params) for n in nodes}
 
@@ -387,8 +398,7 @@ def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: S
     out = task_signals(task, handoffs, now, thresholds=thresholds, parked_nodes=parked)
     extra = [Signal(*s) for s in round2.extra(ledger, task, now, thresholds)]  # wake, budget_insufficient, …
     out += extra
-    # where the ledger acts on a node's cost density, that signal stands in for the norm-based warning
-    acted = {s.node for s in extra if s.kind == "cost_density"}
+    acted = density_acted(extra)
     if running and task.status != "parked":
         obs = read_observations(ledger, [n.id for n in running], thresholds.observations_per_node)
         if history is None:
@@ -399,9 +409,9 @@ def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: S
         if any(n.tokens_used >= thresholds.cost_density_min_tokens for n in running):
             norm = token_norm(ledger, task.task_id, thresholds)
         for n in running:
-            out.extend(s for s in node_signals(task.task_id, n, obs.get(n.id, ()), now, thresholds=thresholds,
-                                               kind_p80=p80s[n.key], token_norm=norm, task_status=task.status)
-                       if not (s.kind == "cost_density" and n.key in acted))
+            out.extend(node_signals(task.task_id, n, obs.get(n.id, ()), now, thresholds=thresholds,
+                                    kind_p80=p80s[n.key], token_norm=None if n.key in acted else norm,
+                                    task_status=task.status))
     return sort_signals(out)
 
 

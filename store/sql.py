@@ -8,9 +8,12 @@ be several times faster than the same statements built with Peewee. They all go 
   PostgreSQL's driver (so SQL text must hold no literal ``?`` or ``%``: pass values as params).
 * :class:`Inc` is ``column = column + n`` in :func:`set_clause`.
 * JSON columns are stored as canonical text (``models.dumps``) and decoded on the way out
-  (:func:`decode_row`, :func:`json_value`); boolean columns come back as ``bool``.
-* :func:`fetch_one` / :func:`fetch_all` / :func:`execute` / :func:`execute_many` run a statement on
-  a database; :func:`lock` adds a row-lock clause on PostgreSQL only; :func:`chunks` splits long
+  (:func:`fetch_rows`, :func:`json_value`); boolean columns come back as ``bool``.
+* Rows are read into NamedTuples whose fields are the columns (:func:`fetch_rows` /
+  :func:`fetch_row`, the SELECT list from :func:`columns`) and read by attribute — the one way to
+  read a row (docs/architecture.md "Reading rows"); :func:`fetch_all` (plain tuples, unpacked
+  where they are read) and :func:`scalar` for a column or two.
+* :func:`execute` / :func:`execute_many` run a statement on a database; :func:`lock` adds a row-lock clause on PostgreSQL only; :func:`chunks` splits long
   ``IN (...)`` lists.
 * :func:`is_sqlite` says which dialect a database speaks; :func:`pg_session` is the statements
   every new PostgreSQL connection starts with (``store.backends`` runs it).
@@ -29,7 +32,7 @@ _Row = TypeVar("_Row", bound=tuple[Any, ...])  # a NamedTuple row type (fetch_ro
 CHUNK = 500  # ids or keys per ``IN (...)`` list
 
 JSON_COLUMNS = frozenset({"inputs", "constraints", "preconditions", "output", "rejections", "payload", "context",
-                          "options", "wake_state", "repair", "serves", "mind", "diff", "in_flight_nodes"})
+                          "options", "wake_state", "repair", "serves", "mind", "diff", "in_flight_nodes", "plan"})
 BOOL_COLUMNS = frozenset({"retryable", "always_admit"})
 
 
@@ -121,20 +124,16 @@ def fetch_all(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> list[tup
     return list(execute(db, sql, params).fetchall())
 
 
-def fetch_one(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
-    """The first row as a dict by column name, JSON and boolean columns decoded; None if none."""
-    cur = execute(db, sql, params)
-    row = cur.fetchone()
-    if row is None:
-        return None
-    return decode_row([d[0] for d in cur.description], row)
-
-
-def columns(row: type[tuple[Any, ...]], alias: str = "") -> str:
+def columns(row: type[tuple[Any, ...]], alias: str = "", computed: Mapping[str, str] | None = None) -> str:
     """The SELECT list of a row type: its fields, in order (``n.id, n.key`` with ``alias="n"``), so
-    a statement and the row it is read into cannot disagree."""
+    a statement and the row it is read into cannot disagree. ``computed``: a field read from an
+    expression (another table's column, a CASE...), written ``expr AS field``."""
     prefix = f"{alias}." if alias else ""
-    return ", ".join(prefix + f for f in _fields(row))
+    computed = computed or {}
+    unknown = set(computed) - set(_fields(row))
+    if unknown:
+        raise TypeError(f"{row.__name__} has no field {sorted(unknown)[0]!r}")
+    return ", ".join(f"{computed[f]} AS {f}" if f in computed else prefix + f for f in _fields(row))
 
 
 def fetch_rows(db: pw.Database, row: type[_Row], sql: str, params: Sequence[Any] = ()) -> list[_Row]:
@@ -203,19 +202,6 @@ def chunks(seq: Sequence[Any], n: int = CHUNK) -> Iterator[Sequence[Any]]:
 
 
 # ---------------------------------------------------------------------- decoding
-def decode_row(cols: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
-    """A row as a dict by column name, JSON columns parsed and boolean columns as ``bool``."""
-    d = dict(zip(cols, values))
-    for c in JSON_COLUMNS.intersection(d):
-        v = d[c]
-        if isinstance(v, str):
-            d[c] = loads(v)
-    for c in BOOL_COLUMNS.intersection(d):
-        if d[c] is not None:
-            d[c] = bool(d[c])
-    return d
-
-
 _EMPTY_JSON = {"{}": None, "[]": None, "null": None}
 
 

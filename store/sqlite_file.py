@@ -108,7 +108,7 @@ def inspect(path: str, *, read_only: bool) -> Inspection:
     quiescent = not os.path.lexists(path + "-wal") and not os.path.lexists(path + "-shm")
     # Immutable (creates, locks and writes nothing) unless a writer may be at work: then a plain
     # mode=ro reader, which shares the WAL index and needs no file that is not there already.
-    live = _nonempty(path + "-wal") or (os.path.lexists(path + "-wal") and os.path.lexists(path + "-shm"))
+    live = nonempty(path + "-wal") or (os.path.lexists(path + "-wal") and os.path.lexists(path + "-shm"))
     version = _probe(path, shown, st, immutable=not live)
     snapshot = read_only and not _can_share_wal_index(path)
     return Inspection(exists=True, version=version, snapshot=snapshot, quiescent=quiescent)
@@ -118,7 +118,7 @@ def _why(e: OSError) -> str:
     return safe_line(e.strerror or errno.errorcode.get(e.errno or 0, type(e).__name__))
 
 
-def _nonempty(path: str) -> bool:
+def nonempty(path: str) -> bool:
     try:
         return os.stat(path).st_size > 0
     except OSError:

@@ -36,6 +36,7 @@ from typing import Any, Iterable, Sequence
 from . import budget, sql
 from .db import read_tx
 from .feed import changed_nodes
+from .tables import TaskRecord
 from .ledger import rows
 from .views import EventView, TaskView
 
@@ -109,20 +110,18 @@ class TaskTally:
                     continue
                 if tid not in self._loaded or tid in whole or not self._read_keys(db, tid, keys):
                     self._read_whole(db, tid)
-                r["claim_count"] = self._claims[tid]
-                view = rows.task_view(r, ledger.now(), self._counts[tid], handoffs.get(tid, 0))
+                view = rows.task_view(r._replace(claim_count=self._claims[tid]), ledger.now(), self._counts[tid],
+                                      handoffs.get(tid, 0))
                 self._views[tid] = view
                 out.append(view)
         return out
 
-    def _task_rows(self, db: Any, ids: list[str]) -> dict[str, dict[str, Any]]:
-        got: dict[str, dict[str, Any]] = {}
+    def _task_rows(self, db: Any, ids: list[str]) -> dict[str, TaskRecord]:
+        got: dict[str, TaskRecord] = {}
         for chunk in sql.chunks(ids):
-            cur = sql.execute(db, f"SELECT * FROM task WHERE task_id IN ({sql.marks(len(chunk))})", list(chunk))
-            cols = [d[0] for d in cur.description]
-            for values in cur.fetchall():
-                r = sql.decode_row(cols, values)
-                got[r["task_id"]] = r
+            got.update((r.task_id, r) for r in sql.fetch_rows(
+                db, TaskRecord, f"SELECT {sql.columns(TaskRecord)} FROM task WHERE task_id IN ({sql.marks(len(chunk))})",
+                list(chunk)))
         return got
 
     def _open_handoffs(self, db: Any, ids: list[str]) -> dict[str, int]:

@@ -13,7 +13,7 @@ happened). More keys: ``task_id``, ``title``, ``status``, ``progress``, ``effect
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import budget as budget_mod
 from . import sql
@@ -62,17 +62,28 @@ def task_report(ledger: Ledger, task_id: str) -> dict[str, Any]:
     }
 
 
+class _BestArtifact(NamedTuple):
+    name: str
+    sha256: str
+    size: int
+    at: float
+    attempt: int
+    node: str
+    current: int  # 1: made by the attempt that succeeded
+
+
+_BEST_ARTIFACT = sql.columns(_BestArtifact, "a", {
+    "node": "n.key", "current": "CASE WHEN n.status = 'succeeded' AND a.attempt = n.attempt THEN 1 ELSE 0 END"})
+
+
 def _best_artifact(ledger: Ledger, task_id: str) -> dict[str, Any] | None:
-    row = sql.fetch_one(
-        ledger.db,
-        "SELECT a.name, a.sha256, a.size, a.at, a.attempt, n.key AS node, "
-        "CASE WHEN n.status = 'succeeded' AND a.attempt = n.attempt THEN 1 ELSE 0 END AS current "
-        "FROM artifact a JOIN node n ON n.id = a.node_id WHERE a.task_id = ? ORDER BY current DESC, a.id DESC "
-        "LIMIT 1", [task_id])
+    row = sql.fetch_row(ledger.db, _BestArtifact, f"SELECT {_BEST_ARTIFACT} FROM artifact a JOIN node n "
+                                                  "ON n.id = a.node_id WHERE a.task_id = ? ORDER BY current DESC, "
+                                                  "a.id DESC LIMIT 1", [task_id])
     if row is None:
         return None
-    return {"name": row["name"], "sha256": row["sha256"], "node": row["node"], "at": iso(row["at"]),
-            "bytes": int(row["size"]), "attempt": int(row["attempt"]), "current": bool(row["current"])}
+    return {"name": row.name, "sha256": row.sha256, "node": row.node, "at": iso(row.at),
+            "bytes": int(row.size), "attempt": int(row.attempt), "current": bool(row.current)}
 
 
 def _gates(task: Any) -> dict[str, dict[str, Any]]:

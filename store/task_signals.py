@@ -22,6 +22,7 @@ severity, evidence) so this module does not import ``store.signals``, which call
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from . import budget as budget_mod
@@ -63,9 +64,8 @@ def cost_density_acted(ledger: Any, task: Any) -> list[SignalTuple]:
             ledger.db, "SELECT key, tokens_used, units_done, units_total, heartbeat_at, density FROM node "
                        "WHERE task_id = ? AND status = 'running' AND density IS NOT NULL ORDER BY position",
             [task.task_id]):
-        j = density.judge(tokens, units_done, units_total, limit)
-        if j.verdict != verdict or verdict not in (density.HOLD, density.FINISH_NO_SUCCESSOR):
-            j = density.Judgement(verdict, j.tokens, j.units, j.density, limit)
+        # the figures as they are now, under the verdict the ledger recorded (what it acts on)
+        j = replace(density.judge(tokens, units_done, units_total, limit), verdict=verdict)
         severity = "alarm" if verdict == density.HOLD else "warn"
         out.append(("cost_density", task.task_id, key, beat, severity, j.evidence(key)))
     return out
@@ -78,8 +78,8 @@ def wake_signals(ledger: Any, task: Any, now: float) -> list[SignalTuple]:
         if node is None and task.status != "parked":
             continue
         if node is not None:
-            row = sql.fetch_one(ledger.db, "SELECT status FROM node WHERE task_id = ? AND key = ?", [task.task_id, node])
-            if row is None or row["status"] != "parked":
+            if sql.scalar(ledger.db, "SELECT status FROM node WHERE task_id = ? AND key = ?",
+                          [task.task_id, node]) != "parked":
                 continue
         hit = None
         for cond in entry.get("conditions", ()):

@@ -60,6 +60,7 @@ COUNT_MAX = 1_000_000  # max_claims, max_repairs, limits
 CONDITIONS_MAX = 100  # wake conditions of one park
 CONDITION_MAX = 4200  # characters of one wake condition (a file: path up to PATH_MAX and its prefix)
 TIME_MAX = 253402300799.0  # 9999-12-31T23:59:59Z, the last time an ISO string can show
+TIME_MIN = -62135596800.0  # 0001-01-01T00:00:00Z, the first (an ISO time of year 1 with an offset east of UTC is earlier)
 
 
 def show(value: Any, limit: int = 60) -> str:

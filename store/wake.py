@@ -34,23 +34,23 @@ from .db import retry_write, write_tx
 from .errors import WardenError
 from .ledger.core import LedgerCore
 from .models import loads
+from .tables import TaskRecord
 
 SYSTEM = "system"  # the operator name of actions the system takes on its own
 
 
-def _parked(core: LedgerCore, task: Mapping[str, Any], node: str | None) -> bool:
+def _parked(core: LedgerCore, task: TaskRecord, node: str | None) -> bool:
     if node is None:
-        return bool(task["status"] == "parked")
-    row = sql.fetch_one(core.db, "SELECT status FROM node WHERE task_id = ? AND key = ?", [task["task_id"], node])
-    return row is not None and row["status"] == "parked"
+        return task.status == "parked"
+    return sql.scalar(core.db, "SELECT status FROM node WHERE task_id = ? AND key = ?", [task.task_id, node]) == "parked"
 
 
 def check_tx(core: LedgerCore, task_id: str, now: float, files: Mapping[str, str | None] | None = None) -> list[dict[str, Any]]:
     """Inside a write transaction holding the task row's lock: evaluate the task's wake
     conditions (``file:`` ones only from ``files``), journal the newly met ones, resume the parks
     that auto-resume. Returns one dict per wake noticed now."""
-    task = core.task_row(task_id)
-    state = task["wake_state"]
+    task = core.task_record(task_id)
+    state = task.wake_state
     if not state:
         return []
     woken: list[dict[str, Any]] = []
@@ -99,7 +99,7 @@ def _auto_resume(core: LedgerCore, task_id: str, node: str | None, why: str) -> 
             plan = plan_resume(core, task_id, node=node, reason=f"wake: {why}")
             apply_within(core, plan, operator=SYSTEM)
     except WardenError as e:
-        state = core.task_row(task_id)["wake_state"]
+        state = core.task_record(task_id).wake_state
         for key, entry in wc.targets(state):
             if key == node:
                 entry["auto_resume_failed"] = str(e)
@@ -146,7 +146,7 @@ def check(core: LedgerCore, task_ids: Iterable[str] | None = None) -> list[dict[
 def _check_one(core: LedgerCore, task_id: str, files: Mapping[str, str | None]) -> str:
     """One task's wakes, as JSON text (a retried write records its result: a string it can)."""
     with write_tx(core.db):
-        core.task_row(task_id, lock="exclusive")  # it may resume the task, as an operator action would
+        core.task_record(task_id, lock="exclusive")  # it may resume the task, as an operator action would
         return json.dumps(check_tx(core, task_id, core.now(), files))
 
 

@@ -25,7 +25,7 @@ A condition is a plain JSON dict (stored in the task row's ``wake_state``, see s
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from . import lockguard, sql
 from . import validate as v
@@ -72,31 +72,31 @@ def _check(core: LedgerCore, task_id: str, kind: str, target: str, warnings: lis
         row = _handoff(core, target)
         if row is None:
             raise Refused(f"wake condition handoff:{target}: no such handoff")
-        if row["status"] != "open":
-            raise Refused(f"wake condition handoff:{target}: the handoff is already {row['status']}, nothing to wait for")
-        cond["target"] = str(row["id"])
+        if row.status != "open":
+            raise Refused(f"wake condition handoff:{target}: the handoff is already {row.status}, nothing to wait for")
+        cond["target"] = str(row.id)
     elif kind == "node":
-        row = sql.fetch_one(core.db, "SELECT status FROM node WHERE task_id = ? AND key = ?", [task_id, target])
-        if row is None:
+        status = sql.scalar(core.db, "SELECT status FROM node WHERE task_id = ? AND key = ?", [task_id, target])
+        if status is None:
             raise Refused(f"wake condition node:{target}: no such node in task {task_id}")
-        if row["status"] in ("succeeded", "abandoned"):
-            raise Refused(f"wake condition node:{target}: the node is already {row['status']}, nothing to wait for")
+        if status in ("succeeded", "abandoned"):
+            raise Refused(f"wake condition node:{target}: the node is already {status}, nothing to wait for")
     elif kind == "effect":
-        row = sql.fetch_one(core.db, "SELECT status FROM effect WHERE task_id = ? AND effect_key = ?", [task_id, target])
-        if row is None:
+        status = sql.scalar(core.db, "SELECT status FROM effect WHERE task_id = ? AND effect_key = ?", [task_id, target])
+        if status is None:
             warnings.append(f"wake condition effect:{target}: no such effect yet (it wakes when one is confirmed)")
-        elif row["status"] != "intended":
-            raise Refused(f"wake condition effect:{target}: the effect is already {row['status']}, nothing to wait for")
+        elif status != "intended":
+            raise Refused(f"wake condition effect:{target}: the effect is already {status}, nothing to wait for")
     elif kind == "at":
         try:
             at = parse_time(target, core.now())
         except ValueError as e:
-            raise Refused(f"wake condition at:{target}: {e}") from None
-        if not at <= v.TIME_MAX:  # NaN and infinity too ("at:nanh", "at:1e400d")
-            raise InvalidValue(f"wake condition (wake_on) at:{v.show(target)} is not a time Warden can store (up "
-                               "to year 9999)", "wake_on")
+            raise Refused(f"wake condition at:{v.show(target)}: {e}") from None
+        if not v.TIME_MIN <= at <= v.TIME_MAX:  # NaN and infinity ("at:nanh", "at:1e400d"); year 1 with an offset
+            raise InvalidValue(f"wake condition (wake_on) at:{v.show(target)} is not a time Warden can store "
+                               "(years 1 to 9999, UTC)", "wake_on")
         if at <= core.now():
-            raise Refused(f"wake condition at:{target}: {iso(at)} is not in the future")
+            raise Refused(f"wake condition at:{v.show(target)}: {iso(at)} is not in the future")
         cond["at"] = at
         cond["target"] = iso(at)  # a duration means "from the preview": the condition names the instant
     else:  # file
@@ -112,12 +112,29 @@ def _check(core: LedgerCore, task_id: str, kind: str, target: str, warnings: lis
     return cond
 
 
-def _handoff(core: LedgerCore, target: str) -> dict[str, Any] | None:
+class _Handoff(NamedTuple):
+    id: int
+    status: str
+    resolved_by: str | None
+    resolved_at: float | None
+    resolution_option: str | None
+
+
+class _NodeDone(NamedTuple):
+    status: str
+    finished_at: float | None
+
+
+class _EffectDone(NamedTuple):
+    status: str
+    confirmed_at: float | None
+    external_id: str | None
+
+
+def _handoff(core: LedgerCore, target: str) -> _Handoff | None:
     if not v.HANDOFF_ID_RE.fullmatch(target):  # ("1_000", "٣" and 10**30 are no handoff's id)
         return None
-    hid = int(target)
-    return sql.fetch_one(core.db, "SELECT id, status, resolved_by, resolved_at, resolution_option FROM handoff "
-                                  "WHERE id = ?", [hid])
+    return sql.fetch_row(core.db, _Handoff, f"SELECT {sql.columns(_Handoff)} FROM handoff WHERE id = ?", [int(target)])
 
 
 def file_state(path: str) -> dict[str, Any]:
@@ -170,20 +187,19 @@ def met(core: LedgerCore, task_id: str, cond: Mapping[str, Any], now: float,
     kind, target = cond.get("kind"), str(cond.get("target"))
     if kind == "handoff":
         row = _handoff(core, target)
-        if row is not None and row["status"] == "resolved":
-            return row["resolved_at"], (f"handoff {target} resolved by {row['resolved_by']} "
-                                        f"(option {row['resolution_option']})")
+        if row is not None and row.status == "resolved":
+            return row.resolved_at, f"handoff {target} resolved by {row.resolved_by} (option {row.resolution_option})"
     elif kind == "node":
-        row = sql.fetch_one(core.db, "SELECT status, finished_at FROM node WHERE task_id = ? AND key = ?",
-                            [task_id, target])
-        if row is not None and row["status"] == "succeeded":
-            return row["finished_at"], f"node {target} succeeded"
+        node = sql.fetch_row(core.db, _NodeDone, f"SELECT {sql.columns(_NodeDone)} FROM node WHERE task_id = ? "
+                                                 "AND key = ?", [task_id, target])
+        if node is not None and node.status == "succeeded":
+            return node.finished_at, f"node {target} succeeded"
     elif kind == "effect":
-        row = sql.fetch_one(core.db, "SELECT status, confirmed_at, external_id FROM effect WHERE task_id = ? "
-                                     "AND effect_key = ?", [task_id, target])
-        if row is not None and row["status"] in ("confirmed", "compensated"):
-            ext = f" ({row['external_id']})" if row["external_id"] else ""
-            return row["confirmed_at"], f"effect {target} confirmed{ext}"
+        effect = sql.fetch_row(core.db, _EffectDone, f"SELECT {sql.columns(_EffectDone)} FROM effect "
+                                                     "WHERE task_id = ? AND effect_key = ?", [task_id, target])
+        if effect is not None and effect.status in ("confirmed", "compensated"):
+            ext = f" ({effect.external_id})" if effect.external_id else ""
+            return effect.confirmed_at, f"effect {target} confirmed{ext}"
     elif kind == "at":
         at = float(cond.get("at") or 0)
         if at <= now:

@@ -29,11 +29,19 @@ import time
 from collections import Counter
 from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterator
 
+from .backends import CONNECT_TIMEOUT_S, unreachable_why
 from .commitprobe import CommitProbe, follow_up_offsets
-from .db import parse_target, pg_connect_args, warden_params
+from .db import parse_target, pg_client_args, warden_params
 
 PG_CHANNEL = "warden_events"
 PG_RECONNECT_S = (0.05, 2.0)  # the listener's reconnect back-off: first and longest wait
+# The LISTEN connection is also the console's outage sentinel (issue 23): a server that goes away
+# closes it at once; a network that goes silent is noticed by a ping after PG_PING_S without a
+# notification, answered within PG_PING_TIMEOUT_S — so an outage is said within 1.7 s (plus the
+# time to show it). A ping is one round trip every 0.4 s on a connection that idles otherwise.
+PG_PING_S = 0.4
+PG_PING_TIMEOUT_S = 1.2
+PG_PING_GRACE_S = 0.1
 WATCH_STEP_MS = 5
 WATCH_DEBOUNCE_MS = 40
 FALLBACK_POLL_S = 5.0  # a safety net: inotify / watchfiles / LISTEN wake the reader at once
@@ -93,8 +101,12 @@ class Wakeups:
         use_inotify: bool = True,
         application_name: str = "warden-console",
         commit_probe: bool = True,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
     ) -> None:
         self.target = os.fspath(target)
+        self.connect_timeout_s = connect_timeout_s
+        # PostgreSQL: why the LISTEN connection is down (an outage the reader should say), or None.
+        self.outage: str | None = None
         self.commit_probe = commit_probe  # False: wake on file events alone (before issue 14; diagnostics)
         self.wakeup_counts: Counter[str] = Counter()  # wake-ups yielded, by reason
         self.trace: list[tuple[float, str]] | None = None  # set to a list to record (tests, benchmark)
@@ -146,23 +158,58 @@ class Wakeups:
         after every (re)connect so the reader catches up on what committed while nobody listened."""
         import psycopg
 
-        dbname, kwargs = pg_connect_args(parse_target(self.listen_target or self.target))
-        kwargs.setdefault("application_name", self.application_name)
+        listen = parse_target(self.listen_target or self.target)
+        dbname, kwargs = pg_client_args(listen, application_name=self.application_name,
+                                        connect_timeout_s=self.connect_timeout_s)
         wait = PG_RECONNECT_S[0]
+        # A LISTEN connection that just dropped is not yet an outage (pg_terminate_backend, a
+        # pooler recycling it): the first reconnect, bounded by PG_PING_TIMEOUT_S, decides.
+        dropped = False
         while not self._stop.is_set():
             conn = None
+            listening = False
             try:
-                conn = await psycopg.AsyncConnection.connect(dbname=dbname, autocommit=True, **kwargs)
+                connect = psycopg.AsyncConnection.connect(dbname=dbname, autocommit=True, **kwargs)
+                if dropped:
+                    try:
+                        conn = await asyncio.wait_for(connect, PG_PING_TIMEOUT_S)
+                    except asyncio.TimeoutError:
+                        raise psycopg.OperationalError("timeout expired") from None
+                else:
+                    conn = await connect
                 await conn.execute(f"LISTEN {PG_CHANNEL}")
+                listening = True
+                dropped = False
                 self.listener_pid = conn.info.backend_pid
                 self.listen_count += 1
                 self._on_watching()
                 wait = PG_RECONNECT_S[0]
+                self.outage = None
                 yield "listening"  # catch up from the cursor: LISTEN is in place from here on
-                async for _ in conn.notifies():
-                    yield "notify"
+                while True:
+                    async for _ in conn.notifies(timeout=PG_PING_S):
+                        yield "notify"
+                    # Quiet for PG_PING_S: is the server still there? (A cut network says nothing.)
+                    ping = asyncio.ensure_future(conn.execute("SELECT 1"))
+                    done, _ = await asyncio.wait({ping}, timeout=PG_PING_TIMEOUT_S)
+                    if not done:  # a second chance, in case it was this event loop that stalled (a long render)
+                        done, _ = await asyncio.wait({ping}, timeout=PG_PING_GRACE_S)
+                    if not done:
+                        # Said now; the connection is then dropped without waiting on it (cancelling
+                        # the query would itself wait for the silent server).
+                        self.outage = _unreachable(listen.display, f"no answer within {PG_PING_TIMEOUT_S:g}s")
+                        yield "lost"
+                        _abandon(ping, conn)
+                        conn = None
+                        raise psycopg.OperationalError("no answer to a ping")
+                    ping.result()
             except psycopg.Error as e:
-                if getattr(e, "sqlstate", None) == READ_ONLY_SQLSTATE and self.listener_pid is None:
+                refused_listen = getattr(e, "sqlstate", None) == READ_ONLY_SQLSTATE and self.listener_pid is None
+                dropped = listening and self.outage is None  # reconnect at once; said only if that fails
+                if not dropped and self.outage is None and not self._stop.is_set() and not refused_listen:
+                    self.outage = _unreachable(listen.display, unreachable_why(e, self.connect_timeout_s))
+                    yield "lost"
+                if refused_listen:
                     # A hot standby (a replica) refuses LISTEN ("during recovery"): no notification will
                     # ever come from it. Poll instead of reconnecting forever; listen= names the primary.
                     self.listen_target = None
@@ -177,6 +224,8 @@ class Wakeups:
                         await conn.close()
                     except Exception:
                         pass
+            if dropped:
+                continue  # the deciding reconnect, now
             try:  # back off, but stop at once when the feed stops
                 await asyncio.wait_for(self._stop.wait(), wait)
             except asyncio.TimeoutError:
@@ -193,6 +242,7 @@ class Wakeups:
         lib = inotify_lib()
         assert lib is not None and self.path is not None
         names = {n.encode() for n in self._watch_names()}
+        own = os.path.basename(self.path).encode()
         directory = os.path.dirname(self.path) or "."
         fd = lib.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if fd < 0:
@@ -209,7 +259,7 @@ class Wakeups:
             while not self._stop.is_set():
                 await readable.wait()
                 readable.clear()
-                hit = gone = False
+                hit = gone = moved = False
                 while True:
                     try:
                         buf = os.read(fd, 65536)
@@ -218,9 +268,13 @@ class Wakeups:
                     for ev_mask, name in inotify_events(buf):
                         if ev_mask & (0x400 | 0x800 | 0x8000):  # the directory went away / unwatched
                             gone = True
+                        elif name == own and ev_mask & (0x40 | 0x80 | 0x100 | 0x200):
+                            moved = True  # the ledger file itself moved, removed or (re)created
                         elif name in names:
                             hit = True
-                if hit:
+                if moved:
+                    yield "moved"
+                elif hit:
                     yield "change"
                 if gone:
                     return  # the poll carries on; wakeups() restarts the source
@@ -256,7 +310,9 @@ class Wakeups:
           file event after which ``data_version`` had already moved);
         * ``"settle"`` (SQLite): a follow-up after a file event found a commit that became visible
           after its last write — the case no file event ever announces (see store/commitprobe.py);
-        * ``"poll"``: nothing for ``fallback_poll_s`` (the safety net).
+        * ``"poll"``: nothing for ``fallback_poll_s`` (the safety net);
+        * ``"lost"`` (PostgreSQL): the LISTEN connection dropped or stopped answering — the server
+          is unreachable (``outage`` says how); nothing to read until ``"change"`` says it is back.
 
         ``wakeup_counts`` counts what was yielded; ``trace``, when set to a list, collects
         ``(monotonic time, what)`` for every file event, probe check and wake-up. ``on_watching`` is
@@ -267,6 +323,8 @@ class Wakeups:
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
         notified = False
+        lost = False
+        moved = False
         source = self._notify_source()
         if source is None:
             self._on_watching()
@@ -275,12 +333,17 @@ class Wakeups:
         trace = self.trace
 
         async def pump() -> None:
-            nonlocal notified
+            nonlocal notified, lost, moved
             if source is None:
                 return
             try:
-                async for _ in source:
-                    notified = True
+                async for what in source:
+                    if what == "lost":
+                        lost = True
+                    elif what == "moved":
+                        moved = True
+                    else:
+                        notified = True
                     wake.set()
             except (asyncio.CancelledError, GeneratorExit):
                 raise
@@ -317,7 +380,15 @@ class Wakeups:
                     wake.clear()
                     now = loop.time()
                     poll_due = poll_from + self.fallback_poll_s
-                    if notified:
+                    if lost:
+                        lost = False
+                        reason = "lost"  # PostgreSQL: the server went away (self.outage says how)
+                    elif moved:
+                        moved = notified = False
+                        reason = "change"  # SQLite: the ledger file moved (no commit for the probe to see): look now
+                        if probe is not None:
+                            arm(now)
+                    elif notified:
                         notified = False
                         reason = "change"
                         if probe is not None:  # maybe a commit's first write, maybe its last
@@ -371,3 +442,18 @@ class Wakeups:
 
 def _nothing() -> None:
     return None
+
+
+def _unreachable(display: str, why: str) -> str:
+    """What ``Wakeups.outage`` says while the LISTEN connection cannot be had."""
+    return f"the ledger {display} is unreachable ({why}); reconnecting — what changes meanwhile is shown when it is back"
+
+
+def _abandon(ping: "asyncio.Future[Any]", conn: Any) -> None:
+    """Drop a connection whose server stopped answering, without waiting for it: its socket is
+    closed under libpq (nothing more is sent), the unanswered query's task left to fail."""
+    ping.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no "never retrieved" noise
+    try:
+        conn.pgconn.finish()
+    except Exception:
+        pass

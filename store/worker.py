@@ -176,21 +176,25 @@ class LeaseKeeper:
         return True
 
     def progress(self, *, units_done: float | None = None, units_total: float | None = None, tokens: int = 0,
-                 observation: str | None = None, now: bool = False) -> bool:
+                 observation: str | None = None, action: str | None = None, result: str | None = None,
+                 now: bool = False) -> bool:
         """Report progress; it is sent with the next heartbeat (or at once with ``now``).
 
-        Observations are sent at once (each is one data point of the new-information measure).
-        Returns False when the lease is lost: stop working on this step.
+        Observations — and what a step did and learned (``action``, ``result``) — are sent at once
+        (each is one data point of the new-information measure). Returns False when the lease is
+        lost: stop working on this step.
         """
+        said = {"observation": observation, "action": action, "result": result}
         with self._lock:
             if units_done is not None:
                 self._pending["units_done"] = units_done
             if units_total is not None:
                 self._pending["units_total"] = units_total
-            if observation is not None:
-                self._pending["observation"] = observation
+            for k, v in said.items():
+                if v is not None:
+                    self._pending[k] = v
             self._tokens += int(validate.number("tokens", tokens, "progress", hi=validate.TOKENS_MAX) or 0)
-        if now or observation is not None:
+        if now or any(v is not None for v in said.values()):
             return self.beat()
         return not self.lost
 

@@ -132,3 +132,22 @@ def ledger(ledger_path, clock):
     led = Ledger.open(ledger_path, clock=clock)
     yield led
     led.close()
+
+
+# ---------------------------------------------------------------------- parallel runs (pytest-xdist)
+# The suite runs on two workers (pyproject addopts: -n 2 --dist loadgroup). Tests that drive a real
+# terminal, a browser or the demo's process tree measure nothing but still wait on screens with
+# generous deadlines; they share one worker so two of them never compete for the CPU with each
+# other. Everything else (ledger races included: they synchronise on conditions) spreads freely.
+SERIAL_FILES = frozenset({
+    "test_alerts_pty.py", "test_demo.py", "test_demo_agents.py", "test_keys_pty.py", "test_live.py",
+    "test_serve_browser.py", "test_serve_http.py", "test_serve_cli.py", "test_sizes_terminals.py",
+    "test_terminal_safety.py", "test_typeahead.py", "test_console_connections.py", "test_postgres_console.py",
+    "test_cli_conventions.py", "test_hostile_console_pty.py", "test_outage_line.py", "test_demo_alarms.py",
+})
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if item.path.name in SERIAL_FILES:
+            item.add_marker(pytest.mark.xdist_group("terminal"))

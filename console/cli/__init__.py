@@ -12,14 +12,17 @@ from typing import Any, Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["hook"]:
-        from .hook import fast_main
+    try:
+        if args[:1] == ["hook"]:
+            from .hook import fast_main
 
-        done = fast_main(args[1:])
-        if done is not None:
-            return done
-    from .entry import main as full_main
-
+            done = fast_main(args[1:])
+            if done is not None:
+                return done
+        from .entry import main as full_main
+    except KeyboardInterrupt:  # Ctrl-C while the command is still loading: no traceback either
+        print("warden: interrupted", file=sys.stderr)
+        return 130
     return full_main(args)
 
 

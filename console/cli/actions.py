@@ -28,7 +28,7 @@ from store.actions import REGISTRY, Registered
 from ..glyphs import node_status_label, task_status_label
 from ..text import safe_line
 from .errors import CliFailure
-from .common import UsageError, flags, honours, open_ledger, operator_of, out_console, print_json
+from .common import UsageError, command, flags, honours, open_ledger, operator_of, out_console, print_json
 
 ACT = ("ledger", "operator", "json", "yes", "dry_run")  # the shared flags every action honours
 WAKES = ("ledger", "json")  # check-wakes: nothing to preview or confirm; what it does is audited as "system"
@@ -43,9 +43,10 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         if r.command is not None and not r.command.listed_after and not r.command.parent:
             add_action(sub, r)
 
-    p = sub.add_parser("check-wakes", parents=flags(*WAKES),
-                       help="look at parked tasks' wake conditions now: journal the met ones, auto-resume; "
-                            "fail expired work that cannot safely run twice and ask a human (for cron)")
+    p = command(sub, "check-wakes", parents=flags(*WAKES),
+                help="look at parked tasks' wake conditions now: journal the met ones, auto-resume; "
+                     "fail expired work that cannot safely run twice and ask a human (for cron)",
+                examples=("warden check-wakes", "*/5 * * * * warden check-wakes --ledger /srv/warden/ledger.db  # crontab"))
     p.add_argument("--task", metavar="T", action="append", help="only this task (repeatable)")
     honours(p, *WAKES)
     p.set_defaults(func=cmd_check_wakes)
@@ -70,7 +71,7 @@ def add_action(sub: Any, action: Registered) -> argparse.ArgumentParser:
     spec = action.command
     assert spec is not None, action.name
     name = spec.name or action.name
-    p = sub.add_parser(name, parents=flags(*ACT), help=spec.help)
+    p = command(sub, name, parents=flags(*ACT), help=spec.help, examples=spec.examples)
     groups: dict[str, Any] = {}
     for f in spec.flags:
         target: Any = p

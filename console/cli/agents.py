@@ -24,7 +24,7 @@ from store.adapters.sessions import SessionStore
 
 from ..text import safe_line
 from . import hook
-from .common import flags, honours, ledger_target, print_json, runs_dir
+from .common import connect_timeout, flags, honours, ledger_target, print_json, runs_dir
 from .errors import UsageError
 
 RUN_EXAMPLE = """examples:
@@ -125,7 +125,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                    lease_s=args.lease, worker=args.worker or default_worker("run"), json_stream=args.json_stream,
                    artifacts=args.artifacts, runs=runs_dir(args), grace_s=args.grace, title=args.title or "")
     os.makedirs(spec.runs, exist_ok=True)
-    with Ledger.open(ledger_target(args), application_name="warden-run") as ledger:
+    with Ledger.open(ledger_target(args), application_name="warden-run", connect_timeout_s=connect_timeout(args)) as ledger:
         sup = Supervisor(ledger, spec)
 
         def stop(signum: int, _frame: Any) -> None:
@@ -168,7 +168,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     user = os.environ.get("USER") or os.environ.get("LOGNAME") or "user"
     cfg = SessionConfig(worker=args.worker or f"mcp:{user}@{socket.gethostname()}", task=args.task, node=args.node,
                         kind=args.kind, lease_s=args.lease, kinds=kinds, ask_wait_s=args.ask_wait)
-    with Ledger.open(ledger_target(args), application_name="warden-mcp") as ledger:
+    with Ledger.open(ledger_target(args), application_name="warden-mcp", connect_timeout_s=connect_timeout(args)) as ledger:
         session = AgentSession(ledger, SessionStore(args.sessions), cfg)
         serve(session)
     return 0

@@ -8,6 +8,7 @@ Everything an agent wrote reaches the terminal as literal text (``rich.text.Text
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
@@ -22,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from store import Ledger
+from store.db import CONNECT_TIMEOUT_S
 
 from ..operator import resolve_operator
 from ..text import safe_line
@@ -41,6 +43,17 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {safe_line(message)}")
+
+
+def seconds(text: str) -> float:
+    """A ``--connect-timeout`` value: a positive number of seconds, at most an hour."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {safe_line(repr(text))}") from None
+    if not (0 < value <= 3600):  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"{safe_line(repr(text))}: seconds must be more than 0 and at most 3600")
+    return value
 
 
 # The flags a subcommand may share with others. Each subcommand takes only those it honours
@@ -66,6 +79,9 @@ GLOBALS: dict[str, tuple[str, dict[str, Any], Any]] = {
     "no_bell": ("--no-bell", dict(action="store_true", help="alerts do not ring the terminal bell"), False),
     "on_alert": ("--on-alert", dict(metavar="CMD", help="run CMD (split like a shell line, no shell) for each "
                                                         "alert, the alert as one JSON object on its stdin"), None),
+    "connect_timeout": ("--connect-timeout", dict(metavar="S", type=seconds, help=(
+        f"PostgreSQL: seconds to keep trying a server that cannot be reached before saying so "
+        f"(default {CONNECT_TIMEOUT_S:g})")), None),
 }
 
 
@@ -75,8 +91,11 @@ TOP = "top_"  # dest prefix of a shared flag given before the subcommand
 def with_workspace(names: tuple[str, ...]) -> tuple[str, ...]:
     """DESIGN.md's contract: every subcommand that takes ``--ledger`` also takes ``--runs`` (the
     workspace pair, like ``$WARDEN_LEDGER``/``$WARDEN_RUNS``), so a script can pass both to any of
-    them; only the console and recovery read run directories."""
-    return names + ("runs",) if "ledger" in names and "runs" not in names else names
+    them; only the console and recovery read run directories. And ``--connect-timeout``, which
+    every ledger takes (it means something for PostgreSQL only)."""
+    if "ledger" not in names:
+        return names
+    return names + tuple(n for n in ("runs", "connect_timeout") if n not in names)
 
 
 def flags(*names: str, top: bool = False) -> list[CliParser]:
@@ -89,6 +108,26 @@ def flags(*names: str, top: bool = False) -> list[CliParser]:
         flag, kwargs, _ = GLOBALS[name]
         g.add_argument(flag, dest=TOP + name if top else name, default=argparse.SUPPRESS, **kwargs)
     return [p]
+
+
+def command(sub: Any, name: str, *, help: str, examples: tuple[str, ...] | list[str], description: str | None = None,
+            **kwargs: Any) -> CliParser:
+    """``warden NAME``'s parser with the help every subcommand has (tests/console/test_cli_help.py):
+    ``help`` is its line in ``warden --help`` and, unless ``description`` says more, the first line
+    of its own ``--help``; ``examples`` are command lines shown at the end ("examples:")."""
+    return sub.add_parser(
+        name, help=help, description=description or sentence(help), epilog=examples_text(examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
+def sentence(text: str) -> str:
+    """A help line as the first line of a help page: "park a task" → "Park a task."."""
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!", ")")) else ".")
+
+
+def examples_text(lines: tuple[str, ...] | list[str]) -> str:
+    return ("example:" if len(lines) == 1 else "examples:") + "".join(f"\n  {line}" for line in lines)
 
 
 def honours(parser: argparse.ArgumentParser, *names: str) -> argparse.ArgumentParser:
@@ -144,10 +183,17 @@ def runs_dir(args: argparse.Namespace) -> str:
 APPLICATION_NAME = "warden-cli"  # what PostgreSQL's pg_stat_activity shows for these connections
 
 
+def connect_timeout(args: argparse.Namespace) -> float:
+    """``--connect-timeout`` (PostgreSQL: how long to keep trying a server it cannot reach)."""
+    value = getattr(args, "connect_timeout", None)
+    return CONNECT_TIMEOUT_S if value is None else float(value)
+
+
 def open_ledger(args: argparse.Namespace, *, read_only: bool) -> Ledger:
     """Open an existing ledger (never create one: a typo must not leave an empty database).
     Every command that only reads opens it ``read_only`` (SQLite ``mode=ro``): it never writes."""
-    return Ledger.open(ledger_target(args), create=False, read_only=read_only, application_name=APPLICATION_NAME)
+    return Ledger.open(ledger_target(args), create=False, read_only=read_only, application_name=APPLICATION_NAME,
+                       connect_timeout_s=connect_timeout(args))
 
 
 def operator_of(args: argparse.Namespace) -> str:
@@ -178,13 +224,30 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
+UNBOUNDED = 1_000_000  # the width of output that is not a terminal: a line is never cut or wrapped
+
+
+def is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # closed, or not a file at all
+        return False
+
+
 def out_console(*, err: bool = False) -> Console:
-    return Console(stderr=err, highlight=False, soft_wrap=False)
+    """Where a subcommand prints. On a terminal: its width (tables fit it, long lines wrap). Piped
+    or redirected (``warden events | grep``): no width at all — every event, title and line is
+    printed whole, one line each, whatever ``$COLUMNS`` says."""
+    stream = sys.stderr if err else sys.stdout
+    if is_terminal(stream):
+        return Console(stderr=err, highlight=False, soft_wrap=False)
+    return Console(stderr=err, highlight=False, soft_wrap=False, width=UNBOUNDED)
 
 
 def print_fitted(c: Console, headers: list[str], rows: list[list[str]], give_way: list[str]) -> None:
     """A plain table that fits the terminal: columns in ``give_way`` shrink (then vanish), in that
-    order, before any other column is touched. Cells are plain (already made safe) text."""
+    order, before any other column is touched (not piped output: :func:`out_console` gives it no
+    width to fit). Cells are plain (already made safe) text."""
     widths = [max([cell_len(h)] + [cell_len(r[i]) for r in rows]) for i, h in enumerate(headers)]
     avail = max(20, c.width)
 
@@ -205,10 +268,17 @@ def print_fitted(c: Console, headers: list[str], rows: list[list[str]], give_way
         t.add_column(headers[i], width=widths[i], no_wrap=True, overflow="ellipsis")
     for r in rows:
         t.add_row(*(Text(r[i]) for i in keep_cols))
-    c.print(t)
+    if c.color_system is not None:  # a terminal: its width, its colours
+        c.print(t)
+        return
+    buffer = io.StringIO()
+    Console(file=buffer, width=c.width, color_system=None, highlight=False, soft_wrap=False).print(t)
+    # a table pads its last column: no trailing blanks in a pipe
+    c.out("\n".join(line.rstrip() for line in buffer.getvalue().splitlines()), highlight=False)
 
 
 __all__ = [
-    "GLOBALS", "CliParser", "UsageError", "alert_hook", "fill_globals", "flags", "honours", "ledger_target", "open_ledger",
-    "operator_of", "out_console", "print_fitted", "print_json", "runs_dir",
+    "GLOBALS", "UNBOUNDED", "CliParser", "UsageError", "alert_hook", "command", "connect_timeout", "examples_text",
+    "fill_globals", "flags", "honours", "is_terminal", "ledger_target", "open_ledger", "operator_of", "out_console",
+    "print_fitted", "print_json", "runs_dir", "sentence",
 ]

@@ -31,6 +31,7 @@ A new subcommand is a module beside these with its own ``register`` and one line
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib.metadata
 import os
 import sys
@@ -39,8 +40,9 @@ from typing import Any, Callable, Sequence
 from store import WardenError
 from store.db import masked
 
-from . import actions, agents, inspection, mind, recovery, report, serve
-from .common import GLOBALS, CliParser, alert_hook, fill_globals, flags, honours, ledger_target, operator_of, runs_dir
+from . import actions, agents, inspection, meta, mind, recovery, report, serve
+from .common import (GLOBALS, CliParser, alert_hook, command, connect_timeout, fill_globals, flags, honours,
+                     ledger_target, operator_of, runs_dir)
 from .errors import CliFailure, UsageError
 from .errors import report as report_failure
 from ..glyphs import ascii_terminal, use_ascii
@@ -74,14 +76,19 @@ def build_parser() -> CliParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CliParser)
     parents = [common_parent()]
 
-    p = sub.add_parser("console", parents=flags("ledger", "runs", "project", "records", "operator", "read_only",
-                                                "no_bell", "on_alert"),
-                       help="the console (the default)")
+    p = command(sub, "console", parents=flags("ledger", "runs", "project", "records", "operator", "read_only",
+                                              "no_bell", "on_alert"),
+                help="the console (the default)",
+                description="The console: every task, its graph, signals, handoffs and the operator's actions "
+                            "(warden alone opens it).",
+                examples=("warden", "warden console --ledger postgresql://warden@db/warden --read-only",
+                          "warden --on-alert 'notify-send warden'"))
     honours(p, "ledger", "runs", "project", "records", "operator", "read_only", "no_bell", "on_alert")
     p.set_defaults(func=cmd_console)
 
-    p = sub.add_parser("demo", parents=flags("operator", "no_bell", "on_alert"),
-                       help="simulated agents on a throw-away ledger, and the console")
+    p = command(sub, "demo", parents=flags("operator", "no_bell", "on_alert"),
+                help="simulated agents on a throw-away ledger, and the console",
+                examples=("warden demo", "warden demo --speed 4 --dir /tmp/warden-demo"))
     honours(p, "operator", "no_bell", "on_alert")
     p.add_argument("--dir", metavar="DIR", help="where to put the demo ledger and runs (default: a temp dir)")
     p.add_argument("--speed", type=_positive, default=1.0, metavar="X", help="time scale (2 = twice as fast)")
@@ -91,6 +98,7 @@ def build_parser() -> CliParser:
 
     for register in REGISTRARS:
         register(sub, parents)
+    meta.register(sub, parser)  # help, completion: last, they read the whole parser
     parser.subcommand_names = frozenset(sub.choices)
     parser.honoured = {name: sp.get_default("_honours") for name, sp in sub.choices.items()}
     return parser
@@ -124,6 +132,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = build_parser()
     names = parser.subcommand_names
     head = argv[: argv.index("--")] if "--" in argv else argv
+    word = _first_word(head)  # not a flag, not a flag's value: the command
+    if word is not None and word not in names:
+        raise UsageError(f"warden: unknown command '{safe_line(word, limit=80)}'{_did_you_mean(word, names)}")
+    # a command's name anywhere (even as a flag's value: --operator status) is no console
     if not any(a in names for a in head) and not {"--version", "-h", "--help"} & set(head):
         argv = ["console", *argv]
     try:
@@ -142,6 +154,25 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if not getattr(args, "func", None):
         raise UsageError("warden: give a subcommand (warden --help lists them)")
     return fill_globals(args)
+
+
+def _first_word(head: list[str]) -> str | None:
+    """The first argument before any subcommand that is neither a flag nor a flag's value."""
+    valued = {flag for flag, kwargs, _ in GLOBALS.values() if kwargs.get("action") != "store_true"}
+    skip = False
+    for a in head:
+        if skip:
+            skip = False
+        elif a.startswith("-") and a != "-":
+            skip = a in valued
+        else:
+            return a
+    return None
+
+
+def _did_you_mean(word: str, names: frozenset[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(names), n=1, cutoff=0.7)
+    return f"; did you mean '{close[0]}'?" if close else " (warden help lists the commands)"
 
 
 def _misplaced_shared_flag(parser: CliParser, argv: list[str]) -> None:
@@ -203,7 +234,7 @@ def cmd_console(args: argparse.Namespace) -> int:
     return run_console(
         ledger=ledger_target(args), runs=runs_dir(args), read_only=args.read_only,
         operator=operator_of(args), project=args.project, records=args.records,
-        bell=not args.no_bell, on_alert=hook,
+        bell=not args.no_bell, on_alert=hook, connect_timeout_s=connect_timeout(args),
     )
 
 

@@ -19,6 +19,7 @@ from typing import Sequence
 from store import Ledger, validate
 from store.adapters.claude_hooks import PAYLOAD_CAP, HookConfig, run_hook
 from store.adapters.sessions import SessionStore
+from store.db import CONNECT_TIMEOUT_S
 from store.errors import InvalidValue
 from store.text import safe_line
 
@@ -64,14 +65,22 @@ def cmd_hook(args: argparse.Namespace) -> int:
     cfg = HookConfig(task=args.task, lease_s=args.lease, permission_wait_s=args.permission_wait,
                      park_wait_s=args.park_wait)
     target = args.ledger or os.environ.get("WARDEN_LEDGER") or "ledger.db"  # as console.cli.common.ledger_target
-    answer = run_hook(lambda: Ledger.open(target, application_name="warden-hook"), SessionStore(args.sessions),
-                      cfg, raw)
+    timeout = getattr(args, "connect_timeout", None) or CONNECT_TIMEOUT_S
+    answer = run_hook(lambda: Ledger.open(target, application_name="warden-hook", connect_timeout_s=timeout),
+                      SessionStore(args.sessions), cfg, raw)
     if answer.output is not None:
         sys.stdout.write(json.dumps(answer.output, ensure_ascii=True) + "\n")
         sys.stdout.flush()
     if answer.message:
         print(safe_line(answer.message, limit=500), file=sys.stderr)
     return answer.exit_code
+
+
+def _connect_timeout(text: str) -> float:
+    x = float(text)
+    if not (0 < x <= 3600):  # as console.cli.common.seconds (NaN too)
+        raise ValueError(text)
+    return x
 
 
 class _Lean(argparse.ArgumentParser):
@@ -85,6 +94,7 @@ def fast_main(argv: Sequence[str]) -> int | None:
     p = _Lean(prog="warden hook", add_help=False)
     p.add_argument("--ledger")
     p.add_argument("--runs")  # the workspace pair every --ledger subcommand takes; unused here
+    p.add_argument("--connect-timeout", type=_connect_timeout)  # out of range: the full parser says so
     add_arguments(p)
     try:
         args = p.parse_args(list(argv))

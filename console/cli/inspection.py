@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import sys
 import time
 from datetime import datetime
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -31,42 +34,54 @@ from store.feed import Feed
 from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, pause_label, signals_label
 from ..glyphs import MARKS, task_label, task_status_label
 from ..text import safe_line
-from .common import APPLICATION_NAME, flags, honours, ledger_target, open_ledger, out_console, print_fitted, print_json
+from .common import (APPLICATION_NAME, command, connect_timeout, flags, honours, is_terminal, ledger_target,
+                     open_ledger, out_console, print_fitted, print_json)
 
 READ = ("ledger", "json")  # the shared flags every inspection subcommand honours
+TASK_HELP = "the task's id (warden status lists them)"
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("status", parents=flags(*READ), help="tasks: counts, P80 ETA, budget gate, stalls, handoffs")
+    p = command(sub, "status", parents=flags(*READ), help="tasks: counts, P80 ETA, budget gate, stalls, handoffs",
+                examples=("warden status", "warden status --watch  # redraw on every change; Ctrl-C stops",
+                          "warden status --json | jq '.tasks[].task_id'"))
+    p.add_argument("--watch", action="store_true",
+                   help="show it again on every change until Ctrl-C (piped: one snapshot per change)")
     honours(p, *READ)
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("graph", parents=flags(*READ), help="a task's nodes with status, deps, lease, estimate, signals")
-    p.add_argument("task", metavar="TASK")
+    p = command(sub, "graph", parents=flags(*READ), help="a task's nodes with status, deps, lease, estimate, signals",
+                examples=("warden graph nightly", "warden graph nightly --json | jq '.nodes[] | select(.signals != [])'"))
+    p.add_argument("task", metavar="TASK", help=TASK_HELP)
     honours(p, *READ)
     p.set_defaults(func=cmd_graph)
 
-    p = sub.add_parser("events", parents=flags(*READ), help="the journal (JSON Lines with --json)")
-    p.add_argument("--task", metavar="T")
-    p.add_argument("--since", type=int, default=0, metavar="ID")
+    p = command(sub, "events", parents=flags(*READ), help="the journal (JSON Lines with --json)",
+                examples=("warden events --task nightly", "warden events --follow | grep handoff",
+                          "warden events --since 1200 --json"))
+    p.add_argument("--task", metavar="T", help="only this task's events")
+    p.add_argument("--since", type=int, default=0, metavar="ID", help="only the events after this id")
     p.add_argument("--follow", action="store_true", help="keep printing new events")
     honours(p, *READ)
     p.set_defaults(func=cmd_events)
 
-    p = sub.add_parser("export", parents=flags(*READ), help="write a task's latest committed artifact")
-    p.add_argument("task", metavar="TASK")
-    p.add_argument("--output", required=True, metavar="FILE")
+    p = command(sub, "export", parents=flags(*READ), help="write a task's latest committed artifact",
+                examples=("warden export nightly --output report.md",))
+    p.add_argument("task", metavar="TASK", help=TASK_HELP)
+    p.add_argument("--output", required=True, metavar="FILE", help="where to write it (never overwritten)")
     honours(p, *READ)
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("migrate", parents=flags(*READ), help="upgrade the ledger's schema in place")
+    p = command(sub, "migrate", parents=flags(*READ), help="upgrade the ledger's schema in place",
+                examples=("warden migrate --ledger /srv/warden/ledger.db",))
     honours(p, *READ)
     p.set_defaults(func=cmd_migrate)
 
 
 def register_handoffs(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     """``handoffs`` sits between the actions in ``warden --help`` (beside ``resolve``)."""
-    p = sub.add_parser("handoffs", parents=flags(*READ), help="open needs_human handoffs")
+    p = command(sub, "handoffs", parents=flags(*READ), help="open needs_human handoffs",
+                examples=("warden handoffs", "warden handoffs --task nightly --all"))
     p.add_argument("--task", metavar="T", help="only this task")
     p.add_argument("--all", action="store_true", help="every handoff, not only the open ones")
     honours(p, *READ)
@@ -82,15 +97,21 @@ def _until_label(until_iso: str | None, now: float) -> str:
 
 # ---------------------------------------------------------------------- status, graph
 def cmd_status(args: argparse.Namespace) -> int:
+    if args.watch:
+        return watch_status(args)
     with open_ledger(args, read_only=True) as ledger:
         data = report.status_json(ledger)
     if args.json:
         print_json(data)
         return 0
-    c = out_console()
+    print_status(out_console(), data, ledger.display)
+    return 0
+
+
+def print_status(c: Console, data: dict[str, Any], display: str) -> None:
     if not data["tasks"]:
-        c.print(Text(f"no tasks in {safe_line(ledger.display)}"))
-        return 0
+        c.print(Text(f"no tasks in {safe_line(display)}"))
+        return
     rows = []
     for task in data["tasks"]:
         counts = task["counts"]
@@ -111,7 +132,58 @@ def cmd_status(args: argparse.Namespace) -> int:
         pause = pause_label(task["budget"])
         if pause:
             c.print(Text(safe_line(task["task_id"])) + Text(f": {pause}"), soft_wrap=True)
+
+
+def watch_status(args: argparse.Namespace) -> int:
+    """``warden status --watch``: the status again on every change of the ledger (and at least
+    every few seconds, so ages and estimates move) until Ctrl-C, which ends it quietly (exit 0).
+    On a terminal the screen is redrawn; piped, each snapshot that differs from the last is
+    printed whole after a ``-- <time>`` line (with ``--json``: one object a line)."""
+    with open_ledger(args, read_only=True):
+        pass  # a missing or unreadable ledger fails here, in one line, before anything is drawn
+    out = sys.stdout
+    tty = is_terminal(out)
+    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME,
+                connect_timeout_s=connect_timeout(args))
+    last = None
+
+    def draw() -> None:
+        nonlocal last
+        feed.check()  # a replaced file is reopened; a deleted one fails in one line
+        data = feed.read(report.status_json)
+        if args.json:
+            text = json.dumps(data, ensure_ascii=True, allow_nan=False) + "\n"
+        else:
+            c = out_console()
+            with c.capture() as captured:
+                print_status(c, data, feed.ledger.display)
+            text = captured.get()
+        if text == last:
+            return
+        last = text
+        when = time.strftime("%H:%M:%S")
+        if tty:
+            out.write(f"\x1b[H\x1b[2J\x1b[3J{WATCH_TITLE.format(when=when)}\n\n{text}")
+        else:
+            out.write(text if args.json else f"-- {when}\n{text}")
+        out.flush()
+
+    async def watch() -> None:
+        async for _ in feed.wakeups():  # "start" first, then every change and the slow poll
+            draw()
+
+    try:
+        asyncio.run(watch())
+    except KeyboardInterrupt:  # the way to stop watching: no traceback, no "interrupted" line
+        if tty:
+            out.write("\n")
+        return 0
+    finally:
+        feed.close()
     return 0
+
+
+WATCH_TITLE = "warden status --watch  ·  {when}  ·  Ctrl-C stops"
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -179,7 +251,8 @@ def cmd_events(args: argparse.Namespace) -> int:
         else:
             c.print(event_line(e))
 
-    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME)
+    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME,
+                connect_timeout_s=connect_timeout(args))
 
     def drain(cursor: int, upto: int | None = None) -> int:
         while True:

@@ -23,12 +23,13 @@ import threading
 import time
 from typing import Any, Sequence
 
+from store import report
 from store.feed import Feed
 
 from ..alerts import AlertWatch, run_hook
 from ..text import safe_line
-from .common import APPLICATION_NAME, ledger_target, open_ledger, out_console
-from .inspection import cmd_status, event_line
+from .common import APPLICATION_NAME, connect_timeout, ledger_target, open_ledger, out_console
+from .inspection import event_line, print_status
 
 NOTICE = ("warden: this terminal (TERM={term}) cannot show the full-screen console: the tasks, then new events "
           "(heartbeats left out: `warden events --follow` has them) and alerts as lines. Ctrl+C stops; a terminal "
@@ -41,10 +42,11 @@ def run_lines(args: argparse.Namespace, *, bell: bool, hook: Sequence[str] | Non
     print(NOTICE.format(term=safe_line(os.environ.get("TERM", "") or "unset")), flush=True)
     with open_ledger(args, read_only=True) as ledger:
         cursor = ledger.last_event_id()
-    args.json = False
-    cmd_status(args)
+        status = report.status_json(ledger)
+    print_status(c, status, ledger.display)
     watch = AlertWatch(last_event=cursor)
-    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME)
+    feed = Feed(ledger_target(args), read_only=True, application_name=APPLICATION_NAME,
+                connect_timeout_s=connect_timeout(args))
 
     def drain(cursor: int) -> int:
         while True:

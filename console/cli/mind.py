@@ -24,25 +24,29 @@ from store.mind.shapes import memories_json, mind_json, plans_json
 
 from ..mind_view import memories_text, mind_text, plans_text
 from .actions import add_action
-from .common import CliParser, flags, honours, open_ledger, out_console, print_json
+from .common import CliParser, command, flags, honours, open_ledger, out_console, print_json
 
 READ = ("ledger", "json")
+TASK_HELP = "the task's id (warden status lists them)"
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("mind", parents=flags(*READ),
-                       help="a task's requirements, conclusions, rejected paths, plan versions, memories")
-    p.add_argument("task", metavar="TASK")
+    p = command(sub, "mind", parents=flags(*READ),
+                help="a task's requirements, conclusions, rejected paths, plan versions, memories",
+                examples=("warden mind nightly", "warden mind nightly --json"))
+    p.add_argument("task", metavar="TASK", help=TASK_HELP)
     honours(p, *READ)
     p.set_defaults(func=cmd_mind)
 
-    p = sub.add_parser("plans", parents=flags(*READ), help="a task's plan versions (diff, trigger, in flight, who)")
-    p.add_argument("task", metavar="TASK")
+    p = command(sub, "plans", parents=flags(*READ), help="a task's plan versions (diff, trigger, in flight, who)",
+                examples=("warden plans nightly",))
+    p.add_argument("task", metavar="TASK", help=TASK_HELP)
     honours(p, *READ)
     p.set_defaults(func=cmd_plans)
 
-    p = sub.add_parser("memory", parents=flags(*READ),
-                       help="memories agents proposed; `memory confirm|reject ID --reason R` decides one")
+    p = command(sub, "memory", parents=flags(*READ),
+                help="memories agents proposed; `memory confirm|reject ID --reason R` decides one",
+                examples=("warden memory --pending", "warden memory confirm 3 --reason 'checked against the runbook'"))
     p.add_argument("--pending", action="store_true", help="only the memories waiting for a person")
     honours(p, *READ)
     p.set_defaults(func=cmd_memory)

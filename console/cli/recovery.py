@@ -34,7 +34,7 @@ from store.runs import require_name
 
 from ..text import safe_line
 from .errors import CliFailure, classify
-from .common import UsageError, flags, honours, open_ledger, operator_of, out_console, print_json
+from .common import UsageError, command, flags, honours, open_ledger, operator_of, out_console, print_json
 
 RECOVER_HELP = "check an interrupted run's evidence (or advise on a ledger node)"
 VERIFY_HELP = "re-check a recovery record and its original run independently"
@@ -43,9 +43,10 @@ VERIFY = ("runs", "project", "records", "json")
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "recover", parents=flags(*RECOVER), help=RECOVER_HELP, description=RECOVER_HELP + ". Exit 0 "
-        "only for reuse_existing_artifact (or when node advice was given), 1 otherwise.")
+    p = command(
+        sub, "recover", parents=flags(*RECOVER), help=RECOVER_HELP, description=RECOVER_HELP + ". Exit 0 "
+        "only for reuse_existing_artifact (or when node advice was given), 1 otherwise.",
+        examples=("warden recover fetch-2026-11-30 --record fetch-ok", "warden recover --task nightly --node fetch"))
     p.add_argument("run", nargs="?", metavar="RUN", help="run name under --runs")
     p.add_argument("--record", metavar="NAME",
                    help="write recovery-records/NAME if the decision is reuse_existing_artifact")
@@ -54,8 +55,8 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     honours(p, *RECOVER)
     p.set_defaults(func=cmd_recover)
 
-    p = sub.add_parser("verify-record", parents=flags(*VERIFY), help=VERIFY_HELP,
-                       description=VERIFY_HELP + ". Exit 0 pass, 1 fail.")
+    p = command(sub, "verify-record", parents=flags(*VERIFY), help=VERIFY_HELP,
+                description=VERIFY_HELP + ". Exit 0 pass, 1 fail.", examples=("warden verify-record fetch-ok",))
     p.add_argument("name", metavar="NAME", help="record name under --records")
     honours(p, *VERIFY)
     p.set_defaults(func=cmd_verify_record)

@@ -13,15 +13,16 @@ from typing import Any
 from store.task_report import task_report
 
 from ..report_view import report_text
-from .common import flags, honours, open_ledger, out_console, print_json
+from .common import command, flags, honours, open_ledger, out_console, print_json
 
 READ = ("ledger", "json")  # the shared flags it honours (as every read: console/cli/inspection.py)
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("report", parents=flags(*READ),
-                       help="what a task leaves behind: best result, unfinished nodes, budget, handoffs, effects")
-    p.add_argument("task", metavar="TASK")
+    p = command(sub, "report", parents=flags(*READ),
+                help="what a task leaves behind: best result, unfinished nodes, budget, handoffs, effects",
+                examples=("warden report nightly", "warden report nightly --json | jq .best_artifact"))
+    p.add_argument("task", metavar="TASK", help="the task's id (warden status lists them)")
     honours(p, *READ)
     p.set_defaults(func=cmd_report)
 

@@ -16,14 +16,17 @@ import os
 import sys
 from typing import Any
 
-from .common import UsageError, flags, honours, ledger_target, open_ledger, runs_dir
+from .common import UsageError, command, flags, honours, ledger_target, open_ledger, runs_dir
 
 EXTRA_MODULES = ("textual_serve", "aiohttp")
 TOKEN_ENV = "WARDEN_SERVE_TOKEN"
 
 
 def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("serve", parents=flags("ledger", "runs", "project", "records", "operator"), help="the console in a browser: a private URL with a token")
+    p = command(sub, "serve", parents=flags("ledger", "runs", "project", "records", "operator"),
+                help="the console in a browser: a private URL with a token",
+                examples=("warden serve  # http://127.0.0.1:8000/?token=… (read-only)",
+                          "warden serve --host 0.0.0.0 --tokens tokens.txt --allow-actions"))
     p.add_argument("--host", default="127.0.0.1", metavar="ADDR",
                    help="address to listen on (default 127.0.0.1; any other needs a token given)")
     p.add_argument("--port", type=int, default=8000, metavar="N", help="port (default 8000; 0 = any free port)")
@@ -87,6 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ledger=ledger_target(args), runs=runs_dir(args), book=TokenBook(creds), host=args.host, port=args.port,
         allow_actions=args.allow_actions, project=args.project, records=args.records,
         max_sessions=args.max_sessions, print_token=given is None and not args.tokens,
+        connect_timeout_s=args.connect_timeout,
     )
     try:
         return WardenServer(config).run()

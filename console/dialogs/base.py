@@ -334,11 +334,6 @@ class ActionDialog(WardenModal["Plan | None"]):
             raise SkipAction()
         self.focus_next()
 
-    @on(Input.Submitted)
-    def _input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.focus_next()
-
     @on(Button.Pressed, "#cancel")
     def _cancel_pressed(self) -> None:
         self.action_cancel()

@@ -7,13 +7,15 @@ one shows as the preview's refusal. "resume on its own" is ``--auto-resume``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from textual import on
 from textual.containers import Horizontal
 from textual.widgets import Checkbox, Input, Label
 
 from store.actions import ParkParams, ResumeParams
+from store.actions.park import PARK_NODE_NOW, USE_NOW
 
 from ..host import ConsoleHost
 from ..text import safe_line
@@ -23,6 +25,7 @@ from .opening import selection_status
 from .registry import dialog_for
 
 if TYPE_CHECKING:
+    from store import Ledger
     from store.actions import Plan
 
 
@@ -43,6 +46,15 @@ class ScopedDialog(ActionDialog):
         return f"task {safe_line(self.task_id)}" + (f" (selected node {safe_line(self.node)})" if self.node else "")
 
 
+NOW_BOX = "stop running work now"  # the dialog's name for --now (its checkbox)
+
+
+def dialog_words(text: str) -> str:
+    """The store's refusals and warnings name the CLI's flags; here they are boxes to tick."""
+    return (text.replace(PARK_NODE_NOW, f'select it, tick "only node" and "{NOW_BOX}"')
+            .replace(USE_NOW, f'tick "{NOW_BOX}"'))
+
+
 @dialog_for(ParkParams)
 class ParkDialog(ScopedDialog):
 
@@ -55,7 +67,7 @@ class ParkDialog(ScopedDialog):
             yield Input(placeholder="optional: handoff:ID, node:KEY, effect:KEY, file:PATH, at:2h (commas)",
                         id="wake-on", compact=True)
         with Horizontal(classes="field"):
-            yield Tick("stop running work now (revoke leases)", False, id="now", compact=True)
+            yield Tick(f"{NOW_BOX} (revoke leases)", False, id="now", compact=True)
             yield from self.scope_checkbox(False)
         with Horizontal(classes="field"):
             yield Tick("resume on its own when woken", False, id="auto-resume", compact=True)
@@ -69,6 +81,13 @@ class ParkDialog(ScopedDialog):
             "auto_resume": bool(self.query_one("#auto-resume", Checkbox).value),
             "node": self.node if self.only_node() else None,
         }
+
+    def compute(self, ledger: "Ledger", args: Mapping[str, Any]) -> "Plan":
+        plan = super().compute(ledger, args)
+        return replace(plan, warnings=tuple(dialog_words(w) for w in plan.warnings))
+
+    def refusal_text(self, error: str) -> str:
+        return super().refusal_text(dialog_words(error))
 
     def apply_label(self, plan: "Plan | None") -> str:
         if plan is not None and plan.node_target:
@@ -115,4 +134,4 @@ class ResumeDialog(ScopedDialog):
         self.replan()
 
 
-__all__ = ["ParkDialog", "ResumeDialog", "ScopedDialog"]
+__all__ = ["NOW_BOX", "ParkDialog", "ResumeDialog", "ScopedDialog", "dialog_words"]

@@ -11,6 +11,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from ..action_keys import ACTION_KEYS, RECOVER
+from ..glyphs import MARKS, NODE_GLYPHS
 from .base import WardenScreen
 
 # (title, the classes whose BINDINGS the section covers, [(keys, what they do)]). A test walks
@@ -94,6 +95,10 @@ SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] =
     ("Action dialogs and recovery advice", ("ActionDialog", "AdviceDialog"), [
         (("ctrl+s",), "apply (when the reason is filled)"),
         (("escape",), "cancel: nothing changes"),
+        (("enter",), "in a text field: the next field (never applies)"),
+    ]),
+    ("Every dialog", ("WardenModal",), [
+        (("tab", "shift+tab"), "next / previous field (keys typed right after go there)"),
     ]),
     ("Ledger error screen", ("LedgerErrorScreen",), [
         (("r",), "retry opening the ledger"),
@@ -127,8 +132,9 @@ def help_text(read_only: bool) -> Text:
         out.append("\n")
     out.append("While a text input has focus, keys type into it; escape leaves the input. "
                "escape on the task list does nothing.\n")
-    out.append("Statuses: ○ pending ▶ running ✋ blocked ⏸ parked ✔ succeeded ✖ failed ⊘ abandoned; "
-               "⚠ n = signals; ✋n = open handoffs.\n")
+    statuses = " ".join(f"{glyph} {status}" for status, glyph in NODE_GLYPHS.items())
+    out.append(f"Statuses: {statuses}; {MARKS['signal']} n = signals; {MARKS['handoff']}n = open handoffs; "
+               f"{MARKS['clock']} = the budget clock is paused (the task waits: parked, or on a human).\n")
     if read_only:
         inert = [k.key for k in ACTION_KEYS if k is not RECOVER] + [RECOVER.key]  # the actions', then R
         out.append(f"\nread-only: the action keys ({' '.join(inert)}) only show a notice.\n", style="bold")

@@ -34,7 +34,7 @@ from store.errors import WardenError
 from ..dialogs.memory import DECISION_DIALOGS
 from ..glyphs import READ_ONLY_NOTICE, age_label
 from ..hub import EventsChanged, TasksChanged
-from ..mind_view import SECTIONS, MindRow, memory_line, mind_rows
+from ..mind_view import MEMORY_STYLES, SECTIONS, MindRow, memory_line, mind_rows
 from ..text import safe_line
 from ..widgets import Column, InfoLine, RowList
 from ..widgets.rowlist import Cell
@@ -71,12 +71,30 @@ class MindSource:
 
 
 class _ReadScreen(ListScreen):
-    """A list screen that reads its data in a thread worker and reads again when asked."""
+    """A list screen (its rows, the selection's full text, the info line) that reads its data in a
+    thread worker and reads again when asked."""
 
     read_key = ""
+    columns: list[Column] = []
+    source: Any = None
+    loaded = False  # the first read arrived
 
     def compose_body(self) -> Iterable[Widget]:
-        raise NotImplementedError
+        yield RowList(self.source, self.columns, id=self.list_id)
+        yield Static(Text(""), markup=False, id="mind-detail")
+        yield InfoLine(id="info")
+
+    def on_mount(self) -> None:
+        self.subscribe_feed()
+        self.row_list.reset()
+        self.update_info()
+        self.reload()
+
+    def subscribe_feed(self) -> None:
+        """Subscribe to the feed hub for what makes this screen read again (console/hub.py)."""
+
+    def on_row_list_highlighted(self) -> None:
+        self.update_info()
 
     def read(self, ledger: Any) -> Any:
         raise NotImplementedError
@@ -115,6 +133,7 @@ class MindScreen(_ReadScreen):
     """A task's mind (see the module's docstring)."""
 
     list_id = "mind"
+    columns = MIND_COLUMNS
     BINDINGS = [
         Binding("escape", "back", "Back", id="back"),
         Binding("m", "back", "Close", show=False),
@@ -129,19 +148,10 @@ class MindScreen(_ReadScreen):
         self.header = f"mind of task {safe_line(task_id)}"
         self.source = MindSource()
         self.mind: Any = None
-        self.loaded = False
 
-    def compose_body(self) -> Iterable[Widget]:
-        yield RowList(self.source, MIND_COLUMNS, id="mind")
-        yield Static(Text(""), markup=False, id="mind-detail")
-        yield InfoLine(id="info")
-
-    def on_mount(self) -> None:
+    def subscribe_feed(self) -> None:
         hub = self.wapp.hub
         hub.subscribe(self, hub.tasks_changed, self._tasks_changed)
-        self.row_list.reset()
-        self.update_info()
-        self.reload()
 
     def _tasks_changed(self, change: TasksChanged) -> None:
         if self.task_id in change.task_ids and not change.analysis:
@@ -188,9 +198,6 @@ class MindScreen(_ReadScreen):
                 self.row_list.cursor = n
                 return
 
-    def on_row_list_highlighted(self) -> None:
-        self.update_info()
-
     def update_info(self) -> None:
         detail = self.query_one("#mind-detail", Static)
         info = Text(no_wrap=True, overflow="ellipsis")
@@ -220,7 +227,7 @@ class MemorySource:
 
     def row_cells(self, i: int) -> list[Cell]:
         m = self.items[i]
-        style = {"pending": "warn", "confirmed": "ok", "rejected": "dim"}.get(m.status, "")
+        style = MEMORY_STYLES.get(m.status, "")
         scope = f"kind {m.kind}" if m.scope == "kind" else "workflow"
         return [
             (f"#{safe_line(m.id)}", "dim"), (safe_line(m.status, limit=10), style), (safe_line(scope, limit=40), "dim"),
@@ -235,6 +242,7 @@ class MemoryInboxScreen(_ReadScreen):
     header = "memory inbox"
     list_id = "memories"
     read_key = "memories"
+    columns = MEMORY_COLUMNS
     BINDINGS = [
         Binding("escape", "back", "Back", id="back"),
         Binding("M", "back", "Close", show=False),
@@ -245,19 +253,10 @@ class MemoryInboxScreen(_ReadScreen):
     def __init__(self) -> None:
         super().__init__()
         self.source = MemorySource(lambda: self.wapp.now())
-        self.loaded = False
 
-    def compose_body(self) -> Iterable[Widget]:
-        yield RowList(self.source, MEMORY_COLUMNS, id="memories")
-        yield Static(Text(""), markup=False, id="mind-detail")
-        yield InfoLine(id="info")
-
-    def on_mount(self) -> None:
+    def subscribe_feed(self) -> None:
         hub = self.wapp.hub
         hub.subscribe(self, hub.events_changed, self._events_changed)
-        self.row_list.reset()
-        self.update_info()
-        self.reload()
 
     def _events_changed(self, change: EventsChanged) -> None:
         if change.reshaped or any(e.kind in MEMORY_EVENTS for e in change.events):
@@ -302,9 +301,6 @@ class MemoryInboxScreen(_ReadScreen):
             self.wapp.notify("no memory selected", severity="warning")
             return
         self.wapp.push_screen(DECISION_DIALOGS[decision](m.task_id, m.id), lambda _done: self.reload())
-
-    def on_row_list_highlighted(self) -> None:
-        self.update_info()
 
     def update_info(self) -> None:
         detail = self.query_one("#mind-detail", Static)

@@ -29,7 +29,7 @@ from store.errors import Refused, StaleRevision, WardenError
 from ..dialogs.base import WardenModal, read_only_notice
 from ..dialogs.registry import dialog_for
 from ..operator import resolve_operator
-from ..glyphs import age_label
+from ..glyphs import MARKS, age_label
 from ..text import literal, safe, safe_line
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def option_prompt(o: Mapping[str, Any], recommended: bool) -> Text:
     if o.get("label"):
         t.append(" — " + safe_line(o.get("label"), limit=60))
     if recommended:
-        t.append("  ★ recommended", style="bold")
+        t.append(f"  {MARKS['star']} recommended", style="bold")
     cons = o.get("consequence")
     t.append("\n   → " + (safe_line(cons, limit=200) if cons else "(no consequence given)"), style="dim")
     return t
@@ -243,7 +243,13 @@ class ResolveHandoffScreen(WardenModal[bool]):
             w.update(Text("— (no options: answer below)", style="dim"))
             return
         if self.chosen is None:
-            w.update(Text("— (arrows to move, enter to choose)", style="dim"))
+            if h.recommendation is not None and str(h.recommendation) in self.option_ids:
+                # the cursor starts there (_loaded): say so, or enter would look like a free choice
+                w.update(Text(f"{MARKS['dash']} (the cursor starts on the recommended option, "
+                              f"{safe_line(h.recommendation, limit=30)} {MARKS['star']}: enter takes it; "
+                              "arrows to move)", style="dim"))
+            else:
+                w.update(Text(f"{MARKS['dash']} (arrows to move, enter to choose)", style="dim"))
             return
         o: Mapping[str, Any] = next((o for o in h.options if str(o.get("id")) == self.chosen), {})
         t = Text(safe_line(self.chosen, limit=30), style="bold")

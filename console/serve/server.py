@@ -25,6 +25,7 @@ import textual_serve
 from aiohttp import web
 from textual_serve.server import Server
 
+from ..glyphs import SERVED_ENV
 from ..text import safe_line
 from .auth import Credential, TokenBook, cookie_name, is_loopback, request_token, same_origin
 from .session import SessionService
@@ -63,6 +64,7 @@ class ServeConfig:
     max_sessions: int = 16
     print_token: bool = True  # a generated token is printed in the URL; one the operator chose is not
     title: str = "Warden"
+    connect_timeout_s: float | None = None  # passed on to each session's console (--connect-timeout)
 
     def session_argv(self, cred: Credential) -> list[str]:
         """The command line of a session's console: read-only unless actions are allowed, and
@@ -75,6 +77,8 @@ class ServeConfig:
             argv += ["--records", self.records]
         if not self.allow_actions:
             argv.append("--read-only")
+        if self.connect_timeout_s is not None:
+            argv += ["--connect-timeout", f"{self.connect_timeout_s:g}"]
         return argv
 
 
@@ -168,7 +172,7 @@ class WardenServer(Server):
         number = self.session_count
         service = SessionService(
             self.config.session_argv(cred), write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-            close=websocket.close, download_manager=self.download_manager,
+            close=websocket.close, download_manager=self.download_manager, env={SERVED_ENV: "1"},
         )
         self.sessions[number] = service
         try:

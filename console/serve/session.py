@@ -23,6 +23,10 @@ from ..text import safe
 OUTPUT_CAP = 16 * 1024  # bytes of the console's last words kept (the tail, if it said more)
 PRELUDE = b"__GANGLION__\n"  # what Textual's web driver writes first
 SECRET_ENV = ("WARDEN_SERVE_TOKEN",)  # never handed to a session
+# xterm.js draws a cell that is both dim and inverse as a solid block (xterm.js issue 4161): every
+# "—" (dim) on the selected row (reverse) was a white block. Textual's dim filter turns the dim
+# attribute into a blended colour before it leaves the app, so no cell is ever both.
+BROWSER_ENV = {"TEXTUAL_FILTERS": "dim"}
 
 
 class SessionService(AppService):
@@ -60,6 +64,7 @@ class SessionService(AppService):
         env = super()._build_environment(width=width, height=height)
         for name in SECRET_ENV:
             env.pop(name, None)
+        env.update(BROWSER_ENV)
         env.update(self.extra_env)
         return env
 
@@ -147,4 +152,4 @@ class SessionService(AppService):
                 await self._task
 
 
-__all__ = ["SessionService", "OUTPUT_CAP", "SECRET_ENV"]
+__all__ = ["BROWSER_ENV", "OUTPUT_CAP", "SECRET_ENV", "SessionService"]

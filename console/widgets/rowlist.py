@@ -177,10 +177,7 @@ class RowList(ScrollView, can_focus=True):
 
     def rows_changed(self, indices: Sequence[int]) -> None:
         """These rows' data changed: drop their cached lines, repaint those on screen."""
-        for i in indices:
-            k = self._key(i)
-            self._cache.pop(k, None)
-            self._cells.pop(k, None)
+        self.forget(self._key(i) for i in indices)
         self.repaint(indices)
 
     def forget(self, keys: Iterable[Hashable]) -> None:
@@ -215,9 +212,7 @@ class RowList(ScrollView, can_focus=True):
         on screen and repaint only those whose text changed — a second later, most did not."""
         visible = self.visible_range()
         on_screen = {self._key(i): i for i in visible}
-        for k in [k for k in self._cache if k not in on_screen]:  # off screen: rebuilt when scrolled to
-            self._cache.pop(k, None)
-            self._cells.pop(k, None)
+        self.forget([k for k in self._cache if k not in on_screen])  # off screen: rebuilt when scrolled to
         changed = [i for k, i in on_screen.items() if k in self._cells and list(self.source.row_cells(i)) != self._cells[k]]
         if changed:
             self.rows_changed(changed)

@@ -1,7 +1,15 @@
-"""The one-line header every screen shows: ledger, mode, live/snapshot, and the unavailable banner."""
+"""The one-line header every screen shows: ledger, mode, live/snapshot, and the unavailable banner.
+
+Outages (issue 23): while the ledger cannot be read the header is the banner — ``⚠ UNAVAILABLE``,
+or ``⚠ UNREACHABLE`` when a PostgreSQL server went away (said within about 2 s: the feed's LISTEN
+connection is the sentinel, store/wakeups.py) — with the one-line reason; for
+``RECONNECTED_SHOWN_S`` after it is back the mode says ``reconnected`` (what changed meanwhile has
+been read from the journal's cursor by then).
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.text import Text
@@ -11,6 +19,9 @@ from textual.widgets import Static
 from ..glyphs import MARKS
 from ..host import host_of
 from ..text import safe_line
+
+
+RECONNECTED_SHOWN_S = 10.0
 
 
 class StatusBar(Static):
@@ -40,16 +51,22 @@ class StatusBar(Static):
         if app.read_only:
             mode.append("read-only")
         mode.append("live" if app.live else "snapshot")
+        back = app.reconnected_at
+        if back is not None and time.monotonic() - back < RECONNECTED_SHOWN_S:
+            mode.append("reconnected")
         text.append("  ·  " + " · ".join(mode), style="dim")
         count = app.open_alerts
         if count:  # alerts not seen yet (console/alerts.py)
             text.append("  ")
-            text.append(f" {MARKS['alert']} {count} new alert{'s' if count != 1 else ''} ", style="bold reverse")
+            waiting = app.waiting_alerts  # held back while a dialog is open
+            more = f", {waiting} waiting" if waiting else ""
+            text.append(f" {MARKS['alert']} {count} new alert{'s' if count != 1 else ''}{more} ", style="bold reverse")
         error = app.unavailable
         if error:
             self.set_class(True, "-unavailable")
             text = Text()
-            text.append(" ⚠ UNAVAILABLE ", style="bold reverse")
+            word = "UNREACHABLE" if "unreachable" in error or error.startswith("cannot reach") else "UNAVAILABLE"
+            text.append(f" {MARKS['signal']} {word} ", style="bold reverse")
             text.append(" " + safe_line(error))
         else:
             self.set_class(False, "-unavailable")

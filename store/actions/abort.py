@@ -29,9 +29,9 @@ class AbortParams(Action):
     confirm_task_id = True
     arguments = {"task_id": ID, "reason": TEXT_OPT}
     cli = Command("abort a task (asks for the task id)", (
-        Flag("task", "task_id", metavar="TASK"),
+        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
         Flag("--reason", "reason", required=True, metavar="R", help="why (required)"),
-    ))
+    ), examples=("warden abort nightly --reason 'wrong data set'  # asks you to type the task id",))
 
     def to_json(self) -> dict[str, Any]:
         return {}

@@ -76,6 +76,8 @@ class Command:
     name: str = ""
     listed_after: str = ""  # in ``warden --help``, listed after that subcommand (default: with the actions)
     parent: str = ""  # a subcommand of ``warden PARENT``: that command's registrar adds it
+    # Command lines shown under "examples:" in its --help (tests/console/test_cli_help.py wants one).
+    examples: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

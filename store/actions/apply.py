@@ -19,7 +19,7 @@ from ..errors import Refused, StaleRevision
 from ..ledger import pause
 from ..ledger.core import LedgerCore
 from ..models import Action as ActionRow
-from ..models import Handoff, Task
+from ..models import Handoff
 from .action import Action
 from .changes import ApplyTx
 from .plan import Plan
@@ -161,7 +161,7 @@ def _apply(tx: ApplyTx) -> Plan:
         # Consequences the action itself does not choose: the task completes or fails as the graph says.
         core.maybe_complete_task(plan.task_id, now)
         core.maybe_fail_task(plan.task_id, now)
-        final = int(core.bind(Task.select(Task.revision).where(Task.task_id == plan.task_id)).scalar())
+        final = int(sql.scalar(core.db, "SELECT revision FROM task WHERE task_id = ?", [plan.task_id]))
         if final != rev_after:
             rev_after = final
             core.bind(ActionRow.update(revision_after=final).where(ActionRow.id == action_id)).execute()

@@ -32,10 +32,10 @@ class CompensatedParams(Action):
               palette="Mark effect compensated", palette_help="an effect of the selected task was undone by hand (c)")
     arguments = {"task_id": ID, "effect_key": ID, "reason": TEXT_OPT}
     cli = Command("record that a confirmed effect was undone by hand (its compensation node is dropped)", (
-        Flag("task", "task_id", metavar="TASK"),
-        Flag("effect", "effect_key", metavar="EFFECT_KEY"),
+        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
+        Flag("effect", "effect_key", metavar="EFFECT_KEY", help="the effect's key (warden graph TASK lists effects)"),
         Flag("--reason", "reason", required=True, metavar="R", help="what was done, by whom (required; recorded)"),
-    ))
+    ), examples=("warden compensated nightly pr:42 --reason 'closed the PR by hand (alice)'",))
 
     effect_key: str
     node: str  # the node that made the effect

@@ -29,6 +29,7 @@ from .changes import ApplyTx, Outcome
 from .plan import Plan
 
 _AFTER = {"confirm": "confirmed", "reject": "rejected"}
+_REASON = Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded)")
 
 
 class MemoryRow(NamedTuple):
@@ -107,9 +108,9 @@ class ConfirmMemoryParams(MemoryDecision):
     decision = "confirm"
     title = "Confirm memory"
     cli = Command("confirm a memory an agent proposed: later claims of its kind / workflow are handed it", (
-        Flag("memory", "memory_id", metavar="ID"),
-        Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded)"),
-    ), name="confirm", parent="memory")
+        Flag("memory", "memory_id", metavar="ID", help="the memory's id (warden memory --pending lists them)"),
+        _REASON,
+    ), name="confirm", parent="memory", examples=("warden memory confirm 3 --reason 'matches the runbook'",))
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,9 @@ class RejectMemoryParams(MemoryDecision):
     decision = "reject"
     title = "Reject memory"
     cli = Command("reject a proposed memory, or retract a confirmed one", (
-        Flag("memory", "memory_id", metavar="ID"),
-        Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded)"),
-    ), name="reject", parent="memory")
+        Flag("memory", "memory_id", metavar="ID", help="the memory's id (warden memory lists them)"),
+        _REASON,
+    ), name="reject", parent="memory", examples=("warden memory reject 3 --reason 'true only for the old API'",))
 
 
 def _plan(core: LedgerCore, memory_id: str, reason: str, cls: type[MemoryDecision]) -> Plan:

@@ -51,13 +51,14 @@ class NarrowParams(Action):
     key = Key("n", "Narrow", "narrow the selected task")
     arguments = {"task_id": ID, "reason": TEXT_OPT, "set": JSON_OBJ_OPT, "exclude": IDS_OPT}
     cli = Command("change a task's preconditions or exclude nodes", (
-        Flag("task", "task_id", metavar="TASK"),
+        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
         Flag("--set", "set", repeat=True, metavar="K=V", one_of="scope", parse=parse_assignments,
              help="precondition K takes value V (V parsed as JSON, else a string); repeatable"),
         Flag("--exclude", "exclude", several=True, metavar="KEY", one_of="scope", default=(),
              help="abandon these nodes"),
         Flag("--reason", "reason", required=True, metavar="R", help="why (required)"),
-    ))
+    ), examples=("warden narrow nightly --set region=eu --reason 'EU only this week'",
+                 "warden narrow nightly --exclude translate-fr translate-de --reason 'not needed'"))
 
     assignments: Mapping[str, Any]  # --set K=V
     exclude: Sequence[str]

@@ -27,6 +27,11 @@ from .action import Action, Command, Flag, Key
 from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
 from .plan import Plan
 
+# How a refusal or warning names the way out, in the CLI's words; the park dialog says the same with
+# its checkboxes (console/dialogs/park.py dialog_words replaces exactly these).
+USE_NOW = "use --now"
+PARK_NODE_NOW = "park it with --node KEY --now"
+
 
 @dataclass(frozen=True)
 class ParkParams(Action):
@@ -36,7 +41,7 @@ class ParkParams(Action):
     arguments = {"task_id": ID, "reason": TEXT_OPT, "node": ID_OPT, "until": UNTIL, "wake_on": WAKE_ON_OPT,
                  "now": FLAG, "auto_resume": FLAG}
     cli = Command("park a task (or one node) until an outside signal", (
-        Flag("task", "task_id", metavar="TASK"),
+        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
         Flag("--node", "node", metavar="KEY", help="park only this node"),
         Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded and shown)"),
         Flag("--until", "until", metavar="T", help="when to look again: 15m, 2h, 1d or an ISO time"),
@@ -45,7 +50,8 @@ class ParkParams(Action):
                   "(repeatable: any one wakes it)"),
         Flag("--auto-resume", "auto_resume", switch=True, help="resume on its own when a wake condition is met"),
         Flag("--now", "now", switch=True, help="revoke running leases now (running nodes → parked)"),
-    ))
+    ), examples=('warden park nightly --reason "vendor API down" --wake-on at:2h --auto-resume',
+                 'warden park nightly --node fetch --reason "quota" --now  # stop its running work now'))
 
     node: str | None
     until_ts: float | None
@@ -90,7 +96,7 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
             if task.status == "completed":
                 raise Refused(f"task {task_id} is completed: nothing to park")
             if n.status == "running" and not now:
-                raise Refused(f"node {node} is running: use --now to stop it (its lease is revoked)")
+                raise Refused(f"node {node} is running: {USE_NOW} to stop it (its lease is revoked)")
             if n.status == "parked":
                 raise Refused(f"node {node} is already parked")
             if n.status not in ("pending", "blocked", "running"):
@@ -101,7 +107,7 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
             return pl.make_plan(core, params, task, node, reason, [n], {n.key: (n.status, "parked")},
                                 warnings=warnings)
         if task.status == "parked":
-            raise Refused(f"task {task_id} is already parked (to stop a running node: park it with --node KEY --now)")
+            raise Refused(f"task {task_id} is already parked (to stop a running node: {PARK_NODE_NOW})")
         if task.status in ("completed", "failed"):
             raise Refused(f"task {task_id} is {task.status}: nothing runs, nothing to park")
         nodes = pl.all_nodes(core, task_id)
@@ -112,7 +118,7 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
             changes = {n.key: ("running", "parked") for n in running}
         elif running:
             warnings.append(f"{len(running)} running node(s) keep their leases and may finish their current step: "
-                            f"{pl.names([n.key for n in running])} (use --now to stop them)")
+                            f"{pl.names([n.key for n in running])} ({USE_NOW} to stop them)")
         kept = [n.key for n in nodes if n.key not in changes]
         # Every unfinished node's version: a claim (or any change) after the preview makes it stale.
         unfinished = [n for n in nodes if n.status not in pl.FINISHED]

@@ -10,7 +10,7 @@ from .. import sql
 from ..clock import iso, parse_time
 from ..errors import InvalidValue, NotFound, Refused
 from ..ledger.core import TASK_LOCKS, UNFINISHED_SQL, LedgerCore, TaskLock
-from ..validate import TIME_MAX, show
+from ..validate import TIME_MAX, TIME_MIN, show
 from .plan import ActionParams, Plan
 
 FINISHED = ("succeeded", "abandoned")
@@ -200,8 +200,8 @@ def parse_until(core: LedgerCore, until: Any) -> float | None:
             at = parse_time(str(until), core.now())
         except ValueError as e:
             raise Refused(str(e)) from None
-    if not (at <= TIME_MAX):  # NaN and infinity too ("nanh", "1e400d")
-        raise InvalidValue(f"--until {show(until)} is not a time Warden can store (up to year 9999)", "until")
+    if not (TIME_MIN <= at <= TIME_MAX):  # NaN and infinity too ("nanh", "1e400d"); year 1 with an offset
+        raise InvalidValue(f"--until {show(until)} is not a time Warden can store (years 1 to 9999, UTC)", "until")
     if at <= core.now():
         raise Refused(f"--until {iso(at)} is not in the future")
     return at

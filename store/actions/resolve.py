@@ -33,10 +33,11 @@ class ResolveParams(Action):
     key = NoKey("opened on a handoff: enter in the handoff inbox (h)")
     arguments = {"handoff_id": HANDOFF, "option": NAME_OPT, "answer": TEXT_OPT}
     cli = Command("answer a handoff with one of its options", (
-        Flag("handoff", "handoff_id", metavar="HANDOFF"),
+        Flag("handoff", "handoff_id", metavar="HANDOFF", help="the handoff's id (warden handoffs lists them)"),
         Flag("--option", "option", metavar="ID", help="one of the handoff's option ids"),
         Flag("--answer", "answer", metavar="TEXT", help="free text for the agent"),
-    ), listed_after="handoffs")
+    ), listed_after="handoffs", examples=('warden resolve 12 --option approve',
+                                          'warden resolve 12 --option revise --answer "cite the 2024 figures"'))
 
     handoff: str
     node: str

@@ -32,10 +32,10 @@ class ResumeParams(Action):
     key = Key("u", "Resume", "resume the selected task or node")
     arguments = {"task_id": ID, "node": ID_OPT, "reason": TEXT_OPT}
     cli = Command("undo a park", (
-        Flag("task", "task_id", metavar="TASK"),
+        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
         Flag("--node", "node", metavar="KEY", help="resume only this node"),
         Flag("--reason", "reason", metavar="R", default="", help="why (optional)"),
-    ))
+    ), examples=("warden resume nightly", "warden resume nightly --node fetch"))
 
     node: str | None
 

@@ -31,10 +31,11 @@ class RewindParams(Action):
     needs_node = True
     arguments = {"task_id": ID, "node": ID, "reason": TEXT_OPT}
     cli = Command("a node and everything downstream → pending", (
-        Flag("task", "task_id", metavar="TASK"),
-        Flag("key", "node", metavar="KEY"),
+        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
+        Flag("key", "node", metavar="KEY", help="the node to run again (warden graph TASK lists them)"),
         Flag("--reason", "reason", required=True, metavar="R", help="why (required; fed back to the agent)"),
-    ))
+    ), examples=("warden rewind nightly summarise --reason 'use the 2024 figures'",
+                 "warden rewind nightly summarise --reason 'retry' --dry-run  # only the preview"))
 
     node: str
 

@@ -19,7 +19,8 @@ it runs. After the superstep each node that ran is:
 
 * **committed** with its state update as output (JSON, its digest stored) when the graph can no
   longer come back to it (it is not reachable from what runs next);
-* **held** — still running under its lease, its update sent as an *observation* — while it can
+* **held** — still running under its lease, its update sent as a heartbeat's *result* (the node
+  as its *action*) — while it can
   (a loop): each iteration is one observation of the same ledger node, so a loop that goes round
   without new information raises ``repeating`` / ``no_new_info`` in ``store.signals``. It is
   committed with its last update once the graph has left the loop.
@@ -318,7 +319,9 @@ class Supervisor:
             h = self.held[name]
             h.output, h.ran = shape.jsonable(update), True
             if name in ahead and h.keeper is not None:  # a loop may come back: one more observation
-                h.keeper.progress(observation=shape.observation(update), now=True)
+                # what the iteration did (the node) and what it learned (its update): the same
+                # update again is the same result, whatever the iteration number (issue 25)
+                h.keeper.progress(action=f"{name}()", result=shape.observation(update), now=True)
             if h.keeper is not None and h.keeper.lost:
                 self._lost(name)
             parked = parked or (h.keeper is not None and h.keeper.parked)

@@ -110,7 +110,9 @@ class Child:
                         cut = False
                         continue
                     self.lines.put(line[:LINE_READ_CAP])
-                if len(partial) > LINE_READ_CAP:
+                if cut:  # no newline yet: this chunk is all the rest of the line already cut
+                    partial = b""
+                elif len(partial) > LINE_READ_CAP:
                     self.lines.put(partial[:LINE_READ_CAP] + b" [line cut]")
                     partial, cut = b"", True
             if partial and not cut:

@@ -12,7 +12,7 @@ from .. import sql
 from ..db import is_sqlite, retry_write, write_tx
 from ..errors import Refused
 from ..mind import record as mind_record
-from ..models import Edge, Node, Task, dumps
+from ..models import Task, dumps
 from ..views import Budget, NodeSpec
 from . import pause
 from .core import LedgerCore, validate_key, validate_task_id
@@ -50,7 +50,7 @@ def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, work
                  requirements: list[Mapping[str, str]], mind: dict[str, Any] | None) -> None:
     now = core.now()
     with write_tx(core.db):
-        existing = core.bind(Task.select(Task.task_id).where(Task.task_id == task_id)).first()
+        existing = sql.scalar(core.db, "SELECT task_id FROM task WHERE task_id = ?", [task_id])
         if existing is not None:
             if exist_ok:
                 return
@@ -94,8 +94,8 @@ def add_nodes(core: LedgerCore, task_id: str, specs: list[NodeSpec], actor: str)
 
 def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor: str) -> int:
     """:func:`add_nodes` inside the caller's write transaction (a commit's ``next_nodes``)."""
-    task = core.task_row(task_id, lock="update")
-    if task["status"] == "aborted":
+    task = core.task_record(task_id, lock="update")
+    if task.status == "aborted":
         raise Refused(f"task {task_id!r} is aborted; nothing can be added")
     seen: set[str] = set()
     for s in specs:
@@ -153,7 +153,7 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
     if edges:
         sql.execute_many(core.db, "INSERT INTO edge (task_id, src_id, dst_id) VALUES (?, ?, ?)", edges)
     fields: dict[str, Any] = {}
-    if task["status"] == "completed":
+    if task.status == "completed":
         fields.update(status="active", finished_at=None)
     core.bump_task(task_id, fields)
     if fields:
@@ -167,13 +167,9 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
 
 def _edges_for_ids(core: LedgerCore, dst_ids: Sequence[int]) -> list[tuple[str, str]]:
     """(dependent key, dependency key) of every edge into these nodes."""
-    D = Node.alias()
-    S = Node.alias()
     out: list[tuple[str, str]] = []
     for chunk in sql.chunks(list(dst_ids)):
-        q = (Edge.select(D.key, S.key)
-             .join(D, on=(Edge.dst == D.id))
-             .switch(Edge).join(S, on=(Edge.src == S.id))
-             .where(Edge.dst.in_(list(chunk))))
-        out.extend(core.tuple_rows(q))
+        out.extend(sql.fetch_all(core.db, "SELECT d.key, s.key FROM edge e JOIN node d ON d.id = e.dst_id "
+                                          f"JOIN node s ON s.id = e.src_id WHERE e.dst_id IN ({sql.marks(len(chunk))})",
+                                 list(chunk)))
     return out

@@ -122,7 +122,7 @@ _QUERY_NODE: dict[str, Rule] = {"task_id": ID, "key": ID}
 API: dict[str, dict[str, Rule]] = {
     "open": {"target": TARGET, "clock": CLOCK_OPT, "read_only": FLAG, "create": FLAG, "busy_timeout_s": TIMEOUT,
              "reconnect_s": DELAY_OPT, "application_name": APP_NAME, "backoff": BACKOFF_OPT,
-             "one_connection": FLAG},
+             "one_connection": FLAG, "connect_timeout_s": TIMEOUT},
     # graph building
     "create_task": {"task_id": NEW_TASK_ID, "title": TEXT, "workflow": TEXT, "workflow_version": TEXT,
                     "inputs": JSON, "constraints": TEXTS_OPT, "preconditions": JSON_OBJ_OPT,

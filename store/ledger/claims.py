@@ -23,7 +23,7 @@ lease is never extended and every write is refused (``fenced.fence``).
 from __future__ import annotations
 
 import secrets
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from .. import budget as budget_mod
 from .. import checkpoints
@@ -33,6 +33,7 @@ from ..db import read_tx, register_result, retry_write, write_tx
 from ..errors import NotFound, Refused
 from ..mind import recall, replan
 from ..sql import Inc
+from ..tables import NodeRecord, TaskRecord
 from ..views import Claim
 from . import compensation, cost, pause, unsafe
 from .core import LedgerCore, digest_json
@@ -45,9 +46,9 @@ CLAIM_ROUNDS = 1000  # each round either claims, fails an over-claimed node, or 
 def admit(core: LedgerCore, task_id: str, node_key: str) -> str:
     """The budget governor for one node: ``admit | admit_degraded | deny_hard``."""
     with read_tx(core.db):
-        task = core.task_row(task_id)
-        node = core.node_row(task_id, node_key)
-    return budget_mod.admit(core.task_gate(task, core.now()), bool(node["always_admit"]))
+        task = core.task_record(task_id)
+        node = core.node_record(task_id, node_key)
+    return budget_mod.admit(core.task_gate(task, core.now()), bool(node.always_admit))
 
 
 def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
@@ -64,8 +65,8 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
     if key is not None:
         if task_id is None:
             raise Refused("claim(key=...) needs the task id (a key names a node within one task)")
-        if core.node_row_or_none(task_id, key) is None:
-            core.task_row(task_id)  # an unknown task says so first
+        if core.node_record_or_none(task_id, key) is None:
+            core.task_record(task_id)  # an unknown task says so first
             raise NotFound(f"unknown node {key!r} in task {task_id!r}")
     if max_step_s is not None and max_step_s <= 0:
         raise Refused("max_step_s must be positive")
@@ -77,12 +78,7 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
     for _ in range(CLAIM_ROUNDS):
         result = _claim_round(core, task_id, worker, float(lease_s), kinds, key, version, step)
         if isinstance(result, _Judge):  # a node to settle in its own transaction first, then go again
-            if result.why == "unsafe":
-                unsafe.fail_unsafe(core, result.task_id, result.node_id, worker)
-            elif result.why == "removed":  # removed by a replan: abandoned, not reclaimed (store/mind/replan.py)
-                replan.end_removed(core, result.task_id, result.node_id, worker)
-            else:
-                _fail_over_claimed(core, result.task_id, result.node_id, worker)
+            _SETTLE[result.why](core, result.task_id, result.node_id, worker)
             continue
         return result
     return None
@@ -104,7 +100,7 @@ def _wrong_version(core: LedgerCore, task_id: str, worker: str, version: str) ->
     """True when the task runs another workflow version than the worker's: journalled the first
     time this open ledger sees that (task, worker, version), not on every poll."""
     with read_tx(core.db):
-        have = core.task_row(task_id)["workflow_version"]
+        have = core.task_record(task_id).workflow_version
     if have == version:
         return False
     seen = (task_id, worker, version)
@@ -134,12 +130,11 @@ def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str, now: 
     that took 1.6-2.8 s on PostgreSQL (three round trips a task) and held SQLite's write lock
     120-200 ms (issue 29, a fleet of 500 tasks). Budgets and admission are still judged task by
     task (``_claim_round``) on these candidates only."""
-    ver = " AND t.workflow_version = ?"
     kind = f" AND n.kind IN ({sql.marks(len(kinds))})" if kinds else ""
     kind_params = list(kinds) if kinds else []
     ids = [r[0] for r in sql.fetch_all(
         core.db,
-        f"SELECT t.task_id FROM task t WHERE t.status = 'active'{ver} AND ("
+        "SELECT t.task_id FROM task t WHERE t.status = 'active' AND t.workflow_version = ? AND ("
         f"EXISTS (SELECT 1 FROM node n WHERE n.task_id = t.task_id AND n.status = 'running' AND n.lease_until <= ?{kind}) "
         f"OR EXISTS (SELECT 1 FROM node n WHERE n.task_id = t.task_id AND n.status = 'pending'{kind} "
         "AND (n.next_retry_at IS NULL OR n.next_retry_at <= ?) "
@@ -160,46 +155,55 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
         now = core.now()
         if task_id is not None:
             task_ids = [task_id]
-            core.task_row(task_id)  # NotFound for an unknown task
+            core.task_record(task_id)  # NotFound for an unknown task
         else:
             task_ids = _task_ids(core, kinds, version, now)
         for tid in task_ids:
             # KEY SHARE: claims of one task never wait for each other; an operator action (FOR
             # UPDATE) waits for this claim to commit, and a claim behind it sees its result.
-            task = core.task_row(tid, lock="share")
-            if (task["workflow_version"] or "") != version:
+            task = core.task_record(tid, lock="share")
+            if (task.workflow_version or "") != version:
                 continue
-            if task["status"] == "aborted":  # only its compensations, whatever the budget
+            if task.status == "aborted":  # only its compensations, whatever the budget
                 if kinds and compensation.KIND not in kinds:
                     continue
                 row = _find_claimable(core, tid, now, False, [compensation.KIND], key, worker, None)
                 gate = "ok"
-            elif task["status"] != "active":
+            elif task.status != "active":
                 continue
             else:
                 if cost.holding(core, tid, now):  # a node on cost-density hold: nothing new is dispatched
                     continue
                 gate = core.task_gate(task, now)
-                fit = budget_mod.left(task["tokens_used"], task["token_cap"], wall_used(task, now),
-                                      task["wall_cap_s"])
+                fit = budget_mod.left(task.tokens_used, task.token_cap, wall_used(task, now), task.wall_cap_s)
                 # past the hard gate (stop included) only the closing whitelist: always_admit nodes
                 row = _find_claimable(core, tid, now, gate in ("hard", "stop"), kinds, key, worker, fit)
             if row is None:
                 continue
-            if row["status"] == "running" and row["removed_in"] is not None:
-                return _Judge("removed", tid, row["id"])
-            if row["status"] == "running" and unsafe.unsafe_to_reclaim(core, row):
-                return _Judge("unsafe", tid, row["id"])
-            limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
-            if limit is not None and row["claim_count"] >= limit:
-                return _Judge("max_claims", tid, row["id"])
+            why = _not_handed_out(core, task, row)
+            if why is not None:
+                return _Judge(why, tid, row.id)
             return _take(core, task, row, worker, lease_s, now, gate, max_step_s)
         return None
 
 
+def _not_handed_out(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> str | None:
+    """Why a claimable node must be settled instead of handed out (a :data:`_SETTLE` key), or None:
+    expired after a replan removed it, expired with work that cannot safely run twice, or over
+    its ``max_claims``."""
+    if row.status == "running" and row.removed_in is not None:
+        return "removed"
+    if row.status == "running" and unsafe.unsafe_to_reclaim(core, row):
+        return "unsafe"
+    limit = row.max_claims if row.max_claims is not None else task.max_claims
+    if limit is not None and row.claim_count >= limit:
+        return "max_claims"
+    return None
+
+
 def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool,
                     kinds: Sequence[str] | None, key: str | None = None, worker: str = "",
-                    fit: tuple[float | None, float | None] | None = None) -> dict[str, Any] | None:
+                    fit: tuple[float | None, float | None] | None = None) -> NodeRecord | None:
     """The next claimable node: an expired lease first, else the first ready pending node (under
     ``fit`` = (tokens left, wall seconds left), one whose estimate fits or that is always_admit)."""
     extra = ""
@@ -245,7 +249,7 @@ def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool
                         [task_id, now, *params, *admit_params, *held_params]).fetchone()
     if r is None:
         return None
-    return core.node_row_by_id(r[0])
+    return core.node_record_by_id(r[0])
 
 
 @retry_write
@@ -254,107 +258,128 @@ def _fail_over_claimed(core: LedgerCore, task_id: str, node_id: int, worker: str
     before the node (a claim holds only KEY SHARE on the task; failing may fail the task)."""
     with write_tx(core.db):
         now = core.now()
-        task = core.task_row(task_id, lock="update")
-        row = core.node_row_by_id(node_id, lock=" FOR NO KEY UPDATE")
-        if row is None or row["status"] not in ("pending", "running"):
+        task = core.task_record(task_id, lock="update")
+        row = core.node_record_by_id(node_id, lock=" FOR NO KEY UPDATE")
+        if row is None or row.status not in ("pending", "running"):
             return
-        if row["status"] == "running" and (row["lease_until"] is None or row["lease_until"] > now):
+        if row.status == "running" and (row.lease_until is None or row.lease_until > now):
             return  # somebody holds it
-        limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
-        if limit is None or row["claim_count"] < limit:
+        limit = row.max_claims if row.max_claims is not None else task.max_claims
+        if limit is None or row.claim_count < limit:
             return
-        err = f"claimed {row['claim_count']} times, the limit is {limit}: not claimed again"
-        core.update_node(row["id"], dict(
-            status="failed", failure_class=row["failure_class"] or "transient", retryable=False, error=err,
+        err = f"claimed {row.claim_count} times, the limit is {limit}: not claimed again"
+        core.update_node(row.id, dict(
+            status="failed", failure_class=row.failure_class or "transient", retryable=False, error=err,
             lease_owner=None, lease_token=None, lease_until=None, finished_at=now, version=Inc(1),
         ))
-        pause.settle(core.db, task["task_id"], now, agent_write=True)
-        core.journal(task["task_id"], row["key"], "system", "node.failed", worker,
-                     f"{row['key']} failed: max claims reached", {"error": err, "max_claims": limit})
-        core.maybe_fail_task(task["task_id"], now)
+        pause.settle(core.db, task.task_id, now, agent_write=True)
+        core.journal(task.task_id, row.key, "system", "node.failed", worker,
+                     f"{row.key} failed: max claims reached", {"error": err, "max_claims": limit})
+        core.maybe_fail_task(task.task_id, now)
 
 
-def _take(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], worker: str, lease_s: float,
+# How each node a claim round will not hand out is settled, in its own write transaction (the task
+# row before the node's: a claim holds only KEY SHARE on the task, and settling may fail the task).
+_SETTLE: dict[str, Callable[[LedgerCore, str, int, str], object]] = {
+    "removed": replan.end_removed,  # abandoned, not reclaimed (store/mind/replan.py)
+    "unsafe": unsafe.fail_unsafe,  # failed, a human asked (store/ledger/unsafe.py)
+    "max_claims": _fail_over_claimed,
+}
+
+
+def _take(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, lease_s: float,
           now: float, gate: str, max_step_s: float | None = None) -> Claim:
     token = secrets.token_hex(16)
     # The step's deadline (seed 002): the lease never reaches past it, and every write after it is
     # refused (fenced.fence), however diligently the step heartbeats.
     deadline = None if max_step_s is None else now + max_step_s
     until = now + lease_s if deadline is None else min(now + lease_s, deadline)
-    reclaim = row["status"] == "running"
-    attempt = int(row["attempt"]) + 1
+    reclaim = row.status == "running"
+    attempt = int(row.attempt) + 1
     inputs = _claim_inputs(core, task, row)
-    input_digest = digest_json({"task": task["inputs"], "deps": {k: v.get("digest") for k, v in inputs["deps"].items()}})
-    pause.claim_lock(core.db, task["task_id"])
-    n = core.update_node(row["id"], dict(
+    input_digest = digest_json({"task": task.inputs, "deps": {k: v.get("digest") for k, v in inputs["deps"].items()}})
+    pause.claim_lock(core.db, task.task_id)
+    n = core.update_node(row.id, dict(
         status="running", lease_owner=worker, lease_token=token, lease_until=until,
         heartbeat_at=now, claimed_at=now, claim_count=Inc(1), attempt=attempt,
-        input_digest=input_digest, started_at=row["started_at"] if row["started_at"] is not None else now,
+        input_digest=input_digest, started_at=row.started_at if row.started_at is not None else now,
         next_retry_at=None, version=Inc(1), step_deadline=deadline, density=None, **ATTEMPT_RESET,
-    ), " AND version = ?", [row["version"]])
+    ), " AND version = ?", [row.version])
     if n != 1:  # cannot happen under the write lock; refuse rather than double-claim
         raise RuntimeError("claim lost its row under the write lock")
-    checkpoints.reach("claim.locked", task["task_id"], row["key"])
+    checkpoints.reach("claim.locked", task.task_id, row.key)
     # No write to the task row on a claim (it would serialise every claim of the task): the
     # task's claim count is the sum of its nodes' attempts; only the first claim stamps
     # started_at (later claims match no row and take no lock).
-    if task["started_at"] is None:
+    if task.started_at is None:
         sql.execute(core.db, "UPDATE task SET started_at = ? WHERE task_id = ? AND started_at IS NULL",
-                    [now, task["task_id"]])
+                    [now, task.task_id])
     pause.end_on_claim(core.db, task, now)  # a clock stopped while the task waited runs again
     payload: dict[str, Any] = {"worker": worker, "attempt": attempt, "lease_until": until, "reclaimed": reclaim}
     if deadline is not None:
         payload["step_deadline"] = deadline
         payload["max_step_s"] = max_step_s
     if reclaim:
-        payload["previous_owner"] = row["lease_owner"]
-    core.journal(task["task_id"], row["key"], "execution", "node.claimed", worker,
-                 f"{row['key']} claimed by {worker} (attempt {attempt}){' after lease expiry' if reclaim else ''}",
+        payload["previous_owner"] = row.lease_owner
+    core.journal(task.task_id, row.key, "execution", "node.claimed", worker,
+                 f"{row.key} claimed by {worker} (attempt {attempt}){' after lease expiry' if reclaim else ''}",
                  payload)
     return Claim(
-        task_id=task["task_id"], node_key=row["key"], kind=row["kind"], worker=worker, token=token,
+        task_id=task.task_id, node_key=row.key, kind=row.kind, worker=worker, token=token,
         attempt=attempt, lease_until=until, inputs=inputs,
-        admission=budget_mod.admit(gate, bool(row["always_admit"])), lease_s=lease_s, step_deadline=deadline,
+        admission=budget_mod.admit(gate, bool(row.always_admit)), lease_s=lease_s, step_deadline=deadline,
     )
 
 
-def _claim_inputs(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+class _Resolved(NamedTuple):
+    """The node's latest resolved handoff (``Claim.inputs["resolution"]``)."""
+
+    id: int
+    kind: str
+    question: str
+    resolution_option: str | None
+    resolution_answer: str | None
+    resolved_by: str | None
+    resolved_at: float | None
+
+
+def _claim_inputs(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> dict[str, Any]:
     """The task inputs, the dependencies' outputs, the rejections and the latest resolution."""
     deps = {}
     dep_ids: list[int] = []
     for dep_id, key, output, ref, dig, status in sql.fetch_all(
             core.db, "SELECT s.id, s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
-                     "JOIN node s ON s.id = e.src_id WHERE e.dst_id = ? ORDER BY s.position", [row["id"]]):
+                     "JOIN node s ON s.id = e.src_id WHERE e.dst_id = ? ORDER BY s.position", [row.id]):
         dep_ids.append(dep_id)
         deps[key] = {
             "output": sql.json_value(output),
             "output_ref": ref, "digest": dig, "status": status,
         }
-    h = sql.fetch_one(core.db, "SELECT * FROM handoff WHERE node_id = ? AND status = 'resolved' "
-                               "ORDER BY id DESC LIMIT 1", [row["id"]])
+    h = sql.fetch_row(core.db, _Resolved, f"SELECT {sql.columns(_Resolved)} FROM handoff WHERE node_id = ? "
+                                          "AND status = 'resolved' ORDER BY id DESC LIMIT 1", [row.id])
     resolution = None
     if h is not None:
         resolution = {
-            "handoff": str(h["id"]), "status": "resolved", "kind": h["kind"], "question": h["question"],
-            "option": h["resolution_option"], "answer": h["resolution_answer"],
-            "by": h["resolved_by"], "at": iso(h["resolved_at"]), "at_ts": h["resolved_at"],
+            "handoff": str(h.id), "status": "resolved", "kind": h.kind, "question": h.question,
+            "option": h.resolution_option, "answer": h.resolution_answer,
+            "by": h.resolved_by, "at": iso(h.resolved_at), "at_ts": h.resolved_at,
         }
     out = {
-        "task": task["inputs"],
-        "constraints": list(task["constraints"] or []),
-        "preconditions": dict(task["preconditions"] or {}),
-        "node_preconditions": dict(row["preconditions"] or {}),
+        "task": task.inputs,
+        "constraints": list(task.constraints or []),
+        "preconditions": dict(task.preconditions or {}),
+        "node_preconditions": dict(row.preconditions or {}),
         "deps": deps,
-        "rejections": list(row["rejections"] or []),
+        "rejections": list(row.rejections or []),
         "resolution": resolution,
-        "attempt": int(row["attempt"]) + 1,
-        "repair": row.get("repair"),
+        "attempt": int(row.attempt) + 1,
+        "repair": row.repair,
         "memory": recall.memory_inputs(core, task, row, dep_ids),  # the task's mind (store/mind/recall.py)
     }
-    if row["kind"] == recall.ALIGNMENT:
+    if row.kind == recall.ALIGNMENT:
         out["alignment"] = recall.alignment_inputs(core, task, row)
-    if row["kind"] == compensation.KIND:
-        out["effect"] = compensation.effect_for_node(core, row["id"])
+    if row.kind == compensation.KIND:
+        out["effect"] = compensation.effect_for_node(core, row.id)
     return out
 
 
@@ -370,9 +395,9 @@ def _claim_record(c: Claim) -> dict[str, Any]:
 def _claim_replayed(data: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Claim:
     core: LedgerCore = args[0]
     with read_tx(core.db):
-        task = core.task_row(data["task_id"])
-        row = dict(core.node_row(data["task_id"], data["node_key"]))
-    row["attempt"] = int(data["attempt"]) - 1  # the inputs as they were when it was claimed
+        task = core.task_record(data["task_id"])
+        row = core.node_record(data["task_id"], data["node_key"])
+    row = row._replace(attempt=int(data["attempt"]) - 1)  # the inputs as they were when it was claimed
     return Claim(inputs=_claim_inputs(core, task, row), **data)
 
 

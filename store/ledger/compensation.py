@@ -112,12 +112,23 @@ def on_commit(core: LedgerCore, claim: Claim, node_id: int, now: float) -> str |
     return str(eff.effect_key)
 
 
+class _ToUndo(NamedTuple):
+    """``Claim.inputs["effect"]`` of a compensation node (its keys are these fields)."""
+
+    effect_key: str
+    node: str
+    status: str
+    external_id: str | None
+    compensation: str | None
+    payload_digest: str | None
+    confirmed_at: float | None
+
+
 def effect_for_node(core: LedgerCore, node_id: int) -> dict[str, Any] | None:
     """What a compensation node's claim carries in ``inputs["effect"]``: the effect to undo."""
-    r = sql.fetch_one(core.db, "SELECT e.effect_key, n.key AS node, e.status, e.external_id, e.compensation, "
-                               "e.payload_digest, e.confirmed_at FROM effect e JOIN node n ON n.id = e.node_id "
-                               "WHERE e.compensation_node_id = ?", [node_id])
-    return dict(r) if r is not None else None
+    r = sql.fetch_row(core.db, _ToUndo, f"SELECT {sql.columns(_ToUndo, 'e', {'node': 'n.key'})} FROM effect e "
+                                        "JOIN node n ON n.id = e.node_id WHERE e.compensation_node_id = ?", [node_id])
+    return r._asdict() if r is not None else None
 
 
 def tasks_compensating(core: LedgerCore, version: str | None = None) -> list[str]:

@@ -14,17 +14,18 @@ import hashlib
 import os
 import traceback
 from types import TracebackType
-from typing import Any, Literal, Mapping, Self, Sequence, TypeVar, cast
+from typing import Any, Literal, Mapping, Self, Sequence, TypeVar
 
 import peewee as pw
 
 from .. import budget as budget_mod
 from .. import sql, sqlite_file, validate
 from ..clock import Clock, system_clock
-from ..db import BUSY_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, connect_checked, is_sqlite, open_database, register_result
+from ..db import BUSY_TIMEOUT_S, CONNECT_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, connect_checked, is_sqlite, open_database, register_result
 from ..errors import NotFound
 from ..models import LAYERS, Task, dumps
 from ..schema import check_version
+from ..tables import NodeRecord, TaskRecord
 from ..views import Pulse
 from . import pause
 from .rows import wall_used
@@ -42,6 +43,8 @@ TaskLock = Literal["share", "update", "exclusive"]
 TASK_LOCKS: dict[str, str] = {"share": " FOR KEY SHARE", "update": " FOR NO KEY UPDATE", "exclusive": " FOR UPDATE"}
 # Unfinished node statuses, as an IN list (a range on the (task, status) index, unlike NOT IN).
 UNFINISHED_SQL = "('pending', 'running', 'blocked', 'parked', 'failed')"
+TASK_COLUMNS = sql.columns(TaskRecord)
+NODE_COLUMNS = sql.columns(NodeRecord)
 
 _Query = TypeVar("_Query", bound=pw.BaseQuery)
 
@@ -106,6 +109,7 @@ class LedgerCore:
         application_name: str = "warden-agent",
         backoff: Backoff | None = None,
         one_connection: bool = False,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
     ) -> Self:
         """Open (and, for the agent side, create) a ledger: a path, ``sqlite:///…`` or
         ``postgresql://…``.
@@ -122,12 +126,16 @@ class LedgerCore:
         ``warden-cli``). ``one_connection``: PostgreSQL — every thread of this process uses the
         same connection, one transaction (or statement) at a time (``store/pgshared.py``): for a
         process that reads from many threads, like the console; SQLite: no effect.
+        ``connect_timeout_s``: PostgreSQL — how long opening waits for a server it cannot reach
+        (refused, unknown host, no answer, starting up; tried again with back-off) before
+        ``LedgerUnavailable`` "cannot reach the server …" (default 10 s; CLI ``--connect-timeout``);
+        also libpq's ``connect_timeout`` of every later (re)connection. SQLite: no effect.
         """
         if backoff is None:
             backoff = Backoff(budget_s=float(reconnect_s))
         db = open_database(target, read_only=read_only, create=create and not read_only,
                            busy_timeout_s=busy_timeout_s, application_name=application_name, backoff=backoff,
-                           one_connection=one_connection)
+                           one_connection=one_connection, connect_timeout_s=connect_timeout_s)
         connect_checked(db)
         try:
             check_version(db, create=create and not read_only)
@@ -172,18 +180,6 @@ class LedgerCore:
         """A Peewee query bound to this ledger's database (the models are declared without one)."""
         return query.bind(self.db)
 
-    def dict_rows(self, query: pw.BaseQuery) -> list[dict[str, Any]]:
-        """A Peewee query's rows as dicts by column name."""
-        return cast("list[dict[str, Any]]", list(query.bind(self.db).dicts()))
-
-    def first_dict(self, query: pw.SelectBase) -> dict[str, Any] | None:
-        """A Peewee select's first row as a dict, or None."""
-        return cast("dict[str, Any] | None", query.bind(self.db).dicts().first())
-
-    def tuple_rows(self, query: pw.BaseQuery) -> list[tuple[Any, ...]]:
-        """A Peewee query's rows as tuples."""
-        return cast("list[tuple[Any, ...]]", list(query.bind(self.db).tuples()))
-
     # ------------------------------------------------------------------ the journal
     def journal(
         self,
@@ -212,34 +208,31 @@ class LedgerCore:
         return int(cur.fetchone()[0])
 
     # ------------------------------------------------------------------ rows
-    def task_row(self, task_id: str, *, lock: TaskLock | None = None) -> dict[str, Any]:
-        """The task row (decoded); on PostgreSQL ``lock`` takes a row lock: "exclusive"
-        (operator actions), "update" (agent writes, graph growth) or "share" (claims)."""
+    def task_record(self, task_id: str, *, lock: TaskLock | None = None) -> TaskRecord:
+        """The task row, typed; on PostgreSQL ``lock`` takes a row lock: "exclusive" (operator
+        actions), "update" (agent writes, graph growth) or "share" (claims)."""
         clause = sql.lock(self.db, TASK_LOCKS[lock]) if lock else ""
-        row = sql.fetch_one(self.db, f"SELECT * FROM task WHERE task_id = ?{clause}", [task_id])
+        row = sql.fetch_row(self.db, TaskRecord, f"SELECT {TASK_COLUMNS} FROM task WHERE task_id = ?{clause}", [task_id])
         if row is None:
             raise NotFound(f"unknown task {task_id!r}")
         return row
 
-    def node_row(self, task_id: str, key: str, *, for_update: bool = False) -> dict[str, Any]:
-        row = self.node_row_or_none(task_id, key, for_update=for_update)
+    def node_record(self, task_id: str, key: str, *, for_update: bool = False) -> NodeRecord:
+        """The node row, typed (``NotFound`` for an unknown key)."""
+        row = self.node_record_or_none(task_id, key, for_update=for_update)
         if row is None:
             raise NotFound(f"unknown node {key!r} in task {task_id!r}")
         return row
 
-    def node_row_or_none(self, task_id: str, key: str, *, for_update: bool = False) -> dict[str, Any] | None:
+    def node_record_or_none(self, task_id: str, key: str, *, for_update: bool = False) -> NodeRecord | None:
         clause = sql.lock(self.db, " FOR UPDATE") if for_update else ""
-        row = sql.fetch_one(self.db, f"SELECT * FROM node WHERE task_id = ? AND key = ?{clause}", [task_id, key])
-        if row is not None:
-            row["task"] = row["task_id"]
-        return row
+        return sql.fetch_row(self.db, NodeRecord, f"SELECT {NODE_COLUMNS} FROM node WHERE task_id = ? AND key = ?{clause}",
+                             [task_id, key])
 
-    def node_row_by_id(self, node_id: int, *, lock: str = "") -> dict[str, Any] | None:
+    def node_record_by_id(self, node_id: int, *, lock: str = "") -> NodeRecord | None:
         """The node row by id (``lock``: a row-lock clause taken on PostgreSQL only)."""
-        row = sql.fetch_one(self.db, f"SELECT * FROM node WHERE id = ?{sql.lock(self.db, lock)}", [node_id])
-        if row is not None:
-            row["task"] = row["task_id"]
-        return row
+        return sql.fetch_row(self.db, NodeRecord, f"SELECT {NODE_COLUMNS} FROM node WHERE id = ?{sql.lock(self.db, lock)}",
+                             [node_id])
 
     def update_node(self, node_id: int, fields: Mapping[str, Any], where: str = "",
                     params: Sequence[Any] = ()) -> int:
@@ -266,20 +259,18 @@ class LedgerCore:
         return out
 
     # ------------------------------------------------------------------ the task's course
-    def task_gate(self, task: Mapping[str, Any], now: float) -> str:
+    def task_gate(self, task: TaskRecord, now: float) -> str:
         """The task row's budget gate (``ok | soft | hard | stop``) at ``now``."""
-        ratio = budget_mod.usage_ratio(task["tokens_used"], task["token_cap"], wall_used(task, now),
-                                       task["wall_cap_s"])
-        return budget_mod.gate(ratio, task["soft_ratio"])
+        ratio = budget_mod.usage_ratio(task.tokens_used, task.token_cap, wall_used(task, now), task.wall_cap_s)
+        return budget_mod.gate(ratio, task.soft_ratio)
 
     def maybe_complete_task(self, task_id: str, now: float) -> None:
         """Inside a write: the task completes when every node is succeeded or abandoned."""
-        left = sql.fetch_one(self.db, f"SELECT 1 AS x FROM node WHERE task_id = ? AND status IN {UNFINISHED_SQL} "
-                                      "LIMIT 1", [task_id])
-        if left:
+        left = sql.scalar(self.db, f"SELECT 1 FROM node WHERE task_id = ? AND status IN {UNFINISHED_SQL} LIMIT 1",
+                          [task_id])
+        if left is not None:
             return
-        task = self.task_row(task_id)
-        if task["status"] in ("active", "failed"):
+        if self.task_record(task_id).status in ("active", "failed"):
             self.bump_task(task_id, {"status": "completed", "finished_at": now})
             pause.settle(self.db, task_id, now)  # a finished task's clock stands still
             self.journal(task_id, None, "system", "task.completed", "warden", f"task {task_id} completed", {})
@@ -296,8 +287,7 @@ class LedgerCore:
         ).fetchone()
         if movable:
             return
-        task = self.task_row(task_id)
-        if task["status"] == "active":
+        if self.task_record(task_id).status == "active":
             self.bump_task(task_id, {"status": "failed", "finished_at": now})
             pause.settle(self.db, task_id, now)
             self.journal(task_id, None, "system", "task.failed", "warden",

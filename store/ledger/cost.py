@@ -25,6 +25,7 @@ from typing import Any, Mapping
 from .. import density as rule
 from .. import sql
 from ..sql import Inc
+from ..tables import NodeRecord
 from .core import LedgerCore
 
 EVENT = "node.cost_density"
@@ -32,9 +33,9 @@ EVENT = "node.cost_density"
 
 def holding(core: LedgerCore, task_id: str, now: float) -> bool:
     """Whether a node of the task is on cost-density hold (running under a live lease)."""
-    return sql.fetch_one(core.db, "SELECT 1 AS x FROM node WHERE task_id = ? AND status = 'running' AND density = ? "
-                                  "AND lease_token IS NOT NULL AND lease_until > ? LIMIT 1",
-                         [task_id, rule.HOLD, now]) is not None
+    return sql.scalar(core.db, "SELECT 1 FROM node WHERE task_id = ? AND status = 'running' AND density = ? "
+                               "AND lease_token IS NOT NULL AND lease_until > ? LIMIT 1",
+                      [task_id, rule.HOLD, now]) is not None
 
 
 def judge(core: LedgerCore, task_id: str, tokens: float, units_done: float | None,
@@ -47,18 +48,18 @@ def judge(core: LedgerCore, task_id: str, tokens: float, units_done: float | Non
     return rule.judge(tokens, units_done, units_total, rule.limit_for(limit))
 
 
-def after_beat(row: Mapping[str, Any], tokens_added: int, units_done: float | None,
+def after_beat(row: NodeRecord, tokens_added: int, units_done: float | None,
                units_total: float | None) -> tuple[float, float | None, float | None]:
     """A node's (tokens, units_done, units_total) once this write's figures are in."""
-    return (float(row["tokens_used"] or 0) + tokens_added,
-            float(units_done) if units_done is not None else row["units_done"],
-            float(units_total) if units_total is not None else row["units_total"])
+    return (float(row.tokens_used or 0) + tokens_added,
+            float(units_done) if units_done is not None else row.units_done,
+            float(units_total) if units_total is not None else row.units_total)
 
 
-def journal_change(core: LedgerCore, row: Mapping[str, Any], j: rule.Judgement, worker: str, now: float,
+def journal_change(core: LedgerCore, row: NodeRecord, j: rule.Judgement, worker: str, now: float,
                    extra: Mapping[str, Any] | None = None) -> None:
     """Journal a verdict that differs from the one on the node (once per change)."""
-    before = row["density"] or rule.CONTINUE
+    before = row.density or rule.CONTINUE
     if j.verdict == before and not extra:
         return
     payload: dict[str, Any] = {"verdict": j.verdict, "before": before, "tokens": j.tokens, "units": j.units,
@@ -66,26 +67,28 @@ def journal_change(core: LedgerCore, row: Mapping[str, Any], j: rule.Judgement, 
     if j.limit is not None:
         payload.update(limit=j.limit.tokens_per_unit)
     payload.update(extra or {})
-    summary = j.evidence(row["key"]) if j.verdict != rule.CONTINUE else (
-        f"{row['key']}: cost density back within the limit ({before} lifted)")
-    core.journal(row["task_id"], row["key"], "system", EVENT, "warden", summary, payload, at=now)
+    summary = j.evidence(row.key) if j.verdict != rule.CONTINUE else (
+        f"{row.key}: cost density back within the limit ({before} lifted)")
+    core.journal(row.task_id, row.key, "system", EVENT, "warden", summary, payload, at=now)
 
 
-def abort_fields(row: Mapping[str, Any], j: rule.Judgement, now: float) -> dict[str, Any]:
+def abort_fields(row: NodeRecord, j: rule.Judgement, now: float) -> dict[str, Any]:
     """The node update that stops it: failed, class conclusion, its lease released."""
     return dict(status="failed", failure_class="conclusion", density=rule.ABORT, lease_token=None, lease_until=None,
                 step_deadline=None, finished_at=now, version=Inc(1),
-                wall_used_s=Inc(now - (row["claimed_at"] or now)),
-                error=f"stopped by the ledger: {j.evidence(row['key'])}")
+                wall_used_s=Inc(now - (row.claimed_at or now)),
+                error=f"stopped by the ledger: {j.evidence(row.key)}")
 
 
-def park_successors(core: LedgerCore, row: Mapping[str, Any], j: rule.Judgement, now: float) -> list[str]:
+def park_successors(core: LedgerCore, row: NodeRecord, j: rule.Judgement, now: float) -> list[str]:
     """Park the pending nodes that depend on ``row`` (its successors are not dispatched); returns
     their keys."""
     found = sql.fetch_all(core.db, "SELECT n.id, n.key FROM edge e JOIN node n ON n.id = e.dst_id WHERE e.src_id = ? "
-                                   "AND n.status = 'pending' ORDER BY n.position", [row["id"]])
-    reason = f"cost density: {j.evidence(row['key'])}; resume to run it"
-    for node_id, _key in found:
-        core.update_node(node_id, dict(status="parked", parked_at=now, park_reason=reason[:2000], park_until=None,
-                                       wake_on=None, version=Inc(1)))
+                                   "AND n.status = 'pending' ORDER BY n.position", [row.id])
+    if found:
+        reason = f"cost density: {j.evidence(row.key)}; resume to run it"
+        sets, values = sql.set_clause(dict(status="parked", parked_at=now, park_reason=reason[:2000], park_until=None,
+                                           wake_on=None, version=Inc(1)))
+        seed, param = sql.id_array(core.db, [i for i, _k in found])
+        sql.execute(core.db, f"UPDATE node SET {sets} WHERE id IN ({seed})", [*values, param])
     return [k for _i, k in found]

@@ -9,7 +9,7 @@ then the node row, then the journal's advisory lock.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .. import checkpoints, novelty, sql
 from .. import density as density_rule
@@ -17,6 +17,7 @@ from ..db import retry_write, write_tx
 from ..errors import LeaseLost, Refused, WardenError
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
 from ..sql import Inc
+from ..tables import NodeRecord
 from ..views import Claim, NodeSpec, Pulse
 from .. import wake
 from ..mind import alignment as mind_alignment
@@ -27,7 +28,7 @@ from . import cost, lost, pause
 from . import repair as repairs
 from .build import add_nodes_tx
 from . import observe
-from .core import LedgerCore, digest_json, retry_delay, sha256_hex
+from .core import NODE_COLUMNS, LedgerCore, digest_json, retry_delay, sha256_hex
 from .observe import OBSERVATION_TEXT_CAP  # noqa: F401  (its old home)
 OUTPUT_CAP = 64 * 1024
 ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
@@ -36,7 +37,7 @@ COMMIT_ARGS = frozenset({"output", "output_ref", "tokens", "artifact", "units_do
 
 
 # ---------------------------------------------------------------------- the fence
-def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> dict[str, Any]:
+def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> NodeRecord:
     """Inside a write transaction: the node row if the claim still holds, else LeaseLost.
 
     Writes that end in a compare-and-set on the node (heartbeat, commit, fail, request_human)
@@ -45,40 +46,39 @@ def fence(core: LedgerCore, claim: Claim, now: float, *, lock: bool = False) -> 
     operator's revocation cannot slip in between this check and the commit (SQLite's
     BEGIN IMMEDIATE already excludes it)."""
     clause = sql.lock(core.db, " FOR NO KEY UPDATE") if lock else ""
-    row = sql.fetch_one(core.db, f"SELECT * FROM node WHERE task_id = ? AND key = ?{clause}",
+    row = sql.fetch_row(core.db, NodeRecord, f"SELECT {NODE_COLUMNS} FROM node WHERE task_id = ? AND key = ?{clause}",
                         [claim.task_id, claim.node_key])
     if row is None:
         raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: the node no longer exists")
-    row["task"] = row["task_id"]
-    if row["lease_token"] != claim.token or row["status"] != "running":
-        task = sql.fetch_one(core.db, "SELECT status FROM task WHERE task_id = ?", [claim.task_id])
-        why = lost.reason(core, row, claim, task["status"] if task else None, now)
+    if row.lease_token != claim.token or row.status != "running":
+        status = sql.scalar(core.db, "SELECT status FROM task WHERE task_id = ?", [claim.task_id])
+        why = lost.reason(core, row, claim, None if status is None else str(status), now)
         raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {why}")
     late = step_limit_why(row, now)
     if late:
         raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {late}")
-    if row["lease_until"] is None or row["lease_until"] <= now:
+    if row.lease_until is None or row.lease_until <= now:
         raise LeaseLost(
             f"lease lost on {claim.task_id}/{claim.node_key}: expired "
-            f"{now - (row['lease_until'] or now):.1f}s ago; the node may be reclaimed"
+            f"{now - (row.lease_until or now):.1f}s ago; the node may be reclaimed"
         )
     return row
 
 
-def step_limit_why(row: Mapping[str, Any], now: float) -> str:
+def step_limit_why(row: NodeRecord, now: float) -> str:
     """Why a write past the claim's step deadline (``claim(max_step_s=)``) is refused; "" while it
     has not come."""
-    deadline = row["step_deadline"]
+    deadline = row.step_deadline
     if deadline is None or deadline > now:
         return ""
-    limit = deadline - (row["claimed_at"] if row["claimed_at"] is not None else deadline)
+    limit = deadline - (row.claimed_at if row.claimed_at is not None else deadline)
     return (f"the step ran past its time limit of {limit:.0f}s (max_step_s; reached {now - deadline:.1f}s ago): "
             "its result is refused however it heartbeats; the node may be reclaimed")
 
 
-def cas_update(core: LedgerCore, row: Mapping[str, Any], claim: Claim, now: float, **fields: Any) -> None:
+def cas_update(core: LedgerCore, row: NodeRecord, claim: Claim, now: float, **fields: Any) -> None:
     """Update the fenced node only while the claim still holds (checked by row count)."""
-    n = core.update_node(row["id"], fields, " AND lease_token = ? AND status = 'running' AND lease_until > ?",
+    n = core.update_node(row.id, fields, " AND lease_token = ? AND status = 'running' AND lease_until > ?",
                          [claim.token, now])
     if n != 1:
         # PostgreSQL (Read Committed): an operator action committed between our fence read and
@@ -113,8 +113,8 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
     with write_tx(core.db):
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
-        task = core.task_row(claim.task_id)  # after the tokens: the gate the Pulse says includes them
-        parked = task["status"] == "parked"
+        task = core.task_record(claim.task_id)  # after the tokens: the gate the Pulse says includes them
+        parked = task.status == "parked"
         new_units = None
         until = _step_lease(row, claim, now, now + lease, max_step_s)
         fields: dict[str, Any] = {"lease_until": until, "heartbeat_at": now}
@@ -133,11 +133,11 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
         flags = (observe.FLAG_PROGRESS if "progress_at" in beat else 0) | (
             observe.FLAG_PARKED if parked else 0)
         if report is not None:
-            observe.record_observation(core, row["id"], claim.attempt, report, flags, now)
+            observe.record_observation(core, row.id, claim.attempt, report, flags, now)
         judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, units_total))
         if judged.verdict == density_rule.ABORT:
             return _stopped(core, claim, row, judged, now, {**fields, **beat})
-        if judged.verdict != (row["density"] or density_rule.CONTINUE):
+        if judged.verdict != (row.density or density_rule.CONTINUE):
             fields["density"] = None if judged.verdict == density_rule.CONTINUE else judged.verdict
             cost.journal_change(core, row, judged, claim.worker, now)
         cas_update(core, row, claim, now, **fields, **beat)
@@ -164,31 +164,31 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
                  density=judged.verdict)
 
 
-def _step_deadline(row: Mapping[str, Any], now: float, max_step_s: float | None) -> float | None:
+def _step_deadline(row: NodeRecord, now: float, max_step_s: float | None) -> float | None:
     """The step's deadline after this heartbeat: the claim's, or one ``max_step_s`` from the claim
     (LeaseKeeper's limit), whichever is earlier."""
-    deadline = row["step_deadline"]
+    deadline = row.step_deadline
     if max_step_s is not None:
-        limit = (row["claimed_at"] if row["claimed_at"] is not None else now) + float(max_step_s)
+        limit = (row.claimed_at if row.claimed_at is not None else now) + float(max_step_s)
         deadline = limit if deadline is None else min(deadline, limit)
     return deadline
 
 
-def _step_lease(row: Mapping[str, Any], claim: Claim, now: float, until: float, max_step_s: float | None) -> float:
+def _step_lease(row: NodeRecord, claim: Claim, now: float, until: float, max_step_s: float | None) -> float:
     """The lease a heartbeat gives: never past the step's deadline; at or past it, refused."""
     deadline = _step_deadline(row, now, max_step_s)
     if deadline is None:
         return until
-    late = step_limit_why({**row, "step_deadline": deadline}, now)
+    late = step_limit_why(row._replace(step_deadline=deadline), now)
     if late:
         raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {late}")
     return min(until, deadline)
 
 
-def _stopped(core: LedgerCore, claim: Claim, row: Mapping[str, Any], judged: density_rule.Judgement, now: float,
+def _stopped(core: LedgerCore, claim: Claim, row: NodeRecord, judged: density_rule.Judgement, now: float,
              beat: Mapping[str, Any]) -> Pulse:
     """A heartbeat showing a cost density over 3 × the limit: the ledger stops the node (store/ledger/cost.py)."""
-    task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order): the task may fail
+    task = core.task_record(claim.task_id, lock="update")  # the task row first (lock order): the task may fail
     keep = {k: v for k, v in beat.items() if k in ("tokens_used", "units_done", "units_total", "heartbeat_at")}
     cas_update(core, row, claim, now, **keep, **cost.abort_fields(row, judged, now))
     pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
@@ -199,7 +199,7 @@ def _stopped(core: LedgerCore, claim: Claim, row: Mapping[str, Any], judged: den
                   "failure_class": "conclusion", "retry": False, "attempt": claim.attempt,
                   "cost_density": judged.verdict}, at=now)
     core.maybe_fail_task(claim.task_id, now)
-    return Pulse(lease_until=now, parked=task["status"] == "parked", gate=core.task_gate(task, now),
+    return Pulse(lease_until=now, parked=task.status == "parked", gate=core.task_gate(task, now),
                  density=judged.verdict)
 
 
@@ -262,17 +262,17 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     """One fenced commit inside the caller's write transaction. ``repair`` sends the work back
     (store/ledger/repair.py); the node's cost density decides whether its successors are
     dispatched (store/ledger/cost.py)."""
-    task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order)
+    task = core.task_record(claim.task_id, lock="update")  # the task row first (lock order)
     row = fence(core, claim, now)
     how = repairs.mode(core, task, row, next_nodes, repair_from) if repair else None
-    if row["kind"] == mind_alignment.KIND:
+    if row.kind == mind_alignment.KIND:
         mind_alignment.check_output(output)  # an alignment check commits its verdict
-    discard = row["removed_in"] is not None and row["removed_mode"] == "discard"  # a replan removed it (mind/replan.py)
+    discard = row.removed_in is not None and row.removed_mode == "discard"  # a replan removed it (mind/replan.py)
     t = _add_tokens(core, claim, tokens)
-    wall = now - (row["claimed_at"] or now)
+    wall = now - (row.claimed_at or now)
     fields: dict[str, Any] = dict(
         status="abandoned" if discard else "succeeded", output=output, output_ref=output_ref, output_digest=digest_json(output),
-        lease_owner=row["lease_owner"], lease_token=None, lease_until=None, finished_at=now,
+        lease_owner=row.lease_owner, lease_token=None, lease_until=None, finished_at=now,
         wall_used_s=Inc(wall), version=Inc(1), error=None, failure_class=None, repair=None,
     )
     if how == repairs.IN_PLACE:
@@ -291,7 +291,7 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     if t:
         payload["tokens"] = t
     if art is not None:
-        core.bind(Artifact.insert(task=claim.task_id, node=row["id"], attempt=claim.attempt, name=art[0],
+        core.bind(Artifact.insert(task=claim.task_id, node=row.id, attempt=claim.attempt, name=art[0],
                                   sha256=art[2], size=len(art[1]), content=art[1], ref=output_ref,
                                   at=now)).execute()
         payload["artifact"] = {"name": art[0], "sha256": art[2], "bytes": len(art[1])}
@@ -306,48 +306,48 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
     if how == repairs.UNROLLED:
         core.bind(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == claim.task_id)).execute()
-        payload.update(repair=task["repair_count"] + 1, max_repairs=task["max_repairs"], mode=repairs.UNROLLED)
+        payload.update(repair=task.repair_count + 1, max_repairs=task.max_repairs, mode=repairs.UNROLLED)
     if discard:  # its result is kept for audit only: dependents do not get it, follow-ups are not added
-        payload.update(removed_in=row["removed_in"], next_nodes_dropped=[s.key for s in next_nodes])
+        payload.update(removed_in=row.removed_in, next_nodes_dropped=[s.key for s in next_nodes])
         discarded = core.journal(claim.task_id, claim.node_key, "execution", "node.discarded", claim.worker,
-                                 f"{claim.node_key} finished; result discarded (plan v{row['removed_in']} removed it)",
+                                 f"{claim.node_key} finished; result discarded (plan v{row.removed_in} removed it)",
                                  payload, at=now)
         core.maybe_complete_task(claim.task_id, now)
         return discarded
     event_id = core.journal(claim.task_id, claim.node_key, "execution", "node.committed", claim.worker,
                             summary or f"{claim.node_key} succeeded (attempt {claim.attempt})", payload, at=now)
-    if row["kind"] == compensations.KIND:
-        compensations.on_commit(core, claim, row["id"], now)
+    if row.kind == compensations.KIND:
+        compensations.on_commit(core, claim, row.id, now)
     if next_nodes:
         add_nodes_tx(core, claim.task_id, list(next_nodes), actor=claim.worker)
     if how == repairs.UNROLLED:
         rewired = repairs.rewire(core, claim.task_id, row, next_nodes)
         if rewired:
             core.journal(claim.task_id, claim.node_key, "system", "graph.rewired", "warden",
-                         f"repair round {task['repair_count'] + 1}: {', '.join(rewired)} now wait for "
+                         f"repair round {task.repair_count + 1}: {', '.join(rewired)} now wait for "
                          f"{', '.join(next(iter(rewired.values())))} instead of {claim.node_key}",
                          {"nodes": sorted(rewired), "rewired": rewired, "from": claim.node_key}, at=now)
     _successors_by_cost(core, claim, row, t, units_done, now)
     mind_state.on_commit(core, task, row, output, now, claim.worker)  # drift run, alignment checks
     core.maybe_complete_task(claim.task_id, now)
-    if task["wake_state"]:
+    if task.wake_state:
         wake.check_tx(core, claim.task_id, now)
     return event_id
 
 
-def _successors_by_cost(core: LedgerCore, claim: Claim, row: Mapping[str, Any], t: int, units_done: float | None,
+def _successors_by_cost(core: LedgerCore, claim: Claim, row: NodeRecord, t: int, units_done: float | None,
                         now: float) -> None:
     """A node committing over its cost-density limit (or still without progress) finishes, and its
     successors are parked (store/ledger/cost.py)."""
     judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, None))
     if judged.verdict == density_rule.CONTINUE:
-        if row["density"]:
+        if row.density:
             cost.journal_change(core, row, judged, claim.worker, now)
         return
     if judged.verdict != density_rule.FINISH_NO_SUCCESSOR:
         judged = replace(judged, verdict=density_rule.FINISH_NO_SUCCESSOR)
     parked = cost.park_successors(core, row, judged, now)
-    core.update_node(row["id"], {"density": density_rule.FINISH_NO_SUCCESSOR})
+    core.update_node(row.id, {"density": density_rule.FINISH_NO_SUCCESSOR})
     cost.journal_change(core, row, judged, claim.worker, now, {"nodes": [claim.node_key, *parked], "parked": parked})
     if parked:
         pause.settle(core.db, claim.task_id, now, agent_write=True)
@@ -362,14 +362,14 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
         raise Refused(f"unknown failure class {failure_class!r}: one of {', '.join(FAILURE_CLASSES)}")
     now = core.now()
     with write_tx(core.db):
-        task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order)
+        task = core.task_record(claim.task_id, lock="update")  # the task row first (lock order)
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
-        wall = now - (row["claimed_at"] or now)
-        can_retry = row["retryable"] if retryable is None else bool(retryable)
-        limit = row["max_claims"] if row["max_claims"] is not None else task["max_claims"]
-        exhausted = limit is not None and row["claim_count"] >= limit
-        removed = row["removed_in"] is not None  # a replan removed it while it ran: no retry (mind/replan.py)
+        wall = now - (row.claimed_at or now)
+        can_retry = row.retryable if retryable is None else bool(retryable)
+        limit = row.max_claims if row.max_claims is not None else task.max_claims
+        exhausted = limit is not None and row.claim_count >= limit
+        removed = row.removed_in is not None  # a replan removed it while it ran: no retry (mind/replan.py)
         common: dict[str, Any] = dict(lease_token=None, lease_until=None, error=str(error),
                                       failure_class=failure_class, wall_used_s=Inc(wall), version=Inc(1))
         if t:
@@ -381,9 +381,9 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
             cas_update(core, row, claim, now, status="abandoned", finished_at=now, **common)
             pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
             eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
-                               f"{claim.node_key} failed ({failure_class}); abandoned: plan v{row['removed_in']} "
+                               f"{claim.node_key} failed ({failure_class}); abandoned: plan v{row.removed_in} "
                                "removed it", {"error": str(error)[:2000], "failure_class": failure_class,
-                                              "retry": False, "removed_in": row["removed_in"],
+                                              "retry": False, "removed_in": row.removed_in,
                                               "attempt": claim.attempt}, at=now)
             core.maybe_complete_task(claim.task_id, now)
             return eid
@@ -432,17 +432,17 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
     dumps(ctx)
     now = core.now()
     with write_tx(core.db):
-        task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order): the clock may stop
+        task = core.task_record(claim.task_id, lock="update")  # the task row first (lock order): the clock may stop
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
-        wall = now - (row["claimed_at"] or now)
+        wall = now - (row.claimed_at or now)
         fields: dict[str, Any] = dict(status="blocked", lease_token=None, lease_until=None,
                                       wall_used_s=Inc(wall), version=Inc(1))
         if t:
             fields["tokens_used"] = Inc(t)
         cas_update(core, row, claim, now, **fields)
         pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
-        hid = core.bind(Handoff.insert(task=claim.task_id, node=row["id"], kind=kind, question=str(question),
+        hid = core.bind(Handoff.insert(task=claim.task_id, node=row.id, kind=kind, question=str(question),
                                        context=ctx, options=opts, recommendation=recommendation, status="open",
                                        opened_at=now, opened_by=claim.worker, attempt=claim.attempt)).execute()
         core.journal(claim.task_id, claim.node_key, "decision", "handoff.opened", claim.worker,
@@ -453,6 +453,17 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
 
 
 # ---------------------------------------------------------------------- effects and notes
+class _Effect(NamedTuple):
+    id: int
+    status: str
+    compensation: str | None
+
+
+def _effect(core: LedgerCore, task_id: str, effect_key: str) -> _Effect | None:
+    return sql.fetch_row(core.db, _Effect, f"SELECT {sql.columns(_Effect)} FROM effect WHERE task_id = ? "
+                                           "AND effect_key = ?", [task_id, effect_key])
+
+
 @retry_write
 def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: Any,
                   compensation: str | None) -> None:
@@ -463,11 +474,10 @@ def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: A
     with write_tx(core.db):
         row = fence(core, claim, now, lock=True)
         checkpoints.reach("effect.fenced", claim.task_id, claim.node_key)
-        existing = core.first_dict(Effect.select().where((Effect.task == claim.task_id)
-                                                   & (Effect.effect_key == effect_key)))
+        existing = _effect(core, claim.task_id, effect_key)
         if existing is None:
             pd = digest_json(payload) if payload is not None else None
-            core.bind(Effect.insert(task=claim.task_id, node=row["id"], effect_key=effect_key, status="intended",
+            core.bind(Effect.insert(task=claim.task_id, node=row.id, effect_key=effect_key, status="intended",
                                     payload_digest=pd, compensation=compensation, attempt=claim.attempt,
                                     intended_at=now)).execute()
             core.journal(claim.task_id, claim.node_key, "execution", "effect.intended", claim.worker,
@@ -480,22 +490,21 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
     """Record that an intended effect happened (with its external id and how to undo it)."""
     now = core.now()
     with write_tx(core.db):
-        task = core.task_row(claim.task_id, lock="update")  # the task row first (lock order): a park may wake
+        task = core.task_record(claim.task_id, lock="update")  # the task row first (lock order): a park may wake
         fence(core, claim, now, lock=True)
-        existing = core.first_dict(Effect.select().where((Effect.task == claim.task_id)
-                                                   & (Effect.effect_key == effect_key)))
+        existing = _effect(core, claim.task_id, effect_key)
         if existing is None:
             raise Refused(f"effect {effect_key!r} was never intended: call intend_effect first")
-        if existing["status"] != "confirmed":
+        if existing.status != "confirmed":
             fields: dict[str, Any] = dict(status="confirmed", external_id=external_id, confirmed_at=now)
             if compensation is not None:
                 fields["compensation"] = compensation
-            core.bind(Effect.update(**fields).where(Effect.id == existing["id"])).execute()
+            core.bind(Effect.update(**fields).where(Effect.id == existing.id)).execute()
             core.journal(claim.task_id, claim.node_key, "execution", "effect.confirmed", claim.worker,
                          f"{claim.node_key} confirmed {effect_key}" + (f" ({external_id})" if external_id else ""),
                          {"effect_key": effect_key, "external_id": external_id,
-                          "compensation": compensation or existing["compensation"]}, at=now)
-            if task["wake_state"]:
+                          "compensation": compensation or existing.compensation}, at=now)
+            if task.wake_state:
                 wake.check_tx(core, claim.task_id, now)
 
 

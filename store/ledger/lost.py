@@ -16,10 +16,11 @@ when a write is refused, inside the refused write's transaction (which is rolled
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from .. import sql
 from ..text import safe_line
+from ..tables import NodeRecord
 from ..views import Claim
 from . import compensation as compensations
 from .core import LedgerCore
@@ -27,7 +28,7 @@ from .core import LedgerCore
 SCAN = 500  # events of the task read after the claim, at most (the cause is nearly always the next few)
 
 
-def reason(core: LedgerCore, row: Mapping[str, Any], claim: Claim, task_status: str | None, now: float) -> str:
+def reason(core: LedgerCore, row: NodeRecord, claim: Claim, task_status: str | None, now: float) -> str:
     """Why ``claim`` no longer holds ``row`` (the node now), as one line."""
     since = None
     for event_id, payload in sql.fetch_all(
@@ -63,55 +64,61 @@ def _names(payload: Mapping[str, Any], key: str) -> bool:
     return isinstance(revoked, list) and any(isinstance(r, dict) and r.get("node") == key for r in revoked)
 
 
+class _Event(NamedTuple):
+    node: str | None
+    layer: str
+    kind: str
+    actor: str
+    payload: Any
+
+
 def _first_cause(core: LedgerCore, claim: Claim, since: int) -> str | None:
     key = claim.node_key
-    rows = sql.fetch_all(core.db, "SELECT node, layer, kind, actor, payload FROM event WHERE task_id = ? "
-                                  f"AND id > ? ORDER BY id LIMIT {SCAN}", [claim.task_id, since])
-    for node, layer, kind, actor_name, payload in rows:
-        r = {"node": node, "layer": layer, "kind": kind, "actor": actor_name}
-        p = _payload(payload)
-        actor = safe_line(str(r["actor"] or "?"), limit=80)
-        if r["node"] == key and r["kind"] == "node.claimed":
+    for r in sql.fetch_rows(core.db, _Event, f"SELECT {sql.columns(_Event)} FROM event WHERE task_id = ? "
+                                             f"AND id > ? ORDER BY id LIMIT {SCAN}", [claim.task_id, since]):
+        p = _payload(r.payload)
+        actor = safe_line(str(r.actor or "?"), limit=80)
+        if r.node == key and r.kind == "node.claimed":
             return f"reclaimed by {actor} after it expired (attempt {p.get('attempt', '?')})"
-        if r["layer"] == "operator" and (r["node"] == key or _names(p, key)):
-            action = str(r["kind"]).removeprefix("operator.")
+        if r.layer == "operator" and (r.node == key or _names(p, key)):
+            action = str(r.kind).removeprefix("operator.")
             why = safe_line(str(p.get("reason") or ""), limit=120)
             n = p.get("action_id")
             return (f"revoked by operator action {n if n is not None else '?'} ({action} by {actor}"
                     + (f": {why})" if why else ")"))
-        if r["node"] == key and r["kind"] == "node.failed":
+        if r.node == key and r.kind == "node.failed":
             err = safe_line(str(p.get("error") or ""), limit=120)
-            who = "this claim" if r["actor"] == claim.worker else actor
+            who = "this claim" if r.actor == claim.worker else actor
             return f"the node failed ({who}{': ' + err if err else ''})"
-        if r["node"] == key and r["kind"] == "node.committed" and r["actor"] == claim.worker:
+        if r.node == key and r.kind == "node.committed" and r.actor == claim.worker:
             return "already committed by this claim"
-        if r["kind"] == "node.repair" and (r["node"] == key or _names(p, key)):  # store/ledger/repair.py
-            if r["node"] == key and r["actor"] == claim.worker:
+        if r.kind == "node.repair" and (r.node == key or _names(p, key)):  # store/ledger/repair.py
+            if r.node == key and r.actor == claim.worker:
                 return "already committed by this claim (a repair: it runs again)"
-            return f"revoked by the repair round {p.get('repair', '?')} of {safe_line(str(r['node']), limit=80)}"
-        if r["node"] == key and r["kind"] == "handoff.opened" and r["actor"] == claim.worker:
+            return f"revoked by the repair round {p.get('repair', '?')} of {safe_line(str(r.node), limit=80)}"
+        if r.node == key and r.kind == "handoff.opened" and r.actor == claim.worker:
             return "this claim handed the node to a human (blocked)"
     return None
 
 
-def _now(row: Mapping[str, Any], claim: Claim, task_status: str | None) -> str:
-    status = str(row["status"])
-    if task_status == "aborted" and row["kind"] != compensations.KIND:  # compensations run on after abort
+def _now(row: NodeRecord, claim: Claim, task_status: str | None) -> str:
+    status = str(row.status)
+    if task_status == "aborted" and row.kind != compensations.KIND:  # compensations run on after abort
         return f"; the task was aborted (the node is {status})"
-    if status == "running" and row["lease_owner"] is not None and row["lease_token"] != claim.token:
-        return f"; now running (attempt {row['attempt']} by {safe_line(str(row['lease_owner']), limit=80)})"
+    if status == "running" and row.lease_owner is not None and row.lease_token != claim.token:
+        return f"; now running (attempt {row.attempt} by {safe_line(str(row.lease_owner), limit=80)})"
     return f"; the node is {status}"
 
 
-def _fallback(row: Mapping[str, Any], claim: Claim, task_status: str | None, now: float) -> str:
+def _fallback(row: NodeRecord, claim: Claim, task_status: str | None, now: float) -> str:
     """From the node row alone (the claim's own event not found)."""
-    if task_status == "aborted" and row["kind"] != compensations.KIND:  # compensations run on after abort
+    if task_status == "aborted" and row.kind != compensations.KIND:  # compensations run on after abort
         return "the task was aborted"
-    status = str(row["status"])
-    if status == "running" and row["lease_token"] == claim.token:
-        return f"expired {now - (row['lease_until'] or now):.1f}s ago; the node may be reclaimed"
-    if status == "running" and row["lease_token"] is not None:
-        return f"reclaimed by {safe_line(str(row['lease_owner']), limit=80)} (attempt {row['attempt']})"
+    status = str(row.status)
+    if status == "running" and row.lease_token == claim.token:
+        return f"expired {now - (row.lease_until or now):.1f}s ago; the node may be reclaimed"
+    if status == "running" and row.lease_token is not None:
+        return f"reclaimed by {safe_line(str(row.lease_owner), limit=80)} (attempt {row.attempt})"
     if status == "parked":
         return "the node was parked by an operator"
     if status == "abandoned":

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from .. import novelty, sql
 from ..concepts import fractions
 from ..errors import InvalidValue
+from ..tables import NodeRecord
 from .core import LedgerCore
 
 OBSERVATION_TEXT_CAP = 4096  # characters of an observation (and of an action, a result) kept for display
@@ -137,48 +138,52 @@ def _gaps(text: str | None) -> list[float]:
 
 
 def long_gap(gaps: list[float], previous: float | None) -> float | None:
-    """The node's usual long gap: a high rank of its recent gaps (the longest of a few; the second
-    or third longest of more, so one outlier does not set it), or the decayed longest gap seen
-    before — whichever is longer. None before ``GAPS_LEARNED`` gaps."""
+    """The node's usual long gap: a high rank of its recent gaps (the second or third longest), or
+    the longest gap seen, decayed by ``LONG_DECAY`` a heartbeat — whichever is longer. One long
+    outlier raises it for a while (``heartbeat_stale`` comes later, never falsely); a rhythm of
+    bursts then long work keeps it at the work's length. None before ``GAPS_LEARNED`` gaps."""
     if len(gaps) < GAPS_LEARNED:
         return None
     ranked = sorted(gaps)
     high = ranked[len(ranked) - 1 - len(ranked) // 8]
-    return max(high, (previous or 0.0) * LONG_DECAY)
+    # the longest gap, decayed per heartbeat, carried from one heartbeat to the next (the rank alone
+    # forgets a rhythm whose long gaps are fewer than its bursts' beats: 5 quick beats, 1 long one)
+    carried = max(gaps) if previous is None else max(previous * LONG_DECAY, gaps[-1])
+    return max(high, carried)
 
 
-def beat_fields(row: Mapping[str, Any], now: float, units_done: float | None, wait: tuple[str, float] | None,
+def beat_fields(row: NodeRecord, now: float, units_done: float | None, wait: tuple[str, float] | None,
                 new_units: int | None, text_progress: bool = False) -> dict[str, Any]:
     """The node columns this heartbeat moves (interval, rhythm, units_at, progress_at, wait), from
     the row before it."""
     out: dict[str, Any] = {}
-    prev = row["heartbeat_at"]
-    interval = row["beat_interval_s"]
+    prev = row.heartbeat_at
+    interval = row.beat_interval_s
     # the gap from the claim to the first heartbeat says nothing about the agent's rhythm
-    if prev is not None and now > prev and (interval is not None or prev > (row["claimed_at"] or prev)):
+    if prev is not None and now > prev and (interval is not None or prev > (row.claimed_at or prev)):
         gap = now - prev
         if interval is None or interval <= 0:
             out["beat_interval_s"] = gap
         else:
             step = max(-BEAT_CLIP, min(BEAT_CLIP, math.log(gap / interval)))
             out["beat_interval_s"] = interval * math.exp(BEAT_ALPHA * step)
-        gaps = (_gaps(row.get("beat_gaps")) + [gap])[-GAPS_KEPT:]
+        gaps = (_gaps(row.beat_gaps) + [gap])[-GAPS_KEPT:]
         out["beat_gaps"] = " ".join(f"{g:.2f}" for g in gaps)
-        out["beat_long_s"] = long_gap(gaps, row.get("beat_long_s"))
-    this_attempt = row["units_at"] is not None
-    before = row["units_done"] if this_attempt else None
+        out["beat_long_s"] = long_gap(gaps, row.beat_long_s)
+    this_attempt = row.units_at is not None
+    before = row.units_done if this_attempt else None
     if units_done is not None and (not this_attempt or before is None or float(units_done) != float(before)):
         out["units_at"] = now
     rose = units_done is not None and float(units_done) > float(before if before is not None else 0.0)
     if rose or text_progress:
         out["progress_at"] = now
-    current = row["wait_on"] if (row["wait_since"] or 0) >= (row["claimed_at"] or 0) else None
+    current = row.wait_on if (row.wait_since or 0) >= (row.claimed_at or 0) else None
     if wait is not None:
         what, seconds = wait
-        since = row["wait_since"] if current == what else now
+        since = row.wait_since if current == what and row.wait_since is not None else now
         until = since + seconds
-        if current == what and row["wait_until"] is not None:
-            until = max(until, row["wait_until"])  # a park moved it on: the paused time stays off the clock
+        if current == what and row.wait_until is not None:
+            until = max(until, row.wait_until)  # a park moved it on: the paused time stays off the clock
         out.update(wait_on=what, wait_since=since, wait_until=until)
     elif current and new_units:
         out.update(wait_on=None, wait_until=now)  # new information ends the wait; its window stays
@@ -188,10 +193,10 @@ def beat_fields(row: Mapping[str, Any], now: float, units_done: float | None, wa
 PAYLOAD_COLUMNS = ("beat_interval_s", "units_at", "progress_at", "beat_long_s")
 
 
-def beat_payload(row: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+def beat_payload(row: NodeRecord, fields: Mapping[str, Any]) -> dict[str, Any]:
     """What the heartbeat event carries of these figures, so a reader (the console's
     ``TaskAnalysis``) can follow the node without re-reading it."""
-    merged = {k: fields.get(k, row.get(k)) for k in ATTEMPT_RESET}
+    merged = {k: fields.get(k, getattr(row, k)) for k in ATTEMPT_RESET}
     out: dict[str, Any] = {}
     for col in PAYLOAD_COLUMNS:
         if merged[col] is not None:
@@ -218,6 +223,20 @@ def report_payload(report: Report) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- parks
+class _Clocks(NamedTuple):
+    """A running node's clocks, as :func:`pause_clocks` moves them on."""
+
+    id: int
+    key: str
+    lease_until: float
+    heartbeat_at: float | None
+    claimed_at: float | None
+    wait_on: str | None
+    wait_since: float | None
+    wait_until: float | None
+    paused_s: float | None
+
+
 def pause_clocks(db: Any, task_id: str, parked_at: float | None, now: float, keys: Any = None) -> None:
     """A park of the task since ``parked_at`` ends now: for each node still running under it,
     the parked part of its lease, its silence and its declared wait does not count. Each clock
@@ -227,21 +246,19 @@ def pause_clocks(db: Any, task_id: str, parked_at: float | None, now: float, key
     of the park this attempt lived through. Inside the resume's write transaction."""
     if parked_at is None or now <= parked_at:
         return
-    cols = ("id", "key", "lease_until", "heartbeat_at", "claimed_at", "wait_on", "wait_since", "wait_until", "paused_s")
-    rows = sql.fetch_all(db, f"SELECT {', '.join(cols)} FROM node WHERE task_id = ? AND status = 'running' "
-                             "AND lease_until IS NOT NULL", [task_id])
-    for r in (dict(zip(cols, values)) for values in rows):
-        if keys is not None and r["key"] not in keys:
+    for r in sql.fetch_rows(db, _Clocks, f"SELECT {sql.columns(_Clocks)} FROM node WHERE task_id = ? "
+                                         "AND status = 'running' AND lease_until IS NOT NULL", [task_id]):
+        if keys is not None and r.key not in keys:
             continue
-        start = max(parked_at, r["claimed_at"] or parked_at)
-        if r["lease_until"] <= parked_at or start >= now:
+        start = max(parked_at, r.claimed_at or parked_at)
+        if r.lease_until <= parked_at or start >= now:
             continue  # its lease had ended before the park: not this park's doing
-        last = max(start, r["heartbeat_at"] or start)
-        fields: dict[str, Any] = {"lease_until": r["lease_until"] + (now - last),
-                                  "paused_s": (r["paused_s"] or 0.0) + now - start}
-        if r["heartbeat_at"] is not None:
-            fields["heartbeat_at"] = r["heartbeat_at"] + (now - last)
-        if r["wait_on"] and r["wait_until"] is not None and r["wait_until"] > start:
-            fields["wait_until"] = r["wait_until"] + (now - max(start, r["wait_since"] or start))
+        last = max(start, r.heartbeat_at or start)
+        fields: dict[str, Any] = {"lease_until": r.lease_until + (now - last),
+                                  "paused_s": (r.paused_s or 0.0) + now - start}
+        if r.heartbeat_at is not None:
+            fields["heartbeat_at"] = r.heartbeat_at + (now - last)
+        if r.wait_on and r.wait_until is not None and r.wait_until > start:
+            fields["wait_until"] = r.wait_until + (now - max(start, r.wait_since or start))
         sets = ", ".join(f"{k} = ?" for k in fields)
-        sql.execute(db, f"UPDATE node SET {sets} WHERE id = ?", [*fields.values(), r["id"]])
+        sql.execute(db, f"UPDATE node SET {sets} WHERE id = ?", [*fields.values(), r.id])

@@ -8,15 +8,13 @@ seconds and hundreds of megabytes.
 
 from __future__ import annotations
 
-from typing import Any, Generator, Iterator, Sequence
-
-import peewee as pw
+from typing import Any, Generator, Iterator, NamedTuple, Sequence
 
 from .. import sql
 from ..db import read_tx
 from ..errors import NotFound, Refused
 from ..mind.read import node_mind
-from ..models import Action, Artifact, Edge, Effect, Event, Handoff, Node, Observation, Task
+from ..tables import TaskRecord
 from ..validate import HANDOFF_ID_RE, show
 from ..views import (
     ActionView,
@@ -32,7 +30,7 @@ from ..views import (
     TaskView,
 )
 from . import rows
-from .core import LedgerCore, sha256_hex
+from .core import TASK_COLUMNS, LedgerCore, sha256_hex
 
 GRAPH_FIRST_PAGE = 300
 GRAPH_PAGE = 2000
@@ -41,37 +39,33 @@ GRAPH_PAGE = 2000
 # ---------------------------------------------------------------------- tasks
 def tasks(core: LedgerCore) -> list[TaskView]:
     with read_tx(core.db):
-        task_rows = list(core.dict_rows(Task.select().order_by(Task.created_at, Task.task_id)))
-        claims = dict(core.tuple_rows(Node.select(Node.task, pw.fn.COALESCE(pw.fn.SUM(Node.attempt), 0))
-                                .group_by(Node.task)))
-        for r in task_rows:
-            r["claim_count"] = int(claims.get(r["task_id"], 0))
+        task_rows = sql.fetch_rows(core.db, TaskRecord, f"SELECT {TASK_COLUMNS} FROM task ORDER BY created_at, task_id")
+        claims = dict(sql.fetch_all(core.db, "SELECT task_id, COALESCE(SUM(attempt), 0) FROM node GROUP BY task_id"))
         counts = _counts(core)
-        hopen = dict(core.tuple_rows(Handoff.select(Handoff.task, pw.fn.COUNT(Handoff.id))
-                               .where(Handoff.status == "open").group_by(Handoff.task)))
+        hopen = dict(sql.fetch_all(core.db, "SELECT task_id, COUNT(id) FROM handoff WHERE status = 'open' "
+                                            "GROUP BY task_id"))
     now = core.now()
-    return [rows.task_view(r, now, counts.get(r["task_id"], {}), hopen.get(r["task_id"], 0)) for r in task_rows]
+    return [rows.task_view(r._replace(claim_count=int(claims.get(r.task_id, 0))), now, counts.get(r.task_id, {}),
+                           hopen.get(r.task_id, 0)) for r in task_rows]
 
 
 def task(core: LedgerCore, task_id: str) -> TaskView:
     with read_tx(core.db):
-        r = core.task_row(task_id)
+        r = core.task_record(task_id)
         # A task's claim count is the sum of its nodes' attempts (every claim adds exactly one; a
         # rewind does not reset it), so a claim never writes the task row.
-        r["claim_count"] = int(sql.scalar(core.db, "SELECT COALESCE(SUM(attempt), 0) FROM node WHERE task_id = ?",
-                                          [task_id]) or 0)
+        r = r._replace(claim_count=int(sql.scalar(core.db, "SELECT COALESCE(SUM(attempt), 0) FROM node "
+                                                           "WHERE task_id = ?", [task_id]) or 0))
         counts = _counts(core, task_id)
-        hopen = core.bind(Handoff.select(pw.fn.COUNT(Handoff.id)).where(
-            (Handoff.task == task_id) & (Handoff.status == "open"))).scalar()
+        hopen = sql.scalar(core.db, "SELECT COUNT(id) FROM handoff WHERE task_id = ? AND status = 'open'", [task_id])
     return rows.task_view(r, core.now(), counts.get(task_id, {}), int(hopen or 0))
 
 
 def _counts(core: LedgerCore, task_id: str | None = None) -> dict[str, dict[str, int]]:
-    q = Node.select(Node.task, Node.status, pw.fn.COUNT(Node.id)).group_by(Node.task, Node.status)
-    if task_id is not None:
-        q = q.where(Node.task == task_id)
+    where, params = (" WHERE task_id = ?", [task_id]) if task_id is not None else ("", [])
     out: dict[str, dict[str, int]] = {}
-    for t, s, n in core.tuple_rows(q):
+    for t, s, n in sql.fetch_all(core.db, f"SELECT task_id, status, COUNT(id) FROM node{where} GROUP BY task_id, status",
+                                 params):
         out.setdefault(t, {})[s] = int(n)
     return out
 
@@ -123,17 +117,15 @@ def nodes(core: LedgerCore, task_id: str, keys: Sequence[str]) -> list[NodeView]
 def node(core: LedgerCore, task_id: str, key: str) -> NodeView:
     got = nodes(core, task_id, [key])
     if not got:
-        core.task_row(task_id)
+        core.task_record(task_id)
         raise NotFound(f"unknown node {key!r} in task {task_id!r}")
     return got[0]
 
 
 def dependents(core: LedgerCore, task_id: str, key: str) -> tuple[str, ...]:
-    D = Node.alias()
-    S = Node.alias()
-    q = (Edge.select(D.key).join(D, on=(Edge.dst == D.id)).switch(Edge).join(S, on=(Edge.src == S.id))
-         .where((Edge.task == task_id) & (S.key == key)).order_by(D.position))
-    return tuple(r[0] for r in core.tuple_rows(q))
+    return tuple(k for (k,) in sql.fetch_all(
+        core.db, "SELECT d.key FROM edge e JOIN node d ON d.id = e.dst_id JOIN node s ON s.id = e.src_id "
+                 "WHERE e.task_id = ? AND s.key = ? ORDER BY d.position", [task_id, key]))
 
 
 def graph_pages(core: LedgerCore, task_id: str, *, first: int = GRAPH_FIRST_PAGE, page: int = GRAPH_PAGE,
@@ -210,28 +202,27 @@ def _graph_pages(core: LedgerCore, task_id: str, first: int, page: int, order: s
 
 def node_detail(core: LedgerCore, task_id: str, key: str, *, events_limit: int,
                 observations_limit: int) -> NodeDetail:
-    with read_tx(core.db):
+    db = core.db
+    with read_tx(db):
         the_node = node(core, task_id, key)
-        obs = list(core.dict_rows(Observation.select().where(Observation.node == the_node.id)
-                             .order_by(Observation.id.desc()).limit(observations_limit)))
+        obs = sql.fetch_rows(db, rows.ObservationRecord, f"{rows.OBSERVATION_SELECT} WHERE node_id = ? "
+                                                         "ORDER BY id DESC LIMIT ?", [the_node.id, observations_limit])
         obs.reverse()
-        effects_ = [rows.effect_view(r, key) for r in core.dict_rows(
-            _effects_query().where(Effect.node == the_node.id).order_by(Effect.id))]
-        arts = [rows.artifact_view(r, task_id, key)
-                for r in core.dict_rows(Artifact.select(Artifact.id, Artifact.attempt, Artifact.name, Artifact.sha256,
-                                                   Artifact.size, Artifact.ref, Artifact.at)
-                                   .where(Artifact.node == the_node.id).order_by(Artifact.id))]
-        hand = [rows.handoff_view(r, key) for r in core.dict_rows(
-            Handoff.select().where(Handoff.node == the_node.id).order_by(Handoff.id))]
-        evs = [rows.event_view(r) for r in core.dict_rows(
-            Event.select().where((Event.task_id == task_id) & (Event.node == key))
-            .order_by(Event.id.desc()).limit(events_limit))]
+        effects_ = [rows.effect_view(r) for r in sql.fetch_rows(
+            db, rows.EffectRecord, f"{rows.EFFECT_SELECT} WHERE e.node_id = ? ORDER BY e.id", [the_node.id])]
+        arts = [rows.artifact_view(r) for r in sql.fetch_rows(
+            db, rows.ArtifactRecord, f"{rows.ARTIFACT_SELECT} WHERE a.node_id = ? ORDER BY a.id", [the_node.id])]
+        hand = [rows.handoff_view(r) for r in sql.fetch_rows(
+            db, rows.HandoffRecord, f"{rows.HANDOFF_SELECT} WHERE h.node_id = ? ORDER BY h.id", [the_node.id])]
+        evs = [rows.event_view(r) for r in sql.fetch_rows(
+            db, rows.EventRecord, f"{rows.EVENT_SELECT} WHERE task_id = ? AND node = ? ORDER BY id DESC LIMIT ?",
+            [task_id, key, events_limit])]
         deps_on = dependents(core, task_id, key)
         failure = next((e for e in evs if e.kind == "node.failed"), None)
         if failure is None and (the_node.failure_class or the_node.error):  # older than the events read
-            failure = next((rows.event_view(r) for r in core.dict_rows(
-                Event.select().where((Event.task_id == task_id) & (Event.node == key) & (Event.kind == "node.failed"))
-                .order_by(Event.id.desc()).limit(1))), None)
+            failure = next((rows.event_view(r) for r in sql.fetch_rows(
+                db, rows.EventRecord, f"{rows.EVENT_SELECT} WHERE task_id = ? AND node = ? AND kind = 'node.failed' "
+                                      "ORDER BY id DESC LIMIT 1", [task_id, key])), None)
         mind = node_mind(core, task_id, key)  # its requirements and the memory its next claim gets
     evs.sort(key=lambda e: (e.layer != "decision", -e.id))
     return NodeDetail(
@@ -242,9 +233,9 @@ def node_detail(core: LedgerCore, task_id: str, key: str, *, events_limit: int,
 
 
 def observations(core: LedgerCore, task_id: str, key: str, limit: int) -> list[ObservationView]:
-    the_node = core.node_row(task_id, key)
-    found = list(core.dict_rows(Observation.select().where(Observation.node == the_node["id"])
-                           .order_by(Observation.id.desc()).limit(limit)))
+    the_node = core.node_record(task_id, key)
+    found = sql.fetch_rows(core.db, rows.ObservationRecord, f"{rows.OBSERVATION_SELECT} WHERE node_id = ? "
+                                                            "ORDER BY id DESC LIMIT ?", [the_node.id, limit])
     found.reverse()
     return [rows.observation_view(o) for o in found]
 
@@ -252,80 +243,77 @@ def observations(core: LedgerCore, task_id: str, key: str, limit: int) -> list[O
 # ---------------------------------------------------------------------- the journal
 def events(core: LedgerCore, since: int, *, task_id: str | None, limit: int) -> list[EventView]:
     """Journal events with ``id > since`` in id order (the tail cursor)."""
-    q = Event.select().where(Event.id > since)
-    if task_id is not None:
-        q = q.where(Event.task_id == task_id)
-    return [rows.event_view(r) for r in core.dict_rows(q.order_by(Event.id).limit(limit))]
+    where, params = ("id > ? AND task_id = ?", [since, task_id]) if task_id is not None else ("id > ?", [since])
+    return [rows.event_view(r) for r in sql.fetch_rows(core.db, rows.EventRecord, f"{rows.EVENT_SELECT} WHERE {where} "
+                                                                                   "ORDER BY id LIMIT ?", [*params, limit])]
 
 
 def last_event_id(core: LedgerCore) -> int:
-    return int(core.bind(Event.select(pw.fn.MAX(Event.id))).scalar() or 0)
+    return int(sql.scalar(core.db, "SELECT MAX(id) FROM event") or 0)
 
 
 # ---------------------------------------------------------------------- effects, handoffs, audit, artifacts
-def _effects_query() -> "pw.ModelSelect[Any]":
-    """Effects with the key of the node that made each and of its compensation node (if any)."""
-    comp = Node.alias()
-    return (Effect.select(Effect, Node.key.alias("node_key"), comp.key.alias("compensation_node_key"))
-            .join(Node, on=(Effect.node == Node.id))
-            .switch(Effect).join(comp, pw.JOIN.LEFT_OUTER, on=(Effect.compensation_node_id == comp.id)))
-
-
 def effect(core: LedgerCore, task_id: str, effect_key: str) -> EffectView:
-    r = core.first_dict(_effects_query().where((Effect.task == task_id) & (Effect.effect_key == effect_key)))
+    r = sql.fetch_row(core.db, rows.EffectRecord, f"{rows.EFFECT_SELECT} WHERE e.task_id = ? AND e.effect_key = ?",
+                      [task_id, effect_key])
     if r is None:
         raise NotFound(f"unknown effect {effect_key!r}")
-    return rows.effect_view(r, r["node_key"])
+    return rows.effect_view(r)
 
 
 def effects(core: LedgerCore, task_id: str) -> list[EffectView]:
-    q = _effects_query().where(Effect.task == task_id).order_by(Effect.id)
-    return [rows.effect_view(r, r["node_key"]) for r in core.dict_rows(q)]
+    return [rows.effect_view(r) for r in sql.fetch_rows(core.db, rows.EffectRecord,
+                                                         f"{rows.EFFECT_SELECT} WHERE e.task_id = ? ORDER BY e.id", [task_id])]
 
 
 def handoffs(core: LedgerCore, *, status: str | None, task_id: str | None) -> list[HandoffView]:
     """Handoffs, oldest first."""
-    q = Handoff.select(Handoff, Node.key.alias("node_key")).join(Node, on=(Handoff.node == Node.id))
+    where: list[str] = []
+    params: list[Any] = []
     if status is not None:
-        q = q.where(Handoff.status == status)
+        where.append("h.status = ?")
+        params.append(status)
     if task_id is not None:
-        q = q.where(Handoff.task == task_id)
-    return [rows.handoff_view(r, r["node_key"]) for r in core.dict_rows(q.order_by(Handoff.opened_at, Handoff.id))]
+        where.append("h.task_id = ?")
+        params.append(task_id)
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    return [rows.handoff_view(r) for r in sql.fetch_rows(
+        core.db, rows.HandoffRecord, f"{rows.HANDOFF_SELECT}{clause} ORDER BY h.opened_at, h.id", params)]
 
 
 def handoff(core: LedgerCore, handoff_id: str) -> HandoffView:
     if not HANDOFF_ID_RE.fullmatch(str(handoff_id)):  # " 5\n" is not handoff 5
         raise NotFound(f"unknown handoff {show(handoff_id)}")
-    hid = int(str(handoff_id))
-    r = core.first_dict(Handoff.select(Handoff, Node.key.alias("node_key")).join(Node, on=(Handoff.node == Node.id))
-                  .where(Handoff.id == hid))
+    r = sql.fetch_row(core.db, rows.HandoffRecord, f"{rows.HANDOFF_SELECT} WHERE h.id = ?", [int(str(handoff_id))])
     if r is None:
         raise NotFound(f"unknown handoff {handoff_id!r}")
-    return rows.handoff_view(r, r["node_key"])
+    return rows.handoff_view(r)
 
 
 def actions(core: LedgerCore, task_id: str | None, limit: int) -> list[ActionView]:
-    q = Action.select()
-    if task_id is not None:
-        q = q.where(Action.task_id == task_id)
-    return [rows.action_view(r) for r in core.dict_rows(q.order_by(Action.id.desc()).limit(limit))]
+    where, params = (" WHERE task_id = ?", [task_id]) if task_id is not None else ("", [])
+    return [rows.action_view(r) for r in sql.fetch_rows(
+        core.db, rows.ActionRecord, f"{rows.ACTION_SELECT}{where} ORDER BY id DESC LIMIT ?", [*params, limit])]
 
 
 def artifacts(core: LedgerCore, task_id: str) -> list[ArtifactView]:
-    q = (Artifact.select(Artifact.id, Artifact.attempt, Artifact.name, Artifact.sha256, Artifact.size, Artifact.ref,
-                         Artifact.at, Node.key.alias("node_key"))
-         .join(Node, on=(Artifact.node == Node.id)).where(Artifact.task == task_id).order_by(Artifact.id))
-    return [rows.artifact_view(r, task_id, r["node_key"]) for r in core.dict_rows(q)]
+    return [rows.artifact_view(r) for r in sql.fetch_rows(
+        core.db, rows.ArtifactRecord, f"{rows.ARTIFACT_SELECT} WHERE a.task_id = ? ORDER BY a.id", [task_id])]
+
+
+class _Stored(NamedTuple):
+    content: bytes | None
 
 
 def latest_artifact(core: LedgerCore, task_id: str) -> tuple[ArtifactView, bytes]:
     """The task's latest committed artifact and its bytes, after checking its sha256."""
-    core.task_row(task_id)
-    r = core.first_dict(Artifact.select(Artifact, Node.key.alias("node_key")).join(Node, on=(Artifact.node == Node.id))
-                  .where(Artifact.task == task_id).order_by(Artifact.id.desc()))
+    core.task_record(task_id)
+    r = sql.fetch_row(core.db, rows.ArtifactRecord, f"{rows.ARTIFACT_SELECT} WHERE a.task_id = ? ORDER BY a.id DESC "
+                                                    "LIMIT 1", [task_id])
     if r is None:
         raise NotFound(f"task {task_id!r} has no committed artifact")
-    data = bytes(r["content"] or b"")
-    if sha256_hex(data) != r["sha256"] or len(data) != r["size"]:
-        raise Refused(f"artifact {r['name']!r} of {task_id} does not match its recorded sha256; not exported")
-    return rows.artifact_view(r, task_id, r["node_key"]), data
+    stored = sql.fetch_row(core.db, _Stored, f"SELECT {sql.columns(_Stored)} FROM artifact WHERE id = ?", [r.id])
+    data = bytes(stored.content or b"") if stored is not None else b""
+    if sha256_hex(data) != r.sha256 or len(data) != r.size:
+        raise Refused(f"artifact {r.name!r} of {task_id} does not match its recorded sha256; not exported")
+    return rows.artifact_view(r), data

@@ -22,13 +22,14 @@ itself is not refused: its verdict is a fact, recorded.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from .. import sql
 from ..clock import iso
 from ..errors import Refused
 from ..models import Task
 from ..sql import Inc
+from ..tables import NodeRecord, TaskRecord
 from ..views import NodeSpec
 from . import pause
 from .core import LedgerCore
@@ -38,22 +39,22 @@ UNROLLED = "unrolled"
 EXHAUSTED = "exhausted"
 
 
-def mode(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], next_nodes: Sequence[NodeSpec],
+def mode(core: LedgerCore, task: TaskRecord, row: NodeRecord, next_nodes: Sequence[NodeSpec],
          repair_from: Sequence[str]) -> str:
     """How this repair commit goes (checked before anything is written; a bad ``repair_from`` is
     refused)."""
-    key = row["key"]
+    key = row.key
     unrolled = [s for s in next_nodes if _descends(s, key, next_nodes)]
     if repair_from and unrolled:
         raise Refused("repair_from is for a repair in place: a repair with next_nodes that depend on "
                       f"{key} runs those instead")
     if repair_from:
-        ancestors = _ancestor_keys(core, row["id"])
+        ancestors = _ancestor_keys(core, row.id)
         bad = [k for k in repair_from if k not in ancestors]
         if bad:
             raise Refused(f"repair_from {', '.join(map(repr, bad))}: not upstream of {key} "
                           "(a repair runs again what the checked result came from)")
-    if task["repair_count"] >= task["max_repairs"]:
+    if task.repair_count >= task.max_repairs:
         return EXHAUSTED
     return UNROLLED if unrolled else IN_PLACE
 
@@ -82,35 +83,35 @@ def _ancestor_keys(core: LedgerCore, node_id: int) -> set[str]:
                  "SELECT n.key FROM node n JOIN up ON n.id = up.id WHERE n.id <> ?", [param, node_id])}
 
 
-def record(task: Mapping[str, Any], row: Mapping[str, Any], output: Any, now: float) -> dict[str, Any]:
+def record(task: TaskRecord, row: NodeRecord, output: Any, now: float) -> dict[str, Any]:
     """What the reruns of a repair round are handed (``Claim.inputs["repair"]``)."""
-    return {"round": int(task["repair_count"]) + 1, "of": int(task["max_repairs"]), "by": row["key"],
+    return {"round": int(task.repair_count) + 1, "of": int(task.max_repairs), "by": row.key,
             "verdict": output, "at": iso(now), "at_ts": now}
 
 
 # ---------------------------------------------------------------------- in place
-def in_place_fields(task: Mapping[str, Any], row: Mapping[str, Any], output: Any, now: float) -> dict[str, Any]:
+def in_place_fields(task: TaskRecord, row: NodeRecord, output: Any, now: float) -> dict[str, Any]:
     """The committing node's update: pending again, its verdict kept as output."""
     return dict(status="pending", lease_token=None, lease_until=None, finished_at=None, next_retry_at=None,
                 claim_count=0, step_deadline=None, density=None, repair=record(task, row, output, now))
 
 
-def in_place(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], worker: str, output: Any,
+def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, output: Any,
              repair_from: Sequence[str], payload: dict[str, Any], now: float) -> int:
     """Send the round back (see the module docstring); returns the journal event id."""
-    task_id, key = task["task_id"], row["key"]
+    task_id, key = task.task_id, row.key
     starts = list(repair_from) or [k for (k,) in sql.fetch_all(
         core.db, "SELECT s.key FROM edge e JOIN node s ON s.id = e.src_id WHERE e.dst_id = ? ORDER BY s.position",
-        [row["id"]])]
+        [row.id])]
     ids = core.ids_for_keys(task_id, starts)
-    seed, param = sql.id_array(core.db, [*ids.values(), row["id"]])
+    seed, param = sql.id_array(core.db, [*ids.values(), row.id])
     closure = sql.fetch_all(
         core.db, f"WITH RECURSIVE down(id) AS ({seed} UNION SELECT e.dst_id FROM edge e JOIN down d ON e.src_id = d.id) "
                  "SELECT n.id, n.key, n.status FROM node n JOIN down ON n.id = down.id ORDER BY n.position", [param])
     again = record(task, row, output, now)
     reset, revoked, kept, waiting = [], [], [], []
     for node_id, k, status in closure:
-        if node_id == row["id"]:
+        if node_id == row.id:
             continue  # the committing node: its own update (in_place_fields)
         if status == "pending":
             waiting.append(k)  # never ran on the rejected result: it just waits on
@@ -139,17 +140,17 @@ def in_place(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], 
 
 
 # ---------------------------------------------------------------------- unrolled
-def rewire(core: LedgerCore, task_id: str, row: Mapping[str, Any], next_nodes: Sequence[NodeSpec]) -> dict[str, list[str]]:
+def rewire(core: LedgerCore, task_id: str, row: NodeRecord, next_nodes: Sequence[NodeSpec]) -> dict[str, list[str]]:
     """The nodes that depended on the failing node now depend on the repair round's last nodes
     (the next_nodes that descend from it and that no other next_node depends on). Returns
     ``{dependent: [its new dependencies]}``."""
-    key = row["key"]
+    key = row.key
     round_keys = {s.key for s in next_nodes if _descends(s, key, next_nodes)}
     inner = {d for s in next_nodes if s.key in round_keys for d in s.deps}
     ends = [s.key for s in next_nodes if s.key in round_keys and s.key not in inner]
     dependents = [(i, k) for i, k in sql.fetch_all(
         core.db, "SELECT n.id, n.key FROM edge e JOIN node n ON n.id = e.dst_id WHERE e.src_id = ? "
-                 "AND n.status IN ('pending', 'parked', 'blocked') ORDER BY n.position", [row["id"]])
+                 "AND n.status IN ('pending', 'parked', 'blocked') ORDER BY n.position", [row.id])
         if k not in round_keys]
     if not dependents or not ends:
         return {}
@@ -161,7 +162,7 @@ def rewire(core: LedgerCore, task_id: str, row: Mapping[str, Any], next_nodes: S
             raise Refused(f"repair next_nodes depend on {dep_key}, which depends on {key}: a cycle")
     out: dict[str, list[str]] = {}
     for dep_id, dep_key in dependents:
-        sql.execute(core.db, "DELETE FROM edge WHERE src_id = ? AND dst_id = ?", [row["id"], dep_id])
+        sql.execute(core.db, "DELETE FROM edge WHERE src_id = ? AND dst_id = ?", [row.id, dep_id])
         have = {s for (s,) in sql.fetch_all(core.db, "SELECT src_id FROM edge WHERE dst_id = ?", [dep_id])}
         new = [(task_id, ids[e], dep_id) for e in ends if ids[e] not in have]
         if new:
@@ -173,28 +174,28 @@ def rewire(core: LedgerCore, task_id: str, row: Mapping[str, Any], next_nodes: S
 
 
 # ---------------------------------------------------------------------- the budget spent
-def exhausted_fields(task: Mapping[str, Any], now: float) -> dict[str, Any]:
+def exhausted_fields(task: TaskRecord, now: float) -> dict[str, Any]:
     """The committing node's update when the repair budget is spent: failed, verdict kept."""
     return dict(status="failed", failure_class="conclusion", lease_token=None, lease_until=None, finished_at=now,
                 step_deadline=None, density=None,
-                error=(f"repair budget exhausted ({task['repair_count']}/{task['max_repairs']} rounds): the result still "
+                error=(f"repair budget exhausted ({task.repair_count}/{task.max_repairs} rounds): the result still "
                        "fails its check; the task is failed — a person decides (rewind this node to try again)"))
 
 
-def exhaust(core: LedgerCore, task: Mapping[str, Any], row: Mapping[str, Any], worker: str,
+def exhaust(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str,
             payload: dict[str, Any], now: float) -> int:
     """Journal the refused round and mark the task failed; returns the node's event id."""
-    task_id, key = task["task_id"], row["key"]
-    payload.update(repair_refused=True, repair_count=task["repair_count"], max_repairs=task["max_repairs"],
+    task_id, key = task.task_id, row.key
+    payload.update(repair_refused=True, repair_count=task.repair_count, max_repairs=task.max_repairs,
                    failure_class="conclusion", retry=False)
     event_id = core.journal(task_id, key, "execution", "node.failed", worker,
-                            f"{key} failed: repair budget exhausted ({task['repair_count']}/{task['max_repairs']}); "
+                            f"{key} failed: repair budget exhausted ({task.repair_count}/{task.max_repairs}); "
                             "its result still fails its check", payload, at=now)
-    if task["status"] == "active":
+    if task.status == "active":
         core.bump_task(task_id, {"status": "failed", "finished_at": now})
         pause.settle(core.db, task_id, now)
         core.journal(task_id, None, "system", "task.failed", "warden",
-                     f"task {task_id} failed: repair budget exhausted ({task['repair_count']}/{task['max_repairs']}) "
-                     f"at {key}", {"node": key, "repair_count": task["repair_count"],
-                                    "max_repairs": task["max_repairs"]}, at=now)
+                     f"task {task_id} failed: repair budget exhausted ({task.repair_count}/{task.max_repairs}) "
+                     f"at {key}", {"node": key, "repair_count": task.repair_count,
+                                    "max_repairs": task.max_repairs}, at=now)
     return event_id

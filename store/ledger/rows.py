@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import fields as dataclass_fields
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
-from .. import budget
+from .. import budget, sql
 from ..sql import json_value
 from ..mind.views import MindState
+from ..tables import TaskRecord
 from ..views import (
     ActionView,
     ArtifactView,
@@ -28,37 +29,35 @@ from ..views import (
 )
 
 
-def wall_used(task: Mapping[str, Any], now: float) -> float:
+def wall_used(task: TaskRecord, now: float) -> float:
     """A task row's wall-clock time of work: from its first claim to its end (or now), less the
     time its clock stood still while it waited (``budget.wall_used``)."""
-    return budget.wall_used(task["started_at"], task["finished_at"], task.get("paused_s") or 0.0,
-                            task.get("paused_since"), now)
+    return budget.wall_used(task.started_at, task.finished_at, task.paused_s or 0.0, task.paused_since, now)
 
 
-def task_origin(r: Mapping[str, Any]) -> str:
+def task_origin(r: TaskRecord) -> str:
     """Which integration made the task: its recorded ``origin``, else (a task made before schema 4
     recorded it) ``langgraph`` for the LangGraph adapter's workflow and ``python`` for the rest."""
-    origin = r.get("origin")
-    if origin:
-        return str(origin)
-    return "langgraph" if r.get("workflow") == "langgraph" else "python"
+    if r.origin:
+        return str(r.origin)
+    return "langgraph" if r.workflow == "langgraph" else "python"
 
 
-def task_view(r: Mapping[str, Any], now: float, counts: Mapping[str, int], handoffs_open: int) -> TaskView:
+def task_view(r: TaskRecord, now: float, counts: Mapping[str, int], handoffs_open: int) -> TaskView:
     used = wall_used(r, now)
-    span = 0.0 if r["started_at"] is None else (r["finished_at"] if r["finished_at"] is not None else now) - r["started_at"]
+    span = 0.0 if r.started_at is None else (r.finished_at if r.finished_at is not None else now) - r.started_at
     return TaskView(
-        task_id=r["task_id"], title=r["title"], workflow=r["workflow"], workflow_version=r["workflow_version"],
-        status=r["status"], revision=int(r["revision"]), inputs=r["inputs"], constraints=tuple(r["constraints"] or ()),
-        preconditions=dict(r["preconditions"] or {}), token_cap=r["token_cap"], wall_cap_s=r["wall_cap_s"],
-        soft_ratio=r["soft_ratio"], tokens_used=int(r["tokens_used"]), started_at=r["started_at"],
-        wall_used_s=used, max_claims=r["max_claims"], max_repairs=r["max_repairs"],
-        repair_count=r["repair_count"], claim_count=r["claim_count"], parked_at=r["parked_at"],
-        park_reason=r["park_reason"], park_until=r["park_until"], wake_on=r["wake_on"], created_at=r["created_at"],
-        updated_at=r["updated_at"], finished_at=r["finished_at"], counts=dict(counts), handoffs_open=int(handoffs_open),
-        paused_s=float(r.get("paused_s") or 0.0), paused_since=r.get("paused_since"), wake_state=r.get("wake_state"),
-        density_limit=r.get("density_limit"),
-        waited_s=max(0.0, span - used), origin=task_origin(r), mind=MindState.of(r.get("mind")),
+        task_id=r.task_id, title=r.title, workflow=r.workflow, workflow_version=r.workflow_version,
+        status=r.status, revision=int(r.revision), inputs=r.inputs, constraints=tuple(r.constraints or ()),
+        preconditions=dict(r.preconditions or {}), token_cap=r.token_cap, wall_cap_s=r.wall_cap_s,
+        soft_ratio=r.soft_ratio, tokens_used=int(r.tokens_used), started_at=r.started_at,
+        wall_used_s=used, max_claims=r.max_claims, max_repairs=r.max_repairs,
+        repair_count=r.repair_count, claim_count=r.claim_count, parked_at=r.parked_at,
+        park_reason=r.park_reason, park_until=r.park_until, wake_on=r.wake_on, created_at=r.created_at,
+        updated_at=r.updated_at, finished_at=r.finished_at, counts=dict(counts), handoffs_open=int(handoffs_open),
+        paused_s=float(r.paused_s or 0.0), paused_since=r.paused_since, wake_state=r.wake_state,
+        density_limit=r.density_limit,
+        waited_s=max(0.0, span - used), origin=task_origin(r), mind=MindState.of(r.mind),
     )
 
 
@@ -129,37 +128,144 @@ def node_rows(rows: Sequence[tuple[Any, ...]], deps: Mapping[int, list[str]], wo
 
 
 # ---------------------------------------------------------------------- the rest
-def event_view(r: Mapping[str, Any]) -> EventView:
-    return EventView(int(r["id"]), r["at"], r["task_id"], r["node"], r["layer"], r["kind"], r["actor"], r["summary"],
-                     r["payload"] or {})
+# Each read into a NamedTuple whose fields are its columns (docs/architecture.md "Reading rows");
+# a field from a joined table has its expression in the *_SELECT list (``n.key AS node_key``).
+class EventRecord(NamedTuple):
+    id: int
+    at: float
+    task_id: str | None
+    node: str | None
+    layer: str
+    kind: str
+    actor: str
+    summary: str
+    payload: Any
 
 
-def effect_view(r: Mapping[str, Any], node_key: str) -> EffectView:
-    return EffectView(r["id"], r["task"], node_key, r["effect_key"], r["status"], r["payload_digest"], r["external_id"],
-                      r["compensation"], r["attempt"], r["intended_at"], r["confirmed_at"],
-                      r.get("compensation_node_key"), r.get("compensated_at"), r.get("compensated_by"),
-                      r.get("compensation_note"))
+EVENT_SELECT = f"SELECT {sql.columns(EventRecord)} FROM event"
 
 
-def handoff_view(r: Mapping[str, Any], node_key: str) -> HandoffView:
+def event_view(r: EventRecord) -> EventView:
+    return EventView(int(r.id), r.at, r.task_id, r.node, r.layer, r.kind, r.actor, r.summary, r.payload or {})
+
+
+class EffectRecord(NamedTuple):
+    id: int
+    task_id: str
+    node_key: str
+    effect_key: str
+    status: str
+    payload_digest: str | None
+    external_id: str | None
+    compensation: str | None
+    attempt: int
+    intended_at: float
+    confirmed_at: float | None
+    compensation_node_key: str | None
+    compensated_at: float | None
+    compensated_by: str | None
+    compensation_note: str | None
+
+
+# Effects with the key of the node that made each and of its compensation node (if any).
+EFFECT_SELECT = (f"SELECT {sql.columns(EffectRecord, 'e', {'node_key': 'n.key', 'compensation_node_key': 'c.key'})} "
+                 "FROM effect e JOIN node n ON n.id = e.node_id LEFT JOIN node c ON c.id = e.compensation_node_id")
+
+
+def effect_view(r: EffectRecord) -> EffectView:
+    return EffectView(*r)
+
+
+class HandoffRecord(NamedTuple):
+    id: int
+    task_id: str
+    node_key: str
+    kind: str
+    question: str
+    context: Any
+    options: Any
+    recommendation: str | None
+    status: str
+    opened_at: float
+    opened_by: str
+    attempt: int
+    resolution_option: str | None
+    resolution_answer: str | None
+    resolved_by: str | None
+    resolved_at: float | None
+
+
+HANDOFF_SELECT = f"SELECT {sql.columns(HandoffRecord, 'h', {'node_key': 'n.key'})} FROM handoff h JOIN node n ON n.id = h.node_id"
+
+
+def handoff_view(r: HandoffRecord) -> HandoffView:
     return HandoffView(
-        id=str(r["id"]), task_id=r["task"], node=node_key, kind=r["kind"], question=r["question"],
-        context=r["context"] or {}, options=tuple(r["options"] or ()), recommendation=r["recommendation"],
-        status=r["status"], opened_at=r["opened_at"], opened_by=r["opened_by"], attempt=r["attempt"],
-        resolution_option=r["resolution_option"], resolution_answer=r["resolution_answer"],
-        resolved_by=r["resolved_by"], resolved_at=r["resolved_at"],
+        id=str(r.id), task_id=r.task_id, node=r.node_key, kind=r.kind, question=r.question,
+        context=r.context or {}, options=tuple(r.options or ()), recommendation=r.recommendation,
+        status=r.status, opened_at=r.opened_at, opened_by=r.opened_by, attempt=r.attempt,
+        resolution_option=r.resolution_option, resolution_answer=r.resolution_answer,
+        resolved_by=r.resolved_by, resolved_at=r.resolved_at,
     )
 
 
-def artifact_view(r: Mapping[str, Any], task_id: str, node_key: str) -> ArtifactView:
-    return ArtifactView(r["id"], task_id, node_key, r["attempt"], r["name"], r["sha256"], r["size"], r["ref"], r["at"])
+class ArtifactRecord(NamedTuple):
+    id: int
+    task_id: str
+    node_key: str
+    attempt: int
+    name: str
+    sha256: str
+    size: int
+    ref: str | None
+    at: float
 
 
-def observation_view(o: Mapping[str, Any]) -> ObservationView:
-    return ObservationView(o["id"], o["at"], o["attempt"], o["text"], o["digest"], o["new_units"], o["lines"],
-                           o.get("action"), o.get("result"), int(o.get("flags") or 0))
+ARTIFACT_SELECT = f"SELECT {sql.columns(ArtifactRecord, 'a', {'node_key': 'n.key'})} FROM artifact a JOIN node n ON n.id = a.node_id"
 
 
-def action_view(r: Mapping[str, Any]) -> ActionView:
-    return ActionView(r["id"], r["at"], r["operator"], r["action"], r["task_id"], r["target"], r["reason"],
-                      r["plan"] or {}, r["result"], r["refused_why"], r["revision_before"], r["revision_after"])
+def artifact_view(r: ArtifactRecord) -> ArtifactView:
+    return ArtifactView(*r)
+
+
+class ObservationRecord(NamedTuple):
+    id: int
+    at: float
+    attempt: int
+    text: str
+    digest: str
+    new_units: int
+    lines: int
+    action: str | None
+    result: str | None
+    flags: int | None
+
+
+OBSERVATION_SELECT = f"SELECT {sql.columns(ObservationRecord)} FROM observation"
+
+
+def observation_view(o: ObservationRecord) -> ObservationView:
+    return ObservationView(o.id, o.at, o.attempt, o.text, o.digest, o.new_units, o.lines, o.action, o.result,
+                           int(o.flags or 0))
+
+
+class ActionRecord(NamedTuple):
+    id: int
+    at: float
+    operator: str
+    action: str
+    task_id: str | None
+    target: str
+    reason: str
+    plan: Any
+    result: str
+    refused_why: str | None
+    revision_before: int | None
+    revision_after: int | None
+
+
+ACTION_SELECT = f"SELECT {sql.columns(ActionRecord)} FROM action"
+
+
+def action_view(r: ActionRecord) -> ActionView:
+    return ActionView(r.id, r.at, r.operator, r.action, r.task_id, r.target, r.reason, r.plan or {}, r.result,
+                      r.refused_why, r.revision_before, r.revision_after)

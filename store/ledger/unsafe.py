@@ -22,13 +22,14 @@ failed and writes nothing. Reads never judge (``warden status`` shows the ``orph
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, Sequence
 
 from .. import sql
 from ..clock import iso
 from ..db import retry_write, write_tx
 from ..models import Handoff
 from ..sql import Inc
+from ..tables import NodeRecord
 from . import pause
 from .core import LedgerCore
 
@@ -57,13 +58,13 @@ def unconfirmed_effects(core: LedgerCore, node_id: int) -> list[dict[str, Any]]:
                          "AND status = 'intended' ORDER BY intended_at, id", [node_id])]
 
 
-def unsafe_to_reclaim(core: LedgerCore, row: Mapping[str, Any]) -> bool:
+def unsafe_to_reclaim(core: LedgerCore, row: NodeRecord) -> bool:
     """Whether a running node's work cannot safely run twice: not retryable, or an effect it
     intended is unconfirmed."""
-    if not row["retryable"]:
+    if not row.retryable:
         return True
-    return sql.fetch_one(core.db, "SELECT 1 AS x FROM effect WHERE node_id = ? AND status = 'intended' LIMIT 1",
-                         [row["id"]]) is not None
+    return sql.scalar(core.db, "SELECT 1 FROM effect WHERE node_id = ? AND status = 'intended' LIMIT 1",
+                      [row.id]) is not None
 
 
 def advice(retryable: bool, effects: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -79,52 +80,53 @@ def advice(retryable: bool, effects: Sequence[Mapping[str, Any]]) -> dict[str, s
 
 
 @retry_write
-def fail_unsafe(core: LedgerCore, task_id: str, node_id: int, noticed_by: str) -> bool:
+def fail_unsafe(core: LedgerCore, task_id: str, node_id: int, noticed_by: str) -> tuple[str, str, str] | None:
     """Fail an expired node whose work cannot safely run twice and ask a human, in its own write
-    transaction (task row, then the node row). False when it no longer applies (taken, finished,
-    renewed, or judged by somebody else first): nothing is written then."""
+    transaction (task row, then the node row); returns what it asked: (node key, handoff id, why).
+    None when it no longer applies (taken, finished, renewed, or judged by somebody else first):
+    nothing is written then."""
     with write_tx(core.db):
         now = core.now()
-        task = core.task_row(task_id, lock="update")
-        row = core.node_row_by_id(node_id, lock=" FOR NO KEY UPDATE")
-        if row is None or row["status"] != "running" or row["lease_until"] is None or row["lease_until"] > now:
-            return False
+        task = core.task_record(task_id, lock="update")
+        row = core.node_record_by_id(node_id, lock=" FOR NO KEY UPDATE")
+        if row is None or row.status != "running" or row.lease_until is None or row.lease_until > now:
+            return None
         effects = unconfirmed_effects(core, node_id)
-        if row["retryable"] and not effects:
-            return False
-        key = row["key"]
-        owner = row["lease_owner"] or "(unknown)"
-        said = advice(bool(row["retryable"]), effects)
+        if row.retryable and not effects:
+            return None
+        key = row.key
+        owner = row.lease_owner or "(unknown)"
+        said = advice(bool(row.retryable), effects)
         if effects:
             why = ("effect " + ", ".join(e["effect_key"] for e in effects)
                    + (" was" if len(effects) == 1 else " were") + " intended and never confirmed")
         else:
             why = "the node was added with retryable=False"
-        error = (f"worker {owner} was lost (lease expired at {iso(row['lease_until'])}, last heartbeat "
-                 f"{iso(row['heartbeat_at']) if row['heartbeat_at'] is not None else 'never'}) and {why}: "
+        error = (f"worker {owner} was lost (lease expired at {iso(row.lease_until)}, last heartbeat "
+                 f"{iso(row.heartbeat_at) if row.heartbeat_at is not None else 'never'}) and {why}: "
                  "not re-run blindly; a person decides")
         core.update_node(node_id, dict(
             status="failed", failure_class=FAILURE_CLASS, error=error, lease_token=None, lease_until=None,
             step_deadline=None, density=None, finished_at=now, version=Inc(1),
         ))
         context = {
-            "why": why, "worker": owner, "attempt": row["attempt"], "claimed_at": iso(row["claimed_at"]),
-            "last_heartbeat": iso(row["heartbeat_at"]) if row["heartbeat_at"] is not None else None,
-            "lease_expired_at": iso(row["lease_until"]), "effects_unconfirmed": effects,
-            "retryable": bool(row["retryable"]), "advice": said, "noticed_by": noticed_by,
+            "why": why, "worker": owner, "attempt": row.attempt, "claimed_at": iso(row.claimed_at),
+            "last_heartbeat": iso(row.heartbeat_at) if row.heartbeat_at is not None else None,
+            "lease_expired_at": iso(row.lease_until), "effects_unconfirmed": effects,
+            "retryable": bool(row.retryable), "advice": said, "noticed_by": noticed_by,
         }
         question = (f"{key}'s worker {owner} was lost and its work cannot safely run twice ({why}). "
                     "Check what happened, then: run it again, or leave it failed?")
         hid = core.bind(Handoff.insert(task=task_id, node=node_id, kind="exception", question=question,
                                        context=context, options=[dict(o) for o in OPTIONS], recommendation=None,
                                        status="open", opened_at=now, opened_by="warden",
-                                       attempt=row["attempt"])).execute()
+                                       attempt=row.attempt)).execute()
         pause.settle(core.db, task_id, now, agent_write=True, task=task)
         core.journal(task_id, key, "system", "node.failed", "warden",
                      f"{key} failed: its worker {owner} was lost and it cannot safely run twice ({why}); "
                      f"asking a human (handoff {hid})",
                      {"error": error, "failure_class": FAILURE_CLASS, "retry": False, "unsafe_rerun": True,
-                      "retryable": bool(row["retryable"]), "attempt": row["attempt"], "worker": owner,
+                      "retryable": bool(row.retryable), "attempt": row.attempt, "worker": owner,
                       "effects_unconfirmed": [e["effect_key"] for e in effects], "handoff": str(hid),
                       "noticed_by": noticed_by, "advice": said}, at=now)
         core.journal(task_id, key, "decision", "handoff.opened", "warden",
@@ -132,7 +134,7 @@ def fail_unsafe(core: LedgerCore, task_id: str, node_id: int, noticed_by: str) -
                      {"handoff": str(hid), "kind": "exception", "options": [RERUN, LEAVE_FAILED],
                       "recommendation": None}, at=now)
         core.maybe_fail_task(task_id, now)
-        return True
+        return key, str(hid), why
 
 
 def expired_unsafe(core: LedgerCore, task_ids: Sequence[str] | None, now: float) -> list[tuple[str, int]]:
@@ -158,19 +160,8 @@ def check_expired(core: LedgerCore, task_ids: Sequence[str] | None, actor: str) 
         return []
     out = []
     for task_id, node_id in expired_unsafe(core, task_ids, core.now()):
-        if fail_unsafe(core, task_id, node_id, actor):
-            asked = sql.fetch_row(core.db, _Asked, "SELECT n.key, h.id, h.context FROM node n JOIN handoff h ON "
-                                                   "h.node_id = n.id WHERE n.id = ? AND h.status = 'open' "
-                                                   "ORDER BY h.id DESC LIMIT 1", [node_id])
-            if asked is not None:
-                why = asked.context.get("why") if isinstance(asked.context, dict) else None
-                out.append({"task_id": task_id, "node": asked.key, "handoff": str(asked.id), "why": why})
+        asked = fail_unsafe(core, task_id, node_id, actor)
+        if asked is not None:
+            key, handoff, why = asked
+            out.append({"task_id": task_id, "node": key, "handoff": handoff, "why": why})
     return out
-
-
-class _Asked(NamedTuple):
-    """The question a judged node asks (its open handoff)."""
-
-    key: str
-    id: int
-    context: Any

@@ -26,7 +26,7 @@ def conclude(core: LedgerCore, claim: Claim, text: str, *, source: str | None, k
     now = core.now()
     with write_tx(core.db):
         row = fence(core, claim, now, lock=True)
-        entry_id = record.entry(core, claim.task_id, row["id"], claim.node_key, claim.attempt, kind, text,
+        entry_id = record.entry(core, claim.task_id, row.id, claim.node_key, claim.attempt, kind, text,
                                 source=source, reason=reason, origin="agent", actor=claim.worker, now=now,
                                 strict=True)
         assert entry_id is not None

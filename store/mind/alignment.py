@@ -30,6 +30,7 @@ from ..errors import Refused
 from ..ledger.build import add_nodes_tx
 from ..ledger.core import LedgerCore
 from ..models import Handoff, dumps
+from ..tables import TaskRecord
 from ..views import NodeSpec
 from .rules import VERDICTS
 from .views import MindState
@@ -85,16 +86,16 @@ def material(core: LedgerCore, task_id: str, state: MindState, since: float | No
 def _free_key(core: LedgerCore, task_id: str, n: int) -> tuple[str, int]:
     while True:
         key = f"alignment-{n}"
-        if core.node_row_or_none(task_id, key) is None:
+        if core.node_record_or_none(task_id, key) is None:
             return key, n
         n += 1
 
 
-def open_check(core: LedgerCore, task: Mapping[str, Any], state: MindState, now: float) -> MindState:
+def open_check(core: LedgerCore, task: TaskRecord, state: MindState, now: float) -> MindState:
     """Inside a commit: add the next alignment check (blocked on an ``alignment`` handoff when a
     person answers). Returns the state that names it; the count restarts from the question (what
     completes while it waits counts towards the next check)."""
-    task_id = task["task_id"]
+    task_id = task.task_id
     key, n = _free_key(core, task_id, state.checks + 1)
     title = f"Alignment check {n}: does the plan still serve the requirement?"
     add_nodes_tx(core, task_id, [NodeSpec(key, KIND, title=title, always_admit=True, retryable=False)],

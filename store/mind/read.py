@@ -21,7 +21,6 @@ from .views import (
     MindState,
     MindView,
     NodeMind,
-    NodeMindRow,
     Requirement,
     RequirementUse,
     TaskMindRow,
@@ -56,14 +55,6 @@ def task_mind_row(core: LedgerCore, task_id: str) -> TaskMindRow:
                         [task_id])
     if row is None:
         raise NotFound(f"unknown task {task_id!r}")
-    return row
-
-
-def node_mind_row(core: LedgerCore, task_id: str, key: str) -> NodeMindRow:
-    row = sql.fetch_row(core.db, NodeMindRow, f"SELECT {sql.columns(NodeMindRow)} FROM node WHERE task_id = ? "
-                                              "AND key = ?", [task_id, key])
-    if row is None:
-        raise NotFound(f"unknown node {key!r} in task {task_id!r}")
     return row
 
 
@@ -141,13 +132,13 @@ def node_mind(core: LedgerCore, task_id: str, key: str) -> NodeMind:
     """A node's place in the mind: the requirements it serves (id, text, status), the memory a
     claim of it would be handed now (``Claim.inputs["memory"]``), and its own entries."""
     with read_tx(core.db):
-        task = task_mind_row(core, task_id)
-        node = node_mind_row(core, task_id, key)
+        task = core.task_record(task_id)
+        node = core.node_record(task_id, key)
         deps = [i for (i,) in sql.fetch_all(core.db, "SELECT src_id FROM edge WHERE dst_id = ?", [node.id])]
         reqs = {r.id: r for r in requirements(core, task_id)}
         serves = [{"id": r, "text": reqs[r].text if r in reqs else None,
                    "status": reqs[r].status if r in reqs else "unknown"} for r in node.serves or ()]
-        mem = memory_inputs(core, task._asdict(), node._asdict(), deps)
+        mem = memory_inputs(core, task, node, deps)
         own = [entry_view(r) for r in sql.fetch_all(
             core.db, f"SELECT {_ENTRY} FROM conclusion WHERE node_id = ? ORDER BY id DESC LIMIT ?",
             [node.id, ENTRIES_SHOWN])]

@@ -24,12 +24,13 @@ made). A pending or rejected memory is never handed out.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from .. import sql
 from ..clock import iso
 from ..ledger.core import LedgerCore
 from ..models import dumps
+from ..tables import NodeRecord, TaskRecord
 from .alignment import KIND as ALIGNMENT, material
 from .views import MindState
 
@@ -49,15 +50,15 @@ def _cut(text: str | None, n: int) -> str | None:
     return text if text is None or len(text) <= n else text[: n - 1] + "…"
 
 
-def memory_inputs(core: LedgerCore, task: Mapping[str, Any], node: Mapping[str, Any],
+def memory_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord,
                   dep_ids: list[int]) -> dict[str, Any]:
     """``Claim.inputs["memory"]`` for ``node`` of ``task`` (rows), inside the claim's transaction."""
     db = core.db
-    state = MindState.of(task.get("mind"))
-    tid = task["task_id"]
-    created = iso(task["created_at"])
-    constraints = [{"text": c, "at": created, "source": f"task {tid} constraints"} for c in task["constraints"] or ()]
-    serves = set(node.get("serves") or ())
+    state = MindState.of(task.mind)
+    tid = task.task_id
+    created = iso(task.created_at)
+    constraints = [{"text": c, "at": created, "source": f"task {tid} constraints"} for c in task.constraints or ()]
+    serves = set(node.serves or ())
     requirements = []
     if state.requirements:
         requirements = [{"id": r, "text": t, "serves": r in serves, "at": iso(at), "source": f"task {tid} requirements"}
@@ -70,7 +71,7 @@ def memory_inputs(core: LedgerCore, task: Mapping[str, Any], node: Mapping[str, 
             db, "WITH RECURSIVE up(id) AS (SELECT CAST(? AS INTEGER) UNION SELECT e.src_id FROM edge e JOIN up ON e.dst_id = up.id) "
                 f"SELECT {_ENTRY}, COUNT(*) OVER () FROM conclusion c WHERE c.task_id = ? AND c.kind = 'rejected' AND "
                 "(c.node_id IS NULL OR c.node_id IN (SELECT id FROM up)) ORDER BY c.id DESC LIMIT ?",
-            [node["id"], tid, n_rej])
+            [node.id, tid, n_rej])
     conclusions: list[tuple[Any, ...]] = []
     if dep_ids:
         conclusions = sql.fetch_all(
@@ -80,7 +81,7 @@ def memory_inputs(core: LedgerCore, task: Mapping[str, Any], node: Mapping[str, 
         db, "SELECT id, text, scope, kind, decided_at, task_id, node_key, decided_by, COUNT(*) OVER () FROM memory "
             "WHERE status = "
             "'confirmed' AND workflow = ? AND (scope = 'workflow' OR kind = ?) ORDER BY decided_at DESC, id DESC "
-            "LIMIT ?", [task["workflow"] or "", node["kind"], n_mem])
+            "LIMIT ?", [task.workflow or "", node.kind, n_mem])
     out: dict[str, Any] = {
         "constraints": constraints,
         "requirements": requirements,
@@ -115,12 +116,12 @@ def _fit(out: dict[str, Any]) -> None:
             out["omitted"][part] += 1
 
 
-def alignment_inputs(core: LedgerCore, task: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, Any] | None:
+def alignment_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord) -> dict[str, Any] | None:
     """``Claim.inputs["alignment"]`` for a node of kind ``alignment``: the requirements, the plan
     ahead and the work done since the last check (what a person sees in the handoff)."""
-    if node["kind"] != ALIGNMENT:
+    if node.kind != ALIGNMENT:
         return None
-    state = MindState.of(task.get("mind"))
-    out = material(core, task["task_id"], state, state.checked_at)
+    state = MindState.of(task.mind)
+    out = material(core, task.task_id, state, state.checked_at)
     out["answer"] = 'commit(claim, output={"verdict": "aligned" | "drifting", "notes": "..."})'
     return out

@@ -12,6 +12,7 @@ from .. import sql
 from ..errors import Refused
 from ..ledger.core import LedgerCore, sha256_hex
 from ..models import dumps
+from ..tables import NodeRecord
 from .rules import ENTRIES_PER_NODE, ENTRY_TEXT_MAX, PENDING_PER_TASK, REASON_MAX, SOURCE_MAX
 from .views import MindState
 
@@ -84,11 +85,11 @@ def _verb(origin: str) -> str:
             "replan": "removed from the plan"}.get(origin, origin)
 
 
-def on_fail(core: LedgerCore, task_id: str, node: Mapping[str, Any], attempt: int, error: str,
+def on_fail(core: LedgerCore, task_id: str, node: NodeRecord, attempt: int, error: str,
             failure_class: str, actor: str, now: float, retry: bool) -> None:
     """A failed attempt is always written as a rejected path, with its error as the reason."""
-    what = f"attempt {attempt} of {node['key']} failed ({failure_class}; {'will retry' if retry else 'no retry'})"
-    entry(core, task_id, node["id"], node["key"], attempt, "rejected", what, source=f"attempt {attempt}",
+    what = f"attempt {attempt} of {node.key} failed ({failure_class}; {'will retry' if retry else 'no retry'})"
+    entry(core, task_id, node.id, node.key, attempt, "rejected", what, source=f"attempt {attempt}",
           reason=error, origin="fail", actor=actor, now=now)
 
 

@@ -45,9 +45,10 @@ from ..db import read_tx, retry_write, write_tx
 from ..errors import NotFound, Refused
 from ..ledger import pause
 from ..ledger.build import add_nodes_tx
-from ..ledger.core import TASK_LOCKS, UNFINISHED_SQL, LedgerCore
+from ..ledger.core import NODE_COLUMNS, TASK_LOCKS, UNFINISHED_SQL, LedgerCore
 from ..models import dumps
 from ..sql import Inc
+from ..tables import NodeRecord, TaskRecord
 from ..views import NodeSpec
 from . import record, state as mind_state
 from .views import MindState, PlanVersionView
@@ -98,7 +99,7 @@ def _replan(core: LedgerCore, task_id: str, add: Sequence[NodeSpec], remove: Seq
         goal = (narrow or {}).get("goal")
         if not (added or removing or reordered or dropped or goal):
             return state.plan_version  # nothing changed: no version (a retried replan finds its work done)
-        removed = [n["key"] for n in removing]
+        removed = [n.key for n in removing]
         if dropped:
             sql.execute(core.db, f"UPDATE requirement SET status = 'dropped', dropped_in = ? WHERE task_id = ? AND "
                                  f"rid IN ({sql.marks(len(dropped))})", [version, task_id, *dropped])
@@ -106,7 +107,7 @@ def _replan(core: LedgerCore, task_id: str, add: Sequence[NodeSpec], remove: Seq
                         verdict=None if state.verdict == "drifting" else state.verdict)
         mind_state.save(core, task_id, state)
         narrowed = {"dropped": dropped, "goal": goal} if (dropped or goal) else None
-        kept_dependents = _dependents_kept(core, task_id, [n["id"] for n in removing])
+        kept_dependents = _dependents_kept(core, task_id, [n.id for n in removing])
         diff = {"added": added, "removed": removed, "reordered": reordered, "narrowed": narrowed,
                 "dependents_kept": kept_dependents}
         fields: dict[str, Any] = {}
@@ -135,18 +136,18 @@ def _replan(core: LedgerCore, task_id: str, add: Sequence[NodeSpec], remove: Seq
 
 # ---------------------------------------------------------------------- removal
 def _removals(core: LedgerCore, task_id: str, keys: list[str], narrow: Mapping[str, Any] | None,
-              state: MindState) -> tuple[list[dict[str, Any]], list[str]]:
+              state: MindState) -> tuple[list[NodeRecord], list[str]]:
     """The node rows the version removes (named, and those serving only dropped requirements) and
     the requirement ids it drops; refused when one cannot be."""
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, NodeRecord] = {}
     for key in dict.fromkeys(keys):
-        row = core.node_row_or_none(task_id, key)
+        row = core.node_record_or_none(task_id, key)
         if row is None:
             raise NotFound(f"unknown node {key!r} in task {task_id!r}")
-        if row["status"] == "succeeded":
+        if row.status == "succeeded":
             raise Refused(f"node {key} already succeeded: a replan does not undo finished work (rewind it if its "
                           "result is wrong)")
-        if row["status"] != "abandoned":
+        if row.status != "abandoned":
             rows[key] = row
     dropped: list[str] = []
     if narrow and narrow.get("drop"):
@@ -159,35 +160,41 @@ def _removals(core: LedgerCore, task_id: str, keys: list[str], narrow: Mapping[s
         if dropped and len(dropped) >= state.requirements:
             raise Refused("narrow would drop every requirement the task has left: abort the task instead")
         gone = set(dropped)
-        for key, serves in sql.fetch_all(core.db, f"SELECT key, serves FROM node WHERE task_id = ? AND status IN "
-                                                  f"{UNFINISHED_SQL} AND serves IS NOT NULL ORDER BY position",
-                                         [task_id]):
+        serving_only_gone: list[tuple[str, int]] = []  # (key, id), in plan order
+        for node_id, key, serves in sql.fetch_all(core.db, f"SELECT id, key, serves FROM node WHERE task_id = ? AND "
+                                                           f"status IN {UNFINISHED_SQL} AND serves IS NOT NULL "
+                                                           "ORDER BY position", [task_id]):
             ids = set(sql.json_value(serves) or ())
             if ids and ids <= gone and key not in rows:
-                rows[key] = core.node_row(task_id, key)
+                serving_only_gone.append((key, int(node_id)))
+        found: dict[int, NodeRecord] = {}
+        for chunk in sql.chunks([i for _, i in serving_only_gone]):
+            found.update((r.id, r) for r in sql.fetch_rows(
+                core.db, NodeRecord, f"SELECT {NODE_COLUMNS} FROM node WHERE id IN ({sql.marks(len(chunk))})", chunk))
+        rows.update((key, found[i]) for key, i in serving_only_gone)
     return list(rows.values()), dropped
 
 
-def _remove(core: LedgerCore, task_id: str, rows: list[dict[str, Any]], in_flight: str, version: int,
+def _remove(core: LedgerCore, task_id: str, rows: list[NodeRecord], in_flight: str, version: int,
             now: float) -> list[dict[str, Any]]:
     """Abandon the removed nodes (running ones as ``in_flight`` says); returns what happened to
     the nodes in flight (running or blocked)."""
     fates: list[dict[str, Any]] = []
     blocked: list[int] = []
     for row in rows:
-        if row["status"] == "running" and in_flight != "cancel":
-            core.update_node(row["id"], {"removed_in": version, "removed_mode": in_flight})
-            fates.append({"node": row["key"], "was": "running", "fate": FATE[in_flight], "owner": row["lease_owner"]})
+        if row.status == "running" and in_flight != "cancel":
+            core.update_node(row.id, {"removed_in": version, "removed_mode": in_flight})
+            fates.append({"node": row.key, "was": "running", "fate": FATE[in_flight], "owner": row.lease_owner})
             continue
         fields: dict[str, Any] = {"status": "abandoned", "finished_at": now, "lease_token": None, "lease_until": None,
                                   "next_retry_at": None, "parked_at": None, "park_reason": None, "park_until": None,
                                   "wake_on": None, "removed_in": version, "version": Inc(1)}
-        core.update_node(row["id"], fields)
-        if row["status"] == "running":
-            fates.append({"node": row["key"], "was": "running", "fate": FATE["cancel"], "owner": row["lease_owner"]})
-        elif row["status"] == "blocked":
-            blocked.append(row["id"])
-            fates.append({"node": row["key"], "was": "blocked", "fate": "abandoned; its open handoff withdrawn"})
+        core.update_node(row.id, fields)
+        if row.status == "running":
+            fates.append({"node": row.key, "was": "running", "fate": FATE["cancel"], "owner": row.lease_owner})
+        elif row.status == "blocked":
+            blocked.append(row.id)
+            fates.append({"node": row.key, "was": "blocked", "fate": "abandoned; its open handoff withdrawn"})
     for chunk in sql.chunks(blocked):
         sql.execute(core.db, f"UPDATE handoff SET status = 'withdrawn', resolved_at = ?, resolved_by = 'replan' "
                              f"WHERE status = 'open' AND node_id IN ({sql.marks(len(chunk))})", [now, *chunk])
@@ -210,38 +217,38 @@ def end_removed(core: LedgerCore, task_id: str, node_id: int, worker: str) -> No
     in its own transaction (called by a claim that found it)."""
     with write_tx(core.db):
         now = core.now()
-        core.task_row(task_id, lock="update")
-        row = core.node_row_by_id(node_id, lock=" FOR NO KEY UPDATE")
-        if row is None or row["status"] != "running" or row["removed_in"] is None:
+        core.task_record(task_id, lock="update")
+        row = core.node_record_by_id(node_id, lock=" FOR NO KEY UPDATE")
+        if row is None or row.status != "running" or row.removed_in is None:
             return
-        if row["lease_until"] is not None and row["lease_until"] > now:
+        if row.lease_until is not None and row.lease_until > now:
             return
         core.update_node(node_id, {"status": "abandoned", "finished_at": now, "lease_token": None,
                                    "lease_until": None, "version": Inc(1)})
         pause.settle(core.db, task_id, now, agent_write=True)
-        core.journal(task_id, row["key"], "system", "node.abandoned", worker,
-                     f"{row['key']} abandoned: plan v{row['removed_in']} removed it and its lease expired",
-                     {"removed_in": row["removed_in"], "previous_owner": row["lease_owner"]}, at=now)
+        core.journal(task_id, row.key, "system", "node.abandoned", worker,
+                     f"{row.key} abandoned: plan v{row.removed_in} removed it and its lease expired",
+                     {"removed_in": row.removed_in, "previous_owner": row.lease_owner}, at=now)
         core.maybe_complete_task(task_id, now)
 
 
 # ---------------------------------------------------------------------- reorder
-def _check_reorder(core: LedgerCore, task_id: str, keys: list[str], removing: list[dict[str, Any]]) -> list[int]:
+def _check_reorder(core: LedgerCore, task_id: str, keys: list[str], removing: list[NodeRecord]) -> list[int]:
     if not keys:
         return []
     if len(set(keys)) != len(keys):
         raise Refused("reorder lists a node twice")
-    gone = {r["key"] for r in removing}
+    gone = {r.key for r in removing}
     ids = []
     for key in keys:
-        row = core.node_row_or_none(task_id, key)
+        row = core.node_record_or_none(task_id, key)
         if row is None:
             raise NotFound(f"unknown node {key!r} in task {task_id!r}")
         if key in gone:
             raise Refused(f"node {key} is both removed and reordered")
-        if row["status"] not in UNSTARTED:
-            raise Refused(f"node {key} is {row['status']}: reorder names work not started yet")
-        ids.append(int(row["id"]))
+        if row.status not in UNSTARTED:
+            raise Refused(f"node {key} is {row.status}: reorder names work not started yet")
+        ids.append(int(row.id))
     return ids
 
 
@@ -292,8 +299,8 @@ def _reorder(core: LedgerCore, task_id: str, listed: list[int]) -> list[str]:
                 heapq.heappush(heap, (key(c), c))
     slots = sorted(p for _, p, _ in nodes.values())
     moved = [(nid, pos) for nid, pos in zip(order, slots) if nodes[nid][1] != pos]
-    for nid, pos in moved:
-        sql.execute(core.db, "UPDATE node SET position = ? WHERE id = ?", [pos, nid])
+    if moved:
+        sql.execute_many(core.db, "UPDATE node SET position = ? WHERE id = ?", [(pos, nid) for nid, pos in moved])
     return [nodes[nid][0] for nid, _ in moved if nid in rank]
 
 
@@ -316,30 +323,41 @@ def _summary(diff: Mapping[str, Any], fates: Sequence[Mapping[str, Any]]) -> str
     return ", ".join(parts) or "no change"
 
 
-def version_view(task_id: str, r: Mapping[str, Any]) -> PlanVersionView:
-    diff = r["diff"] or {}
+class VersionRecord(NamedTuple):
+    """A ``plan_version`` row."""
+
+    version: int
+    at: float
+    actor: str
+    cause: str
+    in_flight: str | None
+    reason: str
+    diff: Any
+    in_flight_nodes: Any
+    revision: int | None
+
+
+def version_view(task_id: str, r: VersionRecord) -> PlanVersionView:
+    diff = r.diff or {}
     return PlanVersionView(
-        task_id=task_id, version=int(r["version"]), at=r["at"], actor=r["actor"], trigger=r["cause"],
-        in_flight=r["in_flight"], reason=r["reason"], added=tuple(diff.get("added") or ()),
+        task_id=task_id, version=int(r.version), at=r.at, actor=r.actor, trigger=r.cause,
+        in_flight=r.in_flight, reason=r.reason, added=tuple(diff.get("added") or ()),
         removed=tuple(diff.get("removed") or ()), reordered=tuple(diff.get("reordered") or ()),
-        narrowed=diff.get("narrowed"), in_flight_nodes=tuple(r["in_flight_nodes"] or ()),
-        revision=r["revision"], dependents_kept=tuple(diff.get("dependents_kept") or ()))
+        narrowed=diff.get("narrowed"), in_flight_nodes=tuple(r.in_flight_nodes or ()),
+        revision=r.revision, dependents_kept=tuple(diff.get("dependents_kept") or ()))
 
 
-def initial(core: LedgerCore, task: Mapping[str, Any]) -> PlanVersionView:
+def initial(core: LedgerCore, task: TaskRecord) -> PlanVersionView:
     """Version 1: the plan as first built (create_task, add_node(s), commits' next_nodes)."""
-    return PlanVersionView(task_id=task["task_id"], version=1, at=task["created_at"], actor="", trigger="initial",
+    return PlanVersionView(task_id=task.task_id, version=1, at=task.created_at, actor="", trigger="initial",
                            in_flight=None, reason="the plan as first built", revision=None)
 
 
 def versions(core: LedgerCore, task_id: str) -> list[PlanVersionView]:
     """Every version of the task's plan, oldest first (version 1 is the plan as first built)."""
     with read_tx(core.db):
-        task = core.task_row(task_id)
-        found = [sql.decode_row(["version", "at", "actor", "cause", "in_flight", "reason", "diff", "in_flight_nodes",
-                                 "revision"], r)
-                 for r in sql.fetch_all(core.db, "SELECT version, at, actor, cause, in_flight, reason, diff, "
-                                                 "in_flight_nodes, revision FROM plan_version WHERE task_id = ? "
-                                                 "ORDER BY version", [task_id])]
+        task = core.task_record(task_id)
+        found = sql.fetch_rows(core.db, VersionRecord, f"SELECT {sql.columns(VersionRecord)} FROM plan_version "
+                                                       "WHERE task_id = ? ORDER BY version", [task_id])
     return [initial(core, task)] + [version_view(task_id, r) for r in found]
 

@@ -17,20 +17,21 @@ from. Nothing here bumps the task revision (a count is not a change of the plan)
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 from .. import sql
 from ..ledger.core import LedgerCore
 from ..models import dumps
+from ..tables import NodeRecord, TaskRecord
 from . import alignment
 from .views import RUN_KEYS, MindState
 
 UNCOUNTED_KINDS = ("alignment", "compensation")  # neither drifts nor counts towards a check
 
 
-def of(task: Mapping[str, Any]) -> MindState:
+def of(task: TaskRecord) -> MindState:
     """The mind of a task row."""
-    return MindState.of(task.get("mind"))
+    return MindState.of(task.mind)
 
 
 def save(core: LedgerCore, task_id: str, state: MindState) -> None:
@@ -48,18 +49,18 @@ def counted(state: MindState, key: str, serves: Any, now: float) -> MindState:
     return replace(state, since_check=state.since_check + 1, **run)
 
 
-def on_commit(core: LedgerCore, task: Mapping[str, Any], node: Mapping[str, Any], output: Any, now: float,
+def on_commit(core: LedgerCore, task: TaskRecord, node: NodeRecord, output: Any, now: float,
               actor: str) -> None:
     """Inside a commit's transaction, after its node succeeded: an alignment check's verdict, or
     the counters of a countable node (and the next alignment check when one is due)."""
     state = of(task)
-    if node["kind"] == alignment.KIND:
-        check = alignment.CheckNode(int(node["id"]), str(node["key"]), int(node["attempt"] or 0))
-        alignment.on_verdict(core, task["task_id"], check, output, now, actor, state)
+    if node.kind == alignment.KIND:
+        check = alignment.CheckNode(int(node.id), str(node.key), int(node.attempt or 0))
+        alignment.on_verdict(core, task.task_id, check, output, now, actor, state)
         return
-    if state.requirements <= 0 or node["kind"] in UNCOUNTED_KINDS:
+    if state.requirements <= 0 or node.kind in UNCOUNTED_KINDS:
         return
-    state = counted(state, node["key"], node.get("serves"), now)
+    state = counted(state, node.key, node.serves, now)
     if alignment.due(state):
         state = alignment.open_check(core, task, state, now)
-    save(core, task["task_id"], state)
+    save(core, task.task_id, state)

@@ -80,18 +80,6 @@ class TaskMindRow(NamedTuple):
     mind: Any  # JSON (MindState.of)
 
 
-class NodeMindRow(NamedTuple):
-    """What the mind reads of a node row."""
-
-    id: int
-    key: str
-    kind: str
-    attempt: int
-    serves: Any  # JSON list or None
-    removed_in: int | None
-    removed_mode: str | None
-
-
 @dataclass(frozen=True)
 class Requirement:
     id: str

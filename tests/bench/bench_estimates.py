@@ -17,7 +17,9 @@
 4. ``--observe``: the write lock held by one heartbeat whose observation has 1,000,000 distinct lines
    (and 50 MB on one line): the time inside ``write_tx`` (timed around the shipped code path), the
    whole call, and the seen-line rows written.
-5. ``--workloads``: the evaluation families of ``tests/support/stalls.py`` and
+5. ``--workloads``: the evaluation families of ``tests/support/stalls.py`` (issue 15),
+   ``tests/support/reports.py`` and ``rhythm.py`` (issue 25: action/result reports, reworded
+   loops, progress in numbers, long cycles, heartbeat rhythms, parks during a wait) and
    ``tests/support/durations.py`` with more trials than CI runs — the tables in docs/estimates.md.
 
     python tests/bench/bench_estimates.py --skip-cost --skip-sim --observe --workloads
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
@@ -225,32 +228,70 @@ def bench_observe() -> dict:
     return out
 
 
-def bench_workloads(stall_trials: int, duration_trials: int, seed: int) -> dict:
+def bench_workloads(stall_trials: int, duration_trials: int, seed: int,
+                    parts: tuple[str, ...] = ("stalls", "reports", "rhythms", "durations"), only: str = "") -> dict:
     from tests.support import durations as D
+    from tests.support import reports as R
+    from tests.support import rhythm as RH
     from tests.support import stalls as S
 
     out: dict = {}
-    with tempfile.TemporaryDirectory() as d:
-        t = time.perf_counter()
-        rep = S.run_stalls(os.path.join(d, "s.db"), trials=stall_trials, seed=seed)
-        out["stalls"] = {"rows": rep.table(), "recall_within_5": round(rep.recall(), 3),
-                         "false_alarm_rate": round(rep.false_alarm_rate(), 4), "wall_s": round(time.perf_counter() - t)}
-    print("| family | trials | alarmed ≤ 5 obs | first alarm (median / max) | false alarms | alarm kinds |")
-    print("|---|---|---|---|---|---|")
-    for r in out["stalls"]["rows"]:
-        first = f"{r['first_alarm_median']} / {r['first_alarm_max']}" if r["first_alarm_median"] else "–"
-        within = f"{r['alarmed_within_5']}/{r['trials']}" if r["loop"] else "–"
-        print(f"| {r['family']} | {r['trials']} | {within} | {first} | {r['false_alarms']} | "
-              f"{', '.join(r['alarm_kinds']) or '–'} |", flush=True)
-    print(f"recall {out['stalls']['recall_within_5']}, false alarms {out['stalls']['false_alarm_rate']}")
-    cells: dict = {}
-    print("\n| workload | " + " | ".join(f"{int(s * 100)} %" for s in D.STAGES) + " |")
-    print("|---|" + "---|" * len(D.STAGES))
-    for name, make in D.WORKLOADS.items():
+    for part, fams in (("stalls", None), ("reports", R.families())):  # issue 15's families, issue 25's
+        if part not in parts:
+            continue
         with tempfile.TemporaryDirectory() as d:
-            rep2 = D.run_workload(make, trials=duration_trials, seed=seed, path=os.path.join(d, "d.db"))
+            t = time.perf_counter()
+            rep = S.run_stalls(os.path.join(d, "s.db"), trials=stall_trials, seed=seed, fams=fams)
+            out[part] = {"rows": rep.table(), "recall": round(rep.recall(), 3),
+                         "false_alarm_rate": round(rep.false_alarm_rate(), 4), "wall_s": round(time.perf_counter() - t)}
+        print("\n| family | trials | alarmed by its deadline | first alarm (median / max) | false alarms | alarm kinds |")
+        print("|---|---|---|---|---|---|")
+        for r in out[part]["rows"]:
+            first = f"{r['first_alarm_median']} / {r['first_alarm_max']}" if r["first_alarm_median"] else "–"
+            within = f"{r['alarmed_within_5']}/{r['trials']} (≤ {r['within']})" if r["loop"] else "–"
+            print(f"| {r['family']} | {r['trials']} | {within} | {first} | {r['false_alarms']} | "
+                  f"{', '.join(r['alarm_kinds']) or '–'} |", flush=True)
+        print(f"recall {out[part]['recall']}, false alarms {out[part]['false_alarm_rate']}")
+    if "rhythms" in parts:
+        out["rhythms"] = _rhythms(RH, stall_trials, seed)
+    if "durations" in parts:
+        out["durations"] = _durations(D, duration_trials, seed, only)
+    return out
+
+
+def _rhythms(rhythm: Any, trials: int, seed: int) -> dict:
+    with tempfile.TemporaryDirectory() as d:
+        beats, parks = rhythm.run_rhythms(os.path.join(d, "r.db"), trials=trials, seed=seed)
+    print("\n| rhythm | trials | false stale/orphaned | hangs warned before the lease ends |")
+    print("|---|---|---|---|")
+    rows: dict = {}
+    for o in beats:
+        row = rows.setdefault(o.name, [0, 0, 0, 0])
+        if o.hang:
+            row[2] += 1
+            row[3] += o.stale_at is not None and (o.lease_left or 0) > 0
+        else:
+            row[0] += 1
+        row[1] += bool(o.false)
+    for name, (n, false, hangs, warned) in rows.items():
+        print(f"| {name} | {n} + {hangs} hangs | {false} | {warned}/{hangs} |", flush=True)
+    for name in sorted({p.name for p in parks}):
+        ps = [p for p in parks if p.name == name]
+        print(f"| {name} | {len(ps)} | {sum(bool(p.false) for p in ps)} (orphaned / overdue / stale / loop) | – |")
+    return {"rows": rows, "parks_false": sum(bool(p.false) for p in parks), "parks": len(parks)}
+
+
+def _durations(durations: Any, trials: int, seed: int, only: str = "") -> dict:
+    cells: dict = {}
+    print("\n| workload | " + " | ".join(f"{int(s * 100)} %" for s in durations.STAGES) + " |")
+    print("|---|" + "---|" * len(durations.STAGES))
+    for name, make in durations.WORKLOADS.items():
+        if only and only not in name:
+            continue
+        with tempfile.TemporaryDirectory() as d:
+            rep2 = durations.run_workload(make, trials=trials, seed=seed, path=os.path.join(d, "d.db"))
         row = []
-        for st in D.STAGES:
+        for st in durations.STAGES:
             xs = [c for c in rep2.checks if c["stage"] == st and c["p80_s"] is not None]
             by: dict = {}
             for c in xs:
@@ -261,8 +302,7 @@ def bench_workloads(stall_trials: int, duration_trials: int, seed: int) -> dict:
             row.append(" ".join(f"{lab} {100 * h // n} % ({n})" for lab, (n, h) in
                                 sorted(by.items(), key=lambda kv: ("none", "low", "medium", "high").index(kv[0]))))
         print(f"| {name} | " + " | ".join(row) + " |", flush=True)
-    out["durations"] = cells
-    return out
+    return cells
 
 
 def main() -> None:
@@ -274,6 +314,9 @@ def main() -> None:
     ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--observe", action="store_true", help="the write lock of a huge observation")
     ap.add_argument("--workloads", action="store_true", help="the evaluation families (docs/estimates.md)")
+    ap.add_argument("--parts", default="stalls,reports,rhythms,durations",
+                    help="which --workloads families: stalls (issue 15), reports and rhythms (issue 25), durations")
+    ap.add_argument("--only", default="", help="--workloads: only the duration workloads whose name contains this")
     ap.add_argument("--stall-trials", type=int, default=20)
     ap.add_argument("--duration-trials", type=int, default=40)
     ap.add_argument("--db", help="keep the 100k-node ledger here and reuse it on the next run (the "
@@ -300,7 +343,8 @@ def main() -> None:
         results["observe"] = bench_observe()
         print("  observe:", json.dumps(results["observe"]), flush=True)
     if a.workloads:
-        results["workloads"] = bench_workloads(a.stall_trials, a.duration_trials, a.seeds[0])
+        results["workloads"] = bench_workloads(a.stall_trials, a.duration_trials, a.seeds[0],
+                                               tuple(a.parts.split(",")), a.only)
     print(json.dumps(results, indent=1))
 
 

@@ -86,9 +86,9 @@ def time_recall(led: Ledger, task: str, key: str, rounds: int = 50) -> dict[str,
     for _ in range(rounds):
         with read_tx(led.db):
             t0 = time.perf_counter()
-            t = led.task_row(task)
-            n = led.node_row(task, key)
-            deps = [i for (i,) in sql.fetch_all(led.db, "SELECT src_id FROM edge WHERE dst_id = ?", [n["id"]])]
+            t = led.task_record(task)
+            n = led.node_record(task, key)
+            deps = [i for (i,) in sql.fetch_all(led.db, "SELECT src_id FROM edge WHERE dst_id = ?", [n.id])]
             memory_inputs(led, t, n, deps)
             times.append(time.perf_counter() - t0)
     times.sort()

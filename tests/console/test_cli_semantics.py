@@ -97,7 +97,7 @@ def test_status_says_paused_since(db, capsys):
     assert b["paused_since"] == "2027-01-15T08:00:10.000Z" and b["paused_for"] == "handoff"
     assert {"tokens_used", "token_cap", "wall_used_s", "wall_cap_s", "gate"} <= set(b)
     assert warden(["status", "--ledger", db]) == 0
-    assert "t: ⏸ budget clock paused since 2027-01-15T08:00Z (waiting on a human)" in capsys.readouterr().out
+    assert "t: ◷ budget clock paused since 2027-01-15T08:00Z (waiting on a human)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv,why", [

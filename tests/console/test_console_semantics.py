@@ -108,7 +108,7 @@ async def test_a_waiting_task_says_its_clock_is_paused(sp):
         await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and graph_of(app) is not None)
         await settle(pilot)
         summary = str(app.screen.query_one("#summary", Static).render())
-        assert "⏸ budget clock paused since" in summary
+        assert "◷ budget clock paused since" in summary
 
 
 async def test_abort_lists_compensations_and_c_marks_one_by_hand(sp, console_applies):

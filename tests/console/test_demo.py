@@ -95,14 +95,17 @@ def test_headless_demo_runs_every_task_to_its_end_and_leaves_no_process(tmp_path
         assert {led.task(t).status for t in LIVE_TASKS} == {"completed"}
         claims = [e for e in led.events(0, task_id="report-q3", limit=10_000)
                   if e.node == "verify-1" and e.kind == "node.claimed"]
-        assert claims[0].actor == "w4" and claims[1].payload["reclaimed"] and claims[1].actor != "w4"
+        # whoever claimed verify-1 first (w4, the writer, or w6, who takes anything: a race between
+        # two processes) is the one that crashes; the ledger says who, and another worker reclaims it
+        crashed = claims[0].actor
+        assert crashed in ("w4", "w6") and claims[1].payload["reclaimed"] and claims[1].actor != crashed
         assert len(led.effects("maint-billing")) == 19
     for t_id in LIVE_TASKS:
         assert f"{t_id}: completed" in text
-    assert "restarted: w4" in text
+    assert f"restarted: {crashed}" in text
     assert f"warden console --ledger {root.resolve() / 'ledger.db'} --runs {root.resolve() / 'runs'}" in text
     assert processes_mentioning(str(root)) == []
-    assert (root / "logs" / "w4.log").read_text().count("crashing on purpose") == 1
+    assert (root / "logs" / f"{crashed}.log").read_text().count("crashing on purpose") == 1
 
 
 @pytest.mark.slow

@@ -339,6 +339,9 @@ async def test_park_options_until_and_now(lp):
         await plan_ready(pilot, dlg)
         assert dlg.plan.params.to_json()["node"] is None and str(apply_button(dlg).label) == "Park task"
         assert dlg.plan.changes == {}  # running work finishes its step unless "now"
+        # the warning names the box to tick, not the CLI's flag (issue 24 item 9)
+        preview = " ".join(str(dlg.query_one("#preview").render()).split())
+        assert 'tick "stop running work now" to stop them' in preview and "--now" not in preview
         dlg.query_one("#until", Input).value = "2h"
         dlg.query_one("#wake-on", Input).value = "node:section-1, at:1d"
         dlg.query_one("#now").value = True
@@ -381,16 +384,37 @@ async def test_park_options_until_and_now(lp):
             assert ledger.node("report-001", "section-1").status == "parked"
 
 
+async def park_only_node(pilot, node: str) -> ActionDialog:
+    """The park dialog on report-001's ``node`` with "only this node" ticked, its plan made again."""
+    dlg = await open_dialog(pilot, "park", "report-001", node)
+    await plan_ready(pilot, dlg)
+    dlg.query_one("#only-node").value = True
+    await pilot.pause()
+    await plan_ready(pilot, dlg)
+    return dlg
+
+
 async def test_park_only_the_selected_node(lp):
     app = make_app(lp)
     async with app.run_test(size=(80, 24)) as pilot:
-        dlg = await open_dialog(pilot, "park", "report-001", "figures")
-        await plan_ready(pilot, dlg)
-        dlg.query_one("#only-node").value = True
-        await pilot.pause()
-        await plan_ready(pilot, dlg)
+        dlg = await park_only_node(pilot, "figures")
         assert dlg.plan.params.to_json()["node"] == "figures" and dlg.plan.changes == {"figures": ("pending", "parked")}
         assert str(apply_button(dlg).label) == "Park node figures"
+
+
+async def test_park_refusal_names_the_checkbox_not_the_flag(lp):
+    """A running node parked alone without "now" is refused; the dialog says which box to tick."""
+    app = make_app(lp)
+    async with app.run_test(size=(80, 24)) as pilot:
+        dlg = await park_only_node(pilot, "section-1")
+        assert dlg.plan is None
+        shown = " ".join(str(dlg.query_one("#preview").render()).split())
+        assert 'node section-1 is running: tick "stop running work now" to stop it' in shown
+        assert "--now" not in shown
+        dlg.query_one("#now").value = True
+        await pilot.pause()
+        await plan_ready(pilot, dlg)
+        assert dlg.plan is not None and dlg.plan.changes == {"section-1": ("running", "parked")}
 
 
 async def test_narrow_preview_follows_the_choices(lp):
@@ -543,3 +567,26 @@ async def test_the_palette_respects_read_only(lp, console_applies):
         assert [n.message for n in app._notifications] == [READ_ONLY_NOTICE] * 3
         await settle(pilot)
         assert console_applies == [] and state(lp, "report-001") == before
+
+
+def test_park_refusals_and_warnings_name_the_dialogs_boxes_not_cli_flags(tmp_path: Path) -> None:
+    """Every way the store says "--now" reaches the park dialog as its checkbox: a store wording that
+    drifted from the phrases the dialog replaces would leave a flag the dialog does not have."""
+    from console.dialogs.park import NOW_BOX, dialog_words
+    from store import Refused
+
+    led = Ledger.open(str(tmp_path / "l.db"), clock=ManualClock(T0))
+    led.create_task("t")
+    led.add_node("t", "a")
+    led.claim("t", "w")
+    said = [*led.plan_park("t", reason="r").warnings]  # a running node keeps its lease
+    for call in (lambda: led.plan_park("t", reason="r", node="a"),  # a running node needs --now
+                 lambda: (led.apply(led.plan_park("t", reason="r"), operator="op"),
+                          led.plan_park("t", reason="r"))):  # already parked
+        with pytest.raises(Refused) as e:
+            call()
+        said.append(str(e.value))
+    led.close()
+    assert len(said) == 3
+    for text in said:
+        assert "--now" in text and "--now" not in dialog_words(text) and NOW_BOX in dialog_words(text)

@@ -108,7 +108,8 @@ async def test_r_on_a_conclusion_opens_the_rewind_dialog_of_the_node_that_produc
             assert led.node("audit", "p-b").status == "succeeded"  # escape changed nothing
         await pilot.press("1")  # a requirement is no node: r says so instead of opening a dialog
         await pilot.press("r")
-        await pilot.pause()
+        await wait_for(pilot, lambda: any("select a node" in str(n.message) for n in app._notifications),
+                       what="the warning")
         assert isinstance(app.screen, MindScreen)
         await pilot.press("3", "j", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen), what="the node detail")
@@ -130,8 +131,9 @@ async def test_the_memory_inbox_confirms_through_the_dialog_and_the_audit(mp, co
         assert dialog.plan.action == "memory-confirm" and dialog.plan.params.decision == "confirm"
         assert str(app.screen.query_one("#apply").label) == "Confirm memory #1"
         await pilot.press("ctrl+s")  # no reason yet: nothing applied
-        await pilot.pause()
-        assert console_applies == []
+        await wait_for(pilot, lambda: "cannot apply yet" in str(dialog.query_one("#dialog-error", Static).render()),
+                       what="the refusal")
+        assert dialog.apply_attempts == 0 and console_applies == []
         dialog.query_one("#reason", Input).value = "seen on three runs"
         await pilot.press("ctrl+s")
         await workers_done(pilot, dialog)

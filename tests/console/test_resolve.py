@@ -68,6 +68,8 @@ async def test_resolve_from_the_inbox_then_the_next_of_the_task(ledger_path, con
         assert first.node == "section-2" and scr.remaining == 1  # oldest first
         opts = scr.query_one("#options", OptionList)
         assert scr.focused is opts and opts.highlighted == 1  # on the recommendation ("no")
+        chosen = " ".join(str(scr.query_one("#chosen", Static).render()).split())
+        assert "the cursor starts on the recommended option, no ★: enter takes it" in chosen  # and says so
         body = str(scr.query_one("#handoff", Static).render())
         assert "Include the unaudited Q3 figures?" in body and "Recommended: no" in body
         assert scr.query_one("#apply", Button).disabled  # nothing chosen yet
@@ -136,6 +138,7 @@ async def test_handoff_without_options_needs_an_answer(ledger_path, console_appl
         await wait_for(pilot, lambda: scr.handoff is not None)
         await pilot.pause()
         assert scr.focused is scr.query_one("#answer", Input)
+        assert "recommended" not in str(scr.query_one("#chosen", Static).render())  # no options, nothing said
         await pilot.press("ctrl+s")
         await workers_done(pilot, scr)
         assert scr.apply_attempts == 0 and console_applies == []

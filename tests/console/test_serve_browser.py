@@ -23,7 +23,7 @@ pytest.importorskip("textual_serve", reason="warden serve needs the serve extra:
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, Tab  # noqa: E402
 from tests.support.serve import serving  # noqa: E402
 
-from console.glyphs import READ_ONLY_NOTICE  # noqa: E402
+from console.glyphs import READ_ONLY_NOTICE, read_only_notice  # noqa: E402
 from store import Ledger  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -97,8 +97,9 @@ def test_console_in_the_browser(browser: Any, ledger_path: Path) -> None:
             text = tab.wait_screen(lambda s: re.search(r"section-2\s+✋ blocked", s) is not None, "the graph's rows")
             assert re.search(r"collect\s+✔ succeeded", text) and re.search(r"section-3\s+✖ failed", text)
 
-            tab.page.keyboard.press("p")  # an action key, read-only: a notice, no dialog
-            tab.wait_screen(lambda s: "actions are disabled" in " ".join(s.split()), "the read-only notice")
+            tab.page.keyboard.press("p")  # an action key, read-only: a notice, no dialog, saying how to act
+            text = tab.wait_screen(lambda s: "actions are disabled" in " ".join(s.split()), "the read-only notice")
+            assert "--allow-actions" in " ".join(text.split()) and "--read-only)" not in text
 
             tab.page.keyboard.press("q")
             text = tab.wait_screen("The console ended", "the session's end")
@@ -112,7 +113,8 @@ def test_console_in_the_browser(browser: Any, ledger_path: Path) -> None:
             tab.close()
     with Ledger.open(str(ledger_path), create=False, read_only=True) as ledger:
         assert [a.operator for a in ledger.actions()] == ["op@host"]  # only the fixture's own park
-    assert READ_ONLY_NOTICE.endswith("actions are disabled")
+    assert READ_ONLY_NOTICE.endswith("actions are disabled")  # this process was not served
+    assert "--read-only" in READ_ONLY_NOTICE and "--allow-actions" in read_only_notice({"WARDEN_SERVED": "1"})
 
 
 def test_strangers_are_refused(browser: Any, ledger_path: Path) -> None:

@@ -198,6 +198,9 @@ async def test_session_command_line_and_environment(ledger_path: Path) -> None:
         assert os.environ.get("USER", "root") not in got
         assert "WARDEN_SERVE_TOKEN" not in child_env  # the secret stays with the server
         assert child_env["TEXTUAL_DRIVER"].endswith("WebDriver")
+        # no cell both dim and inverse (xterm.js draws it as a solid block: "—" on the selected row)
+        assert child_env["TEXTUAL_FILTERS"] == "dim"
+        assert child_env["WARDEN_SERVED"] == "1"  # its read-only notice names --allow-actions
 
 
 async def test_named_tokens_each_act_as_their_name(ledger_path: Path, tmp_path: Path) -> None:

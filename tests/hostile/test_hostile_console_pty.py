@@ -195,6 +195,20 @@ def assert_clean(out: bytes) -> None:
     assert b"Traceback" not in out and b"MarkupError" not in out
 
 
+def assert_clean_with_markup_shown(out: bytes) -> None:
+    assert_clean(out)
+    assert b"[bold red]" in out and b"[/]" in out  # markup shown as the characters it is
+
+
+def open_graph(t: Terminal, title: bytes, seen: bytes) -> None:
+    """From the task list: filter on ``title``, leave the filter input, open the first task's graph."""
+    t.wait_for(title, "the task list")
+    t.key(b"/", b"filter")
+    os.write(t.fd, title)
+    t.back_to(b"tasks")  # leaves the filter input
+    t.key(b"\r", seen, "the graph")
+
+
 @pytest.fixture
 def world(tmp_path: Path) -> Path:
     build(tmp_path)
@@ -206,11 +220,7 @@ def world(tmp_path: Path) -> Path:
 def test_task_graph_node_and_event_log(world: Path) -> None:
     t = Terminal(world, "console", "--ledger", "ledger.db", "--runs", "runs")
     try:
-        t.wait_for(b"TTITLE", "the task list")
-        t.key(b"/", b"filter")
-        os.write(t.fd, b"TTITLE")
-        t.back_to(b"tasks")  # leaves the filter input
-        t.key(b"\r", b"NTITLE", "the graph")
+        open_graph(t, b"TTITLE", b"NTITLE")
         t.key(b"x", b"estimate", "the task's estimate explained (issue 18)")
         t.key(b"\r", b"Lease", "the node detail of fetch")
         t.wait_for(b"Signals", "the node's signals (issue 18)")
@@ -233,9 +243,7 @@ def test_task_graph_node_and_event_log(world: Path) -> None:
         assert t.quit() == 0
     finally:
         t.kill()
-    out = bytes(t.out)
-    assert_clean(out)
-    assert b"[bold red]" in out and b"[/]" in out  # markup shown as the characters it is
+    assert_clean_with_markup_shown(bytes(t.out))
 
 
 @pytest.mark.slow
@@ -244,11 +252,7 @@ def test_the_mind_screen_and_the_memory_inbox(world: Path) -> None:
     reason and a proposed memory — all agent-written — shown literally, nothing reaching the terminal."""
     t = Terminal(world, "console", "--ledger", "ledger.db", "--runs", "runs")
     try:
-        t.wait_for(b"MTITLE", "the task list")
-        t.key(b"/", b"filter")
-        os.write(t.fd, b"MTITLE")
-        t.back_to(b"tasks")
-        t.key(b"\r", b"task mindful", "the graph")
+        open_graph(t, b"MTITLE", b"task mindful")
         t.key(b"m", b"mind of task mindful", "the Mind screen")
         for seen in (b"REQ", b"CONCL", b"RREASON", b"PLANWHY", b"MEMO"):
             t.wait_for(seen)
@@ -262,9 +266,7 @@ def test_the_mind_screen_and_the_memory_inbox(world: Path) -> None:
         assert t.quit() == 0
     finally:
         t.kill()
-    out = bytes(t.out)
-    assert_clean(out)
-    assert b"[bold red]" in out and b"[/]" in out
+    assert_clean_with_markup_shown(bytes(t.out))
 
 
 @pytest.mark.slow

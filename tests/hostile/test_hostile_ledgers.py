@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import sqlite3
 from pathlib import Path
 from typing import Callable
@@ -18,6 +17,7 @@ from hostile_support import assert_one_clear_line, fingerprint, foreign_sqlite, 
 from store import Ledger, LedgerUnavailable, SchemaMismatch
 from store.feed import Feed
 from store.text import safe_line
+from tests.support import not_regular
 
 MAGIC = b"SQLite format 3\x00"
 
@@ -180,20 +180,6 @@ def test_a_foreign_database_in_use_keeps_its_wal_files_and_bytes(tmp_path: Path)
 
 
 # ---------------------------------------------------------------------- not files
-def _fifo(p: Path) -> None:
-    os.mkfifo(p)
-
-
-def _directory(p: Path) -> None:
-    p.mkdir()
-
-
-def _socket(p: Path) -> None:
-    s = socket.socket(socket.AF_UNIX)
-    s.bind(str(p))
-    s.close()
-
-
 def _symlink_to_ledger(p: Path) -> None:
     os.symlink(_ledger(p.with_name("real.db")), p)
 
@@ -203,9 +189,9 @@ def _dangling_symlink(p: Path) -> None:
 
 
 NOT_FILES = {
-    "fifo": (_fifo, "not a regular file"),
-    "directory": (_directory, "is a directory"),
-    "socket": (_socket, "not a regular file"),
+    "fifo": (not_regular.fifo, "not a regular file"),
+    "directory": (not_regular.directory, "is a directory"),
+    "socket": (not_regular.unix_socket, "not a regular file"),
     "symlink-to-a-ledger": (_symlink_to_ledger, "symbolic link"),
     "dangling-symlink": (_dangling_symlink, "symbolic link"),
 }

@@ -33,28 +33,8 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from store import LeaseLost, Ledger, NodeSpec  # noqa: E402
-
-
-class FileClock:
-    def __init__(self, path: str | None) -> None:
-        self.path = path
-
-    def __call__(self) -> float:
-        if self.path is None:
-            import time
-
-            return time.time()
-        with open(self.path) as f:
-            return float(f.read().strip())
-
-
-_SAY = threading.Lock()
-
-
-def say(**kw) -> None:
-    with _SAY:
-        sys.stdout.write(json.dumps(kw) + "\n")
-        sys.stdout.flush()
+from tests.support.fileclock import FileClock  # noqa: E402
+from tests.support.jsonlines import say  # noqa: E402
 
 
 class Ledgers:
@@ -298,18 +278,7 @@ def main() -> int:
             say(event="lease_lost", node=claim.node_key, why=str(e))
         return 0
     if a.command == "hang-in-commit":
-        claim = ledger.claim(a.task, a.worker, lease_s=a.lease)
-        original = Ledger.maybe_complete_task
-
-        def hang(self, task_id, now):  # runs inside commit's write transaction, after every update
-            original(self, task_id, now)
-            with open(a.marker, "w") as f:
-                f.write("inside")
-            threading.Event().wait()  # until SIGKILL
-
-        Ledger.maybe_complete_task = hang
-        ledger.commit(claim, output={"x": 1}, tokens=77, artifact=("a.bin", b"half"))
-        return 0
+        return hang_in_commit(ledger, a)
     return 2
 
 
@@ -354,11 +323,16 @@ def multi(a: argparse.Namespace) -> int:
 
     for i in range(1, len(ledgers.slots)):
         threading.Thread(target=busy, args=(i,), daemon=True).start()
-    ledger = ledgers.slots[0]
+    return hang_in_commit(ledgers.slots[0], a)
+
+
+def hang_in_commit(ledger: Ledger, a: argparse.Namespace) -> int:
+    """Claim, then commit with the process hanging inside the commit's write transaction, after
+    every update (the marker file says so) until the test kills it."""
     claim = ledger.claim(a.task, a.worker, lease_s=a.lease)
     original = Ledger.maybe_complete_task
 
-    def hang(self, task_id, now):  # runs inside commit's write transaction, after every update
+    def hang(self, task_id, now):
         original(self, task_id, now)
         with open(a.marker, "w") as f:
             f.write("inside")

@@ -22,15 +22,7 @@ from typing import Any, Callable
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from store import LeaseLost, Ledger, Refused  # noqa: E402
-
-
-class FileClock:
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __call__(self) -> float:
-        with open(self.path) as f:
-            return float(f.read())
+from tests.support.fileclock import FileClock  # noqa: E402
 
 
 class Worker:

@@ -18,7 +18,6 @@ Prints one JSON line per outcome and ``{"done": n}`` at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -27,11 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from store import Ledger, checkpoints  # noqa: E402
 from store.worker import StepResult, work_once  # noqa: E402
-
-
-def say(**kw: object) -> None:
-    sys.stdout.write(json.dumps(kw) + "\n")
-    sys.stdout.flush()
+from tests.support.jsonlines import say  # noqa: E402
 
 
 def main() -> int:

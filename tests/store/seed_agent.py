@@ -15,27 +15,14 @@ Each command prints JSON lines.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from store import LeaseLost, Ledger  # noqa: E402
-
-
-class FileClock:
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __call__(self) -> float:
-        with open(self.path) as f:
-            return float(f.read().strip())
-
-
-def say(**kw: object) -> None:
-    sys.stdout.write(json.dumps(kw) + "\n")
-    sys.stdout.flush()
+from tests.support.fileclock import FileClock  # noqa: E402
+from tests.support.jsonlines import say  # noqa: E402
 
 
 def main() -> int:

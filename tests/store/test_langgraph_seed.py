@@ -8,7 +8,7 @@ from __future__ import annotations
 import operator
 import threading
 from collections import Counter
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Callable, Literal, TypedDict
 
 import pytest
 
@@ -31,6 +31,18 @@ class Doc(TypedDict, total=False):
     decision: Any
     log: Annotated[list[str], operator.add]
     warden_rejections: dict
+
+
+def _chain(state: type, *steps: Callable[[Any], Any]) -> Any:
+    """START → each step in turn (a node named as its function) → END, on an in-memory checkpointer."""
+    b = StateGraph(state)
+    before = START
+    for step in steps:
+        b.add_node(step.__name__, step)
+        b.add_edge(before, step.__name__)
+        before = step.__name__
+    b.add_edge(before, END)
+    return b.compile(checkpointer=InMemorySaver())
 
 
 def _loop_graph(ledger, task: str, calls: Counter, park_at: int | None, until: int = 6):
@@ -81,13 +93,7 @@ def test_a_park_between_runs_stops_the_next_run_before_anything(ledger):
         calls["after"] += 1
         return {"log": ["after"]}
 
-    b = StateGraph(Doc)
-    b.add_node("ask", ask)
-    b.add_node("after", after)
-    b.add_edge(START, "ask")
-    b.add_edge("ask", "after")
-    b.add_edge("after", END)
-    s = supervise(b.compile(checkpointer=InMemorySaver()), ledger, task_id="pk", worker="w", background=False)
+    s = supervise(_chain(Doc, ask, after), ledger, task_id="pk", worker="w", background=False)
     r = s.run({"log": []})
     ledger.apply(ledger.plan_park("pk", reason="waiting for legal"), operator="op")
     ledger.apply(ledger.plan_resolve(r.handoff_id, option="go"), operator="op")
@@ -107,13 +113,7 @@ def _doc_graph(calls: Counter, seen: list):
         answer = interrupt({"question": f"Publish {s['text']}?", "options": [{"id": "yes"}, {"id": "no"}]})
         return {"decision": answer["option"], "log": [f"work:{answer['option']}"]}
 
-    b = StateGraph(Doc)
-    b.add_node("draft", draft)
-    b.add_node("work", work)
-    b.add_edge(START, "draft")
-    b.add_edge("draft", "work")
-    b.add_edge("work", END)
-    return b.compile(checkpointer=InMemorySaver())
+    return _chain(Doc, draft, work)
 
 
 @pytest.mark.parametrize("rewound", ["work", "draft"])
@@ -174,11 +174,7 @@ def test_a_graph_without_the_key_reruns_as_before(ledger):
         calls["a"] += 1
         return {"x": calls["a"]}
 
-    b = StateGraph(Loop)
-    b.add_node("a", a)
-    b.add_edge(START, "a")
-    b.add_edge("a", END)
-    s = supervise(b.compile(checkpointer=InMemorySaver()), ledger, task_id="nk", worker="w", background=False)
+    s = supervise(_chain(Loop, a), ledger, task_id="nk", worker="w", background=False)
     assert s.run({"x": 0}).output == {"x": 1}
     ledger.apply(ledger.plan_rewind("nk", "a", reason="again"), operator="op")
     assert s.run(None).output == {"x": 2}

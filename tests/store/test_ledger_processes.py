@@ -15,31 +15,10 @@ import pytest
 from console.cli import main as warden
 from store import Ledger, NodeSpec
 from store.ledger import sha256_hex
+from tests.support.fileclock import FileClockCtl
 
 
 AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_proc.py")
-
-
-class FileClockCtl:
-    """The test's handle on the clock shared with the agent processes."""
-
-    def __init__(self, path: str, start: float) -> None:
-        self.path = path
-        self.now = start
-        self._write()
-
-    def _write(self) -> None:
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(repr(self.now))
-        os.replace(tmp, self.path)
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, s: float) -> None:
-        self.now += s
-        self._write()
 
 
 def agent(*args: str, clock: FileClockCtl | None = None, timeout: float = 60) -> list[dict]:

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from store import Ledger, NodeSpec
+from tests.support.fileclock import FileClockCtl
 
 AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_proc.py")
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -36,24 +37,6 @@ pytestmark = pytest.mark.slow
 SHAPES = [(1, "threads"), (2, "threads"), (2, "reopen"), (2, "ro-beside"), (3, "threads"), (3, "mixed")]
 IDS = [f"{k}-{style}" for k, style in SHAPES]
 NODES = 30
-
-
-class FileClockCtl:
-    def __init__(self, path: str, start: float) -> None:
-        self.path, self.now = path, start
-        self._write()
-
-    def _write(self) -> None:
-        with open(self.path + ".tmp", "w") as f:
-            f.write(repr(self.now))
-        os.replace(self.path + ".tmp", self.path)
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, s: float) -> None:
-        self.now += s
-        self._write()
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import time
 import pytest
 
 from store import Ledger, LedgerUnavailable, NodeSpec, checkpoints
-from store.db import Backoff, LedgerBusy
+from store.db import Backoff, ConnectionLost, LedgerBusy, WardenPostgres
 from tests.support import pgcluster
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -386,3 +386,31 @@ def test_the_console_and_the_cli_name_their_connections(pg_target, capsys, monke
     feed.close()
     capsys.readouterr()
     assert seen == ["warden-cli", "warden-console"]
+
+
+class _DriverError(Exception):
+    """A driver error with a SQLSTATE, as psycopg's carry one (no server needed)."""
+
+    def __init__(self, message: str, sqlstate: str | None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+@pytest.mark.parametrize("code, raised, words", [
+    ("55P03", LedgerBusy, "is busy"),
+    ("53100", LedgerUnavailable, "its disk is full"),
+    ("53200", LedgerUnavailable, "it is out of memory"),
+    ("08006", ConnectionLost, "lost the connection"),
+    ("22P02", None, None),  # a statement's own error (bad input): not the backend's to translate
+])
+def test_postgres_driver_errors_become_typed_errors(code, raised, words):
+    pytest.importorskip("psycopg")
+    db = WardenPostgres("warden", prefer_psycopg3=True, autoconnect=False)
+    db.display = "postgresql://db.example/warden"
+    e = _DriverError(f"server said {code}", code)
+    if raised is None:
+        db.translate_error(e)  # returns: the caller raises the driver's error as it is
+        return
+    with pytest.raises(raised) as got:
+        db.translate_error(e)
+    assert words in str(got.value) and "db.example" in str(got.value)

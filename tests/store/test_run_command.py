@@ -22,6 +22,7 @@ import pytest
 from store import Ledger
 from tests.support.observed import all_said  # noqa: E402
 from store.adapters.command import RunSpec, Supervisor, failure_for
+from store.adapters.process import LINE_READ_CAP, Child
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "agents"
@@ -403,3 +404,17 @@ def test_the_run_directory_is_recorded_for_recovery(tmp_path, workdir, capsys):
     assert warden(["recover", run_id, "--runs", str(workdir / "runs"), "--json"]) == 1
     rec = json.loads(capsys.readouterr().out)
     assert rec["run"] == run_id and rec["decision"] == "unsupported_state"  # failed: nothing to reuse
+
+
+@pytest.mark.parametrize("size", [LINE_READ_CAP + 1, 300_000, 5 * LINE_READ_CAP + 17])
+def test_a_line_longer_than_the_read_cap_is_one_cut_line(size):
+    """However many reads a long line takes, it reaches the heartbeat as one line ending in
+    "[line cut]", and the lines around it arrive whole and in order."""
+    script = f"echo before; head -c {size} /dev/zero | tr '\\0' x; echo; echo after"
+    child = Child(["/bin/sh", "-c", script], cwd=None, env=dict(os.environ), sink=lambda _: None).start()
+    got = []
+    while (line := child.lines.get(timeout=60)) is not None:
+        got.append(line)
+    child.proc.wait(60)
+    assert [g[:6] for g in got] == [b"before", b"x" * 6, b"after"]
+    assert got[1] == b"x" * LINE_READ_CAP + b" [line cut]"

@@ -153,3 +153,21 @@ def test_without_a_limit_nothing_is_judged(ledger):
     assert ledger.claim("t", "w").node_key == "c"
     ledger.commit(a, output={}, units_done=1)
     assert ledger.claim("t", "w").node_key == "b"
+
+
+def test_the_ledgers_density_verdict_stands_in_for_the_norm_warning(ledger, clock):
+    """A node the ledger holds for its cost density would also be past the task's norm: it shows
+    one cost_density signal (the ledger's), in ``warden status`` and in the console's analysis."""
+    from store.analysis import TaskAnalysis
+
+    ledger.create_task("t", budget=Budget(density_limit=100.0))
+    ledger.add_nodes("t", [NodeSpec(f"n{i}") for i in range(5)] + [NodeSpec("x", units_total=10)])
+    for i in range(5):  # the task's norm: 10 tokens a unit
+        c = ledger.claim("t", "w", key=f"n{i}")
+        ledger.heartbeat(c, tokens=20, units_done=2)
+        ledger.commit(c, output={})
+    x = ledger.claim("t", "w", key="x")
+    assert ledger.heartbeat(x, tokens=6000).density == HOLD  # and 6000 tokens for no unit: 600× the norm
+    for sigs in (signals_for_task(ledger, ledger.task("t")), TaskAnalysis(ledger, "t").signals()):
+        [sig] = [s for s in sigs if s.kind == "cost_density"]
+        assert sig.node == "x" and "hold" in sig.evidence and "norm" not in sig.evidence

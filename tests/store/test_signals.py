@@ -299,3 +299,11 @@ def test_task_analysis_signals_match_the_one_shot_path(ledger, clock, running):
     clock.advance(25)
     assert an.signals() == S.signals_for_graph(ledger, ledger.graph("t"))
     assert {s.kind for s in an.signals()} == {"no_new_info", "repeating"}
+
+
+def test_units_are_counted_in_words():
+    """"12,000 tokens for 1 unit", not "1 units" (issue 24's screenshots)."""
+    from store.signals import _plural
+
+    assert [_plural(v, "unit") for v in (0, 1, 1.0, 2, 0.5, None)] == ["units", "unit", "unit", "units", "units",
+                                                                          "units"]

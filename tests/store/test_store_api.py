@@ -34,7 +34,8 @@ from store.actions import (
 )
 from store.db import WardenPostgres, WardenSqlite
 from store.ledger import LedgerCore
-from store.models import MODELS, JSONField, dumps
+from store.models import MODELS, JSONField, Node, Task, dumps
+from store.tables import NodeRecord, TaskRecord
 
 STORE = Path(__file__).resolve().parents[2] / "store"
 OWNED = [STORE / "sql.py", STORE / "feed.py", STORE / "report.py", STORE / "worker.py", STORE / "facade.py",
@@ -69,7 +70,7 @@ def test_operator_methods_return_a_plan(name: str) -> None:
 
 def test_ledger_is_the_shared_core() -> None:
     assert issubclass(Ledger, LedgerCore)
-    for name in ("journal", "task_row", "node_row", "update_node", "bump_task", "ids_for_keys",
+    for name in ("journal", "task_record", "node_record", "update_node", "bump_task", "ids_for_keys",
                  "maybe_complete_task", "maybe_fail_task", "bind"):
         assert callable(getattr(LedgerCore, name)), name
 
@@ -171,11 +172,19 @@ def test_set_clause_encodes_json_columns_and_increments() -> None:
     assert values == ["pending", 1, '["b","a"]', '{"a":[1,2],"z":1}', 2.5]
 
 
-def test_decoding_parses_json_and_booleans_and_copies_cached_values() -> None:
-    row = sql.decode_row(["id", "preconditions", "retryable", "always_admit", "output", "key"],
-                         [7, '{"a":1}', 1, 0, None, "k"])
-    assert row == {"id": 7, "preconditions": {"a": 1}, "retryable": True, "always_admit": False, "output": None,
-                   "key": "k"}
+def test_decoding_parses_json_and_booleans_and_copies_cached_values(ledger) -> None:
+    class Bits(typing.NamedTuple):
+        id: int
+        preconditions: typing.Any
+        retryable: bool
+        always_admit: bool
+        output: typing.Any
+        key: str
+
+    row = sql.fetch_row(ledger.db, Bits, "SELECT 7 AS id, '{\"a\":1}' AS preconditions, 1 AS retryable, "
+                                         "0 AS always_admit, NULL AS output, 'k' AS key")
+    assert row == Bits(7, {"a": 1}, True, False, None, "k")
+    assert row is not None and row.retryable is True and row.always_admit is False
     cache: dict[str, typing.Any] = {}
     one, two = sql.json_value('{"s":[1]}', cache), sql.json_value('{"s":[1]}', cache)
     assert one == two == {"s": [1]} and one is not two
@@ -195,23 +204,23 @@ JSON_VALUES = st.recursive(
        pre=st.dictionaries(st.text(min_size=1, max_size=8), JSON_VALUES, max_size=4),
        tokens=st.integers(0, 10**6), wall=st.floats(0, 1e6, allow_nan=False))
 def test_a_raw_update_reads_back_what_was_written(ledger: Ledger, output, rejections, pre, tokens, wall) -> None:
-    """set_clause + update_node + fetch_one round-trip on the real backend (both in CI)."""
+    """set_clause + update_node + node_record round-trip on the real backend (both in CI)."""
     if not ledger.tasks():
         ledger.create_task("t")
         ledger.add_node("t", "a")
-    before = ledger.node_row("t", "a")
+    before = ledger.node_record("t", "a")
     with ledger.db.atomic():
-        n = ledger.update_node(before["id"], {"output": output, "rejections": rejections, "preconditions": pre,
+        n = ledger.update_node(before.id, {"output": output, "rejections": rejections, "preconditions": pre,
                                               "tokens_used": sql.Inc(tokens), "wall_used_s": sql.Inc(wall),
                                               "retryable": False})
     assert n == 1
-    after = ledger.node_row("t", "a")
-    assert after["output"] == json.loads(dumps(output)) and after["rejections"] == rejections
-    assert after["preconditions"] == json.loads(dumps(pre)) and after["retryable"] is False
-    assert after["tokens_used"] == before["tokens_used"] + tokens
-    assert after["wall_used_s"] == pytest.approx(before["wall_used_s"] + wall)
+    after = ledger.node_record("t", "a")
+    assert after.output == json.loads(dumps(output)) and after.rejections == rejections
+    assert after.preconditions == json.loads(dumps(pre)) and after.retryable is False
+    assert after.tokens_used == before.tokens_used + tokens
+    assert after.wall_used_s == pytest.approx(before.wall_used_s + wall)
     view = ledger.node("t", "a")  # the facade's view decodes the same row the same way
-    assert view.output == after["output"] and view.rejections == tuple(rejections)
+    assert view.output == after.output and view.rejections == tuple(rejections)
 
 
 # ---------------------------------------------------------------------- one module per action
@@ -307,7 +316,7 @@ def test_a_plan_whose_params_no_action_applies_is_refused_and_changes_nothing(le
 
 def test_the_models_and_the_raw_layer_agree_on_json_columns() -> None:
     json_cols = {f.column_name for m in MODELS for f in m._meta.sorted_fields if isinstance(f, JSONField)}
-    assert json_cols - {"plan"} == sql.JSON_COLUMNS  # the audit's plan column is written only through Peewee
+    assert json_cols == sql.JSON_COLUMNS
 
 
 # ---------------------------------------------------------------------- no package cycle
@@ -430,22 +439,22 @@ def test_estimates_and_signals_read_through_the_ledger_not_their_own_queries(nam
 
 
 # ---------------------------------------------------------------------- one row-reading style
-ROW_CALLS = {"fetch_one", "fetch_all", "first_dict", "dict_rows", "task_row", "node_row", "decode_row"}
-# Files still reading rows by string key (issue 24 item 3, converted file by file): the number
-# may only go down. Every other store module reads rows into NamedTuples (sql.fetch_rows /
-# fetch_row) or frozen views, by attribute. docs/architecture.md, "Reading rows".
-ROW_KEY_READS_LEFT = {
-    "ledger/build.py": 2, "ledger/claims.py": 21,
-    "ledger/core.py": 6, "ledger/fenced.py": 20, "ledger/pause.py": 6, "ledger/queries.py": 16, "tally.py": 1,
-    "task_report.py": 7, "task_signals.py": 1, "wake.py": 2, "wake_conditions.py": 17,
-}
+# A row is read into a NamedTuple whose fields are its columns (sql.fetch_rows / fetch_row, or the
+# typed LedgerCore.task_record / node_record) and read by attribute: docs/architecture.md "Reading
+# rows". These were the other ways (dict rows by string key, Peewee's query builder for reads);
+# none is left in the store and none may come back.
+DICT_ROW_CALLS = {"fetch_one", "first_dict", "dict_rows", "tuple_rows", "decode_row", "task_row", "node_row",
+                  "node_row_or_none", "node_row_by_id"}
+BUILDER_READS = {"dicts", "tuples", "namedtuples", "objects", "first", "get", "get_or_none", "scalar", "count",
+                 "exists", "iterator", "peek"}
+MODEL_NAMES = {m.__name__ for m in MODELS}
 
 
 def _row_call(node: ast.AST) -> bool:
     for n in ast.walk(node):
         if isinstance(n, ast.Call):
             f = n.func
-            if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")) in ROW_CALLS:
+            if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")) in DICT_ROW_CALLS | {"fetch_all"}:
                 return True
     return False
 
@@ -468,22 +477,71 @@ def row_key_reads(source: str) -> list[str]:
     return found
 
 
+def other_row_styles(source: str) -> list[str]:
+    """Row reads in a style other than the one: a dict-row helper (or ``dict(zip(columns, row))``),
+    or a read through Peewee's query
+    builder (``Model.select(...)``, ``Model.get(...)``, ``.dicts()`` / ``.tuples()`` /
+    ``.namedtuples()`` / ``.first()`` / ``.scalar()`` ... on a query). The query builder stays
+    for writes (``insert``, ``update``, ``delete``) and the schema's DDL."""
+    found = []
+    for n in ast.walk(ast.parse(source)):
+        if not isinstance(n, ast.Call):
+            continue
+        f = n.func
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        if name in DICT_ROW_CALLS or (name == "dict" and n.args and isinstance(n.args[0], ast.Call)
+                                      and getattr(n.args[0].func, "id", "") == "zip"):  # dict(zip(cols, row))
+            found.append(f"line {n.lineno}: {ast.unparse(n)[:80]}")
+        elif isinstance(f, ast.Attribute) and name in ("select", "get", "get_or_none", "alias") and (
+                isinstance(f.value, ast.Name) and f.value.id in MODEL_NAMES):
+            found.append(f"line {n.lineno}: {ast.unparse(n)[:80]}")
+        elif isinstance(f, ast.Attribute) and name in BUILDER_READS and _on_a_query(f.value):
+            found.append(f"line {n.lineno}: {ast.unparse(n)[:80]}")
+    return found
+
+
+def _on_a_query(node: ast.AST) -> bool:
+    """Whether an expression is a Peewee query chain (it starts from a model's select/insert/...)."""
+    for n in ast.walk(node):
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                and n.func.value.id in MODEL_NAMES):
+            return True
+    return False
+
+
 def test_rows_are_read_by_attribute_and_string_keys_do_not_creep_back() -> None:
     over = {}
     for path in sorted(STORE.rglob("*.py")):
-        name = str(path.relative_to(STORE))
-        reads = row_key_reads(path.read_text())
-        if len(reads) > ROW_KEY_READS_LEFT.get(name, 0):
-            over[name] = reads
-    assert not over, f"rows read by string key (read them into a NamedTuple with sql.fetch_row/fetch_rows): {over}"
+        reads = row_key_reads(path.read_text()) + other_row_styles(path.read_text())
+        if reads:
+            over[str(path.relative_to(STORE))] = reads
+    assert not over, ("rows read in another style than the one (read them into a NamedTuple with "
+                      f"sql.fetch_row/fetch_rows, or core.task_record/node_record): {over}")
 
 
-def test_the_row_key_check_sees_the_old_style() -> None:
+def test_the_row_style_check_sees_the_old_styles() -> None:
     old = ("def f(core, t):\n    task = core.task_row(t)\n    return task['status']\n"
-           "def g(db):\n    for r in sql.fetch_all(db, 'SELECT 1'):\n        r['task'] = r['task_id']\n")
-    assert len(row_key_reads(old)) == 3
-    new = ("def f(db, t):\n    task = sql.fetch_row(db, TaskState, 'SELECT ...', [t])\n    return task.status\n")
-    assert row_key_reads(new) == []
+           "def g(db):\n    for r in sql.fetch_one(db, 'SELECT 1'):\n        r['task'] = r['task_id']\n"
+           "def h(db):\n    return [dict(zip(COLS, v)) for v in sql.fetch_all(db, 'SELECT a FROM t')]\n")
+    assert len(row_key_reads(old)) == 3 and len(other_row_styles(old)) == 3
+    builder = ("def f(core, t):\n    a = core.bind(Task.select().where(Task.task_id == t)).dicts().first()\n"
+               "    b = list(Node.select(Node.key).bind(core.db).tuples())\n"
+               "    c = core.bind(Handoff.select(pw.fn.COUNT(Handoff.id))).scalar()\n"
+               "    d = Event.get_or_none(Event.id == 1)\n"
+               "    return a, b, c, d\n")
+    assert len(other_row_styles(builder)) >= 4
+    assert {int(x.split(":")[0].removeprefix("line ")) for x in other_row_styles(builder)} == {2, 3, 4, 5}
+    new = ("def f(db, t):\n    task = sql.fetch_row(db, TaskState, 'SELECT ...', [t])\n    return task.status\n"
+           "def g(core, t):\n    core.bind(Task.update(status='x').where(Task.task_id == t)).execute()\n"
+           "    core.bind(Handoff.insert(task=t)).execute()\n    return sql.scalar(core.db, 'SELECT 1')\n")
+    assert row_key_reads(new) == [] and other_row_styles(new) == []
+
+
+def test_the_task_and_node_records_are_the_tables_columns() -> None:
+    """store/tables.py: a column added to the task or node model is added to its record (the
+    ledger's writes read it typed); the records hold nothing the tables do not."""
+    assert TaskRecord._fields == tuple(f.column_name for f in Task._meta.sorted_fields)
+    assert NodeRecord._fields == tuple(f.column_name for f in Node._meta.sorted_fields)
 
 
 def test_a_row_type_reads_its_columns_decoded(ledger) -> None:

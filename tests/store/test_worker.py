@@ -84,7 +84,9 @@ def test_lease_keeper_thread_heartbeats(ledger_path):
     led = Ledger.open(ledger_path)
     led.create_task("t")
     led.add_node("t", "a")
-    claim = led.claim("t", "w", lease_s=0.3)
+    # a lease long enough that a loaded machine cannot let it lapse before the first beat (the
+    # keeper beats at a third of it); the event waits for that beat, whatever the load
+    claim = led.claim("t", "w", lease_s=3)
     import threading
 
     beaten = threading.Event()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 
 class FileClockCtl:
@@ -26,3 +27,16 @@ class FileClockCtl:
     def advance(self, s: float) -> None:
         self.now += s
         self._write()
+
+
+class FileClock:
+    """An agent process's clock: the float the test last wrote to ``path`` (wall time if None)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+
+    def __call__(self) -> float:
+        if self.path is None:
+            return time.time()
+        with open(self.path) as f:
+            return float(f.read().strip())

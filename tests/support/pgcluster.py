@@ -88,8 +88,18 @@ class Cluster:
         else:
             opts = (f"-p {self.port} -k '{self.data}' -c listen_addresses=127.0.0.1 -c fsync=off "
                     "-c synchronous_standby_names=nobody -c synchronous_commit=local -c max_connections=50")
+        self._opts = opts
         self._ctl(f"-o \"{opts}\" -w -t {PG_CTL_WAIT_S} -l '{self.data}/log' start")
         return self
+
+    def down(self, mode: str = "fast") -> None:
+        """Stop the server (``-m fast``: connections are told and closed; ``immediate``: the
+        postmaster and backends just die) and keep its data for :meth:`up`."""
+        self._ctl(f"-m {mode} -w -t {PG_CTL_WAIT_S} stop")
+
+    def up(self) -> None:
+        """Start the server stopped by :meth:`down` again, on the same port."""
+        self._ctl(f"-o \"{self._opts}\" -w -t {PG_CTL_WAIT_S} -l '{self.data}/log' start")
 
     def restart(self) -> None:
         """``pg_ctl restart -m fast``: every connection is terminated; the server comes back."""
