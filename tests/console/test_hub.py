@@ -107,3 +107,37 @@ async def test_an_error_in_a_subscriber_is_not_swallowed(ledger_path):
             app.hub.tasks_changed.publish(TasksChanged((), True, frozenset()))
             await pilot.pause()
             await pilot.pause()
+
+
+async def test_the_task_list_cursor_follows_the_selected_task_when_rows_move(ledger_path):
+    """The task list subscribes to the hub's task changes: when a change moves rows in the urgency
+    order (another task gains handoffs) or the whole list is read afresh (a replaced ledger file),
+    the cursor stays on the task the operator selected, not on its old position."""
+    from console.follow import Pending
+
+    app = make_app(ledger_path, analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        await pilot.press("s")  # urgency: report-001 (an open handoff) first
+        model = app.tasks_model
+        order = [model.row_at(p).view.task_id for p in range(model.row_count())]
+        assert order == ["report-001", "evil-task", "idle-002"]
+        screen.row_list.cursor = 1
+        await pilot.pause()
+        assert screen.selected_task() == "evil-task"
+        views = {r.view.task_id: r.view for r in model.rows}
+
+        # a change: idle-002 gains handoffs and rises to the top, evil-task moves down a row
+        app.hub.apply(Pending(tasks={"idle-002": replace(views["idle-002"], handoffs_open=3)}))
+        await pilot.pause()
+        assert model.position_of_task("evil-task") == 2
+        assert screen.row_list.cursor == 2 and screen.selected_task() == "evil-task"
+
+        # a full load: every row read afresh, evil-task first now
+        fresh = [replace(views["report-001"], handoffs_open=0), replace(views["evil-task"], handoffs_open=9),
+                 views["idle-002"]]
+        app.hub.apply(Pending(all_tasks=fresh, tail=[], leases=[]))
+        await pilot.pause()
+        assert model.position_of_task("evil-task") == 0
+        assert screen.row_list.cursor == 0 and screen.selected_task() == "evil-task"
