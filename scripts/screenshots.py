@@ -68,8 +68,8 @@ async def wait_for(pilot: Any, cond: Callable[[], bool], what: str, timeout: flo
 
 
 def idle(app: Any) -> bool:
-    busy = [w for w in app.workers if w.group in ("analysis", "ledger") and w.is_running]
-    return app.loaded and app.follower.idle() and not busy
+    busy = [w for w in app.workers if w.group in ("analysis", "ledger", "graph") and w.is_running]
+    return app.settled() and not busy
 
 
 async def settle(pilot: Any) -> None:
@@ -83,7 +83,7 @@ async def analysed(pilot: Any) -> None:
     """Estimates and signals computed now rather than on the app's timer."""
     await settle(pilot)
     if pilot.app.analysis_enabled:
-        pilot.app.run_analysis()
+        pilot.app.analysis.run_analysis()
     await settle(pilot)
 
 
@@ -159,7 +159,7 @@ async def take_all(out: Path, size: tuple[int, int]) -> Shooter:
         await s.dialog("a", "dialog-abort", "abort a task")
 
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and app.graph_model is not None,
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and app.screen.model is not None,
                        "the task graph")
         await analysed(pilot)
         await s.press_until("j", lambda: app.screen.selected_node() == loop_key, loop_key)
@@ -194,8 +194,8 @@ async def take_all(out: Path, size: tuple[int, int]) -> Shooter:
         # The task's mind (issue 27): perf-audit's requirements, conclusions, rejected paths and its
         # replan; the memory inbox with the memory it proposed, and the confirm dialog.
         app.open_graph(MIND_TASK)
-        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and app.graph_model is not None
-                       and app.graph_model.task_id == MIND_TASK, "the mind task's graph")
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and app.screen.model is not None
+                       and app.screen.model.task_id == MIND_TASK, "the mind task's graph")
         await analysed(pilot)
         await pilot.press("m")
         await wait_for(pilot, lambda: getattr(app.screen, "loaded", False), "the Mind screen")
