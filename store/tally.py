@@ -47,6 +47,9 @@ NAMED_KINDS = frozenset({
     "effect.intended", "effect.confirmed", "effect.compensated", "graph.nodes_added", "task.created",
     "task.completed", "task.failed", "claim.version_mismatch", "park.wake",
 })
+# Kinds that name a node without changing its status or attempts: its task's row is read again
+# (tokens, the last heartbeat), the node is not. A fleet's heartbeats are most of its writes.
+STATUS_NEUTRAL = frozenset({"node.heartbeat", "node.note"})
 OPERATOR = "operator."  # operator actions name their nodes in payload["nodes"]
 
 
@@ -94,8 +97,9 @@ class TaskTally:
             named.setdefault(e.task_id, set())
             if not (e.kind in NAMED_KINDS or e.kind.startswith(OPERATOR)):
                 whole.add(e.task_id)
+        moving = [e for e in events if e.kind not in STATUS_NEUTRAL]
         for tid in named:
-            named[tid] = changed_nodes(events, tid)
+            named[tid] = changed_nodes(moving, tid)
         if not named:
             return []
         db = ledger.db

@@ -14,7 +14,9 @@ One command, one JSON report (and a table) with, side by side:
   "on screen" = the emulated screen shows it (tests/support/console_terminal.py).
 
 Scenarios, in both: commits with nothing written ≥ 1 s before and after (*isolated*: a node claimed,
-then committed, alternately, so its row is on screen); commits 6 s apart (*spaced*); a writer committing 100 changes/s (claims and heartbeats with observations, one
+then committed, alternately, so its row is on screen); commits 6 s apart (*spaced*); in the terminal,
+commits at a steady 10/s for 30 s (*steady*: each watched on the graph's done count — commit → screen,
+and the longest time the count stood still while commits went on); a writer committing 100 changes/s (claims and heartbeats with observations, one
 transaction each) while keys (j/k) are pressed every 150 ms (*load*: commit → screen for every
 change, key → frame); RSS after the load; idle CPU after it (thousands of nodes then hold live
 leases); the longest stall of the UI loop (a 10 ms ticker's worst lateness, headless). Baselines
@@ -31,6 +33,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import resource
 import shutil
 import sqlite3
@@ -45,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 KEY_EVERY_S = 0.15
+DONE_RE = re.compile(r"\b(\d+)/\d+\b")
 
 
 def build(path: Path, nodes: int, events: int) -> None:
@@ -385,6 +389,8 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
         lat, written = isolated(a.spaced, 6.0)
         out["spaced_6s"] = summary(lat, written) | {"load1": load1()}
 
+        out["steady"] = steady(term, loop, path, a.steady_rate, a.steady_seconds) | {"load1": load1()}
+
         load = loop.run_until_complete(LoadWriter(path, a.rate, a.seconds).start())
         cpu0, wall0 = term.cpu_seconds(), time.monotonic()
         key_lat = []
@@ -418,6 +424,54 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
         term.close()
         loop.close()
     return out
+
+
+def done_count(screen) -> int | None:
+    """The done count of the graph's summary line ("big  active  123/100000 …"), or None."""
+    for line in screen.display[:4]:
+        m = DONE_RE.search(line)
+        if m and "big" in line:
+            return int(m.group(1))
+    return None
+
+
+def steady(term, loop, path: Path, rate: float, seconds: float) -> dict:
+    """Commits at a steady ``rate`` a second (nodes claimed beforehand, then quiet for 2 s), each
+    watched on the graph's summary line (its done count): commit → screen for every one, and the
+    gaps between successive screen changes of that count while the commits go on (an operator
+    watching the count sees it move every 1/rate s; a gap is how long it stood still)."""
+    from tests.support.commit_writer import Writer
+
+    n = int(rate * seconds)
+    writer = loop.run_until_complete(Writer(str(path), "big").start())
+    try:
+        for _ in range(n):
+            loop.run_until_complete(writer.send("claim"))
+        time.sleep(2.0)  # quiet: the claims' own refreshes are over before the first commit
+        with term.lock:
+            base = done_count(term.screen)
+        if base is None:
+            raise RuntimeError("the graph's summary shows no done count:\n" + "\n".join(term.lines()))
+        watched: list[tuple[float, list[float]]] = []
+        interval, nxt = 1.0 / rate, time.monotonic()
+        for k in range(1, n + 1):
+            seen = term.when(lambda s, want=base + k: (done_count(s) or 0) >= want)
+            wrote = loop.run_until_complete(writer.send("commit"))
+            if wrote is not None:
+                watched.append((wrote[2], seen))
+            nxt += interval
+            time.sleep(max(0.0, nxt - time.monotonic()))  # pacing the writes, not synchronisation
+        end = time.monotonic() + 10
+        for _, seen in watched:
+            term.wait(seen, max(0.0, end - time.monotonic()))
+    finally:
+        loop.run_until_complete(writer.close())
+    lat = [(seen[0] - done) * 1000 for done, seen in watched if seen]
+    shown = sorted({seen[0] for _, seen in watched if seen})
+    gaps = [(b - a) * 1000 for a, b in zip(shown, shown[1:])]
+    return {"rate": rate, "seconds": seconds, "commit_to_screen": summary(lat, len(watched)),
+            "screen_changes": len(shown), "gap_max_ms": round(max(gaps), 1) if gaps else None,
+            "gaps_over_300ms": sum(g > 300 for g in gaps)}
 
 
 # ---------------------------------------------------------------------- baselines
@@ -489,6 +543,9 @@ def table(r: dict) -> str:
         ("isolated commit → screen, p50 / p95", lat(h, "isolated"), lat(t, "isolated")),
         ("commits 6 s apart → screen", lat(h, "spaced_6s"), lat(t, "spaced_6s")),
         (f"commit → screen under {r['rate']:g}/s", lat(h, "load", "commit_to_screen"), "—"),
+        (f"steady {t.get('steady', {}).get('rate', '?')}/s: commit → screen", "—", lat(t, "steady", "commit_to_screen")),
+        ("steady: longest gap between screen changes", "—",
+         f"{t.get('steady', {}).get('gap_max_ms', '—')} ms ({t.get('steady', {}).get('gaps_over_300ms', '—')} over 300 ms)"),
         ("key → frame under load", lat(h, "load", "key_to_frame"), lat(t, "load", "key_to_frame")),
         ("longest UI-loop stall under load", f"{h.get('load', {}).get('loop_stall_max_ms', '—')} ms", "—"),
         ("RSS after the load / end (MB)", f"{h.get('rss_mb_after_load')} / {h.get('rss_mb_end')}",
@@ -519,6 +576,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, help="seconds of load (default 60; --quick 15)")
     ap.add_argument("--isolated", type=int, help="isolated commits (default 20; --quick 6)")
     ap.add_argument("--spaced", type=int, help="commits 6 s apart (default 8; --quick 3)")
+    ap.add_argument("--steady-rate", type=float, default=10.0, help="commits/s of the steady scenario (terminal)")
+    ap.add_argument("--steady-seconds", type=float, help="seconds of the steady scenario (default 30; --quick 10)")
     ap.add_argument("--idle", type=float, help="seconds of idle CPU measurement (default 20; --quick 10)")
     ap.add_argument("--part", action="append", choices=("headless", "terminal", "poll", "datatable"),
                     help="run only these parts (repeatable; default: all)")
@@ -538,6 +597,7 @@ def main() -> None:
     a.isolated = a.isolated or (6 if q else 20)
     a.spaced = a.spaced or (3 if q else 8)
     a.idle = a.idle or (10.0 if q else 20.0)
+    a.steady_seconds = a.steady_seconds or (10.0 if q else 30.0)
     parts = a.part or ["headless", "terminal", "poll", "datatable"]
     work = Path(tempfile.mkdtemp(prefix="warden-bench-"))
     result: dict = {"nodes": a.nodes, "events": a.events, "rate": a.rate, "load_seconds": a.seconds,

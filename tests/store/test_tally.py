@@ -215,6 +215,41 @@ def test_rows_follow_without_reading_a_task_whole_per_change(tmp_path):
         assert tally.node_reads == 29  # the node each claim + commit named (the first pair: read whole)
 
 
+@pytest.mark.parametrize("beats", [1, 7, 40])
+def test_heartbeats_and_notes_move_the_row_without_reading_nodes(tmp_path, beats):
+    """A heartbeat or a note changes the task's row (tokens, last beat) but no node's status or
+    attempts: the row is read again, no node is (a fleet's heartbeats are most of its writes)."""
+    clock = ManualClock(T0)
+    path = str(tmp_path / "l.db")
+    with Ledger.open(path, clock=clock) as led:
+        led.create_task("t", budget=Budget(tokens=10**6))
+        led.add_nodes("t", [NodeSpec(key=f"n{i}") for i in range(5)])
+        tally = TaskTally()
+        tally.start(led.tasks())
+        cursor = led.last_event_id()
+        c = led.claim("t", "w")
+        events = led.events(cursor)
+        tally.apply(led, events)
+        cursor = events[-1].id
+        reads = tally.node_reads, tally.whole_reads
+        for i in range(beats):
+            clock.advance(1)
+            led.heartbeat(c, tokens=10, observation=f"step {i}")
+            if i % 3 == 0:
+                led.note(c, f"note {i}")
+        events = led.events(cursor)
+        [view] = tally.apply(led, events)
+        assert (tally.node_reads, tally.whole_reads) == reads
+        want = led.task("t")
+        assert view.counts == want.counts and view.claim_count == want.claim_count
+        assert view.tokens_used == want.tokens_used == 10 * beats
+        cursor = events[-1].id
+        led.commit(c)  # and the next change that moves a node still reads it
+        events = led.events(cursor)
+        [view] = tally.apply(led, events)
+        assert tally.node_reads == reads[0] + 1 and view.counts == led.task("t").counts
+
+
 def test_an_unknown_event_kind_reads_its_task_whole(tmp_path):
     """A kind this module does not know may change nodes without naming them: the task is read whole."""
     from store import sql
