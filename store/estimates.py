@@ -33,6 +33,7 @@ from .durations import (  # noqa: F401  (re-exported: the estimator's public nam
     DurationHistory,
     EstimateParams,
     KindModel,
+    Z80,
     TaskLevel,
     convolve,
     lognormal_grid,
@@ -40,6 +41,7 @@ from .durations import (  # noqa: F401  (re-exported: the estimator's public nam
     prior_model,
     quantile,
 )
+from . import mixture
 from .ledger import evidence
 from .ledger.core import LedgerCore
 from .montecarlo import NodeDist, Plan, approximate_makespan, dominant, simulate_makespans  # noqa: F401
@@ -136,7 +138,14 @@ def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
         lambda: convolve([o * scale for o in model.offsets], math.sqrt(loc_var)))
     values = tuple(math.exp(mu + o) for o in offsets)
     rho = loc_var / (loc_var + within ** 2) if loc_var > 0 else 0.0
-    return NodeDist(values, model.samples, label, source, kind, rho, tuple(why))
+    shares: tuple[float, ...] = ()
+    shift = 0.0
+    lumpy = 0
+    if source == "history" and model.parts:
+        shares = tuple(w for w, _, _ in model.parts)
+        shift = mixture.weight_se(model.parts, model.n_eff)
+        lumpy = mixture.lumpy_runs(model.parts)
+    return NodeDist(values, model.samples, label, source, kind, rho, tuple(why), shares, shift, lumpy)
 
 
 def _task_confirms(kind: str, label: str, why: list[str], level: TaskLevel,
@@ -260,7 +269,39 @@ def task_estimate(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | Non
     top = dominant(plan, keys)
     extra = [f"{workers} worker{'s' if workers != 1 else ''}"] + ([f"weighs most: {', '.join(top)}"] if top else [])
     samples, label, why = summarise(plan.dists, extra)
-    return Estimate(quantile(spans, 0.5), quantile(spans, 0.8), samples, label, why)
+    p80 = quantile(spans, 0.8)
+    if label == "high" and p80 is not None:
+        lumpy = _lump_edge(plan, workers, trials, p80, params)
+        if lumpy is not None:
+            label, why = "medium", (lumpy,) + why
+    return Estimate(quantile(spans, 0.5), p80, samples, label, why)
+
+
+def _lump_edge(plan: Plan, workers: int, trials: int, p80: float, params: EstimateParams) -> str | None:
+    """Why a ``high`` figure must not be given (or None): so few fresh runs of a clustered kind are
+    left that their sum is lumps (``mixture.lumpy_runs``), and the P80 would hold less than
+    ``high_coverage`` if the kind's long runs were ``LUMP_SE`` standard errors more common than its
+    history says — the P80 sits on a lump's edge, and the history cannot say which side of it
+    (docs/estimates.md, "Kinds whose runs fall in clusters")."""
+    left: dict[str, int] = {}
+    running = set(plan.running)
+    for i, d in enumerate(plan.dists):
+        if d.shares and i not in running and d.group is not None:
+            left[d.group] = left.get(d.group, 0) + 1
+    lumpy = {d.group for i, d in enumerate(plan.dists)
+             if d.group in left and i not in running and 0 < left[d.group] <= d.lumpy}
+    if not lumpy:
+        return None
+    moved = [NodeDist(mixture.shifted(d.values, d.shares, mixture.LUMP_SE * d.shift), d.samples, d.label, d.source,
+                      d.group, d.rho, d.why) if d.group in lumpy and i not in running else d
+             for i, d in enumerate(plan.dists)]
+    spans = simulate_makespans(Plan(moved, plan.running, plan.deps, plan.dependents), workers, trials, params.seed)
+    held = sum(1 for s in spans if s <= p80) / len(spans)
+    if held >= params.high_coverage:
+        return None
+    kinds = ", ".join(sorted(f"{left[g]} {g}" for g in lumpy))
+    return (f"runs left ({kinds}) fall in clusters: this P80 holds {100 * held:.0f} % if the long ones are "
+            f"{mixture.LUMP_SE:g} standard errors more common")
 
 
 def _approx_from_nodes(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | None], workers: int) -> Estimate:
@@ -423,6 +464,17 @@ def _lean(r: evidence.LeanNode, deps: tuple[str, ...] = ()) -> tuple[NodeState, 
 
 def kind_p80(history: DurationHistory, kind: str, est_wall_s: float | None = None,
              params: EstimateParams = DEFAULT_PARAMS) -> tuple[float | None, int]:
-    """(P80 of a fresh run of this kind, its sample count): what ``overdue`` compares with."""
+    """(P80 of a fresh run of this kind, its sample count): what ``overdue`` compares with. For a
+    kind whose runs fall in clusters, at least the P80 of its longest cluster: a run as long as
+    its usual long runs is not overdue, however many short ones there are (a fixer kind of 1 s
+    and 11 s runs once warned every 11 s run at 3 s)."""
     d = base_dist(kind, est_wall_s, history, params)
-    return (quantile(d.values, 0.8) if d is not None else None), history.count(kind)
+    p80 = quantile(d.values, 0.8) if d is not None else None
+    if p80 is not None and history.count(kind):
+        model = history.model(kind)
+        if model.parts:
+            _, mean, var = model.parts[-1]
+            if mean > 0:
+                s2 = math.log1p(var / (mean * mean))
+                p80 = max(p80, mean * math.exp(-s2 / 2 + Z80 * math.sqrt(s2)))
+    return p80, history.count(kind)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Iterable, Sequence
 
+from . import mixture
 from .points import Z80, convolve, lognormal_grid, mixture_points, quantile, weighted_quantile  # noqa: F401
 
 LABELS = ("none", "low", "medium", "high")
@@ -128,6 +129,8 @@ class KindModel:
     pos_centre: float = 0.0  # … around this position, …
     pos_lo: float = 0.0  # … between these positions (seen in the samples): never extrapolated past
     pos_hi: float = 0.0  # them (a slope from 14 nodes once made a node at position 99,999 overflow)
+    cuts: tuple[float, ...] = ()  # log thresholds between the clusters its durations fall in (``()``: one) …
+    parts: tuple[mixture.Part, ...] = ()  # … and each cluster's (weight, mean duration, variance), recency-weighted
 
     @property
     def coverage(self) -> float | None:
@@ -199,6 +202,7 @@ def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = D
     # the within-kind shape: weighted residuals (kernel-smoothed) + the fitted and the prior normal
     weights = [lam ** (n - 1 - i) for i in range(n)]
     keep = max(0, n - 4 * int(params.recency_half_life) - 40)  # older weights are below 2^-4: dropped
+    cuts = mixture.find_cuts(logs[keep:], weights[keep:])  # clusters (a kind that is 10 s or 60 s)
     if n >= 3:
         w_all = sum(weights[keep:])
         h = params.kernel_factor * _kernel(logs[keep:], weights[keep:], m, sigma)
@@ -231,9 +235,17 @@ def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = D
     tau2, sigma_w = _between_tasks(logs, tasks, sigma, params)
     b = params.block_size
     blocks = block_hits = 0
-    for i in range(first, n - b + 1):
+    # a clustered kind's sums are lumps, and whether a window of them held swings with each lump:
+    # its sums are replayed over the newest group_window samples (three times the windows)
+    first_b = max(params.min_prefix, n - params.group_window) if cuts else first
+    mixes = _mixture_replay(logs, lam, cuts, first_b) if cuts else {}
+    for i in range(first_b, n - b + 1, 2 if cuts else 1):  # (every second window: half the time, the same lumps)
         blocks += 1
-        block_hits += cum[i + b] - cum[i] <= _sum_p80(_at(prefix, i), b, tau2, moments[i])
+        if cuts:  # a clustered kind's sums are lumps: the mixture quantile (store/mixture.py)
+            mix, ne_i = mixes[i]
+            block_hits += mixture.sum_cdf(mix, b, cum[i + b] - cum[i], ne_i, tau2) <= 0.8  # within its P80
+        else:
+            block_hits += cum[i + b] - cum[i] <= _sum_p80(_at(prefix, i), b, tau2, moments[i])
     drift = 0.0
     recent = resid[-params.drift_window:]
     if len(recent) >= max(4, params.drift_window // 2):
@@ -255,8 +267,37 @@ def kind_model(kind: str, durations: Sequence[float], params: EstimateParams = D
             m = now_level
             loc_var += drift ** 2
     label = _label(n, len(resid), hits, blocks, block_hits, drift, params)
+    parts = mixture.parts(logs[keep:], weights[keep:], cuts) if cuts else ()
     return KindModel(kind, n, ne, m, sigma, loc_var, offsets, len(resid), hits, drift, label, blocks, block_hits,
-                     tau2, sigma_w, slope, centre, lo, hi)
+                     tau2, sigma_w, slope, centre, lo, hi, cuts, parts)
+
+
+def _mixture_replay(logs: Sequence[float], lam: float, cuts: Sequence[float],
+                    first: int) -> dict[int, tuple[tuple[mixture.Part, ...], float]]:
+    """For i ≥ ``first``: each cluster's recency-weighted (weight, mean, variance) of the durations
+    before i, and their effective count — what a replayed sum of a clustered kind is checked against."""
+    k = len(cuts) + 1
+    s0 = [0.0] * k
+    s1 = [0.0] * k
+    s2 = [0.0] * k
+    tot = sq = 0.0
+    out: dict[int, tuple[tuple[mixture.Part, ...], float]] = {}
+    lam2 = lam * lam
+    for i, x in enumerate(logs):
+        if i >= first:
+            out[i] = (mixture.from_sums(s0, s1, s2), tot * tot / sq if sq else 0.0)
+        for j in range(k):
+            s0[j] *= lam
+            s1[j] *= lam
+            s2[j] *= lam
+        c = mixture.cluster_of(x, cuts)
+        d = math.exp(x)
+        s0[c] += 1.0
+        s1[c] += d
+        s2[c] += d * d
+        tot = tot * lam + 1.0
+        sq = sq * lam2 + 1.0
+    return out
 
 
 def _position_trend(logs: Sequence[float], positions: Sequence[int | None] | None,

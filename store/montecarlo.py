@@ -32,6 +32,9 @@ class NodeDist:
     group: str | None = None  # nodes of one group share their location uncertainty …
     rho: float = 0.0  # … with this correlation (log scale)
     why: tuple[str, ...] = ()
+    shares: tuple[float, ...] = ()  # a fresh run of a clustered kind: each cluster's share of the points, …
+    shift: float = 0.0  # … the standard error of the longest one's, …
+    lumpy: int = 0  # … and up to how many of its runs a sum is lumps (store/mixture.py)
 
     def moments(self) -> tuple[float, float]:
         """Mean and variance of a draw."""

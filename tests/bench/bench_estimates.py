@@ -21,6 +21,8 @@
    ``tests/support/reports.py`` and ``rhythm.py`` (issue 25: action/result reports, reworded
    loops, progress in numbers, long cycles, heartbeat rhythms, parks during a wait) and
    ``tests/support/durations.py`` with more trials than CI runs — the tables in docs/estimates.md.
+   ``--parts expected --only bimodal``: the duration checks replayed without a ledger, each with
+   its chance of holding beside whether it held (a late figure rests on a few draws).
 
     python tests/bench/bench_estimates.py --skip-cost --skip-sim --observe --workloads
 """
@@ -256,7 +258,35 @@ def bench_workloads(stall_trials: int, duration_trials: int, seed: int,
         out["rhythms"] = _rhythms(RH, stall_trials, seed)
     if "durations" in parts:
         out["durations"] = _durations(D, duration_trials, seed, only)
+    if "expected" in parts:
+        out["expected"] = _expected(D, duration_trials, seed, only)
     return out
+
+
+def _expected(durations: Any, trials: int, seed: int, only: str = "") -> dict:
+    """The duration workloads' checks without a ledger, each with its chance of holding (over 200
+    fresh draws of its pending nodes) beside whether it held: `label held % / chance % (checks)`."""
+    cells: dict = {}
+    print("\n| workload | " + " | ".join(f"{int(s * 100)} %" for s in durations.STAGES) + " |")
+    print("|---|" + "---|" * len(durations.STAGES))
+    for name, make in durations.WORKLOADS.items():
+        if only and only not in name:
+            continue
+        checks = durations.expected_coverage(make, trials=trials, seed=seed)
+        row = []
+        for st in durations.STAGES:
+            by: dict = {}
+            for c in checks:
+                if c["stage"] == st:
+                    got = by.setdefault(c["label"], [0, 0, 0.0])
+                    got[0] += 1
+                    got[1] += c["held"]
+                    got[2] += c["chance"]
+            cells[f"{name} @ {st}"] = by
+            row.append(" ".join(f"{lab} {100 * h // n} % / {100 * ch / n:.0f} % ({n})" for lab, (n, h, ch) in
+                                sorted(by.items(), key=lambda kv: ("none", "low", "medium", "high").index(kv[0]))))
+        print(f"| {name} | " + " | ".join(row) + " |", flush=True)
+    return cells
 
 
 def _rhythms(rhythm: Any, trials: int, seed: int) -> dict:
@@ -283,8 +313,8 @@ def _rhythms(rhythm: Any, trials: int, seed: int) -> dict:
 
 def _durations(durations: Any, trials: int, seed: int, only: str = "") -> dict:
     cells: dict = {}
-    print("\n| workload | " + " | ".join(f"{int(s * 100)} %" for s in durations.STAGES) + " |")
-    print("|---|" + "---|" * len(durations.STAGES))
+    print("\n| workload | " + " | ".join(f"{int(s * 100)} %" for s in durations.STAGES) + " | medium/high (held); high (held) |")
+    print("|---|" + "---|" * (len(durations.STAGES) + 1))
     for name, make in durations.WORKLOADS.items():
         if only and only not in name:
             continue
@@ -301,7 +331,12 @@ def _durations(durations: Any, trials: int, seed: int, only: str = "") -> dict:
             cells[f"{name} @ {st}"] = by
             row.append(" ".join(f"{lab} {100 * h // n} % ({n})" for lab, (n, h) in
                                 sorted(by.items(), key=lambda kv: ("none", "low", "medium", "high").index(kv[0]))))
-        print(f"| {name} | " + " | ".join(row) + " |", flush=True)
+        sure = [c for c in rep2.checks if c["p80_s"] is not None and c["label"] in ("medium", "high")]
+        high = [c for c in sure if c["label"] == "high"]
+        held = lambda xs: f"{100 * sum(c['actual_s'] <= c['p80_s'] for c in xs) // len(xs)} %" if xs else "–"  # noqa: E731
+        print(f"| {name} | " + " | ".join(row) + f" | {len(sure)}/{len(rep2.checks)} held {held(sure)};"
+              f" high {len(high)} held {held(high)} |", flush=True)
+        cells[f"{name} @ committed"] = {"checks": len(rep2.checks), "medium_high": len(sure), "high": len(high)}
     return cells
 
 
@@ -315,7 +350,9 @@ def main() -> None:
     ap.add_argument("--observe", action="store_true", help="the write lock of a huge observation")
     ap.add_argument("--workloads", action="store_true", help="the evaluation families (docs/estimates.md)")
     ap.add_argument("--parts", default="stalls,reports,rhythms,durations",
-                    help="which --workloads families: stalls (issue 15), reports and rhythms (issue 25), durations")
+                    help="which --workloads families: stalls (issue 15), reports and rhythms (issue 25), durations; "
+                         "also 'expected' (not by default): the duration checks without a ledger, with each one's "
+                         "chance of holding")
     ap.add_argument("--only", default="", help="--workloads: only the duration workloads whose name contains this")
     ap.add_argument("--stall-trials", type=int, default=20)
     ap.add_argument("--duration-trials", type=int, default=40)

@@ -7,7 +7,7 @@ each stage, ``estimates.estimate_task`` — what ``warden status`` shows — is 
 completes each record learns the time that was actually left.
 
 The family is deliberately broader than what the estimator was tuned on: log-normal spreads
-σ 0.3-1.5, bimodal and heavy-tailed kinds, drift within a task and across tasks, cold starts with
+σ 0.3-1.5, bimodal and heavy-tailed kinds, a fresh mixture of 2-3 clusters every trial, drift within a task and across tasks, cold starts with
 0/1/3 samples with and without ``est_wall_s``, ``est_wall_s`` off by σ 0.5 per node or per kind,
 chains, layered graphs and wide fans on 1-4 workers, several kinds at once.
 
@@ -40,6 +40,7 @@ class Trial:
     nodes: list[tuple[str, str, tuple[str, ...], float | None, float]]
     workers: int
     history: list[tuple[str, float]] = field(default_factory=list)
+    redraw: Callable[[random.Random], list[float]] | None = None  # fresh durations of the nodes (same shapes)
 
 
 Maker = Callable[[random.Random, int], Trial]
@@ -52,6 +53,18 @@ def lognormal(median: float, sigma: float) -> Callable[[random.Random], float]:
 
 def bimodal(a: float, b: float, p_a: float = 0.6, sigma: float = 0.3) -> Callable[[random.Random], float]:
     return lambda rng: rng.lognormvariate(math.log(a if rng.random() < p_a else b), sigma)
+
+
+def clusters(medians: tuple[float, ...], weights: tuple[float, ...], sigma: float = 0.25) -> Callable[[random.Random], float]:
+    """Runs from one of several clusters (log-normal each, its median and weight)."""
+    cum = [sum(weights[: i + 1]) / sum(weights) for i in range(len(weights))]
+
+    def draw(rng: random.Random) -> float:
+        u = rng.random()
+        i = next((j for j, c in enumerate(cum) if u < c), len(cum) - 1)
+        return rng.lognormvariate(math.log(medians[i]), sigma)
+
+    return draw
 
 
 def pareto(scale: float, alpha: float) -> Callable[[random.Random], float]:
@@ -106,20 +119,54 @@ def _simple(shape: Callable[[random.Random], float], *, n: int = 40, workers: in
             dd = fan(n)
         kind_err = [math.exp(rng.gauss(0, est_sigma)) for _ in range(kinds)]
         factor = task_factor if isinstance(task_factor, (int, float)) else rng.uniform(*task_factor)
-        nodes = []
-        for i in range(n):
-            j = i % kinds
-            d = shape(rng) * scale[j] * across * factor
+        def duration(r: random.Random, i: int) -> float:
+            d = shape(r) * scale[i % kinds] * across * factor
             if drift is not None:
                 a, b = drift
                 d *= a + (b - a) * i / max(1, n - 1)
+            return d
+
+        nodes = []
+        for i in range(n):
+            j = i % kinds
+            d = duration(rng, i)
             e = None
             if est == "node":
                 e = round(median * scale[j] * across * math.exp(rng.gauss(0, est_sigma)), 3)
             elif est == "kind":
                 e = round(median * scale[j] * across * kind_err[j], 3)
             nodes.append((f"n{i}", names[j], dd[i], e, d))
-        return Trial(nodes, w, hist)
+        return Trial(nodes, w, hist, lambda r: [duration(r, i) for i in range(n)])
+
+    return make
+
+
+def _mixtures(*, three: bool = False, history: tuple[int, int] = (60, 400), ratio: tuple[float, float] = (3.0, 20.0),
+              long_weight: tuple[float, float] = (0.2, 0.5)) -> Maker:
+    """Held-out style: every trial a kind of its own, drawn afresh — 2 clusters (or 3) whose
+    medians are ``ratio`` apart (log-uniform), the long cluster's weight in ``long_weight`` (20/80 to
+    50/50), spread σ 0.15-0.35, a first median of 3-60 s, a history of ``history`` runs, a task of
+    20-50 nodes as a chain or layered on 1-3 workers."""
+
+    def make(rng: random.Random, t: int) -> Trial:
+        base = math.exp(rng.uniform(math.log(3), math.log(60)))
+        r = math.exp(rng.uniform(math.log(ratio[0]), math.log(ratio[1])))
+        w_long = rng.uniform(*long_weight)
+        if three:
+            mid = math.sqrt(r) * math.exp(rng.uniform(-0.2, 0.2))
+            w_mid = rng.uniform(0.2, 0.4)
+            medians: tuple[float, ...] = (base, base * mid, base * r)
+            weights: tuple[float, ...] = (1 - w_long - w_mid, w_mid, w_long) if w_long + w_mid < 0.85 else (0.4, 0.3, 0.3)
+        else:
+            medians, weights = (base, base * r), (1 - w_long, w_long)
+        shape = clusters(medians, weights, rng.uniform(0.15, 0.35))
+        kind = f"mix{t}"
+        hist = [(kind, shape(rng)) for _ in range(rng.randint(*history))]
+        n = rng.choice((20, 30, 40, 50))
+        w = rng.randint(1, 3)
+        dd = chain(n) if w == 1 or rng.random() < 0.5 else layered(rng, n, w)
+        return Trial([(f"n{i}", kind, dd[i], None, shape(rng)) for i in range(n)], w, hist,
+                     lambda r: [shape(r) for _ in range(n)])
 
     return make
 
@@ -152,6 +199,10 @@ WORKLOADS: dict[str, Maker] = {
     "rich bimodal history (10 s / 60 s, even)": _simple(bimodal(10, 60, p_a=0.5, sigma=0.2), history=400),
     "rich bimodal history (30 s / 300 s, σ0.5)": _simple(bimodal(30, 300, p_a=0.7, sigma=0.5), history=250,
                                                         workers=3, deps="layered", n=50),
+    # issue 25, held-out style: a fresh mixture every trial (store/mixture.py's clusters)
+    "mixtures: 2 clusters 3-20×, 20/80-50/50, 60-400 runs": _mixtures(),
+    "mixtures: 3 clusters, 60-400 runs": _mixtures(three=True),
+    "mixtures: 2 clusters, short history (20-60 runs)": _mixtures(history=(20, 60)),
     # cold starts
     "cold: 0 samples, no est": _simple(lognormal(60, 0.7), history=0),
     "cold: 1 sample": _simple(lognormal(60, 0.7), history=1),
@@ -243,3 +294,87 @@ def _run_trial(ledger: Ledger, clock: ManualClock, trial: Trial, tid: str, stage
     for c in checks:
         c["actual_s"] = clock() - c["at"]
         rep.checks.append(c)
+
+
+# ---------------------------------------------------------------------- expected coverage (no ledger)
+def _makespan(trial: Trial, dur: dict[str, float], done: set[str], running: dict[str, float], t0: float) -> float:
+    """The time from ``t0`` until the task ends: running nodes end when ``running`` says, pending
+    ones are list-scheduled in position order on the trial's workers (what ``claim`` does)."""
+    deps = {k: d for k, _, d, _, _ in trial.nodes}
+    fin = set(done)
+    events = [(end, k) for k, end in running.items()]
+    heapq.heapify(events)
+    pending = [k for k, *_ in trial.nodes if k not in done and k not in running]
+    free = trial.workers - len(running)
+    t = t0
+    while True:
+        for k in [k for k in pending if all(x in fin for x in deps[k])][:max(free, 0)]:
+            pending.remove(k)
+            heapq.heappush(events, (t + dur[k], k))
+            free -= 1
+        if not events:
+            return t - t0
+        t, k = heapq.heappop(events)
+        fin.add(k)
+        free += 1
+
+
+def expected_coverage(make: Maker, *, trials: int, seed: int, draws: int = 200,
+                      stages: tuple[float, ...] = STAGES) -> list[dict[str, Any]]:
+    """The same trials as :func:`run_workload` (same random stream), without a ledger: the
+    estimator's pure functions on a ``DurationHistory`` fed as the ledger would be. Each check
+    records whether its P80 held (``held``) and its chance of holding (``chance``): the share of
+    ``draws`` fresh runs of its pending nodes (drawn by the workload itself) whose remaining time
+    stayed within it — a late figure of a clustered kind rests on a few draws, so whether it held
+    says little about that chance."""
+    from store.estimates import NodeState, dists_for, task_estimate
+
+    rng = random.Random(seed)
+    out = []
+    for t in range(trials):
+        trial = make(rng, t)
+        assert trial.redraw is not None, "the workload cannot draw its nodes afresh"
+        history = DurationHistory()
+        for i, (kind, d) in enumerate(trial.history):
+            history.add(kind, d, "history", i)
+        truth = {k: d for k, _, _, _, d in trial.nodes}
+        pos = {k: i for i, (k, *_) in enumerate(trial.nodes)}
+        kind_of = {k: kind for k, kind, *_ in trial.nodes}
+        deps = {k: dd for k, _, dd, _, _ in trial.nodes}
+        clock = 0.0
+        free = trial.workers
+        running: dict[str, tuple[float, float]] = {}  # key → (end, claimed at)
+        done: list[str] = []
+        todo = list(stages)
+        while True:
+            for k in [k for k, *_ in trial.nodes if k not in running and k not in done
+                      and all(x in done for x in deps[k])][:free]:
+                running[k] = (clock + truth[k], clock)
+                free -= 1
+            if not running:
+                break
+            k = min(running, key=lambda x: (running[x][0], pos[x]))
+            clock = running.pop(k)[0]
+            free += 1
+            history.add(kind_of[k], truth[k], "task", pos[k])
+            done.append(k)
+            while todo and len(done) / len(trial.nodes) >= todo[0] and len(done) < len(trial.nodes):
+                st = todo.pop(0)
+                nodes = [NodeState(key, kind, "succeeded" if key in done else "running" if key in running else "pending",
+                                   pos[key], dd, running[key][1] if key in running else None, None, None, est)
+                         for key, kind, dd, est, _ in trial.nodes]
+                e = task_estimate(nodes, dists_for(nodes, clock, history, task_id="task"), trial.workers)
+                if e.p80_s is None:
+                    continue
+                ends = {x: v[0] for x, v in running.items()}
+                held = _makespan(trial, truth, set(done), ends, clock) <= e.p80_s
+                fresh_rng = random.Random(seed * 7919 + t * 101 + int(st * 100))
+                hits = 0
+                for _ in range(draws):
+                    dur = dict(truth)
+                    for (key, *_), d in zip(trial.nodes, trial.redraw(fresh_rng)):  # the trial's own shapes
+                        if key not in done and key not in running:
+                            dur[key] = d
+                    hits += _makespan(trial, dur, set(done), ends, clock) <= e.p80_s
+                out.append({"stage": st, "label": e.confidence, "held": held, "chance": hits / draws})
+    return out
