@@ -58,6 +58,7 @@ class AnalysisRuns:
         self.busy = False  # one analysis run at a time
         self.analysed_once: set[str] = set()  # tasks with an estimate computed at least once
         self._next_full_at = 0.0  # monotonic: the next full run after changes, not sooner
+        self._full_asked = False  # a full run was asked for while another ran: the next tick runs it
         self._next_signals_at = 0.0  # monotonic: the next time-based signal run, not sooner
         self._window: tuple[object, frozenset[str]] = (None, frozenset())  # (model, keys) whose P80s were asked for
 
@@ -161,7 +162,7 @@ class AnalysisRuns:
         """A full run now (or as soon as the one under way ends): task figures, the graph's P80s
         around the screen, signals — for the open graph and the tasks events touched."""
         if self.busy:
-            self._next_full_at = 0.0
+            self._full_asked = True
             return
         dirty = self.app.follower.analysis_dirty
         small = [r.view.task_id for r in self.app.hub.tasks.rows
@@ -179,11 +180,13 @@ class AnalysisRuns:
         took = self.app.analyst.last_seconds.get(kind, 0.0)
         now = time.monotonic()
         if kind == "full":
-            if self._next_full_at != 0.0:  # 0.0: asked for again while it ran, so the next tick runs it
-                self._next_full_at = now + max(ANALYSIS_EVERY_S, took / ANALYSIS_SHARE)
+            self._next_full_at = now + max(ANALYSIS_EVERY_S, took / ANALYSIS_SHARE)
             self._next_signals_at = now + TIME_SIGNALS_EVERY_S
         elif kind == "signals":
             self._next_signals_at = now + max(TIME_SIGNALS_EVERY_S, took / TIME_SIGNALS_SHARE)
+        if self._full_asked:  # asked for while this one ran (the first load, a graph loaded): now
+            self._full_asked = False
+            self._next_full_at = 0.0
 
 
 __all__ = ["ANALYSIS_EVERY_S", "ANALYSIS_SHARE", "AnalysisHost", "AnalysisRuns", "TIME_SIGNALS_EVERY_S",
