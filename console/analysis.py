@@ -40,6 +40,12 @@ from .messages import AnalysisReady
 
 HISTORY_TTL_S = 60.0  # the duration history is re-read at least this often while in use
 PARTS = frozenset({"eta", "nodes", "signals"})
+# A full run's task figures beyond the tasks on screen: computed while the run is under this long,
+# the rest left for the next run (oldest figure first; console/analysis_runs.py). In a fleet of
+# thousands of active tasks every task is touched between runs, and a Monte Carlo each made a run
+# last a minute — so its signals (alarms) waited that long too, and the spacing rule (a run at most
+# every 10 × its duration) would put ten minutes between them.
+ETA_BUDGET_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -236,9 +242,12 @@ class Analyst:
         return self._history
 
     def run(self, now: float, graph: GraphRequest | None, task_ids: Sequence[str], *,
-            parts: frozenset[str] = PARTS, kind: str = "full") -> AnalysisReady:
+            parts: frozenset[str] = PARTS, kind: str = "full", must_eta: int | None = None) -> AnalysisReady:
         """The parts asked for (``eta``: task figures, ``nodes``: the window's node figures,
-        ``signals``) for the open graph and the tasks ``task_ids``."""
+        ``signals``) for the open graph and the tasks ``task_ids``. With ``must_eta``, the task
+        figures (a Monte Carlo each: most of a run's cost) of the tasks after the first ``must_eta``
+        are computed only while the run is under ``ETA_BUDGET_S``; the others come back without
+        one (None: what is shown stays) — their signals are always computed."""
         with self.lock:
             t0 = time.monotonic()
             # No cyclic collection during the run: its reads make tens of thousands of short-lived
@@ -247,7 +256,7 @@ class Analyst:
             collecting = gc.isenabled()
             gc.disable()
             try:
-                return self._run(now, graph, task_ids, parts)
+                return self._run(now, graph, task_ids, parts, must_eta)
             finally:
                 if collecting:
                     gc.enable()
@@ -256,7 +265,8 @@ class Analyst:
                 self.last_seconds[kind] = time.monotonic() - t0
 
     def _run(self, now: float, graph: GraphRequest | None, task_ids: Sequence[str],
-             parts: frozenset[str]) -> AnalysisReady:
+             parts: frozenset[str], must_eta: int | None = None) -> AnalysisReady:
+        t0 = time.monotonic()
         history = self.history()
         tasks: dict[str, tuple[Any, Any]] = {}
         graph_result = None
@@ -289,10 +299,10 @@ class Analyst:
                 sigs = [signal_json(s) for s in graph_signals(ledger, req, history, now)]
             return eta, node_etas, sigs
 
-        def task_analysis(ledger: Any, tid: str) -> tuple[Any, list | None]:
+        def task_analysis(ledger: Any, tid: str, want_eta: bool) -> tuple[Any, list | None]:
             held = self.rows(tid)
             task = current(held, now) if held is not None else ledger.task(tid)
-            eta = estimates.estimate_task(ledger, task, history=history, now=now).to_json() if "eta" in parts else None
+            eta = estimates.estimate_task(ledger, task, history=history, now=now).to_json() if want_eta else None
             sigs = ([signal_json(s) for s in signals.signals_for_task(ledger, task, history=history, now=now)]
                     if "signals" in parts else None)
             return eta, sigs
@@ -302,12 +312,13 @@ class Analyst:
             graph_result = (graph.task.task_id, eta, node_etas, sigs)
             if parts != {"nodes"}:
                 tasks[graph.task.task_id] = (eta, sigs)
-        for tid in task_ids:
+        for i, tid in enumerate(task_ids):
             if tid in tasks or parts == {"nodes"}:
                 continue
             _pause()  # between tasks
+            want_eta = "eta" in parts and (must_eta is None or i < must_eta or time.monotonic() - t0 < ETA_BUDGET_S)
             try:
-                tasks[tid] = self.feed.read(lambda ledger: task_analysis(ledger, tid))
+                tasks[tid] = self.feed.read(lambda ledger: task_analysis(ledger, tid, want_eta))
             except NotFound:
                 continue
         return AnalysisReady(tasks, graph_result, parts=parts)

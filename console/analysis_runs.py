@@ -47,7 +47,7 @@ class AnalysisHost(Protocol):
     def set_timer(self, delay: float, callback: Callable[[], object]) -> object: ...
     def call_after_refresh(self, callback: Callable[[], object]) -> bool: ...
     def start_analysis(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str],
-                       kind: str) -> object: ...
+                       kind: str, must_eta: int | None = None) -> object: ...
 
 
 class AnalysisRuns:
@@ -57,6 +57,7 @@ class AnalysisRuns:
         self.app = app
         self.busy = False  # one analysis run at a time
         self.analysed_once: set[str] = set()  # tasks with an estimate computed at least once
+        self.eta_at: dict[str, float] = {}  # monotonic: when each task's figure was last computed
         self._next_full_at = 0.0  # monotonic: the next full run after changes, not sooner
         self._full_asked = False  # a full run was asked for while another ran: the next tick runs it
         self._next_signals_at = 0.0  # monotonic: the next time-based signal run, not sooner
@@ -168,11 +169,29 @@ class AnalysisRuns:
         small = [r.view.task_id for r in self.app.hub.tasks.rows
                  if r.view.task_id in dirty or r.view.task_id not in self.analysed_once]
         dirty.clear()
-        self._start(self._graph_request(), small, frozenset({"eta", "nodes", "signals"}), "full")
+        # The tasks on screen get their figures every run; the others as the run's budget allows
+        # (console.analysis.ETA_BUDGET_S), the oldest figure first, so that none waits for ever.
+        on_screen: set[str] = set()
+        for s in self.app.hub.shown():
+            on_screen.update(s.tasks_on_screen())
+        first = [t for t in small if t in on_screen]
+        rest = sorted((t for t in small if t not in on_screen), key=lambda t: self.eta_at.get(t, float("-inf")))
+        self._start(self._graph_request(), first + rest, frozenset({"eta", "nodes", "signals"}), "full",
+                    must_eta=len(first))
 
-    def _start(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str) -> None:
+    def took(self, task_id: str, eta: bool) -> None:
+        """A full run's result for ``task_id``: with its figure (``eta``), or without one — the
+        run's budget was spent — so that the next full run computes it."""
+        if eta:
+            self.analysed_once.add(task_id)
+            self.eta_at[task_id] = time.monotonic()
+        else:
+            self.app.follower.analysis_dirty.add(task_id)
+
+    def _start(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str,
+               must_eta: int | None = None) -> None:
         self.busy = True
-        self.app.start_analysis(req, task_ids, parts, kind)
+        self.app.start_analysis(req, task_ids, parts, kind, must_eta)
 
     def done(self, kind: str) -> None:
         """A run ended: space the next ones by what this one cost."""

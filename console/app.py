@@ -239,14 +239,16 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
     # ------------------------------------------------------------------ estimates and signals
     # A description, so that Textual does not repr() the arguments (a request held thousands of
     # rows: 17 ms of the UI thread and megabytes of garbage per run, bench_console.py under cProfile)
-    def start_analysis(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str) -> None:
-        self._analyse(req, task_ids, parts, kind)
+    def start_analysis(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str,
+                       must_eta: int | None = None) -> None:
+        self._analyse(req, task_ids, parts, kind, must_eta)
 
     @work(thread=True, exit_on_error=False, group="analysis", description="estimates and signals")
-    def _analyse(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str) -> None:
+    def _analyse(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str,
+                 must_eta: int | None) -> None:
         """Estimates and signals (console/analysis.py) off the UI thread."""
         try:
-            msg = self.analyst.run(self.now(), req, task_ids, parts=parts, kind=kind)
+            msg = self.analyst.run(self.now(), req, task_ids, parts=parts, kind=kind, must_eta=must_eta)
         except BaseException:
             try:
                 self.call_from_thread(self.analysis.done, kind)
@@ -265,10 +267,10 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
             if i is None:
                 continue
             row = model.rows[i]
+            if "eta" in msg.parts:
+                self.analysis.took(tid, eta is not None)
             if eta is None:
                 eta = row.eta
-            else:
-                self.analysis.analysed_once.add(tid)
             results.append((tid, eta, row.signals if sigs is None else sigs))
         paint = model.set_analyses(results)
         if paint.changed or paint.reshaped:

@@ -5,6 +5,7 @@ the clock is the module's ``time.monotonic``, replaced."""
 
 from __future__ import annotations
 
+import time
 import types
 
 import pytest
@@ -16,16 +17,19 @@ EPS = 1e-6
 
 
 class App:
-    """What AnalysisRuns needs of the app: a task list showing tasks a and b, no graph open."""
+    """What AnalysisRuns needs of the app: a task list showing tasks a and b (``extra`` more tasks
+    off screen), no graph open."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra: int = 0) -> None:
         self.started: list[tuple[str, list[str]]] = []
         self.analyst = types.SimpleNamespace(last_seconds={}, graph=types.SimpleNamespace(
             drop=lambda: None, follows=lambda task_id: False))
-        rows = [types.SimpleNamespace(view=types.SimpleNamespace(task_id=t, status="active")) for t in ("a", "b")]
-        screen = types.SimpleNamespace(graph_on_screen=lambda: None, tasks_on_screen=lambda: ["a", "b"])
+        ids = ("a", "b") + tuple(f"x{i}" for i in range(extra))
+        rows = [types.SimpleNamespace(view=types.SimpleNamespace(task_id=t, status="active")) for t in ids]
+        self.on_screen = ["a", "b"]
+        screen = types.SimpleNamespace(graph_on_screen=lambda: None, tasks_on_screen=lambda: list(self.on_screen))
         self.hub = types.SimpleNamespace(shown=lambda: [screen], tasks=types.SimpleNamespace(
-            rows=rows, index={"a": 0, "b": 1}))
+            rows=rows, index={t: i for i, t in enumerate(ids)}))
         self.follower = types.SimpleNamespace(analysis_dirty=set())
         self.analysis_enabled = True
         self.loaded = True
@@ -37,14 +41,15 @@ class App:
     def call_after_refresh(self, callback):
         return True
 
-    def start_analysis(self, req, task_ids, parts, kind):
+    def start_analysis(self, req, task_ids, parts, kind, must_eta=None):
         self.started.append((kind, list(task_ids)))
+        self.must_eta = must_eta
 
 
 class Runs:
-    def __init__(self, clock: list[float]) -> None:
+    def __init__(self, clock: list[float], extra: int = 0) -> None:
         self.clock = clock
-        self.app = App()
+        self.app = App(extra)
         self.runs = AnalysisRuns(self.app)
         self.started = self.app.started
 
@@ -113,3 +118,54 @@ def test_without_changes_only_time_signals_run_and_not_more_often_than_their_spa
     assert kinds[0] == "full" and set(kinds[1:]) == {"signals"}
     assert 2 <= kinds.count("signals") <= 3
     assert all(ids == ["a", "b"] for _, ids in host.started[1:])  # the tasks on screen
+
+
+def test_tasks_on_screen_come_first_then_the_oldest_figures_and_a_skipped_figure_comes_next_run(monkeypatch):
+    """In a fleet every task is touched between runs: a run computes the figures of the tasks on
+    screen, then of the others while its budget lasts, oldest figure first — none waits for ever."""
+    clock = [1000.0]
+    monkeypatch.setattr(analysis_runs.time, "monotonic", lambda: clock[0])
+    host = Runs(clock, extra=6)
+    rows = [r.view.task_id for r in host.app.hub.tasks.rows]
+    host.app.on_screen = ["x3", "a"]
+    host.runs.run_analysis()
+    order = host.started[-1][1]
+    assert order[:2] == ["a", "x3"] and host.app.must_eta == 2 and sorted(order) == sorted(rows)
+    # the run had budget for a, x3 and x0 only
+    for tid in order:
+        clock[0] += 0.01
+        host.runs.took(tid, eta=tid in ("a", "x3", "x0"))
+    host.runs.done("full")
+    assert host.app.follower.analysis_dirty == set(rows) - {"a", "x3", "x0"}
+    host.app.follower.analysis_dirty.update(rows)  # everything touched again
+    host.app.on_screen = ["a"]
+    host.tick(ANALYSIS_EVERY_S + 1)
+    order = host.started[-1][1]
+    assert order[0] == "a" and host.app.must_eta == 1
+    never = [t for t in order[1:] if t not in ("x3", "x0")]
+    assert never == ["b", "x1", "x2", "x4", "x5"]  # never computed: first, in list order
+    assert order[1:] == never + ["x3", "x0"]  # then the oldest figure first (x3 was computed before x0)
+
+
+def test_a_run_past_its_budget_leaves_figures_for_later_but_computes_every_signal(ledger_path, monkeypatch):
+    from console import analysis
+    from console.analysis import Analyst
+    from store import Ledger
+    from store.feed import Feed
+
+    monkeypatch.setattr(analysis, "ETA_BUDGET_S", 0.0)
+    with Ledger.open(ledger_path, create=False) as led:
+        ids = [t.task_id for t in led.tasks()]
+    assert len(ids) >= 3
+    feed = Feed(ledger_path, read_only=True)
+    try:
+        an = Analyst(feed)
+        now = time.time()
+        msg = an.run(now, None, ids, must_eta=1)
+        assert msg.tasks[ids[0]][0] is not None
+        assert [msg.tasks[t][0] for t in ids[1:]] == [None] * (len(ids) - 1)
+        assert all(msg.tasks[t][1] is not None for t in ids)
+        msg = an.run(now, None, ids)  # no budget asked for: every figure
+        assert all(msg.tasks[t][0] is not None for t in ids)
+    finally:
+        feed.close()
