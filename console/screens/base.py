@@ -16,7 +16,7 @@ from textual.widgets import Footer, Input
 from ..host import ConsoleHost, host_of
 from ..text import safe_line
 from ..typeahead import TypeAhead, mark, redirect_key
-from ..widgets import RowList, StatusBar
+from ..widgets import InfoLine, RowList, StatusBar
 
 
 class FilterInput(Input):
@@ -68,6 +68,16 @@ class WardenScreen(Screen[object]):
 
     def on_unmount(self) -> None:
         self.wapp.hub.forget(self)  # every subscription and watch this screen made
+
+    def on_screen_resume(self) -> None:
+        """Back on top: what the live widgets left undrawn while a full screen covered this one
+        (console/widgets/covered.py)."""
+        for lst in self.query(RowList):
+            lst.catch_up()
+        for line in self.query(InfoLine):
+            line.catch_up()
+        for bar in self.query(StatusBar):
+            bar.catch_up()
 
     def refresh_status(self) -> None:
         for bar in self.query(StatusBar):

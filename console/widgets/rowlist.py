@@ -26,6 +26,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from .covered import covered
+
 Cell = tuple[str, str]  # (safe text, style name: one of STYLE_NAMES or "")
 
 STYLE_NAMES = (
@@ -152,6 +154,7 @@ class RowList(ScrollView, can_focus=True):
         self._layout_width = -1
         self._styles: dict[str, Style] = {}
         self._count = 0
+        self._missed = False  # something changed while a full screen covered this one
 
     # ------------------------------------------------------------------ data changes
     def reset(self) -> None:
@@ -162,7 +165,21 @@ class RowList(ScrollView, can_focus=True):
         self.virtual_size = Size(self.size.width, self._count + 1)
         if self._count and self.cursor >= self._count:
             self.cursor = self._count - 1
-        self.refresh()
+        self._draw()
+
+    def _draw(self, *regions: Region) -> None:
+        """Refresh these regions (all of it: none), unless a full screen covers this one
+        (console/widgets/covered.py): then once it is back (:meth:`catch_up`)."""
+        if covered(self):
+            self._missed = True
+        else:
+            self.refresh(*regions)
+
+    def catch_up(self) -> None:
+        """The screen is on top again: draw what changed meanwhile."""
+        if self._missed:
+            self._missed = False
+            self.refresh()
 
     def grow(self) -> None:
         """Rows were appended (a graph streaming in): nothing on screen changed but the count."""
@@ -173,7 +190,7 @@ class RowList(ScrollView, can_focus=True):
         self.virtual_size = Size(self.size.width, self._count + 1)
         top = int(self.scroll_y)
         if old < top + self.size.height:  # some of the new rows are on screen
-            self.refresh()
+            self._draw()
 
     def rows_changed(self, indices: Sequence[int]) -> None:
         """These rows' data changed: drop their cached lines, repaint those on screen."""
@@ -198,7 +215,7 @@ class RowList(ScrollView, can_focus=True):
             if 1 <= y <= height:
                 regions.append(Region(0, y, width, 1))
         if regions:
-            self.refresh(*regions)  # one refresh for the lot (each call marks the widget dirty)
+            self._draw(*regions)  # one refresh for the lot (each call marks the widget dirty)
 
     def _key(self, index: int) -> Hashable:
         return self._row_key(index) if self._row_key is not None else index

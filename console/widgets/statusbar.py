@@ -19,6 +19,7 @@ from textual.widgets import Static
 from ..glyphs import MARKS
 from ..host import host_of
 from ..text import safe_line
+from .covered import covered
 
 
 RECONNECTED_SHOWN_S = 10.0
@@ -32,6 +33,12 @@ class StatusBar(Static):
     def __init__(self, title: str = "", **kwargs: Any) -> None:
         super().__init__("", markup=False, **kwargs)
         self.title = safe_line(title)
+        self._missed = False
+
+    def catch_up(self) -> None:
+        """Its screen is on top again: say what changed meanwhile."""
+        if self._missed:
+            self.update_from_app()
 
     def on_mount(self) -> None:
         hub = host_of(self).hub
@@ -42,6 +49,10 @@ class StatusBar(Static):
         host_of(self).hub.forget(self)
 
     def update_from_app(self) -> None:
+        if covered(self):  # drawn when its screen is back on top (console/widgets/covered.py)
+            self._missed = True
+            return
+        self._missed = False
         app = host_of(self)
         text = Text()
         text.append(" warden ", style="bold reverse")
@@ -83,11 +94,23 @@ class InfoLine(Static):
     def __init__(self, **kwargs) -> None:
         super().__init__("", markup=False, **kwargs)
         self._shown: object = None
+        self._missed = False
+        self._deferred: VisualType = ""
 
     def update(self, content: VisualType = "", *, layout: bool = False) -> None:
         """Its size never depends on the text, so no layout pass (a whole-screen reflow per
         change, otherwise); the same text again is not repainted at all."""
+        if covered(self):  # drawn when its screen is back on top (console/widgets/covered.py)
+            self._deferred = content.copy() if isinstance(content, Text) else content
+            self._missed = True
+            return
+        self._missed = False
         if content == self._shown:
             return
         self._shown = content.copy() if hasattr(content, "copy") else content
         super().update(content, layout=layout)
+
+    def catch_up(self) -> None:
+        """Its screen is on top again: show the last text it was given meanwhile."""
+        if self._missed:
+            self.update(self._deferred)
