@@ -413,7 +413,10 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
             out["console_exited"] = {"rc": term.proc.returncode, "screen": term.lines()}
             return out
         out["rss_mb_after_load"] = round(term.rss_mb(), 1)
-        time.sleep(15.0)  # idle: after the last change's analysis (spaced by its cost) has run
+        # idle: after the last change's analysis has run — a full run comes at most every 10 × its
+        # own duration (console/analysis_runs.py), a few seconds at 100k nodes, so the one that
+        # covers the load's last changes can start half a minute after them
+        time.sleep(a.idle_after)
         c0, w0 = term.cpu_seconds(), time.monotonic()
         time.sleep(a.idle)
         out["idle_cpu_pct"] = round((term.cpu_seconds() - c0) / (time.monotonic() - w0) * 100, 2)
@@ -578,6 +581,8 @@ def main() -> None:
     ap.add_argument("--spaced", type=int, help="commits 6 s apart (default 8; --quick 3)")
     ap.add_argument("--steady-rate", type=float, default=10.0, help="commits/s of the steady scenario (terminal)")
     ap.add_argument("--steady-seconds", type=float, help="seconds of the steady scenario (default 30; --quick 10)")
+    ap.add_argument("--idle-after", type=float, default=45.0,
+                    help="seconds between the load's end and the idle CPU measurement (default 45)")
     ap.add_argument("--idle", type=float, help="seconds of idle CPU measurement (default 20; --quick 10)")
     ap.add_argument("--part", action="append", choices=("headless", "terminal", "poll", "datatable"),
                     help="run only these parts (repeatable; default: all)")
