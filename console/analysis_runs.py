@@ -56,7 +56,6 @@ class AnalysisRuns:
     def __init__(self, app: AnalysisHost) -> None:
         self.app = app
         self.busy = False  # one analysis run at a time
-        self.analysed_once: set[str] = set()  # tasks with an estimate computed at least once
         self.eta_at: dict[str, float] = {}  # monotonic: when each task's figure was last computed
         self._next_full_at = 0.0  # monotonic: the next full run after changes, not sooner
         self._full_asked = False  # a full run was asked for while another ran: the next tick runs it
@@ -167,7 +166,7 @@ class AnalysisRuns:
             return
         dirty = self.app.follower.analysis_dirty
         small = [r.view.task_id for r in self.app.hub.tasks.rows
-                 if r.view.task_id in dirty or r.view.task_id not in self.analysed_once]
+                 if r.view.task_id in dirty or r.view.task_id not in self.eta_at]
         dirty.clear()
         # The tasks on screen get their figures every run; the others as the run's budget allows
         # (console.analysis.ETA_BUDGET_S), the oldest figure first, so that none waits for ever.
@@ -183,7 +182,6 @@ class AnalysisRuns:
         """A full run's result for ``task_id``: with its figure (``eta``), or without one — the
         run's budget was spent — so that the next full run computes it."""
         if eta:
-            self.analysed_once.add(task_id)
             self.eta_at[task_id] = time.monotonic()
         else:
             self.app.follower.analysis_dirty.add(task_id)

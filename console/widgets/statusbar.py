@@ -101,16 +101,22 @@ class InfoLine(Static):
         """Its size never depends on the text, so no layout pass (a whole-screen reflow per
         change, otherwise); the same text again is not repainted at all."""
         if covered(self):  # drawn when its screen is back on top (console/widgets/covered.py)
-            self._deferred = content.copy() if isinstance(content, Text) else content
+            self._deferred = _kept(content)
             self._missed = True
             return
         self._missed = False
         if content == self._shown:
             return
-        self._shown = content.copy() if hasattr(content, "copy") else content
+        self._shown = _kept(content)
         super().update(content, layout=layout)
 
     def catch_up(self) -> None:
         """Its screen is on top again: show the last text it was given meanwhile."""
         if self._missed:
             self.update(self._deferred)
+
+
+def _kept(content: VisualType) -> VisualType:
+    """What an InfoLine keeps of a text it was given: a copy of a Rich Text (the caller may change
+    it afterwards), anything else as is."""
+    return content.copy() if isinstance(content, Text) else content

@@ -57,7 +57,9 @@ class Runs:
         """The run under way ends, having taken ``took`` seconds."""
         kind, ids = self.started[-1]
         self.app.analyst.last_seconds[kind] = took
-        self.runs.analysed_once.update(ids)
+        if kind == "full":  # as the app does with a full run's results (each with its figure)
+            for tid in ids:
+                self.runs.took(tid, eta=True)
         self.runs.done(kind)
 
     def tick(self, seconds: float) -> None:
