@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding
+from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from store.db import CONNECT_TIMEOUT_S
@@ -51,6 +52,9 @@ from .widgets.statusbar import RECONNECTED_SHOWN_S
 
 SWITCH_INTERVAL_S = 0.001  # how long a busy worker thread may keep the interpreter from the UI thread
 WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
+# Ledger changes are applied (and drawn) at most this often: a change after a quiet spell at once,
+# a burst's in frames this far apart (docs/console.md "How often the screen moves").
+LIVE_APPLY_S = 1 / 30
 
 
 class WardenApp(TypeAheadApp, Navigation, App[int]):
@@ -98,12 +102,15 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.analysis_enabled = analysis
         self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s,
                          application_name="warden-console", connect_timeout_s=connect_timeout_s)
-        self.follower = LedgerFollower(self.feed)  # the feed side: cursor, watches, pending delta
+        self.follower = LedgerFollower(self.feed, spacing_s=LIVE_APPLY_S)  # the feed side: cursor, watches, pending delta
         self.hub = FeedHub(self, self.follower, self.now)  # the shared models and the screens' signals
         self.failed: str | None = None
         self.analyst = Analyst(self.feed, rows=self.follower.tally.view)  # the analysis worker's memory (console/analysis.py)
         self.analysis = AnalysisRuns(self)  # when estimates and signals are computed (console/analysis_runs.py)
         self.alerts = AlertDesk(self, bell=bell, hook=on_alert)  # console/alerts.py
+        self.monotonic: Callable[[], float] = time.monotonic  # spaces the deltas applied (tests set it)
+        self._applied_at: float | None = None  # self.monotonic() of the last delta applied
+        self._apply_held: Timer | None = None  # the timer holding a burst's next delta, while one is set
 
     def now(self) -> float:
         return float(self.clock())
@@ -198,9 +205,29 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         await self.follower.run(lambda: self.post_message(LedgerChanged()))
 
     @on(LedgerChanged)
+    def ledger_changed(self) -> None:
+        """The follower has something new: applied now if nothing was applied for LIVE_APPLY_S,
+        else when that time is up (the follower keeps merging into the same pending delta
+        meanwhile). Under a fleet's writes the models, the rows and the frames move at most
+        1 / LIVE_APPLY_S times a second, whatever the write rate; an isolated change waits for
+        nothing."""
+        if self._apply_held is not None:
+            return
+        last = self._applied_at
+        wait = 0.0 if last is None else last + LIVE_APPLY_S - self.monotonic()
+        if wait <= 0 or wait > LIVE_APPLY_S:  # (a clock that went back applies now)
+            self.apply_pending()
+        else:
+            self._apply_held = self.set_timer(wait, self._apply_now)
+
+    def _apply_now(self) -> None:
+        self._apply_held = None
+        self.apply_pending()
+
     def apply_pending(self) -> None:
         """The follower's pending delta, applied on the UI thread: the hub's models and signals
         (console/hub.py), the open graph's incremental analysis, the alerts."""
+        self._applied_at = self.monotonic()
         p = self.follower.take_pending()
         if p.status is not None and p.status.fatal:
             self.failed = p.status.error

@@ -94,8 +94,12 @@ def delivered_by(reasons: set[str]) -> str:
 class LedgerFollower:
     """The cursor, the watches and the pending delta (see the module's docstring)."""
 
-    def __init__(self, feed: Feed) -> None:
+    def __init__(self, feed: Feed, *, spacing_s: float = 0.0) -> None:
         self.feed = feed
+        # Journal reads start at least this far apart while changes keep coming (the first after a
+        # quiet spell, and a screen's request, at once): the wake-ups of a burst meanwhile make one
+        # read, not one each (the console passes its LIVE_APPLY_S; 0: every wake-up reads).
+        self.spacing_s = spacing_s
         self.pending = Pending()
         self.graphs: Counter[str] = Counter()  # tasks whose changed nodes are read (open graphs)
         self.details: Counter[NodeKey] = Counter()  # node details on screen
@@ -179,6 +183,8 @@ class LedgerFollower:
 
         pump_task: asyncio.Future[None] | None = None
         cursor: int | None = None
+        loop = asyncio.get_running_loop()
+        last_read = -self.spacing_s  # loop.time() when the last journal read started
         read_now = True  # read the journal on this turn (a full batch, or a failed read, reads on)
         try:
             while True:
@@ -202,6 +208,7 @@ class LedgerFollower:
                     # A turn woken by nothing the feed or a screen asked for reads nothing.
                     if read_now or wanted or woken:
                         read_now = True  # until this read has succeeded
+                        last_read = loop.time()
                         step = await asyncio.to_thread(self.read_step, cursor, frozenset(self.graphs),
                                                        frozenset(self.details), wanted)
                         if step is None:
@@ -227,6 +234,10 @@ class LedgerFollower:
                     continue
                 await kick.wait()
                 kick.clear()
+                hold = last_read + self.spacing_s - loop.time()
+                if 0 < hold <= self.spacing_s and not self.wanted:
+                    await asyncio.sleep(hold)  # the burst's next wake-ups join this read
+                    kick.clear()
         finally:
             self.kick = None
             if pump_task is not None:

@@ -47,6 +47,7 @@ Clock = Callable[[], float]
 ORDERS = ("created", "urgency")
 GATE_RANK = {"stop": 3, "hard": 2, "soft": 1}
 SPEND_WINDOW_S = 60.0  # the spend rate: tokens used over the last minute
+RATE_SHOWN_EVERY_S = 1.0  # the spend rate's text moves at most this often (TaskListModel._rate_text)
 ALIVE_AFTER_WRITE_S = 60.0  # an agent that wrote within this long counts as alive, lease or not
 
 
@@ -216,6 +217,7 @@ class TaskListModel:
         self._keys: list[tuple[Any, ...]] = []  # the shown rows' keys, in display order
         self.summary = Summary()
         self.agents = AgentsAlive()
+        self._rate_shown: tuple[float, str] | None = None  # (monotonic time, the spend rate's text)
 
     # ------------------------------------------------------------------ loading and changes
     def load(self, tasks: Iterable[TaskView]) -> None:
@@ -420,14 +422,26 @@ class TaskListModel:
         """One line: agents alive, tasks active (and parked), alarms, open handoffs, spend rate."""
         s = self.summary
         now = self.clock()
-        parts = [f"{self.agents.count(now)} agents", f"{s.by_status.get('active', 0)} active"]
+        alive = self.agents.count(now)
+        parts = [f"{alive} agent{'s' if alive != 1 else ''}", f"{s.by_status.get('active', 0)} active"]
         if s.by_status.get("parked"):
             parts.append(f"{s.by_status['parked']} parked")
         parts.append(f"{MARKS['signal']} {s.alarms} alarm{'s' if s.alarms != 1 else ''}")
         parts.append(f"{MARKS['handoff']} {s.handoffs} open")
-        rate = s.spend_rate(self.monotonic())
-        parts.append(f"{rate * 60:,.0f} tokens/min" if rate is not None else f"{MARKS['dash']} tokens/min")
+        parts.append(self._rate_text())
         return "  ".join(safe_line(p) for p in parts)
+
+    def _rate_text(self) -> str:
+        """The spend rate — a minute's average — computed again at most every RATE_SHOWN_EVERY_S:
+        every token-bearing write moves its last digits, and the summary line would be drawn
+        again for each of a fleet's writes (the screen's tick shows the new figure each second)."""
+        now = self.monotonic()
+        shown = self._rate_shown
+        if shown is None or not 0 <= now - shown[0] < RATE_SHOWN_EVERY_S:
+            rate = self.summary.spend_rate(now)
+            text = f"{rate * 60:,.0f} tokens/min" if rate is not None else f"{MARKS['dash']} tokens/min"
+            shown = self._rate_shown = (now, text)
+        return shown[1]
 
 
 __all__ = ["AgentsAlive", "ORDERS", "Repaint", "Summary", "p80_step", "ratio_step", "TASK_COLUMNS", "TaskListModel", "TaskRow", "severities"]

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from console.tasklist import ALIVE_AFTER_WRITE_S, TaskListModel, severities
+from console.tasklist import ALIVE_AFTER_WRITE_S, RATE_SHOWN_EVERY_S, TaskListModel, severities
 from store.views import EventView, TaskView
 
 T0 = 1_800_000_000.0
@@ -216,4 +216,29 @@ def test_spend_rate_and_agents_alive():
     model.agents.saw([e("w2", T0, lease_until=T0 + 30), e("w3", T0 - 61), dataclasses.replace(e("op", T0), layer="operator")])
     assert model.agents.count(T0) == 2  # w1 holds a lease, w2 wrote just now; w3 is gone; operators are not agents
     assert model.agents.count(T0 + ALIVE_AFTER_WRITE_S + 1) == 1
-    assert "1 agents" in model.summary_text() or "2 agents" in model.summary_text()
+    assert model.summary_text().startswith("1 agent ")  # one of each, not "1 agents"
+
+
+def test_the_spend_rate_moves_the_summary_at_most_once_a_second_and_the_rest_at_once():
+    """A fleet's every write moves the spend rate's last digits: the summary line would be drawn
+    again for each. Its text moves at most every RATE_SHOWN_EVERY_S; counts, alarms and handoffs
+    at once."""
+    mono = [100.0]
+    model = TaskListModel(lambda: T0, monotonic=lambda: mono[0])
+    model.load([view("a", tokens_used=0), view("b", tokens_used=0)])
+    model.summary_text()
+    texts = []
+    tokens = 0
+    rng = random.Random(7)
+    for step in range(40):  # a write every 0.1 s for 4 s, each spending tokens
+        mono[0] += 0.1
+        tokens += rng.randint(10, 90)
+        model.update([view("a", tokens_used=tokens)])
+        texts.append(model.summary_text())
+    changes = sum(1 for x, y in zip(texts, texts[1:]) if x != y)
+    assert 2 <= changes <= 4 / RATE_SHOWN_EVERY_S + 1, (changes, texts)  # once a second, not 39 times
+    assert "tokens/min" in texts[-1] and "—" not in texts[-1]
+    before = model.summary_text()
+    model.update([view("b", status="parked", tokens_used=0)])
+    after = model.summary_text()
+    assert "1 parked" in after and "1 parked" not in before, "a count moves the line at once"

@@ -1,0 +1,102 @@
+"""Ledger changes are applied at most every LIVE_APPLY_S (console/app.py ``ledger_changed``), and
+the journal read that often (console/follow.py ``spacing_s``): a change after a quiet spell at
+once, a burst's in frames LIVE_APPLY_S apart, nothing lost.
+
+The spacing is what keeps a fleet's writes from costing the console a frame each (issue 29): the
+follower keeps merging reads into one pending delta while a frame is held."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+import pytest
+
+from console.app import LIVE_APPLY_S
+from store import Ledger, NodeSpec
+from tests.console.conftest import build_ledger, make_app, settle, wait_for
+
+
+def _count_applications(app, monkeypatch) -> list[float]:
+    applied: list[float] = []
+    original = app.apply_pending
+
+    def counted() -> None:
+        applied.append(app.monotonic())
+        original()
+
+    monkeypatch.setattr(app, "apply_pending", counted)
+    return applied
+
+
+async def test_a_change_after_a_quiet_spell_is_applied_at_once_and_a_burst_is_held(tmp_path, monkeypatch):
+    path = build_ledger(tmp_path / "ledger.db")
+    app = make_app(path, analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        mono = [1000.0]
+        app.monotonic = lambda: mono[0]
+        applied = _count_applications(app, monkeypatch)
+        app.ledger_changed()
+        assert applied == [1000.0], "after a quiet spell the change is applied in the same call"
+        mono[0] += LIVE_APPLY_S / 3
+        app.ledger_changed()
+        app.ledger_changed()
+        assert applied == [1000.0], "within LIVE_APPLY_S of the last one a change waits"
+        await wait_for(pilot, lambda: len(applied) == 2, what="the held change")
+        assert applied == [1000.0, 1000.0 + LIVE_APPLY_S / 3], "one application for the held changes"
+        mono[0] += 2 * LIVE_APPLY_S
+        app.ledger_changed()
+        assert len(applied) == 3, "quiet again: at once"
+        mono[0] -= 10.0  # a clock that went back never holds a change for long
+        app.ledger_changed()
+        assert len(applied) == 4
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_a_burst_of_writes_is_applied_in_spaced_frames_and_none_is_lost(tmp_path, monkeypatch, seed):
+    rng = random.Random(seed)
+    path = build_ledger(tmp_path / "ledger.db")
+    sizes = {f"b{i}": rng.randint(3, 12) for i in range(rng.randint(2, 6))}
+    with Ledger.open(path) as led:
+        for tid, n in sizes.items():
+            led.create_task(tid, title=f"burst {tid}")
+            led.add_nodes(tid, [NodeSpec(key=f"n{i:02d}") for i in range(n)])
+    app = make_app(path, analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        applied = _count_applications(app, monkeypatch)
+        reads: list[float] = []
+        read_step = app.follower.read_step
+
+        def timed_read(*a, **k):  # runs in a worker thread; asyncio's loop.time() is time.monotonic()
+            reads.append(time.monotonic())
+            return read_step(*a, **k)
+
+        monkeypatch.setattr(app.follower, "read_step", timed_read)
+        want = {tid: rng.randint(1, n) for tid, n in sizes.items()}
+        order = [tid for tid, k in want.items() for _ in range(k)]
+        rng.shuffle(order)
+        beats = [rng.random() < 0.5 for _ in order]
+        with Ledger.open(path) as led:
+
+            def work(tid: str, beat: bool) -> None:
+                c = led.claim(tid, "w", lease_s=600)
+                assert c is not None
+                if beat:
+                    led.heartbeat(c, units_done=1, units_total=2, observation=f"half of {c.node_key}")
+                led.commit(c)
+
+            for tid, beat in zip(order, beats):  # the loop runs (reads, applies) while each is written
+                await asyncio.to_thread(work, tid, beat)
+
+        def done(tid: str) -> int:
+            return app.tasks_model.rows[app.tasks_model.index[tid]].view.counts.get("succeeded", 0)
+
+        await wait_for(pilot, lambda: all(done(t) == k for t, k in want.items()), what="every commit in the rows")
+        await settle(pilot)
+        gaps = [b - a for a, b in zip(applied, applied[1:])]
+        assert applied and all(g >= LIVE_APPLY_S * 0.9 for g in gaps), gaps
+        gaps = [b - a for a, b in zip(reads, reads[1:])]
+        assert reads and all(g >= LIVE_APPLY_S * 0.9 for g in gaps), f"journal reads {len(order)} writes: {gaps}"
