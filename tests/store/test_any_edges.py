@@ -83,16 +83,6 @@ LEFT_STORE_PACKAGES: dict[str, int] = {
     "store/ledger/rows.py": 8,
     "store/ledger/unsafe.py": 3,
     "store/ledger/waits.py": 4,
-    "store/mind/alignment.py": 3,
-    "store/mind/read.py": 2,
-    "store/mind/recall.py": 9,
-    "store/mind/record.py": 2,
-    "store/mind/replan.py": 10,
-    "store/mind/rules.py": 7,
-    "store/mind/shapes.py": 8,
-    "store/mind/signals.py": 1,
-    "store/mind/state.py": 3,
-    "store/mind/views.py": 9,
 }
 
 # Left in the console.
