@@ -152,7 +152,7 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
     edges = [(task_id, ids[d], ids[s.key]) for s in new_specs for d in dict.fromkeys(s.deps)]
     if edges:
         sql.execute_many(core.db, "INSERT INTO edge (task_id, src_id, dst_id) VALUES (?, ?, ?)", edges)
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     if task.status == "completed":
         fields.update(status="active", finished_at=None)
     core.bump_task(task_id, fields)

@@ -207,9 +207,9 @@ def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool
     """The next claimable node: an expired lease first, else the first ready pending node (under
     ``fit`` = (tokens left, wall seconds left), one whose estimate fits or that is always_admit)."""
     extra = ""
-    params: list[Any] = []
+    params: list[object] = []
     held = ""
-    held_params: list[Any] = []
+    held_params: list[object] = []
     if key is not None:
         extra += " AND n.key = ?"
         params.append(key)
@@ -226,7 +226,7 @@ def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool
         extra += " AND n.kind <> ?"
         params.append(recall.ALIGNMENT)
     admit = ""
-    admit_params: list[Any] = []
+    admit_params: list[object] = []
     for column, margin, room in (("est_tokens", budget_mod.TOKEN_MARGIN, fit and fit[0]),
                                  ("est_wall_s", budget_mod.WALL_MARGIN, fit and fit[1])):
         if fit is not None and room is not None and not only_admit:

@@ -234,13 +234,13 @@ class LedgerCore:
         return sql.fetch_row(self.db, NodeRecord, f"SELECT {NODE_COLUMNS} FROM node WHERE id = ?{sql.lock(self.db, lock)}",
                              [node_id])
 
-    def update_node(self, node_id: int, fields: Mapping[str, Any], where: str = "",
+    def update_node(self, node_id: int, fields: Mapping[str, object], where: str = "",
                     params: Sequence[Any] = ()) -> int:
         """``UPDATE node SET fields WHERE id = node_id`` + ``where``; returns the rows changed."""
         sets, values = sql.set_clause(fields)
         return sql.execute_count(self.db, f"UPDATE node SET {sets} WHERE id = ?{where}", [*values, node_id, *params])
 
-    def bump_task(self, task_id: str, fields: Mapping[str, Any]) -> None:
+    def bump_task(self, task_id: str, fields: Mapping[str, object]) -> None:
         """Update the task row with ``fields`` and bump its revision (``updated_at`` defaults to now)."""
         values = {"updated_at": self.now(), **fields}
         self.bind(Task.update(revision=Task.revision + 1, **values).where(Task.task_id == task_id)).execute()

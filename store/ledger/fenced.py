@@ -117,7 +117,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
         parked = task.status == "parked"
         new_units = None
         until = _step_lease(row, claim, now, now + lease, max_step_s)
-        fields: dict[str, Any] = {"lease_until": until, "heartbeat_at": now}
+        fields: dict[str, object] = {"lease_until": until, "heartbeat_at": now}
         if max_step_s is not None:  # LeaseKeeper's limit: the ledger holds it from now on
             fields["step_deadline"] = _step_deadline(row, now, max_step_s)
         if t:
@@ -270,7 +270,7 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     discard = row.removed_in is not None and row.removed_mode == "discard"  # a replan removed it (mind/replan.py)
     t = _add_tokens(core, claim, tokens)
     wall = now - (row.claimed_at or now)
-    fields: dict[str, Any] = dict(
+    fields: dict[str, object] = dict(
         status="abandoned" if discard else "succeeded", output=output, output_ref=output_ref, output_digest=digest_json(output),
         lease_owner=row.lease_owner, lease_token=None, lease_until=None, finished_at=now,
         wall_used_s=Inc(wall), version=Inc(1), error=None, failure_class=None, repair=None,
@@ -370,7 +370,7 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
         limit = row.max_claims if row.max_claims is not None else task.max_claims
         exhausted = limit is not None and row.claim_count >= limit
         removed = row.removed_in is not None  # a replan removed it while it ran: no retry (mind/replan.py)
-        common: dict[str, Any] = dict(lease_token=None, lease_until=None, error=str(error),
+        common: dict[str, object] = dict(lease_token=None, lease_until=None, error=str(error),
                                       failure_class=failure_class, wall_used_s=Inc(wall), version=Inc(1))
         if t:
             common["tokens_used"] = Inc(t)
@@ -436,7 +436,7 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
         wall = now - (row.claimed_at or now)
-        fields: dict[str, Any] = dict(status="blocked", lease_token=None, lease_until=None,
+        fields: dict[str, object] = dict(status="blocked", lease_token=None, lease_until=None,
                                       wall_used_s=Inc(wall), version=Inc(1))
         if t:
             fields["tokens_used"] = Inc(t)
@@ -496,7 +496,7 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
         if existing is None:
             raise Refused(f"effect {effect_key!r} was never intended: call intend_effect first")
         if existing.status != "confirmed":
-            fields: dict[str, Any] = dict(status="confirmed", external_id=external_id, confirmed_at=now)
+            fields: dict[str, object] = dict(status="confirmed", external_id=external_id, confirmed_at=now)
             if compensation is not None:
                 fields["compensation"] = compensation
             core.bind(Effect.update(**fields).where(Effect.id == existing.id)).execute()

@@ -51,7 +51,7 @@ LONG_DECAY = 0.97  # per heartbeat: a long gap seen long ago weighs less and les
 FLAG_PROGRESS = 1
 FLAG_PARKED = 2
 
-ATTEMPT_RESET: Mapping[str, Any] = {"beat_interval_s": None, "units_at": None, "wait_on": None, "wait_since": None,
+ATTEMPT_RESET: Mapping[str, object] = {"beat_interval_s": None, "units_at": None, "wait_on": None, "wait_since": None,
                                     "wait_until": None, "progress_at": None, "beat_gaps": None, "beat_long_s": None,
                                     "paused_s": None}
 
@@ -193,7 +193,7 @@ def beat_fields(row: NodeRecord, now: float, units_done: float | None, wait: tup
 PAYLOAD_COLUMNS = ("beat_interval_s", "units_at", "progress_at", "beat_long_s")
 
 
-def beat_payload(row: NodeRecord, fields: Mapping[str, Any]) -> dict[str, Any]:
+def beat_payload(row: NodeRecord, fields: Mapping[str, object]) -> dict[str, Any]:
     """What the heartbeat event carries of these figures, so a reader (the console's
     ``TaskAnalysis``) can follow the node without re-reading it."""
     merged = {k: fields.get(k, getattr(row, k)) for k in ATTEMPT_RESET}
@@ -254,7 +254,7 @@ def pause_clocks(db: Any, task_id: str, parked_at: float | None, now: float, key
         if r.lease_until <= parked_at or start >= now:
             continue  # its lease had ended before the park: not this park's doing
         last = max(start, r.heartbeat_at or start)
-        fields: dict[str, Any] = {"lease_until": r.lease_until + (now - last),
+        fields: dict[str, object] = {"lease_until": r.lease_until + (now - last),
                                   "paused_s": (r.paused_s or 0.0) + now - start}
         if r.heartbeat_at is not None:
             fields["heartbeat_at"] = r.heartbeat_at + (now - last)

@@ -269,7 +269,7 @@ def effects(core: LedgerCore, task_id: str) -> list[EffectView]:
 def handoffs(core: LedgerCore, *, status: str | None, task_id: str | None) -> list[HandoffView]:
     """Handoffs, oldest first."""
     where: list[str] = []
-    params: list[Any] = []
+    params: list[object] = []
     if status is not None:
         where.append("h.status = ?")
         params.append(status)

@@ -138,12 +138,11 @@ def on_verdict(core: LedgerCore, task_id: str, node: CheckNode, output: Any, now
     """Inside the write that answered a check (an agent's commit, a person's resolution): the
     verdict restarts the count, ``aligned`` ends the drift run, and it is kept as a finding."""
     verdict, notes = check_output(output)
-    fields: dict[str, Any] = {"checked_at": state.due_at if state.due_at is not None else now, "verdict": verdict}
+    new = replace(state, checked_at=state.due_at if state.due_at is not None else now, verdict=verdict)
     if state.check == node.key:
-        fields.update(check=None, due_at=None)
+        new = replace(new, check=None, due_at=None)
     if verdict == "aligned":
-        fields.update(run=0, run_since=None, run_keys=())
-    new = replace(state, **fields)
+        new = replace(new, run=0, run_since=None, run_keys=())
     sql.execute(core.db, "UPDATE task SET mind = ? WHERE task_id = ?", [dumps(new.to_json()), task_id])
     text = f"alignment check {node.key}: {verdict}" + (f" — {notes}" if notes else "")
     sql.execute(core.db, "INSERT INTO conclusion (task_id, node_id, node_key, attempt, kind, text, source, reason, "

@@ -110,7 +110,7 @@ def _replan(core: LedgerCore, task_id: str, add: Sequence[NodeSpec], remove: Seq
         kept_dependents = _dependents_kept(core, task_id, [n.id for n in removing])
         diff = {"added": added, "removed": removed, "reordered": reordered, "narrowed": narrowed,
                 "dependents_kept": kept_dependents}
-        fields: dict[str, Any] = {}
+        fields: dict[str, object] = {}
         if task.status == "failed" and added:
             fields.update(status="active", finished_at=None)
         core.bump_task(task_id, fields)
@@ -186,7 +186,7 @@ def _remove(core: LedgerCore, task_id: str, rows: list[NodeRecord], in_flight: s
             core.update_node(row.id, {"removed_in": version, "removed_mode": in_flight})
             fates.append({"node": row.key, "was": "running", "fate": FATE[in_flight], "owner": row.lease_owner})
             continue
-        fields: dict[str, Any] = {"status": "abandoned", "finished_at": now, "lease_token": None, "lease_until": None,
+        fields: dict[str, object] = {"status": "abandoned", "finished_at": now, "lease_token": None, "lease_until": None,
                                   "next_retry_at": None, "parked_at": None, "park_reason": None, "park_until": None,
                                   "wake_on": None, "removed_in": version, "version": Inc(1)}
         core.update_node(row.id, fields)
