@@ -86,7 +86,7 @@ LEFT_STORE_PACKAGES: dict[str, int] = {
 # Left in the console.
 LEFT_CONSOLE: dict[str, int] = {
     "console/alerts.py": 12,
-    "console/analysis.py": 30,
+    "console/analysis.py": 1,
     "console/app_nav.py": 5,
     "console/cli/__init__.py": 1,
     "console/cli/actions.py": 15,
@@ -117,13 +117,9 @@ LEFT_CONSOLE: dict[str, int] = {
     "console/dialogs/registry.py": 1,
     "console/dialogs/rewind.py": 2,
     "console/event_log.py": 5,
-    "console/explain.py": 18,
     "console/glyphs.py": 4,
-    "console/host.py": 6,
     "console/hub.py": 1,
-    "console/messages.py": 5,
     "console/mind_view.py": 4,
-    "console/model.py": 20,
     "console/plainterm.py": 2,
     "console/report_view.py": 3,
     "console/screens/advice.py": 1,
@@ -133,7 +129,6 @@ LEFT_CONSOLE: dict[str, int] = {
     "console/screens/report.py": 2,
     "console/screens/resolve.py": 5,
     "console/serve/server.py": 1,
-    "console/tasklist.py": 11,
     "console/typeahead.py": 4,
     "console/widgets/statusbar.py": 1,
 }
