@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from store.views import NodeView
-
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,6 +12,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input
 
 from ..host import ConsoleHost, host_of
+from ..model import GraphRow
 from ..text import safe_line
 from ..typeahead import TypeAhead, mark, redirect_key
 from ..widgets import InfoLine, RowList, StatusBar
@@ -91,7 +90,7 @@ class WardenScreen(Screen[object]):
         """Nothing this screen reads for itself is still on its way (tests, screenshots)."""
         return True
 
-    def shown_node(self, task_id: str, key: str) -> NodeView | None:
+    def shown_node(self, task_id: str, key: str) -> GraphRow | None:
         """This node as the screen shows it now, if it shows it (no read)."""
         return None
 

@@ -24,14 +24,13 @@ from textual.worker import get_current_worker
 from store.errors import LedgerUnavailable, NotFound
 from store.feed import graph_pages
 from store.report import budget_json
-from store.views import NodeView
 
 from ..explain import task_estimate_text
 from ..glyphs import NODE_GLYPHS, budget_label, duration_label, eta_label, node_status_label, pause_label
 from ..glyphs import MARKS, signals_label, task_status_label
 from ..hub import NodesChanged, TasksChanged
 from ..messages import AnalysisReady, GraphPageReady, LedgerStatus
-from ..model import GRAPH_COLUMNS, GraphModel, progress_text, signal_text
+from ..model import GRAPH_COLUMNS, GraphModel, GraphRow, progress_text, signal_text
 from ..text import safe_line
 from ..widgets import InfoLine, RowList
 from .base import ListScreen
@@ -195,12 +194,11 @@ class TaskGraphScreen(ListScreen):
     def settled(self) -> bool:
         return self.missing or (self.graph is not None and self.graph.complete)
 
-    def shown_node(self, task_id: str, key: str) -> NodeView | None:
+    def shown_node(self, task_id: str, key: str) -> GraphRow | None:
         g = self.model
         if g is None or task_id != self.task_id or key not in g.index:
             return None
-        node: NodeView = g.nodes[g.index[key]]
-        return node
+        return g.nodes[g.index[key]]
 
     def tasks_on_screen(self) -> tuple[str, ...]:
         return ()
