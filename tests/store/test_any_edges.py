@@ -42,21 +42,6 @@ LEFT_STORE: dict[str, int] = {
 
 # Left in the store's packages (adapters, ledger, actions, mind, recovery, runs).
 LEFT_STORE_PACKAGES: dict[str, int] = {
-    "store/actions/abort.py": 2,
-    "store/actions/action.py": 3,
-    "store/actions/apply.py": 5,
-    "store/actions/changes.py": 2,
-    "store/actions/compensated.py": 1,
-    "store/actions/escalate.py": 4,
-    "store/actions/memory.py": 2,
-    "store/actions/narrow.py": 10,
-    "store/actions/park.py": 3,
-    "store/actions/plan.py": 5,
-    "store/actions/planning.py": 9,
-    "store/actions/registry.py": 1,
-    "store/actions/resolve.py": 3,
-    "store/actions/resume.py": 1,
-    "store/actions/rewind.py": 1,
     "store/adapters/agent_session.py": 28,
     "store/adapters/claude_hooks.py": 9,
     "store/adapters/claude_turns.py": 1,
