@@ -255,6 +255,11 @@ class NodeRow(NamedTuple):
         return self.status == "running" and self.lease_until is not None
 
 
+GraphRow = NodeView | NodeRow
+"""A node of a graph as a caller holds it: the whole view, or a graph list's lean row (the
+attributes both have: what the estimates and the task-level signals read)."""
+
+
 @dataclass(frozen=True)
 class EventView:
     id: int

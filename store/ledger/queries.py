@@ -107,9 +107,9 @@ def nodes(core: LedgerCore, task_id: str, keys: Sequence[str]) -> list[NodeView]
         deps = _deps_by_id(core, task_id, [r[0] for r in found])
         src_ids = list({x for v in deps.values() for x in v})
         keys_of: dict[int, str] = {}
-        for chunk in sql.chunks(src_ids):
-            keys_of.update(sql.fetch_all(core.db, f"SELECT id, key FROM node WHERE id IN ({sql.marks(len(chunk))})",
-                                         chunk))
+        for ids in sql.chunks(src_ids):
+            keys_of.update(sql.fetch_all(core.db, f"SELECT id, key FROM node WHERE id IN ({sql.marks(len(ids))})",
+                                         ids))
     found.sort(key=lambda r: r[rows.NODE_VIEW_POSITION])
     return [rows.node_view(r, tuple(keys_of[x] for x in deps.get(r[0], ()))) for r in found]
 

@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
-from store.jsontypes import JsonObject, JsonValue
 from store.clock import iso
 from store.errors import Refused
+from store.jsontypes import JsonObject, JsonValue
 from store.ledger import unsafe
 from store.recovery.model import NEEDS_HUMAN, short_digest
 from store.text import safe_line

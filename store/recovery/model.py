@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
 from store.jsontypes import JsonObject
 
 CHECK_NAMES = ("layout", "context", "state", "artifact", "stable")

@@ -9,10 +9,9 @@ import os
 import secrets
 from dataclasses import dataclass
 
-
-from store.jsontypes import JsonObject
 from store.clock import Clock, iso, system_clock
 from store.errors import Refused
+from store.jsontypes import JsonObject
 from store.recovery.checks import check, resolve_dirs
 from store.recovery.handoff import render_handoff
 from store.recovery.model import REUSE, SEMANTIC_REVIEW, Recovery

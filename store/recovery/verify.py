@@ -7,8 +7,8 @@ import json
 import os
 from typing import Callable
 
-from store.jsontypes import JsonObject, JsonValue
 from store.errors import NotFound
+from store.jsontypes import JsonObject, JsonValue
 from store.recovery.checks import check
 from store.recovery.handoff import HANDOFF_SECTIONS
 from store.recovery.model import ARTIFACT_VERIFIED, CHECK_NAMES, REUSE, short_digest

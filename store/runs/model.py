@@ -8,8 +8,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from store.jsontypes import JsonObject, JsonValue
 from store.errors import NotFound
+from store.jsontypes import JsonObject, JsonValue
 from store.runs.names import require_name, safe_relpath, valid_name, valid_sha256
 from store.runs.tree import Entry, JsonRead, SafeTree, kind_problem
 from store.text import safe_line
