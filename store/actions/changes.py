@@ -4,9 +4,10 @@ set-based node updates, and what it hands back to the shared apply (:class:`Outc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from .. import sql
+from ..jsontypes import JsonMapping
 from ..ledger.core import LedgerCore
 from ..sql import Inc
 from .plan import ActionParams, Plan
@@ -36,7 +37,7 @@ class ApplyTx:
         """Ids of the nodes the plan moves to ``status``."""
         return [self.ids[k] for k, (_, to) in self.plan.changes.items() if to == status]
 
-    def reopens(self) -> dict[str, Any]:
+    def reopens(self) -> dict[str, object]:
         """Task fields reopening a completed or failed task that the plan makes active."""
         if self.task.status in ("completed", "failed") and self.plan.task_status[1] == "active":
             return {"status": "active", "finished_at": None}
@@ -48,7 +49,7 @@ class Outcome:
     """What an action's apply did beyond its node updates, for the shared apply to finish."""
 
     task_fields: Mapping[str, object] = field(default_factory=dict)  # task row changes (+ the revision bump)
-    payload: Mapping[str, Any] = field(default_factory=dict)  # extra keys of the operator event
+    payload: JsonMapping = field(default_factory=dict)  # extra keys of the operator event
     settle: bool = False  # the graph decides afterwards whether the task completes or fails
     params: ActionParams | None = None  # the params as applied, when applying added to them
 
