@@ -167,12 +167,13 @@ def _fields(row: type[tuple[object, ...]]) -> tuple[str, ...]:
 
 def _decoded(fields: Sequence[str], values: Sequence[object]) -> list[object]:
     out = list(values)
-    for i, f in enumerate(fields):
-        v = out[i]
-        if f in JSON_COLUMNS and isinstance(v, str):
-            out[i] = loads(v)
-        elif f in BOOL_COLUMNS and v is not None:
-            out[i] = bool(v)
+    for i, f in enumerate(fields):  # a row type may have more fields (with defaults) than the statement reads
+        if f in JSON_COLUMNS:
+            v = out[i]
+            if isinstance(v, str):
+                out[i] = loads(v)
+        elif f in BOOL_COLUMNS and out[i] is not None:
+            out[i] = bool(out[i])
     return out
 
 
