@@ -61,12 +61,12 @@ class LeanNode(NamedTuple):
 
 
 def lean(core: LedgerCore, statement: str, params: Sequence[object]) -> list[LeanNode]:
-    """The nodes a ``SELECT {LEAN}[, extra]`` statement reads."""
+    """The nodes a ``SELECT {LEAN}, extra`` statement reads (``NULL`` when it needs none)."""
     return sql.fetch_rows(core.db, LeanNode, statement, params)
 
 
 def all_nodes(core: LedgerCore, task_id: str) -> list[LeanNode]:
-    return lean(core, f"SELECT {LEAN} FROM node n WHERE n.task_id = ? ORDER BY n.position", [task_id])
+    return lean(core, f"SELECT {LEAN}, NULL FROM node n WHERE n.task_id = ? ORDER BY n.position", [task_id])
 
 
 def closure_nodes(core: LedgerCore, start_ids: Sequence[int]) -> list[LeanNode]:
@@ -77,7 +77,7 @@ def closure_nodes(core: LedgerCore, start_ids: Sequence[int]) -> list[LeanNode]:
     seed, param = sql.id_array(core.db, start_ids)
     return lean(
         core, f"WITH RECURSIVE down(id) AS ({seed} UNION SELECT e.dst_id FROM edge e JOIN down d "
-                 f"ON e.src_id = d.id) SELECT {LEAN} FROM node n JOIN down ON n.id = down.id ORDER BY n.position",
+                 f"ON e.src_id = d.id) SELECT {LEAN}, NULL FROM node n JOIN down ON n.id = down.id ORDER BY n.position",
         [param])
 
 
@@ -103,7 +103,7 @@ def node_one(core: LedgerCore, task_id: str, key: str) -> LeanNode:
 
 
 def node_by_id(core: LedgerCore, node_id: int) -> LeanNode:
-    return lean(core, f"SELECT {LEAN} FROM node n WHERE n.id = ?", [node_id])[0]
+    return lean(core, f"SELECT {LEAN}, NULL FROM node n WHERE n.id = ?", [node_id])[0]
 
 
 def require_reason(reason: object, action: str) -> str:

@@ -9,12 +9,13 @@ then the node row, then the journal's advisory lock.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 from .. import checkpoints, novelty, sql
 from .. import density as density_rule
 from ..db import retry_write, write_tx
 from ..errors import LeaseLost, Refused, WardenError
+from ..jsontypes import JsonMapping, JsonObject, JsonValue
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
 from ..sql import Inc
 from ..tables import NodeRecord
@@ -76,7 +77,7 @@ def step_limit_why(row: NodeRecord, now: float) -> str:
             "its result is refused however it heartbeats; the node may be reclaimed")
 
 
-def cas_update(core: LedgerCore, row: NodeRecord, claim: Claim, now: float, **fields: Any) -> None:
+def cas_update(core: LedgerCore, row: NodeRecord, claim: Claim, now: float, **fields: object) -> None:
     """Update the fenced node only while the claim still holds (checked by row count)."""
     n = core.update_node(row.id, fields, " AND lease_token = ? AND status = 'running' AND lease_until > ?",
                          [claim.token, now])
@@ -141,7 +142,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             fields["density"] = None if judged.verdict == density_rule.CONTINUE else judged.verdict
             cost.journal_change(core, row, judged, claim.worker, now)
         cas_update(core, row, claim, now, **fields, **beat)
-        payload: dict[str, Any] = {"lease_until": until}
+        payload: JsonObject = {"lease_until": until}
         if units_done is not None:
             payload["units_done"] = units_done
         if units_total is not None:
@@ -186,7 +187,7 @@ def _step_lease(row: NodeRecord, claim: Claim, now: float, until: float, max_ste
 
 
 def _stopped(core: LedgerCore, claim: Claim, row: NodeRecord, judged: density_rule.Judgement, now: float,
-             beat: Mapping[str, Any]) -> Pulse:
+             beat: JsonMapping) -> Pulse:
     """A heartbeat showing a cost density over 3 × the limit: the ledger stops the node (store/ledger/cost.py)."""
     task = core.task_record(claim.task_id, lock="update")  # the task row first (lock order): the task may fail
     keep = {k: v for k, v in beat.items() if k in ("tokens_used", "units_done", "units_total", "heartbeat_at")}
@@ -204,7 +205,7 @@ def _stopped(core: LedgerCore, claim: Claim, row: NodeRecord, judged: density_ru
 
 
 # ---------------------------------------------------------------------- commit
-def prepare_commit(output: Any, artifact: tuple[str, bytes] | None) -> tuple[str, bytes, str] | None:
+def prepare_commit(output: JsonValue, artifact: tuple[str, bytes] | None) -> tuple[str, bytes, str] | None:
     """Check a commit's payload before any transaction; returns (name, bytes, sha256) or None."""
     out_text = dumps(output)
     if len(out_text.encode("utf-8")) > OUTPUT_CAP:
@@ -220,7 +221,7 @@ def prepare_commit(output: Any, artifact: tuple[str, bytes] | None) -> tuple[str
 
 
 @retry_write
-def commit(core: LedgerCore, claim: Claim, *, output: Any, output_ref: str | None, tokens: float | None,
+def commit(core: LedgerCore, claim: Claim, *, output: JsonValue, output_ref: str | None, tokens: float | None,
            artifact: tuple[str, bytes] | None, units_done: float | None, next_nodes: Sequence[NodeSpec],
            repair: bool, summary: str | None, repair_from: Sequence[str] = ()) -> int:
     """Record the step's result atomically (see ``Ledger.commit``). Returns the event id."""
@@ -232,7 +233,7 @@ def commit(core: LedgerCore, claim: Claim, *, output: Any, output_ref: str | Non
 
 
 @retry_write
-def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, Mapping[str, Any]]]) -> list[int | WardenError]:
+def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, JsonMapping]]) -> list[int | WardenError]:
     """Several steps' commits in ONE write transaction (see ``Ledger.commit_many``)."""
     now = core.now()
     prepared = []
@@ -255,7 +256,7 @@ def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, Mapping[str, An
     return results
 
 
-def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_ref: str | None,
+def commit_tx(core: LedgerCore, claim: Claim, now: float, output: JsonValue, output_ref: str | None,
               tokens: float | None, art: tuple[str, bytes, str] | None, units_done: float | None,
               next_nodes: Sequence[NodeSpec], repair: bool, summary: str | None,
               repair_from: Sequence[str] = ()) -> int:
@@ -284,7 +285,7 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     if units_done is not None:
         fields["units_done"] = float(units_done)
     cas_update(core, row, claim, now, **fields)
-    payload: dict[str, Any] = {"attempt": claim.attempt, "output_digest": digest_json(output),
+    payload: JsonObject = {"attempt": claim.attempt, "output_digest": digest_json(output),
                                "wall_s": round(wall, 3)}
     if output_ref:
         payload["output_ref"] = output_ref
@@ -410,8 +411,8 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
 
 # ---------------------------------------------------------------------- handoff
 @retry_write
-def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, options: Sequence[Mapping[str, Any]],
-                  recommendation: str | None, context: Mapping[str, Any] | None, tokens: float | None) -> str:
+def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, options: Sequence[JsonMapping],
+                  recommendation: str | None, context: JsonMapping | None, tokens: float | None) -> str:
     """Open a needs_human handoff; the node becomes blocked. Returns the handoff id."""
     if kind not in HANDOFF_KINDS:
         raise Refused(f"unknown handoff kind {kind!r}: one of {', '.join(HANDOFF_KINDS)}")
@@ -465,7 +466,7 @@ def _effect(core: LedgerCore, task_id: str, effect_key: str) -> _Effect | None:
 
 
 @retry_write
-def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: Any,
+def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: JsonValue,
                   compensation: str | None) -> None:
     """Log an intended side effect (idempotent on ``effect_key`` within the task)."""
     if not effect_key:

@@ -39,20 +39,6 @@ LEFT_STORE_PACKAGES: dict[str, int] = {
     "store/adapters/rundir.py": 2,
     "store/adapters/sessions.py": 4,
     "store/adapters/streams.py": 14,
-    "store/ledger/build.py": 6,
-    "store/ledger/checked.py": 12,
-    "store/ledger/claims.py": 6,
-    "store/ledger/compensation.py": 4,
-    "store/ledger/core.py": 3,
-    "store/ledger/cost.py": 3,
-    "store/ledger/fenced.py": 11,
-    "store/ledger/lost.py": 4,
-    "store/ledger/observe.py": 8,
-    "store/ledger/queries.py": 4,
-    "store/ledger/repair.py": 8,
-    "store/ledger/rows.py": 8,
-    "store/ledger/unsafe.py": 3,
-    "store/ledger/waits.py": 4,
 }
 
 # Left in the console.
