@@ -41,6 +41,7 @@ UI.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
@@ -49,8 +50,9 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol, Sequence
 
+from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 
 from store.clock import iso
@@ -61,7 +63,9 @@ from .glyphs import MARKS
 from .text import safe, safe_line
 
 if TYPE_CHECKING:
-    from .app import WardenApp
+    from textual.notifications import SeverityLevel
+    from textual.signal import Signal
+
     from .follow import Pending
     from .model import EtaJson, SignalJson
 
@@ -292,11 +296,27 @@ def _stderr_tail(proc: subprocess.Popen[bytes], fd: int, deadline: float) -> byt
 
 
 # ---------------------------------------------------------------------- the app's side
+class AlertApp(Protocol):
+    """What the desk uses of the app (console.app.WardenApp): Textual's public API and two of its own."""
+
+    @property
+    def screen_change_signal(self) -> Signal[Screen[object]]: ...
+    def now(self) -> float: ...
+    def alerts_changed(self) -> None: ...
+    def bell(self) -> None: ...
+    def clear_notifications(self) -> None: ...
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None: ...
+    def set_timer(self, delay: float, callback: Callable[[], None]) -> object: ...
+    def run_worker(self, work: Callable[[], None], *, group: str, exit_on_error: bool, thread: bool) -> object: ...
+    def call_from_thread(self, callback: Callable[..., object], *args: object, **kwargs: object) -> object: ...
+
+
 class AlertDesk:
     """What the app holds: the watch, and the delivery of each batch (bell, notifications, header,
     hook). ``app`` is the Textual app (only its public API is used)."""
 
-    def __init__(self, app: WardenApp, *, bell: bool = True, hook: Sequence[str] | None = None,
+    def __init__(self, app: AlertApp, *, bell: bool = True, hook: Sequence[str] | None = None,
                  hook_timeout: float = HOOK_TIMEOUT_S) -> None:
         self.app = app
         self.watch = AlertWatch()
@@ -328,7 +348,7 @@ class AlertDesk:
 
     def _watch_screens(self) -> None:
         """Subscribe once to the app's screen changes (a dialog opening or closing), when it runs."""
-        if self._watching or not getattr(self.app, "is_running", False):
+        if self._watching or not getattr(self.app, "is_running", False) or not isinstance(self.app, DOMNode):
             return
         self._watching = True
         self.app.screen_change_signal.subscribe(self.app, self._screen_changed)
@@ -402,7 +422,7 @@ class AlertDesk:
                 self.app.set_timer(wait, self._show)
             if self.hook:
                 for a in new:
-                    self.app.run_worker(lambda a=a: self._run_hook(a), thread=True, group="alert-hook",
+                    self.app.run_worker(functools.partial(self._run_hook, a), thread=True, group="alert-hook",
                                         exit_on_error=False)
         if new or self.watch.open_count != before:
             self.app.alerts_changed()
