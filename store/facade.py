@@ -476,7 +476,8 @@ class Ledger(LedgerCore):
                     page: int = queries.GRAPH_PAGE) -> Iterator[GraphPage]:
         """The task's graph as pages of lean ``NodeRow`` tuples from one snapshot (see
         ``queries.graph_pages``)."""
-        return queries.graph_pages(self, task_id, first=first, page=page)
+        # ints: the rule (LIMIT) takes a whole float such as 1.0, which the driver's fetchmany refuses
+        return queries.graph_pages(self, task_id, first=int(first), page=int(page))
 
     @retry_read
     def nodes(self, task_id: str, keys: Sequence[str]) -> list[NodeView]:

@@ -23,7 +23,6 @@ LEFT_STORE: dict[str, int] = {
     "store/pgshared.py": 2,
     "store/sql.py": 4,
     "store/wakeups.py": 8,
-    "store/worker.py": 5,
     "store/write_requests.py": 1,
 }
 
