@@ -14,7 +14,7 @@ same transaction.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from . import actions as operator_actions
 from . import wake
@@ -22,6 +22,7 @@ from .actions import Plan
 from .actions.registry import plan as plan_registered
 from .db import retry_read, run_read
 from .errors import WardenError
+from .jsontypes import JsonMapping, JsonObject
 from .mind import agent as mind_agent
 from .mind import read as mind_read
 from .mind import record as mind_record
@@ -71,9 +72,9 @@ class Ledger(LedgerCore):
         title: str = "",
         workflow: str = "",
         workflow_version: str = "",
-        inputs: Any = None,
+        inputs: object = None,
         constraints: Sequence[str] | None = None,
-        preconditions: Mapping[str, Any] | None = None,
+        preconditions: JsonMapping | None = None,
         budget: Budget | None = None,
         max_claims: int = 5,
         max_repairs: int = 3,
@@ -112,7 +113,7 @@ class Ledger(LedgerCore):
         kind: str = "tool",
         deps: Sequence[str] = (),
         title: str = "",
-        preconditions: Mapping[str, Any] | None = None,
+        preconditions: JsonMapping | None = None,
         est_wall_s: float | None = None,
         est_tokens: int | None = None,
         always_admit: bool = False,
@@ -169,7 +170,7 @@ class Ledger(LedgerCore):
         """
         return claims.claim(self, task_id, worker, lease_s, kinds, key, workflow_version, max_step_s)
 
-    def check_expired(self, task_ids: Sequence[str] | None = None, *, actor: str = "") -> list[dict[str, Any]]:
+    def check_expired(self, task_ids: Sequence[str] | None = None, *, actor: str = "") -> list[JsonObject]:
         """Judge every running node whose lease has expired and whose work cannot safely run twice
         (``retryable=False``, or an effect intended and never confirmed): it fails and asks a human
         (an ``exception`` handoff with the evidence) instead of waiting to be reclaimed. A claim
@@ -223,7 +224,7 @@ class Ledger(LedgerCore):
         self,
         claim: Claim,
         *,
-        output: Any = None,
+        output: object = None,
         output_ref: str | None = None,
         tokens: float | None = 0,
         artifact: tuple[str, bytes] | None = None,
@@ -248,7 +249,7 @@ class Ledger(LedgerCore):
                              units_done=units_done, next_nodes=next_nodes, repair=repair, summary=summary,
                              repair_from=repair_from)
 
-    def commit_many(self, commits: Sequence[tuple[Claim, Mapping[str, Any]]]) -> list[int | WardenError]:
+    def commit_many(self, commits: Sequence[tuple[Claim, Mapping[str, object]]]) -> list[int | WardenError]:
         """Group commit: several steps' commits in ONE write transaction (one fsync).
 
         For an agent process that runs many steps at once. Each step stays all-or-nothing (it runs
@@ -279,9 +280,9 @@ class Ledger(LedgerCore):
         *,
         kind: str,
         question: str,
-        options: Sequence[Mapping[str, Any]] = (),
+        options: Sequence[JsonMapping] = (),
         recommendation: str | None = None,
-        context: Mapping[str, Any] | None = None,
+        context: JsonMapping | None = None,
         tokens: float | None = 0,
     ) -> str:
         """Open a needs_human handoff; the node becomes blocked until it is resolved. Returns the
@@ -289,7 +290,7 @@ class Ledger(LedgerCore):
         return fenced.request_human(self, claim, kind=kind, question=question, options=options,
                                     recommendation=recommendation, context=context, tokens=tokens)
 
-    def intend_effect(self, claim: Claim, effect_key: str, *, payload: Any = None,
+    def intend_effect(self, claim: Claim, effect_key: str, *, payload: object = None,
                       compensation: str | None = None) -> EffectView:
         """Log an intended side effect *before* making the external call.
 
@@ -325,7 +326,7 @@ class Ledger(LedgerCore):
         return mind_agent.propose_memory(self, claim, text, scope=scope)
 
     def replan(self, task_id: str, *, add: Sequence[NodeSpec] = (), remove: Sequence[str] = (),
-               reorder: Sequence[str] = (), narrow: Mapping[str, Any] | None = None, trigger: str,
+               reorder: Sequence[str] = (), narrow: JsonMapping | None = None, trigger: str,
                in_flight: str = "wait", reason: str, actor: str) -> PlanVersionView:
         """Change the plan as one new version: ``add`` nodes, ``remove`` keys (abandoned),
         ``reorder`` keys (run first, in that order), ``narrow`` the goal (``{"drop": [requirement
@@ -374,7 +375,7 @@ class Ledger(LedgerCore):
 
     # ------------------------------------------------------------------ operator actions
     @retry_read
-    def plan_park(self, task_id: str, *, reason: str, node: str | None = None, until: Any = None,
+    def plan_park(self, task_id: str, *, reason: str, node: str | None = None, until: float | str | None = None,
                   wake_on: str | Sequence[str] | None = None, now: bool = False, auto_resume: bool = False) -> Plan:
         """Park a task (or one node with ``node=``) until an outside signal (``until``: a time or
         a duration like ``2h``, to re-confirm by); ``now`` revokes running leases. ``wake_on``:
@@ -390,7 +391,7 @@ class Ledger(LedgerCore):
         return operator_actions.plan_resume(self, task_id, node=node, reason=reason)
 
     @retry_read
-    def plan_narrow(self, task_id: str, *, reason: str, set: Mapping[str, Any] | None = None,  # noqa: A002
+    def plan_narrow(self, task_id: str, *, reason: str, set: JsonMapping | None = None,  # noqa: A002
                     exclude: Sequence[str] = ()) -> Plan:
         """Narrow the task's scope: ``set={K: V}`` and/or ``exclude=[node keys]``."""
         return operator_actions.plan_narrow(self, task_id, reason=reason, set=set, exclude=exclude)
@@ -412,7 +413,7 @@ class Ledger(LedgerCore):
 
     @retry_read
     def plan_escalate(self, task_id: str, node: str, *, reason: str, question: str | None = None,
-                      context: Mapping[str, Any] | None = None) -> Plan:
+                      context: JsonMapping | None = None) -> Plan:
         """Ask a human what should happen to a node (it becomes blocked on an ``exception`` handoff)."""
         return operator_actions.plan_escalate(self, task_id, node, reason=reason, question=question,
                                               context=context)
@@ -424,7 +425,7 @@ class Ledger(LedgerCore):
         return operator_actions.plan_compensated(self, task_id, effect_key, reason=reason)
 
     @retry_read
-    def plan(self, action: str, arguments: Mapping[str, Any]) -> Plan:
+    def plan(self, action: str, arguments: Mapping[str, object]) -> Plan:
         """Plan any registered action (``store.actions.ACTIONS``) by name, with the arguments its
         ``plan_<action>`` method takes (``{"task_id": "t", "node": "c", "reason": "…"}``), each
         checked by the same rule: how the ``warden`` subcommands and the console's dialogs plan."""
@@ -446,7 +447,7 @@ class Ledger(LedgerCore):
         wake.after_apply(self, done)
         return done
 
-    def check_wakes(self, task_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    def check_wakes(self, task_ids: Sequence[str] | None = None) -> list[JsonObject]:
         """Look at every park's wake conditions now (``at:`` and ``file:`` need somebody to look:
         the console does, ``warden check-wakes`` for cron, an agent loop may; a read never does).
         Journals each newly met condition and resumes the parks that auto-resume; returns the
@@ -519,7 +520,7 @@ class Ledger(LedgerCore):
     def handoff(self, handoff_id: str) -> HandoffView:
         return queries.handoff(self, handoff_id)
 
-    def wait_for_resolution(self, handoff_id: str, *, timeout: float | None = None) -> dict[str, Any] | None:
+    def wait_for_resolution(self, handoff_id: str, *, timeout: float | None = None) -> JsonObject | None:
         """Block until the handoff is no longer open and return its resolution — ``{"handoff",
         "status" (resolved | withdrawn | expired), "kind", "question", "option", "answer", "by",
         "at" (ISO-8601 UTC), "at_ts" (epoch seconds)}`` — or None when ``timeout`` seconds pass

@@ -38,9 +38,23 @@ BOOL_COLUMNS = frozenset({"retryable", "always_admit"})
 
 
 class DriverConnection(Protocol):
-    """The database driver's own connection, as :func:`pg_session` uses it (psycopg's)."""
+    """The PostgreSQL driver's own connection (psycopg's), as Warden's backends use it."""
+
+    closed: bool
+    prepare_threshold: int | None
 
     def execute(self, query: str, /) -> object: ...
+
+    def close(self) -> None: ...
+
+
+class DriverCursor(Protocol):
+    """The driver's cursor (sqlite3's or psycopg's) a statement returns; its rows are the driver's values."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def executemany(self, query: str, rows: Sequence[Sequence[object]], /) -> object: ...
 
 
 class Inc:
