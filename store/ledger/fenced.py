@@ -15,7 +15,7 @@ from .. import checkpoints, novelty, sql
 from .. import density as density_rule
 from ..db import retry_write, write_tx
 from ..errors import LeaseLost, Refused, WardenError
-from ..jsontypes import JsonMapping, JsonObject, JsonValue
+from ..jsontypes import JsonMapping, JsonObject
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
 from ..sql import Inc
 from ..tables import NodeRecord
@@ -205,7 +205,7 @@ def _stopped(core: LedgerCore, claim: Claim, row: NodeRecord, judged: density_ru
 
 
 # ---------------------------------------------------------------------- commit
-def prepare_commit(output: JsonValue, artifact: tuple[str, bytes] | None) -> tuple[str, bytes, str] | None:
+def prepare_commit(output: object, artifact: tuple[str, bytes] | None) -> tuple[str, bytes, str] | None:
     """Check a commit's payload before any transaction; returns (name, bytes, sha256) or None."""
     out_text = dumps(output)
     if len(out_text.encode("utf-8")) > OUTPUT_CAP:
@@ -221,7 +221,7 @@ def prepare_commit(output: JsonValue, artifact: tuple[str, bytes] | None) -> tup
 
 
 @retry_write
-def commit(core: LedgerCore, claim: Claim, *, output: JsonValue, output_ref: str | None, tokens: float | None,
+def commit(core: LedgerCore, claim: Claim, *, output: object, output_ref: str | None, tokens: float | None,
            artifact: tuple[str, bytes] | None, units_done: float | None, next_nodes: Sequence[NodeSpec],
            repair: bool, summary: str | None, repair_from: Sequence[str] = ()) -> int:
     """Record the step's result atomically (see ``Ledger.commit``). Returns the event id."""
@@ -256,7 +256,7 @@ def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, JsonMapping]]) 
     return results
 
 
-def commit_tx(core: LedgerCore, claim: Claim, now: float, output: JsonValue, output_ref: str | None,
+def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output_ref: str | None,
               tokens: float | None, art: tuple[str, bytes, str] | None, units_done: float | None,
               next_nodes: Sequence[NodeSpec], repair: bool, summary: str | None,
               repair_from: Sequence[str] = ()) -> int:
@@ -466,7 +466,7 @@ def _effect(core: LedgerCore, task_id: str, effect_key: str) -> _Effect | None:
 
 
 @retry_write
-def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: JsonValue,
+def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: object,
                   compensation: str | None) -> None:
     """Log an intended side effect (idempotent on ``effect_key`` within the task)."""
     if not effect_key:
