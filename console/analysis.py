@@ -35,10 +35,10 @@ from store.feed import Feed
 from store.report import empty_eta, signal_json
 from store.tally import current
 from store.signals import Signal
-from store.views import EventView, GraphView, NodeView, TaskView
+from store.views import EventView, GraphRow, GraphView, NodeView, TaskView
 
 from .messages import AnalysisReady
-from .model import EtaJson, GraphModel, GraphRow, SignalJson
+from .model import EtaJson, GraphModel, SignalJson
 
 HISTORY_TTL_S = 60.0  # the duration history is re-read at least this often while in use
 PARTS = frozenset({"eta", "nodes", "signals"})

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, cast
 
+from store.views import GraphRow
+
 from .dialogs import open_action
 from .glyphs import READ_ONLY_NOTICE
-from .model import GraphRow
 from .screens import EventLogScreen, HandoffInboxScreen, HelpScreen, NodeDetailScreen, RunsScreen, TaskGraphScreen
 from .screens.advice import AdviceDialog
 from .screens.base import WardenScreen

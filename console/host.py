@@ -15,11 +15,11 @@ if TYPE_CHECKING:
     from textual.screen import Screen, ScreenResultCallbackType
 
     from store.feed import Feed
+    from store.views import GraphRow
 
     from .analysis_runs import AnalysisRuns
     from .event_log import EventLogModel
     from .hub import FeedHub
-    from .model import GraphRow
     from .tasklist import TaskListModel
 
 _R = TypeVar("_R")

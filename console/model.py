@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Mapping, Sequence, TypeAlias
 
 from store.jsontypes import JsonMapping
 from store.report import empty_eta
-from store.views import GraphView, NodeRow, NodeView, TaskView
+from store.views import GraphRow, GraphView, NodeView, TaskView
 
 from .glyphs import MARKS, NODE_GLYPHS, duration_label, eta_label
 from .text import safe_line
@@ -23,8 +23,6 @@ Clock = Callable[[], float]
 
 NODE_STATUSES = tuple(NODE_GLYPHS)
 
-#: a graph's row as the model holds it: the page's lean NodeRow, or the NodeView an update read
-GraphRow: TypeAlias = NodeView | NodeRow
 #: a signal as the console gets it: ``store.report.signal_json``'s dict (the analysis converts once)
 SignalJson: TypeAlias = JsonMapping
 #: a task's or a node's estimate as ``Estimate.to_json`` gives it

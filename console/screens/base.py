@@ -11,8 +11,9 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input
 
+from store.views import GraphRow
+
 from ..host import ConsoleHost, host_of
-from ..model import GraphRow
 from ..text import safe_line
 from ..typeahead import TypeAhead, mark, redirect_key
 from ..widgets import InfoLine, RowList, StatusBar

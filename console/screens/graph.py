@@ -24,13 +24,14 @@ from textual.worker import get_current_worker
 from store.errors import LedgerUnavailable, NotFound
 from store.feed import graph_pages
 from store.report import budget_json
+from store.views import GraphRow
 
 from ..explain import task_estimate_text
 from ..glyphs import NODE_GLYPHS, budget_label, duration_label, eta_label, node_status_label, pause_label
 from ..glyphs import MARKS, signals_label, task_status_label
 from ..hub import NodesChanged, TasksChanged
 from ..messages import AnalysisReady, GraphPageReady, LedgerStatus
-from ..model import GRAPH_COLUMNS, GraphModel, GraphRow, progress_text, signal_text
+from ..model import GRAPH_COLUMNS, GraphModel, progress_text, signal_text
 from ..text import safe_line
 from ..widgets import InfoLine, RowList
 from .base import ListScreen

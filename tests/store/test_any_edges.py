@@ -32,7 +32,6 @@ LEFT_STORE_PACKAGES: dict[str, int] = {}
 
 # Left in the console.
 LEFT_CONSOLE: dict[str, int] = {
-    "console/alerts.py": 12,
     "console/analysis.py": 1,
     "console/app_nav.py": 5,
     "console/demo/agent.py": 7,
@@ -53,15 +52,8 @@ LEFT_CONSOLE: dict[str, int] = {
     "console/event_log.py": 5,
     "console/glyphs.py": 4,
     "console/hub.py": 1,
-    "console/mind_view.py": 4,
     "console/plainterm.py": 2,
-    "console/report_view.py": 3,
     "console/screens/advice.py": 1,
-    "console/screens/lists.py": 13,
-    "console/screens/mind.py": 16,
-    "console/screens/recovery.py": 6,
-    "console/screens/report.py": 2,
-    "console/screens/resolve.py": 5,
     "console/serve/server.py": 1,
     "console/typeahead.py": 4,
     "console/widgets/statusbar.py": 1,
