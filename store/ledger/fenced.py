@@ -9,7 +9,7 @@ then the node row, then the journal's advisory lock.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import NamedTuple, Sequence
+from typing import Mapping, NamedTuple, Sequence, TypedDict
 
 from .. import checkpoints, novelty, sql
 from .. import density as density_rule
@@ -35,6 +35,20 @@ OUTPUT_CAP = 64 * 1024
 ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
 COMMIT_ARGS = frozenset({"output", "output_ref", "tokens", "artifact", "units_done", "next_nodes", "repair",
                          "summary", "repair_from"})
+
+
+class CommitArgs(TypedDict, total=False):
+    """One step's :func:`commit` arguments in a group commit (``Ledger.commit_many``)."""
+
+    output: object
+    output_ref: str | None
+    tokens: float | None
+    artifact: tuple[str, bytes] | None
+    units_done: float | None
+    next_nodes: Sequence[NodeSpec]
+    repair: bool
+    summary: str | None
+    repair_from: Sequence[str] | None
 
 
 # ---------------------------------------------------------------------- the fence
@@ -187,7 +201,7 @@ def _step_lease(row: NodeRecord, claim: Claim, now: float, until: float, max_ste
 
 
 def _stopped(core: LedgerCore, claim: Claim, row: NodeRecord, judged: density_rule.Judgement, now: float,
-             beat: JsonMapping) -> Pulse:
+             beat: Mapping[str, object]) -> Pulse:
     """A heartbeat showing a cost density over 3 × the limit: the ledger stops the node (store/ledger/cost.py)."""
     task = core.task_record(claim.task_id, lock="update")  # the task row first (lock order): the task may fail
     keep = {k: v for k, v in beat.items() if k in ("tokens_used", "units_done", "units_total", "heartbeat_at")}
@@ -233,7 +247,7 @@ def commit(core: LedgerCore, claim: Claim, *, output: object, output_ref: str | 
 
 
 @retry_write
-def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, JsonMapping]]) -> list[int | WardenError]:
+def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, CommitArgs]]) -> list[int | WardenError]:
     """Several steps' commits in ONE write transaction (see ``Ledger.commit_many``)."""
     now = core.now()
     prepared = []
