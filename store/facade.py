@@ -251,7 +251,7 @@ class Ledger(LedgerCore):
                              units_done=units_done, next_nodes=next_nodes, repair=repair, summary=summary,
                              repair_from=repair_from)
 
-    def commit_many(self, commits: Sequence[tuple[Claim, Mapping[str, object]]]) -> list[int | WardenError]:
+    def commit_many(self, commits: Sequence[tuple[Claim, fenced.CommitArgs]]) -> list[int | WardenError]:
         """Group commit: several steps' commits in ONE write transaction (one fsync).
 
         For an agent process that runs many steps at once. Each step stays all-or-nothing (it runs

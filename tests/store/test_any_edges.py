@@ -27,18 +27,7 @@ LEFT_STORE: dict[str, int] = {
 }
 
 # Left in the store's packages (adapters, ledger, actions, mind, recovery, runs).
-LEFT_STORE_PACKAGES: dict[str, int] = {
-    "store/adapters/agent_session.py": 28,
-    "store/adapters/claude_hooks.py": 9,
-    "store/adapters/claude_turns.py": 1,
-    "store/adapters/command.py": 1,
-    "store/adapters/graphshape.py": 12,
-    "store/adapters/langgraph.py": 27,
-    "store/adapters/mcp_server.py": 14,
-    "store/adapters/rundir.py": 2,
-    "store/adapters/sessions.py": 4,
-    "store/adapters/streams.py": 14,
-}
+LEFT_STORE_PACKAGES: dict[str, int] = {}
 
 # Left in the console.
 LEFT_CONSOLE: dict[str, int] = {
