@@ -41,6 +41,7 @@ UI.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
@@ -49,14 +50,24 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol, Sequence
 
-from textual.screen import ModalScreen
+from textual.dom import DOMNode
+from textual.screen import ModalScreen, Screen
 
 from store.clock import iso
+from store.jsontypes import JsonObject
+from store.views import EventView
 
 from .glyphs import MARKS
 from .text import safe, safe_line
+
+if TYPE_CHECKING:
+    from textual.notifications import SeverityLevel
+    from textual.signal import Signal
+
+    from .follow import Pending
+    from .model import EtaJson, SignalJson
 
 BELL_EVERY_S = 10.0  # the bell rings at most this often (the console's clock)
 REARM_S = 300.0  # a node whose alarm ended alerts again only if it stayed quiet this long (no flicker)
@@ -89,7 +100,7 @@ class Alert:
             return ("handoff", self.task, self.handoff or "")
         return (self.task, self.node or "", "signal")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"kind": self.kind, "task": self.task, "node": self.node, "signal": self.signal,
                 "severity": self.severity, "at": iso(self.at), "since": self.since, "summary": self.summary,
                 "handoff": self.handoff, "evidence": self.evidence}
@@ -101,11 +112,7 @@ class Alert:
         return f"{glyph} {where}: {safe_line(self.summary, limit=limit)}"
 
 
-def _get(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
-
-
-def _iso(value: Any) -> str | None:
+def _iso(value: str | float | None) -> str | None:
     """A signal's ``since`` as the console gets it (an ISO string from signal_json, or seconds)."""
     if value is None or isinstance(value, str):
         return value
@@ -132,7 +139,7 @@ class AlertWatch:
                 self.known.add(tid)
                 self.baseline.add(tid)
 
-    def events(self, events: Sequence[Any], now: float) -> list[Alert]:
+    def events(self, events: Sequence[EventView], now: float) -> list[Alert]:
         """New journal events: a handoff opened alerts; a resolved or withdrawn one is over."""
         out: list[Alert] = []
         for e in events:
@@ -161,7 +168,7 @@ class AlertWatch:
                         del self.open[k]
         return out
 
-    def signals(self, task_id: str, signals: Sequence[Any] | None, now: float) -> list[Alert]:
+    def signals(self, task_id: str, signals: Sequence[SignalJson] | None, now: float) -> list[Alert]:
         """A task's signals as one analysis computed them (the whole list for that task; None: not
         computed this time). Returns an alert for each node (or the task itself) that entered alarm."""
         if signals is None:
@@ -169,16 +176,16 @@ class AlertWatch:
         quiet = task_id in self.baseline
         self.baseline.discard(task_id)
         self.known.add(task_id)
-        current: dict[tuple[str, str], list[Any]] = {}
+        current: dict[tuple[str, str], list[SignalJson]] = {}
         for s in signals:
-            if _get(s, "severity") == "alarm":
-                current.setdefault((task_id, _get(s, "node") or ""), []).append(s)
+            if s.get("severity") == "alarm":
+                current.setdefault((task_id, s.get("node") or ""), []).append(s)
         for k in [k for k in self.alarming if k[0] == task_id and k not in current]:
             del self.alarming[k]  # over (or milder); its alert stays open until seen: it happened
             self.cleared_at[k] = now
         out: list[Alert] = []
         for k, sigs in current.items():
-            kinds = {str(_get(s, "kind")) for s in sigs}
+            kinds = {str(s.get("kind")) for s in sigs}
             if k in self.alarming:  # still in alarm (perhaps for one more reason): no news
                 self.alarming[k] |= kinds
                 continue
@@ -187,11 +194,11 @@ class AlertWatch:
             if quiet or (cleared is not None and now - cleared < REARM_S):
                 continue  # the startup state; or a flicker (off for a moment, then on again)
             first = sigs[0]
-            kind = str(_get(first, "kind"))
+            kind = str(first.get("kind"))
             more = f" (+{len(sigs) - 1} more)" if len(sigs) > 1 else ""
             a = Alert("signal", task_id, k[1] or None, kind, "alarm", now,
-                      f"{kind} (alarm): {_get(first, 'evidence') or ''}{more}", since=_iso(_get(first, "since")),
-                      evidence=str(_get(first, "evidence") or ""))
+                      f"{kind} (alarm): {first.get('evidence') or ''}{more}", since=_iso(first.get("since")),
+                      evidence=str(first.get("evidence") or ""))
             self.open[a.key] = a
             out.append(a)
         return out
@@ -289,11 +296,27 @@ def _stderr_tail(proc: subprocess.Popen[bytes], fd: int, deadline: float) -> byt
 
 
 # ---------------------------------------------------------------------- the app's side
+class AlertApp(Protocol):
+    """What the desk uses of the app (console.app.WardenApp): Textual's public API and two of its own."""
+
+    @property
+    def screen_change_signal(self) -> Signal[Screen[object]]: ...
+    def now(self) -> float: ...
+    def alerts_changed(self) -> None: ...
+    def bell(self) -> None: ...
+    def clear_notifications(self) -> None: ...
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None: ...
+    def set_timer(self, delay: float, callback: Callable[[], None]) -> object: ...
+    def run_worker(self, work: Callable[[], None], *, group: str, exit_on_error: bool, thread: bool) -> object: ...
+    def call_from_thread(self, callback: Callable[..., object], *args: object, **kwargs: object) -> object: ...
+
+
 class AlertDesk:
     """What the app holds: the watch, and the delivery of each batch (bell, notifications, header,
     hook). ``app`` is the Textual app (only its public API is used)."""
 
-    def __init__(self, app: Any, *, bell: bool = True, hook: Sequence[str] | None = None,
+    def __init__(self, app: AlertApp, *, bell: bool = True, hook: Sequence[str] | None = None,
                  hook_timeout: float = HOOK_TIMEOUT_S) -> None:
         self.app = app
         self.watch = AlertWatch()
@@ -325,12 +348,12 @@ class AlertDesk:
 
     def _watch_screens(self) -> None:
         """Subscribe once to the app's screen changes (a dialog opening or closing), when it runs."""
-        if self._watching or not getattr(self.app, "is_running", False):
+        if self._watching or not getattr(self.app, "is_running", False) or not isinstance(self.app, DOMNode):
             return
         self._watching = True
         self.app.screen_change_signal.subscribe(self.app, self._screen_changed)
 
-    def _screen_changed(self, screen: Any) -> None:
+    def _screen_changed(self, screen: Screen[object]) -> None:
         if isinstance(screen, ModalScreen):
             if self._shown and self._shown_at is not None and self.app.now() - self._shown_at < BELL_EVERY_S:
                 # the notification on screen would cover the dialog: take it down, show it afterwards
@@ -346,7 +369,7 @@ class AlertDesk:
             self._show()
             self.app.alerts_changed()
 
-    def took(self, pending: Any) -> None:
+    def took(self, pending: Pending) -> None:
         """A delta the app just applied (``console.follow.Pending``)."""
         before = self.watch.open_count
         if pending.all_tasks is not None:
@@ -357,7 +380,7 @@ class AlertDesk:
         new = self.watch.events(pending.events, self.app.now()) if pending.events else []
         self._deliver(new, before)
 
-    def analysed(self, tasks: Mapping[str, tuple[Any, Any]]) -> None:
+    def analysed(self, tasks: Mapping[str, tuple[EtaJson | None, Sequence[SignalJson] | None]]) -> None:
         """An analysis result (``AnalysisReady.tasks``: task id → (eta, signals or None))."""
         before = self.watch.open_count
         now = self.app.now()
@@ -399,7 +422,7 @@ class AlertDesk:
                 self.app.set_timer(wait, self._show)
             if self.hook:
                 for a in new:
-                    self.app.run_worker(lambda a=a: self._run_hook(a), thread=True, group="alert-hook",
+                    self.app.run_worker(functools.partial(self._run_hook, a), thread=True, group="alert-hook",
                                         exit_on_error=False)
         if new or self.watch.open_count != before:
             self.app.alerts_changed()

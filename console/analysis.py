@@ -28,15 +28,17 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from store import estimates, signals
+from store import Ledger, estimates, signals
 from store.analysis import TaskAnalysis
 from store.errors import NotFound
 from store.feed import Feed
 from store.report import empty_eta, signal_json
 from store.tally import current
-from store.views import GraphView, TaskView
+from store.signals import Signal
+from store.views import EventView, GraphRow, GraphView, NodeView, TaskView
 
 from .messages import AnalysisReady
+from .model import EtaJson, GraphModel, SignalJson
 
 HISTORY_TTL_S = 60.0  # the duration history is re-read at least this often while in use
 PARTS = frozenset({"eta", "nodes", "signals"})
@@ -54,11 +56,11 @@ class GraphRequest:
     P80 is shown, and its running and parked rows (whose signals are shown)."""
 
     task: TaskView
-    window: tuple[Any, ...] = ()
-    live: tuple[Any, ...] = ()
+    window: tuple[GraphRow, ...] = ()
+    live: tuple[GraphRow, ...] = ()
 
 
-def graph_request(g: Any, visible: range, *, live: bool = True) -> GraphRequest:
+def graph_request(g: GraphModel, visible: range, *, live: bool = True) -> GraphRequest:
     """For the open graph's model ``g`` (``console.model.GraphModel``): its task row, the rows on
     screen (``visible`` positions) and a screen either side, and (``live``) its running and parked
     rows — a scan of the model, a few ms at 100k nodes."""
@@ -66,10 +68,11 @@ def graph_request(g: Any, visible: range, *, live: bool = True) -> GraphRequest:
     lo, hi = max(0, visible.start - h), min(g.row_count(), visible.stop + h)
     window = tuple(n for n in (g.node_at(p) for p in range(lo, hi)) if n is not None) if len(visible) else ()
     rows = tuple(n for n in g.nodes if n.status in ("running", "parked")) if live else ()
+    assert g.task is not None, "the graph's first page has not arrived"  # a screen shows a started model only
     return GraphRequest(task=g.task, window=window, live=rows)
 
 
-def window_covers(g: Any, visible: range, keys: frozenset[str]) -> bool:
+def window_covers(g: GraphModel, visible: range, keys: frozenset[str]) -> bool:
     """Every row on screen is among ``keys`` (their P80s were asked for)."""
     for p in visible:
         n = g.node_at(p)
@@ -81,7 +84,7 @@ def window_covers(g: Any, visible: range, keys: frozenset[str]) -> bool:
 SIGNAL_CHUNK = 500  # running nodes whose signals are read and judged at a time
 
 
-def graph_signals(ledger: Any, req: GraphRequest, history: estimates.DurationHistory, now: float) -> list[Any]:
+def graph_signals(ledger: Ledger, req: GraphRequest, history: estimates.DurationHistory, now: float) -> list[Signal]:
     """``signals_for_graph`` of the running and parked rows, read as whole nodes (the rows carry what
     estimates read; signals read more) ``SIGNAL_CHUNK`` running nodes at a time: the same signals —
     a node's own depend on it, its kind and the task only — with a tenth of the memory at its peak
@@ -90,7 +93,7 @@ def graph_signals(ledger: Any, req: GraphRequest, history: estimates.DurationHis
     running = [n for n in req.live if n.status == "running"]
     parked = [n for n in req.live if n.status != "running"]
     task = req.task
-    out: list[Any] = []
+    out: list[Signal] = []
     for i, start in enumerate(range(0, max(1, len(running)), SIGNAL_CHUNK)):
         part = running[start:start + SIGNAL_CHUNK]
         keys = [n.key for n in (parked if i == 0 else []) + part]
@@ -104,15 +107,16 @@ def graph_signals(ledger: Any, req: GraphRequest, history: estimates.DurationHis
     return signals.sort_signals(out)
 
 
-_TRIM: Any = False
+_TRIM: Callable[[int], object] | None = None
+_TRIM_LOOKED = False  # _TRIM was looked for (once)
 
 
 def release_memory() -> None:
     """Give freed memory back to the system (glibc's ``malloc_trim``; nothing elsewhere). A run
     reads thousands of rows and frees them; glibc kept ~15 MB of that per run at 100k nodes."""
-    global _TRIM
-    if _TRIM is False:
-        _TRIM = None
+    global _TRIM, _TRIM_LOOKED
+    if not _TRIM_LOOKED:
+        _TRIM_LOOKED = True
         if sys.platform.startswith("linux"):
             try:
                 import ctypes
@@ -138,13 +142,13 @@ class OpenGraph:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.task_id: str | None = None
-        self._seed: tuple[Any, tuple[Any, ...]] | None = None
-        self._inbox: list[tuple[Sequence[Any], Mapping[tuple[str, str], Any]]] = []
+        self._seed: tuple[TaskView, tuple[GraphRow, ...]] | None = None
+        self._inbox: list[tuple[Sequence[EventView], Mapping[tuple[str, str], NodeView]]] = []
         self._generation = 0
         self.analysis: TaskAnalysis | None = None
         self.seen = 0  # the last journal id handed over by the UI (the rows' cursor at seed time)
 
-    def seed(self, task: Any, rows: Sequence[Any]) -> None:
+    def seed(self, task: TaskView, rows: Sequence[GraphRow]) -> None:
         """UI thread: the graph of ``task`` finished loading; ``rows`` as the model holds them."""
         with self._lock:
             self._generation += 1
@@ -168,7 +172,7 @@ class OpenGraph:
             self._inbox = []
             self.analysis = None
 
-    def delta(self, events: Sequence[Any], nodes: Mapping[tuple[str, str], Any]) -> None:
+    def delta(self, events: Sequence[EventView], nodes: Mapping[tuple[str, str], NodeView]) -> None:
         """UI thread: one applied delta (events in id order, the node views read for them)."""
         if events:
             self.seen = max(self.seen, events[-1].id)
@@ -176,7 +180,7 @@ class OpenGraph:
             with self._lock:
                 self._inbox.append((events, nodes))
 
-    def current(self, ledger: Any, task: Any, history: Any = None) -> TaskAnalysis | None:
+    def current(self, ledger: Ledger, task: TaskView) -> TaskAnalysis | None:
         """Worker thread: the analysis of ``task`` (its latest view) with every delta handed over
         so far applied; None when that task's graph is not (fully) loaded."""
         with self._lock:
@@ -268,12 +272,15 @@ class Analyst:
              parts: frozenset[str], must_eta: int | None = None) -> AnalysisReady:
         t0 = time.monotonic()
         history = self.history()
-        tasks: dict[str, tuple[Any, Any]] = {}
+        tasks: dict[str, tuple[EtaJson | None, Sequence[SignalJson] | None]] = {}
         graph_result = None
 
-        def graph_analysis(ledger: Any, req: GraphRequest) -> tuple[Any, Any, Any]:
+        def graph_analysis(ledger: Ledger, req: GraphRequest) -> tuple[EtaJson | None, dict[str, EtaJson] | None,
+                                                                       Sequence[SignalJson] | None]:
             task = req.task
-            eta = node_etas = sigs = None
+            eta: EtaJson | None = None
+            node_etas: dict[str, EtaJson] | None = None
+            sigs: list[SignalJson] | None = None
             an = self.graph.current(ledger, task)
             if an is not None:  # the incremental analysis of the loaded graph
                 if "eta" in parts:
@@ -292,14 +299,17 @@ class Analyst:
             if "nodes" in parts and req.window:
                 # estimate_graph of the window alone, its task marked finished so that it skips the
                 # task figure (computed above from the whole task, not from these rows)
-                done = GraphView(task=replace(task, status="completed"), nodes=tuple(req.window))
+                # (GraphView.nodes says NodeView; the window's rows are mostly NodeRows, which carry what
+                # the estimates read — store/views.py is to say so, then this Any goes)
+                rows: tuple[Any, ...] = req.window
+                done = GraphView(task=replace(task, status="completed"), nodes=rows)
                 est = estimates.estimate_graph(ledger, done, history=history, now=now)
                 node_etas = {k: e.to_json() for k, e in est.nodes.items()}
             if "signals" in parts:
                 sigs = [signal_json(s) for s in graph_signals(ledger, req, history, now)]
             return eta, node_etas, sigs
 
-        def task_analysis(ledger: Any, tid: str, want_eta: bool) -> tuple[Any, list | None]:
+        def task_analysis(ledger: Ledger, tid: str, want_eta: bool) -> tuple[EtaJson | None, Sequence[SignalJson] | None]:
             held = self.rows(tid)
             task = current(held, now) if held is not None else ledger.task(tid)
             eta = estimates.estimate_task(ledger, task, history=history, now=now).to_json() if want_eta else None
@@ -331,12 +341,12 @@ class NodeExplanation:
 
     task_id: str
     key: str
-    signals: tuple[dict[str, Any], ...]
-    eta: dict[str, Any]
+    signals: tuple[SignalJson, ...]
+    eta: EtaJson
     at: float
 
 
-def explain_node(ledger: Any, task_id: str, key: str, now: float, *, task: TaskView | None = None,
+def explain_node(ledger: Ledger, task_id: str, key: str, now: float, *, task: TaskView | None = None,
                  history: estimates.DurationHistory | None = None) -> NodeExplanation:
     """The node's signals (``store.signals.signals_for_node``: the same as ``signals_for_graph`` gives it)
     and its estimate (``estimate_graph`` of the node alone, as the graph's rows get theirs). ``task``:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, cast
 
-from store.views import NodeView
+from store.views import GraphRow
 
 from .dialogs import open_action
 from .glyphs import READ_ONLY_NOTICE
@@ -51,7 +51,7 @@ class Navigation:
         self.alerts.seen(task_id, key)
         self.push_screen(NodeDetailScreen(task_id, key))
 
-    def shown_node(self, task_id: str, key: str) -> NodeView | None:
+    def shown_node(self, task_id: str, key: str) -> GraphRow | None:
         """The node as a screen shows it now (the one nearest the top that shows it), without a
         read: what the action dialogs open with."""
         for s in reversed(self.screen_stack):

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from rich.text import Text
 
 from store.clock import iso
+from store.views import EventView, NodeView, ObservationView
 
 from .glyphs import MARKS, age_label, duration_label
-from .model import signal_text
+from .model import EtaJson, SignalJson, signal_text
 from .text import safe, safe_line
 
 SEVERITY_STYLES = {"alarm": "red", "warn": "yellow"}  # the word is always there too (NO_COLOR, monochrome)
@@ -71,16 +72,12 @@ SUGGESTED_ACTIONS: dict[str, tuple[str, str]] = {
 }
 
 
-def _get(s: Any, name: str) -> Any:
-    return s.get(name) if isinstance(s, Mapping) else getattr(s, name, None)
-
-
-def suggestion(sig: Any) -> Suggestion | None:
-    got = SUGGESTED_ACTIONS.get(str(_get(sig, "kind")))
+def suggestion(sig: SignalJson) -> Suggestion | None:
+    got = SUGGESTED_ACTIONS.get(str(sig.get("kind")))
     if got is None:
         return None
     action, label = got
-    reason = f"{_get(sig, 'kind')}: {_get(sig, 'evidence')}"
+    reason = f"{sig.get('kind')}: {sig.get('evidence')}"
     return Suggestion(action, label, safe_line(reason, limit=500))
 
 
@@ -98,7 +95,7 @@ def signal_keys(i: int) -> str:
     return f"s or {i + 1}" if i == 0 else (str(i + 1) if i < 9 else "")
 
 
-def signals_section(out: Text, signals: Sequence[Any] | None, now: float, wait: str | None = None) -> None:
+def signals_section(out: Text, signals: Sequence[SignalJson] | None, now: float, wait: str | None = None) -> None:
     """Each signal: kind, severity, since when, its evidence (the same text as ``warden graph
     --json``), the action it suggests and the key that opens it. ``None``: not computed yet."""
     if signals is None:
@@ -111,17 +108,17 @@ def signals_section(out: Text, signals: Sequence[Any] | None, now: float, wait: 
     if not signals:
         out.append("  none: nothing stalled, looping or waiting on the operator\n", style="dim")
     for i, s in enumerate(signals):
-        sev = str(_get(s, "severity") or "warn")
+        sev = str(s.get("severity") or "warn")
         style = SEVERITY_STYLES.get(sev, "")
         out.append(f"  {i + 1} " if i < 9 else "    ", style="bold")
-        out.append(f"{MARKS['signal']} {safe_line(_get(s, 'kind'))}", style=f"bold {style}".strip())
+        out.append(f"{MARKS['signal']} {safe_line(s.get('kind'))}", style=f"bold {style}".strip())
         out.append(f"  {safe_line(sev)}", style=style)
-        since = _get(s, "since")
+        since = s.get("since")
         ts = parse_iso(since) if isinstance(since, str) else since
         if ts is not None:
             out.append(f"  since {iso(ts)} ({age_label(now - ts)})", style="dim")
         out.append("\n")
-        out.append("    " + safe(_get(s, "evidence"), limit=EVIDENCE_LIMIT) + "\n")
+        out.append("    " + safe(s.get("evidence"), limit=EVIDENCE_LIMIT) + "\n")
         sug = suggestion(s)
         keys = signal_keys(i)
         if sug is not None:
@@ -129,7 +126,7 @@ def signals_section(out: Text, signals: Sequence[Any] | None, now: float, wait: 
 
 
 # ---------------------------------------------------------------------- estimates
-def eta_figures(eta: Mapping[str, Any] | None) -> str:
+def eta_figures(eta: EtaJson | None) -> str:
     """'P50 2m10s  P80 4m05s  (low confidence, 3 samples)' or '—'."""
     if not eta or eta.get("p80_s") is None:
         return MARKS["dash"]
@@ -141,7 +138,7 @@ def eta_figures(eta: Mapping[str, Any] | None) -> str:
             f"({said}, {n} sample{'s' if n != 1 else ''})")
 
 
-def estimate_section(out: Text, eta: Mapping[str, Any] | None, status: str) -> None:
+def estimate_section(out: Text, eta: EtaJson | None, status: str) -> None:
     """The node's P50 / P80, samples, confidence and why (``store.estimates``' reasons, as they are)."""
     section(out, "Estimate (remaining time)")
     if eta is None:
@@ -158,7 +155,7 @@ def estimate_section(out: Text, eta: Mapping[str, Any] | None, status: str) -> N
         field(out, "why" if i == 0 else "", safe_line(w, limit=300))
 
 
-def task_estimate_text(eta: Mapping[str, Any] | None, signals: Sequence[Any] = ()) -> Text:
+def task_estimate_text(eta: EtaJson | None, signals: Sequence[SignalJson] = ()) -> Text:
     """The graph's explanation panel: the task's P50 / P80, samples, confidence, why (the nodes that
     weigh most among them), and its signals."""
     out = Text(no_wrap=False)
@@ -182,14 +179,14 @@ class ObservationRun:
     """Consecutive observations of one attempt with the same digest (the normalised content that
     stall detection compares): shown once, with a count and the first and last time."""
 
-    first: Any
-    last: Any
+    first: ObservationView
+    last: ObservationView
     count: int
     new_units: int
     texts_differ: bool  # identical after normalisation, not byte for byte (the newest is shown)
 
 
-def collapse_observations(observations: Sequence[Any]) -> list[ObservationRun]:
+def collapse_observations(observations: Sequence[ObservationView]) -> list[ObservationRun]:
     """Oldest first, like the observations."""
     runs: list[ObservationRun] = []
     for o in observations:
@@ -203,7 +200,7 @@ def collapse_observations(observations: Sequence[Any]) -> list[ObservationRun]:
     return runs
 
 
-def _wait_window(node: Any) -> tuple[float, float, str] | None:
+def _wait_window(node: NodeView) -> tuple[float, float, str] | None:
     """The node's declared wait (its last: the node keeps one) as (since, until, what)."""
     since, until, what = (getattr(node, "wait_since", None), getattr(node, "wait_until", None),
                           getattr(node, "wait_on", None))
@@ -212,8 +209,8 @@ def _wait_window(node: Any) -> tuple[float, float, str] | None:
     return float(since), float(until), str(what)
 
 
-def observations_section(out: Text, observations: Sequence[Any], sparkline: str, shown: int = 5,
-                         node: Any = None) -> None:
+def observations_section(out: Text, observations: Sequence[ObservationView], sparkline: str, shown: int = 5,
+                         node: NodeView | None = None) -> None:
     """Identical consecutive observations collapsed (``×38``, first and last time); those made
     during the node's declared wait say so (they are expected to repeat and raise no signal)."""
     section(out, f"Observations ({len(observations)})")
@@ -249,7 +246,7 @@ class FailureFacts:
     at: float | None
 
 
-def failure_facts(node: Any, failure: Any) -> FailureFacts | None:
+def failure_facts(node: NodeView, failure: EventView | None) -> FailureFacts | None:
     """The node's last failure as ``fail()`` recorded it (its ``node.failed`` event), not the node's
     declared ``retryable``; from the node's columns when the event is gone."""
     if failure is not None:
@@ -272,7 +269,7 @@ def failure_facts(node: Any, failure: Any) -> FailureFacts | None:
     return None
 
 
-def failure_section(out: Text, node: Any, failure: Any, now: float) -> None:
+def failure_section(out: Text, node: NodeView, failure: EventView | None, now: float) -> None:
     f = failure_facts(node, failure)
     if f is None:
         return

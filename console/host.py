@@ -7,18 +7,22 @@ imports them); they reach it through ``self.app`` typed as a ``ConsoleHost``, ne
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Protocol, cast
+from typing import TYPE_CHECKING, Callable, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     from textual.dom import DOMNode
+    from textual.notifications import SeverityLevel
+    from textual.screen import Screen, ScreenResultCallbackType
 
     from store.feed import Feed
-    from store.views import NodeView
+    from store.views import GraphRow
 
     from .analysis_runs import AnalysisRuns
     from .event_log import EventLogModel
     from .hub import FeedHub
     from .tasklist import TaskListModel
+
+_R = TypeVar("_R")
 
 
 class ConsoleHost(Protocol):
@@ -54,14 +58,14 @@ class ConsoleHost(Protocol):
     def now(self) -> float: ...
     def open_graph(self, task_id: str) -> None: ...
     def open_node(self, task_id: str, key: str) -> None: ...
-    def shown_node(self, task_id: str, key: str) -> "NodeView | None": ...
+    def shown_node(self, task_id: str, key: str) -> "GraphRow | None": ...
     def open_action(self, action: str, task_id: str | None, node_key: str | None) -> None: ...
     def retry_open(self) -> None: ...
 
     # Textual's App, as used here
-    def push_screen(self, screen: Any, callback: Callable[[Any], Any] | None = None) -> Any: ...
-    def pop_screen(self) -> Any: ...
-    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+    def push_screen(self, screen: "Screen[_R]", callback: "ScreenResultCallbackType[_R] | None" = None) -> object: ...
+    def pop_screen(self) -> object: ...
+    def notify(self, message: str, *, title: str = "", severity: "SeverityLevel" = "information",
                timeout: float | None = None, markup: bool = True) -> None: ...
 
 

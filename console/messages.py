@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from textual.message import Message
 
 if TYPE_CHECKING:
     from store.feed import GraphPage
+
+    from .model import EtaJson, SignalJson
 
 
 class LedgerChanged(Message):
@@ -32,7 +34,8 @@ class AnalysisReady(Message):
     (``eta``: task figures, ``nodes``: P80s of the graph rows around the screen, ``signals``); a
     part not computed is None in the tuples and leaves what is shown as it was."""
 
-    def __init__(self, tasks: dict[str, tuple[Any, Any]], graph: tuple[str, Any, Any, Any] | None,
+    def __init__(self, tasks: dict[str, tuple[EtaJson | None, Sequence[SignalJson] | None]],
+                 graph: tuple[str, EtaJson | None, Mapping[str, EtaJson] | None, Sequence[SignalJson] | None] | None,
                  *, parts: frozenset[str] = frozenset({"eta", "nodes", "signals"})) -> None:
         super().__init__()
         self.tasks = tasks

@@ -8,11 +8,11 @@ characters escaped, one line each.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Callable, Sequence
 
 from rich.text import Text
 
-from store.mind.views import MemoryView, MindEntry, MindView, PlanVersionView, RequirementUse
+from store.mind.views import MemoryView, MindEntry, MindView, NodeMind, PlanVersionView, RequirementUse
 from store.text import safe_line
 
 from store.clock import iso
@@ -24,7 +24,7 @@ TEXT_CHARS = 300  # characters of one agent-written text on one line (the JSON h
 KEYS_SHOWN = 6  # node keys named on a requirement's line
 
 
-def _t(value: Any, limit: int = TEXT_CHARS, style: str = "") -> Text:
+def _t(value: object, limit: int = TEXT_CHARS, style: str = "") -> Text:
     return Text(safe_line(value, limit=limit), style=style)
 
 
@@ -184,7 +184,7 @@ def mind_text(m: MindView, now: float) -> Text:
     return out
 
 
-def _section(put: Any, title: str, lines: Sequence[Text]) -> None:
+def _section(put: Callable[[Text | str], None], title: str, lines: Sequence[Text]) -> None:
     put(Text(title + ":", style="bold") if lines else Text(title, style="dim"))
     for one in lines[:LIST_LIMIT]:
         put(one)
@@ -216,7 +216,7 @@ def memories_text(found: Sequence[MemoryView], now: float) -> Text:
 
 
 # ---------------------------------------------------------------------- a node's place (node detail)
-def mind_worth_showing(nm: Any) -> bool:
+def mind_worth_showing(nm: NodeMind) -> bool:
     """A node of a task with requirements, or one whose next claim is handed anything beyond the
     task's inputs (constraints, rejected paths, conclusions, memories)."""
     mem = nm.memory or {}
@@ -224,7 +224,7 @@ def mind_worth_showing(nm: Any) -> bool:
                 or any(mem.get(k) for k in ("constraints", "rejected", "conclusions", "memories")))
 
 
-def node_mind_text(nm: Any, now: float) -> Text:
+def node_mind_text(nm: NodeMind, now: float) -> Text:
     """A node's place in the task's mind (``store.mind.views.NodeMind``): the requirements it
     serves, the plan version that removed it, and what its next claim is handed
     (``Claim.inputs["memory"]``), entry by entry."""

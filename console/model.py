@@ -9,10 +9,11 @@ goes through ``console.text.safe_line`` before it becomes a cell.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence, TypeAlias
 
+from store.jsontypes import JsonMapping
 from store.report import empty_eta
-from store.views import GraphView, NodeView, TaskView
+from store.views import GraphRow, GraphView, NodeView, TaskView
 
 from .glyphs import MARKS, NODE_GLYPHS, duration_label, eta_label
 from .text import safe_line
@@ -22,27 +23,28 @@ Clock = Callable[[], float]
 
 NODE_STATUSES = tuple(NODE_GLYPHS)
 
+#: a signal as the console gets it: ``store.report.signal_json``'s dict (the analysis converts once)
+SignalJson: TypeAlias = JsonMapping
+#: a task's or a node's estimate as ``Estimate.to_json`` gives it
+EtaJson: TypeAlias = JsonMapping
+
 
 def status_cell(status: str, glyphs: Mapping[str, str]) -> Cell:
     return (f"{glyphs.get(status, '?')} {safe_line(status)}", status if status in glyphs else "")
 
 
-def signals_cell(signals: Sequence[Any]) -> Cell:
+def signals_cell(signals: Sequence[SignalJson]) -> Cell:
     if not signals:
         return (MARKS["dash"], "dim")
-    sev = {(_get(s, "severity") or "warn") for s in signals}
+    sev = {(s.get("severity") or "warn") for s in signals}
     return (f"{MARKS['signal']} {len(signals)}", "alarm" if "alarm" in sev else "warn")
 
 
-def _get(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
-
-
-def signal_text(s: Any, limit: int = 200) -> str:
+def signal_text(s: SignalJson, limit: int = 200) -> str:
     """One signal on one line: its mark, kind, node, severity and evidence (at most ``limit`` characters)."""
-    node = _get(s, "node")
+    node = s.get("node")
     where = f" {safe_line(node)}" if node else ""
-    return f"{MARKS['signal']} {safe_line(_get(s, 'kind'))}{where} ({safe_line(_get(s, 'severity'))}): {safe_line(_get(s, 'evidence'), limit=limit)}"
+    return f"{MARKS['signal']} {safe_line(s.get('kind'))}{where} ({safe_line(s.get('severity'))}): {safe_line(s.get('evidence'), limit=limit)}"
 
 
 def progress_text(counts: Mapping[str, int]) -> str:
@@ -138,14 +140,14 @@ class GraphModel:
         self.loaded_at = 0
         self.total = 0
         self.complete = False
-        self.nodes: list[Any] = []  # NodeView or store.feed.NodeRow (same attributes)
+        self.nodes: list[GraphRow] = []
         self.index: dict[str, int] = {}
         self.depth: list[int] = []
         self.dependents = Dependents()
-        self.etas: dict[str, Mapping[str, Any]] = {}
-        self.signals: dict[str, list[Any]] = {}
-        self.task_eta: Mapping[str, Any] = empty_eta()
-        self.task_signals: tuple[Any, ...] = ()
+        self.etas: dict[str, EtaJson] = {}
+        self.signals: dict[str, list[SignalJson]] = {}
+        self.task_eta: EtaJson = empty_eta()
+        self.task_signals: tuple[SignalJson, ...] = ()
         self.filter_text = ""
         self._visible: list[int] | None = None
         self._early: dict[str, tuple[NodeView, int | None]] = {}  # updates waiting for their row's page
@@ -164,7 +166,7 @@ class GraphModel:
         """The first page is in (the task row and the first rows)."""
         return self.task is not None
 
-    def start(self, task: TaskView, nodes: Sequence[Any], *, loaded_at: int, total: int, last: bool) -> None:
+    def start(self, task: TaskView, nodes: Sequence[GraphRow], *, loaded_at: int, total: int, last: bool) -> None:
         """The first page of the snapshot taken at journal id ``loaded_at``; the updates read before
         it that are no newer than the snapshot are dropped."""
         self.task, self.loaded_at = task, loaded_at
@@ -172,7 +174,7 @@ class GraphModel:
         self._early = {k: (v, at) for k, (v, at) in self._early.items() if at is None or at > loaded_at}
         self.extend(nodes, last=last)
 
-    def _link(self, n: Any) -> None:
+    def _link(self, n: GraphRow) -> None:
         d = 0
         depth = self.depth
         for dep in n.deps:
@@ -182,7 +184,7 @@ class GraphModel:
             self.dependents.add(dep, n.key)
         depth.append(d)
 
-    def extend(self, nodes: Sequence[Any], *, last: bool = False) -> bool:
+    def extend(self, nodes: Sequence[GraphRow], *, last: bool = False) -> bool:
         """The next page of the snapshot. Returns whether rows were added on screen."""
         early = self._early
         start = len(self.nodes)
@@ -209,11 +211,6 @@ class GraphModel:
             terms = self._terms()
             self._visible.extend(i for i in range(start, len(self.nodes)) if self._matches(self.nodes[i], terms))
         return len(self.nodes) > start
-
-    def snapshot(self) -> GraphView:
-        """A GraphView built from the model (for estimates / signals) without a query."""
-        assert self.task is not None, "the graph's first page has not arrived"
-        return GraphView(task=self.task, nodes=tuple(self.nodes))
 
     def apply(self, views: Iterable[NodeView], as_of: Mapping[str, int] | int | None = None) -> tuple[list[int], bool]:
         """Patch these nodes in. ``as_of``: the journal id each was read at (a mapping by key, or
@@ -253,15 +250,15 @@ class GraphModel:
     def set_task(self, task: TaskView) -> None:
         self.task = task
 
-    def set_analysis(self, task_eta: Mapping[str, Any] | None, node_etas: Mapping[str, Mapping[str, Any]],
-                     signals: Sequence[Any]) -> None:
+    def set_analysis(self, task_eta: EtaJson | None, node_etas: Mapping[str, EtaJson],
+                     signals: Sequence[SignalJson]) -> None:
         self.task_eta = task_eta or empty_eta()
         self.etas = dict(node_etas)
         self.set_signals(signals)
 
-    def update_analysis(self, task_eta: Mapping[str, Any] | None = None,
-                        node_etas: Mapping[str, Mapping[str, Any]] | None = None,
-                        signals: Sequence[Any] | None = None) -> None:
+    def update_analysis(self, task_eta: EtaJson | None = None,
+                        node_etas: Mapping[str, EtaJson] | None = None,
+                        signals: Sequence[SignalJson] | None = None) -> None:
         """What one analysis run computed; None leaves that part as it was. Node figures arrive
         for the rows around the screen: they are added to those already known (at most
         ``ETA_KEEP`` kept; beyond that only the newest window is)."""
@@ -274,10 +271,10 @@ class GraphModel:
         if signals is not None:
             self.set_signals(signals)
 
-    def set_signals(self, signals: Sequence[Any]) -> None:
-        by_node: dict[str, list[Any]] = {}
+    def set_signals(self, signals: Sequence[SignalJson]) -> None:
+        by_node: dict[str, list[SignalJson]] = {}
         for s in signals:
-            node = _get(s, "node")
+            node = s.get("node")
             if node:
                 by_node.setdefault(node, []).append(s)
         self.signals = by_node
@@ -299,7 +296,7 @@ class GraphModel:
             terms.append(("", word))
         return terms
 
-    def _matches(self, n: NodeView, terms: list[tuple[str, str]] | None = None) -> bool:
+    def _matches(self, n: GraphRow, terms: list[tuple[str, str]] | None = None) -> bool:
         for k, v in terms if terms is not None else self._terms():
             if k == "status":
                 if not n.status.startswith(v):
@@ -346,7 +343,7 @@ class GraphModel:
         got = self.positions([i])
         return got[0] if got else None
 
-    def node_at(self, pos: int) -> NodeView | None:
+    def node_at(self, pos: int) -> GraphRow | None:
         if self._visible is not None:
             return self.nodes[self._visible[pos]] if 0 <= pos < len(self._visible) else None
         return self.nodes[pos] if 0 <= pos < len(self.nodes) else None
@@ -363,7 +360,7 @@ class GraphModel:
             out[n.status] = out.get(n.status, 0) + 1
         return out
 
-    def lease_text(self, n: NodeView) -> Cell:
+    def lease_text(self, n: GraphRow) -> Cell:
         if not n.has_lease:
             if n.status == "pending" and n.next_retry_at and n.next_retry_at > self.clock():
                 return (f"retry {duration_label(n.next_retry_at - self.clock())}", "dim")

@@ -4,9 +4,9 @@ the console's report screen. Rich only (no Textual), so the CLI loads no UI to p
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 from rich.text import Text
+
+from store.jsontypes import JsonMapping
 
 from .glyphs import age_label, node_status_label, pause_label, task_status_label
 from .text import safe_line
@@ -14,11 +14,11 @@ from .text import safe_line
 LIST_LIMIT = 50  # lines per section before "… and N more" (the JSON has them all)
 
 
-def _tokens(n: Any) -> str:
+def _tokens(n: float | None) -> str:
     return "—" if n is None else f"{int(n):,}"
 
 
-def budget_lines(b: Mapping[str, Any]) -> list[str]:
+def budget_lines(b: JsonMapping) -> list[str]:
     """The budget section as plain lines (numbers only: nothing agent-written)."""
     out = []
     used = f"tokens {_tokens(b['tokens_used'])}" + (f" of {_tokens(b['token_cap'])}" if b.get("token_cap") else "")
@@ -42,7 +42,7 @@ def budget_lines(b: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def report_text(r: Mapping[str, Any]) -> Text:
+def report_text(r: JsonMapping) -> Text:
     """The report as one literal Text (every agent-written string made safe)."""
     out = Text()
 

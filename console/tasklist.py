@@ -32,13 +32,13 @@ import time
 from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from store.report import budget_json, empty_eta
 from store.views import EventView, TaskView
 
 from .glyphs import MARKS, TASK_GLYPHS, age_label, eta_label, task_label
-from .model import FINISHED_TASK, TASK_COLUMNS, progress_text, signals_cell, status_cell
+from .model import FINISHED_TASK, TASK_COLUMNS, EtaJson, SignalJson, progress_text, signals_cell, status_cell
 from .text import safe_line
 from .widgets.figures import gauge
 from .widgets.rowlist import Cell
@@ -93,24 +93,23 @@ class _Paint:
 @dataclass
 class TaskRow:
     view: TaskView
-    eta: Mapping[str, Any] = field(default_factory=empty_eta)
-    signals: tuple[Any, ...] = ()
+    eta: EtaJson = field(default_factory=empty_eta)
+    signals: tuple[SignalJson, ...] = ()
     # what the summary counted for this row (so a change moves the totals by its difference)
     alarms: int = 0
     warns: int = 0
     gate: str = "ok"  # the budget's gate and ratio, as the row shows them
     ratio: float = 0.0
-    key: tuple[Any, ...] = ()  # its sort key in the current order (ends with the row number: unique)
+    key: tuple[int, ...] = ()  # its sort key in the current order (ends with the row number: unique)
     shown: bool = False  # in the display order (matches the filter)
 
 
-def severities(view: TaskView, signals: Sequence[Any]) -> tuple[int, int, str, float]:
+def severities(view: TaskView, signals: Sequence[SignalJson]) -> tuple[int, int, str, float]:
     """(alarms, warnings, budget gate, budget ratio) of a task row: its signals, and its budget's
     gate as the row shows it (a hard or stop gate is an alarm, a soft one a warning)."""
     alarms = warns = 0
     for s in signals:
-        sev = s.get("severity") if isinstance(s, Mapping) else getattr(s, "severity", None)
-        if sev == "alarm":
+        if s.get("severity") == "alarm":
             alarms += 1
         else:
             warns += 1
@@ -130,7 +129,7 @@ def ratio_step(ratio: float) -> int:
     return int(max(0.0, ratio) * 10)
 
 
-def p80_step(p80: Any) -> int:
+def p80_step(p80: object) -> int:
     """A P80 in doublings of a second (the urgency order's step); -1 without one."""
     if not isinstance(p80, (int, float)) or p80 != p80:
         return -1
@@ -214,7 +213,7 @@ class TaskListModel:
         self.filter_text = ""
         self._terms: list[str] = []
         self.order = "created"
-        self._keys: list[tuple[Any, ...]] = []  # the shown rows' keys, in display order
+        self._keys: list[tuple[int, ...]] = []  # the shown rows' keys, in display order
         self.summary = Summary()
         self.agents = AgentsAlive()
         self._rate_shown: tuple[float, str] | None = None  # (monotonic time, the spend rate's text)
@@ -261,7 +260,7 @@ class TaskListModel:
         self.summary.sample(self.monotonic())
         return paint.done(self)
 
-    def set_analyses(self, results: Iterable[tuple[str, Mapping[str, Any] | None, Sequence[Any]]]) -> Repaint:
+    def set_analyses(self, results: Iterable[tuple[str, EtaJson | None, Sequence[SignalJson]]]) -> Repaint:
         """Estimates and signals, ``(task id, eta, signals)`` each (tasks not in the list are
         skipped): what to repaint."""
         paint = _Paint()
@@ -281,7 +280,7 @@ class TaskListModel:
             paint.took(i, self._replace(i), row.shown)
         return paint.done(self)
 
-    def set_analysis(self, task_id: str, eta: Mapping[str, Any] | None, signals: Sequence[Any]) -> Repaint:
+    def set_analysis(self, task_id: str, eta: EtaJson | None, signals: Sequence[SignalJson]) -> Repaint:
         """One task's estimate and signals (:meth:`set_analyses`)."""
         return self.set_analyses([(task_id, eta, signals)])
 
@@ -304,13 +303,13 @@ class TaskListModel:
                 return False
         return True
 
-    def _key(self, i: int) -> tuple[Any, ...]:
+    def _key(self, i: int) -> tuple[int, ...]:
         if self.order == "created":
             return (i,)
         row = self.rows[i]
         v = row.view
         if v.status in FINISHED_TASK:
-            return (1, 0, 0, 0, 0.0, 0, 0.0, i)
+            return (1, 0, 0, 0, 0, 0, 0, i)
         p80 = (row.eta or {}).get("p80_s")
         return (0, -row.alarms, -v.handoffs_open, -GATE_RANK.get(row.gate, 0), -ratio_step(row.ratio), -row.warns,
                 -p80_step(p80), i)

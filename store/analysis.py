@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import replace
-from typing import AbstractSet, Any, Callable, Sequence
+from typing import AbstractSet, Callable, Sequence, TypedDict
 
 from .estimates import (
     DEFAULT_PARAMS,
@@ -51,6 +51,8 @@ from .estimates import (
     task_estimate,
 )
 from . import task_signals as round2
+from .facade import Ledger
+from .jsontypes import JsonMapping
 from .ledger import evidence
 from .signals import (
     DEFAULT_THRESHOLDS,
@@ -63,32 +65,55 @@ from .signals import (
     sort_signals,
     task_signals,
 )
+from .views import EventView, GraphRow, NodeView, TaskView
 
 TASK_EVENT_PREFIXES = ("task.", "operator.", "graph.", "budget.")
 
 
-def beat_columns(payload: Any) -> dict[str, Any]:
+class BeatColumns(TypedDict, total=False):
+    """The node columns a heartbeat changes, as :meth:`TaskAnalysis.apply_event` replaces them."""
+
+    heartbeat_at: float
+    lease_until: float | None
+    units_done: float
+    units_total: float
+    tokens_used: int
+    beat_interval_s: float
+    units_at: float
+    progress_at: float
+    beat_long_s: float
+    wait_on: str | None
+    wait_since: float | None
+    wait_until: float | None
+
+
+def beat_columns(payload: JsonMapping) -> BeatColumns:
     """The node's own heartbeat figures a heartbeat event carries (``ledger/observe.beat_payload``)."""
-    out: dict[str, Any] = {}
-    for col in ("beat_interval_s", "units_at", "progress_at", "beat_long_s"):
-        if payload.get(col) is not None:
-            out[col] = float(payload[col])
+    out = BeatColumns()
+    if payload.get("beat_interval_s") is not None:
+        out["beat_interval_s"] = float(payload["beat_interval_s"])
+    if payload.get("units_at") is not None:
+        out["units_at"] = float(payload["units_at"])
+    if payload.get("progress_at") is not None:
+        out["progress_at"] = float(payload["progress_at"])
+    if payload.get("beat_long_s") is not None:
+        out["beat_long_s"] = float(payload["beat_long_s"])
     wait = payload.get("wait")
     if isinstance(wait, dict):
-        out.update(wait_on=wait.get("on"), wait_since=wait.get("since"), wait_until=wait.get("until"))
+        out.update(BeatColumns(wait_on=wait.get("on"), wait_since=wait.get("since"), wait_until=wait.get("until")))
     return out
 
 
-_MISS = object()
 EST_CACHE_MAX = 2_000  # node figures kept between runs (a 100k-node task: the rows looked at last) …
 BASES_MAX = 256  # … and shared distributions by kind and est_wall_s (each ~3 KB: 100 quantiles)
 ROW_READ_CHUNK = 500  # running nodes re-read as whole nodes at a time (``from_rows``)
 
 
 class TaskAnalysis:
-    def __init__(self, ledger: Any, task_id: str, *, history: DurationHistory | None = None,
+    def __init__(self, ledger: Ledger, task_id: str, *, history: DurationHistory | None = None,
                  params: EstimateParams = DEFAULT_PARAMS, thresholds: Thresholds = DEFAULT_THRESHOLDS,
-                 rows: Sequence[Any] | None = None, task: Any = None, cursor: int | None = None) -> None:
+                 rows: Sequence[GraphRow] | None = None, task: TaskView | None = None,
+                 cursor: int | None = None) -> None:
         """Read the task once. ``rows`` (with its ``task`` view and the journal ``cursor`` they are
         as of): the task's nodes as the caller already holds them — the console's graph rows
         (``store.views.NodeRow``, which carry what the estimates read) — instead of reading the
@@ -101,11 +126,11 @@ class TaskAnalysis:
         if rows is None:
             graph = ledger.graph(task_id)
             self.task = graph.task
-            nodes: Sequence[Any] = graph.nodes
+            nodes: Sequence[GraphRow] = graph.nodes
         else:
             self.task = task if task is not None else ledger.task(task_id)
             nodes = rows
-        self.nodes: dict[str, Any] = {n.key: n for n in nodes}
+        self.nodes: dict[str, GraphRow] = {n.key: n for n in nodes}
         self._order: list[str] | None = None
         # A history loaded after ``cursor`` already holds the durations of the commits between the
         # two: those events must not add them again.
@@ -138,8 +163,8 @@ class TaskAnalysis:
         self._parked_set: set[str] = set()
         for n in self.nodes.values():
             self._count(n, +1)
-        self._est_cache: dict[str, tuple[Any, Estimate, NodeDist | None]] = {}
-        self._bases: dict[tuple[Any, ...], Any] = {}
+        self._est_cache: dict[str, tuple[tuple[object, ...], Estimate, NodeDist | None]] = {}
+        self._bases: dict[tuple[str, float | None, int], NodeDist | None] = {}
         self.cursor = ledger.last_event_id() if cursor is None else cursor
         if rows is None:
             self._history_at = self.cursor
@@ -147,7 +172,7 @@ class TaskAnalysis:
             self._token_sums()
 
     # ------------------------------------------------------------------ bookkeeping
-    def _count(self, n: Any, sign: int) -> None:
+    def _count(self, n: GraphRow, sign: int) -> None:
         for bucket, member in ((self._running_set, n.status == "running"),
                                (self._parked_set, n.status == "parked" and n.park_until is not None)):
             if member:
@@ -165,7 +190,7 @@ class TaskAnalysis:
             self._norm[1] += sign * float(n.units_done)
             self._norm[2] += sign
 
-    def _update_node(self, n: Any) -> None:
+    def _update_node(self, n: NodeView) -> None:
         old = self.nodes.get(n.key)
         if old is not None:
             self._count(old, -1)
@@ -178,8 +203,8 @@ class TaskAnalysis:
         if n.kind not in self.history.loaded:
             self.history.load_kinds(self.ledger, [n.kind])
 
-    def apply_event(self, event: Any, changed_nodes: Sequence[Any] = (), *,
-                    task: Any = None) -> AbstractSet[str]:
+    def apply_event(self, event: EventView, changed_nodes: Sequence[NodeView] = (), *,
+                    task: TaskView | None = None) -> AbstractSet[str]:
         """Apply one journal event and the fresh views of the nodes it changed. Returns the keys
         whose estimate or signals may have moved; a task-level change returns every key, as a
         live view of the node keys (no 100k-key copy for callers that ignore it)."""
@@ -203,21 +228,22 @@ class TaskAnalysis:
             if key and not before:
                 self.obs[key] = deque(maxlen=self.thresholds.observations_per_node)
         elif kind == "node.heartbeat" and key in self.nodes:
-            n = self.nodes[key]
-            if not changed_nodes and fresh and n.status == "running" and hasattr(n, "tokens_used") and (
-                    n.heartbeat_at is None or n.heartbeat_at < event.at):
+            held = self.nodes[key]
+            if not changed_nodes and fresh and held.status == "running" and isinstance(held, NodeView) and (
+                    held.heartbeat_at is None or held.heartbeat_at < event.at):
                 # A heartbeat changes only these columns: no need to re-read the node. (A view read
                 # after this heartbeat already shows it: its heartbeat_at is not older.)
-                upd: dict[str, Any] = {"heartbeat_at": event.at}
+                upd = BeatColumns(heartbeat_at=event.at)
                 if "lease_until" in p:
                     upd["lease_until"] = p["lease_until"]
-                for col in ("units_done", "units_total"):
-                    if p.get(col) is not None:
-                        upd[col] = float(p[col])
+                if p.get("units_done") is not None:
+                    upd["units_done"] = float(p["units_done"])
+                if p.get("units_total") is not None:
+                    upd["units_total"] = float(p["units_total"])
                 if p.get("tokens"):
-                    upd["tokens_used"] = n.tokens_used + int(p["tokens"])
+                    upd["tokens_used"] = held.tokens_used + int(p["tokens"])
                 upd.update(beat_columns(p))
-                self.nodes[key] = replace(n, **upd)
+                self.nodes[key] = replace(held, **upd)
                 changed.add(key)
             if "digest" in p and not before:
                 seen = self.obs.setdefault(key, deque(maxlen=self.thresholds.observations_per_node))
@@ -229,13 +255,13 @@ class TaskAnalysis:
         elif kind == "node.committed" and key in self.nodes and fresh:
             # The memory learns the duration once per commit event: from the node's own row when
             # it still shows this commit (exact), else from the event (rounded to the millisecond).
-            n = self.nodes[key]
+            held = self.nodes[key]
             if before:
                 pass  # the history was loaded after this commit: it holds its duration already
-            elif n.status == "succeeded" and n.finished_at == event.at and n.claimed_at is not None:
-                self.history.add(n.kind, n.finished_at - n.claimed_at, self.task_id, n.position)
+            elif held.status == "succeeded" and held.finished_at == event.at and held.claimed_at is not None:
+                self.history.add(held.kind, held.finished_at - held.claimed_at, self.task_id, held.position)
             elif "wall_s" in p:
-                self.history.add(n.kind, float(p["wall_s"]), self.task_id, n.position)
+                self.history.add(held.kind, float(p["wall_s"]), self.task_id, held.position)
         elif kind.startswith("handoff."):
             self.handoffs = list(self.ledger.handoffs(task_id=self.task_id, status="open"))
         if task is not None:
@@ -249,12 +275,12 @@ class TaskAnalysis:
         return changed
 
     # ------------------------------------------------------------------ figures
-    def _ordered(self) -> list[Any]:
+    def _ordered(self) -> list[GraphRow]:
         if self._order is None:
             self._order = [n.key for n in sorted(self.nodes.values(), key=lambda n: n.position)]
         return [self.nodes[k] for k in self._order]
 
-    def _dist(self, n: Any, now: float) -> NodeDist | None:
+    def _dist(self, n: GraphRow, now: float) -> NodeDist | None:
         if n.status in FINISHED:
             return None
         time_bound = n.status == "running" or (n.next_retry_at is not None and n.next_retry_at > now)
@@ -271,7 +297,7 @@ class TaskAnalysis:
             self._est_cache[n.key] = (stamp, dist_estimate(d) if d is not None else NO_ESTIMATE, d)
         return d
 
-    def _base(self, n: Any) -> NodeDist | None:
+    def _base(self, n: GraphRow) -> NodeDist | None:
         """``base_dist`` of a node whose kind has a history, shared by the nodes of the same kind and
         ``est_wall_s`` until the kind's samples change: thousands of running nodes of a few kinds
         need a few distributions, not thousands. None: ``node_dist`` works it out itself (no
@@ -280,11 +306,11 @@ class TaskAnalysis:
         if not self.history.count(kind) or self.history.model(kind).pos_slope:
             return None  # (a position trend: one per node — not kept, a distribution is ~3 KB)
         key = (kind, n.est_wall_s, self.history.version(kind))
-        hit = self._bases.get(key, _MISS)
-        if hit is _MISS:
-            if len(self._bases) >= BASES_MAX:
-                self._bases.clear()
-            hit = self._bases[key] = base_dist(kind, n.est_wall_s, self.history, self.params, None, self.task_id,
+        if key in self._bases:
+            return self._bases[key]
+        if len(self._bases) >= BASES_MAX:
+            self._bases.clear()
+        hit = self._bases[key] = base_dist(kind, n.est_wall_s, self.history, self.params, None, self.task_id,
                                                n.position)
         return hit
 
@@ -312,7 +338,7 @@ class TaskAnalysis:
     def workers(self, now: float) -> int:
         window = now - self.params.worker_window_s
         who = {w for w, at in self.claims.items() if at >= window}
-        who.update(self.nodes[k].lease_owner for k in self._running_set if self.nodes[k].lease_owner)
+        who.update(owner for owner in (self.nodes[k].lease_owner for k in self._running_set) if owner)
         return max(1, len(who))
 
     def estimate(self, now: float | None = None) -> GraphEstimate:
@@ -349,7 +375,7 @@ class TaskAnalysis:
             return self.estimate(now).task
         return self._approx(now, self.workers(now))
 
-    def _running(self) -> list[Any]:
+    def _running(self) -> list[GraphRow]:
         return [self.nodes[k] for k in sorted(self._running_set)]
 
     def _approx(self, now: float, workers: int) -> Estimate:
@@ -370,7 +396,7 @@ class TaskAnalysis:
             running.append(d)
         return approximate_estimate(groups, running, workers)
 
-    def signals(self, now: float | None = None, *, pause: Callable[[], Any] | None = None,
+    def signals(self, now: float | None = None, *, pause: Callable[[], object] | None = None,
                 every: int = 200) -> list[Signal]:
         """Every signal of the task. ``pause`` is called after every ``every`` running nodes (the
         console hands the interpreter to its UI thread there)."""
@@ -385,10 +411,11 @@ class TaskAnalysis:
                 self._token_sums()
             tokens, units, count = self._norm
             norm = tokens / units if count >= self.thresholds.cost_density_min_nodes and units > 0 else None
-            p80s: dict[tuple[str, Any], tuple[float | None, int]] = {}  # the same for a kind and est
+            p80s: dict[tuple[str, float | None], tuple[float | None, int]] = {}  # the same for a kind and est
             for i, n in enumerate(self._running()):
                 if pause is not None and i and not i % every:
                     pause()
+                assert isinstance(n, NodeView), "a running node is held whole (read again in __init__)"
                 p80 = p80s.get((n.kind, n.est_wall_s))
                 if p80 is None:
                     p80 = p80s[(n.kind, n.est_wall_s)] = kind_p80(self.history, n.kind, n.est_wall_s, self.params)

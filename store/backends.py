@@ -31,13 +31,13 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import peewee as pw
 
 from . import lockguard
 from .errors import ConnectionLost, LedgerBusy, LedgerUnavailable, ReadOnly
-from .sql import pg_session, pg_transaction
+from .sql import DriverConnection, DriverCursor, pg_session, pg_transaction
 from .text import safe_line
 
 BUSY_TIMEOUT_S = 30.0
@@ -186,7 +186,7 @@ class WardenSqlite(pw.SqliteDatabase):
     snapshot = False  # read-only and immutable: SQLite could not share the WAL index (see sqlite_file)
     tidy_on_close = False  # a read-only open of a quiescent WAL ledger: tidy -wal/-shm when the Ledger closes
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # peewee's own (untyped) options, passed on
         kwargs.setdefault("factory", lockguard.SqliteConnection)  # tracked by weak reference
         super().__init__(*args, **kwargs)
 
@@ -214,7 +214,7 @@ class WardenSqlite(pw.SqliteDatabase):
     def close(self) -> bool:
         return _close_tracked(self, super().close)
 
-    def cursor(self, named_cursor: Any = None) -> Any:
+    def cursor(self, named_cursor: object = None) -> DriverCursor:
         _refuse_inherited(self)
         return super().cursor(named_cursor)
 
@@ -242,7 +242,7 @@ class WardenSqlite(pw.SqliteDatabase):
                 f"the ledger {self.display} hit {SQLITE_IO_CODES[code]}: {one_line(e)}"
             ) from None
 
-    def execute_sql(self, sql: str, params: Any = None) -> Any:
+    def execute_sql(self, sql: str, params: Sequence[object] | None = None) -> DriverCursor:
         try:
             return super().execute_sql(sql, params)
         except (pw.OperationalError, pw.DatabaseError, sqlite3.Error) as e:
@@ -328,7 +328,7 @@ class WardenPostgres(pw.PostgresqlDatabase):
     busy_timeout_s: float | None = BUSY_TIMEOUT_S
     connect_timeout_s: float = CONNECT_TIMEOUT_S
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # peewee's own (untyped) options, passed on
         super().__init__(*args, **kwargs)
         self.backoff = Backoff()
         self._outage = _Outage()
@@ -343,7 +343,7 @@ class WardenPostgres(pw.PostgresqlDatabase):
     def close(self) -> bool:
         return _close_tracked(self, super().close)
 
-    def cursor(self, named_cursor: Any = None) -> Any:
+    def cursor(self, named_cursor: object = None) -> DriverCursor:
         _refuse_inherited(self)
         return super().cursor(named_cursor)
 
@@ -352,7 +352,7 @@ class WardenPostgres(pw.PostgresqlDatabase):
             f"this Ledger of {self.display} was opened in process {parent}, which fork()ed this one: its "
             "connection is the parent's; open a new Ledger here")
 
-    def _initialize_connection(self, conn: Any) -> None:
+    def _initialize_connection(self, conn: DriverConnection) -> None:
         # Peewee calls this for every new connection (first use, and each reconnect after a
         # close), so a read-only ledger stays read-only on the server side whatever happens.
         if self.pooled:
@@ -479,7 +479,7 @@ class WardenPostgres(pw.PostgresqlDatabase):
                                     f"{PG_NO_ROOM[code]} ({one_line(e)}); nothing was written") from None
 
     # ------------------------------------------------------------------ statements
-    def execute_sql(self, sql: str, params: Any = None) -> Any:
+    def execute_sql(self, sql: str, params: Sequence[object] | None = None) -> DriverCursor:
         if self.pooled and self.read_only and self.transaction_depth() == 0 and not _is_read(sql):
             # pooled, a statement outside a transaction has no session to be read-only in
             raise ReadOnly(f"the ledger {self.display} is open read-only; nothing was written")
@@ -498,7 +498,7 @@ class WardenPostgres(pw.PostgresqlDatabase):
                 self.healthy()
             return cursor
 
-    def begin(self, isolation_level: Any = None) -> None:
+    def begin(self, isolation_level: str | None = None) -> None:
         # Runs before the transaction is pushed (depth 0): nothing is in it yet, so a dead
         # connection here is simply re-made.
         while True:

@@ -208,7 +208,7 @@ def _open_sqlite(t: Target, *, read_only: bool, create: bool, busy_timeout_s: fl
     busy_ms = int(busy_timeout_s * 1000)
     # mmap_size 0: no memory-mapped I/O, whatever this libsqlite3's default (a stray write into a
     # mapping would go straight to the file; docs/security.md).
-    pragmas: dict[str, Any] = {"foreign_keys": 1, "busy_timeout": busy_ms, "mmap_size": 0}
+    pragmas: dict[str, int | str] = {"foreign_keys": 1, "busy_timeout": busy_ms, "mmap_size": 0}
     if read_only:
         # mode=ro: SQLite cannot write; query_only: no statement may either. Never a journal-mode change.
         params = {"mode": "ro", "immutable": "1"} if seen.snapshot else {"mode": "ro"}
@@ -386,10 +386,11 @@ def read_tx(db: pw.Database) -> Iterator[None]:
 WRITE_ATTEMPTS = 5
 LOST_RERUNS = 20  # reruns after lost connections, on top of the reconnect budget (a flapping link)
 RETRY_SQLSTATES = {"40001": "a serialization failure", "40P01": "a deadlock"}
-_F = TypeVar("_F", bound=Callable[..., Any])
+_F = TypeVar("_F", bound=Callable[..., object])
+_T = TypeVar("_T")
 
 
-def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[], float], what: str) -> Any:
+def _owned(db: WardenPostgres, fn: Callable[[], object], rid: str, now: Callable[[], float], what: str) -> object:
     """Run ``fn`` in a transaction opened here; record ``rid`` and the result in it; commit."""
     req = db.request
     req.rid, req.joined, req.body_done = rid, False, False
@@ -412,10 +413,10 @@ def _owned(db: WardenPostgres, fn: Callable[[], Any], rid: str, now: Callable[[]
     return result
 
 
-def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_ATTEMPTS,
-              what: str = "the write", args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
+def run_write(db: pw.Database, fn: Callable[[], object], *, attempts: int = WRITE_ATTEMPTS,
+              what: str = "the write", args: tuple[object, ...] = (), kwargs: dict[str, object] | None = None,
               now: Callable[[], float] = time.time,
-              idempotent: bool = True) -> Any:
+              idempotent: bool = True) -> object:
     """Run ``fn`` (which opens its own :func:`write_tx`) as one write that happens once.
 
     SQLite: ``fn`` runs once (its errors are already typed by the backend).
@@ -486,6 +487,15 @@ def run_write(db: pw.Database, fn: Callable[[], Any], *, attempts: int = WRITE_A
                 return value
 
 
+def _db_of(first: object) -> pw.Database:
+    """The database a decorated write or read runs on: its first argument's ``db`` (a Ledger's) or
+    the first argument itself."""
+    db = getattr(first, "db", first)
+    if not isinstance(db, pw.Database):
+        raise TypeError(f"{type(first).__name__} is neither a Ledger nor a database")
+    return db
+
+
 def retry_write(fn: _F) -> _F:
     """Decorator for a write whose first argument has ``.db`` (a Ledger) or is the db."""
     return _retry_write(fn, idempotent=True)
@@ -499,8 +509,8 @@ def retry_conflicts(fn: _F) -> _F:
 
 def _retry_write(fn: _F, *, idempotent: bool) -> _F:
     @functools.wraps(fn)
-    def wrapper(first: Any, *args: Any, **kwargs: Any) -> Any:
-        db = getattr(first, "db", first)
+    def wrapper(first: object, *args: object, **kwargs: object) -> object:
+        db = _db_of(first)
         what = fn.__name__.lstrip("_").replace("_", " ")
         now = getattr(first, "now", time.time)
         return run_write(db, lambda: fn(first, *args, **kwargs), what=what, args=(first, *args), kwargs=kwargs,
@@ -509,7 +519,7 @@ def _retry_write(fn: _F, *, idempotent: bool) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
-def run_read(db: pw.Database, fn: Callable[[], Any]) -> Any:
+def run_read(db: pw.Database, fn: Callable[[], _T]) -> _T:
     """Run a read ``fn``; on PostgreSQL at depth 0, re-run it after a lost connection (reads are
     safe to repeat) within the reconnect budget, then ``LedgerUnavailable``."""
     if is_sqlite(db) or db.transaction_depth() != 0:
@@ -529,7 +539,7 @@ def retry_read(fn: _F) -> _F:
     """Decorator for a read method whose first argument has ``.db`` (a Ledger)."""
 
     @functools.wraps(fn)
-    def wrapper(first: Any, *args: Any, **kwargs: Any) -> Any:
-        return run_read(getattr(first, "db", first), lambda: fn(first, *args, **kwargs))
+    def wrapper(first: object, *args: object, **kwargs: object) -> object:
+        return run_read(_db_of(first), lambda: fn(first, *args, **kwargs))
 
     return wrapper  # type: ignore[return-value]

@@ -14,6 +14,7 @@ from collections import deque
 from typing import Any, Callable, Iterable
 
 from . import sql
+from .ledger.core import LedgerCore
 from .kindmodel import (  # noqa: F401  (re-exported: the estimator's shared names)
     DEFAULT_PARAMS,
     LABELS,
@@ -157,13 +158,13 @@ class DurationHistory:
         return self._pooled
 
     @classmethod
-    def load(cls, ledger: Any, kinds: Iterable[str] | None = None, cap: int = DEFAULT_PARAMS.history_cap) -> "DurationHistory":
+    def load(cls, ledger: LedgerCore, kinds: Iterable[str] | None = None, cap: int = DEFAULT_PARAMS.history_cap) -> "DurationHistory":
         """The newest ``cap`` durations of each kind (all kinds when None)."""
         h = cls(cap)
         h.load_kinds(ledger, kinds)
         return h
 
-    def load_kinds(self, ledger: Any, kinds: Iterable[str] | None) -> None:
+    def load_kinds(self, ledger: LedgerCore, kinds: Iterable[str] | None) -> None:
         """The newest ``cap`` durations of these kinds (every kind when None) that are not loaded yet."""
         if kinds is None:
             if self.all_loaded:

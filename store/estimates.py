@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from .durations import (  # noqa: F401  (re-exported: the estimator's public names)
     DEFAULT_PARAMS,
@@ -43,8 +43,10 @@ from .durations import (  # noqa: F401  (re-exported: the estimator's public nam
 )
 from . import mixture
 from .ledger import evidence
+from .jsontypes import JsonObject
 from .ledger.core import LedgerCore
 from .montecarlo import NodeDist, Plan, approximate_makespan, dominant, simulate_makespans  # noqa: F401
+from .views import GraphRow, GraphView, TaskView
 
 FINISHED = ("succeeded", "abandoned")
 
@@ -57,7 +59,7 @@ class Estimate:
     confidence: str  # none | low | medium | high (measured, see docs/estimates.md)
     why: tuple[str, ...] = field(default=(), compare=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         r = lambda v: None if v is None else round(v, 1)  # noqa: E731
         return {"p50_s": r(self.p50_s), "p80_s": r(self.p80_s), "samples": self.samples,
                 "confidence": self.confidence, "why": list(self.why)}
@@ -89,7 +91,7 @@ class NodeState:
     next_retry_at: float | None = None
 
     @classmethod
-    def of(cls, n: Any) -> "NodeState":
+    def of(cls, n: GraphRow) -> "NodeState":
         return cls(n.key, n.kind, n.status, n.position, tuple(n.deps), n.claimed_at, n.units_done, n.units_total,
                    n.est_wall_s, n.next_retry_at)
 
@@ -201,7 +203,7 @@ def node_dist(n: NodeState, now: float, history: DurationHistory, params: Estima
     return base
 
 
-def progress(n: Any) -> float | None:
+def progress(n: NodeState) -> float | None:
     if n.units_total is None or not n.units_total or n.units_total <= 0 or n.units_done is None:
         return None
     return min(1.0, max(0.0, float(n.units_done) / float(n.units_total)))
@@ -305,7 +307,7 @@ def _lump_edge(plan: Plan, workers: int, trials: int, p80: float, params: Estima
 
 
 def _approx_from_nodes(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | None], workers: int) -> Estimate:
-    groups: dict[int, list[Any]] = {}
+    groups: dict[int, tuple[NodeDist, int]] = {}  # by distribution (shared by nodes of a kind)
     running: list[NodeDist] = []
     for n in nodes:
         if n.status in FINISHED:
@@ -316,8 +318,8 @@ def _approx_from_nodes(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist 
         if n.status == "running":
             running.append(d)
         else:
-            g = groups.setdefault(id(d), [d, 0])
-            g[1] += 1
+            shared, count = groups.get(id(d), (d, 0))
+            groups[id(d)] = (shared, count + 1)
     return approximate_estimate([(d, c) for d, c in groups.values()], running, workers)
 
 
@@ -366,7 +368,7 @@ def dists_for(nodes: Sequence[NodeState], now: float, history: DurationHistory,
 _dists_for = dists_for  # the name the tests and the bench used
 
 
-def estimate_graph(ledger: Any, graph: Any, *, params: EstimateParams = DEFAULT_PARAMS,
+def estimate_graph(ledger: LedgerCore, graph: GraphView, *, params: EstimateParams = DEFAULT_PARAMS,
                    history: DurationHistory | None = None, now: float | None = None) -> GraphEstimate:
     """Every node's estimate and the task's, for ``warden graph`` and the console."""
     now = ledger.now() if now is None else now
@@ -385,7 +387,7 @@ def estimate_graph(ledger: Any, graph: Any, *, params: EstimateParams = DEFAULT_
 LEAN_COLUMNS = evidence.LeanNode._fields  # what the estimator reads of a node (store/ledger/evidence.py)
 
 
-def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PARAMS,
+def estimate_task(ledger: LedgerCore, task: TaskView, *, params: EstimateParams = DEFAULT_PARAMS,
                   history: DurationHistory | None = None, now: float | None = None) -> Estimate:
     """The task's estimate without loading its whole graph (``warden status``).
 
@@ -443,7 +445,7 @@ def estimate_task(ledger: Any, task: Any, *, params: EstimateParams = DEFAULT_PA
     return task_estimate(nodes, dists, workers, params)
 
 
-def _ensure_history(ledger: Any, history: DurationHistory | None, nodes: Sequence[NodeState],
+def _ensure_history(ledger: LedgerCore, history: DurationHistory | None, nodes: Sequence[NodeState],
                     params: EstimateParams) -> DurationHistory:
     """Load (once) the kinds these unfinished nodes need; every kind when one has neither history
     nor ``est_wall_s`` (the pooled fallback)."""

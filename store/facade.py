@@ -14,7 +14,7 @@ same transaction.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence, cast
 
 from . import actions as operator_actions
 from . import wake
@@ -22,6 +22,7 @@ from .actions import Plan
 from .actions.registry import plan as plan_registered
 from .db import retry_read, run_read
 from .errors import WardenError
+from .jsontypes import JsonMapping, JsonObject, JsonValue
 from .mind import agent as mind_agent
 from .mind import read as mind_read
 from .mind import record as mind_record
@@ -71,9 +72,9 @@ class Ledger(LedgerCore):
         title: str = "",
         workflow: str = "",
         workflow_version: str = "",
-        inputs: Any = None,
+        inputs: object = None,
         constraints: Sequence[str] | None = None,
-        preconditions: Mapping[str, Any] | None = None,
+        preconditions: JsonMapping | None = None,
         budget: Budget | None = None,
         max_claims: int = 5,
         max_repairs: int = 3,
@@ -97,8 +98,9 @@ class Ledger(LedgerCore):
         ``alignment_every`` completed nodes, answered by ``alignment_by`` (``human``: a handoff;
         ``agent``: a claim of kind ``alignment``); 0 turns either off."""
         reqs = check_requirements("requirements", requirements)
+        json_inputs = cast(JsonValue, inputs)  # a JSON value: checked by its rule (rules.JSON, @checked)
         build.create_task(self, task_id, title=title, workflow=workflow, workflow_version=workflow_version,
-                          inputs=inputs, constraints=constraints, preconditions=preconditions, budget=budget,
+                          inputs=json_inputs, constraints=constraints, preconditions=preconditions, budget=budget,
                           max_claims=max_claims, max_repairs=max_repairs, exist_ok=exist_ok, actor=actor,
                           origin=origin, requirements=reqs,
                           mind=mind_record.initial_mind(len(reqs), drift_after, alignment_every, alignment_by))
@@ -112,7 +114,7 @@ class Ledger(LedgerCore):
         kind: str = "tool",
         deps: Sequence[str] = (),
         title: str = "",
-        preconditions: Mapping[str, Any] | None = None,
+        preconditions: JsonMapping | None = None,
         est_wall_s: float | None = None,
         est_tokens: int | None = None,
         always_admit: bool = False,
@@ -169,7 +171,7 @@ class Ledger(LedgerCore):
         """
         return claims.claim(self, task_id, worker, lease_s, kinds, key, workflow_version, max_step_s)
 
-    def check_expired(self, task_ids: Sequence[str] | None = None, *, actor: str = "") -> list[dict[str, Any]]:
+    def check_expired(self, task_ids: Sequence[str] | None = None, *, actor: str = "") -> list[JsonObject]:
         """Judge every running node whose lease has expired and whose work cannot safely run twice
         (``retryable=False``, or an effect intended and never confirmed): it fails and asks a human
         (an ``exception`` handoff with the evidence) instead of waiting to be reclaimed. A claim
@@ -223,7 +225,7 @@ class Ledger(LedgerCore):
         self,
         claim: Claim,
         *,
-        output: Any = None,
+        output: object = None,
         output_ref: str | None = None,
         tokens: float | None = 0,
         artifact: tuple[str, bytes] | None = None,
@@ -244,11 +246,12 @@ class Ledger(LedgerCore):
         With the budget spent the node fails and the task is marked failed
         (store/ledger/repair.py).
         """
-        return fenced.commit(self, claim, output=output, output_ref=output_ref, tokens=tokens, artifact=artifact,
+        json_output = cast(JsonValue, output)  # a JSON value: checked by its rule (rules.JSON, @checked)
+        return fenced.commit(self, claim, output=json_output, output_ref=output_ref, tokens=tokens, artifact=artifact,
                              units_done=units_done, next_nodes=next_nodes, repair=repair, summary=summary,
                              repair_from=repair_from)
 
-    def commit_many(self, commits: Sequence[tuple[Claim, Mapping[str, Any]]]) -> list[int | WardenError]:
+    def commit_many(self, commits: Sequence[tuple[Claim, fenced.CommitArgs]]) -> list[int | WardenError]:
         """Group commit: several steps' commits in ONE write transaction (one fsync).
 
         For an agent process that runs many steps at once. Each step stays all-or-nothing (it runs
@@ -279,9 +282,9 @@ class Ledger(LedgerCore):
         *,
         kind: str,
         question: str,
-        options: Sequence[Mapping[str, Any]] = (),
+        options: Sequence[JsonMapping] = (),
         recommendation: str | None = None,
-        context: Mapping[str, Any] | None = None,
+        context: JsonMapping | None = None,
         tokens: float | None = 0,
     ) -> str:
         """Open a needs_human handoff; the node becomes blocked until it is resolved. Returns the
@@ -289,7 +292,7 @@ class Ledger(LedgerCore):
         return fenced.request_human(self, claim, kind=kind, question=question, options=options,
                                     recommendation=recommendation, context=context, tokens=tokens)
 
-    def intend_effect(self, claim: Claim, effect_key: str, *, payload: Any = None,
+    def intend_effect(self, claim: Claim, effect_key: str, *, payload: object = None,
                       compensation: str | None = None) -> EffectView:
         """Log an intended side effect *before* making the external call.
 
@@ -297,7 +300,8 @@ class Ledger(LedgerCore):
         existing record is returned unchanged — if it is ``confirmed`` the effect already
         happened and must not be made again.
         """
-        fenced.intend_effect(self, claim, effect_key, payload=payload, compensation=compensation)
+        json_payload = cast(JsonValue, payload)  # a JSON value: checked by its rule (rules.JSON, @checked)
+        fenced.intend_effect(self, claim, effect_key, payload=json_payload, compensation=compensation)
         return queries.effect(self, claim.task_id, effect_key)
 
     def confirm_effect(self, claim: Claim, effect_key: str, *, external_id: str | None = None,
@@ -325,7 +329,7 @@ class Ledger(LedgerCore):
         return mind_agent.propose_memory(self, claim, text, scope=scope)
 
     def replan(self, task_id: str, *, add: Sequence[NodeSpec] = (), remove: Sequence[str] = (),
-               reorder: Sequence[str] = (), narrow: Mapping[str, Any] | None = None, trigger: str,
+               reorder: Sequence[str] = (), narrow: JsonMapping | None = None, trigger: str,
                in_flight: str = "wait", reason: str, actor: str) -> PlanVersionView:
         """Change the plan as one new version: ``add`` nodes, ``remove`` keys (abandoned),
         ``reorder`` keys (run first, in that order), ``narrow`` the goal (``{"drop": [requirement
@@ -374,7 +378,7 @@ class Ledger(LedgerCore):
 
     # ------------------------------------------------------------------ operator actions
     @retry_read
-    def plan_park(self, task_id: str, *, reason: str, node: str | None = None, until: Any = None,
+    def plan_park(self, task_id: str, *, reason: str, node: str | None = None, until: float | str | None = None,
                   wake_on: str | Sequence[str] | None = None, now: bool = False, auto_resume: bool = False) -> Plan:
         """Park a task (or one node with ``node=``) until an outside signal (``until``: a time or
         a duration like ``2h``, to re-confirm by); ``now`` revokes running leases. ``wake_on``:
@@ -390,7 +394,7 @@ class Ledger(LedgerCore):
         return operator_actions.plan_resume(self, task_id, node=node, reason=reason)
 
     @retry_read
-    def plan_narrow(self, task_id: str, *, reason: str, set: Mapping[str, Any] | None = None,  # noqa: A002
+    def plan_narrow(self, task_id: str, *, reason: str, set: JsonMapping | None = None,  # noqa: A002
                     exclude: Sequence[str] = ()) -> Plan:
         """Narrow the task's scope: ``set={K: V}`` and/or ``exclude=[node keys]``."""
         return operator_actions.plan_narrow(self, task_id, reason=reason, set=set, exclude=exclude)
@@ -412,7 +416,7 @@ class Ledger(LedgerCore):
 
     @retry_read
     def plan_escalate(self, task_id: str, node: str, *, reason: str, question: str | None = None,
-                      context: Mapping[str, Any] | None = None) -> Plan:
+                      context: JsonMapping | None = None) -> Plan:
         """Ask a human what should happen to a node (it becomes blocked on an ``exception`` handoff)."""
         return operator_actions.plan_escalate(self, task_id, node, reason=reason, question=question,
                                               context=context)
@@ -424,7 +428,7 @@ class Ledger(LedgerCore):
         return operator_actions.plan_compensated(self, task_id, effect_key, reason=reason)
 
     @retry_read
-    def plan(self, action: str, arguments: Mapping[str, Any]) -> Plan:
+    def plan(self, action: str, arguments: Mapping[str, object]) -> Plan:
         """Plan any registered action (``store.actions.ACTIONS``) by name, with the arguments its
         ``plan_<action>`` method takes (``{"task_id": "t", "node": "c", "reason": "…"}``), each
         checked by the same rule: how the ``warden`` subcommands and the console's dialogs plan."""
@@ -446,7 +450,7 @@ class Ledger(LedgerCore):
         wake.after_apply(self, done)
         return done
 
-    def check_wakes(self, task_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    def check_wakes(self, task_ids: Sequence[str] | None = None) -> list[JsonObject]:
         """Look at every park's wake conditions now (``at:`` and ``file:`` need somebody to look:
         the console does, ``warden check-wakes`` for cron, an agent loop may; a read never does).
         Journals each newly met condition and resumes the parks that auto-resume; returns the
@@ -472,7 +476,8 @@ class Ledger(LedgerCore):
                     page: int = queries.GRAPH_PAGE) -> Iterator[GraphPage]:
         """The task's graph as pages of lean ``NodeRow`` tuples from one snapshot (see
         ``queries.graph_pages``)."""
-        return queries.graph_pages(self, task_id, first=first, page=page)
+        # ints: the rule (LIMIT) takes a whole float such as 1.0, which the driver's fetchmany refuses
+        return queries.graph_pages(self, task_id, first=int(first), page=int(page))
 
     @retry_read
     def nodes(self, task_id: str, keys: Sequence[str]) -> list[NodeView]:
@@ -519,7 +524,7 @@ class Ledger(LedgerCore):
     def handoff(self, handoff_id: str) -> HandoffView:
         return queries.handoff(self, handoff_id)
 
-    def wait_for_resolution(self, handoff_id: str, *, timeout: float | None = None) -> dict[str, Any] | None:
+    def wait_for_resolution(self, handoff_id: str, *, timeout: float | None = None) -> JsonObject | None:
         """Block until the handoff is no longer open and return its resolution — ``{"handoff",
         "status" (resolved | withdrawn | expired), "kind", "question", "option", "answer", "by",
         "at" (ISO-8601 UTC), "at_ts" (epoch seconds)}`` — or None when ``timeout`` seconds pass

@@ -8,11 +8,11 @@ Times are float seconds since the epoch (UTC), produced by the ledger's injected
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import peewee as pw
 
 from .errors import LedgerUnavailable
+from .jsontypes import JsonValue
 
 TASK_STATUSES = ("active", "parked", "completed", "failed", "aborted")
 NODE_STATUSES = ("pending", "running", "blocked", "parked", "succeeded", "failed", "abandoned")
@@ -26,12 +26,12 @@ HANDOFF_STATUSES = ("open", "resolved", "withdrawn", "expired")
 EFFECT_STATUSES = ("intended", "confirmed", "compensated")
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """Canonical JSON used for storage and digests: sorted keys, no NaN, compact."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
 
 
-def loads(text: str) -> Any:
+def loads(text: str) -> JsonValue:
     """A stored JSON value. Text that is not JSON (a damaged row, a ledger written by something
     else) is ``LedgerUnavailable`` with one line, not a ``JSONDecodeError``."""
     try:
@@ -44,10 +44,10 @@ def loads(text: str) -> Any:
 class JSONField(pw.TextField):
     """A JSON value stored as canonical text."""
 
-    def db_value(self, value: Any) -> str | None:
+    def db_value(self, value: object) -> str | None:
         return None if value is None else dumps(value)
 
-    def python_value(self, value: Any) -> Any:
+    def python_value(self, value: str | None) -> JsonValue:
         return None if value is None else loads(value)
 
 

@@ -31,9 +31,10 @@ connections in all.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Sequence
 
 from .backends import WardenPostgres
+from .sql import DriverConnection, DriverCursor
 
 
 class _Turn(threading.local):
@@ -45,16 +46,16 @@ class SharedPostgres(WardenPostgres):
 
     shared = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # peewee's own (untyped) options, passed on
         super().__init__(*args, **kwargs)
         self.gate = threading.RLock()
         self._conn_lock = threading.Lock()
-        self._shared: Any = None
+        self._shared: DriverConnection | None = None
         self._turn = _Turn()
         self.connects = 0  # real connections made (tests)
 
     # ------------------------------------------------------------------ the connection
-    def _connect(self) -> Any:
+    def _connect(self) -> DriverConnection:
         # The thread that makes the connection sets its session up before anyone else can have it.
         with self._conn_lock:
             conn = self._shared
@@ -65,10 +66,10 @@ class SharedPostgres(WardenPostgres):
                 self.connects += 1
             return conn
 
-    def _initialize_connection(self, conn: Any) -> None:
+    def _initialize_connection(self, conn: DriverConnection) -> None:
         """Done once per real connection, in :meth:`_connect` (Peewee calls this per thread)."""
 
-    def _close(self, conn: Any) -> None:
+    def _close(self, conn: DriverConnection) -> None:
         # Whoever closes (the ledger closing, a lost connection dropped) closes the real one: the
         # other threads find it closed and take the next one.
         with self._conn_lock:
@@ -77,7 +78,7 @@ class SharedPostgres(WardenPostgres):
         conn.close()
 
     # ------------------------------------------------------------------ turns
-    def begin(self, isolation_level: Any = None) -> None:
+    def begin(self, isolation_level: str | None = None) -> None:
         self.gate.acquire()
         self._turn.tx = True
         try:
@@ -103,7 +104,7 @@ class SharedPostgres(WardenPostgres):
             self._turn.tx = False
             self.gate.release()
 
-    def execute_sql(self, sql: str, params: Any = None) -> Any:
+    def execute_sql(self, sql: str, params: Sequence[object] | None = None) -> DriverCursor:
         with self.gate:
             return super().execute_sql(sql, params)
 

@@ -6,7 +6,6 @@ Estimates and signals come from ``estimates.py`` and ``signals.py``.
 
 from __future__ import annotations
 
-from typing import Any
 
 from . import budget as budget_mod
 from . import estimates, signals, wake_conditions
@@ -14,15 +13,16 @@ from .clock import iso
 from .facade import Ledger
 from .mind.shapes import state_json
 from .schema import SCHEMA_VERSION
-from .signals import wait_json
+from .jsontypes import JsonObject
+from .signals import Signal, wait_json
 from .views import EffectView, EventView, GraphView, NodeView, TaskView
 
 
-def empty_eta() -> dict[str, Any]:
+def empty_eta() -> JsonObject:
     return {"p50_s": None, "p80_s": None, "samples": 0, "confidence": "none", "why": []}
 
 
-def budget_json(task: TaskView) -> dict[str, Any]:
+def budget_json(task: TaskView) -> JsonObject:
     """The budget: used against the caps, the gate, and the wall clock's stops (waiting is not work:
     ``paused_since`` while it stands still now, ``paused_for`` why, ``waited_s`` all its stops)."""
     ratio = budget_mod.usage_ratio(task.tokens_used, task.token_cap, task.wall_used_s, task.wall_cap_s)
@@ -40,7 +40,7 @@ def budget_json(task: TaskView) -> dict[str, Any]:
     }
 
 
-def task_json(task: TaskView, eta: dict[str, Any] | None = None, signals: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def task_json(task: TaskView, eta: JsonObject | None = None, signals: list[JsonObject] | None = None) -> JsonObject:
     return {
         "task_id": task.task_id,
         "title": task.title,
@@ -65,7 +65,7 @@ def task_json(task: TaskView, eta: dict[str, Any] | None = None, signals: list[d
 
 
 
-def wake_json(task: TaskView, node: str | None) -> dict[str, Any]:
+def wake_json(task: TaskView, node: str | None) -> JsonObject:
     """The wake conditions of the task's park (``node`` None) or of a node's: each with whether
     (and when) it was met, and whether a met one resumes the park."""
     for key, entry in wake_conditions.targets(task.wake_state):
@@ -76,7 +76,7 @@ def wake_json(task: TaskView, node: str | None) -> dict[str, Any]:
     return {"auto_resume": False, "wake_conditions": []}
 
 
-def effect_json(e: EffectView) -> dict[str, Any]:
+def effect_json(e: EffectView) -> JsonObject:
     return {"node": e.node, "effect_key": e.effect_key, "status": e.status, "external_id": e.external_id,
             "compensation": e.compensation, "compensation_node": e.compensation_node,
             "intended_at": iso(e.intended_at), "confirmed_at": iso(e.confirmed_at),
@@ -84,8 +84,8 @@ def effect_json(e: EffectView) -> dict[str, Any]:
             "compensation_note": e.compensation_note}
 
 
-def node_json(n: NodeView, eta: dict[str, Any] | None = None, signals: list[dict[str, Any]] | None = None,
-              now: float | None = None) -> dict[str, Any]:
+def node_json(n: NodeView, eta: JsonObject | None = None, signals: list[JsonObject] | None = None,
+              now: float | None = None) -> JsonObject:
     wait = wait_json(n, now)
     return {
         "key": n.key,
@@ -113,12 +113,12 @@ def node_json(n: NodeView, eta: dict[str, Any] | None = None, signals: list[dict
     }
 
 
-def signal_json(s: Any) -> dict[str, Any]:
+def signal_json(s: Signal) -> JsonObject:
     return {"kind": s.kind, "task_id": s.task_id, "node": s.node, "since": iso(s.since), "severity": s.severity,
             "evidence": s.evidence}
 
 
-def _analyse(ledger: Ledger, graph: GraphView) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[Any]]:
+def _analyse(ledger: Ledger, graph: GraphView) -> tuple[JsonObject, dict[str, JsonObject], list[Signal]]:
     """(task ETA, node ETAs by key, signals) for one task graph."""
     now = ledger.now()
     history = estimates.DurationHistory()  # the estimator's memory, loaded per kind on first use
@@ -127,7 +127,7 @@ def _analyse(ledger: Ledger, graph: GraphView) -> tuple[dict[str, Any], dict[str
     return est.task.to_json(), {k: e.to_json() for k, e in est.nodes.items()}, sigs
 
 
-def status_json(ledger: Ledger) -> dict[str, Any]:
+def status_json(ledger: Ledger) -> JsonObject:
     tasks = []
     now = ledger.now()
     history = estimates.DurationHistory()  # the estimator's memory, loaded per kind on first use
@@ -139,11 +139,11 @@ def status_json(ledger: Ledger) -> dict[str, Any]:
     return {"schema_version": SCHEMA_VERSION, "tasks": tasks}
 
 
-def graph_json(ledger: Ledger, task_id: str) -> dict[str, Any]:
+def graph_json(ledger: Ledger, task_id: str) -> JsonObject:
     graph = ledger.graph(task_id)
     now = ledger.now()
     eta, node_etas, sigs = _analyse(ledger, graph)
-    by_node: dict[str, list[dict[str, Any]]] = {}
+    by_node: dict[str, list[JsonObject]] = {}
     for s in sigs:
         if s.node is not None:
             by_node.setdefault(s.node, []).append(signal_json(s))
@@ -154,6 +154,6 @@ def graph_json(ledger: Ledger, task_id: str) -> dict[str, Any]:
     }
 
 
-def event_json(e: EventView) -> dict[str, Any]:
+def event_json(e: EventView) -> JsonObject:
     return {"id": e.id, "at": iso(e.at), "task_id": e.task_id, "node": e.node, "layer": e.layer, "kind": e.kind,
             "actor": e.actor, "summary": e.summary, "payload": dict(e.payload)}

@@ -30,15 +30,18 @@ statement (a ``UNION ALL`` of per-node ``ORDER BY id DESC LIMIT n`` arms on the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from . import budget as budget_mod
 from . import task_signals as round2
 from .clock import duration_text, iso
 from .estimates import DurationHistory, kind_p80
+from .facade import Ledger
+from .jsontypes import JsonObject
 from .ledger import evidence
 from .ledger.core import LedgerCore
 from .novelty import excerpt, judge_sequence
+from .views import GraphRow, GraphView, HandoffView, NodeView, TaskView
 
 SEVERITIES = ("info", "warn", "alarm")
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
@@ -114,7 +117,7 @@ class Activity:
     paused_s: float = 0.0  # seconds this attempt spent under a park (its clocks stood still)
 
     @classmethod
-    def of(cls, node: Any) -> "Activity":
+    def of(cls, node: NodeView) -> "Activity":
         since = getattr(node, "wait_since", None)
         if since is not None and node.claimed_at is not None and since < node.claimed_at:
             since = None  # a wait of an earlier attempt
@@ -125,7 +128,7 @@ class Activity:
                    float(getattr(node, "paused_s", None) or 0.0))
 
 
-def wait_text(node: Any, now: float) -> str | None:
+def wait_text(node: NodeView, now: float) -> str | None:
     """'waiting on ci (4m left)' / 'waiting on ci (2m over)' for a running node's declared wait."""
     activity = Activity.of(node)
     if node.status != "running" or not activity.wait_on or activity.wait_until is None:
@@ -135,7 +138,7 @@ def wait_text(node: Any, now: float) -> str | None:
     return f"waiting on {what} ({dur(left)} left)" if left >= 0 else f"waiting on {what} ({dur(-left)} over)"
 
 
-def wait_json(node: Any, now: float | None) -> dict[str, Any] | None:
+def wait_json(node: NodeView, now: float | None) -> JsonObject | None:
     """A running node's declared wait for the graph JSON (``None`` without one): what it waits on
     (agent text: show it escaped), since and until when, seconds left (negative: overdue) and the
     line the console shows ("waiting on ci (4m left)")."""
@@ -171,7 +174,7 @@ def _one_line(text: str, cap: int = 60) -> str:
 # ---------------------------------------------------------------------- per node (pure)
 def node_signals(
     task_id: str,
-    node: Any,
+    node: NodeView,
     observations: Sequence[Obs],
     now: float,
     *,
@@ -245,7 +248,7 @@ def node_signals(
     return out
 
 
-def stale_signal(task_id: str, node: Any, act: Activity, now: float, th: Thresholds) -> list[Signal]:
+def stale_signal(task_id: str, node: NodeView, act: Activity, now: float, th: Thresholds) -> list[Signal]:
     """``heartbeat_stale``: silent for clearly longer than the node's usual long gap (× the
     factor), and never before the lease's renewal point (a fraction of the lease its last
     heartbeat took). Before the node's rhythm is learned (``observe.GAPS_LEARNED`` gaps) only the
@@ -263,7 +266,7 @@ def stale_signal(task_id: str, node: Any, act: Activity, now: float, th: Thresho
                    f"lease ends in {dur(node.lease_until - now)}")]
 
 
-def loop_signals(task_id: str, node: Any, act: Activity, observations: Sequence[Obs], th: Thresholds) -> list[Signal]:
+def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequence[Obs], th: Thresholds) -> list[Signal]:
     """``no_new_info`` and ``repeating`` from the attempt's observations since it last showed
     progress — none made during a declared wait or while the task was parked."""
     start = act.progress_at if act.progress_at is not None else float("-inf")
@@ -312,8 +315,8 @@ def _in_wait(at: float, act: Activity) -> bool:
 
 
 # ---------------------------------------------------------------------- per task (pure)
-def task_signals(task: Any, handoffs: Iterable[Any], now: float, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
-                 parked_nodes: Iterable[Any] = ()) -> list[Signal]:
+def task_signals(task: TaskView, handoffs: Iterable[HandoffView], now: float, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+                 parked_nodes: Iterable[GraphRow] = ()) -> list[Signal]:
     """Budget gates, open handoffs with their age, parks past their ``until``."""
     th = thresholds
     out: list[Signal] = []
@@ -387,11 +390,12 @@ def density_acted(extra: Iterable[Signal]) -> set[str]:
     return {s.node for s in extra if s.kind == "cost_density" and s.node is not None}
 
 
-def kind_p80s(history: DurationHistory, nodes: Iterable[Any]) -> dict[str, tuple[float | None, int]]:
+def kind_p80s(history: DurationHistory, nodes: Iterable[GraphRow]) -> dict[str, tuple[float | None, int]]:
     return {n.key: kind_p80(history, n.kind, n.est_wall_s, history.params) for n in nodes}
 
 
-def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: Sequence[Any], now: float,
+def _signals_for_nodes(ledger: Ledger, task: TaskView, running: Sequence[NodeView], parked: Sequence[NodeView],
+                       now: float,
                        thresholds: Thresholds, history: DurationHistory | None) -> list[Signal]:
     # the task view counts its open handoffs: read them only when there are some
     handoffs = ledger.handoffs(task_id=task.task_id, status="open") if getattr(task, "handoffs_open", 1) else []
@@ -415,7 +419,7 @@ def _signals_for_nodes(ledger: Any, task: Any, running: Sequence[Any], parked: S
     return sort_signals(out)
 
 
-def signals_for_graph(ledger: Any, graph: Any, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+def signals_for_graph(ledger: Ledger, graph: GraphView, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
                       history: DurationHistory | None = None, now: float | None = None) -> list[Signal]:
     """Every signal of a task whose graph is already loaded (``warden graph``)."""
     now = ledger.now() if now is None else now
@@ -424,13 +428,13 @@ def signals_for_graph(ledger: Any, graph: Any, *, thresholds: Thresholds = DEFAU
     return _signals_for_nodes(ledger, graph.task, running, parked, now, thresholds, history)
 
 
-def signals_for_task(ledger: Any, task: Any, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+def signals_for_task(ledger: Ledger, task: TaskView, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
                      history: DurationHistory | None = None, now: float | None = None) -> list[Signal]:
     """Every signal of a task without loading its graph (``warden status``): only the running
     and parked nodes are read (index on task, status)."""
     now = ledger.now() if now is None else now
-    running: list[Any] = []
-    parked: list[Any] = []
+    running: list[NodeView] = []
+    parked: list[NodeView] = []
     counts = task.counts or {}
     want = [s for s in ("running", "parked") if counts.get(s)]
     if want and task.status in ("active", "parked"):
@@ -439,7 +443,7 @@ def signals_for_task(ledger: Any, task: Any, *, thresholds: Thresholds = DEFAULT
     return _signals_for_nodes(ledger, task, running, parked, now, thresholds, history)
 
 
-def signals_for_node(ledger: Any, task: Any, node: Any, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
+def signals_for_node(ledger: Ledger, task: TaskView, node: NodeView, *, thresholds: Thresholds = DEFAULT_THRESHOLDS,
                      history: DurationHistory | None = None, now: float | None = None) -> list[Signal]:
     """The signals of one node (a NodeView) — exactly those :func:`signals_for_graph` gives that
     node (``warden graph --json``), read without the rest of the graph: the node's own if it runs,

@@ -21,19 +21,40 @@ be several times faster than the same statements built with Peewee. They all go 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar, cast
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, TypeVar, cast
 
 import peewee as pw
 
 from .models import dumps, loads
 
-_Row = TypeVar("_Row", bound=tuple[Any, ...])  # a NamedTuple row type (fetch_rows)
+_Row = TypeVar("_Row", bound=tuple[object, ...])  # a NamedTuple row type (fetch_rows)
+_T = TypeVar("_T")
 
 CHUNK = 500  # ids or keys per ``IN (...)`` list
 
 JSON_COLUMNS = frozenset({"inputs", "constraints", "preconditions", "output", "rejections", "payload", "context",
                           "options", "wake_state", "repair", "serves", "mind", "diff", "in_flight_nodes", "plan"})
 BOOL_COLUMNS = frozenset({"retryable", "always_admit"})
+
+
+class DriverConnection(Protocol):
+    """The PostgreSQL driver's own connection (psycopg's), as Warden's backends use it."""
+
+    closed: bool
+    prepare_threshold: int | None
+
+    def execute(self, query: str, /) -> object: ...
+
+    def close(self) -> None: ...
+
+
+class DriverCursor(Protocol):
+    """The driver's cursor (sqlite3's or psycopg's) a statement returns; its rows are the driver's values."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def executemany(self, query: str, rows: Sequence[Sequence[object]], /) -> object: ...
 
 
 class Inc:
@@ -51,7 +72,7 @@ def is_sqlite(db: pw.Database) -> bool:
     return getattr(db, "backend", "sqlite") == "sqlite"
 
 
-def pg_session(conn: Any, *, read_only: bool, lock_timeout_ms: int | None) -> None:
+def pg_session(conn: DriverConnection, *, read_only: bool, lock_timeout_ms: int | None) -> None:
     """Set up a new PostgreSQL connection, on the driver's own connection before Peewee uses it:
     read-only on the server side, and how long a statement waits for a lock (``None``: the
     server's default). ``store.backends`` calls this for every connection it makes."""
@@ -61,7 +82,7 @@ def pg_session(conn: Any, *, read_only: bool, lock_timeout_ms: int | None) -> No
         conn.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
 
 
-def pg_transaction(conn: Any, *, read_only: bool, lock_timeout_ms: int | None) -> None:
+def pg_transaction(conn: DriverConnection, *, read_only: bool, lock_timeout_ms: int | None) -> None:
     """What :func:`pg_session` sets for a session, for the transaction just begun only: a
     connection through a pooler in transaction mode (``?pool=transaction``) gets a server session
     for one transaction at a time, and a session setting would stay behind for the pool's next
@@ -97,17 +118,17 @@ def true(db: pw.Database) -> str:
     return "1" if is_sqlite(db) else "TRUE"
 
 
-def execute(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> Any:
+def execute(db: pw.Database, sql: str, params: Sequence[object] = ()) -> Any:
     """Run one statement; returns the driver's cursor."""
     return db.execute_sql(translate(db, sql), list(params))
 
 
-def execute_count(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> int:
+def execute_count(db: pw.Database, sql: str, params: Sequence[object] = ()) -> int:
     """Run one statement; returns how many rows it changed (a compare-and-set checks this)."""
     return int(execute(db, sql, params).rowcount)
 
 
-def execute_many(db: pw.Database, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+def execute_many(db: pw.Database, sql: str, rows: Sequence[Sequence[object]]) -> None:
     """One statement over many parameter rows (bulk inserts). The cursor is the driver's own, so
     its errors are given to the backend's ``translate_error`` (a full disk, a lost connection...)."""
     try:
@@ -119,12 +140,12 @@ def execute_many(db: pw.Database, sql: str, rows: Sequence[Sequence[Any]]) -> No
         raise
 
 
-def fetch_all(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+def fetch_all(db: pw.Database, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
     """Every row as a plain tuple (no decoding: the caller knows its columns)."""
     return list(execute(db, sql, params).fetchall())
 
 
-def columns(row: type[tuple[Any, ...]], alias: str = "", computed: Mapping[str, str] | None = None) -> str:
+def columns(row: type[tuple[object, ...]], alias: str = "", computed: Mapping[str, str] | None = None) -> str:
     """The SELECT list of a row type: its fields, in order (``n.id, n.key`` with ``alias="n"``), so
     a statement and the row it is read into cannot disagree. ``computed``: a field read from an
     expression (another table's column, a CASE...), written ``expr AS field``."""
@@ -136,7 +157,7 @@ def columns(row: type[tuple[Any, ...]], alias: str = "", computed: Mapping[str, 
     return ", ".join(f"{computed[f]} AS {f}" if f in computed else prefix + f for f in _fields(row))
 
 
-def fetch_rows(db: pw.Database, row: type[_Row], sql: str, params: Sequence[Any] = ()) -> list[_Row]:
+def fetch_rows(db: pw.Database, row: type[_Row], sql: str, params: Sequence[object] = ()) -> list[_Row]:
     """Every row as a ``row`` (a NamedTuple whose fields are the statement's columns, in order:
     see :func:`columns`), JSON and boolean columns decoded. Read by attribute, so a renamed
     column is a type error (docs/architecture.md, "Reading rows")."""
@@ -145,39 +166,41 @@ def fetch_rows(db: pw.Database, row: type[_Row], sql: str, params: Sequence[Any]
     return [make(*_decoded(fields, r)) for r in fetch_all(db, sql, params)]
 
 
-def fetch_row(db: pw.Database, row: type[_Row], sql: str, params: Sequence[Any] = ()) -> _Row | None:
+def fetch_row(db: pw.Database, row: type[_Row], sql: str, params: Sequence[object] = ()) -> _Row | None:
     """The first row as a ``row`` (:func:`fetch_rows`), or None."""
     found = execute(db, sql, params).fetchone()
     return None if found is None else cast(Callable[..., _Row], row)(*_decoded(_fields(row), found))
 
 
-def _fields(row: type[tuple[Any, ...]]) -> tuple[str, ...]:
+def _fields(row: type[tuple[object, ...]]) -> tuple[str, ...]:
     fields = getattr(row, "_fields", None)
     if not isinstance(fields, tuple):
         raise TypeError(f"{row.__name__} is not a NamedTuple row type")
     return fields
 
 
-def _decoded(fields: Sequence[str], values: Sequence[Any]) -> list[Any]:
+def _decoded(fields: Sequence[str], values: Sequence[object]) -> list[object]:
     out = list(values)
-    for i, f in enumerate(fields):
-        if f in JSON_COLUMNS and isinstance(out[i], str):
-            out[i] = loads(out[i])
+    for i, f in enumerate(fields):  # a row type may have more fields (with defaults) than the statement reads
+        if f in JSON_COLUMNS:
+            v = out[i]
+            if isinstance(v, str):
+                out[i] = loads(v)
         elif f in BOOL_COLUMNS and out[i] is not None:
             out[i] = bool(out[i])
     return out
 
 
-def scalar(db: pw.Database, sql: str, params: Sequence[Any] = ()) -> Any:
+def scalar(db: pw.Database, sql: str, params: Sequence[object] = ()) -> Any:
     """The first column of the first row, or None."""
     row = execute(db, sql, params).fetchone()
     return None if row is None else row[0]
 
 
-def set_clause(fields: Mapping[str, Any]) -> tuple[str, list[Any]]:
+def set_clause(fields: Mapping[str, object]) -> tuple[str, list[object]]:
     """``a = ?, b = b + ?`` and its values, JSON columns encoded (``Inc`` adds to the column)."""
     sets: list[str] = []
-    values: list[Any] = []
+    values: list[object] = []
     for col, v in fields.items():
         if isinstance(v, Inc):
             sets.append(f"{col} = {col} + ?")
@@ -188,7 +211,7 @@ def set_clause(fields: Mapping[str, Any]) -> tuple[str, list[Any]]:
     return ", ".join(sets), values
 
 
-def id_array(db: pw.Database, ids: Sequence[int]) -> tuple[str, Any]:
+def id_array(db: pw.Database, ids: Sequence[int]) -> tuple[str, str | list[int]]:
     """(a SELECT yielding these ids, its one parameter): the ids go in as a single parameter —
     a JSON array on SQLite, an array on PostgreSQL — however many there are."""
     if is_sqlite(db):
@@ -196,7 +219,7 @@ def id_array(db: pw.Database, ids: Sequence[int]) -> tuple[str, Any]:
     return "SELECT unnest(?::bigint[])", [int(i) for i in ids]
 
 
-def chunks(seq: Sequence[Any], n: int = CHUNK) -> Iterator[Sequence[Any]]:
+def chunks(seq: Sequence[_T], n: int = CHUNK) -> Iterator[Sequence[_T]]:
     for i in range(0, len(seq), n):
         yield seq[i:i + n]
 
@@ -205,7 +228,7 @@ def chunks(seq: Sequence[Any], n: int = CHUNK) -> Iterator[Sequence[Any]]:
 _EMPTY_JSON = {"{}": None, "[]": None, "null": None}
 
 
-def json_value(v: Any, cache: dict[str, Any] | None = None) -> Any:
+def json_value(v: object, cache: dict[str, object] | None = None) -> Any:
     """One JSON column's value. With ``cache`` a text seen before is parsed once (many nodes share
     one preconditions text) and each caller gets its own copy of the container."""
     if v is None or not isinstance(v, str):

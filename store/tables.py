@@ -9,7 +9,9 @@ the fields against ``store/models.py``: a column added there is added here.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+from .jsontypes import JsonArray, JsonObject, JsonValue
 
 
 class TaskRecord(NamedTuple):
@@ -20,9 +22,9 @@ class TaskRecord(NamedTuple):
     workflow: str
     workflow_version: str
     status: str
-    inputs: Any
-    constraints: Any
-    preconditions: Any
+    inputs: JsonValue
+    constraints: JsonArray | None
+    preconditions: JsonObject | None
     token_cap: int | None
     wall_cap_s: float | None
     soft_ratio: float
@@ -38,10 +40,10 @@ class TaskRecord(NamedTuple):
     wake_on: str | None
     paused_s: float | None
     paused_since: float | None
-    wake_state: Any
+    wake_state: JsonObject | None
     origin: str | None
     density_limit: float | None
-    mind: Any
+    mind: JsonObject | None
     revision: int
     created_at: float
     updated_at: float
@@ -58,9 +60,9 @@ class NodeRecord(NamedTuple):
     kind: str
     title: str
     status: str
-    preconditions: Any
+    preconditions: JsonObject | None
     input_digest: str | None
-    output: Any
+    output: JsonValue
     output_ref: str | None
     output_digest: str | None
     attempt: int
@@ -82,7 +84,7 @@ class NodeRecord(NamedTuple):
     claimed_at: float | None
     claim_count: int
     next_retry_at: float | None
-    rejections: Any
+    rejections: JsonArray | None
     parked_at: float | None
     park_reason: str | None
     park_until: float | None
@@ -101,7 +103,7 @@ class NodeRecord(NamedTuple):
     paused_s: float | None
     step_deadline: float | None
     density: str | None
-    repair: Any
-    serves: Any
+    repair: JsonObject | None
+    serves: JsonArray | None
     removed_in: int | None
     removed_mode: str | None

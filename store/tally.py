@@ -31,13 +31,16 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import replace
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
+
+import peewee as pw
 
 from . import budget, sql
 from .db import read_tx
 from .feed import changed_nodes
 from .tables import TaskRecord
 from .ledger import rows
+from .ledger.core import LedgerCore
 from .views import EventView, TaskView
 
 # Event kinds whose node changes are all named by the event (and that change nothing else of a
@@ -86,7 +89,7 @@ class TaskTally:
         return list(self._views.values())
 
     # ------------------------------------------------------------------ following the journal
-    def apply(self, ledger: Any, events: Sequence[EventView]) -> list[TaskView]:
+    def apply(self, ledger: LedgerCore, events: Sequence[EventView]) -> list[TaskView]:
         """Read what ``events`` changed and return the fresh rows of the tasks they name (in the
         order first named). Runs in the reader's thread; ``ledger``: a ``store.Ledger``."""
         named: dict[str, set[str]] = {}
@@ -120,7 +123,7 @@ class TaskTally:
                 out.append(view)
         return out
 
-    def _task_rows(self, db: Any, ids: list[str]) -> dict[str, TaskRecord]:
+    def _task_rows(self, db: pw.Database, ids: list[str]) -> dict[str, TaskRecord]:
         got: dict[str, TaskRecord] = {}
         for chunk in sql.chunks(ids):
             got.update((r.task_id, r) for r in sql.fetch_rows(
@@ -128,7 +131,7 @@ class TaskTally:
                 list(chunk)))
         return got
 
-    def _open_handoffs(self, db: Any, ids: list[str]) -> dict[str, int]:
+    def _open_handoffs(self, db: pw.Database, ids: list[str]) -> dict[str, int]:
         got: dict[str, int] = {}
         for chunk in sql.chunks(ids):
             got.update((t, int(n)) for t, n in sql.fetch_all(
@@ -136,7 +139,7 @@ class TaskTally:
                     f"({sql.marks(len(chunk))}) GROUP BY task_id", list(chunk)))
         return got
 
-    def _read_whole(self, db: Any, tid: str) -> None:
+    def _read_whole(self, db: pw.Database, tid: str) -> None:
         """Every node of the task: the counts and the attempts' sum from scratch."""
         self.whole_reads += 1
         counts: dict[str, int] = {}
@@ -150,7 +153,7 @@ class TaskTally:
         self._claims[tid] = claims
         self._loaded.add(tid)
 
-    def _read_keys(self, db: Any, tid: str, keys: set[str]) -> bool:
+    def _read_keys(self, db: pw.Database, tid: str, keys: set[str]) -> bool:
         """Move the named nodes to what they are now; False when one could not be found."""
         if not keys:
             return True
@@ -199,7 +202,7 @@ class TaskTally:
         self._attempt[node_id] = int(attempt)
 
 
-def live_leases(ledger: Any, task_ids: Sequence[str]) -> list[tuple[str, float]]:
+def live_leases(ledger: LedgerCore, task_ids: Sequence[str]) -> list[tuple[str, float]]:
     """(worker, when its latest lease ends) for every worker holding a live lease on a node of these
     tasks — where the console's count of agents alive starts (then it follows the journal). Reads
     the running nodes of each task by the (task, status) index, not the whole node table."""

@@ -13,7 +13,7 @@ happened). More keys: ``task_id``, ``title``, ``status``, ``progress``, ``effect
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from . import budget as budget_mod
 from . import sql
@@ -21,10 +21,12 @@ from .clock import iso
 from .db import read_tx
 from .facade import Ledger
 from .ledger.core import UNFINISHED_SQL
+from .jsontypes import JsonObject
 from .report import budget_json
+from .views import TaskView
 
 
-def task_report(ledger: Ledger, task_id: str) -> dict[str, Any]:
+def task_report(ledger: Ledger, task_id: str) -> JsonObject:
     """The deliverable of ``task_id`` now (see the module doc)."""
     db = ledger.db
     with read_tx(db):
@@ -76,7 +78,7 @@ _BEST_ARTIFACT = sql.columns(_BestArtifact, "a", {
     "node": "n.key", "current": "CASE WHEN n.status = 'succeeded' AND a.attempt = n.attempt THEN 1 ELSE 0 END"})
 
 
-def _best_artifact(ledger: Ledger, task_id: str) -> dict[str, Any] | None:
+def _best_artifact(ledger: Ledger, task_id: str) -> JsonObject | None:
     row = sql.fetch_row(ledger.db, _BestArtifact, f"SELECT {_BEST_ARTIFACT} FROM artifact a JOIN node n "
                                                   "ON n.id = a.node_id WHERE a.task_id = ? ORDER BY current DESC, "
                                                   "a.id DESC LIMIT 1", [task_id])
@@ -86,10 +88,10 @@ def _best_artifact(ledger: Ledger, task_id: str) -> dict[str, Any] | None:
             "bytes": int(row.size), "attempt": int(row.attempt), "current": bool(row.current)}
 
 
-def _gates(task: Any) -> dict[str, dict[str, Any]]:
+def _gates(task: TaskView) -> dict[str, JsonObject]:
     """For each gate: the tokens and wall-clock seconds at which it starts, and whether it is reached."""
     ratio = budget_mod.usage_ratio(task.tokens_used, task.token_cap, task.wall_used_s, task.wall_cap_s)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for name, at in (("soft", task.soft_ratio), ("hard", budget_mod.HARD_RATIO), ("stop", budget_mod.STOP_RATIO)):
         out[name] = {"tokens": round(task.token_cap * at) if task.token_cap else None,
                      "wall_s": round(task.wall_cap_s * at, 3) if task.wall_cap_s else None,

@@ -23,13 +23,14 @@ severity, evidence) so this module does not import ``store.signals``, which call
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from . import budget as budget_mod
 from . import density, sql
 from . import wake_conditions as wc
 from .clock import duration_text
+from .ledger.core import LedgerCore
 from .mind import signals as mind_signals
+from .views import TaskView
 
 BUDGET_INSUFFICIENT_NODES = 20
 PARK_EXPIRY_S = 48 * 3600.0  # a park without an until asks to be re-confirmed after this long
@@ -37,7 +38,7 @@ PARK_EXPIRY_S = 48 * 3600.0  # a park without an until asks to be re-confirmed a
 SignalTuple = tuple[str, str, "str | None", "float | None", str, str]
 
 
-def extra(ledger: Any, task: Any, now: float, thresholds: Any = None) -> list[SignalTuple]:
+def extra(ledger: LedgerCore, task: TaskView, now: float, thresholds: object = None) -> list[SignalTuple]:
     """``wake``, ``budget_insufficient`` and ``park_expired`` (no until) signals of ``task`` (a TaskView)."""
     if task.status not in ("active", "parked"):
         return []
@@ -51,7 +52,7 @@ def extra(ledger: Any, task: Any, now: float, thresholds: Any = None) -> list[Si
 
 
 # ---------------------------------------------------------------------- cost density the ledger acts on
-def cost_density_acted(ledger: Any, task: Any) -> list[SignalTuple]:
+def cost_density_acted(ledger: LedgerCore, task: TaskView) -> list[SignalTuple]:
     """``cost_density`` for running nodes on which the ledger acts (``Budget(density_limit=)``,
     store/ledger/cost.py): ``hold`` (alarm: nothing else of the task is dispatched) and
     ``finish_no_successor`` (warn: its successors will be parked). It stands in for the plain
@@ -72,7 +73,7 @@ def cost_density_acted(ledger: Any, task: Any) -> list[SignalTuple]:
 
 
 # ---------------------------------------------------------------------- wake
-def wake_signals(ledger: Any, task: Any, now: float) -> list[SignalTuple]:
+def wake_signals(ledger: LedgerCore, task: TaskView, now: float) -> list[SignalTuple]:
     out: list[SignalTuple] = []
     for node, entry in wc.targets(task.wake_state):
         if node is None and task.status != "parked":
@@ -102,7 +103,7 @@ def wake_signals(ledger: Any, task: Any, now: float) -> list[SignalTuple]:
 
 
 # ---------------------------------------------------------------------- parks without an until
-def park_expiry_signals(ledger: Any, task: Any, now: float, expiry: float) -> list[SignalTuple]:
+def park_expiry_signals(ledger: LedgerCore, task: TaskView, now: float, expiry: float) -> list[SignalTuple]:
     out: list[SignalTuple] = []
     if expiry <= 0:
         return out
@@ -121,7 +122,7 @@ def park_expiry_signals(ledger: Any, task: Any, now: float, expiry: float) -> li
 
 
 # ---------------------------------------------------------------------- admission by estimate
-def budget_insufficient(ledger: Any, task: Any, now: float) -> list[SignalTuple]:
+def budget_insufficient(ledger: LedgerCore, task: TaskView, now: float) -> list[SignalTuple]:
     """Ready pending nodes a claim passes over because their estimate does not fit."""
     if task.status != "active" or not (task.token_cap or task.wall_cap_s):
         return []
@@ -154,14 +155,14 @@ def budget_insufficient(ledger: Any, task: Any, now: float) -> list[SignalTuple]
     return out
 
 
-def _evidence(est_tokens: Any, est_wall_s: Any, tokens_left: float | None, wall_left: float | None,
+def _evidence(est_tokens: float | None, est_wall_s: float | None, tokens_left: float | None, wall_left: float | None,
               short: dict[str, float]) -> str:
     parts = []
-    if "tokens" in short and tokens_left is not None:
+    if "tokens" in short and tokens_left is not None and est_tokens is not None:
         need = est_tokens * budget_mod.TOKEN_MARGIN
         parts.append(f"needs {need:,.0f} tokens (est {int(est_tokens):,} × {budget_mod.TOKEN_MARGIN:g}), "
                      f"{max(tokens_left, 0):,.0f} left: short {short['tokens']:,.0f} tokens")
-    if "wall_s" in short and wall_left is not None:
+    if "wall_s" in short and wall_left is not None and est_wall_s is not None:
         need = est_wall_s * budget_mod.WALL_MARGIN
         parts.append(f"needs {duration_text(need)} of wall clock (est {duration_text(est_wall_s)} × "
                      f"{budget_mod.WALL_MARGIN:g}), {duration_text(max(wall_left, 0))} left: short "

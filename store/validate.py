@@ -29,7 +29,8 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sized
+from typing import TypeVar
 
 from .errors import InvalidValue
 from .text import safe_line
@@ -40,6 +41,7 @@ HANDOFF_ID_RE = re.compile(r"[0-9]{1,18}")
 ORIGIN_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 # Line breaks in every sense Python's str.splitlines knows, and NUL.
 _NOT_IN_NAMES = re.compile("[\x00\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+T = TypeVar("T")  # a value returned as it came, once checked
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 NAME_MAX = 200
@@ -63,7 +65,7 @@ TIME_MAX = 253402300799.0  # 9999-12-31T23:59:59Z, the last time an ISO string c
 TIME_MIN = -62135596800.0  # 0001-01-01T00:00:00Z, the first (an ISO time of year 1 with an offset east of UTC is earlier)
 
 
-def show(value: Any, limit: int = 60) -> str:
+def show(value: object, limit: int = 60) -> str:
     """A short, safe picture of a refused value for the one-line message."""
     if isinstance(value, str):
         return safe_line(repr(value if len(value) <= limit else value[:limit] + "…"))
@@ -72,14 +74,16 @@ def show(value: Any, limit: int = 60) -> str:
     if value is None or isinstance(value, (bool, int, float)):
         text = repr(value)
         return safe_line(text if len(text) <= limit else text[:limit] + "…")
-    try:
-        size = f" of {len(value)}"
-    except Exception:
-        size = ""
+    size = ""
+    if isinstance(value, Sized):
+        try:
+            size = f" of {len(value)}"
+        except Exception:
+            pass
     return f"a {safe_line(type(value).__name__)}{size}"
 
 
-def refuse(arg: str, problem: str, value: Any = ..., *, where: str = "") -> InvalidValue:
+def refuse(arg: str, problem: str, value: object = ..., *, where: str = "") -> InvalidValue:
     """The error for argument ``arg``: ``"where: arg problem (got value)"``."""
     got = "" if value is ... else f" (got {show(value)})"
     return InvalidValue(f"{_at(where)}{arg} {problem}{got}", arg)
@@ -90,7 +94,7 @@ def _at(where: str) -> str:
 
 
 # ---------------------------------------------------------------------- strings
-def _string(arg: str, value: Any, where: str) -> str:
+def _string(arg: str, value: object, where: str) -> str:
     if not isinstance(value, str):
         raise refuse(arg, "must be a string", value, where=where)
     if _SURROGATE.search(value):
@@ -98,14 +102,14 @@ def _string(arg: str, value: Any, where: str) -> str:
     return value
 
 
-def task_id(arg: str, value: Any, where: str = "") -> str:
+def task_id(arg: str, value: object, where: str = "") -> str:
     """A new task's id: 1-64 of ``A-Z a-z 0-9 . _ -``, matched whole."""
     if not isinstance(value, str) or not TASK_ID_RE.fullmatch(value):
         raise InvalidValue(f"{_at(where)}invalid task id {show(value)} ({arg}): use 1-64 of A-Z a-z 0-9 . _ -", arg)
     return value
 
 
-def node_key(arg: str, value: Any, where: str = "") -> str:
+def node_key(arg: str, value: object, where: str = "") -> str:
     """A new node's key: 1-200 of ``A-Z a-z 0-9 . _ - : / @ +``, matched whole."""
     if not isinstance(value, str) or not NODE_KEY_RE.fullmatch(value):
         raise InvalidValue(f"{_at(where)}invalid node key {show(value)} ({arg}): use 1-200 of A-Z a-z 0-9 . _ - : / @ +",
@@ -113,7 +117,7 @@ def node_key(arg: str, value: Any, where: str = "") -> str:
     return value
 
 
-def handoff_id(arg: str, value: Any, where: str = "") -> str:
+def handoff_id(arg: str, value: object, where: str = "") -> str:
     """A handoff id: decimal digits (or an int); returned as the canonical string."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 < int(value) <= INT64_MAX:
         return str(int(value))
@@ -122,7 +126,7 @@ def handoff_id(arg: str, value: Any, where: str = "") -> str:
     raise refuse(arg, "is not a handoff id (a number such as 12)", value, where=where)
 
 
-def origin(arg: str, value: Any, where: str = "") -> str | None:
+def origin(arg: str, value: object, where: str = "") -> str | None:
     """Which integration made a task (``python``, ``langgraph``, ``mcp``, ``run``, ``claude``, or a
     new one's name): None, or 1-32 of ``a-z 0-9 _ -`` starting with a letter."""
     if value is None:
@@ -133,7 +137,7 @@ def origin(arg: str, value: Any, where: str = "") -> str | None:
     return value
 
 
-def lookup(arg: str, value: Any, where: str = "", *, optional: bool = False) -> str | None:
+def lookup(arg: str, value: object, where: str = "", *, optional: bool = False) -> str | None:
     """The id or key of something that should exist: any non-empty string (unknown → NotFound)."""
     if value is None and optional:
         return None
@@ -143,7 +147,7 @@ def lookup(arg: str, value: Any, where: str = "", *, optional: bool = False) -> 
     return s
 
 
-def name(arg: str, value: Any, where: str = "", *, limit: int = NAME_MAX, empty: bool = False,
+def name(arg: str, value: object, where: str = "", *, limit: int = NAME_MAX, empty: bool = False,
          optional: bool = False) -> str | None:
     """A name (worker, actor, operator, kind, effect key, option id): one line, 1-``limit`` chars."""
     if value is None and optional:
@@ -158,7 +162,7 @@ def name(arg: str, value: Any, where: str = "", *, limit: int = NAME_MAX, empty:
     return s
 
 
-def text(arg: str, value: Any, where: str = "", *, optional: bool = False, nonblank: bool = False,
+def text(arg: str, value: object, where: str = "", *, optional: bool = False, nonblank: bool = False,
          nul: bool = True) -> str | None:
     """Free text: any storable string (``nul=False``: no NUL, for PostgreSQL)."""
     if value is None and optional:
@@ -171,7 +175,7 @@ def text(arg: str, value: Any, where: str = "", *, optional: bool = False, nonbl
     return s
 
 
-def strings(arg: str, value: Any, where: str = "", *, each: Any = None, optional: bool = True) -> tuple[str, ...]:
+def strings(arg: str, value: object, where: str = "", *, each: Callable[[str, object, str], object] | None = None, optional: bool = True) -> tuple[str, ...]:
     """A list or tuple of strings (a bare string is refused: it is not a list of them)."""
     if value is None and optional:
         return ()
@@ -186,7 +190,7 @@ def strings(arg: str, value: Any, where: str = "", *, each: Any = None, optional
     return out
 
 
-def one_of(arg: str, value: Any, allowed: Iterable[str], where: str = "", *, optional: bool = False,
+def one_of(arg: str, value: object, allowed: Iterable[str], where: str = "", *, optional: bool = False,
            what: str = "") -> str | None:
     """One of ``allowed``: ``"unknown <what> 'x' (arg): one of a, b"``."""
     if value is None and optional:
@@ -199,7 +203,7 @@ def one_of(arg: str, value: Any, allowed: Iterable[str], where: str = "", *, opt
 
 
 # ---------------------------------------------------------------------- numbers and flags
-def number(arg: str, value: Any, where: str = "", *, lo: float = 0.0, hi: float, lo_open: bool = False,
+def number(arg: str, value: object, where: str = "", *, lo: float = 0.0, hi: float, lo_open: bool = False,
            optional: bool = True, integer: bool = False) -> float | int | None:
     """A finite real number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``); ``integer``: whole."""
     if value is None and optional:
@@ -235,7 +239,7 @@ def _fmt(x: float) -> str:
     return repr(float(x))
 
 
-def flag(arg: str, value: Any, where: str = "", *, optional: bool = False) -> bool | None:
+def flag(arg: str, value: object, where: str = "", *, optional: bool = False) -> bool | None:
     """A bool (0 and 1 are accepted as False and True)."""
     if value is None and optional:
         return None
@@ -247,13 +251,13 @@ def flag(arg: str, value: Any, where: str = "", *, optional: bool = False) -> bo
 
 
 # ---------------------------------------------------------------------- JSON
-def json_value(arg: str, value: Any, where: str = "") -> Any:
+def json_value(arg: str, value: T, where: str = "") -> T:
     """Refuse what cannot be stored as canonical JSON and read back the same (see the module doc)."""
     _json(arg, value, where, 0)
     return value
 
 
-def json_object(arg: str, value: Any, where: str = "", *, optional: bool = True) -> Any:
+def json_object(arg: str, value: T, where: str = "", *, optional: bool = True) -> T:
     """A dict with string keys and JSON values (None → {})."""
     if value is None and optional:
         return value
@@ -263,7 +267,7 @@ def json_object(arg: str, value: Any, where: str = "", *, optional: bool = True)
     return value
 
 
-def _json(path: str, v: Any, where: str, depth: int) -> None:
+def _json(path: str, v: object, where: str, depth: int) -> None:
     if depth > JSON_MAX_DEPTH:
         raise refuse(path, f"is nested more than {JSON_MAX_DEPTH} deep (or contains itself)", where=where)
     if v is None or isinstance(v, bool):

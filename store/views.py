@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NamedTuple
+from typing import Mapping, NamedTuple
 
 from . import validate as v
+from .jsontypes import JsonMapping, JsonValue
 from .mind import rules as mind_rules
 from .mind.views import MindState, NodeMind
 
@@ -41,7 +42,7 @@ class NodeSpec:
     kind: str = "tool"
     deps: tuple[str, ...] = ()
     title: str = ""
-    preconditions: Mapping[str, Any] | None = None
+    preconditions: JsonMapping | None = None
     est_wall_s: float | None = None
     est_tokens: int | None = None
     always_admit: bool = False
@@ -59,7 +60,7 @@ class NodeSpec:
 
 def check_node_spec(spec: NodeSpec, where: str = "NodeSpec") -> None:
     """The rules of a node to add (also run on specs handed to ``add_nodes`` / ``next_nodes``)."""
-    def f(name: str) -> Any:  # a forged spec may lack a field
+    def f(name: str) -> object:  # a forged spec may lack a field
         return getattr(spec, name, None)
 
     v.node_key("key", f("key"), where)
@@ -85,7 +86,7 @@ class Claim:
     token: str
     attempt: int
     lease_until: float
-    inputs: Mapping[str, Any]
+    inputs: JsonMapping
     admission: str = "admit"  # admit | admit_degraded (the budget governor's word)
     lease_s: float = 30.0
     step_deadline: float | None = None  # claim(max_step_s=): every write after it is refused
@@ -115,9 +116,9 @@ class TaskView:
     workflow_version: str
     status: str
     revision: int
-    inputs: Any
+    inputs: JsonValue
     constraints: tuple[str, ...]
-    preconditions: Mapping[str, Any]
+    preconditions: JsonMapping
     token_cap: int | None
     wall_cap_s: float | None
     soft_ratio: float
@@ -140,7 +141,7 @@ class TaskView:
     paused_s: float = 0.0  # seconds the budget clock stood still (waiting is not work)
     paused_since: float | None = None  # the clock stands still since then (None: it runs)
     waited_s: float = 0.0  # all the time the clock stood still, the current stop included (at read time)
-    wake_state: Mapping[str, Any] | None = None  # wake conditions of parks (store/wake.py)
+    wake_state: JsonMapping | None = None  # wake conditions of parks (store/wake.py)
     origin: str = "python"  # which integration made it: python, langgraph, mcp, run, claude (rows.task_origin)
     density_limit: float | None = None  # tokens per unit a node may spend (Budget(density_limit=))
     mind: MindState = MindState()  # requirements, drift and alignment counters, plan version (store/mind/)
@@ -174,9 +175,9 @@ class NodeView:
     status: str
     deps: tuple[str, ...]
     position: int
-    preconditions: Mapping[str, Any]
+    preconditions: JsonMapping
     input_digest: str | None
-    output: Any
+    output: JsonValue
     output_ref: str | None
     output_digest: str | None
     attempt: int
@@ -255,6 +256,11 @@ class NodeRow(NamedTuple):
         return self.status == "running" and self.lease_until is not None
 
 
+GraphRow = NodeView | NodeRow
+"""A node of a graph as a caller holds it: the whole view, or a graph list's lean row (the
+attributes both have: what the estimates and the task-level signals read)."""
+
+
 @dataclass(frozen=True)
 class EventView:
     id: int
@@ -265,7 +271,7 @@ class EventView:
     kind: str
     actor: str
     summary: str
-    payload: Mapping[str, Any]
+    payload: JsonMapping
 
 
 @dataclass(frozen=True)
@@ -321,8 +327,8 @@ class HandoffView:
     node: str
     kind: str
     question: str
-    context: Mapping[str, Any]
-    options: tuple[Mapping[str, Any], ...]
+    context: JsonMapping
+    options: tuple[JsonMapping, ...]
     recommendation: str | None
     status: str
     opened_at: float
@@ -343,7 +349,7 @@ class ActionView:
     task_id: str | None
     target: str
     reason: str
-    plan: Mapping[str, Any]
+    plan: JsonMapping
     result: str
     refused_why: str | None
     revision_before: int | None

@@ -22,7 +22,7 @@ reason names the condition. A resume that cannot be applied is recorded on the e
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from . import sql
 from . import wake_conditions as wc
@@ -32,6 +32,7 @@ from .actions.resolve import ResolveParams
 from .actions.resume import plan_resume
 from .db import retry_write, write_tx
 from .errors import WardenError
+from .jsontypes import JsonMapping, JsonObject, JsonValue
 from .ledger.core import LedgerCore
 from .models import loads
 from .tables import TaskRecord
@@ -45,7 +46,7 @@ def _parked(core: LedgerCore, task: TaskRecord, node: str | None) -> bool:
     return sql.scalar(core.db, "SELECT status FROM node WHERE task_id = ? AND key = ?", [task.task_id, node]) == "parked"
 
 
-def check_tx(core: LedgerCore, task_id: str, now: float, files: Mapping[str, str | None] | None = None) -> list[dict[str, Any]]:
+def check_tx(core: LedgerCore, task_id: str, now: float, files: Mapping[str, str | None] | None = None) -> list[JsonObject]:
     """Inside a write transaction holding the task row's lock: evaluate the task's wake
     conditions (``file:`` ones only from ``files``), journal the newly met ones, resume the parks
     that auto-resume. Returns one dict per wake noticed now."""
@@ -53,9 +54,9 @@ def check_tx(core: LedgerCore, task_id: str, now: float, files: Mapping[str, str
     state = task.wake_state
     if not state:
         return []
-    woken: list[dict[str, Any]] = []
+    woken: list[JsonObject] = []
     resumes: list[tuple[str | None, str]] = []
-    new_state: dict[str, Any] | None = dict(state)
+    new_state: JsonObject | None = dict(state)
     changed = False
     for node, entry in wc.targets(state):
         if not _parked(core, task, node):  # the park ended some other way: stop watching it
@@ -108,14 +109,14 @@ def _auto_resume(core: LedgerCore, task_id: str, node: str | None, why: str) -> 
                     [None if state is None else sql.dumps(state), task_id])
 
 
-def watching(core: LedgerCore) -> list[tuple[str, dict[str, Any]]]:
+def watching(core: LedgerCore) -> list[tuple[str, JsonObject]]:
     """(task id, wake_state) of every task with a park to watch."""
     return [(tid, sql.json_value(st)) for tid, st in
             sql.fetch_all(core.db, "SELECT task_id, wake_state FROM task WHERE wake_state IS NOT NULL "
                                    "ORDER BY task_id")]
 
 
-def file_results(state: Mapping[str, Any] | None) -> dict[str, str | None]:
+def file_results(state: JsonMapping | None) -> dict[str, str | None]:
     """The ``file:`` conditions of a wake_state evaluated now (outside any transaction)."""
     out: dict[str, str | None] = {}
     for _node, entry in wc.targets(state):
@@ -127,19 +128,24 @@ def file_results(state: Mapping[str, Any] | None) -> dict[str, str | None]:
     return out
 
 
-def check(core: LedgerCore, task_ids: Iterable[str] | None = None) -> list[dict[str, Any]]:
+def check(core: LedgerCore, task_ids: Iterable[str] | None = None) -> list[JsonObject]:
     """Look at every watched park (or those of ``task_ids``): files first, outside any
     transaction, then one write transaction per task. Returns the wakes noticed. A read-only
     ledger is left alone (nothing is returned)."""
     if core.read_only:
         return []
     wanted = None if task_ids is None else set(task_ids)
-    woken: list[dict[str, Any]] = []
+    woken: list[JsonObject] = []
     for tid, state in watching(core):
         if wanted is not None and tid not in wanted:
             continue
-        woken += loads(_check_one(core, tid, file_results(state)))
+        woken += _wakes(loads(_check_one(core, tid, file_results(state))))
     return woken
+
+
+def _wakes(found: JsonValue) -> list[JsonObject]:
+    """The wakes :func:`_check_one` wrote as JSON (a list of objects), read back."""
+    return [w for w in found if isinstance(w, dict)] if isinstance(found, list) else []
 
 
 @retry_write
@@ -150,7 +156,7 @@ def _check_one(core: LedgerCore, task_id: str, files: Mapping[str, str | None]) 
         return json.dumps(check_tx(core, task_id, core.now(), files))
 
 
-def after_apply(core: LedgerCore, done: Plan) -> list[dict[str, Any]]:
+def after_apply(core: LedgerCore, done: Plan) -> list[JsonObject]:
     """After an operator action is applied: what it can satisfy at once. A resolved handoff meets
     the ``handoff:<id>`` conditions of the parks waiting on it."""
     if isinstance(done.params, ResolveParams):
@@ -158,17 +164,17 @@ def after_apply(core: LedgerCore, done: Plan) -> list[dict[str, Any]]:
     return []
 
 
-def after_resolve(core: LedgerCore, handoff_id: str) -> list[dict[str, Any]]:
+def after_resolve(core: LedgerCore, handoff_id: str) -> list[JsonObject]:
     """After a handoff is resolved: check the parks waiting on it (``handoff:<id>``)."""
     tids = [tid for tid, state in watching(core) if _waits_on(state, "handoff", str(handoff_id))]
     return check(core, tids) if tids else []
 
 
-def _waits_on(state: Mapping[str, Any] | None, kind: str, target: str) -> bool:
+def _waits_on(state: JsonMapping | None, kind: str, target: str) -> bool:
     return any(c.get("kind") == kind and str(c.get("target")) == target
                for _n, e in wc.targets(state) for c in e.get("conditions", ()))
 
 
-def pending(state: Mapping[str, Any] | None) -> Sequence[tuple[str | None, dict[str, Any]]]:
+def pending(state: JsonMapping | None) -> Sequence[tuple[str | None, JsonObject]]:
     """The watched parks of a wake_state (for display)."""
     return wc.targets(state)

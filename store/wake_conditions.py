@@ -25,12 +25,13 @@ A condition is a plain JSON dict (stored in the task row's ``wake_state``, see s
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from . import lockguard, sql
 from . import validate as v
 from .clock import iso, parse_time
 from .errors import InvalidValue, Refused
+from .jsontypes import JsonMapping, JsonObject
 from .ledger.core import LedgerCore
 from .text import safe_line
 
@@ -41,12 +42,12 @@ USAGE = "use handoff:<id>, node:<key>, effect:<key>, file:<path> or at:<time>"
 
 
 # ---------------------------------------------------------------------- planning
-def parse(core: LedgerCore, task_id: str, specs: str | Sequence[str] | None) -> tuple[list[dict[str, Any]], list[str]]:
+def parse(core: LedgerCore, task_id: str, specs: str | Sequence[str] | None) -> tuple[list[JsonObject], list[str]]:
     """``--wake-on`` values → (conditions with their baselines, warnings). Refused: one line."""
     if specs is None:
         return [], []
     items = [specs] if isinstance(specs, str) else list(specs)
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     warnings: list[str] = []
     for raw in items:
         text = str(raw).strip()
@@ -66,8 +67,8 @@ def parse(core: LedgerCore, task_id: str, specs: str | Sequence[str] | None) -> 
     return out, warnings
 
 
-def _check(core: LedgerCore, task_id: str, kind: str, target: str, warnings: list[str]) -> dict[str, Any]:
-    cond: dict[str, Any] = {"kind": kind, "target": target}
+def _check(core: LedgerCore, task_id: str, kind: str, target: str, warnings: list[str]) -> JsonObject:
+    cond: JsonObject = {"kind": kind, "target": target}
     if kind == "handoff":
         row = _handoff(core, target)
         if row is None:
@@ -137,18 +138,18 @@ def _handoff(core: LedgerCore, target: str) -> _Handoff | None:
     return sql.fetch_row(core.db, _Handoff, f"SELECT {sql.columns(_Handoff)} FROM handoff WHERE id = ?", [int(target)])
 
 
-def file_state(path: str) -> dict[str, Any]:
+def file_state(path: str) -> JsonObject:
     """A file's baseline: exists, size, mtime_ns and (up to HASH_CAP bytes, within HASH_TIME_S)
     sha256; ``problem`` when the path is there but is not a regular file Warden may read (a
     symbolic link, a FIFO, a device, a ledger of this process...): store/lockguard.py."""
     fp = lockguard.read_regular(path, max_bytes=HASH_CAP, max_s=HASH_TIME_S)
-    out: dict[str, Any] = {"exists": fp.exists, "size": fp.size, "mtime_ns": fp.mtime_ns, "sha256": fp.sha256}
+    out: JsonObject = {"exists": fp.exists, "size": fp.size, "mtime_ns": fp.mtime_ns, "sha256": fp.sha256}
     if fp.problem is not None:
         out["problem"] = fp.problem
     return out
 
 
-def file_changed(cond: Mapping[str, Any]) -> str | None:
+def file_changed(cond: JsonMapping) -> str | None:
     """Evidence that a ``file`` condition's file changed since its baseline, or None. Only a
     regular file is ever opened (``lstat`` first, then ``O_NOFOLLOW | O_NONBLOCK``, ``fstat``,
     bounded bytes and time): a watched file swapped for a symbolic link, a FIFO or a device is a
@@ -178,7 +179,7 @@ def file_changed(cond: Mapping[str, Any]) -> str | None:
 
 
 # ---------------------------------------------------------------------- evaluating
-def met(core: LedgerCore, task_id: str, cond: Mapping[str, Any], now: float,
+def met(core: LedgerCore, task_id: str, cond: JsonMapping, now: float,
         files: Mapping[str, str | None] | None = None) -> tuple[float | None, str] | None:
     """(since, evidence) when ``cond`` holds now, else None. ``file`` conditions hold only when
     ``files`` (path → evidence, computed outside any transaction) says so, or once recorded."""
@@ -211,22 +212,22 @@ def met(core: LedgerCore, task_id: str, cond: Mapping[str, Any], now: float,
     return None
 
 
-def texts(conditions: Iterable[Mapping[str, Any]]) -> str:
+def texts(conditions: Iterable[JsonMapping]) -> str:
     """The conditions as one line (the task's or node's ``wake_on``)."""
     return ", ".join(str(c.get("text")) for c in conditions)
 
 
 # ---------------------------------------------------------------------- the task row's wake_state
-def entry(conditions: Sequence[Mapping[str, Any]], auto_resume: bool, now: float) -> dict[str, Any]:
+def entry(conditions: Sequence[JsonMapping], auto_resume: bool, now: float) -> JsonObject:
     """What a park records for its target: its conditions and whether a met one resumes it."""
     return {"conditions": [dict(c) for c in conditions], "auto_resume": bool(auto_resume), "parked_at": now}
 
 
-def with_target(state: Mapping[str, Any] | None, node: str | None,
-                target_entry: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def with_target(state: JsonMapping | None, node: str | None,
+                target_entry: JsonMapping | None) -> JsonObject | None:
     """``state`` with the entry of the task's park (``node`` None) or of a node's park set (or
     removed when ``target_entry`` is None); None when nothing is left to watch."""
-    out: dict[str, Any] = {"task": (state or {}).get("task"), "nodes": dict((state or {}).get("nodes") or {})}
+    out: JsonObject = {"task": (state or {}).get("task"), "nodes": dict((state or {}).get("nodes") or {})}
     if node is None:
         out["task"] = dict(target_entry) if target_entry else None
     elif target_entry:
@@ -240,11 +241,11 @@ def with_target(state: Mapping[str, Any] | None, node: str | None,
     return out or None
 
 
-def targets(state: Mapping[str, Any] | None) -> list[tuple[str | None, dict[str, Any]]]:
+def targets(state: JsonMapping | None) -> list[tuple[str | None, JsonObject]]:
     """(node key or None for the task, entry) of every watched park in ``state``."""
     if not state:
         return []
-    out: list[tuple[str | None, dict[str, Any]]] = []
+    out: list[tuple[str | None, JsonObject]] = []
     if state.get("task"):
         out.append((None, dict(state["task"])))
     for key, e in sorted((state.get("nodes") or {}).items()):

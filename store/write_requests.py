@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import peewee as pw
 
 from . import errors, sql
-from .errors import WardenError
+from .errors import LedgerUnavailable, WardenError
+from .jsontypes import JsonArray, JsonObject
 from .models import loads
 
 __all__ = ["PRUNE_EVERY", "REQUEST_KEEP_S", "AlreadyDone", "decode", "encode", "record", "recorded",
@@ -26,22 +27,30 @@ __all__ = ["PRUNE_EVERY", "REQUEST_KEEP_S", "AlreadyDone", "decode", "encode", "
 REQUEST_KEEP_S = 24 * 3600.0  # request ids older than this are pruned
 PRUNE_EVERY = 64  # about one write in this many prunes old request ids
 
-_Encode = Callable[[Any], Any]
-_Decode = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
-_CODECS: dict[str, tuple[type, _Encode, _Decode]] = {}
+_T = TypeVar("_T")
+# A decoder gets what its encoder recorded: JSON of the shape that encoder gives (an object for one
+# result type, an array for another), so the registry, holding every type's, cannot say which.
+_Decode = Callable[[Any, tuple[object, ...], dict[str, object]], object]
+_CODECS: dict[str, tuple[type, Callable[[object], JsonObject | JsonArray], _Decode]] = {}
 
 
 class AlreadyDone(Exception):
     """The request id is already recorded: an earlier attempt of this write committed."""
 
 
-def register_result(tag: str, cls: type, encode: _Encode, decode: _Decode) -> None:
+def register_result(tag: str, cls: type[_T], encode: Callable[[_T], JsonObject | JsonArray], decode: _Decode) -> None:
     """Teach :func:`store.db.run_write` to record results of type ``cls`` (``decode(data, args,
     kwargs)`` rebuilds one from ``encode``'s JSON and the write's arguments)."""
-    _CODECS[tag] = (cls, encode, decode)
+
+    def encoded(value: object) -> JsonObject | JsonArray:
+        if not isinstance(value, cls):
+            raise TypeError(f"{tag} records a {cls.__name__}, not a {type(value).__name__}")
+        return encode(value)
+
+    _CODECS[tag] = (cls, encoded, decode)
 
 
-def encode(value: Any) -> Any:
+def encode(value: object) -> JsonObject:
     """A write's result (or the refusal it raised) as JSON to record."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"v": value}
@@ -55,7 +64,7 @@ def encode(value: Any) -> Any:
     raise TypeError(f"run_write cannot record a result of type {type(value).__name__}: register_result it")
 
 
-def decode(data: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def decode(data: JsonObject, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
     """What :func:`encode` recorded, rebuilt (a refusal comes back as the exception to raise)."""
     if "v" in data and "t" not in data:
         return data["v"]
@@ -71,14 +80,20 @@ def decode(data: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return dec(data["v"], args, kwargs)
 
 
-def recorded(db: pw.Database, rid: str) -> Any:
-    """The recorded outcome of request ``rid`` (its JSON), or None when it never committed. A
-    damaged record is ``LedgerUnavailable`` with one line (``models.loads``), not a traceback."""
+def recorded(db: pw.Database, rid: str) -> JsonObject | None:
+    """The recorded outcome of request ``rid`` (its JSON object), or None when it never committed.
+    A damaged record is ``LedgerUnavailable`` with one line (``models.loads``), not a traceback."""
     text = sql.scalar(db, "SELECT result FROM write_request WHERE id = ?", [rid])
-    return None if text is None else loads(text)
+    if text is None:
+        return None
+    found = loads(text)
+    if not isinstance(found, dict):
+        raise LedgerUnavailable(f"the ledger's record of write request {rid} is not a JSON object (a damaged "
+                                "row, or written by something other than Warden): restore it from a backup")
+    return found
 
 
-def record(db: pw.Database, rid: str, at: float, outcome: Any) -> None:
+def record(db: pw.Database, rid: str, at: float, outcome: JsonObject) -> None:
     """Record request ``rid``'s outcome in the current transaction; :class:`AlreadyDone` when an
     earlier attempt of it committed. Now and then, prune records older than ``REQUEST_KEEP_S``."""
     # ON CONFLICT: should an earlier attempt still be in flight on a connection we gave up on

@@ -7,7 +7,10 @@ tool call, so it does not build the whole parser nor load the console.
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
+
+if TYPE_CHECKING:
+    from .common import CliParser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return full_main(args)
 
 
-def __getattr__(name: str) -> Any:  # ``from console.cli import build_parser`` (tests, completion)
+def __getattr__(name: str) -> Callable[[], CliParser]:  # ``from console.cli import build_parser`` (tests, completion)
     if name == "build_parser":
         from .entry import build_parser
 

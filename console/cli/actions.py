@@ -18,17 +18,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable
+from typing import Callable, Iterable, TypedDict
 
 from rich.console import Console
 from rich.text import Text
 
-from store.actions import REGISTRY, Registered
+from store import Ledger
+from store.actions import REGISTRY, Plan, Registered
+from store.jsontypes import JsonMapping
 
 from ..glyphs import node_status_label, task_status_label
 from ..text import safe_line
 from .errors import CliFailure
-from .common import UsageError, command, flags, honours, open_ledger, operator_of, out_console, print_json
+from .common import Subcommands, UsageError, command, flags, honours, open_ledger, operator_of, out_console, print_json
 
 ACT = ("ledger", "operator", "json", "yes", "dry_run")  # the shared flags every action honours
 WAKES = ("ledger", "json")  # check-wakes: nothing to preview or confirm; what it does is audited as "system"
@@ -36,7 +38,7 @@ WAKES = ("ledger", "json")  # check-wakes: nothing to preview or confirm; what i
 LIST_LIMIT = 20  # node keys shown per line of a text preview before "and N more"
 
 
-def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     """Every registered action's subcommand listed with the actions (store/actions/registry.py, in
     its order), then check-wakes."""
     for r in REGISTRY:
@@ -52,11 +54,11 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_check_wakes)
 
 
-def registrar_after(command: str) -> Callable[[Any, list[argparse.ArgumentParser]], None]:
+def registrar_after(command: str) -> Callable[[Subcommands, list[argparse.ArgumentParser]], None]:
     """A registrar for the actions listed after ``command`` in ``warden --help`` (resolve, after
     handoffs): console/cli/entry.py puts it right after that command's registrar."""
 
-    def register_after(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    def register_after(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
         for r in REGISTRY:
             if r.command is not None and r.command.listed_after == command and not r.command.parent:
                 add_action(sub, r)
@@ -64,7 +66,18 @@ def registrar_after(command: str) -> Callable[[Any, list[argparse.ArgumentParser
     return register_after
 
 
-def add_action(sub: Any, action: Registered) -> argparse.ArgumentParser:
+class _ArgumentOptions(TypedDict, total=False):
+    """An action flag's ``add_argument`` keywords."""
+
+    help: str | None
+    action: str
+    metavar: str | None
+    nargs: str
+    default: object
+    required: bool
+
+
+def add_action(sub: Subcommands, action: Registered) -> argparse.ArgumentParser:
     """The subcommand of a registered action, from its :class:`~store.actions.Command`: its flags,
     the shared flags every action honours, and the plan → preview → confirm → apply flow. (A
     command whose ``parent`` is set is added by that command's registrar, with this.)"""
@@ -72,12 +85,12 @@ def add_action(sub: Any, action: Registered) -> argparse.ArgumentParser:
     assert spec is not None, action.name
     name = spec.name or action.name
     p = command(sub, name, parents=flags(*ACT), help=spec.help, examples=spec.examples)
-    groups: dict[str, Any] = {}
+    groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
     for f in spec.flags:
-        target: Any = p
+        target: argparse._ActionsContainer = p
         if f.one_of:
             target = groups.get(f.one_of) or groups.setdefault(f.one_of, p.add_mutually_exclusive_group(required=True))
-        kw: dict[str, Any] = {"help": f.help}
+        kw: _ArgumentOptions = {"help": f.help}
         if f.switch:
             kw["action"] = "store_true"
         else:
@@ -98,11 +111,11 @@ def add_action(sub: Any, action: Registered) -> argparse.ArgumentParser:
     return p
 
 
-def plan_arguments(args: argparse.Namespace, action: Registered, command: str) -> dict[str, Any]:
+def plan_arguments(args: argparse.Namespace, action: Registered, command: str) -> dict[str, object]:
     """The plan arguments from the parsed flags (each flag fills the argument it names)."""
     spec = action.command
     assert spec is not None
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for f in spec.flags:
         value = getattr(args, f.name.lstrip("-").replace("-", "_"))
         if f.parse is not None:
@@ -137,7 +150,7 @@ def _ask(prompt: str) -> str:
         return ""
 
 
-def run_action(args: argparse.Namespace, make_plan: Callable[[Any], Any], *, confirm_task_id: bool = False) -> int:
+def run_action(args: argparse.Namespace, make_plan: Callable[[Ledger], Plan], *, confirm_task_id: bool = False) -> int:
     with open_ledger(args, read_only=False) as ledger:
         plan = make_plan(ledger)
         if args.dry_run:
@@ -172,15 +185,15 @@ def run_action(args: argparse.Namespace, make_plan: Callable[[Any], Any], *, con
         return 0
 
 
-def _keys(keys: Any) -> str:
-    keys = list(keys)
-    shown = ", ".join(keys[:LIST_LIMIT])
-    if len(keys) > LIST_LIMIT:
-        shown += f" and {len(keys) - LIST_LIMIT} more"
+def _keys(keys: Iterable[str]) -> str:
+    listed = list(keys)
+    shown = ", ".join(listed[:LIST_LIMIT])
+    if len(listed) > LIST_LIMIT:
+        shown += f" and {len(listed) - LIST_LIMIT} more"
     return shown
 
 
-def render_plan(plan: Any, c: Console, *, dry_run: bool = False) -> None:
+def render_plan(plan: Plan, c: Console, *, dry_run: bool = False) -> None:
     """The text preview. Every agent-written string goes through safe_line into a Text."""
     head = Text.assemble(("DRY RUN — " if dry_run else "", "bold"), (plan.action, "bold"), " ",
                          Text(safe_line(plan.target)))
@@ -267,7 +280,7 @@ def cmd_check_wakes(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resumed(ledger: Any, wake: dict[str, Any]) -> bool:
+def _resumed(ledger: Ledger, wake: JsonMapping) -> bool:
     """Whether the woken park ended (an auto-resume that applied)."""
     if not wake.get("auto_resume"):
         return False

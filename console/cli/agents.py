@@ -14,9 +14,9 @@ import importlib.util
 import os
 import signal
 import socket
+from types import FrameType
 import sys
 import time
-from typing import Any
 
 from store import Ledger, validate
 from store.adapters.command import RunSpec, Supervisor
@@ -24,7 +24,7 @@ from store.adapters.sessions import SessionStore
 
 from ..text import safe_line
 from . import hook
-from .common import connect_timeout, flags, honours, ledger_target, print_json, runs_dir
+from .common import Subcommands, connect_timeout, flags, honours, ledger_target, print_json, runs_dir
 from .errors import UsageError
 
 RUN_EXAMPLE = """examples:
@@ -42,7 +42,7 @@ JSON_STREAMS = ("claude", "codex")
 _seconds = hook.seconds
 
 
-def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     shared = ("ledger", "runs", "json")
     p = sub.add_parser(
         "run", parents=flags(*shared), formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -128,7 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with Ledger.open(ledger_target(args), application_name="warden-run", connect_timeout_s=connect_timeout(args)) as ledger:
         sup = Supervisor(ledger, spec)
 
-        def stop(signum: int, _frame: Any) -> None:
+        def stop(signum: int, _frame: FrameType | None) -> None:
             sup.stop_requested = f"received {signal.Signals(signum).name}"
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}

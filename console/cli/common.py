@@ -15,7 +15,7 @@ import os
 import shlex
 import shutil
 import sys
-from typing import Any
+from typing import Callable, Sequence, TextIO, TypeAlias, TypedDict, Unpack
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -24,10 +24,29 @@ from rich.text import Text
 
 from store import Ledger
 from store.db import CONNECT_TIMEOUT_S
+from store.jsontypes import JsonArray, JsonObject
 
 from ..operator import resolve_operator
 from ..text import safe_line
 from .errors import UsageError
+
+
+class ParserOptions(TypedDict, total=False):
+    """What ``argparse.ArgumentParser`` takes (``add_parser`` passes its keywords on)."""
+
+    prog: str | None
+    usage: str | None
+    description: str | None
+    epilog: str | None
+    parents: Sequence[argparse.ArgumentParser]
+    formatter_class: type[argparse.HelpFormatter]
+    prefix_chars: str
+    fromfile_prefix_chars: str | None
+    argument_default: object
+    conflict_handler: str
+    add_help: bool
+    allow_abbrev: bool
+    exit_on_error: bool
 
 
 class CliParser(argparse.ArgumentParser):
@@ -37,9 +56,9 @@ class CliParser(argparse.ArgumentParser):
     subcommand_names: frozenset[str] = frozenset()  # the top-level parser's, set by build_parser
     honoured: dict[str, frozenset[str] | None] = {}  # subcommand → the shared flags it takes
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Unpack[ParserOptions]) -> None:
         kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
+        super().__init__(**kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {safe_line(message)}")
@@ -60,7 +79,16 @@ def seconds(text: str) -> float:
 # (:func:`flags`); given before the subcommand (``warden --ledger x status``) they are checked
 # against the same list. Their defaults are filled in after parsing (:func:`fill_globals`), so a
 # flag given before the subcommand is not reset by the subcommand's parser.
-GLOBALS: dict[str, tuple[str, dict[str, Any], Any]] = {
+class FlagOptions(TypedDict, total=False):
+    """A shared flag's ``add_argument`` keywords."""
+
+    metavar: str
+    help: str
+    action: str
+    type: Callable[[str], float]
+
+
+GLOBALS: dict[str, tuple[str, FlagOptions, bool | None]] = {
     "ledger": ("--ledger", dict(metavar="PATH|URL", help="ledger path or URL (default $WARDEN_LEDGER, else "
                                                           "./ledger.db)"), None),
     "runs": ("--runs", dict(metavar="DIR", help="run directories (default $WARDEN_RUNS, else ./runs; read by console "
@@ -110,14 +138,18 @@ def flags(*names: str, top: bool = False) -> list[CliParser]:
     return [p]
 
 
-def command(sub: Any, name: str, *, help: str, examples: tuple[str, ...] | list[str], description: str | None = None,
-            **kwargs: Any) -> CliParser:
+#: what ``parser.add_subparsers()`` gives a CliParser: where ``warden``'s subcommands are added
+Subcommands: TypeAlias = "argparse._SubParsersAction[CliParser]"
+
+
+def command(sub: Subcommands, name: str, *, help: str, examples: tuple[str, ...] | list[str],
+            description: str | None = None, parents: Sequence[CliParser] = ()) -> CliParser:
     """``warden NAME``'s parser with the help every subcommand has (tests/console/test_cli_help.py):
     ``help`` is its line in ``warden --help`` and, unless ``description`` says more, the first line
     of its own ``--help``; ``examples`` are command lines shown at the end ("examples:")."""
     return sub.add_parser(
         name, help=help, description=description or sentence(help), epilog=examples_text(examples),
-        formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+        formatter_class=argparse.RawDescriptionHelpFormatter, parents=parents)
 
 
 def sentence(text: str) -> str:
@@ -201,7 +233,7 @@ def operator_of(args: argparse.Namespace) -> str:
     return resolve_operator(getattr(args, "operator", None))
 
 
-def print_json(obj: Any, *, err: bool = False) -> None:
+def print_json(obj: JsonObject | JsonArray, *, err: bool = False) -> None:
     # ensure_ascii: agent text with C1 or bidi controls stays escaped (\\u202e) on the terminal;
     # allow_nan=False: a ledger from elsewhere may hold an infinity, which JSON has no word for.
     stream = sys.stderr if err else sys.stdout
@@ -213,7 +245,7 @@ def print_json(obj: Any, *, err: bool = False) -> None:
     stream.flush()
 
 
-def _finite(obj: Any) -> Any:
+def _finite(obj: object) -> object:
     """``obj`` with every NaN or infinity as null (valid JSON for any reader)."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
@@ -227,7 +259,7 @@ def _finite(obj: Any) -> Any:
 UNBOUNDED = 1_000_000  # the width of output that is not a terminal: a line is never cut or wrapped
 
 
-def is_terminal(stream: Any) -> bool:
+def is_terminal(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):  # closed, or not a file at all

@@ -35,20 +35,20 @@ import difflib
 import importlib.metadata
 import os
 import sys
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from store import WardenError
 from store.db import masked
 
 from . import actions, agents, inspection, meta, mind, recovery, report, serve
-from .common import (GLOBALS, CliParser, alert_hook, command, connect_timeout, fill_globals, flags, honours,
+from .common import (GLOBALS, CliParser, Subcommands, alert_hook, command, connect_timeout, fill_globals, flags, honours,
                      ledger_target, operator_of, runs_dir)
 from .errors import CliFailure, UsageError
 from .errors import report as report_failure
 from ..glyphs import ascii_terminal, use_ascii
 from ..text import safe_line
 
-Registrar = Callable[[Any, list[argparse.ArgumentParser]], None]
+Registrar = Callable[[Subcommands, list[argparse.ArgumentParser]], None]
 
 # Order is the order of ``warden --help``.
 REGISTRARS: tuple[Registrar, ...] = (

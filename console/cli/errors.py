@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-from typing import Any
 
 from store.errors import (
     InvalidValue,
@@ -46,6 +45,7 @@ from store.errors import (
     WardenError,
     WriteConflict,
 )
+from store.jsontypes import JsonObject
 
 from ..text import safe_line
 
@@ -130,7 +130,7 @@ def report(e: BaseException, *, as_json: bool, ledger: str = "") -> int:
     return status
 
 
-def write_json(obj: Any) -> None:
+def write_json(obj: JsonObject) -> None:
     try:
         sys.stdout.write(json.dumps(obj, ensure_ascii=True) + "\n")
         sys.stdout.flush()

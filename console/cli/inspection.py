@@ -20,7 +20,6 @@ import os
 import sys
 import time
 from datetime import datetime
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -30,18 +29,20 @@ from store import report
 from store.clock import iso
 from store.errors import Refused
 from store.feed import Feed
+from store.jsontypes import JsonMapping, JsonObject
+from store.views import EventView, HandoffView
 
 from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, pause_label, signals_label
 from ..glyphs import MARKS, task_label, task_status_label
 from ..text import safe_line
-from .common import (APPLICATION_NAME, command, connect_timeout, flags, honours, is_terminal, ledger_target,
+from .common import (APPLICATION_NAME, Subcommands, command, connect_timeout, flags, honours, is_terminal, ledger_target,
                      open_ledger, out_console, print_fitted, print_json)
 
 READ = ("ledger", "json")  # the shared flags every inspection subcommand honours
 TASK_HELP = "the task's id (warden status lists them)"
 
 
-def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = command(sub, "status", parents=flags(*READ), help="tasks: counts, P80 ETA, budget gate, stalls, handoffs",
                 examples=("warden status", "warden status --watch  # redraw on every change; Ctrl-C stops",
                           "warden status --json | jq '.tasks[].task_id'"))
@@ -78,7 +79,7 @@ def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_migrate)
 
 
-def register_handoffs(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+def register_handoffs(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     """``handoffs`` sits between the actions in ``warden --help`` (beside ``resolve``)."""
     p = command(sub, "handoffs", parents=flags(*READ), help="open needs_human handoffs",
                 examples=("warden handoffs", "warden handoffs --task nightly --all"))
@@ -108,7 +109,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_status(c: Console, data: dict[str, Any], display: str) -> None:
+def print_status(c: Console, data: JsonMapping, display: str) -> None:
     if not data["tasks"]:
         c.print(Text(f"no tasks in {safe_line(display)}"))
         return
@@ -228,7 +229,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- events
-def event_line(e: Any) -> Text:
+def event_line(e: EventView) -> Text:
     """An event as ``warden events`` prints it (and the console's line mode, console/cli/lines.py):
     id, time, layer, task, node, kind, actor and summary, every ledger string made safe."""
     return Text.assemble(
@@ -245,7 +246,7 @@ def cmd_events(args: argparse.Namespace) -> int:
         last = ledger.last_event_id()
     c = out_console()
 
-    def show(e: Any) -> None:
+    def show(e: EventView) -> None:
         if args.json:
             print_json(report.event_json(e))
         else:
@@ -283,7 +284,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- handoffs
-def handoff_json(h: Any, now: float) -> dict[str, Any]:
+def handoff_json(h: HandoffView, now: float) -> JsonObject:
     return {
         "id": h.id, "task_id": h.task_id, "node": h.node, "kind": h.kind, "question": h.question,
         "options": [dict(o) for o in h.options], "recommendation": h.recommendation, "status": h.status,

@@ -21,12 +21,12 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Sequence
+from typing import Sequence
 
 from store import report
 from store.feed import Feed
 
-from ..alerts import AlertWatch, run_hook
+from ..alerts import Alert, AlertWatch, run_hook
 from ..text import safe_line
 from .common import APPLICATION_NAME, connect_timeout, ledger_target, open_ledger, out_console
 from .inspection import event_line, print_status
@@ -74,7 +74,7 @@ def run_lines(args: argparse.Namespace, *, bell: bool, hook: Sequence[str] | Non
     return 0
 
 
-def _hook(argv: Sequence[str], alert: Any) -> None:
+def _hook(argv: Sequence[str], alert: Alert) -> None:
     problem = run_hook(argv, alert)
     if problem:
         print(f"warden: {safe_line(problem, limit=300)}", file=sys.stderr, flush=True)

@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Iterator
 
 from ..text import safe_line
-from .common import honours
+from .common import Subcommands, honours
 from .errors import UsageError
 
 SHELLS = ("bash", "zsh", "fish")
@@ -34,7 +34,7 @@ COMPLETION_EXAMPLE = """examples:
   warden completion fish > ~/.config/fish/completions/warden.fish"""
 
 
-def register(sub: Any, root: argparse.ArgumentParser) -> None:
+def register(sub: Subcommands, root: argparse.ArgumentParser) -> None:
     """``help`` and ``completion``, which need the whole parser ``root``."""
     p = sub.add_parser("help", help="a command's help (warden help CMD is warden CMD --help)",
                        description="Print the help of a command: what it does, its arguments and an example.",

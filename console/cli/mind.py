@@ -17,20 +17,19 @@ Registered by ``console.cli.entry`` through ``register(sub, parents)``.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from store.actions import REGISTRY
 from store.mind.shapes import memories_json, mind_json, plans_json
 
 from ..mind_view import memories_text, mind_text, plans_text
 from .actions import add_action
-from .common import CliParser, command, flags, honours, open_ledger, out_console, print_json
+from .common import CliParser, Subcommands, command, flags, honours, open_ledger, out_console, print_json
 
 READ = ("ledger", "json")
 TASK_HELP = "the task's id (warden status lists them)"
 
 
-def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = command(sub, "mind", parents=flags(*READ),
                 help="a task's requirements, conclusions, rejected paths, plan versions, memories",
                 examples=("warden mind nightly", "warden mind nightly --json"))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -34,7 +33,7 @@ from store.runs import require_name
 
 from ..text import safe_line
 from .errors import CliFailure, classify
-from .common import UsageError, command, flags, honours, open_ledger, operator_of, out_console, print_json
+from .common import Subcommands, UsageError, command, flags, honours, open_ledger, operator_of, out_console, print_json
 
 RECOVER_HELP = "check an interrupted run's evidence (or advise on a ledger node)"
 VERIFY_HELP = "re-check a recovery record and its original run independently"
@@ -42,7 +41,7 @@ RECOVER = ("ledger", "runs", "project", "records", "operator", "json", "yes", "d
 VERIFY = ("runs", "project", "records", "json")
 
 
-def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = command(
         sub, "recover", parents=flags(*RECOVER), help=RECOVER_HELP, description=RECOVER_HELP + ". Exit 0 "
         "only for reuse_existing_artifact (or when node advice was given), 1 otherwise.",

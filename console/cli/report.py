@@ -8,17 +8,16 @@ the text is ``console.report_view.report_text``, the same the console's report s
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from store.task_report import task_report
 
 from ..report_view import report_text
-from .common import command, flags, honours, open_ledger, out_console, print_json
+from .common import Subcommands, command, flags, honours, open_ledger, out_console, print_json
 
 READ = ("ledger", "json")  # the shared flags it honours (as every read: console/cli/inspection.py)
 
 
-def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = command(sub, "report", parents=flags(*READ),
                 help="what a task leaves behind: best result, unfinished nodes, budget, handoffs, effects",
                 examples=("warden report nightly", "warden report nightly --json | jq .best_artifact"))

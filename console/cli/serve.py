@@ -14,15 +14,14 @@ import argparse
 import importlib.util
 import os
 import sys
-from typing import Any
 
-from .common import UsageError, command, flags, honours, ledger_target, open_ledger, runs_dir
+from .common import Subcommands, UsageError, command, flags, honours, ledger_target, open_ledger, runs_dir
 
 EXTRA_MODULES = ("textual_serve", "aiohttp")
 TOKEN_ENV = "WARDEN_SERVE_TOKEN"
 
 
-def register(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = command(sub, "serve", parents=flags("ledger", "runs", "project", "records", "operator"),
                 help="the console in a browser: a private URL with a token",
                 examples=("warden serve  # http://127.0.0.1:8000/?token=… (read-only)",

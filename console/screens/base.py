@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from store.views import NodeView
-
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input
+
+from store.views import GraphRow
 
 from ..host import ConsoleHost, host_of
 from ..text import safe_line
@@ -91,7 +91,7 @@ class WardenScreen(Screen[object]):
         """Nothing this screen reads for itself is still on its way (tests, screenshots)."""
         return True
 
-    def shown_node(self, task_id: str, key: str) -> NodeView | None:
+    def shown_node(self, task_id: str, key: str) -> GraphRow | None:
         """This node as the screen shows it now, if it shows it (no read)."""
         return None
 

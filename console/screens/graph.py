@@ -24,7 +24,7 @@ from textual.worker import get_current_worker
 from store.errors import LedgerUnavailable, NotFound
 from store.feed import graph_pages
 from store.report import budget_json
-from store.views import NodeView
+from store.views import GraphRow
 
 from ..explain import task_estimate_text
 from ..glyphs import NODE_GLYPHS, budget_label, duration_label, eta_label, node_status_label, pause_label
@@ -195,12 +195,11 @@ class TaskGraphScreen(ListScreen):
     def settled(self) -> bool:
         return self.missing or (self.graph is not None and self.graph.complete)
 
-    def shown_node(self, task_id: str, key: str) -> NodeView | None:
+    def shown_node(self, task_id: str, key: str) -> GraphRow | None:
         g = self.model
         if g is None or task_id != self.task_id or key not in g.index:
             return None
-        node: NodeView = g.nodes[g.index[key]]
-        return node
+        return g.nodes[g.index[key]]
 
     def tasks_on_screen(self) -> tuple[str, ...]:
         return ()

@@ -3,7 +3,7 @@ recovery wizard build on these)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Generic, Iterable, Sequence, TypeVar
 
 from rich.text import Text
 from textual import on, work
@@ -11,7 +11,8 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widget import Widget
 
-from store.runs import list_runs
+from store.runs import RunSummary, list_runs
+from store.views import HandoffView
 
 from ..glyphs import age_label
 from ..hub import EventsChanged
@@ -39,41 +40,44 @@ RUN_COLUMNS = [
 ]
 
 
-class ListRead(Message):
+_Item = TypeVar("_Item")
+
+
+class ListRead(Message, Generic[_Item]):
     """A listing's rows, read in its screen's thread worker."""
 
-    def __init__(self, items: Sequence[Any]) -> None:
+    def __init__(self, items: Sequence[_Item]) -> None:
         super().__init__()
         self.items = items
 
 
-class LoadedListScreen(ListScreen):
+class LoadedListScreen(ListScreen, Generic[_Item]):
     """A list read whole in a thread worker of its own (``read`` on a worker thread), read again
     with :meth:`reload`; ``show`` puts the rows on screen."""
 
-    def read(self) -> Sequence[Any]:
+    def read(self) -> Sequence[_Item]:
         raise NotImplementedError
 
     def reload(self) -> None:
         self._read(self.read)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="ledger")
-    def _read(self, read: Callable[[], Sequence[Any]]) -> None:
+    def _read(self, read: Callable[[], Sequence[_Item]]) -> None:
         self.post_message(ListRead(read()))
 
     @on(ListRead)
-    def _list_read(self, msg: ListRead) -> None:
+    def _list_read(self, msg: ListRead[_Item]) -> None:
         msg.stop()
         self.show(msg.items)
 
-    def show(self, items: Sequence[Any]) -> None:
+    def show(self, items: Sequence[_Item]) -> None:
         raise NotImplementedError
 
 
 class HandoffSource:
-    def __init__(self, clock: Any) -> None:
+    def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
-        self.items: Sequence[Any] = ()
+        self.items: Sequence[HandoffView] = ()
 
     def row_count(self) -> int:
         return len(self.items)
@@ -89,7 +93,7 @@ class HandoffSource:
 
 class RunSource:
     def __init__(self) -> None:
-        self.items: Sequence[Any] = ()
+        self.items: Sequence[RunSummary] = ()
 
     def row_count(self) -> int:
         return len(self.items)
@@ -107,7 +111,7 @@ class RunSource:
         ]
 
 
-class HandoffInboxScreen(LoadedListScreen):
+class HandoffInboxScreen(LoadedListScreen[HandoffView]):
     header = "handoff inbox"
     list_id = "handoffs"
     BINDINGS = [
@@ -132,20 +136,20 @@ class HandoffInboxScreen(LoadedListScreen):
         self.update_info()
         self.reload()
 
-    def read(self) -> Sequence[Any]:
+    def read(self) -> Sequence[HandoffView]:
         return self.wapp.feed.read(lambda ledger: ledger.handoffs())
 
     def _events_changed(self, change: EventsChanged) -> None:
         if any(e.kind.startswith("handoff.") for e in change.events):
             self.reload()  # opened, resolved or withdrawn by someone
 
-    def show(self, items: Sequence[Any]) -> None:
+    def show(self, items: Sequence[HandoffView]) -> None:
         self.source.items = tuple(items)
         self.loaded = True
         self.row_list.reset()
         self.update_info()
 
-    def selected_handoff(self) -> Any:
+    def selected_handoff(self) -> HandoffView | None:
         c = self.row_list.cursor
         return self.source.items[c] if 0 <= c < len(self.source.items) else None
 
@@ -191,7 +195,7 @@ class HandoffInboxScreen(LoadedListScreen):
         self.query_one("#info", InfoLine).update(out)
 
 
-class RunsScreen(LoadedListScreen):
+class RunsScreen(LoadedListScreen[RunSummary]):
     header = "runs and recovery"
     list_id = "runs"
     BINDINGS = [
@@ -213,16 +217,16 @@ class RunsScreen(LoadedListScreen):
         self.update_info()
         self.reload()
 
-    def read(self) -> Sequence[Any]:
+    def read(self) -> Sequence[RunSummary]:
         return list_runs(self.wapp.runs_dir)
 
-    def show(self, items: Sequence[Any]) -> None:
+    def show(self, items: Sequence[RunSummary]) -> None:
         self.source.items = tuple(items)
         self.loaded = True
         self.row_list.reset()
         self.update_info()
 
-    def selected_run(self) -> Any:
+    def selected_run(self) -> RunSummary | None:
         c = self.row_list.cursor
         return self.source.items[c] if 0 <= c < len(self.source.items) else None
 

@@ -20,7 +20,7 @@ the inbox to the journal's memory events; everything agent-written goes through 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Generic, Iterable, Sequence, TypeVar
 
 from rich.text import Text
 from textual import on, work
@@ -29,7 +29,9 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from store import Ledger
 from store.errors import WardenError
+from store.mind.views import MemoryView, MindView
 
 from ..dialogs.memory import DECISION_DIALOGS
 from ..glyphs import READ_ONLY_NOTICE, age_label
@@ -37,7 +39,7 @@ from ..hub import EventsChanged, TasksChanged
 from ..mind_view import MEMORY_STYLES, SECTIONS, MindRow, memory_line, mind_rows
 from ..text import safe_line
 from ..widgets import Column, InfoLine, RowList
-from ..widgets.rowlist import Cell
+from ..widgets.rowlist import Cell, RowSource
 from .base import ListScreen
 
 MIND_COLUMNS = [Column("", 10, shrink=6), Column("", 20, flex=True)]
@@ -53,8 +55,11 @@ MEMORY_EVENTS = frozenset({"memory.proposed", "operator.memory-confirm", "operat
 DETAIL_LINES = 4  # lines of the selected row's full text under the list
 
 
-class MindRead(Message):
-    def __init__(self, key: str, data: Any, error: str | None = None) -> None:
+_Data = TypeVar("_Data")
+
+
+class MindRead(Message, Generic[_Data]):
+    def __init__(self, key: str, data: _Data | None, error: str | None = None) -> None:
         super().__init__()
         self.key, self.data, self.error = key, data, error
 
@@ -70,13 +75,13 @@ class MindSource:
         return list(self.rows[i].cells)
 
 
-class _ReadScreen(ListScreen):
+class _ReadScreen(ListScreen, Generic[_Data]):
     """A list screen (its rows, the selection's full text, the info line) that reads its data in a
     thread worker and reads again when asked."""
 
     read_key = ""
     columns: list[Column] = []
-    source: Any = None
+    source: RowSource
     loaded = False  # the first read arrived
 
     def compose_body(self) -> Iterable[Widget]:
@@ -96,17 +101,17 @@ class _ReadScreen(ListScreen):
     def on_row_list_highlighted(self) -> None:
         self.update_info()
 
-    def read(self, ledger: Any) -> Any:
+    def read(self, ledger: Ledger) -> _Data:
         raise NotImplementedError
 
-    def show(self, data: Any) -> None:
+    def show(self, data: _Data) -> None:
         raise NotImplementedError
 
     def reload(self) -> None:
         self._read(self.read_key, self.read)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="mind")
-    def _read(self, key: str, fn: Callable[[Any], Any]) -> None:
+    def _read(self, key: str, fn: Callable[[Ledger], _Data]) -> None:
         try:
             data = self.wapp.feed.read(fn)
         except WardenError as e:
@@ -115,7 +120,7 @@ class _ReadScreen(ListScreen):
             self.post_message(MindRead(key, data))
 
     @on(MindRead)
-    def _read_done(self, msg: MindRead) -> None:
+    def _read_done(self, msg: MindRead[_Data]) -> None:
         msg.stop()
         if msg.key != self.read_key:
             return
@@ -129,11 +134,12 @@ class _ReadScreen(ListScreen):
         self.wapp.pop_screen()
 
 
-class MindScreen(_ReadScreen):
+class MindScreen(_ReadScreen[MindView]):
     """A task's mind (see the module's docstring)."""
 
     list_id = "mind"
     columns = MIND_COLUMNS
+    source: MindSource
     BINDINGS = [
         Binding("escape", "back", "Back", id="back"),
         Binding("m", "back", "Close", show=False),
@@ -147,7 +153,7 @@ class MindScreen(_ReadScreen):
         self.read_key = f"mind:{task_id}"
         self.header = f"mind of task {safe_line(task_id)}"
         self.source = MindSource()
-        self.mind: Any = None
+        self.mind: MindView | None = None
 
     def subscribe_feed(self) -> None:
         hub = self.wapp.hub
@@ -157,10 +163,10 @@ class MindScreen(_ReadScreen):
         if self.task_id in change.task_ids and not change.analysis:
             self.reload()  # its task changed: its mind may have (a conclusion, a plan version)
 
-    def read(self, ledger: Any) -> Any:
+    def read(self, ledger: Ledger) -> MindView:
         return ledger.mind(self.task_id)
 
-    def show(self, data: Any) -> None:
+    def show(self, data: MindView) -> None:
         keep = self.selected_row()
         self.mind = data
         self.loaded = True
@@ -220,7 +226,7 @@ class MindScreen(_ReadScreen):
 class MemorySource:
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
-        self.items: Sequence[Any] = ()
+        self.items: Sequence[MemoryView] = ()
 
     def row_count(self) -> int:
         return len(self.items)
@@ -236,13 +242,14 @@ class MemorySource:
         ]
 
 
-class MemoryInboxScreen(_ReadScreen):
+class MemoryInboxScreen(_ReadScreen[Sequence[MemoryView]]):
     """The memories agents proposed: confirm or reject (see the module's docstring)."""
 
     header = "memory inbox"
     list_id = "memories"
     read_key = "memories"
     columns = MEMORY_COLUMNS
+    source: MemorySource
     BINDINGS = [
         Binding("escape", "back", "Back", id="back"),
         Binding("M", "back", "Close", show=False),
@@ -262,12 +269,12 @@ class MemoryInboxScreen(_ReadScreen):
         if change.reshaped or any(e.kind in MEMORY_EVENTS for e in change.events):
             self.reload()  # proposed by an agent, decided by someone (here or elsewhere)
 
-    def read(self, ledger: Any) -> Any:
+    def read(self, ledger: Ledger) -> Sequence[MemoryView]:
         found = ledger.memories()
         order = {"pending": 0, "confirmed": 1, "rejected": 2}
         return sorted(found, key=lambda m: (order.get(m.status, 3), -int(m.id)))
 
-    def show(self, data: Any) -> None:
+    def show(self, data: Sequence[MemoryView]) -> None:
         keep = self.selected_memory()
         self.source.items = tuple(data)
         self.loaded = True
@@ -279,7 +286,7 @@ class MemoryInboxScreen(_ReadScreen):
                     break
         self.update_info()
 
-    def selected_memory(self) -> Any:
+    def selected_memory(self) -> MemoryView | None:
         c = self.row_list.cursor
         return self.source.items[c] if 0 <= c < len(self.source.items) else None
 

@@ -15,7 +15,7 @@ In ``--read-only`` the checks and the decision are shown; nothing is written.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -31,6 +31,9 @@ from ..dialogs.base import WardenModal, read_only_notice
 from ..dialogs.escalate import EscalateDialog
 from ..operator import resolve_operator
 from ..text import safe, safe_line
+
+if TYPE_CHECKING:
+    from store.recovery import Check, Recorded, Recovery
 
 CHECK_HELP = {
     "layout": "the run name and layout are allowed and free of links",
@@ -49,24 +52,24 @@ DECISION_HELP = {
 }
 
 class RecoveryChecked(Message):
-    def __init__(self, recovery: Any, error: str | None = None) -> None:
+    def __init__(self, recovery: Recovery | None, error: str | None = None) -> None:
         super().__init__()
         self.recovery, self.error = recovery, error
 
 
 class RecordWritten(Message):
-    def __init__(self, recorded: Any, error: str | None = None) -> None:
+    def __init__(self, recorded: Recorded | None, error: str | None = None) -> None:
         super().__init__()
         self.recorded, self.error = recorded, error
 
 
-def check_mark(c: Any) -> str:
+def check_mark(c: Check) -> str:
     if not c.ran:
         return "· not run"
     return "✔ passed" if c.ok else "✖ failed"
 
 
-class RecoveryWizardScreen(WardenModal[Any]):
+class RecoveryWizardScreen(WardenModal["Recorded | None"]):
     """Checks one at a time, then the decision and its allowed choices."""
 
     BINDINGS = [
@@ -79,11 +82,11 @@ class RecoveryWizardScreen(WardenModal[Any]):
     def __init__(self, run: str) -> None:
         super().__init__()
         self.run = run
-        self.recovery: Any = None
+        self.recovery: Recovery | None = None
         self.error: str | None = None
         self.step = 0  # 0..4: the checks; 5: the decision
         self.mode = "loading"  # loading | check | decision | record | written | error
-        self.recorded: Any = None
+        self.recorded: Recorded | None = None
         self.writing = False
 
     def compose(self) -> ComposeResult:
@@ -148,6 +151,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
 
     def action_next(self) -> None:
         if self.mode == "check":
+            assert self.recovery is not None  # checked: a check is on screen
             self.step += 1
             if self.step >= len(self.recovery.checks):
                 self.mode = "decision"
@@ -159,6 +163,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
         if self.mode == "record":
             self.mode = "decision"
         elif self.mode == "decision":
+            assert self.recovery is not None  # checked: its decision is on screen
             self.mode = "check"
             self.step = len(self.recovery.checks) - 1
             self.query_one("#preview-scroll").focus()
@@ -310,6 +315,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
             return Text("checking the run…", style="dim")
         if self.mode == "error":
             return Text("cannot check this run: " + safe_line(self.error or "", limit=300), style="bold")
+        assert rec is not None  # the other modes come after the check
         if self.mode == "check":
             c = rec.checks[self.step]
             out.append(f"check {self.step + 1} of {len(rec.checks)}: {safe_line(c.name)}  ", style="bold")
@@ -338,6 +344,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
             return out
         if self.mode == "written":
             r = self.recorded
+            assert r is not None  # written
             out.append("\n✔ record written: ", style="bold")
             out.append(safe_line(r.path) + "\n")
             out.append("recovery.json status needs_review, semantic review pending; the run was not modified.\n"
@@ -360,7 +367,7 @@ class RecoveryWizardScreen(WardenModal[Any]):
         at_decision = self.mode in ("decision", "record", "written") and rec is not None
         ro = self.host.read_only
         self.query_one("#record-row").display = self.mode == "record"
-        self.query_one("#open-node").display = bool(at_decision and rec.task_id and rec.node_key)
+        self.query_one("#open-node").display = bool(at_decision and rec is not None and rec.task_id and rec.node_key)
         esc = self.query_one("#escalate", Button)
         esc.display = bool(self.mode == "decision" and rec is not None and not rec.reusable and rec.task_id
                            and rec.node_key)

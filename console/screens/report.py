@@ -7,7 +7,7 @@ available for any task.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from rich.text import Text
 from textual import on, work
@@ -18,6 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from store.errors import WardenError
+from store.jsontypes import JsonMapping
 from store.task_report import task_report
 
 from ..hub import TasksChanged
@@ -27,7 +28,7 @@ from .base import WardenScreen
 
 
 class ReportRead(Message):
-    def __init__(self, task_id: str, data: Any, error: str | None = None) -> None:
+    def __init__(self, task_id: str, data: JsonMapping | None, error: str | None = None) -> None:
         super().__init__()
         self.task_id, self.data, self.error = task_id, data, error
 
@@ -42,7 +43,7 @@ class TaskReportScreen(WardenScreen):
         super().__init__()
         self.task_id = task_id
         self.header = f"report of task {safe_line(task_id)}"
-        self.data: Any = None
+        self.data: JsonMapping | None = None
 
     def compose_body(self) -> Iterable[Widget]:
         with VerticalScroll(id="report-scroll"):

@@ -12,7 +12,7 @@ of the same task is offered in place, so all of a task's questions can be answer
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -25,6 +25,7 @@ from textual.widgets.option_list import Option
 
 from store.actions import ResolveParams
 from store.errors import Refused, StaleRevision, WardenError
+from store.jsontypes import JsonMapping, JsonValue
 
 from ..dialogs.base import WardenModal, read_only_notice
 from ..dialogs.registry import dialog_for
@@ -55,14 +56,14 @@ class ResolveDone(Message):
         self.plan, self.error, self.lost, self.next_id, self.remaining = plan, error, lost, next_id, remaining
 
 
-def _pick(ctx: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
+def _pick(ctx: JsonMapping, keys: tuple[str, ...]) -> tuple[str | None, JsonValue]:
     for k in keys:
         if k in ctx and ctx[k] not in (None, "", [], {}):
             return k, ctx[k]
     return None, None
 
 
-def _value_text(v: Any) -> str:
+def _value_text(v: JsonValue) -> str:
     if isinstance(v, str):
         return safe(v, limit=2000)
     if isinstance(v, list) and all(isinstance(x, str) for x in v):
@@ -105,7 +106,7 @@ def render_handoff(h: "HandoffView", now: float) -> Text:
     return out
 
 
-def option_prompt(o: Mapping[str, Any], recommended: bool) -> Text:
+def option_prompt(o: JsonMapping, recommended: bool) -> Text:
     t = Text()
     t.append(safe_line(o.get("id"), limit=30), style="bold")
     if o.get("label"):
@@ -251,7 +252,7 @@ class ResolveHandoffScreen(WardenModal[bool]):
             else:
                 w.update(Text(f"{MARKS['dash']} (arrows to move, enter to choose)", style="dim"))
             return
-        o: Mapping[str, Any] = next((o for o in h.options if str(o.get("id")) == self.chosen), {})
+        o: JsonMapping = next((o for o in h.options if str(o.get("id")) == self.chosen), {})
         t = Text(safe_line(self.chosen, limit=30), style="bold")
         t.append(" → " + safe_line(o.get("consequence") or o.get("label") or "", limit=120))
         w.update(t)

@@ -8,10 +8,10 @@ confirmed after the preview makes the apply stale, like a node that moved."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from .. import sql
 from ..db import read_tx
+from ..jsontypes import JsonObject
 from ..ledger import compensation
 from ..ledger.core import LedgerCore
 from ..rules import ID, TEXT_OPT
@@ -33,7 +33,7 @@ class AbortParams(Action):
         Flag("--reason", "reason", required=True, metavar="R", help="why (required)"),
     ), examples=("warden abort nightly --reason 'wrong data set'  # asks you to type the task id",))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {}
 
     def stale(self, core: LedgerCore, plan: Plan, task: pl.TaskState) -> str | None:
@@ -47,7 +47,7 @@ class AbortParams(Action):
         set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now,
                                                    "next_retry_at": None, **REVOKE, **BUMP})
         keys = compensation.create(tx.core, tx.plan.task_id, tx.plan.compensations)
-        payload: dict[str, Any] = {}
+        payload: JsonObject = {}
         if keys:
             payload = {"nodes": list(tx.plan.changes) + keys, "compensations": keys}
         return Outcome(task_fields={"status": "aborted", "finished_at": tx.now, "wake_state": None},

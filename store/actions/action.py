@@ -19,7 +19,7 @@ action"). The params class carries everything about the action beside its plan:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Callable, ClassVar, Mapping, Sequence
 
 from ..errors import Refused
 from ..ledger.core import LedgerCore
@@ -57,13 +57,13 @@ class Flag:
     metavar: str | None = None
     help: str | None = None
     required: bool = False
-    default: Any = None
+    default: str | tuple[str, ...] | None = None
     switch: bool = False  # a flag without a value (store_true)
     repeat: bool = False  # may be given several times (append)
     several: bool = False  # takes one or more values (nargs="+")
     one_of: str = ""  # flags with the same one_of form a group: exactly one of them is required
     # What argparse read → the plan argument; a ValueError is a usage error (its message, exit 2).
-    parse: Callable[[Any], Any] | None = None
+    parse: Callable[[Sequence[str] | None], object] | None = None  # (a repeat or several flag's values)
 
 
 @dataclass(frozen=True)

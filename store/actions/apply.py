@@ -11,11 +11,12 @@ operator-layer journal event, and the completion check where the graph decides.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Mapping
 
 from .. import sql
 from ..db import register_result, retry_write, write_tx
 from ..errors import Refused, StaleRevision
+from ..jsontypes import JsonMapping, JsonObject
 from ..ledger import pause
 from ..ledger.core import LedgerCore
 from ..models import Action as ActionRow
@@ -66,14 +67,16 @@ def _registered(plan: Plan) -> Action:
     return plan.params
 
 
-def _applied(plan: Plan) -> dict[str, Any]:
+def _applied(plan: Plan) -> JsonObject:
     return {"action_id": plan.action_id, "revision_after": plan.revision_after}
 
 
-def _replayed(data: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Plan:
+def _replayed(data: JsonMapping, args: tuple[object, ...], kwargs: Mapping[str, object]) -> Plan:
     """An apply whose answer was lost with the connection, read back from its request record:
     the plan it was given, applied (its params as previewed)."""
     plan = args[1] if len(args) > 1 else kwargs["plan"]
+    if not isinstance(plan, Plan):
+        raise TypeError(f"apply was given {type(plan).__name__}, not a Plan")
     return replace(plan, applied=True, action_id=data["action_id"], revision_after=data["revision_after"])
 
 
@@ -148,7 +151,7 @@ def _apply(tx: ApplyTx) -> Plan:
         at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target, reason=plan.reason,
         plan=plan.to_json(), result="applied", revision_before=plan.revision, revision_after=rev_after,
     )).execute())
-    payload: dict[str, Any] = {
+    payload: JsonObject = {
         "nodes": list(plan.changes), "action_id": action_id, "reason": plan.reason,
         "revoked_leases": [dict(r) for r in plan.revoked_leases],
         "handoffs_withdrawn": list(plan.handoffs_withdrawn),

@@ -4,20 +4,21 @@ set-based node updates, and what it hands back to the shared apply (:class:`Outc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from .. import sql
+from ..jsontypes import JsonMapping
 from ..ledger.core import LedgerCore
 from ..sql import Inc
 from .plan import ActionParams, Plan
 from .planning import TaskState
 
 # Field sets of the node updates actions make.
-REVOKE: Mapping[str, Any] = {"lease_token": None, "lease_until": None}
-UNPARK: Mapping[str, Any] = {"parked_at": None, "park_reason": None, "park_until": None, "wake_on": None}
-BUMP: Mapping[str, Any] = {"version": Inc(1)}
+REVOKE: Mapping[str, object] = {"lease_token": None, "lease_until": None}
+UNPARK: Mapping[str, object] = {"parked_at": None, "park_reason": None, "park_until": None, "wake_on": None}
+BUMP: Mapping[str, object] = {"version": Inc(1)}
 # rewind and narrow: a fresh start (a new max_claims allowance, no pending retry)
-FRESH: Mapping[str, Any] = {"status": "pending", "finished_at": None, "next_retry_at": None, "claim_count": 0,
+FRESH: Mapping[str, object] = {"status": "pending", "finished_at": None, "next_retry_at": None, "claim_count": 0,
                             **REVOKE, **BUMP}
 
 
@@ -36,7 +37,7 @@ class ApplyTx:
         """Ids of the nodes the plan moves to ``status``."""
         return [self.ids[k] for k, (_, to) in self.plan.changes.items() if to == status]
 
-    def reopens(self) -> dict[str, Any]:
+    def reopens(self) -> dict[str, object]:
         """Task fields reopening a completed or failed task that the plan makes active."""
         if self.task.status in ("completed", "failed") and self.plan.task_status[1] == "active":
             return {"status": "active", "finished_at": None}
@@ -47,13 +48,13 @@ class ApplyTx:
 class Outcome:
     """What an action's apply did beyond its node updates, for the shared apply to finish."""
 
-    task_fields: Mapping[str, Any] = field(default_factory=dict)  # task row changes (+ the revision bump)
-    payload: Mapping[str, Any] = field(default_factory=dict)  # extra keys of the operator event
+    task_fields: Mapping[str, object] = field(default_factory=dict)  # task row changes (+ the revision bump)
+    payload: JsonMapping = field(default_factory=dict)  # extra keys of the operator event
     settle: bool = False  # the graph decides afterwards whether the task completes or fails
     params: ActionParams | None = None  # the params as applied, when applying added to them
 
 
-def set_nodes(tx: ApplyTx, ids: Sequence[int], fields: Mapping[str, Any]) -> None:
+def set_nodes(tx: ApplyTx, ids: Sequence[int], fields: Mapping[str, object]) -> None:
     """One raw ``UPDATE node SET … WHERE id IN (…)`` per chunk (a set-based update; building the
     same query with Peewee costs more than running it at 10,000 ids)."""
     if not ids:
@@ -63,7 +64,7 @@ def set_nodes(tx: ApplyTx, ids: Sequence[int], fields: Mapping[str, Any]) -> Non
         sql.execute(tx.core.db, f"UPDATE node SET {sets} WHERE id IN ({sql.marks(len(chunk))})", [*values, *chunk])
 
 
-def append_rejections(tx: ApplyTx, ids: Sequence[int], reason: str, fields: Mapping[str, Any]) -> None:
+def append_rejections(tx: ApplyTx, ids: Sequence[int], reason: str, fields: Mapping[str, object]) -> None:
     """Set ``fields`` and append ``reason`` to each node's rejections: one UPDATE per distinct
     current list."""
     groups: dict[str, list[int]] = {}

@@ -10,12 +10,13 @@ compensation node's version are those previewed, or the apply is stale.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .. import sql
 from ..clock import iso
 from ..db import read_tx
 from ..errors import NotFound, Refused
+from ..jsontypes import JsonObject
 from ..ledger.core import LedgerCore
 from ..rules import ID, TEXT_OPT
 from . import planning as pl
@@ -43,7 +44,7 @@ class CompensatedParams(Action):
     compensation: str | None
     compensation_node: str | None  # the compensation node abort made for it, if any
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"effect_key": self.effect_key, "node": self.node, "external_id": self.external_id,
                 "compensation": self.compensation, "compensation_node": self.compensation_node}
 

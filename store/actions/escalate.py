@@ -6,11 +6,12 @@ pending again, with the resolution in its next claim's inputs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from .. import sql
 from ..db import read_tx
 from ..errors import Refused
+from ..jsontypes import JsonMapping, JsonObject
 from ..ledger.core import LedgerCore
 from ..mind import record as mind_record
 from ..models import Handoff, dumps
@@ -39,13 +40,13 @@ class EscalateParams(Action):
 
     node: str
     question: str
-    context: Mapping[str, Any]
+    context: JsonMapping
     kind: str
-    options: Sequence[Mapping[str, Any]]
+    options: Sequence[JsonMapping]
     recommendation: str | None
     handoff: str | None = None  # the handoff opened, once applied
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         out = {"node": self.node, "question": self.question, "context": self.context, "kind": self.kind,
                "options": self.options, "recommendation": self.recommendation}
         if self.handoff is not None:
@@ -74,7 +75,7 @@ class EscalateParams(Action):
 
 
 def plan_escalate(core: LedgerCore, task_id: str, node: str, *, reason: str, question: str | None = None,
-                  context: Mapping[str, Any] | None = None) -> Plan:
+                  context: JsonMapping | None = None) -> Plan:
     """Ask a human what should happen to ``node`` (it becomes blocked on an ``exception`` handoff)."""
     with read_tx(core.db):
         task = pl.open_task(core, task_id)

@@ -14,12 +14,13 @@ Opened from the memory inbox (``M``: ``y`` / ``x``) and ``warden memory confirm|
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple
 
 from .. import sql
 from ..clock import iso
 from ..db import read_tx
 from ..errors import NotFound, Refused
+from ..jsontypes import JsonObject
 from ..ledger.core import LedgerCore
 from ..rules import MEMORY_ID, TEXT_OPT
 from ..validate import show
@@ -46,7 +47,7 @@ class MemoryRow(NamedTuple):
     decided_at: float | None
 
 
-def memory_row(core: LedgerCore, memory_id: Any) -> MemoryRow:
+def memory_row(core: LedgerCore, memory_id: object) -> MemoryRow:
     if not str(memory_id).isdigit() or len(str(memory_id)) > 18:
         raise NotFound(f"unknown memory {show(memory_id)}")
     row = sql.fetch_row(core.db, MemoryRow, f"SELECT {sql.columns(MemoryRow)} FROM memory WHERE id = ?",
@@ -76,7 +77,7 @@ class MemoryDecision(Action):
     workflow: str
     kind: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"memory": self.memory, "decision": self.decision, "status_before": self.status_before,
                 "status_after": _AFTER[self.decision], "text": self.text, "scope": self.scope,
                 "workflow": self.workflow, "kind": self.kind}

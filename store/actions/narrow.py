@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from .. import sql
 from ..db import read_tx
 from ..errors import NotFound, Refused
+from ..jsontypes import JsonMapping, JsonObject, JsonValue
 from ..ledger.core import LedgerCore
 from ..models import dumps
 from ..rules import ID, IDS_OPT, JSON_OBJ_OPT, TEXT_OPT
@@ -24,10 +25,10 @@ from .changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
 from .plan import Plan
 
 
-def parse_assignments(texts: Sequence[str] | None) -> dict[str, Any]:
+def parse_assignments(texts: Sequence[str] | None) -> JsonObject:
     """``--set K=V`` (repeatable) → ``{K: V}``: V parsed as JSON, else the text itself. A
     ValueError says what is wrong (the CLI's usage error)."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for text in texts or ():
         if "=" not in text:
             raise ValueError(f"--set needs K=V, got {text!r}")
@@ -60,14 +61,14 @@ class NarrowParams(Action):
     ), examples=("warden narrow nightly --set region=eu --reason 'EU only this week'",
                  "warden narrow nightly --exclude translate-fr translate-de --reason 'not needed'"))
 
-    assignments: Mapping[str, Any]  # --set K=V
+    assignments: JsonMapping  # --set K=V
     exclude: Sequence[str]
-    preconditions_before: Mapping[str, Any]
-    preconditions_after: Mapping[str, Any]
+    preconditions_before: JsonMapping
+    preconditions_after: JsonMapping
     out_of_scope: Mapping[str, str]  # node key → why
     unaffected: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"set": self.assignments, "exclude": self.exclude, "preconditions_before": self.preconditions_before,
                 "preconditions_after": self.preconditions_after, "out_of_scope": self.out_of_scope,
                 "unaffected": self.unaffected}
@@ -81,7 +82,7 @@ class NarrowParams(Action):
                        payload={"preconditions": self.preconditions_after}, settle=True)
 
 
-def _in_scope(node_value: Any, value: Any) -> bool:
+def _in_scope(node_value: JsonValue, value: JsonValue) -> bool:
     if node_value == value:
         return True
     if isinstance(node_value, list) and value in node_value:
@@ -95,7 +96,7 @@ def _like_escape(s: str) -> str:
     return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _candidates(core: LedgerCore, task_id: str, assignments: Mapping[str, Any],
+def _candidates(core: LedgerCore, task_id: str, assignments: JsonMapping,
                 excluded: Sequence[str]) -> dict[str, pl.LeanNode]:
     """Only the nodes whose preconditions mention one of the names (the stored JSON is canonical,
     so a name K appears as ``"K":``), with their preconditions text, plus the excluded keys."""
@@ -105,20 +106,20 @@ def _candidates(core: LedgerCore, task_id: str, assignments: Mapping[str, Any],
         like.append(f"%{_like_escape(dumps(k))}:%")
     candidates: dict[str, pl.LeanNode] = {}
     if conds:
-        for r in sql.fetch_all(core.db, f"SELECT {pl.LEAN}, n.preconditions FROM node n WHERE n.task_id = ? "
-                                        f"AND ({' OR '.join(conds)})", [task_id, *like]):
-            candidates[r[1]] = pl.LeanNode(*r)
+        for r in pl.lean(core, f"SELECT {pl.LEAN}, n.preconditions FROM node n WHERE n.task_id = ? "
+                               f"AND ({' OR '.join(conds)})", [task_id, *like]):
+            candidates[r.key] = r
     for chunk in sql.chunks(list(excluded)):
-        for r in sql.fetch_all(core.db, f"SELECT {pl.LEAN}, NULL FROM node n WHERE n.task_id = ? "
-                                        f"AND n.key IN ({sql.marks(len(chunk))})", [task_id, *chunk]):
-            candidates.setdefault(r[1], pl.LeanNode(*r))
+        for r in pl.lean(core, f"SELECT {pl.LEAN}, NULL FROM node n WHERE n.task_id = ? "
+                               f"AND n.key IN ({sql.marks(len(chunk))})", [task_id, *chunk]):
+            candidates.setdefault(r.key, r)
     for k in excluded:
         if k not in candidates:
             raise NotFound(f"unknown node {k!r} in task {task_id!r}")
     return candidates
 
 
-def plan_narrow(core: LedgerCore, task_id: str, *, reason: str, set: Mapping[str, Any] | None = None,  # noqa: A002
+def plan_narrow(core: LedgerCore, task_id: str, *, reason: str, set: JsonMapping | None = None,  # noqa: A002
                 exclude: Sequence[str] = ()) -> Plan:
     """Narrow the task's scope: ``set={K: V}`` and/or ``exclude=[node keys]``."""
     assignments = dict(set or {})

@@ -14,12 +14,13 @@ Node: pending/blocked → parked; a running node needs ``now`` (its lease is rev
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from .. import wake_conditions as wc
 from ..clock import iso
 from ..db import read_tx
 from ..errors import Refused
+from ..jsontypes import JsonMapping, JsonObject
 from ..ledger.core import LedgerCore
 from ..rules import FLAG, ID, ID_OPT, TEXT_OPT, UNTIL, WAKE_ON_OPT
 from . import planning as pl
@@ -57,10 +58,10 @@ class ParkParams(Action):
     until_ts: float | None
     wake_on: str | None
     now: bool
-    wake_conditions: tuple[Mapping[str, Any], ...] = ()
+    wake_conditions: tuple[JsonMapping, ...] = ()
     auto_resume: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"node": self.node, "until": iso(self.until_ts), "until_ts": self.until_ts, "wake_on": self.wake_on,
                 "now": self.now, "wake_conditions": [dict(c) for c in self.wake_conditions],
                 "auto_resume": self.auto_resume}
@@ -79,7 +80,7 @@ class ParkParams(Action):
         return Outcome(task_fields={"status": "parked", "wake_state": state, **park})
 
 
-def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None = None, until: Any = None,
+def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None = None, until: object = None,
               wake_on: str | Sequence[str] | None = None, now: bool = False, auto_resume: bool = False) -> Plan:
     """Park a task (or one node with ``node=``) until an outside signal."""
     with read_tx(core.db):

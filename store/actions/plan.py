@@ -10,9 +10,10 @@ revoked, handoffs withdrawn, effects not undone, warnings) and the task ``revisi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import ClassVar, Mapping
 
 from ..clock import iso
+from ..jsontypes import JsonMapping, JsonObject
 
 
 class ActionParams:
@@ -22,7 +23,7 @@ class ActionParams:
     action: ClassVar[str]
     reason_required: ClassVar[bool] = True
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         raise NotImplementedError
 
     def node_target(self, target: str) -> str | None:
@@ -51,9 +52,9 @@ class Plan:
     revoked_leases: tuple[Mapping[str, str], ...] = ()
     handoffs_withdrawn: tuple[str, ...] = ()
     resolutions_reapplied: tuple[str, ...] = ()
-    effects_not_undone: tuple[Mapping[str, Any], ...] = ()
+    effects_not_undone: tuple[JsonMapping, ...] = ()
     # abort: the compensation nodes it adds, in the order they run (newest confirmed effect first)
-    compensations: tuple[Mapping[str, Any], ...] = ()
+    compensations: tuple[JsonMapping, ...] = ()
     warnings: tuple[str, ...] = ()
     changes: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # key → (from, to)
     task_status: tuple[str, str] = ("", "")  # (before, after)
@@ -69,9 +70,9 @@ class Plan:
         """The node key when the action targets one node (rewind, park/resume --node, resolve)."""
         return self.params.node_target(self.target)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The DESIGN.md "plan" shape (+ changes, task_status, params, planned_at)."""
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "action": self.action,
             "task_id": self.task_id,
             "target": self.target,

@@ -4,11 +4,12 @@ downstream closures, open handoffs, effects, the task's status after the change,
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 from .. import sql
 from ..clock import iso, parse_time
 from ..errors import InvalidValue, NotFound, Refused
+from ..jsontypes import JsonMapping, JsonObject, JsonValue
 from ..ledger.core import TASK_LOCKS, UNFINISHED_SQL, LedgerCore, TaskLock
 from ..validate import TIME_MAX, TIME_MIN, show
 from .plan import ActionParams, Plan
@@ -24,10 +25,10 @@ class TaskState(NamedTuple):
     task_id: str
     status: str
     revision: int
-    preconditions: Any  # JSON: {name: value}
+    preconditions: JsonObject | None  # {name: value}
     parked_at: float | None
-    wake_state: Any  # JSON: the parks' wake conditions (store/wake_conditions.py)
-    mind: Any  # JSON: the task's mind counters (store/mind/views.py MindState; an alignment verdict moves them)
+    wake_state: JsonObject | None  # the parks' wake conditions (store/wake_conditions.py)
+    mind: JsonValue  # the task's mind counters (store/mind/views.py MindState; an alignment verdict moves them)
 
 
 def read_task(core: LedgerCore, task_id: str, *, lock: TaskLock | None = None) -> TaskState:
@@ -52,20 +53,20 @@ class LeanNode(NamedTuple):
     owner: str | None
     lease_token: str | None
     position: int
-    extra: Any = None
+    extra: str | float | None = None  # ``parked_at``, or ``preconditions`` as stored (JSON text)
 
     @property
     def leased(self) -> bool:
         return self.lease_token is not None
 
 
-def lean(found: Iterable[Sequence[Any]]) -> list[LeanNode]:
-    return [LeanNode(*r) for r in found]
+def lean(core: LedgerCore, statement: str, params: Sequence[object]) -> list[LeanNode]:
+    """The nodes a ``SELECT {LEAN}, extra`` statement reads (``NULL`` when it needs none)."""
+    return sql.fetch_rows(core.db, LeanNode, statement, params)
 
 
 def all_nodes(core: LedgerCore, task_id: str) -> list[LeanNode]:
-    return lean(sql.fetch_all(core.db, f"SELECT {LEAN} FROM node n WHERE n.task_id = ? ORDER BY n.position",
-                              [task_id]))
+    return lean(core, f"SELECT {LEAN}, NULL FROM node n WHERE n.task_id = ? ORDER BY n.position", [task_id])
 
 
 def closure_nodes(core: LedgerCore, start_ids: Sequence[int]) -> list[LeanNode]:
@@ -74,10 +75,10 @@ def closure_nodes(core: LedgerCore, start_ids: Sequence[int]) -> list[LeanNode]:
     if not start_ids:
         return []
     seed, param = sql.id_array(core.db, start_ids)
-    return lean(sql.fetch_all(
-        core.db, f"WITH RECURSIVE down(id) AS ({seed} UNION SELECT e.dst_id FROM edge e JOIN down d "
-                 f"ON e.src_id = d.id) SELECT {LEAN} FROM node n JOIN down ON n.id = down.id ORDER BY n.position",
-        [param]))
+    return lean(
+        core, f"WITH RECURSIVE down(id) AS ({seed} UNION SELECT e.dst_id FROM edge e JOIN down d "
+                 f"ON e.src_id = d.id) SELECT {LEAN}, NULL FROM node n JOIN down ON n.id = down.id ORDER BY n.position",
+        [param])
 
 
 def count(core: LedgerCore, task_id: str, where: str = "") -> int:
@@ -95,18 +96,17 @@ def open_task(core: LedgerCore, task_id: str) -> TaskState:
 
 
 def node_one(core: LedgerCore, task_id: str, key: str) -> LeanNode:
-    found = sql.fetch_all(core.db, f"SELECT {LEAN}, n.parked_at FROM node n WHERE n.task_id = ? AND n.key = ?",
-                          [task_id, key])
+    found = lean(core, f"SELECT {LEAN}, n.parked_at FROM node n WHERE n.task_id = ? AND n.key = ?", [task_id, key])
     if not found:
         raise NotFound(f"unknown node {key!r} in task {task_id!r}")
-    return lean(found)[0]
+    return found[0]
 
 
 def node_by_id(core: LedgerCore, node_id: int) -> LeanNode:
-    return lean(sql.fetch_all(core.db, f"SELECT {LEAN} FROM node n WHERE n.id = ?", [node_id]))[0]
+    return lean(core, f"SELECT {LEAN}, NULL FROM node n WHERE n.id = ?", [node_id])[0]
 
 
-def require_reason(reason: Any, action: str) -> str:
+def require_reason(reason: object, action: str) -> str:
     text = "" if reason is None else str(reason).strip()
     if not text:
         raise Refused(f"{action} needs a reason (--reason): say why, it is recorded and shown")
@@ -155,7 +155,7 @@ def asked_again(core: LedgerCore, task_id: str, node_ids: set[int], keys: Mappin
             if once]
 
 
-def effects(core: LedgerCore, task_id: str, node_ids: set[int] | None) -> tuple[list[dict[str, Any]], list[str]]:
+def effects(core: LedgerCore, task_id: str, node_ids: set[int] | None) -> tuple[list[JsonObject], list[str]]:
     """Confirmed effects of these nodes (None: the whole task), newest first (the order to undo
     them in), and warnings for effects intended but never confirmed."""
     found = sql.fetch_all(core.db, "SELECT e.id, n.key, e.effect_key, e.status, e.compensation, e.external_id, "
@@ -189,7 +189,7 @@ def reopened_status(core: LedgerCore, task: TaskState, changes: Mapping[str, tup
     return before
 
 
-def parse_until(core: LedgerCore, until: Any) -> float | None:
+def parse_until(core: LedgerCore, until: object) -> float | None:
     """``--until``: a time in the future (seconds, a duration like ``2h``, or an ISO time)."""
     if until is None or until == "":
         return None
@@ -216,7 +216,7 @@ def make_plan(core: LedgerCore, params: ActionParams, task: TaskState, target: s
               nodes: Sequence[LeanNode], changes: dict[str, tuple[str, str]], *, kept: Sequence[str] = (),
               status_after: str | None = None, versions_of: Sequence[LeanNode] | None = None,
               handoffs: Sequence[str] = (), reapplied: Sequence[str] = (),
-              effects: Sequence[Mapping[str, Any]] = (), warnings: Sequence[str] = ()) -> Plan:
+              effects: Sequence[JsonMapping] = (), warnings: Sequence[str] = ()) -> Plan:
     """The Plan of ``params.action``: ``changes`` (key → (from, to)) over ``nodes``; the versions
     checked at apply are those of ``versions_of`` (default: the changed nodes)."""
     by_key = {n.key: n for n in nodes}

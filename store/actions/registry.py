@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 from .. import validate as v
 from ..db import is_sqlite
 from ..errors import InvalidValue
+from ..jsontypes import JsonMapping
 from ..ledger.core import LedgerCore
 from ..rules import Ctx
 from .abort import AbortParams, plan_abort
@@ -86,7 +87,7 @@ def is_registered(params: object) -> bool:
     return found is not None and type(params) is found.params
 
 
-def plan(core: LedgerCore, name: str, arguments: Mapping[str, Any]) -> Plan:
+def plan(core: LedgerCore, name: str, arguments: JsonMapping) -> Plan:
     """Plan the action ``name`` with ``arguments`` (as its ``plan_<name>`` method takes them),
     each checked by the action's own rule first, exactly as ``Ledger.plan_<name>`` checks it."""
     action = registered(name)

@@ -6,12 +6,13 @@ unless the answer is ``leave_failed``. Two operators racing: one wins, the other
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .. import sql
 from ..clock import iso
 from ..db import read_tx
 from ..errors import NotFound, Refused
+from ..jsontypes import JsonArray, JsonObject
 from ..ledger import unsafe
 from ..ledger.core import LedgerCore, digest_json
 from ..mind import alignment
@@ -45,7 +46,7 @@ class ResolveParams(Action):
     answer: str | None
     question: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"handoff": self.handoff, "node": self.node, "option": self.option, "answer": self.answer,
                 "question": self.question}
 
@@ -87,7 +88,7 @@ class HandoffRow(NamedTuple):
     kind: str
     status: str
     question: str
-    options: Any  # JSON: [{"id", "label", "consequence"}]
+    options: JsonArray  # [{"id", "label", "consequence"}]
     resolution_option: str | None
     resolved_by: str | None
     resolved_at: float | None
@@ -97,7 +98,7 @@ def _read(core: LedgerCore, hid: int) -> HandoffRow | None:
     return sql.fetch_row(core.db, HandoffRow, f"SELECT {sql.columns(HandoffRow)} FROM handoff WHERE id = ?", [hid])
 
 
-def handoff_row(core: LedgerCore, handoff_id: Any) -> HandoffRow:
+def handoff_row(core: LedgerCore, handoff_id: object) -> HandoffRow:
     if not HANDOFF_ID_RE.fullmatch(str(handoff_id)):  # " 5\n" is not handoff 5
         raise NotFound(f"unknown handoff {show(handoff_id)}")
     row = _read(core, int(str(handoff_id)))

@@ -9,12 +9,11 @@ Node: parked → pending (→ blocked with an open handoff).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from .. import sql
 from .. import wake_conditions as wc
 from ..db import read_tx
 from ..errors import Refused
+from ..jsontypes import JsonObject
 from ..ledger.core import LedgerCore
 from ..ledger.observe import pause_clocks
 from ..rules import ID, ID_OPT, TEXT_OPT
@@ -39,7 +38,7 @@ class ResumeParams(Action):
 
     node: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"node": self.node}
 
     def node_target(self, target: str) -> str | None:
@@ -75,10 +74,10 @@ def plan_resume(core: LedgerCore, task_id: str, *, node: str | None = None, reas
             return pl.make_plan(core, params, task, node, reason, [n], {n.key: ("parked", to)}, warnings=warnings)
         if task.status != "parked":
             raise Refused(f"task {task_id} is not parked (it is {task.status})")
-        nodes = pl.lean(sql.fetch_all(core.db, f"SELECT {pl.LEAN}, n.parked_at FROM node n WHERE n.task_id = ? "
-                                               "AND n.status = 'parked' ORDER BY n.position", [task_id]))
+        nodes = pl.lean(core, f"SELECT {pl.LEAN}, n.parked_at FROM node n WHERE n.task_id = ? "
+                              "AND n.status = 'parked' ORDER BY n.position", [task_id])
         since = task.parked_at if task.parked_at is not None else float("-inf")
-        ours = [n for n in nodes if n.extra is not None and n.extra >= since]
+        ours = [n for n in nodes if isinstance(n.extra, (int, float)) and n.extra >= since]
         our_ids = {n.id for n in ours}
         kept = [n.key for n in nodes if n.id not in our_ids]
         with_handoff = pl.nodes_with_open_handoffs(core, task_id)

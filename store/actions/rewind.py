@@ -10,10 +10,10 @@ node rewound is a retry.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..db import read_tx
 from ..errors import Refused
+from ..jsontypes import JsonObject
 from ..ledger.core import LedgerCore
 from ..mind import record as mind_record
 from ..rules import ID, TEXT_OPT
@@ -39,7 +39,7 @@ class RewindParams(Action):
 
     node: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"node": self.node}
 
     def node_target(self, target: str) -> str | None:

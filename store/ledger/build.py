@@ -3,7 +3,7 @@ dependencies), idempotent for an agent that died between deciding and adding."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import peewee as pw
 
@@ -11,6 +11,7 @@ from .. import graph as graph_mod
 from .. import sql
 from ..db import is_sqlite, retry_write, write_tx
 from ..errors import Refused
+from ..jsontypes import JsonMapping, JsonObject
 from ..mind import record as mind_record
 from ..models import Task, dumps
 from ..views import Budget, NodeSpec
@@ -18,10 +19,10 @@ from . import pause
 from .core import LedgerCore, validate_key, validate_task_id
 
 
-def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, workflow_version: str, inputs: Any,
-                constraints: Sequence[str] | None, preconditions: Mapping[str, Any] | None, budget: Budget | None,
+def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, workflow_version: str, inputs: object,
+                constraints: Sequence[str] | None, preconditions: JsonMapping | None, budget: Budget | None,
                 max_claims: int, max_repairs: int, exist_ok: bool, actor: str, origin: str | None = None,
-                requirements: Sequence[Mapping[str, str]] = (), mind: Mapping[str, Any] | None = None) -> None:
+                requirements: Sequence[Mapping[str, str]] = (), mind: JsonMapping | None = None) -> None:
     """Create a task. With ``exist_ok`` an existing task is left unchanged (idempotent).
     ``requirements`` (checked by ``store.mind.rules.requirements``) become its requirement rows;
     ``mind`` is its initial ``task.mind`` (``store.mind.record.initial_mind``)."""
@@ -44,10 +45,10 @@ def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, wo
 
 
 @retry_write
-def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, workflow_version: str, inputs: Any,
-                 constraints: list[str], preconditions: dict[str, Any], budget: Budget, max_claims: int,
+def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, workflow_version: str, inputs: object,
+                 constraints: list[str], preconditions: JsonObject, budget: Budget, max_claims: int,
                  max_repairs: int, exist_ok: bool, actor: str, origin: str | None,
-                 requirements: list[Mapping[str, str]], mind: dict[str, Any] | None) -> None:
+                 requirements: list[Mapping[str, str]], mind: JsonObject | None) -> None:
     now = core.now()
     with write_tx(core.db):
         existing = sql.scalar(core.db, "SELECT task_id FROM task WHERE task_id = ?", [task_id])
@@ -152,7 +153,7 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
     edges = [(task_id, ids[d], ids[s.key]) for s in new_specs for d in dict.fromkeys(s.deps)]
     if edges:
         sql.execute_many(core.db, "INSERT INTO edge (task_id, src_id, dst_id) VALUES (?, ?, ?)", edges)
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     if task.status == "completed":
         fields.update(status="active", finished_at=None)
     core.bump_task(task_id, fields)

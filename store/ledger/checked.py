@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Mapping
-from typing import Any, Callable, TypeVar
+from typing import Callable, Concatenate, ParamSpec, TypeVar
 
 from .. import validate as v
 from ..actions import ACTIONS, REGISTRY, Plan
@@ -97,19 +97,22 @@ from ..rules import (  # one a line: a new rule is one line here
 
 
 _C = TypeVar("_C", bound=type)
+_S = TypeVar("_S")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-def PLAN(c: Ctx, a: str, x: Any) -> Any:
+def PLAN(c: Ctx, a: str, x: object) -> Plan:
     if not isinstance(x, Plan):
         raise v.refuse(a, "must be a Plan from one of the plan_* methods", x, where=c.where)
     return x
 
 
-def ACTION(c: Ctx, a: str, x: Any) -> Any:
+def ACTION(c: Ctx, a: str, x: object) -> str | None:
     return v.one_of(a, x, ACTIONS, c.where)
 
 
-def ARGUMENTS(c: Ctx, a: str, x: Any) -> Any:
+def ARGUMENTS(c: Ctx, a: str, x: object) -> Mapping[str, object]:
     """An action's plan arguments by name (each is checked by the action's own rule when planned)."""
     if not isinstance(x, Mapping) or not all(isinstance(k, str) for k in x):
         raise v.refuse(a, "must be a dict of the action's arguments by name", x, where=c.where)
@@ -204,11 +207,12 @@ def checked(cls: _C) -> _C:
     return cls
 
 
-def _wrap(fn: Callable[..., Any], meth: str, rules: Mapping[str, Rule]) -> Callable[..., Any]:
+def _wrap(fn: Callable[Concatenate[_S, _P], _R], meth: str,
+          rules: Mapping[str, Rule]) -> Callable[Concatenate[_S, _P], _R]:
     names = list(inspect.signature(fn).parameters)[1:]  # after self / cls
 
     @functools.wraps(fn)
-    def wrapper(obj: Any, /, *args: Any, **kwargs: Any) -> Any:  # obj: positional only ("first" is an argument)
+    def wrapper(obj: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:  # obj: positional only ("first" is an argument)
         db = getattr(obj, "db", None)
         ctx = Ctx(meth, db is not None and not is_sqlite(db))
         for arg, value in zip(names, args):

@@ -23,7 +23,7 @@ lease is never extended and every write is refused (``fenced.fence``).
 from __future__ import annotations
 
 import secrets
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 from .. import budget as budget_mod
 from .. import checkpoints
@@ -31,6 +31,7 @@ from .. import sql
 from ..clock import iso
 from ..db import read_tx, register_result, retry_write, write_tx
 from ..errors import NotFound, Refused
+from ..jsontypes import JsonMapping, JsonObject
 from ..mind import recall, replan
 from ..sql import Inc
 from ..tables import NodeRecord, TaskRecord
@@ -207,9 +208,9 @@ def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool
     """The next claimable node: an expired lease first, else the first ready pending node (under
     ``fit`` = (tokens left, wall seconds left), one whose estimate fits or that is always_admit)."""
     extra = ""
-    params: list[Any] = []
+    params: list[object] = []
     held = ""
-    held_params: list[Any] = []
+    held_params: list[object] = []
     if key is not None:
         extra += " AND n.key = ?"
         params.append(key)
@@ -226,7 +227,7 @@ def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool
         extra += " AND n.kind <> ?"
         params.append(recall.ALIGNMENT)
     admit = ""
-    admit_params: list[Any] = []
+    admit_params: list[object] = []
     for column, margin, room in (("est_tokens", budget_mod.TOKEN_MARGIN, fit and fit[0]),
                                  ("est_wall_s", budget_mod.WALL_MARGIN, fit and fit[1])):
         if fit is not None and room is not None and not only_admit:
@@ -315,7 +316,7 @@ def _take(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, leas
         sql.execute(core.db, "UPDATE task SET started_at = ? WHERE task_id = ? AND started_at IS NULL",
                     [now, task.task_id])
     pause.end_on_claim(core.db, task, now)  # a clock stopped while the task waited runs again
-    payload: dict[str, Any] = {"worker": worker, "attempt": attempt, "lease_until": until, "reclaimed": reclaim}
+    payload: JsonObject = {"worker": worker, "attempt": attempt, "lease_until": until, "reclaimed": reclaim}
     if deadline is not None:
         payload["step_deadline"] = deadline
         payload["max_step_s"] = max_step_s
@@ -343,7 +344,7 @@ class _Resolved(NamedTuple):
     resolved_at: float | None
 
 
-def _claim_inputs(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> dict[str, Any]:
+def _claim_inputs(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> JsonObject:
     """The task inputs, the dependencies' outputs, the rejections and the latest resolution."""
     deps = {}
     dep_ids: list[int] = []
@@ -386,14 +387,16 @@ def _claim_inputs(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> dict[s
 # ---------------------------------------------------------------------- a claim's record
 # A claim whose COMMIT answer was lost (PostgreSQL) is returned from its request record: the lease
 # it took (token and all), its inputs read again from the ledger as they were handed out.
-def _claim_record(c: Claim) -> dict[str, Any]:
+def _claim_record(c: Claim) -> JsonObject:
     return {"task_id": c.task_id, "node_key": c.node_key, "kind": c.kind, "worker": c.worker, "token": c.token,
             "attempt": c.attempt, "lease_until": c.lease_until, "admission": c.admission, "lease_s": c.lease_s,
             "step_deadline": c.step_deadline}
 
 
-def _claim_replayed(data: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Claim:
-    core: LedgerCore = args[0]
+def _claim_replayed(data: JsonMapping, args: tuple[object, ...], kwargs: Mapping[str, object]) -> Claim:
+    core = args[0]
+    if not isinstance(core, LedgerCore):
+        raise TypeError(f"claim was given {type(core).__name__}, not a LedgerCore")
     with read_tx(core.db):
         task = core.task_record(data["task_id"])
         row = core.node_record(data["task_id"], data["node_key"])

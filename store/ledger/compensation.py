@@ -16,9 +16,10 @@ and ``+`` and the first 12 hex digits of the key's sha256 are appended, so it st
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 from .. import sql
+from ..jsontypes import JsonMapping, JsonObject
 from ..views import Claim
 from .core import NODE_KEY_RE, LedgerCore, sha256_hex
 
@@ -39,7 +40,7 @@ def node_key(effect_key: str, taken: set[str] | frozenset[str] = frozenset()) ->
     return key
 
 
-def planned(core: LedgerCore, task_id: str) -> list[dict[str, Any]]:
+def planned(core: LedgerCore, task_id: str) -> list[JsonObject]:
     """The compensation nodes an abort of ``task_id`` would add, in the order they run (newest
     confirmed effect first), each ``after`` the one before. Effects already compensated or
     already given a compensation node, and effects without a compensation, get none."""
@@ -52,7 +53,7 @@ def planned(core: LedgerCore, task_id: str) -> list[dict[str, Any]]:
         return []
     wanted = [node_key(r[0]) for r in todo]
     taken = set(core.ids_for_keys(task_id, wanted))
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     after = None
     for ekey, enode, comp, ext in todo:
         key = node_key(ekey, taken)
@@ -63,7 +64,7 @@ def planned(core: LedgerCore, task_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def create(core: LedgerCore, task_id: str, items: Sequence[Mapping[str, Any]]) -> list[str]:
+def create(core: LedgerCore, task_id: str, items: Sequence[JsonMapping]) -> list[str]:
     """Inside an abort's write transaction: add the planned compensation nodes, their chain and
     each effect's link to its node. Returns their keys."""
     if not items:
@@ -124,7 +125,7 @@ class _ToUndo(NamedTuple):
     confirmed_at: float | None
 
 
-def effect_for_node(core: LedgerCore, node_id: int) -> dict[str, Any] | None:
+def effect_for_node(core: LedgerCore, node_id: int) -> JsonObject | None:
     """What a compensation node's claim carries in ``inputs["effect"]``: the effect to undo."""
     r = sql.fetch_row(core.db, _ToUndo, f"SELECT {sql.columns(_ToUndo, 'e', {'node': 'n.key'})} FROM effect e "
                                         "JOIN node n ON n.id = e.node_id WHERE e.compensation_node_id = ?", [node_id])

@@ -14,7 +14,7 @@ import hashlib
 import os
 import traceback
 from types import TracebackType
-from typing import Any, Literal, Mapping, Self, Sequence, TypeVar
+from typing import Literal, Mapping, Self, Sequence, TypeVar
 
 import peewee as pw
 
@@ -23,6 +23,7 @@ from .. import sql, sqlite_file, validate
 from ..clock import Clock, system_clock
 from ..db import BUSY_TIMEOUT_S, CONNECT_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, connect_checked, is_sqlite, open_database, register_result
 from ..errors import NotFound
+from ..jsontypes import JsonMapping
 from ..models import LAYERS, Task, dumps
 from ..schema import check_version
 from ..tables import NodeRecord, TaskRecord
@@ -53,7 +54,7 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def digest_json(value: Any) -> str:
+def digest_json(value: object) -> str:
     return sha256_hex(dumps(value).encode("utf-8"))
 
 
@@ -189,7 +190,7 @@ class LedgerCore:
         kind: str,
         actor: str,
         summary: str,
-        payload: Mapping[str, Any] | None = None,
+        payload: JsonMapping | None = None,
         at: float | None = None,
     ) -> int:
         """Append one journal event inside the caller's write transaction; returns its id."""
@@ -234,13 +235,13 @@ class LedgerCore:
         return sql.fetch_row(self.db, NodeRecord, f"SELECT {NODE_COLUMNS} FROM node WHERE id = ?{sql.lock(self.db, lock)}",
                              [node_id])
 
-    def update_node(self, node_id: int, fields: Mapping[str, Any], where: str = "",
-                    params: Sequence[Any] = ()) -> int:
+    def update_node(self, node_id: int, fields: Mapping[str, object], where: str = "",
+                    params: Sequence[object] = ()) -> int:
         """``UPDATE node SET fields WHERE id = node_id`` + ``where``; returns the rows changed."""
         sets, values = sql.set_clause(fields)
         return sql.execute_count(self.db, f"UPDATE node SET {sets} WHERE id = ?{where}", [*values, node_id, *params])
 
-    def bump_task(self, task_id: str, fields: Mapping[str, Any]) -> None:
+    def bump_task(self, task_id: str, fields: Mapping[str, object]) -> None:
         """Update the task row with ``fields`` and bump its revision (``updated_at`` defaults to now)."""
         values = {"updated_at": self.now(), **fields}
         self.bind(Task.update(revision=Task.revision + 1, **values).where(Task.task_id == task_id)).execute()

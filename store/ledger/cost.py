@@ -20,10 +20,9 @@ figures, and the ``cost_density`` signal names the verdict while the node runs.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 from .. import density as rule
 from .. import sql
+from ..jsontypes import JsonMapping, JsonObject
 from ..sql import Inc
 from ..tables import NodeRecord
 from .core import LedgerCore
@@ -57,12 +56,12 @@ def after_beat(row: NodeRecord, tokens_added: int, units_done: float | None,
 
 
 def journal_change(core: LedgerCore, row: NodeRecord, j: rule.Judgement, worker: str, now: float,
-                   extra: Mapping[str, Any] | None = None) -> None:
+                   extra: JsonMapping | None = None) -> None:
     """Journal a verdict that differs from the one on the node (once per change)."""
     before = row.density or rule.CONTINUE
     if j.verdict == before and not extra:
         return
-    payload: dict[str, Any] = {"verdict": j.verdict, "before": before, "tokens": j.tokens, "units": j.units,
+    payload: JsonObject = {"verdict": j.verdict, "before": before, "tokens": j.tokens, "units": j.units,
                                "density": j.density, "worker": worker}
     if j.limit is not None:
         payload.update(limit=j.limit.tokens_per_unit)
@@ -72,7 +71,7 @@ def journal_change(core: LedgerCore, row: NodeRecord, j: rule.Judgement, worker:
     core.journal(row.task_id, row.key, "system", EVENT, "warden", summary, payload, at=now)
 
 
-def abort_fields(row: NodeRecord, j: rule.Judgement, now: float) -> dict[str, Any]:
+def abort_fields(row: NodeRecord, j: rule.Judgement, now: float) -> dict[str, object]:
     """The node update that stops it: failed, class conclusion, its lease released."""
     return dict(status="failed", failure_class="conclusion", density=rule.ABORT, lease_token=None, lease_until=None,
                 step_deadline=None, finished_at=now, version=Inc(1),

@@ -9,12 +9,13 @@ then the node row, then the journal's advisory lock.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Mapping, NamedTuple, Sequence, TypedDict
 
 from .. import checkpoints, novelty, sql
 from .. import density as density_rule
 from ..db import retry_write, write_tx
 from ..errors import LeaseLost, Refused, WardenError
+from ..jsontypes import JsonMapping, JsonObject
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
 from ..sql import Inc
 from ..tables import NodeRecord
@@ -34,6 +35,20 @@ OUTPUT_CAP = 64 * 1024
 ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
 COMMIT_ARGS = frozenset({"output", "output_ref", "tokens", "artifact", "units_done", "next_nodes", "repair",
                          "summary", "repair_from"})
+
+
+class CommitArgs(TypedDict, total=False):
+    """One step's :func:`commit` arguments in a group commit (``Ledger.commit_many``)."""
+
+    output: object
+    output_ref: str | None
+    tokens: float | None
+    artifact: tuple[str, bytes] | None
+    units_done: float | None
+    next_nodes: Sequence[NodeSpec]
+    repair: bool
+    summary: str | None
+    repair_from: Sequence[str] | None
 
 
 # ---------------------------------------------------------------------- the fence
@@ -76,7 +91,7 @@ def step_limit_why(row: NodeRecord, now: float) -> str:
             "its result is refused however it heartbeats; the node may be reclaimed")
 
 
-def cas_update(core: LedgerCore, row: NodeRecord, claim: Claim, now: float, **fields: Any) -> None:
+def cas_update(core: LedgerCore, row: NodeRecord, claim: Claim, now: float, **fields: object) -> None:
     """Update the fenced node only while the claim still holds (checked by row count)."""
     n = core.update_node(row.id, fields, " AND lease_token = ? AND status = 'running' AND lease_until > ?",
                          [claim.token, now])
@@ -117,7 +132,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
         parked = task.status == "parked"
         new_units = None
         until = _step_lease(row, claim, now, now + lease, max_step_s)
-        fields: dict[str, Any] = {"lease_until": until, "heartbeat_at": now}
+        fields: dict[str, object] = {"lease_until": until, "heartbeat_at": now}
         if max_step_s is not None:  # LeaseKeeper's limit: the ledger holds it from now on
             fields["step_deadline"] = _step_deadline(row, now, max_step_s)
         if t:
@@ -141,7 +156,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             fields["density"] = None if judged.verdict == density_rule.CONTINUE else judged.verdict
             cost.journal_change(core, row, judged, claim.worker, now)
         cas_update(core, row, claim, now, **fields, **beat)
-        payload: dict[str, Any] = {"lease_until": until}
+        payload: JsonObject = {"lease_until": until}
         if units_done is not None:
             payload["units_done"] = units_done
         if units_total is not None:
@@ -186,7 +201,7 @@ def _step_lease(row: NodeRecord, claim: Claim, now: float, until: float, max_ste
 
 
 def _stopped(core: LedgerCore, claim: Claim, row: NodeRecord, judged: density_rule.Judgement, now: float,
-             beat: Mapping[str, Any]) -> Pulse:
+             beat: Mapping[str, object]) -> Pulse:
     """A heartbeat showing a cost density over 3 × the limit: the ledger stops the node (store/ledger/cost.py)."""
     task = core.task_record(claim.task_id, lock="update")  # the task row first (lock order): the task may fail
     keep = {k: v for k, v in beat.items() if k in ("tokens_used", "units_done", "units_total", "heartbeat_at")}
@@ -204,7 +219,7 @@ def _stopped(core: LedgerCore, claim: Claim, row: NodeRecord, judged: density_ru
 
 
 # ---------------------------------------------------------------------- commit
-def prepare_commit(output: Any, artifact: tuple[str, bytes] | None) -> tuple[str, bytes, str] | None:
+def prepare_commit(output: object, artifact: tuple[str, bytes] | None) -> tuple[str, bytes, str] | None:
     """Check a commit's payload before any transaction; returns (name, bytes, sha256) or None."""
     out_text = dumps(output)
     if len(out_text.encode("utf-8")) > OUTPUT_CAP:
@@ -220,7 +235,7 @@ def prepare_commit(output: Any, artifact: tuple[str, bytes] | None) -> tuple[str
 
 
 @retry_write
-def commit(core: LedgerCore, claim: Claim, *, output: Any, output_ref: str | None, tokens: float | None,
+def commit(core: LedgerCore, claim: Claim, *, output: object, output_ref: str | None, tokens: float | None,
            artifact: tuple[str, bytes] | None, units_done: float | None, next_nodes: Sequence[NodeSpec],
            repair: bool, summary: str | None, repair_from: Sequence[str] = ()) -> int:
     """Record the step's result atomically (see ``Ledger.commit``). Returns the event id."""
@@ -232,7 +247,7 @@ def commit(core: LedgerCore, claim: Claim, *, output: Any, output_ref: str | Non
 
 
 @retry_write
-def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, Mapping[str, Any]]]) -> list[int | WardenError]:
+def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, CommitArgs]]) -> list[int | WardenError]:
     """Several steps' commits in ONE write transaction (see ``Ledger.commit_many``)."""
     now = core.now()
     prepared = []
@@ -255,7 +270,7 @@ def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, Mapping[str, An
     return results
 
 
-def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_ref: str | None,
+def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output_ref: str | None,
               tokens: float | None, art: tuple[str, bytes, str] | None, units_done: float | None,
               next_nodes: Sequence[NodeSpec], repair: bool, summary: str | None,
               repair_from: Sequence[str] = ()) -> int:
@@ -270,7 +285,7 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     discard = row.removed_in is not None and row.removed_mode == "discard"  # a replan removed it (mind/replan.py)
     t = _add_tokens(core, claim, tokens)
     wall = now - (row.claimed_at or now)
-    fields: dict[str, Any] = dict(
+    fields: dict[str, object] = dict(
         status="abandoned" if discard else "succeeded", output=output, output_ref=output_ref, output_digest=digest_json(output),
         lease_owner=row.lease_owner, lease_token=None, lease_until=None, finished_at=now,
         wall_used_s=Inc(wall), version=Inc(1), error=None, failure_class=None, repair=None,
@@ -284,7 +299,7 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: Any, output_re
     if units_done is not None:
         fields["units_done"] = float(units_done)
     cas_update(core, row, claim, now, **fields)
-    payload: dict[str, Any] = {"attempt": claim.attempt, "output_digest": digest_json(output),
+    payload: JsonObject = {"attempt": claim.attempt, "output_digest": digest_json(output),
                                "wall_s": round(wall, 3)}
     if output_ref:
         payload["output_ref"] = output_ref
@@ -370,7 +385,7 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
         limit = row.max_claims if row.max_claims is not None else task.max_claims
         exhausted = limit is not None and row.claim_count >= limit
         removed = row.removed_in is not None  # a replan removed it while it ran: no retry (mind/replan.py)
-        common: dict[str, Any] = dict(lease_token=None, lease_until=None, error=str(error),
+        common: dict[str, object] = dict(lease_token=None, lease_until=None, error=str(error),
                                       failure_class=failure_class, wall_used_s=Inc(wall), version=Inc(1))
         if t:
             common["tokens_used"] = Inc(t)
@@ -410,8 +425,8 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
 
 # ---------------------------------------------------------------------- handoff
 @retry_write
-def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, options: Sequence[Mapping[str, Any]],
-                  recommendation: str | None, context: Mapping[str, Any] | None, tokens: float | None) -> str:
+def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, options: Sequence[JsonMapping],
+                  recommendation: str | None, context: JsonMapping | None, tokens: float | None) -> str:
     """Open a needs_human handoff; the node becomes blocked. Returns the handoff id."""
     if kind not in HANDOFF_KINDS:
         raise Refused(f"unknown handoff kind {kind!r}: one of {', '.join(HANDOFF_KINDS)}")
@@ -436,7 +451,7 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
         wall = now - (row.claimed_at or now)
-        fields: dict[str, Any] = dict(status="blocked", lease_token=None, lease_until=None,
+        fields: dict[str, object] = dict(status="blocked", lease_token=None, lease_until=None,
                                       wall_used_s=Inc(wall), version=Inc(1))
         if t:
             fields["tokens_used"] = Inc(t)
@@ -465,7 +480,7 @@ def _effect(core: LedgerCore, task_id: str, effect_key: str) -> _Effect | None:
 
 
 @retry_write
-def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: Any,
+def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: object,
                   compensation: str | None) -> None:
     """Log an intended side effect (idempotent on ``effect_key`` within the task)."""
     if not effect_key:
@@ -496,7 +511,7 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
         if existing is None:
             raise Refused(f"effect {effect_key!r} was never intended: call intend_effect first")
         if existing.status != "confirmed":
-            fields: dict[str, Any] = dict(status="confirmed", external_id=external_id, confirmed_at=now)
+            fields: dict[str, object] = dict(status="confirmed", external_id=external_id, confirmed_at=now)
             if compensation is not None:
                 fields["compensation"] = compensation
             core.bind(Effect.update(**fields).where(Effect.id == existing.id)).execute()

@@ -16,9 +16,10 @@ when a write is refused, inside the refused write's transaction (which is rolled
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, NamedTuple
+from typing import NamedTuple
 
 from .. import sql
+from ..jsontypes import JsonMapping, JsonObject, JsonValue
 from ..text import safe_line
 from ..tables import NodeRecord
 from ..views import Claim
@@ -43,17 +44,19 @@ def reason(core: LedgerCore, row: NodeRecord, claim: Claim, task_status: str | N
     return _fallback(row, claim, task_status, now)
 
 
-def _payload(value: Any) -> dict[str, Any]:
+def _payload(value: JsonValue) -> JsonObject:
     if isinstance(value, dict):
         return value
+    if not isinstance(value, str) or not value:
+        return {}
     try:
-        out = json.loads(value or "{}")
-    except (TypeError, ValueError):
+        out = json.loads(value)
+    except ValueError:
         return {}
     return out if isinstance(out, dict) else {}
 
 
-def _names(payload: Mapping[str, Any], key: str) -> bool:
+def _names(payload: JsonMapping, key: str) -> bool:
     """Does an operator event's payload name the node ``key`` (its changes or revoked leases)?"""
     nodes = payload.get("nodes")
     if isinstance(nodes, (list, tuple)) and key in nodes:
@@ -69,7 +72,7 @@ class _Event(NamedTuple):
     layer: str
     kind: str
     actor: str
-    payload: Any
+    payload: JsonValue
 
 
 def _first_cause(core: LedgerCore, claim: Claim, since: int) -> str | None:

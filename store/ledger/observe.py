@@ -32,11 +32,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple
+from typing import Collection, Mapping, NamedTuple
+
+import peewee as pw
 
 from .. import novelty, sql
 from ..concepts import fractions
 from ..errors import InvalidValue
+from ..jsontypes import JsonObject
 from ..tables import NodeRecord
 from .core import LedgerCore
 
@@ -51,7 +54,7 @@ LONG_DECAY = 0.97  # per heartbeat: a long gap seen long ago weighs less and les
 FLAG_PROGRESS = 1
 FLAG_PARKED = 2
 
-ATTEMPT_RESET: Mapping[str, Any] = {"beat_interval_s": None, "units_at": None, "wait_on": None, "wait_since": None,
+ATTEMPT_RESET: Mapping[str, object] = {"beat_interval_s": None, "units_at": None, "wait_on": None, "wait_since": None,
                                     "wait_until": None, "progress_at": None, "beat_gaps": None, "beat_long_s": None,
                                     "paused_s": None}
 
@@ -153,10 +156,10 @@ def long_gap(gaps: list[float], previous: float | None) -> float | None:
 
 
 def beat_fields(row: NodeRecord, now: float, units_done: float | None, wait: tuple[str, float] | None,
-                new_units: int | None, text_progress: bool = False) -> dict[str, Any]:
+                new_units: int | None, text_progress: bool = False) -> dict[str, object]:
     """The node columns this heartbeat moves (interval, rhythm, units_at, progress_at, wait), from
     the row before it."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     prev = row.heartbeat_at
     interval = row.beat_interval_s
     # the gap from the claim to the first heartbeat says nothing about the agent's rhythm
@@ -193,11 +196,11 @@ def beat_fields(row: NodeRecord, now: float, units_done: float | None, wait: tup
 PAYLOAD_COLUMNS = ("beat_interval_s", "units_at", "progress_at", "beat_long_s")
 
 
-def beat_payload(row: NodeRecord, fields: Mapping[str, Any]) -> dict[str, Any]:
+def beat_payload(row: NodeRecord, fields: Mapping[str, object]) -> JsonObject:
     """What the heartbeat event carries of these figures, so a reader (the console's
     ``TaskAnalysis``) can follow the node without re-reading it."""
     merged = {k: fields.get(k, getattr(row, k)) for k in ATTEMPT_RESET}
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for col in PAYLOAD_COLUMNS:
         if merged[col] is not None:
             out[col] = merged[col]
@@ -206,10 +209,10 @@ def beat_payload(row: NodeRecord, fields: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def report_payload(report: Report) -> dict[str, Any]:
+def report_payload(report: Report) -> JsonObject:
     """What the heartbeat event says of the report (the console's analysis reads it)."""
     v, p = report.verdict, report.prepared
-    out: dict[str, Any] = {"new_units": v.new_units, "digest": v.digest, "lines": p.examined}
+    out: JsonObject = {"new_units": v.new_units, "digest": v.digest, "lines": p.examined}
     if p.action is not None:
         out.update(action_key=p.action, action=novelty.excerpt(report.action))
     if report.result is not None:
@@ -237,7 +240,8 @@ class _Clocks(NamedTuple):
     paused_s: float | None
 
 
-def pause_clocks(db: Any, task_id: str, parked_at: float | None, now: float, keys: Any = None) -> None:
+def pause_clocks(db: pw.Database, task_id: str, parked_at: float | None, now: float,
+                 keys: Collection[str] | None = None) -> None:
     """A park of the task since ``parked_at`` ends now: for each node still running under it,
     the parked part of its lease, its silence and its declared wait does not count. Each clock
     moves on by the time it ran under the park: ``lease_until`` and ``heartbeat_at`` by ``now -
@@ -254,7 +258,7 @@ def pause_clocks(db: Any, task_id: str, parked_at: float | None, now: float, key
         if r.lease_until <= parked_at or start >= now:
             continue  # its lease had ended before the park: not this park's doing
         last = max(start, r.heartbeat_at or start)
-        fields: dict[str, Any] = {"lease_until": r.lease_until + (now - last),
+        fields: dict[str, object] = {"lease_until": r.lease_until + (now - last),
                                   "paused_s": (r.paused_s or 0.0) + now - start}
         if r.heartbeat_at is not None:
             fields["heartbeat_at"] = r.heartbeat_at + (now - last)

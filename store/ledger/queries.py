@@ -8,7 +8,7 @@ seconds and hundreds of megabytes.
 
 from __future__ import annotations
 
-from typing import Any, Generator, Iterator, NamedTuple, Sequence
+from typing import Final, Generator, Iterator, NamedTuple, Sequence
 
 from .. import sql
 from ..db import read_tx
@@ -75,13 +75,14 @@ def graph(core: LedgerCore, task_id: str) -> GraphView:
     """The task and all its nodes in topological order, each with its dependency keys."""
     with read_tx(core.db):
         the_task = task(core, task_id)
-        node_rows = sql.fetch_all(core.db, f"SELECT {rows.NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? "
-                                           "ORDER BY position", [task_id])
+        make = tuple.__new__
+        node_rows = [make(rows.NodeViewRow, r) for r in sql.fetch_all(
+            core.db, f"SELECT {rows.NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? ORDER BY position", [task_id])]
         deps = _deps_by_id(core, task_id)
-    key_of = {r[0]: r[2] for r in node_rows}
-    cache: dict[str, Any] = {}
+    key_of = {r.id: r.key for r in node_rows}
+    cache: dict[str, object] = {}
     return GraphView(task=the_task, nodes=tuple(
-        rows.node_view(r, tuple(key_of[x] for x in deps[r[0]]) if r[0] in deps else (), cache) for r in node_rows))
+        rows.node_view(r, tuple(key_of[x] for x in deps[r.id]) if r.id in deps else (), cache) for r in node_rows))
 
 
 def _deps_by_id(core: LedgerCore, task_id: str, dst_ids: Sequence[int] | None = None) -> dict[int, list[int]]:
@@ -99,19 +100,21 @@ def _deps_by_id(core: LedgerCore, task_id: str, dst_ids: Sequence[int] | None = 
 
 def nodes(core: LedgerCore, task_id: str, keys: Sequence[str]) -> list[NodeView]:
     """Just these nodes (for applying a feed delta), in topological order; unknown keys skipped."""
-    found: list[tuple[Any, ...]] = []
+    found: list[rows.NodeViewRow] = []
+    make = tuple.__new__
     with read_tx(core.db):
         for chunk in sql.chunks(list(dict.fromkeys(keys))):
-            found.extend(sql.fetch_all(core.db, f"SELECT {rows.NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? "
-                                                f"AND key IN ({sql.marks(len(chunk))})", [task_id, *chunk]))
-        deps = _deps_by_id(core, task_id, [r[0] for r in found])
+            found.extend(make(rows.NodeViewRow, r) for r in sql.fetch_all(
+                core.db, f"SELECT {rows.NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? "
+                         f"AND key IN ({sql.marks(len(chunk))})", [task_id, *chunk]))
+        deps = _deps_by_id(core, task_id, [r.id for r in found])
         src_ids = list({x for v in deps.values() for x in v})
         keys_of: dict[int, str] = {}
-        for chunk in sql.chunks(src_ids):
-            keys_of.update(sql.fetch_all(core.db, f"SELECT id, key FROM node WHERE id IN ({sql.marks(len(chunk))})",
-                                         chunk))
-    found.sort(key=lambda r: r[rows.NODE_VIEW_POSITION])
-    return [rows.node_view(r, tuple(keys_of[x] for x in deps.get(r[0], ()))) for r in found]
+        for ids in sql.chunks(src_ids):
+            keys_of.update(sql.fetch_all(core.db, f"SELECT id, key FROM node WHERE id IN ({sql.marks(len(ids))})",
+                                         ids))
+    found.sort(key=lambda r: r.position)
+    return [rows.node_view(r, tuple(keys_of[x] for x in deps.get(r.id, ()))) for r in found]
 
 
 def node(core: LedgerCore, task_id: str, key: str) -> NodeView:
@@ -158,7 +161,7 @@ def graph_pages(core: LedgerCore, task_id: str, *, first: int = GRAPH_FIRST_PAGE
         yield from graph_pages(core, task_id, first=first, page=page, order="position")
 
 
-def _graph_start(core: LedgerCore, task_id: str, order: str) -> tuple[int, TaskView, Any]:
+def _graph_start(core: LedgerCore, task_id: str, order: str) -> tuple[int, TaskView, rows.NodeRowCursor]:
     at = last_event_id(core)
     the_task = task(core, task_id)
     cur = sql.execute(core.db, rows.NODE_ROW_SELECT + f" WHERE task_id = ? ORDER BY {order}", [task_id])
@@ -166,10 +169,10 @@ def _graph_start(core: LedgerCore, task_id: str, order: str) -> tuple[int, TaskV
 
 
 def _graph_pages(core: LedgerCore, task_id: str, first: int, page: int, order: str,
-                 started: tuple[int, TaskView, Any] | None = None) -> Generator[GraphPage, None, bool]:
+                 started: tuple[int, TaskView, rows.NodeRowCursor] | None = None) -> Generator[GraphPage, None, bool]:
     """The pages (see :func:`graph_pages`); returns False when ids and positions disagreed."""
     db = core.db
-    pos = rows.NODE_ROW_POSITION
+    pos: Final = rows.NODE_ROW_POSITION
     words: dict[str, str] = {}  # one string object per kind / status, not one per row
     at, the_task, cur = started or _graph_start(core, task_id, order)
     total = sum(the_task.counts.values())
@@ -269,7 +272,7 @@ def effects(core: LedgerCore, task_id: str) -> list[EffectView]:
 def handoffs(core: LedgerCore, *, status: str | None, task_id: str | None) -> list[HandoffView]:
     """Handoffs, oldest first."""
     where: list[str] = []
-    params: list[Any] = []
+    params: list[object] = []
     if status is not None:
         where.append("h.status = ?")
         params.append(status)

@@ -22,11 +22,12 @@ itself is not refused: its verdict is a fact, recorded.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from .. import sql
 from ..clock import iso
 from ..errors import Refused
+from ..jsontypes import JsonObject
 from ..models import Task
 from ..sql import Inc
 from ..tables import NodeRecord, TaskRecord
@@ -83,21 +84,21 @@ def _ancestor_keys(core: LedgerCore, node_id: int) -> set[str]:
                  "SELECT n.key FROM node n JOIN up ON n.id = up.id WHERE n.id <> ?", [param, node_id])}
 
 
-def record(task: TaskRecord, row: NodeRecord, output: Any, now: float) -> dict[str, Any]:
+def record(task: TaskRecord, row: NodeRecord, output: object, now: float) -> JsonObject:
     """What the reruns of a repair round are handed (``Claim.inputs["repair"]``)."""
     return {"round": int(task.repair_count) + 1, "of": int(task.max_repairs), "by": row.key,
             "verdict": output, "at": iso(now), "at_ts": now}
 
 
 # ---------------------------------------------------------------------- in place
-def in_place_fields(task: TaskRecord, row: NodeRecord, output: Any, now: float) -> dict[str, Any]:
+def in_place_fields(task: TaskRecord, row: NodeRecord, output: object, now: float) -> dict[str, object]:
     """The committing node's update: pending again, its verdict kept as output."""
     return dict(status="pending", lease_token=None, lease_until=None, finished_at=None, next_retry_at=None,
                 claim_count=0, step_deadline=None, density=None, repair=record(task, row, output, now))
 
 
-def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, output: Any,
-             repair_from: Sequence[str], payload: dict[str, Any], now: float) -> int:
+def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, output: object,
+             repair_from: Sequence[str], payload: JsonObject, now: float) -> int:
     """Send the round back (see the module docstring); returns the journal event id."""
     task_id, key = task.task_id, row.key
     starts = list(repair_from) or [k for (k,) in sql.fetch_all(
@@ -174,7 +175,7 @@ def rewire(core: LedgerCore, task_id: str, row: NodeRecord, next_nodes: Sequence
 
 
 # ---------------------------------------------------------------------- the budget spent
-def exhausted_fields(task: TaskRecord, now: float) -> dict[str, Any]:
+def exhausted_fields(task: TaskRecord, now: float) -> dict[str, object]:
     """The committing node's update when the repair budget is spent: failed, verdict kept."""
     return dict(status="failed", failure_class="conclusion", lease_token=None, lease_until=None, finished_at=now,
                 step_deadline=None, density=None,
@@ -183,7 +184,7 @@ def exhausted_fields(task: TaskRecord, now: float) -> dict[str, Any]:
 
 
 def exhaust(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str,
-            payload: dict[str, Any], now: float) -> int:
+            payload: JsonObject, now: float) -> int:
     """Journal the refused round and mark the task failed; returns the node's event id."""
     task_id, key = task.task_id, row.key
     payload.update(repair_refused=True, repair_count=task.repair_count, max_repairs=task.max_repairs,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import sys
 from dataclasses import fields as dataclass_fields
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Final, Mapping, NamedTuple, Protocol, Sequence, TypeAlias
 
 from .. import budget, sql
+from ..jsontypes import JsonArray, JsonObject, JsonValue
 from ..sql import json_value
 from ..mind.views import MindState
 from ..tables import TaskRecord
@@ -62,20 +63,69 @@ def task_view(r: TaskRecord, now: float, counts: Mapping[str, int], handoffs_ope
 
 
 # ---------------------------------------------------------------------- the whole node
+class NodeViewRow(NamedTuple):
+    """A node row as read for a NodeView (``NODE_VIEW_COLUMNS``), its JSON columns still as stored
+    (``json_value`` decodes them, sharing one copy of a repeated text); made from the database
+    row by ``tuple.__new__`` (C code: a graph reads up to 100k of them)."""
+
+    id: int
+    task_id: str
+    key: str
+    kind: str
+    title: str
+    status: str
+    lease_token: str | None
+    position: int
+    preconditions: JsonValue
+    input_digest: str | None
+    output: JsonValue
+    output_ref: str | None
+    output_digest: str | None
+    attempt: int
+    retryable: bool | int
+    failure_class: str | None
+    error: str | None
+    est_tokens: int | None
+    est_wall_s: float | None
+    always_admit: bool | int
+    max_claims: int | None
+    tokens_used: int
+    wall_used_s: float
+    units_done: float | None
+    units_total: float | None
+    lease_owner: str | None
+    lease_until: float | None
+    heartbeat_at: float | None
+    claimed_at: float | None
+    claim_count: int
+    next_retry_at: float | None
+    rejections: JsonValue
+    parked_at: float | None
+    park_reason: str | None
+    park_until: float | None
+    wake_on: str | None
+    started_at: float | None
+    finished_at: float | None
+    version: int
+    beat_interval_s: float | None
+    units_at: float | None
+    wait_on: str | None
+    wait_since: float | None
+    wait_until: float | None
+    progress_at: float | None
+    beat_long_s: float | None
+    paused_s: float | None
+    serves: JsonValue
+    removed_in: int | None
+    removed_mode: str | None
+
+
 # Column order of the raw node reads; node_view turns one such row into a NodeView.
-NODE_VIEW_COLUMNS = (
-    "id, task_id, key, kind, title, status, lease_token, position, preconditions, input_digest, output, "
-    "output_ref, output_digest, attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, "
-    "max_claims, tokens_used, wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, "
-    "claimed_at, claim_count, next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, "
-    "finished_at, version, beat_interval_s, units_at, wait_on, wait_since, wait_until, progress_at, beat_long_s, "
-    "paused_s, serves, removed_in, removed_mode"
-)
-NODE_VIEW_POSITION = 7  # index of ``position`` in a NODE_VIEW_COLUMNS row
+NODE_VIEW_COLUMNS = ", ".join(NodeViewRow._fields)
 _NODE_VIEW_FIELDS = tuple(f.name for f in dataclass_fields(NodeView))
 
 
-def node_view(r: Sequence[Any], deps: tuple[str, ...], cache: dict[str, Any] | None = None) -> NodeView:
+def node_view(r: NodeViewRow, deps: tuple[str, ...], cache: dict[str, object] | None = None) -> NodeView:
     """A NODE_VIEW_COLUMNS row and its dependency keys → NodeView (``cache``: see ``json_value``)."""
     (id_, task_id, key, kind, title, status, token, position, pre, input_digest, output, output_ref, output_digest,
      attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, max_claims, tokens_used,
@@ -95,7 +145,7 @@ def node_view(r: Sequence[Any], deps: tuple[str, ...], cache: dict[str, Any] | N
     ))
 
 
-def _fast_node_view(values: tuple[Any, ...]) -> NodeView:
+def _fast_node_view(values: tuple[object, ...]) -> NodeView:
     """Build a NodeView without its generated ``__init__``: a frozen dataclass sets each of its 39
     fields through ``object.__setattr__``, which made reading a 100k-node graph take seconds. The
     result is an ordinary, equal, frozen NodeView (it has no ``__post_init__`` or defaults to run)."""
@@ -112,12 +162,20 @@ _NODE_ROW_SQL = {
     "lease_until": "CASE WHEN lease_token IS NOT NULL THEN lease_until END",
 }
 NODE_ROW_SELECT = "SELECT " + ", ".join(_NODE_ROW_SQL.get(f, f) for f in NodeRow._fields[:-1]) + " FROM node"
-NODE_ROW_POSITION = NodeRow._fields.index("position")
+NODE_ROW_POSITION: Final = 5
 _KIND, _STATUS = NodeRow._fields.index("kind"), NodeRow._fields.index("status")
-assert (_KIND, _STATUS) == (2, 4)
+assert (_KIND, _STATUS, NodeRow._fields.index("position")) == (2, 4, NODE_ROW_POSITION)
+RawNodeRow: TypeAlias = "tuple[int, str, str, str, str, int, *tuple[object, ...]]"
+"""A NODE_ROW_SELECT row as the database gives it: NodeRow's fields but ``deps``."""
 
 
-def node_rows(rows: Sequence[tuple[Any, ...]], deps: Mapping[int, list[str]], words: dict[str, str]) -> tuple[NodeRow, ...]:
+class NodeRowCursor(Protocol):
+    """A cursor over NODE_ROW_SELECT (a graph read page by page)."""
+
+    def fetchmany(self, size: int) -> list[RawNodeRow]: ...
+
+
+def node_rows(rows: Sequence[RawNodeRow], deps: Mapping[int, list[str]], words: dict[str, str]) -> tuple[NodeRow, ...]:
     """NODE_ROW_SELECT rows and their dependency keys by node id → NodeRows, built by C code
     (``tuple.__new__``); ``words`` keeps one string object per kind and status, not one per row."""
     make = tuple.__new__
@@ -139,7 +197,7 @@ class EventRecord(NamedTuple):
     kind: str
     actor: str
     summary: str
-    payload: Any
+    payload: JsonObject | None
 
 
 EVENT_SELECT = f"SELECT {sql.columns(EventRecord)} FROM event"
@@ -182,8 +240,8 @@ class HandoffRecord(NamedTuple):
     node_key: str
     kind: str
     question: str
-    context: Any
-    options: Any
+    context: JsonObject | None
+    options: JsonArray | None
     recommendation: str | None
     status: str
     opened_at: float
@@ -256,7 +314,7 @@ class ActionRecord(NamedTuple):
     task_id: str | None
     target: str
     reason: str
-    plan: Any
+    plan: JsonObject | None
     result: str
     refused_why: str | None
     revision_before: int | None

@@ -22,11 +22,12 @@ failed and writes nothing. Reads never judge (``warden status`` shows the ``orph
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from .. import sql
 from ..clock import iso
 from ..db import retry_write, write_tx
+from ..jsontypes import JsonMapping, JsonObject
 from ..models import Handoff
 from ..sql import Inc
 from ..tables import NodeRecord
@@ -50,7 +51,7 @@ FAILURE_CLASS = "irreversible_write"
 JUDGE_LIMIT = 1000  # expired nodes one check_expired judges at most (it runs again on the next check)
 
 
-def unconfirmed_effects(core: LedgerCore, node_id: int) -> list[dict[str, Any]]:
+def unconfirmed_effects(core: LedgerCore, node_id: int) -> list[JsonObject]:
     """The node's effects intended and never confirmed, oldest first."""
     return [{"effect_key": k, "intended_at": iso(at), "attempt": attempt, "payload_digest": digest}
             for k, at, attempt, digest in sql.fetch_all(
@@ -67,7 +68,7 @@ def unsafe_to_reclaim(core: LedgerCore, row: NodeRecord) -> bool:
                       [row.id]) is not None
 
 
-def advice(retryable: bool, effects: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def advice(retryable: bool, effects: Sequence[JsonMapping]) -> dict[str, str]:
     """What recovery advises for an expired unsafe node (agrees with ``store.recovery.advise``)."""
     if effects:
         rec, reason = ADVICE_UNCONFIRMED
@@ -153,7 +154,7 @@ def expired_unsafe(core: LedgerCore, task_ids: Sequence[str] | None, now: float)
                  "e.status = 'intended')) ORDER BY n.task_id, n.position LIMIT ?", [now, *params, JUDGE_LIMIT])]
 
 
-def check_expired(core: LedgerCore, task_ids: Sequence[str] | None, actor: str) -> list[dict[str, Any]]:
+def check_expired(core: LedgerCore, task_ids: Sequence[str] | None, actor: str) -> list[JsonObject]:
     """Judge every expired node whose work cannot safely run twice (see the module docstring);
     returns what was judged now: ``{"task_id", "node", "handoff", "why"}`` each."""
     if core.read_only:

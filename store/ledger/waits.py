@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable, TypeVar
+from typing import Callable, Literal, TypeVar
 
 from ..clock import iso
 from ..errors import Refused
+from ..jsontypes import JsonObject
 from ..views import HandoffView
 from ..wakeups import FALLBACK_POLL_S, Wakeups
 from . import queries
@@ -23,7 +24,7 @@ from .core import LedgerCore
 _T = TypeVar("_T")
 
 
-def resolution(h: HandoffView) -> dict[str, Any]:
+def resolution(h: HandoffView) -> JsonObject:
     """A handoff's outcome as agents see it (also ``Claim.inputs["resolution"]``): ``handoff``,
     ``status`` (resolved | withdrawn | expired), ``kind``, ``question``, ``option``, ``answer``,
     ``by``, ``at`` (ISO-8601 UTC) and ``at_ts`` (epoch seconds)."""
@@ -35,7 +36,7 @@ def resolution(h: HandoffView) -> dict[str, Any]:
 
 
 def wait_for_resolution(core: LedgerCore, handoff_id: str, timeout: float | None,
-                        fallback_poll_s: float = FALLBACK_POLL_S) -> dict[str, Any] | None:
+                        fallback_poll_s: float = FALLBACK_POLL_S) -> JsonObject | None:
     """The handoff's :func:`resolution` once it is no longer open; None when ``timeout`` seconds
     pass first (None: wait for as long as it takes). Unknown id: NotFound."""
     if timeout is not None and timeout < 0:
@@ -54,7 +55,7 @@ def wait_for_resolution(core: LedgerCore, handoff_id: str, timeout: float | None
     return wait_until(core, lambda: _settled(core, handoff_id), timeout, fallback_poll_s)
 
 
-def _settled(core: LedgerCore, handoff_id: str) -> dict[str, Any] | None:
+def _settled(core: LedgerCore, handoff_id: str) -> JsonObject | None:
     h = queries.handoff(core, handoff_id)
     return None if h.status == "open" else resolution(h)
 
@@ -89,8 +90,9 @@ async def _wait(wake: Wakeups, check: Callable[[], _T | None], timeout: float | 
     nxt: asyncio.Future[str] = asyncio.ensure_future(it.__anext__())
     try:
         # Until the source is in place a change could go unnoticed: wait for it (or a wake-up).
-        ready: asyncio.Future[Any] = asyncio.ensure_future(watching.wait())
-        await asyncio.wait({ready, nxt}, timeout=_left(deadline), return_when=asyncio.FIRST_COMPLETED)
+        ready = asyncio.ensure_future(watching.wait())
+        first: set[asyncio.Future[str] | asyncio.Future[Literal[True]]] = {ready, nxt}
+        await asyncio.wait(first, timeout=_left(deadline), return_when=asyncio.FIRST_COMPLETED)
         ready.cancel()
         while True:
             got = check()

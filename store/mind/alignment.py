@@ -23,10 +23,11 @@ finding (origin ``alignment``) in the task's conclusions.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping, NamedTuple
+from typing import Mapping, NamedTuple
 
 from .. import sql
 from ..errors import Refused
+from ..jsontypes import JsonObject
 from ..ledger.build import add_nodes_tx
 from ..ledger.core import LedgerCore
 from ..models import Handoff, dumps
@@ -59,7 +60,7 @@ def due(state: MindState) -> bool:
             and state.since_check >= state.alignment_every)
 
 
-def material(core: LedgerCore, task_id: str, state: MindState, since: float | None) -> dict[str, Any]:
+def material(core: LedgerCore, task_id: str, state: MindState, since: float | None) -> JsonObject:
     """What a check shows its answerer: the requirements, the plan ahead, the work done since the
     last check (bounded: ``LISTED`` keys each, with totals)."""
     reqs = [{"id": r, "text": t} for r, t in sql.fetch_all(
@@ -124,26 +125,24 @@ def open_check(core: LedgerCore, task: TaskRecord, state: MindState, now: float)
     return state
 
 
-def check_output(output: Any) -> tuple[str, str | None]:
+def check_output(output: object) -> tuple[str, str | None]:
     """An alignment node's commit output: ``{"verdict": "aligned"|"drifting", "notes": str?}``."""
-    verdict = output.get("verdict") if isinstance(output, Mapping) else None
-    if verdict not in VERDICTS:
+    if not isinstance(output, Mapping) or output.get("verdict") not in VERDICTS:
         raise Refused('an alignment check commits output={"verdict": "aligned" | "drifting", "notes": "..."}')
-    notes = output.get("notes")
+    verdict, notes = output["verdict"], output.get("notes")
     return str(verdict), (None if notes is None else str(notes)[:2000])
 
 
-def on_verdict(core: LedgerCore, task_id: str, node: CheckNode, output: Any, now: float, actor: str,
+def on_verdict(core: LedgerCore, task_id: str, node: CheckNode, output: object, now: float, actor: str,
                state: MindState) -> None:
     """Inside the write that answered a check (an agent's commit, a person's resolution): the
     verdict restarts the count, ``aligned`` ends the drift run, and it is kept as a finding."""
     verdict, notes = check_output(output)
-    fields: dict[str, Any] = {"checked_at": state.due_at if state.due_at is not None else now, "verdict": verdict}
+    new = replace(state, checked_at=state.due_at if state.due_at is not None else now, verdict=verdict)
     if state.check == node.key:
-        fields.update(check=None, due_at=None)
+        new = replace(new, check=None, due_at=None)
     if verdict == "aligned":
-        fields.update(run=0, run_since=None, run_keys=())
-    new = replace(state, **fields)
+        new = replace(new, run=0, run_since=None, run_keys=())
     sql.execute(core.db, "UPDATE task SET mind = ? WHERE task_id = ?", [dumps(new.to_json()), task_id])
     text = f"alignment check {node.key}: {verdict}" + (f" — {notes}" if notes else "")
     sql.execute(core.db, "INSERT INTO conclusion (task_id, node_id, node_key, attempt, kind, text, source, reason, "

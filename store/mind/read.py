@@ -6,7 +6,7 @@ Bounded: a requirement lists its first ``SERVING_SHOWN`` nodes, the nodes servin
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple
 
 from .. import sql
 from ..db import read_tx
@@ -30,18 +30,56 @@ SERVING_SHOWN = 50
 UNSERVING_SHOWN = 50
 ENTRIES_SHOWN = 100
 MEMORIES_SHOWN = 500
-_ENTRY = "id, task_id, node_key, attempt, kind, text, source, reason, origin, actor, at"
-_MEMORY = ("id, scope, workflow, kind, text, status, task_id, node_key, attempt, proposed_by, proposed_at, "
-           "decided_by, decided_at, decision_reason")
 
 
-def entry_view(r: tuple[Any, ...]) -> MindEntry:
-    return MindEntry(int(r[0]), r[1], r[2], int(r[3] or 0), r[4], r[5], r[6], r[7], r[8], r[9] or "", r[10])
+class EntryRow(NamedTuple):
+    """A ``conclusion`` row as the mind shows it."""
+
+    id: int
+    task_id: str
+    node_key: str | None
+    attempt: int | None
+    kind: str
+    text: str
+    source: str | None
+    reason: str | None
+    origin: str
+    actor: str | None
+    at: float
 
 
-def memory_view(r: tuple[Any, ...]) -> MemoryView:
-    return MemoryView(str(r[0]), r[1], r[2] or "", r[3], r[4], r[5], r[6], r[7], int(r[8] or 0), r[9] or "", r[10],
-                      r[11], r[12], r[13])
+class MemoryRow(NamedTuple):
+    """A ``memory`` row."""
+
+    id: int
+    scope: str
+    workflow: str | None
+    kind: str | None
+    text: str
+    status: str
+    task_id: str
+    node_key: str
+    attempt: int | None
+    proposed_by: str | None
+    proposed_at: float
+    decided_by: str | None
+    decided_at: float | None
+    decision_reason: str | None
+
+
+_ENTRY = sql.columns(EntryRow)
+_MEMORY = sql.columns(MemoryRow)
+
+
+def entry_view(r: EntryRow) -> MindEntry:
+    return MindEntry(int(r.id), r.task_id, r.node_key, int(r.attempt or 0), r.kind, r.text, r.source, r.reason,
+                     r.origin, r.actor or "", r.at)
+
+
+def memory_view(r: MemoryRow) -> MemoryView:
+    return MemoryView(str(r.id), r.scope, r.workflow or "", r.kind, r.text, r.status, r.task_id, r.node_key,
+                      int(r.attempt or 0), r.proposed_by or "", r.proposed_at, r.decided_by, r.decided_at,
+                      r.decision_reason)
 
 
 def requirements(core: LedgerCore, task_id: str) -> list[Requirement]:
@@ -64,8 +102,9 @@ def entries(core: LedgerCore, task_id: str, kind: str, limit: int = ENTRIES_SHOW
     where, params = "", [task_id, kind]
     if node is not None:
         where, params = " AND node_key = ?", [task_id, kind, node]
-    return [entry_view(r) for r in sql.fetch_all(
-        core.db, f"SELECT {_ENTRY} FROM conclusion WHERE task_id = ? AND kind = ?{where} ORDER BY id DESC LIMIT ?",
+    return [entry_view(r) for r in sql.fetch_rows(
+        core.db, EntryRow, f"SELECT {_ENTRY} FROM conclusion WHERE task_id = ? AND kind = ?{where} ORDER BY id DESC "
+                           "LIMIT ?",
         [*params, limit])]
 
 
@@ -102,8 +141,8 @@ def mind(core: LedgerCore, task_id: str) -> MindView:
         found = entries(core, task_id, "finding")
         rejected = entries(core, task_id, "rejected")
         plans = replan.versions(core, task_id)
-        mems = [memory_view(r) for r in sql.fetch_all(
-            core.db, f"SELECT {_MEMORY} FROM memory WHERE task_id = ? ORDER BY id DESC LIMIT ?",
+        mems = [memory_view(r) for r in sql.fetch_rows(
+            core.db, MemoryRow, f"SELECT {_MEMORY} FROM memory WHERE task_id = ? ORDER BY id DESC LIMIT ?",
             [task_id, MEMORIES_SHOWN])]
     return MindView(task_id=task_id, title=task.title, status=task.status, state=state,
                     constraints=tuple(task.constraints or ()), requirements=uses, unserving=tuple(unserving),
@@ -115,17 +154,17 @@ def memories(core: LedgerCore, status: str | None = None, limit: int = MEMORIES_
     """Memories across tasks, newest first (``status``: only pending, confirmed or rejected ones)."""
     where, params = ("", []) if status is None else (" WHERE status = ?", [status])
     with read_tx(core.db):
-        return [memory_view(r) for r in sql.fetch_all(
-            core.db, f"SELECT {_MEMORY} FROM memory{where} ORDER BY id DESC LIMIT ?", [*params, limit])]
+        return [memory_view(r) for r in sql.fetch_rows(
+            core.db, MemoryRow, f"SELECT {_MEMORY} FROM memory{where} ORDER BY id DESC LIMIT ?", [*params, limit])]
 
 
 def memory(core: LedgerCore, memory_id: str) -> MemoryView:
     if not str(memory_id).isdigit() or len(str(memory_id)) > 18:
         raise NotFound(f"unknown memory {memory_id!r}")
-    rows = sql.fetch_all(core.db, f"SELECT {_MEMORY} FROM memory WHERE id = ?", [int(memory_id)])
-    if not rows:
+    row = sql.fetch_row(core.db, MemoryRow, f"SELECT {_MEMORY} FROM memory WHERE id = ?", [int(memory_id)])
+    if row is None:
         raise NotFound(f"unknown memory {memory_id!r}")
-    return memory_view(rows[0])
+    return memory_view(row)
 
 
 def node_mind(core: LedgerCore, task_id: str, key: str) -> NodeMind:
@@ -139,8 +178,8 @@ def node_mind(core: LedgerCore, task_id: str, key: str) -> NodeMind:
         serves = [{"id": r, "text": reqs[r].text if r in reqs else None,
                    "status": reqs[r].status if r in reqs else "unknown"} for r in node.serves or ()]
         mem = memory_inputs(core, task, node, deps)
-        own = [entry_view(r) for r in sql.fetch_all(
-            core.db, f"SELECT {_ENTRY} FROM conclusion WHERE node_id = ? ORDER BY id DESC LIMIT ?",
+        own = [entry_view(r) for r in sql.fetch_rows(
+            core.db, EntryRow, f"SELECT {_ENTRY} FROM conclusion WHERE node_id = ? ORDER BY id DESC LIMIT ?",
             [node.id, ENTRIES_SHOWN])]
     return NodeMind(tuple(serves), mem, tuple(own), node.removed_in, node.removed_mode,
                     MindState.of(task.mind).requirements)

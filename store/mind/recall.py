@@ -24,10 +24,11 @@ made). A pending or rejected memory is never handed out.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple, Protocol, Sequence
 
 from .. import sql
 from ..clock import iso
+from ..jsontypes import JsonObject
 from ..ledger.core import LedgerCore
 from ..models import dumps
 from ..tables import NodeRecord, TaskRecord
@@ -35,15 +36,53 @@ from .alignment import KIND as ALIGNMENT, material
 from .views import MindState
 
 LIMITS = {"rejected": 20, "conclusions": 20, "memories": 10, "text_chars": 1000, "bytes": 48 * 1024}
-_ENTRY = "c.id, c.node_key, c.kind, c.text, c.reason, c.source, c.origin, c.at, c.attempt, c.actor"
 
 
-def _entry(r: tuple[Any, ...]) -> dict[str, Any]:
+class _Counted(Protocol):
+    @property
+    def total(self) -> int: ...
+
+
+class _EntryRow(NamedTuple):
+    """A conclusion handed out, with how many the statement found (``COUNT(*) OVER ()``)."""
+
+    id: int
+    node_key: str | None
+    kind: str
+    text: str
+    reason: str | None
+    source: str | None
+    origin: str
+    at: float
+    attempt: int
+    actor: str
+    total: int
+
+
+class _MemoryRow(NamedTuple):
+    """A confirmed memory handed out, with how many the statement found."""
+
+    id: int
+    text: str
+    scope: str
+    kind: str | None
+    decided_at: float | None
+    task_id: str
+    node_key: str
+    decided_by: str | None
+    total: int
+
+
+_ENTRY = sql.columns(_EntryRow, "c", {"total": "COUNT(*) OVER ()"})
+
+
+def _entry(r: _EntryRow) -> JsonObject:
     """One entry; without a source of its own, its source is the step that wrote it."""
     cut = LIMITS["text_chars"]
-    source = r[5] or (f"node {r[1]}, attempt {r[8]} ({r[9]})" if r[1] else f"task ({r[9] or r[6]})")
-    return {"id": int(r[0]), "node": r[1], "kind": r[2], "text": _cut(r[3], cut), "reason": _cut(r[4], cut),
-            "source": source, "origin": r[6], "at": iso(r[7])}
+    source = r.source or (f"node {r.node_key}, attempt {r.attempt} ({r.actor})" if r.node_key
+                          else f"task ({r.actor or r.origin})")
+    return {"id": int(r.id), "node": r.node_key, "kind": r.kind, "text": _cut(r.text, cut),
+            "reason": _cut(r.reason, cut), "source": source, "origin": r.origin, "at": iso(r.at)}
 
 
 def _cut(text: str | None, n: int) -> str | None:
@@ -51,7 +90,7 @@ def _cut(text: str | None, n: int) -> str | None:
 
 
 def memory_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord,
-                  dep_ids: list[int]) -> dict[str, Any]:
+                  dep_ids: list[int]) -> JsonObject:
     """``Claim.inputs["memory"]`` for ``node`` of ``task`` (rows), inside the claim's transaction."""
     db = core.db
     state = MindState.of(task.mind)
@@ -65,31 +104,32 @@ def memory_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord,
                         for r, t, at in sql.fetch_all(db, "SELECT rid, text, created_at FROM requirement WHERE "
                                                           "task_id = ? AND status = 'active' ORDER BY position", [tid])]
     n_rej, n_con, n_mem = LIMITS["rejected"], LIMITS["conclusions"], LIMITS["memories"]
-    rejected: list[tuple[Any, ...]] = []
+    rejected: list[_EntryRow] = []
     if sql.fetch_all(db, "SELECT 1 FROM conclusion WHERE task_id = ? AND kind = 'rejected' LIMIT 1", [tid]):
-        rejected = sql.fetch_all(
-            db, "WITH RECURSIVE up(id) AS (SELECT CAST(? AS INTEGER) UNION SELECT e.src_id FROM edge e JOIN up ON e.dst_id = up.id) "
-                f"SELECT {_ENTRY}, COUNT(*) OVER () FROM conclusion c WHERE c.task_id = ? AND c.kind = 'rejected' AND "
+        rejected = sql.fetch_rows(
+            db, _EntryRow,
+            "WITH RECURSIVE up(id) AS (SELECT CAST(? AS INTEGER) UNION SELECT e.src_id FROM edge e JOIN up ON e.dst_id = up.id) "
+                f"SELECT {_ENTRY} FROM conclusion c WHERE c.task_id = ? AND c.kind = 'rejected' AND "
                 "(c.node_id IS NULL OR c.node_id IN (SELECT id FROM up)) ORDER BY c.id DESC LIMIT ?",
             [node.id, tid, n_rej])
-    conclusions: list[tuple[Any, ...]] = []
+    conclusions: list[_EntryRow] = []
     if dep_ids:
-        conclusions = sql.fetch_all(
-            db, f"SELECT {_ENTRY}, COUNT(*) OVER () FROM conclusion c WHERE c.node_id IN ({sql.marks(len(dep_ids[:500]))}) "
+        conclusions = sql.fetch_rows(
+            db, _EntryRow, f"SELECT {_ENTRY} FROM conclusion c WHERE c.node_id IN ({sql.marks(len(dep_ids[:500]))}) "
                 "AND c.kind = 'finding' ORDER BY c.id DESC LIMIT ?", [*dep_ids[:500], n_con])
-    memories = sql.fetch_all(
-        db, "SELECT id, text, scope, kind, decided_at, task_id, node_key, decided_by, COUNT(*) OVER () FROM memory "
+    memories = sql.fetch_rows(
+        db, _MemoryRow, f"SELECT {sql.columns(_MemoryRow, '', {'total': 'COUNT(*) OVER ()'})} FROM memory "
             "WHERE status = "
             "'confirmed' AND workflow = ? AND (scope = 'workflow' OR kind = ?) ORDER BY decided_at DESC, id DESC "
             "LIMIT ?", [task.workflow or "", node.kind, n_mem])
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "constraints": constraints,
         "requirements": requirements,
         "rejected": [_entry(r) for r in rejected],
         "conclusions": [_entry(r) for r in conclusions],
-        "memories": [{"id": str(m[0]), "text": _cut(m[1], LIMITS["text_chars"]), "scope": m[2],
-                      "kind": m[3], "at": iso(m[4]),
-                      "source": f"proposed by task {m[5]} node {m[6]}, confirmed by {m[7]}"}
+        "memories": [{"id": str(m.id), "text": _cut(m.text, LIMITS["text_chars"]), "scope": m.scope,
+                      "kind": m.kind, "at": iso(m.decided_at),
+                      "source": f"proposed by task {m.task_id} node {m.node_key}, confirmed by {m.decided_by}"}
                      for m in memories],
         "alignment": ({"verdict": state.verdict, "at": iso(state.checked_at)} if state.verdict else None),
         "omitted": {"rejected": _left(rejected), "conclusions": _left(conclusions), "memories": _left(memories)},
@@ -99,12 +139,12 @@ def memory_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord,
     return out
 
 
-def _left(found: list[tuple[Any, ...]]) -> int:
+def _left(found: Sequence[_Counted]) -> int:
     """How many rows the LIMIT left out (each row carries the total, ``COUNT(*) OVER ()``)."""
-    return int(found[0][-1]) - len(found) if found else 0
+    return int(found[0].total) - len(found) if found else 0
 
 
-def _fit(out: dict[str, Any]) -> None:
+def _fit(out: JsonObject) -> None:
     """Leave out the oldest conclusions, then rejected paths, then memories until the block is at
     most ``LIMITS["bytes"]`` of JSON."""
     size = len(dumps(out).encode("utf-8"))
@@ -116,7 +156,7 @@ def _fit(out: dict[str, Any]) -> None:
             out["omitted"][part] += 1
 
 
-def alignment_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord) -> dict[str, Any] | None:
+def alignment_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord) -> JsonObject | None:
     """``Claim.inputs["alignment"]`` for a node of kind ``alignment``: the requirements, the plan
     ahead and the work done since the last check (what a person sees in the handoff)."""
     if node.kind != ALIGNMENT:

@@ -6,13 +6,15 @@ inside their transactions."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from .. import sql
 from ..errors import Refused
+from ..jsontypes import JsonObject
 from ..ledger.core import LedgerCore, sha256_hex
 from ..models import dumps
 from ..tables import NodeRecord
+from ..views import NodeSpec
 from .rules import ENTRIES_PER_NODE, ENTRY_TEXT_MAX, PENDING_PER_TASK, REASON_MAX, SOURCE_MAX
 from .views import MindState
 
@@ -25,12 +27,12 @@ def write_requirements(core: LedgerCore, task_id: str, items: Sequence[Mapping[s
                          [(task_id, r["id"], r["text"], i + 1, now) for i, r in enumerate(items)])
 
 
-def initial_mind(requirements: int, drift_after: int, alignment_every: int, alignment_by: str) -> dict[str, Any]:
+def initial_mind(requirements: int, drift_after: int, alignment_every: int, alignment_by: str) -> JsonObject:
     return MindState(requirements=requirements, drift_after=drift_after, alignment_every=alignment_every,
                      alignment_by=alignment_by).to_json()
 
 
-def check_serves(core: LedgerCore, task_id: str, specs: Sequence[Any]) -> None:
+def check_serves(core: LedgerCore, task_id: str, specs: Sequence[NodeSpec]) -> None:
     """Refuse a node that serves a requirement the task does not have (or a replan dropped)."""
     wanted = {r for s in specs for r in (getattr(s, "serves", None) or ())}
     if not wanted:

@@ -38,11 +38,12 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import replace
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 from .. import sql
 from ..db import read_tx, retry_write, write_tx
 from ..errors import NotFound, Refused
+from ..jsontypes import JsonArray, JsonMapping, JsonObject, JsonValue
 from ..ledger import pause
 from ..ledger.build import add_nodes_tx
 from ..ledger.core import NODE_COLUMNS, TASK_LOCKS, UNFINISHED_SQL, LedgerCore
@@ -53,6 +54,7 @@ from ..views import NodeSpec
 from . import record, state as mind_state
 from .views import MindState, PlanVersionView
 
+
 UNSTARTED = ("pending", "failed", "blocked", "parked")
 
 
@@ -60,13 +62,13 @@ class TaskState(NamedTuple):
     """What a replan reads of its task (under the task row's lock)."""
 
     status: str
-    mind: Any
+    mind: JsonValue
 LISTED = 50  # keys named in a journal summary or a diff's list of kept dependents
 FATE = {"wait": "finishes; result kept", "discard": "finishes; result discarded", "cancel": "cancelled"}
 
 
 def replan(core: LedgerCore, task_id: str, *, add: Sequence[NodeSpec], remove: Sequence[str],
-           reorder: Sequence[str], narrow: Mapping[str, Any] | None, trigger: str, in_flight: str, reason: str,
+           reorder: Sequence[str], narrow: JsonMapping | None, trigger: str, in_flight: str, reason: str,
            actor: str) -> PlanVersionView:
     """Change the task's plan as one new version (see the module's docstring); returns it (or the
     current version when nothing would change)."""
@@ -76,7 +78,7 @@ def replan(core: LedgerCore, task_id: str, *, add: Sequence[NodeSpec], remove: S
 
 @retry_write
 def _replan(core: LedgerCore, task_id: str, add: Sequence[NodeSpec], remove: Sequence[str], reorder: Sequence[str],
-            narrow: Mapping[str, Any] | None, trigger: str, in_flight: str, reason: str, actor: str) -> int:
+            narrow: JsonMapping | None, trigger: str, in_flight: str, reason: str, actor: str) -> int:
     """The replan's one write transaction; returns the version it made (or the current one)."""
     now = core.now()
     with write_tx(core.db):
@@ -110,7 +112,7 @@ def _replan(core: LedgerCore, task_id: str, add: Sequence[NodeSpec], remove: Seq
         kept_dependents = _dependents_kept(core, task_id, [n.id for n in removing])
         diff = {"added": added, "removed": removed, "reordered": reordered, "narrowed": narrowed,
                 "dependents_kept": kept_dependents}
-        fields: dict[str, Any] = {}
+        fields: dict[str, object] = {}
         if task.status == "failed" and added:
             fields.update(status="active", finished_at=None)
         core.bump_task(task_id, fields)
@@ -135,7 +137,7 @@ def _replan(core: LedgerCore, task_id: str, add: Sequence[NodeSpec], remove: Seq
 
 
 # ---------------------------------------------------------------------- removal
-def _removals(core: LedgerCore, task_id: str, keys: list[str], narrow: Mapping[str, Any] | None,
+def _removals(core: LedgerCore, task_id: str, keys: list[str], narrow: JsonMapping | None,
               state: MindState) -> tuple[list[NodeRecord], list[str]]:
     """The node rows the version removes (named, and those serving only dropped requirements) and
     the requirement ids it drops; refused when one cannot be."""
@@ -176,17 +178,17 @@ def _removals(core: LedgerCore, task_id: str, keys: list[str], narrow: Mapping[s
 
 
 def _remove(core: LedgerCore, task_id: str, rows: list[NodeRecord], in_flight: str, version: int,
-            now: float) -> list[dict[str, Any]]:
+            now: float) -> list[JsonObject]:
     """Abandon the removed nodes (running ones as ``in_flight`` says); returns what happened to
     the nodes in flight (running or blocked)."""
-    fates: list[dict[str, Any]] = []
+    fates: list[JsonObject] = []
     blocked: list[int] = []
     for row in rows:
         if row.status == "running" and in_flight != "cancel":
             core.update_node(row.id, {"removed_in": version, "removed_mode": in_flight})
             fates.append({"node": row.key, "was": "running", "fate": FATE[in_flight], "owner": row.lease_owner})
             continue
-        fields: dict[str, Any] = {"status": "abandoned", "finished_at": now, "lease_token": None, "lease_until": None,
+        fields: dict[str, object] = {"status": "abandoned", "finished_at": now, "lease_token": None, "lease_until": None,
                                   "next_retry_at": None, "parked_at": None, "park_reason": None, "park_until": None,
                                   "wake_on": None, "removed_in": version, "version": Inc(1)}
         core.update_node(row.id, fields)
@@ -309,7 +311,7 @@ def _names(keys: Sequence[str]) -> str:
     return ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
 
 
-def _summary(diff: Mapping[str, Any], fates: Sequence[Mapping[str, Any]]) -> str:
+def _summary(diff: JsonMapping, fates: Sequence[JsonMapping]) -> str:
     parts = []
     for label in ("added", "removed", "reordered"):
         if diff[label]:
@@ -332,8 +334,8 @@ class VersionRecord(NamedTuple):
     cause: str
     in_flight: str | None
     reason: str
-    diff: Any
-    in_flight_nodes: Any
+    diff: JsonObject | None
+    in_flight_nodes: JsonArray | None
     revision: int | None
 
 

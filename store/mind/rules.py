@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from .. import validate as v
+from ..jsontypes import JsonObject
 
 REQUIREMENTS_MAX = 64  # requirements of one task
 REQUIREMENT_TEXT_MAX = 2000  # characters of one requirement
@@ -35,7 +35,7 @@ ALIGNMENT_BY = ("human", "agent")
 VERDICTS = ("aligned", "drifting")
 
 
-def bounded(arg: str, value: Any, where: str, limit: int, *, optional: bool = False, nonblank: bool = False,
+def bounded(arg: str, value: object, where: str, limit: int, *, optional: bool = False, nonblank: bool = False,
             nul: bool = True, one_line: bool = False) -> str | None:
     """Text of at most ``limit`` characters (``one_line``: a name-like line)."""
     if value is None and optional:
@@ -49,13 +49,13 @@ def bounded(arg: str, value: Any, where: str, limit: int, *, optional: bool = Fa
     return s
 
 
-def requirement_id(arg: str, value: Any, where: str = "") -> str:
+def requirement_id(arg: str, value: object, where: str = "") -> str:
     if not isinstance(value, str) or not REQ_ID_RE.fullmatch(value):
         raise v.refuse(arg, "is not a requirement id (1-64 of A-Z a-z 0-9 . _ -)", value, where=where)
     return value
 
 
-def requirements(arg: str, value: Any, where: str = "", *, nul: bool = True) -> list[dict[str, str]]:
+def requirements(arg: str, value: object, where: str = "", *, nul: bool = True) -> list[dict[str, str]]:
     """``[{"id": "r1", "text": "..."}, ...]``: distinct ids, non-blank bounded text, at most
     :data:`REQUIREMENTS_MAX`. None is an empty list."""
     if value is None:
@@ -84,7 +84,7 @@ def requirements(arg: str, value: Any, where: str = "", *, nul: bool = True) -> 
     return out
 
 
-def serves(arg: str, value: Any, where: str = "") -> tuple[str, ...]:
+def serves(arg: str, value: object, where: str = "") -> tuple[str, ...]:
     """Requirement ids a node serves: at most :data:`SERVES_MAX`, duplicates dropped."""
     ids = v.strings(arg, value, where, each=requirement_id)
     if len(ids) > SERVES_MAX:
@@ -92,7 +92,7 @@ def serves(arg: str, value: Any, where: str = "") -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
-def keys(arg: str, value: Any, where: str = "") -> tuple[str, ...]:
+def keys(arg: str, value: object, where: str = "") -> tuple[str, ...]:
     """Node keys of a replan (remove / reorder): looked up, at most :data:`REPLAN_NODES_MAX`."""
     found = v.strings(arg, value, where, each=v.lookup)
     if len(found) > REPLAN_NODES_MAX:
@@ -100,7 +100,7 @@ def keys(arg: str, value: Any, where: str = "") -> tuple[str, ...]:
     return found
 
 
-def narrow(arg: str, value: Any, where: str = "", *, nul: bool = True) -> dict[str, Any] | None:
+def narrow(arg: str, value: object, where: str = "", *, nul: bool = True) -> JsonObject | None:
     """A replan's narrowed goal: ``{"drop": [requirement ids], "goal": "the narrower goal"}``,
     either key optional but not both missing. None: the goal is not narrowed."""
     if value is None:

@@ -5,19 +5,19 @@ it when it shows it)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..clock import iso
+from ..jsontypes import JsonObject
+from ..views import TaskView
 from .signals import signals as mind_signals
 from .views import MemoryView, MindEntry, MindState, MindView, PlanVersionView
 
 
-def entry_json(e: MindEntry) -> dict[str, Any]:
+def entry_json(e: MindEntry) -> JsonObject:
     return {"id": e.id, "node": e.node, "attempt": e.attempt, "kind": e.kind, "text": e.text, "source": e.source,
             "reason": e.reason, "origin": e.origin, "actor": e.actor, "at": iso(e.at)}
 
 
-def plan_json(p: PlanVersionView) -> dict[str, Any]:
+def plan_json(p: PlanVersionView) -> JsonObject:
     return {"version": p.version, "at": iso(p.at), "actor": p.actor, "trigger": p.trigger,
             "in_flight": p.in_flight, "reason": p.reason, "added": list(p.added), "removed": list(p.removed),
             "reordered": list(p.reordered), "narrowed": dict(p.narrowed) if p.narrowed else None,
@@ -25,14 +25,14 @@ def plan_json(p: PlanVersionView) -> dict[str, Any]:
             "revision": p.revision}
 
 
-def memory_json(m: MemoryView) -> dict[str, Any]:
+def memory_json(m: MemoryView) -> JsonObject:
     return {"id": m.id, "scope": m.scope, "workflow": m.workflow, "kind": m.kind, "text": m.text,
             "status": m.status, "task_id": m.task_id, "node": m.node, "attempt": m.attempt,
             "proposed_by": m.proposed_by, "proposed_at": iso(m.proposed_at), "decided_by": m.decided_by,
             "decided_at": iso(m.decided_at), "reason": m.decision_reason}
 
 
-def state_json(s: MindState) -> dict[str, Any]:
+def state_json(s: MindState) -> JsonObject:
     """The mind's counters (also under ``"mind"`` in ``warden status`` / ``graph`` task JSON)."""
     return {"requirements": s.requirements, "plan_version": s.plan_version,
             "drift": {"after": s.drift_after, "run": s.run, "since": iso(s.run_since), "nodes": list(s.run_keys)},
@@ -40,7 +40,7 @@ def state_json(s: MindState) -> dict[str, Any]:
                           "last": iso(s.checked_at), "verdict": s.verdict, "open": s.check, "asked": iso(s.due_at)}}
 
 
-def mind_json(m: MindView, task: Any, now: float) -> dict[str, Any]:
+def mind_json(m: MindView, task: TaskView, now: float) -> JsonObject:
     """``warden mind TASK --json``; ``task`` is the TaskView (for the drift and alignment signals)."""
     sigs = [{"kind": k, "task_id": t, "node": n, "since": iso(since), "severity": sev, "evidence": ev}
             for k, t, n, since, sev, ev in mind_signals(task, now)]
@@ -61,9 +61,9 @@ def mind_json(m: MindView, task: Any, now: float) -> dict[str, Any]:
     }
 
 
-def plans_json(task_id: str, plans: list[PlanVersionView]) -> dict[str, Any]:
+def plans_json(task_id: str, plans: list[PlanVersionView]) -> JsonObject:
     return {"task_id": task_id, "current": plans[-1].version if plans else 1, "versions": [plan_json(p) for p in plans]}
 
 
-def memories_json(found: list[MemoryView]) -> dict[str, Any]:
+def memories_json(found: list[MemoryView]) -> JsonObject:
     return {"memories": [memory_json(m) for m in found]}

@@ -16,16 +16,15 @@ the task is active or parked. Returned as plain tuples in ``Signal``'s field ord
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..clock import duration_text, iso
+from ..views import TaskView
 
 SignalTuple = tuple[str, str, "str | None", "float | None", str, str]
 KINDS = ("drift_suspected", "alignment_due")
 SHOWN = 12  # node keys named in the evidence
 
 
-def signals(task: Any, now: float) -> list[SignalTuple]:
+def signals(task: TaskView, now: float) -> list[SignalTuple]:
     state = task.mind
     if task.status not in ("active", "parked") or state.requirements <= 0:
         return []

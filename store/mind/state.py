@@ -17,7 +17,6 @@ from. Nothing here bumps the task revision (a count is not a change of the plan)
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from .. import sql
 from ..ledger.core import LedgerCore
@@ -39,17 +38,15 @@ def save(core: LedgerCore, task_id: str, state: MindState) -> None:
     sql.execute(core.db, "UPDATE task SET mind = ? WHERE task_id = ?", [dumps(state.to_json()), task_id])
 
 
-def counted(state: MindState, key: str, serves: Any, now: float) -> MindState:
+def counted(state: MindState, key: str, serves: object, now: float) -> MindState:
     """The counters after one countable node completed (pure)."""
     if serves:
-        run: dict[str, Any] = {"run": 0, "run_since": None, "run_keys": ()}
-    else:
-        run = {"run": state.run + 1, "run_since": state.run_since if state.run else now,
-               "run_keys": (state.run_keys + (key,))[-RUN_KEYS:]}
-    return replace(state, since_check=state.since_check + 1, **run)
+        return replace(state, since_check=state.since_check + 1, run=0, run_since=None, run_keys=())
+    return replace(state, since_check=state.since_check + 1, run=state.run + 1,
+                   run_since=state.run_since if state.run else now, run_keys=(state.run_keys + (key,))[-RUN_KEYS:])
 
 
-def on_commit(core: LedgerCore, task: TaskRecord, node: NodeRecord, output: Any, now: float,
+def on_commit(core: LedgerCore, task: TaskRecord, node: NodeRecord, output: object, now: float,
               actor: str) -> None:
     """Inside a commit's transaction, after its node succeeded: an alignment check's verdict, or
     the counters of a countable node (and the next alignment check when one is due)."""

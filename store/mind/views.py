@@ -4,7 +4,9 @@ rejected paths, plan versions, semantic memories, and the mind's counters on the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NamedTuple
+from typing import Mapping, NamedTuple
+
+from ..jsontypes import JsonArray, JsonMapping, JsonObject, JsonValue
 
 DRIFT_AFTER = 8  # drift_suspected: this many completed nodes in a row serve no requirement
 ALIGNMENT_EVERY = 12  # alignment_due: this many completed nodes since the last alignment check
@@ -37,11 +39,11 @@ class MindState:
     checks: int = 0  # alignment checks made so far (names the next one)
 
     @classmethod
-    def of(cls, data: Any) -> "MindState":
+    def of(cls, data: object) -> "MindState":
         """From the task row's JSON (None or damaged parts: the defaults)."""
         if not isinstance(data, Mapping):
             return cls()
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         for name, want in (("requirements", int), ("drift_after", int), ("alignment_every", int),
                            ("alignment_by", str), ("plan_version", int), ("run", int), ("run_since", float),
                            ("since_check", int), ("checked_at", float), ("verdict", str), ("check", str),
@@ -60,7 +62,7 @@ class MindState:
             out["run_keys"] = tuple(str(k) for k in keys[-RUN_KEYS:])
         return cls(**out)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"requirements": self.requirements, "drift_after": self.drift_after,
                 "alignment_every": self.alignment_every, "alignment_by": self.alignment_by,
                 "plan_version": self.plan_version, "run": self.run, "run_since": self.run_since,
@@ -75,9 +77,9 @@ class TaskMindRow(NamedTuple):
     title: str
     status: str
     workflow: str
-    constraints: Any  # JSON list
+    constraints: JsonArray | None
     created_at: float
-    mind: Any  # JSON (MindState.of)
+    mind: JsonValue  # MindState.of
 
 
 @dataclass(frozen=True)
@@ -124,8 +126,8 @@ class PlanVersionView:
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     reordered: tuple[str, ...] = ()
-    narrowed: Mapping[str, Any] | None = None  # {"dropped": [requirement ids], "goal": str | None}
-    in_flight_nodes: tuple[Mapping[str, Any], ...] = ()  # {"node", "was", "fate"}
+    narrowed: JsonMapping | None = None  # {"dropped": [requirement ids], "goal": str | None}
+    in_flight_nodes: tuple[JsonMapping, ...] = ()  # {"node", "was", "fate"}
     revision: int | None = None
     dependents_kept: tuple[str, ...] = ()  # unfinished nodes left depending on a removed one
 
@@ -185,8 +187,8 @@ class NodeMind:
     what a claim of it would be handed now (``Claim.inputs["memory"]``), its own conclusions and
     rejected paths, and the replan that removed it while it ran."""
 
-    serves: tuple[Mapping[str, Any], ...]  # {"id", "text", "status"}
-    memory: Mapping[str, Any]
+    serves: tuple[JsonMapping, ...]  # {"id", "text", "status"}
+    memory: JsonMapping
     entries: tuple[MindEntry, ...]  # newest first
     removed_in: int | None = None
     removed_mode: str | None = None

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Protocol, Sequence
 
 from store.clock import iso
 from store.errors import Refused
+from store.jsontypes import JsonObject, JsonValue
 from store.ledger import unsafe
 from store.recovery.model import NEEDS_HUMAN, short_digest
 from store.text import safe_line
@@ -51,7 +52,7 @@ class Advice:
     evidence: tuple[str, ...]
     target: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "task_id": self.task_id,
             "node": self.node_key,
@@ -77,7 +78,7 @@ class LedgerReads(Protocol):
     def now(self) -> float: ...
 
 
-def current_input_digest(task_inputs: Any, dep_digests: dict[str, str | None]) -> str:
+def current_input_digest(task_inputs: JsonValue, dep_digests: dict[str, str | None]) -> str:
     """The digest a claim of the node would record now (the ledger's formula at claim time:
     the task's inputs and each dependency's current output digest)."""
     from store.ledger import digest_json
@@ -85,7 +86,7 @@ def current_input_digest(task_inputs: Any, dep_digests: dict[str, str | None]) -
     return digest_json({"task": task_inputs, "deps": dep_digests})
 
 
-def _out_of_scope(task_pre: Any, node_pre: Any) -> list[str]:
+def _out_of_scope(task_pre: object, node_pre: object) -> list[str]:
     """Keys on which the node's preconditions exclude the task's current value (DESIGN.md
     narrow: a different value, or a list without it)."""
     if not isinstance(task_pre, dict) or not isinstance(node_pre, dict):

@@ -6,6 +6,7 @@ import json
 import os
 import re
 
+from store.jsontypes import JsonObject
 from store.recovery.model import (
     ARTIFACT_VERIFIED,
     CHECK_NAMES,
@@ -154,9 +155,9 @@ class _Session:
         r = self.read_json("state.json")
         if not r.ok:
             return (False, r.problem or "state.json: unreadable", *malformed)
-        state = r.value
-        if not isinstance(state, dict):
+        if not isinstance(r.value, dict):
             return (False, "state.json: not a JSON object", *malformed)
+        state: JsonObject = r.value
         for key in ("task_id", "node_key"):
             if isinstance(state.get(key), str):
                 setattr(self, key, state[key])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from store.recovery.model import Recovery
 from store.text import safe_line
@@ -19,7 +18,7 @@ HANDOFF_SECTIONS = (
 )
 
 
-def _lit(value: Any) -> str:
+def _lit(value: object) -> str:
     """An agent-chosen value written into HANDOFF.md: quoted, one line, no control chars."""
     if value is None:
         return "(none)"

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from store.jsontypes import JsonObject
 
 CHECK_NAMES = ("layout", "context", "state", "artifact", "stable")
 
@@ -31,7 +32,7 @@ class Check:
     evidence: str
     ran: bool = True
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"name": self.name, "ok": self.ok, "evidence": self.evidence, "ran": self.ran}
 
 
@@ -61,7 +62,7 @@ class Recovery:
     def reusable(self) -> bool:
         return self.decision == REUSE
 
-    def to_json(self, record: str | None = None) -> dict[str, Any]:
+    def to_json(self, record: str | None = None) -> JsonObject:
         """The ``recover`` JSON shape (DESIGN.md), plus a few more keys."""
         return {
             "run": self.run,

@@ -8,10 +8,10 @@ import json
 import os
 import secrets
 from dataclasses import dataclass
-from typing import Any
 
 from store.clock import Clock, iso, system_clock
 from store.errors import Refused
+from store.jsontypes import JsonObject
 from store.recovery.checks import check, resolve_dirs
 from store.recovery.handoff import render_handoff
 from store.recovery.model import REUSE, SEMANTIC_REVIEW, Recovery
@@ -39,14 +39,14 @@ class Recorded:
     name: str
     path: str
     recovery: Recovery
-    document: dict[str, Any]
+    document: JsonObject
 
 
-def _canonical(doc: dict[str, Any]) -> bytes:
+def _canonical(doc: JsonObject) -> bytes:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def record_digest(doc: dict[str, Any]) -> str:
+def record_digest(doc: JsonObject) -> str:
     """sha256 of the canonical JSON of a record document without its ``record_digest``."""
     return hashlib.sha256(_canonical({k: v for k, v in doc.items() if k != "record_digest"})
                           ).hexdigest()
@@ -135,7 +135,7 @@ def record(
     try:
         at = iso(clock()) or ""
         handoff = render_handoff(rec, name, operator, at).encode("utf-8")
-        doc: dict[str, Any] = {
+        doc: JsonObject = {
             "format": RECORD_FORMAT,
             "record": name,
             "run": run,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable
+from typing import Callable
 
 from store.errors import NotFound
+from store.jsontypes import JsonObject, JsonValue
 from store.recovery.checks import check
 from store.recovery.handoff import HANDOFF_SECTIONS
 from store.recovery.model import ARTIFACT_VERIFIED, CHECK_NAMES, REUSE, short_digest
@@ -15,7 +16,7 @@ from store.recovery.records import RECORD_FILES, record_digest
 from store.runs import JSON_CAP, SafeTree, open_run, require_name, valid_name, valid_sha256
 from store.text import safe_line
 
-_REQUIRED: dict[str, Callable[[Any], bool]] = {
+_REQUIRED: dict[str, Callable[[JsonValue], bool]] = {
     "decision": lambda v: v == REUSE,
     "reason": lambda v: v == ARTIFACT_VERIFIED,
     "action": lambda v: v == "verification_only",
@@ -37,7 +38,7 @@ def verify_record(
     name: str,
     runs_dir: str | os.PathLike[str] | None = None,
     project_dir: str | os.PathLike[str] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Independently re-read a record and the original run; the ``verify`` JSON shape.
 
     Passes only when the record is well formed and unaltered, every fingerprint still matches
@@ -51,7 +52,7 @@ def verify_record(
     if tree is None and problem == "missing":
         raise NotFound(f"no record named {name} in {safe_line(records)}")
     problems: list[str] = []
-    doc: dict[str, Any] | None = None
+    doc: JsonObject | None = None
     if tree is None:
         problems.append(f"record {name}: {problem}")
     else:
@@ -73,7 +74,7 @@ def verify_record(
     }
 
 
-def _read_record(tree: SafeTree, problems: list[str]) -> dict[str, Any] | None:
+def _read_record(tree: SafeTree, problems: list[str]) -> JsonObject | None:
     entries, walk_problems = tree.walk()
     problems.extend(walk_problems)
     extra = [e.path for e in entries if e.path not in RECORD_FILES]
@@ -82,10 +83,10 @@ def _read_record(tree: SafeTree, problems: list[str]) -> dict[str, Any] | None:
     if not r.ok:
         problems.append(r.problem or "recovery.json: unreadable")
         return None
-    doc = r.value
-    if not isinstance(doc, dict):
+    if not isinstance(r.value, dict):
         problems.append("recovery.json: not a JSON object")
         return None
+    doc: JsonObject = r.value
     for key, ok in _REQUIRED.items():
         if key not in doc:
             problems.append(f"recovery.json: {key} missing")
@@ -113,7 +114,7 @@ def _read_record(tree: SafeTree, problems: list[str]) -> dict[str, Any] | None:
     return doc
 
 
-def _verify_against_run(doc: dict[str, Any], runs_dir: str | os.PathLike[str] | None,
+def _verify_against_run(doc: JsonObject, runs_dir: str | os.PathLike[str] | None,
                         project_dir: str | os.PathLike[str] | None, problems: list[str]) -> None:
     run = doc.get("run")
     if not valid_name(run):
@@ -137,7 +138,7 @@ def _verify_against_run(doc: dict[str, Any], runs_dir: str | os.PathLike[str] | 
         problems.append(f"the decision does not follow from the evidence: a fresh check says "
                         f"{fresh.decision} ({fresh.reason}){why}")
     fingerprints = doc.get("fingerprints")
-    recorded: dict[Any, Any] = fingerprints if isinstance(fingerprints, dict) else {}
+    recorded: dict[str, JsonValue] = fingerprints if isinstance(fingerprints, dict) else {}
     tree, problem = open_run(runs_dir, run)
     if tree is None:
         problems.append(f"original run: {problem}")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from store.errors import NotFound
+from store.jsontypes import JsonObject, JsonValue
 from store.runs.names import require_name, safe_relpath, valid_name, valid_sha256
 from store.runs.tree import Entry, JsonRead, SafeTree, kind_problem
 from store.text import safe_line
@@ -25,7 +25,7 @@ STEP_STATUSES = ("pending", "running", "done", "failed")
 class Step:
     name: str
     status: str
-    receipt: Any = None
+    receipt: JsonValue = None
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,12 @@ class RunView:
     updated_at: str | None
     steps: tuple[Step, ...]
     inputs: dict[str, str]
-    manifest: dict[str, dict[str, Any]]
+    manifest: dict[str, JsonObject]
     receipts: tuple[str, ...]
     entries: tuple[Entry, ...]
     simulation: bool
     problems: tuple[str, ...]
-    state: dict[str, Any] | None = field(default=None, repr=False)
+    state: JsonObject | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def _clean(problems: list[str]) -> tuple[str, ...]:
     return tuple(safe_line(p) for p in problems)
 
 
-def _opt_str(state: dict[str, Any], key: str, problems: list[str]) -> str | None:
+def _opt_str(state: JsonObject, key: str, problems: list[str]) -> str | None:
     value = state.get(key)
     if value is None or isinstance(value, str):
         return value
@@ -84,7 +84,7 @@ def _opt_str(state: dict[str, Any], key: str, problems: list[str]) -> str | None
 
 def _summary_fields(
     state_read: JsonRead, problems: list[str]
-) -> tuple[dict[str, Any] | None, str | None, str | None, str | None, str | None]:
+) -> tuple[JsonObject | None, str | None, str | None, str | None, str | None]:
     if not state_read.ok:
         problems.append(state_read.problem or "state.json: unreadable")
         return None, None, None, None, None
@@ -198,7 +198,7 @@ def read_run(runs_dir: str | os.PathLike[str], name: str) -> RunView:
                    receipts, entries, simulation, _clean(problems), state)
 
 
-def _steps(state: dict[str, Any] | None, problems: list[str]) -> tuple[Step, ...]:
+def _steps(state: JsonObject | None, problems: list[str]) -> tuple[Step, ...]:
     if state is None:
         return ()
     raw = state.get("steps")
@@ -227,7 +227,7 @@ def _context_inputs(run: SafeTree, problems: list[str]) -> dict[str, str]:
     return inputs
 
 
-def context_inputs(value: Any) -> tuple[dict[str, str], str | None]:
+def context_inputs(value: object) -> tuple[dict[str, str], str | None]:
     """Validate a parsed ``context.json``: ``{"inputs": {relative path: sha256}}``."""
     if not isinstance(value, dict):
         return {}, "not a JSON object"
@@ -246,7 +246,7 @@ def context_inputs(value: Any) -> tuple[dict[str, str], str | None]:
     return out, None
 
 
-def manifest_files(value: Any) -> tuple[dict[str, dict[str, Any]], str | None]:
+def manifest_files(value: object) -> tuple[dict[str, JsonObject], str | None]:
     """Validate a parsed ``manifest.json``: ``{"files": {name: {"sha256", "bytes"}}}``."""
     if not isinstance(value, dict):
         return {}, "not a JSON object"
@@ -255,7 +255,7 @@ def manifest_files(value: Any) -> tuple[dict[str, dict[str, Any]], str | None]:
         return {}, "no files object"
     if not files:
         return {}, "lists no files"
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for name, meta in files.items():
         if safe_relpath(name) is None or name == "manifest.json":
             return {}, f"file name {json.dumps(name)[:80]} is not allowed"
@@ -268,7 +268,7 @@ def manifest_files(value: Any) -> tuple[dict[str, dict[str, Any]], str | None]:
     return out, None
 
 
-def _manifest(run: SafeTree, entries: tuple[Entry, ...], problems: list[str]) -> dict[str, dict[str, Any]]:
+def _manifest(run: SafeTree, entries: tuple[Entry, ...], problems: list[str]) -> dict[str, JsonObject]:
     if not any(e.path == "artifact/manifest.json" for e in entries):
         return {}
     m = run.read_json("artifact/manifest.json")

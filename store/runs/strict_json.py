@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import NoReturn
+
+from store.jsontypes import JsonObject, JsonValue
 
 JSON_CAP = 1024 * 1024
 """Largest JSON file read (bytes). A bigger one is reported, never parsed."""
@@ -18,8 +20,8 @@ class _JsonProblem(ValueError):
     pass
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _no_duplicates(pairs: list[tuple[str, JsonValue]]) -> JsonObject:
+    out: JsonObject = {}
     for key, value in pairs:
         if key in out:
             raise _JsonProblem(f"duplicate key {json.dumps(key)[:60]}")
@@ -27,7 +29,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _no_constants(name: str) -> Any:
+def _no_constants(name: str) -> NoReturn:
     raise _JsonProblem(f"{name} is not JSON")
 
 
@@ -47,7 +49,7 @@ def _nesting_depth(text: str) -> int:
     return deepest
 
 
-def parse_json(data: bytes) -> tuple[Any, str | None]:
+def parse_json(data: bytes) -> tuple[JsonValue, str | None]:
     """Parse strict JSON. Returns ``(value, None)`` or ``(None, problem)``; never raises."""
     try:
         text = data.decode("utf-8", errors="strict")

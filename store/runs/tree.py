@@ -21,9 +21,9 @@ import hashlib
 import os
 import stat
 from dataclasses import dataclass
-from typing import Any
 
 from store import lockguard
+from store.jsontypes import JsonValue
 from store.runs.names import safe_relpath
 from store.runs.strict_json import JSON_CAP, parse_json
 
@@ -83,7 +83,7 @@ class JsonRead:
     """A JSON file read strictly: ``value`` when it parsed, otherwise ``problem``."""
 
     path: str
-    value: Any = None
+    value: JsonValue = None
     problem: str | None = None
     sha256: str | None = None
     size: int | None = None

@@ -62,3 +62,12 @@ def test_a_damaged_write_record_is_one_line(ledger: Ledger) -> None:
     with pytest.raises(LedgerUnavailable) as e:
         write_requests.recorded(ledger.db, "r1")
     one_line(e)
+
+
+def test_a_write_record_that_is_json_but_not_an_object_is_one_line(ledger: Ledger) -> None:
+    # A record is always an object (write_requests.encode); another JSON value was a TypeError in decode.
+    with write_tx(ledger.db):
+        sql.execute(ledger.db, "INSERT INTO write_request (id, at, result) VALUES (?, ?, ?)", ["r1", 0.0, "[1, 2]"])
+    with pytest.raises(LedgerUnavailable) as e:
+        write_requests.recorded(ledger.db, "r1")
+    assert "not a JSON object" in str(e.value) and "\n" not in str(e.value)
