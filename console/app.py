@@ -101,7 +101,8 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.clock = clock or time.time
         self.analysis_enabled = analysis
         self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s,
-                         application_name="warden-console", connect_timeout_s=connect_timeout_s)
+                         application_name="warden-console", connect_timeout_s=connect_timeout_s,
+                         spacing_s=LIVE_APPLY_S)
         self.follower = LedgerFollower(self.feed, spacing_s=LIVE_APPLY_S)  # the feed side: cursor, watches, pending delta
         self.hub = FeedHub(self, self.follower, self.now)  # the shared models and the screens' signals
         self.failed: str | None = None

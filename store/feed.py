@@ -120,10 +120,11 @@ class Feed(Wakeups):
         commit_probe: bool = True,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         reconnect_s: float = FEED_RECONNECT_S,
+        spacing_s: float = 0.0,
     ) -> None:
         super().__init__(target, fallback_poll_s=fallback_poll_s, step_ms=step_ms, debounce_ms=debounce_ms,
                          use_inotify=use_inotify, application_name=application_name, commit_probe=commit_probe,
-                         connect_timeout_s=connect_timeout_s)
+                         connect_timeout_s=connect_timeout_s, spacing_s=spacing_s)
         self.reconnect_s = reconnect_s
         self.read_only = read_only
         self.clock = clock

@@ -102,8 +102,15 @@ class Wakeups:
         application_name: str = "warden-console",
         commit_probe: bool = True,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        spacing_s: float = 0.0,
     ) -> None:
         self.target = os.fspath(target)
+        # Wake-ups at least this far apart while changes keep coming (the first after a quiet
+        # spell at once): meanwhile the file events gather in the kernel and the probe rests, so a
+        # write stream costs the loop one turn per spacing, not several per commit (the console
+        # passes its LIVE_APPLY_S; 0: every event is looked at as it comes).
+        self.spacing_s = spacing_s
+        self._held_until = 0.0  # loop time until which the wake-ups are held
         self.connect_timeout_s = connect_timeout_s
         # PostgreSQL: why the LISTEN connection is down (an outage the reader should say), or None.
         self.outage: str | None = None
@@ -258,6 +265,13 @@ class Wakeups:
             loop.add_reader(fd, readable.set)
             while not self._stop.is_set():
                 await readable.wait()
+                hold = self._held_until - loop.time()
+                if hold > 0:  # wake-ups are held: the kernel gathers (and merges) this burst's events
+                    loop.remove_reader(fd)  # (a readable descriptor would wake the loop at every turn)
+                    try:
+                        await asyncio.sleep(hold)
+                    finally:
+                        loop.add_reader(fd, readable.set)
                 readable.clear()
                 hit = gone = moved = False
                 while True:
@@ -268,6 +282,8 @@ class Wakeups:
                     for ev_mask, name in inotify_events(buf):
                         if ev_mask & (0x400 | 0x800 | 0x8000):  # the directory went away / unwatched
                             gone = True
+                        elif ev_mask & 0x4000:  # the kernel's queue overflowed: something changed
+                            hit = True
                         elif name == own and ev_mask & (0x40 | 0x80 | 0x100 | 0x200):
                             moved = True  # the ledger file itself moved, removed or (re)created
                         elif name in names:
@@ -405,6 +421,8 @@ class Wakeups:
                         if trace is not None:
                             trace.append((time.monotonic(), "check moved" if moved else "check"))
                         nxt = next(offsets, None)
+                        while nxt is not None and since + nxt <= now:  # passed while the loop was busy or held
+                            nxt = next(offsets, None)
                         if nxt is None:
                             offsets = None
                         else:
@@ -430,6 +448,11 @@ class Wakeups:
                 poll_from = loop.time()
                 yield reason
                 reason = None
+                if self.spacing_s > 0:  # the next wake-up no sooner than spacing_s after this one
+                    self._held_until = poll_from + self.spacing_s
+                    hold = self._held_until - loop.time()
+                    if hold > 0:
+                        await asyncio.sleep(hold)
         finally:
             self._stop.set()
             if timer is not None:

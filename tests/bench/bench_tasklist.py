@@ -165,6 +165,7 @@ async def run(path: str, a: argparse.Namespace) -> dict:
                     "ui_thread_ms_per_write": round(ui * 1000 / max(1, events[0]), 3),
                     "process_cpu_pct": round(100 * (time.process_time() - cpu0) / (time.monotonic() - wall0), 1),
                     "shown": app.tasks_model.row_count(), "summary": app.tasks_model.summary_text(),
+                    "journal_reads": app.follower.reads, "cursor": app.follower.cursor,
                 }
         finally:
             for p in procs:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import sys
+import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +16,8 @@ from store import Ledger
 from store.errors import LedgerUnavailable
 from store.feed import Feed, changed_nodes, graph_at, graph_pages, tail_at
 from tests.support.commit_writer import Writer, strace_can_delay
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_since_pages_through_the_journal_in_order(ledger_path):
@@ -104,9 +109,10 @@ def slow_fsync_params() -> list:
             pytest.param(300, id="fsync300ms", marks=skip)]
 
 
+@pytest.mark.parametrize("spacing_s", [0.0, 0.05], ids=["unspaced", "spaced"])
 @pytest.mark.parametrize("slow_ms", slow_fsync_params())
 @pytest.mark.parametrize("inotify", [True, False], ids=["inotify", "watchfiles"])
-async def test_each_isolated_commit_wakes_the_reader(ledger_path, inotify, slow_ms):
+async def test_each_isolated_commit_wakes_the_reader(ledger_path, inotify, slow_ms, spacing_s):
     """Issue 14: a commit with nothing written after it reaches the reader on its own wake-up, not
     on the fallback poll (set far beyond the test's deadline) or the next write. The writer waits
     for each commit to be read before it writes the next; with its fsync delayed the commit becomes
@@ -115,7 +121,7 @@ async def test_each_isolated_commit_wakes_the_reader(ledger_path, inotify, slow_
 
     if inotify and inotify_lib() is None:
         pytest.skip("no inotify on this platform")
-    feed = Feed(ledger_path, read_only=True, fallback_poll_s=600, use_inotify=inotify)
+    feed = Feed(ledger_path, read_only=True, fallback_poll_s=600, use_inotify=inotify, spacing_s=spacing_s)
     assert feed._notify_source().__name__ == ("_inotify" if inotify else "_watchfiles")
     seen: dict[int, str] = {}  # event id -> the wake-up reason of the read that found it
     arrived = asyncio.Event()
@@ -153,6 +159,59 @@ async def test_each_isolated_commit_wakes_the_reader(ledger_path, inotify, slow_
     assert feed.wakeup_counts["poll"] == 0
     if slow_ms:  # visible only after its last file event: found by a follow-up check
         assert "settle" in seen.values(), feed.wakeup_counts
+
+
+@pytest.mark.parametrize("rate", [150, 600])
+async def test_spaced_wake_ups_under_a_write_stream_miss_nothing(ledger_path, rate):
+    """Issue 29: with ``spacing_s`` a stream of commits wakes the reader at most once per spacing
+    (the file events gather in the kernel meanwhile), and every commit is still read on a wake-up
+    of its own stream — none waits for the fallback poll, the last one included."""
+    spacing = 0.04
+    feed = Feed(ledger_path, read_only=True, fallback_poll_s=600, spacing_s=spacing)
+    cursor = feed.last_event_id()
+    yields: list[float] = []
+    read_to = [cursor]
+    caught_up = asyncio.Event()
+    target = [None]
+
+    async def reader() -> None:
+        async for reason in feed.wakeups():
+            yields.append(time.monotonic())
+            assert reason in ("start", "change", "settle"), reason
+            delta = await asyncio.to_thread(feed.since, read_to[0])
+            read_to[0] = delta.cursor
+            if target[0] is not None and read_to[0] >= target[0]:
+                caught_up.set()
+
+    follow = asyncio.ensure_future(reader())
+    while not yields:  # the watch is set ("start")
+        await asyncio.sleep(0.01)
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from store import Ledger, NodeSpec
+        led = Ledger.open({str(ledger_path)!r})
+        led.create_task("stream", title="stream")
+        led.add_nodes("stream", [NodeSpec(key=f"n{{i}}") for i in range(60)])
+        t = time.monotonic()
+        for i in range(60):
+            c = led.claim("stream", "w", lease_s=60)
+            led.commit(c)
+            t += 2 / {rate}
+            time.sleep(max(0.0, t - time.monotonic()))  # pacing the writer, not synchronisation
+        print(led.last_event_id())
+    """)
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0
+    target[0] = int(out.decode().split()[-1])
+    if read_to[0] < target[0]:
+        await asyncio.wait_for(caught_up.wait(), 30)  # << the 600 s fallback poll: the last commit woke it
+    follow.cancel()
+    gaps = [b - a for a, b in zip(yields[1:], yields[2:])]  # after "start"
+    assert len(yields) > 3 and all(g >= spacing * 0.9 for g in gaps), gaps
+    assert len(yields) < 60 + 2, "a wake-up per commit or more: nothing was gathered"
+    assert feed.wakeup_counts["poll"] == 0
 
 
 async def test_fallback_poll_without_any_change(ledger_path):
