@@ -14,7 +14,7 @@ same transaction.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence, cast
 
 from . import actions as operator_actions
 from . import wake
@@ -22,7 +22,7 @@ from .actions import Plan
 from .actions.registry import plan as plan_registered
 from .db import retry_read, run_read
 from .errors import WardenError
-from .jsontypes import JsonMapping, JsonObject
+from .jsontypes import JsonMapping, JsonObject, JsonValue
 from .mind import agent as mind_agent
 from .mind import read as mind_read
 from .mind import record as mind_record
@@ -98,8 +98,9 @@ class Ledger(LedgerCore):
         ``alignment_every`` completed nodes, answered by ``alignment_by`` (``human``: a handoff;
         ``agent``: a claim of kind ``alignment``); 0 turns either off."""
         reqs = check_requirements("requirements", requirements)
+        json_inputs = cast(JsonValue, inputs)  # a JSON value: checked by its rule (rules.JSON, @checked)
         build.create_task(self, task_id, title=title, workflow=workflow, workflow_version=workflow_version,
-                          inputs=inputs, constraints=constraints, preconditions=preconditions, budget=budget,
+                          inputs=json_inputs, constraints=constraints, preconditions=preconditions, budget=budget,
                           max_claims=max_claims, max_repairs=max_repairs, exist_ok=exist_ok, actor=actor,
                           origin=origin, requirements=reqs,
                           mind=mind_record.initial_mind(len(reqs), drift_after, alignment_every, alignment_by))
@@ -245,11 +246,12 @@ class Ledger(LedgerCore):
         With the budget spent the node fails and the task is marked failed
         (store/ledger/repair.py).
         """
-        return fenced.commit(self, claim, output=output, output_ref=output_ref, tokens=tokens, artifact=artifact,
+        json_output = cast(JsonValue, output)  # a JSON value: checked by its rule (rules.JSON, @checked)
+        return fenced.commit(self, claim, output=json_output, output_ref=output_ref, tokens=tokens, artifact=artifact,
                              units_done=units_done, next_nodes=next_nodes, repair=repair, summary=summary,
                              repair_from=repair_from)
 
-    def commit_many(self, commits: Sequence[tuple[Claim, Mapping[str, object]]]) -> list[int | WardenError]:
+    def commit_many(self, commits: Sequence[tuple[Claim, fenced.CommitArgs]]) -> list[int | WardenError]:
         """Group commit: several steps' commits in ONE write transaction (one fsync).
 
         For an agent process that runs many steps at once. Each step stays all-or-nothing (it runs
@@ -298,7 +300,8 @@ class Ledger(LedgerCore):
         existing record is returned unchanged — if it is ``confirmed`` the effect already
         happened and must not be made again.
         """
-        fenced.intend_effect(self, claim, effect_key, payload=payload, compensation=compensation)
+        json_payload = cast(JsonValue, payload)  # a JSON value: checked by its rule (rules.JSON, @checked)
+        fenced.intend_effect(self, claim, effect_key, payload=json_payload, compensation=compensation)
         return queries.effect(self, claim.task_id, effect_key)
 
     def confirm_effect(self, claim: Claim, effect_key: str, *, external_id: str | None = None,
@@ -473,7 +476,8 @@ class Ledger(LedgerCore):
                     page: int = queries.GRAPH_PAGE) -> Iterator[GraphPage]:
         """The task's graph as pages of lean ``NodeRow`` tuples from one snapshot (see
         ``queries.graph_pages``)."""
-        return queries.graph_pages(self, task_id, first=first, page=page)
+        # ints: the rule (LIMIT) takes a whole float such as 1.0, which the driver's fetchmany refuses
+        return queries.graph_pages(self, task_id, first=int(first), page=int(page))
 
     @retry_read
     def nodes(self, task_id: str, keys: Sequence[str]) -> list[NodeView]:

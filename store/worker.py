@@ -39,21 +39,32 @@ import copy
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence, TypedDict
 
 from . import validate
 from .errors import InvalidValue, LeaseLost, WardenError
 from .facade import Ledger
+from .jsontypes import JsonObject
 from .views import Claim, NodeSpec, Pulse
 
 DEFAULT_MAX_STEP_S = 120.0  # a step's own time limit, independent of its lease (seed 002)
+
+
+class _Progress(TypedDict, total=False):
+    """Progress reported to a :class:`LeaseKeeper`, sent with its next heartbeat."""
+
+    units_done: float
+    units_total: float
+    observation: str
+    action: str
+    result: str
 
 
 @dataclass(frozen=True)
 class StepResult:
     """What a step returns to be committed."""
 
-    output: Any = None
+    output: object = None  # a JSON value (the ledger's rule checks it)
     output_ref: str | None = None
     artifact: tuple[str, bytes] | None = None
     tokens: int = 0
@@ -81,7 +92,7 @@ class Outcome:
     claim: Claim
     status: str  # committed | repair | failed | lost | handoff
     detail: str = ""
-    result: Any = None
+    result: object = None  # what the step returned (a StepResult, or the output it stands for)
 
 
 class LeaseKeeper:
@@ -107,7 +118,7 @@ class LeaseKeeper:
         self._clock = clock
         self._started = clock()
         self._lock = threading.Lock()
-        self._pending: dict[str, Any] = {}
+        self._pending = _Progress()
         self._tokens = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -148,7 +159,7 @@ class LeaseKeeper:
             self.lost = f"step ran past its maximum of {self.max_step_s:.0f}s; the lease is left to expire"
             return False
         with self._lock:
-            pending, self._pending = self._pending, {}
+            pending, self._pending = self._pending, _Progress()
             tokens, self._tokens = self._tokens, 0
         # Until the ledger holds the keeper's limit (claim(max_step_s=) did, or an earlier beat told it),
         # each heartbeat carries it: a step heartbeating by hand past it is then refused by the ledger too.
@@ -165,8 +176,8 @@ class LeaseKeeper:
         except WardenError as e:  # a transient database problem: retry on the next beat
             with self._lock:
                 self._tokens += tokens
-                for k, v in pending.items():
-                    self._pending.setdefault(k, v)
+                pending.update(self._pending)  # what was reported since is newer
+                self._pending = pending
             self.last_error = str(e)
         else:
             if self.last_pulse.density == "abort":
@@ -184,17 +195,19 @@ class LeaseKeeper:
         (each is one data point of the new-information measure). Returns False when the lease is
         lost: stop working on this step.
         """
-        said = {"observation": observation, "action": action, "result": result}
         with self._lock:
             if units_done is not None:
                 self._pending["units_done"] = units_done
             if units_total is not None:
                 self._pending["units_total"] = units_total
-            for k, v in said.items():
-                if v is not None:
-                    self._pending[k] = v
+            if observation is not None:
+                self._pending["observation"] = observation
+            if action is not None:
+                self._pending["action"] = action
+            if result is not None:
+                self._pending["result"] = result
             self._tokens += int(validate.number("tokens", tokens, "progress", hi=validate.TOKENS_MAX) or 0)
-        if now or any(v is not None for v in said.values()):
+        if now or observation is not None or action is not None or result is not None:
             return self.beat()
         return not self.lost
 
@@ -207,7 +220,7 @@ def work_once(
     ledger: Ledger,
     task_id: str | None,
     worker: str,
-    step: Callable[[dict[str, Any], LeaseKeeper], StepResult | Any],
+    step: Callable[[JsonObject, LeaseKeeper], object],
     *,
     lease_s: float = 30.0,
     max_step_s: float | None = DEFAULT_MAX_STEP_S,

@@ -23,11 +23,12 @@ import sys
 import threading
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..clock import iso
 from ..errors import LeaseLost, NotFound, Refused
 from ..facade import Ledger
+from ..jsontypes import JsonObject, JsonValue
 from ..task_report import task_report
 from ..views import Claim
 from ..worker import LeaseKeeper
@@ -53,7 +54,7 @@ class SessionConfig:
     lock_wait_s: float = 10.0
 
 
-def _normal(value: Any) -> Any:
+def _normal(value: object) -> JsonValue:
     """``value`` as the ledger will give it back (a JSON round trip)."""
     return json.loads(json.dumps(value, allow_nan=False))
 
@@ -62,13 +63,13 @@ OPTIONS_MAX = 20  # options of one question
 OPTION_TEXT_CAP = 1000  # characters of an option's label or consequence
 
 
-def _options(options: Sequence[Any] | None) -> list[dict[str, Any]]:
+def _options(options: Sequence[JsonValue] | None) -> list[JsonObject]:
     """A client's options as the ledger takes them: an id alone, or {id, label, consequence} —
     bounded (ids are checked by the ledger)."""
     items = list(options or ())
     if len(items) > OPTIONS_MAX:
         raise Refused(f"a question offers at most {OPTIONS_MAX} options")
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for o in items:
         if isinstance(o, str):
             out.append({"id": o, "label": clean(o, OPTION_TEXT_CAP)})
@@ -98,7 +99,7 @@ class AgentSession:
         self.claim: Claim | None = None
         self.keeper: LeaseKeeper | None = None
         self.handoff: str | None = None
-        self.last_commit: dict[str, Any] | None = None
+        self.last_commit: JsonObject | None = None
         if cfg.task:
             self._bind(cfg.task)
 
@@ -150,11 +151,11 @@ class AgentSession:
             self.stack.close()
 
     # ------------------------------------------------------------------ what the operator did
-    def _describe(self, claim: Claim) -> dict[str, Any]:
+    def _describe(self, claim: Claim) -> JsonObject:
         return {"task": claim.task_id, "node": claim.node_key, "kind": claim.kind, "attempt": claim.attempt,
                 "lease_s": claim.lease_s, "inputs": dict(claim.inputs)}
 
-    def _answer(self, st: Steer) -> dict[str, Any]:
+    def _answer(self, st: Steer) -> JsonObject:
         """What the agent is told (the claim dropped, or replaced after a rewind)."""
         assert self.claim is not None
         old = self.claim
@@ -179,7 +180,7 @@ class AgentSession:
         return {"status": "lost", "answer": "lost", "reason": st.reason,
                 "message": "This claim is no longer ours: stop this step and call claim_next."}
 
-    def _lost(self, e: LeaseLost) -> dict[str, Any] | None:
+    def _lost(self, e: LeaseLost) -> JsonObject | None:
         """A write found the lease gone: None when the claim was taken back (try once more), else
         the answer to give."""
         if self.keeper is None and self.claim is not None:
@@ -188,7 +189,7 @@ class AgentSession:
             self.keeper.lost = self.keeper.lost or str(e)
         return self._check()
 
-    def _check(self) -> dict[str, Any] | None:
+    def _check(self) -> JsonObject | None:
         """None when the held claim is good to use (taken back by key after a resume or an
         expiry); else the answer to give."""
         if self.handoff is not None:
@@ -211,7 +212,7 @@ class AgentSession:
         return self._answer(st)
 
     # ------------------------------------------------------------------ tools
-    def claim_next(self, task: str | None = None, kinds: Sequence[str] | None = None) -> dict[str, Any]:
+    def claim_next(self, task: str | None = None, kinds: Sequence[str] | None = None) -> JsonObject:
         with self.lock:
             task = task or self.task or self.cfg.task
             if not task:
@@ -248,7 +249,7 @@ class AgentSession:
 
     def heartbeat(self, progress: float | None = None, observation: str | None = None, action: str | None = None,
                   result: str | None = None, waiting_on: str | None = None, wait_s: float | None = None,
-                  tokens: int = 0) -> dict[str, Any]:
+                  tokens: int = 0) -> JsonObject:
         if progress is not None and not (isinstance(progress, (int, float)) and 0.0 <= progress <= 1.0):
             raise Refused(f"progress is a fraction from 0 to 1, not {summarize(progress, 40)}")
         with self.lock:
@@ -273,7 +274,7 @@ class AgentSession:
                 return self._answer(Steer("parked", self.ledger.task(self.claim.task_id).park_reason or ""))
             return {"status": "ok", "lease_until": iso(p.lease_until), "new_units": p.new_units, "budget": p.gate}
 
-    def commit(self, output: Any) -> dict[str, Any]:
+    def commit(self, output: object) -> JsonObject:
         with self.lock:
             value = _normal(output)
             if self.claim is None:
@@ -298,21 +299,21 @@ class AgentSession:
                 raise
             return self._committed(where, value, event=event)
 
-    def _already(self, claim: Claim, value: Any) -> bool:
+    def _already(self, claim: Claim, value: JsonValue) -> bool:
         try:
             n = self.ledger.node(claim.task_id, claim.node_key)
         except NotFound:
             return False
         return n.status == "succeeded" and n.attempt == claim.attempt and n.output == value
 
-    def _committed(self, where: dict[str, Any], value: Any, *, already: bool = False,
-                   event: int | None = None) -> dict[str, Any]:
+    def _committed(self, where: JsonObject, value: JsonValue, *, already: bool = False,
+                   event: int | None = None) -> JsonObject:
         self.last_commit = {"output": value, "where": where}
         self._keep(None)
         self._save()
         return {"status": "committed", "already": already, **where, **({"event": event} if event else {})}
 
-    def fail(self, error: str, failure_class: str = "transient", retryable: bool | None = None) -> dict[str, Any]:
+    def fail(self, error: str, failure_class: str = "transient", retryable: bool | None = None) -> JsonObject:
         with self.lock:
             stop = self._check()
             if stop is not None:
@@ -331,7 +332,7 @@ class AgentSession:
             return {"status": "failed", "task": claim.task_id, "node": claim.node_key, "node_status": node.status,
                     "next_retry_at": iso(node.next_retry_at) if node.status == "pending" else None}
 
-    def intend_effect(self, key: str, payload: Any = None) -> dict[str, Any]:
+    def intend_effect(self, key: str, payload: object = None) -> JsonObject:
         with self.lock:
             stop = self._check()
             if stop is not None:
@@ -342,7 +343,7 @@ class AgentSession:
                     "message": "Already done: do not make this call again." if eff.status == "confirmed" else
                     "Intended: make the external call, then confirm_effect."}
 
-    def confirm_effect(self, key: str, external_id: str | None = None) -> dict[str, Any]:
+    def confirm_effect(self, key: str, external_id: str | None = None) -> JsonObject:
         with self.lock:
             stop = self._check()
             if stop is not None:
@@ -351,7 +352,7 @@ class AgentSession:
             eff = self.ledger.confirm_effect(self.claim, key, external_id=external_id)
             return {"status": eff.status, "effect": key, "external_id": eff.external_id}
 
-    def ask_human(self, question: str, options: Sequence[Any] | None = None, kind: str | None = None) -> dict[str, Any]:
+    def ask_human(self, question: str, options: Sequence[JsonValue] | None = None, kind: str | None = None) -> JsonObject:
         with self.lock:
             stop = self._check()
             if stop is not None:
@@ -376,7 +377,7 @@ class AgentSession:
             self._save()
         return self._wait(hid)
 
-    def wait_for_human(self, handoff: str) -> dict[str, Any]:
+    def wait_for_human(self, handoff: str) -> JsonObject:
         with self.lock:
             hid = str(handoff)
             h = self.ledger.handoff(hid)
@@ -384,7 +385,7 @@ class AgentSession:
                 raise Refused(f"handoff {hid} belongs to task {h.task_id}, not to this session's {self.task}")
         return self._wait(hid)
 
-    def _wait(self, hid: str) -> dict[str, Any]:
+    def _wait(self, hid: str) -> JsonObject:
         res = self.ledger.wait_for_resolution(hid, timeout=self.cfg.ask_wait_s)  # no lock held: other tools answer
         with self.lock:
             if res is None:
@@ -409,7 +410,7 @@ class AgentSession:
             out = self._answer(st)
             return {**out, "handoff_status": res["status"], **answer}
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> JsonObject:
         with self.lock:
             task = self.task or self.cfg.task
             if not task:
@@ -425,6 +426,6 @@ class AgentSession:
             task = self.task or self.cfg.task
             return list(self.ledger.task(task).constraints) if task else []
 
-    def inputs(self) -> dict[str, Any]:
+    def inputs(self) -> JsonObject:
         with self.lock:
             return dict(self.claim.inputs) if self.claim is not None else {}

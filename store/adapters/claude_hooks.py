@@ -34,10 +34,12 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import Callable
 
 from ..errors import LeaseLost, LedgerUnavailable, NotFound, WardenError
 from ..facade import Ledger
+from ..jsontypes import JsonMapping, JsonObject
 from ..views import Claim
 from .claude_turns import ClaudeSession
 from .sessions import SessionStore
@@ -66,13 +68,13 @@ class HookConfig:
 class HookAnswer:
     """What the hook prints (one JSON object or nothing), its exit status and one line for stderr."""
 
-    output: dict[str, Any] | None = None
+    output: JsonObject | None = None
     exit_code: int = 0
     message: str | None = None
 
 
 def _deny_permission(message: str, *, interrupt: bool = False) -> HookAnswer:
-    decision: dict[str, Any] = {"behavior": "deny", "message": message}
+    decision: JsonObject = {"behavior": "deny", "message": message}
     if interrupt:
         decision["interrupt"] = True
     return HookAnswer({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}})
@@ -82,9 +84,9 @@ def _allow_permission() -> HookAnswer:
     return HookAnswer({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})
 
 
-def _deny_tool(reason: str, **extra: Any) -> HookAnswer:
+def _deny_tool(reason: str, extra: JsonMapping | None = None) -> HookAnswer:
     return HookAnswer({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                              "permissionDecisionReason": reason}, **extra})
+                                              "permissionDecisionReason": reason}, **(extra or {})})
 
 
 def safe_default(event: str | None, why: str) -> HookAnswer:
@@ -99,7 +101,7 @@ def safe_default(event: str | None, why: str) -> HookAnswer:
     return HookAnswer(None, 2 if event is None else 1, line)
 
 
-def parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None, str | None]:
+def parse(raw: bytes) -> tuple[JsonObject | None, str | None, str | None]:
     """(payload, event name, problem). The event name is given when it could be read even if the
     rest is bad, so the safe default fits the event."""
     if len(raw) > PAYLOAD_CAP:
@@ -123,18 +125,18 @@ def parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None, str | None]:
     return payload, event, None
 
 
-def _text(value: Any, cap: int = TEXT_CAP) -> str:
+def _text(value: object, cap: int = TEXT_CAP) -> str:
     return clean(value if isinstance(value, str) else summarize(value, cap), cap)
 
 
-def _tool_call(p: Mapping[str, Any]) -> str:
+def _tool_call(p: JsonMapping) -> str:
     return f"{_text(p.get('tool_name'), 80)}({summarize(p.get('tool_input'), TEXT_CAP)})"
 
 
 class _Hook:
     """One event handled (see the module's table)."""
 
-    def __init__(self, ledger: Ledger, store: SessionStore, cfg: HookConfig, payload: dict[str, Any],
+    def __init__(self, ledger: Ledger, store: SessionStore, cfg: HookConfig, payload: JsonObject,
                  sleep: Callable[[float], None]) -> None:
         self.ledger = ledger
         self.store = store
@@ -147,7 +149,7 @@ class _Hook:
     def session(self) -> ClaudeSession:
         return ClaudeSession(self.ledger, self.store, self.sid, task=self.cfg.task, lease_s=self.cfg.lease_s)
 
-    def locked(self) -> Any:
+    def locked(self) -> AbstractContextManager[int]:
         return self.store.hold(f"claude-lock\0{self.ledger.target or self.ledger.display}\0{self.sid}")
 
     # ------------------------------------------------------------------ dispatch
@@ -233,12 +235,12 @@ class _Hook:
             return _deny_tool(reason) if pre else HookAnswer({"decision": "block", "reason": reason})
         if st.state == "parked":
             stop = f"Parked by the operator in Warden{': ' + st.reason if st.reason else ''}"
-            extra = {"continue": False, "stopReason": stop}
-            return _deny_tool(stop, **extra) if pre else HookAnswer(extra)
+            extra: JsonObject = {"continue": False, "stopReason": stop}
+            return _deny_tool(stop, extra) if pre else HookAnswer(extra)
         if st.state == "aborted":
             stop = f"Aborted by the operator in Warden{': ' + st.reason if st.reason else ''}"
             extra = {"continue": False, "stopReason": stop}
-            return _deny_tool(stop, **extra) if pre else HookAnswer(extra)
+            return _deny_tool(stop, extra) if pre else HookAnswer(extra)
         return HookAnswer(message=f"warden hook claude: not recorded: {st.reason}")  # lost: no decision
 
     def permission(self) -> HookAnswer:
@@ -329,7 +331,7 @@ class _Hook:
         return HookAnswer()
 
 
-def handle(ledger: Ledger, store: SessionStore, cfg: HookConfig, payload: dict[str, Any], *,
+def handle(ledger: Ledger, store: SessionStore, cfg: HookConfig, payload: JsonObject, *,
            sleep: Callable[[float], None] = time.sleep) -> HookAnswer:
     """Handle one parsed event (see the module's table)."""
     return _Hook(ledger, store, cfg, payload, sleep).run()

@@ -19,10 +19,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from typing import Any
 
 from ..errors import LeaseLost, NotFound
 from ..facade import Ledger
+from ..jsontypes import JsonObject
 from ..views import Claim
 from .sessions import SessionStore, claim_from_json, claim_to_json
 from .steering import Steer, reclaim, steer
@@ -180,7 +180,7 @@ class ClaudeSession:
         self.save()
         return hid
 
-    def ask_permission(self, question: str, context: dict[str, Any], options: list[dict[str, str]]) -> str:
+    def ask_permission(self, question: str, context: JsonObject, options: list[dict[str, str]]) -> str:
         assert self.claim is not None
         hid = self.ledger.request_human(self.claim, kind="permission", question=question, options=options,
                                         context=context)

@@ -43,10 +43,11 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from queue import Empty
-from typing import Any, Callable
+from typing import Callable
 
 from ..errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
 from ..facade import Ledger
+from ..jsontypes import JsonObject
 from ..views import Claim
 from .process import Child
 from .rundir import Artifacts, RunDir, collect_artifacts, run_name
@@ -450,7 +451,7 @@ class _Watch:
         except _Restart as r:  # rewound just as it ended: the attempt stands rewound
             raise _Stop(RunOutcome("lost", f"rewound as the command ended ({r.reason}); run it again",
                                    run=self.rundir.name)) from None
-        output: dict[str, Any] = {"exit_code": code, "last_lines": list(self.last), "run": self.rundir.name,
+        output: JsonObject = {"exit_code": code, "last_lines": list(self.last), "run": self.rundir.name,
                                   "cwd": self.rundir.state["cwd"], "command": list(s.argv)}
         if self.final is not None:
             output["final"] = self.final

@@ -8,15 +8,37 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Iterator, Mapping, Never, Protocol, Sequence, TypeVar
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import All, Command, StateSnapshot, StreamMode
+
+from ..jsontypes import JsonMapping, JsonObject, JsonValue
 from ..ledger.fenced import OUTPUT_CAP
 
-__all__ = ["ancestors", "jsonable", "last_update", "observation", "ran_nodes", "reachable", "successors"]
+__all__ = ["Graph", "ancestors", "jsonable", "last_update", "observation", "ran_nodes", "reachable", "successors"]
+
+_In = TypeVar("_In", contravariant=True)
+
+
+class Graph(Protocol[_In]):
+    """What Warden uses of a compiled LangGraph graph (``StateGraph(...).compile(checkpointer=...)``):
+    its checkpointed state, a state update and a streamed run. Its shape (``builder``, ``channels``,
+    ``checkpointer``) is read with ``getattr``: it is not part of LangGraph's typed API. ``_In``: the
+    graph's input (its state type)."""
+
+    def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot: ...
+
+    def update_state(self, config: RunnableConfig, values: JsonMapping | None,
+                     as_node: str | None = None) -> RunnableConfig: ...
+
+    def stream(self, input: _In | Command[str] | None, config: RunnableConfig | None = None, *,  # noqa: A002 - LangGraph's word
+               stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+               interrupt_before: All | Sequence[str] | None = None) -> Iterator[JsonObject]: ...
 
 
 # ---------------------------------------------------------------------- the graph's shape
-def successors(graph: Any) -> dict[str, set[str]]:
+def successors(graph: Graph[Never]) -> dict[str, set[str]]:
     """Where each node may go next, from the builder's edges, branches and declared destinations;
     a branch without known ends (or a node with Command gotos undeclared) may go anywhere."""
     b = getattr(graph, "builder", None)
@@ -52,14 +74,14 @@ def reachable(succ: Mapping[str, set[str]], starts: Iterable[str]) -> set[str]:
     return seen
 
 
-def ancestors(graph: Any, snap: Any) -> Iterable[Any]:
+def ancestors(graph: Graph[Never], snap: StateSnapshot | None) -> Iterator[StateSnapshot]:
     while snap is not None:
         yield snap
         parent = snap.parent_config
         snap = graph.get_state(parent) if parent else None
 
 
-def ran_nodes(graph: Any, snap: Any) -> set[str]:
+def ran_nodes(graph: Graph[Never], snap: StateSnapshot) -> set[str]:
     """Every node that ran on the way to this checkpoint."""
     out: set[str] = set()
     first = True
@@ -70,7 +92,7 @@ def ran_nodes(graph: Any, snap: Any) -> set[str]:
     return out
 
 
-def last_update(graph: Any, snap: Any, key: str) -> Any:
+def last_update(graph: Graph[Never], snap: StateSnapshot, key: str) -> JsonValue:
     """The update ``key`` wrote the last time it ran on the way to ``snap`` (from the checkpoints)."""
     for anc in ancestors(graph, snap):
         for t in anc.tasks:
@@ -80,7 +102,7 @@ def last_update(graph: Any, snap: Any, key: str) -> Any:
 
 
 # ---------------------------------------------------------------------- outputs
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> JsonValue:
     """A node's update as JSON the ledger can store (non-JSON values as their repr; an update too
     big for a node output becomes its digest and size)."""
     text = json.dumps(value, sort_keys=True, default=repr, ensure_ascii=False)
@@ -90,7 +112,7 @@ def jsonable(value: Any) -> Any:
     return json.loads(text)
 
 
-def observation(update: Any) -> str:
+def observation(update: object) -> str:
     """One loop iteration's update as an observation: one line per leaf, so the new-information
     measure sees what changed and what repeats."""
     return json.dumps(update, sort_keys=True, indent=1, default=repr, ensure_ascii=False)

@@ -61,20 +61,23 @@ task id), ``lease_s`` (60), ``max_step_s`` (None: the time limit of one claim, h
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Callable, Generic, Mapping, TypedDict, TypeVar, Unpack
 
-from langgraph.types import Command
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command, Interrupt, StateSnapshot
 
 from ..clock import iso
 from ..errors import LeaseLost, NotFound, Refused
 from ..facade import Ledger
+from ..jsontypes import JsonObject, JsonValue
 from ..ledger import waits
 from . import graphshape as shape
-from ..views import Claim
+from ..views import Claim, NodeView
 from ..worker import LeaseKeeper, StepFailed
 
 __all__ = ["REJECTIONS_KEY", "RunResult", "Supervisor", "supervise"]
 
+_S = TypeVar("_S")  # the graph's state (its input), LangGraph's own type
 STEPS_PER_RUN = 10_000  # supersteps one run() drives at most (a runaway guard, not a budget)
 SPECIAL = ("__start__", "__end__")
 # The state key a rerun after a rewind finds the operators' reasons under, ``{node: [reason, ...]}``
@@ -94,7 +97,7 @@ class RunResult:
 
     status: str
     reason: str = ""
-    output: Any = None
+    output: object = None  # the graph's final state (LangGraph's values: the graph's own types)
     node: str | None = None
     handoff_id: str | None = None
     question: str | None = None
@@ -113,7 +116,7 @@ class _Held:
 
     claim: Claim
     keeper: LeaseKeeper | None = None
-    output: Any = None
+    output: JsonValue = None
     ran: bool = False
 
 
@@ -126,15 +129,28 @@ def _default_classify(exc: BaseException) -> tuple[str, bool | None]:
     return "transient", None
 
 
-def supervise(graph: Any, ledger: Ledger, *, task_id: str, worker: str, **options: Any) -> "Supervisor":
+class Options(TypedDict, total=False):
+    """``supervise``'s options (:class:`Supervisor`'s keyword arguments)."""
+
+    thread_id: str | None
+    lease_s: float
+    max_step_s: float | None
+    classify: Callable[[BaseException], tuple[str, bool | None]]
+    title: str
+    background: bool
+    workflow_version: str | None
+
+
+def supervise(graph: shape.Graph[_S], ledger: Ledger, *, task_id: str, worker: str,
+              **options: Unpack[Options]) -> "Supervisor[_S]":
     """A :class:`Supervisor` of ``graph`` (compiled, with a checkpointer) as task ``task_id``."""
     return Supervisor(graph, ledger, task_id=task_id, worker=worker, **options)
 
 
-class Supervisor:
+class Supervisor(Generic[_S]):
     """Drives one LangGraph thread as one ledger task (see the module docstring)."""
 
-    def __init__(self, graph: Any, ledger: Ledger, *, task_id: str, worker: str, thread_id: str | None = None,
+    def __init__(self, graph: shape.Graph[_S], ledger: Ledger, *, task_id: str, worker: str, thread_id: str | None = None,
                  lease_s: float = 60.0, max_step_s: float | None = None,
                  classify: Callable[[BaseException], tuple[str, bool | None]] = _default_classify,
                  title: str = "", background: bool = True, workflow_version: str | None = None) -> None:
@@ -151,7 +167,7 @@ class Supervisor:
         self.background = background
         self.workflow_version = workflow_version
         self.revision: int | None = None  # the task's revision when the last run() returned
-        self.config: dict[str, Any] = {"configurable": {"thread_id": thread_id or task_id}}
+        self.config: RunnableConfig = {"configurable": {"thread_id": thread_id or task_id}}
         self.held: dict[str, _Held] = {}
         self._succ = shape.successors(graph)
         ledger.create_task(task_id, title=title or task_id, workflow="langgraph", workflow_version=workflow_version or "",
@@ -172,7 +188,7 @@ class Supervisor:
                                 timeout) is not None
 
     # ------------------------------------------------------------------ running
-    def run(self, input: Any = None) -> RunResult:  # noqa: A002 - LangGraph's own word
+    def run(self, input: _S | None = None) -> RunResult:  # noqa: A002 - LangGraph's own word
         """Start the graph with ``input`` (None: resume where it stands) and drive it until it
         completes, fails or blocks. ``RunResult.revision`` is the task's revision as the run
         ended: :meth:`wait` waits for the next operator change after it."""
@@ -180,7 +196,7 @@ class Supervisor:
         self.revision = self.ledger.task(self.task_id).revision
         return replace(result, revision=self.revision)
 
-    def _drive(self, input: Any) -> RunResult:  # noqa: A002
+    def _drive(self, input: _S | None) -> RunResult:  # noqa: A002
         steps = 0
         try:
             cfg = self._sync()
@@ -215,14 +231,14 @@ class Supervisor:
             if h.keeper is None:
                 h.keeper = self._keeper(h.claim)
 
-    def _stream(self, value: Any, cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def _stream(self, value: _S | Command[str] | None, cfg: RunnableConfig) -> list[JsonObject]:
         return list(self.graph.stream(value, cfg, stream_mode="updates", interrupt_before="*"))
 
     # ------------------------------------------------------------------ before a superstep
-    def _claim_next(self, snap: Any) -> Any:
+    def _claim_next(self, snap: StateSnapshot) -> JsonValue:
         """Claim every node about to run; returns the resume value for resolved interrupts (one
         value, or ``{interrupt_id: value}`` when several nodes resume at once), else None."""
-        resumes: dict[str, Any] = {}
+        resumes: JsonObject = {}
         pending = {t.name: t.interrupts for t in snap.tasks if t.interrupts}
         for name in snap.next:
             if name in SPECIAL:
@@ -251,7 +267,7 @@ class Supervisor:
         k = LeaseKeeper(self.ledger, claim, max_step_s=self.max_step_s)
         return k.start() if self.background else k
 
-    def _ensure_node(self, name: str, snap: Any) -> None:
+    def _ensure_node(self, name: str, snap: StateSnapshot) -> None:
         try:
             self.ledger.node(self.task_id, name)
             return
@@ -264,7 +280,7 @@ class Supervisor:
         deps = [k for k in before if k != name and (k in self.held or self._status(k) == "succeeded")]
         self.ledger.add_node(self.task_id, name, kind="langgraph", title=name, deps=deps, actor=self.worker)
 
-    def _ran_before(self, snap: Any) -> list[str]:
+    def _ran_before(self, snap: StateSnapshot) -> list[str]:
         """The nodes whose writes produced this snapshot (the superstep before it)."""
         parent = snap.parent_config
         if not parent:
@@ -306,9 +322,9 @@ class Supervisor:
         return RunResult("blocked", reason="not_ready", node=name, error=f"node {name} is {node.status}")
 
     # ------------------------------------------------------------------ after a superstep
-    def _after_step(self, updates: list[dict[str, Any]]) -> None:
+    def _after_step(self, updates: list[JsonObject]) -> None:
         snap = self.graph.get_state(self.config)
-        ran: dict[str, Any] = {}
+        ran: JsonObject = {}
         for u in updates:
             for name, update in u.items():
                 if name not in SPECIAL and name != "__interrupt__" and name in self.held:
@@ -345,7 +361,7 @@ class Supervisor:
         except LeaseLost as e:
             raise _Stop(self._lease_lost(name, str(e))) from None
 
-    def _ask(self, snap: Any, interrupts: list[Any]) -> None:
+    def _ask(self, snap: StateSnapshot, interrupts: list[Interrupt]) -> None:
         by_id = {i.id: t.name for t in snap.tasks for i in t.interrupts}
         first = None
         for intr in interrupts:
@@ -358,7 +374,7 @@ class Supervisor:
             v = intr.value if isinstance(intr.value, Mapping) else {"question": str(intr.value)}
             options = list(v.get("options") or [])
             raw_ctx = v.get("context")
-            ctx: dict[str, Any] = dict(raw_ctx) if isinstance(raw_ctx, Mapping) else {}
+            ctx: JsonObject = dict(raw_ctx) if isinstance(raw_ctx, Mapping) else {}
             ctx["interrupt_id"] = intr.id
             try:
                 hid = self.ledger.request_human(
@@ -395,7 +411,7 @@ class Supervisor:
         return RunResult("failed", reason="error", node=names[0] if names else None, error=error, failure_class=cls,
                          retryable=can, retry_at=iso(node.next_retry_at) if can and node else None, steps=steps)
 
-    def _complete(self, snap: Any, steps: int) -> RunResult:
+    def _complete(self, snap: StateSnapshot, steps: int) -> RunResult:
         for name in list(self.held):
             if self.held[name].ran:
                 self._commit(name)
@@ -433,7 +449,7 @@ class Supervisor:
         if h is not None and h.keeper is not None:
             h.keeper.stop()
 
-    def _sync(self) -> Mapping[str, Any]:
+    def _sync(self) -> RunnableConfig:
         """The config to continue from: the current checkpoint, or the one before the earliest
         node that LangGraph has run and the ledger has since reset."""
         task = self.ledger.task(self.task_id)
@@ -460,7 +476,7 @@ class Supervisor:
             return self.config
         # For each reset node, the newest ancestor about to run it (the state it last ran from);
         # continue from the oldest of those, so every reset node runs again.
-        found: dict[str, tuple[int, Any]] = {}
+        found: dict[str, tuple[int, StateSnapshot]] = {}
         for depth, anc in enumerate(shape.ancestors(self.graph, snap)):
             if (getattr(anc, "metadata", None) or {}).get("source") == "update":
                 continue  # a state update (the rejections handed to an earlier rerun): fork from what it updated
@@ -476,18 +492,18 @@ class Supervisor:
         start = max(found.values(), key=lambda f: f[0])[1]
         return self._with_rejections(start, nodes)
 
-    def _with_rejections(self, start: Any, nodes: Mapping[str, Any]) -> Mapping[str, Any]:
+    def _with_rejections(self, start: StateSnapshot, nodes: Mapping[str, NodeView]) -> RunnableConfig:
         """The rerun starts from ``start``'s checkpoint with the operators' rejection reasons in
         the state under :data:`REJECTIONS_KEY` (``{node: [reason, ...]}``) when the graph's state
         declares that key; otherwise from ``start`` as it is."""
         rejections = {k: list(n.rejections) for k, n in nodes.items() if n.rejections}
         if REJECTIONS_KEY not in getattr(self.graph, "channels", {}) or not rejections:
-            return dict(start.config)
+            return start.config.copy()
         before = self.graph.get_state(start.parent_config) if start.parent_config else None
         writer = next((n for n in (before.next if before is not None else ())), None)
         if writer is None:
-            return dict(start.config)
+            return start.config.copy()
         cfg = self.graph.update_state(start.config, {REJECTIONS_KEY: rejections}, as_node=writer)
         if tuple(self.graph.get_state(cfg).next) != tuple(start.next):  # the update must not change what runs next
-            return dict(start.config)
-        return dict(cfg)
+            return start.config.copy()
+        return cfg.copy()

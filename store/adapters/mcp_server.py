@@ -16,10 +16,10 @@ An MCP client (Claude Code, Codex, any agent) configures it as a stdio server::
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
+from ..jsontypes import JsonArray, JsonObject
 from .agent_session import AgentSession
 
 __all__ = ["build_server", "serve"]
@@ -35,13 +35,13 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(session: AgentSession) -> MCPServer[Any]:
+def build_server(session: AgentSession) -> MCPServer[object]:
     """An MCPServer whose tools and resources are ``session``'s."""
-    server: MCPServer[Any] = MCPServer("warden", instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer[object] = MCPServer("warden", instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(description="Claim the next ready step of a task (created with one node when it does not "
                              "exist). Answers status claimed (with the step's inputs), none, parked or aborted.")
-    def claim_next(task: str | None = None, kinds: list[str] | None = None) -> dict[str, Any]:
+    def claim_next(task: str | None = None, kinds: list[str] | None = None) -> JsonObject:
         return session.claim_next(task, kinds)
 
     @server.tool(description="Report progress (a fraction 0-1), what you did (action) and what it gave (result), "
@@ -49,41 +49,41 @@ def build_server(session: AgentSession) -> MCPServer[Any]:
                              "Answers ok, or parked / aborted / rewound: <reason>.")
     def heartbeat(progress: float | None = None, observation: str | None = None, action: str | None = None,
                   result: str | None = None, waiting_on: str | None = None, wait_s: float | None = None,
-                  tokens: int = 0) -> dict[str, Any]:
+                  tokens: int = 0) -> JsonObject:
         return session.heartbeat(progress, observation, action, result, waiting_on, wait_s, tokens)
 
     @server.tool(description="Record the step's result (any JSON value). Safe to repeat: a commit already made "
                              "is answered committed with already: true.")
-    def commit(output: Any) -> dict[str, Any]:
+    def commit(output: object) -> JsonObject:
         return session.commit(output)
 
     @server.tool(description="Record that the step failed. failure_class: transient, idempotent_write, "
                              "irreversible_write, conclusion or spec; retryable: whether trying again may help.")
-    def fail(error: str, failure_class: str = "transient", retryable: bool | None = None) -> dict[str, Any]:
+    def fail(error: str, failure_class: str = "transient", retryable: bool | None = None) -> JsonObject:
         return session.fail(error, failure_class, retryable)
 
     @server.tool(description="Before an external side effect (a PR, an email, a deploy): log it by a stable key. "
                              "Answers confirmed when it already happened: then do not make it again.")
-    def intend_effect(key: str, payload: Any = None) -> dict[str, Any]:
+    def intend_effect(key: str, payload: object = None) -> JsonObject:
         return session.intend_effect(key, payload)
 
     @server.tool(description="After the external side effect happened: confirm it with its external id.")
-    def confirm_effect(key: str, external_id: str | None = None) -> dict[str, Any]:
+    def confirm_effect(key: str, external_id: str | None = None) -> JsonObject:
         return session.confirm_effect(key, external_id)
 
     @server.tool(description="Ask a person (options: ids or {id, label, consequence}; kind: confirm, direction, "
                              "exception, acceptance, permission). Waits up to about 50 s; then answers pending "
                              "with the handoff id: call wait_for_human(handoff) to keep waiting.")
-    def ask_human(question: str, options: list[Any] | None = None, kind: str | None = None) -> dict[str, Any]:
+    def ask_human(question: str, options: JsonArray | None = None, kind: str | None = None) -> JsonObject:
         return session.ask_human(question, options, kind)
 
     @server.tool(description="Keep waiting for the answer to a question asked with ask_human.")
-    def wait_for_human(handoff: str) -> dict[str, Any]:
+    def wait_for_human(handoff: str) -> JsonObject:
         return session.wait_for_human(handoff)
 
     @server.tool(description="What the task leaves behind so far: best result, unfinished steps, budget, "
                              "open questions, unconfirmed effects; and this session's claim.")
-    def report() -> dict[str, Any]:
+    def report() -> JsonObject:
         return session.report()
 
     @server.resource("warden://task/constraints", name="constraints", mime_type="application/json",

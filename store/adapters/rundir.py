@@ -24,9 +24,10 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..clock import iso
+from ..jsontypes import JsonObject
 from ..runs.names import valid_name
 from ..runs.tree import SafeTree
 from ..runs.write import write_atomic, write_json
@@ -58,7 +59,7 @@ class Artifacts:
     files: dict[str, bytes] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
-    def listing(self) -> list[dict[str, Any]]:
+    def listing(self) -> list[JsonObject]:
         return [{"name": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
                 for name, data in sorted(self.files.items())]
 
@@ -109,7 +110,7 @@ class RunDir:
             self.name = f"{name[:60]}-{n}"
             self.path = os.path.join(runs, self.name)
         os.makedirs(self.path, mode=0o755)
-        self.state: dict[str, Any] = {
+        self.state: JsonObject = {
             "run_id": self.name, "task_id": task_id, "node_key": node_key, "status": "running",
             "steps": [{"name": node_key, "status": "running"}], "updated_at": iso(time.time()),
             "attempt": attempt, "command": list(argv), "cwd": cwd, "exit_code": None, "why": None,

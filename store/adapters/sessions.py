@@ -28,9 +28,10 @@ import json
 import os
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Iterator
 
 from ..errors import Refused
+from ..jsontypes import JsonObject
 from ..runs.write import write_atomic
 from ..views import Claim
 
@@ -51,13 +52,13 @@ def default_directory() -> str:
     return os.path.join(state, "warden", "sessions")
 
 
-def claim_to_json(c: Claim) -> dict[str, Any]:
+def claim_to_json(c: Claim) -> JsonObject:
     return {"task_id": c.task_id, "node_key": c.node_key, "kind": c.kind, "worker": c.worker, "token": c.token,
             "attempt": c.attempt, "lease_until": c.lease_until, "inputs": dict(c.inputs), "admission": c.admission,
             "lease_s": c.lease_s}
 
 
-def claim_from_json(d: Any) -> Claim | None:
+def claim_from_json(d: object) -> Claim | None:
     """A claim as :func:`claim_to_json` wrote it; None when the record is not one."""
     if not isinstance(d, dict):
         return None
@@ -83,7 +84,7 @@ class SessionStore:
     def _ensure_dir(self) -> None:
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
 
-    def load(self, key: str) -> dict[str, Any]:
+    def load(self, key: str) -> JsonObject:
         """The session's data ({} when there is none, or it cannot be read as one)."""
         path, _ = self._paths(key)
         try:
@@ -102,7 +103,7 @@ class SessionStore:
             return {}
         return value if isinstance(value, dict) and value.get("key") == key else {}
 
-    def save(self, key: str, data: dict[str, Any]) -> None:
+    def save(self, key: str, data: JsonObject) -> None:
         self._ensure_dir()
         path, _ = self._paths(key)
         blob = (json.dumps({**data, "key": key, "saved_at": time.time()}, sort_keys=True) + "\n").encode()

@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 from ..errors import Refused
+from ..jsontypes import JsonArray, JsonMapping
 
 __all__ = ["FORMATS", "StreamParser", "Step", "parser_for", "summarize"]
 
@@ -64,7 +65,7 @@ class Step:
     line: str | None = None
 
 
-def summarize(value: Any, cap: int = SUMMARY_CAP) -> str:
+def summarize(value: object, cap: int = SUMMARY_CAP) -> str:
     """A JSON value as one short line: a string as it is, anything else as compact JSON."""
     if isinstance(value, str):
         s = value
@@ -77,17 +78,17 @@ def summarize(value: Any, cap: int = SUMMARY_CAP) -> str:
     return s if len(s) <= cap else s[: cap - 1] + "…"
 
 
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
         return 0
     return int(min(value, 10**12))
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
+def _dict(value: object) -> JsonMapping:
     return value if isinstance(value, Mapping) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def _list(value: object) -> JsonArray:
     return value if isinstance(value, list) else []
 
 
@@ -110,19 +111,19 @@ class StreamParser:
             return [Step(line=line)]
         if not isinstance(event, Mapping):
             return [Step(line=line)]
-        handler: Callable[[Mapping[str, Any]], list[Step]] = self._claude if self.fmt == "claude" else self._codex
+        handler: Callable[[JsonMapping], list[Step]] = self._claude if self.fmt == "claude" else self._codex
         try:
             return handler(event)
         except (TypeError, ValueError, AttributeError, RecursionError):  # a shape nobody documented
             return [Step(line=summarize(event))]
 
     # ------------------------------------------------------------------ helpers
-    def _open(self, ident: Any, summary: str) -> None:
+    def _open(self, ident: object, summary: str) -> None:
         if len(self.pending) >= PENDING_CAP:
             self.pending.pop(next(iter(self.pending)))
         self.pending[str(ident)] = summary
 
-    def _close(self, ident: Any, fallback: str) -> str:
+    def _close(self, ident: object, fallback: str) -> str:
         return self.pending.pop(str(ident), fallback)
 
     def _count(self, tokens: int) -> int:
@@ -130,7 +131,7 @@ class StreamParser:
         return tokens
 
     # ------------------------------------------------------------------ Claude Code
-    def _claude(self, e: Mapping[str, Any]) -> list[Step]:
+    def _claude(self, e: JsonMapping) -> list[Step]:
         kind = e.get("type")
         msg = _dict(e.get("message"))
         out: list[Step] = []
@@ -179,7 +180,7 @@ class StreamParser:
         return out
 
     # ------------------------------------------------------------------ Codex
-    def _codex(self, e: Mapping[str, Any]) -> list[Step]:
+    def _codex(self, e: JsonMapping) -> list[Step]:
         kind = e.get("type")
         if kind in ("item.started", "item.updated", "item.completed"):
             return self._codex_item(str(kind), _dict(e.get("item")))
@@ -194,7 +195,7 @@ class StreamParser:
             return [Step(text=f"thread {summarize(e.get('thread_id'), 80)} started")]
         return []
 
-    def _codex_item(self, kind: str, item: Mapping[str, Any]) -> list[Step]:
+    def _codex_item(self, kind: str, item: JsonMapping) -> list[Step]:
         itype = item.get("type")
         ident = item.get("id")
         done = kind == "item.completed"
@@ -237,12 +238,12 @@ class StreamParser:
         return []
 
 
-def _claude_tokens(usage: Mapping[str, Any]) -> int:
+def _claude_tokens(usage: JsonMapping) -> int:
     return (_int(usage.get("input_tokens")) + _int(usage.get("cache_creation_input_tokens"))
             + _int(usage.get("cache_read_input_tokens")) + _int(usage.get("output_tokens")))
 
 
-def _tool_result_text(content: Any) -> str:
+def _tool_result_text(content: object) -> str:
     if isinstance(content, str):
         return content
     parts = []

@@ -11,7 +11,7 @@ from .. import graph as graph_mod
 from .. import sql
 from ..db import is_sqlite, retry_write, write_tx
 from ..errors import Refused
-from ..jsontypes import JsonMapping, JsonObject, JsonValue
+from ..jsontypes import JsonMapping, JsonObject
 from ..mind import record as mind_record
 from ..models import Task, dumps
 from ..views import Budget, NodeSpec
@@ -19,7 +19,7 @@ from . import pause
 from .core import LedgerCore, validate_key, validate_task_id
 
 
-def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, workflow_version: str, inputs: JsonValue,
+def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, workflow_version: str, inputs: object,
                 constraints: Sequence[str] | None, preconditions: JsonMapping | None, budget: Budget | None,
                 max_claims: int, max_repairs: int, exist_ok: bool, actor: str, origin: str | None = None,
                 requirements: Sequence[Mapping[str, str]] = (), mind: JsonMapping | None = None) -> None:
@@ -45,7 +45,7 @@ def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, wo
 
 
 @retry_write
-def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, workflow_version: str, inputs: JsonValue,
+def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, workflow_version: str, inputs: object,
                  constraints: list[str], preconditions: JsonObject, budget: Budget, max_claims: int,
                  max_repairs: int, exist_ok: bool, actor: str, origin: str | None,
                  requirements: list[Mapping[str, str]], mind: JsonObject | None) -> None:

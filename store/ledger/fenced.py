@@ -9,13 +9,13 @@ then the node row, then the journal's advisory lock.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import NamedTuple, Sequence
+from typing import Mapping, NamedTuple, Sequence, TypedDict
 
 from .. import checkpoints, novelty, sql
 from .. import density as density_rule
 from ..db import retry_write, write_tx
 from ..errors import LeaseLost, Refused, WardenError
-from ..jsontypes import JsonMapping, JsonObject, JsonValue
+from ..jsontypes import JsonMapping, JsonObject
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
 from ..sql import Inc
 from ..tables import NodeRecord
@@ -35,6 +35,20 @@ OUTPUT_CAP = 64 * 1024
 ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
 COMMIT_ARGS = frozenset({"output", "output_ref", "tokens", "artifact", "units_done", "next_nodes", "repair",
                          "summary", "repair_from"})
+
+
+class CommitArgs(TypedDict, total=False):
+    """One step's :func:`commit` arguments in a group commit (``Ledger.commit_many``)."""
+
+    output: object
+    output_ref: str | None
+    tokens: float | None
+    artifact: tuple[str, bytes] | None
+    units_done: float | None
+    next_nodes: Sequence[NodeSpec]
+    repair: bool
+    summary: str | None
+    repair_from: Sequence[str] | None
 
 
 # ---------------------------------------------------------------------- the fence
@@ -187,7 +201,7 @@ def _step_lease(row: NodeRecord, claim: Claim, now: float, until: float, max_ste
 
 
 def _stopped(core: LedgerCore, claim: Claim, row: NodeRecord, judged: density_rule.Judgement, now: float,
-             beat: JsonMapping) -> Pulse:
+             beat: Mapping[str, object]) -> Pulse:
     """A heartbeat showing a cost density over 3 × the limit: the ledger stops the node (store/ledger/cost.py)."""
     task = core.task_record(claim.task_id, lock="update")  # the task row first (lock order): the task may fail
     keep = {k: v for k, v in beat.items() if k in ("tokens_used", "units_done", "units_total", "heartbeat_at")}
@@ -205,7 +219,7 @@ def _stopped(core: LedgerCore, claim: Claim, row: NodeRecord, judged: density_ru
 
 
 # ---------------------------------------------------------------------- commit
-def prepare_commit(output: JsonValue, artifact: tuple[str, bytes] | None) -> tuple[str, bytes, str] | None:
+def prepare_commit(output: object, artifact: tuple[str, bytes] | None) -> tuple[str, bytes, str] | None:
     """Check a commit's payload before any transaction; returns (name, bytes, sha256) or None."""
     out_text = dumps(output)
     if len(out_text.encode("utf-8")) > OUTPUT_CAP:
@@ -221,7 +235,7 @@ def prepare_commit(output: JsonValue, artifact: tuple[str, bytes] | None) -> tup
 
 
 @retry_write
-def commit(core: LedgerCore, claim: Claim, *, output: JsonValue, output_ref: str | None, tokens: float | None,
+def commit(core: LedgerCore, claim: Claim, *, output: object, output_ref: str | None, tokens: float | None,
            artifact: tuple[str, bytes] | None, units_done: float | None, next_nodes: Sequence[NodeSpec],
            repair: bool, summary: str | None, repair_from: Sequence[str] = ()) -> int:
     """Record the step's result atomically (see ``Ledger.commit``). Returns the event id."""
@@ -233,7 +247,7 @@ def commit(core: LedgerCore, claim: Claim, *, output: JsonValue, output_ref: str
 
 
 @retry_write
-def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, JsonMapping]]) -> list[int | WardenError]:
+def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, CommitArgs]]) -> list[int | WardenError]:
     """Several steps' commits in ONE write transaction (see ``Ledger.commit_many``)."""
     now = core.now()
     prepared = []
@@ -256,7 +270,7 @@ def commit_many(core: LedgerCore, commits: Sequence[tuple[Claim, JsonMapping]]) 
     return results
 
 
-def commit_tx(core: LedgerCore, claim: Claim, now: float, output: JsonValue, output_ref: str | None,
+def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output_ref: str | None,
               tokens: float | None, art: tuple[str, bytes, str] | None, units_done: float | None,
               next_nodes: Sequence[NodeSpec], repair: bool, summary: str | None,
               repair_from: Sequence[str] = ()) -> int:
@@ -466,7 +480,7 @@ def _effect(core: LedgerCore, task_id: str, effect_key: str) -> _Effect | None:
 
 
 @retry_write
-def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: JsonValue,
+def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: object,
                   compensation: str | None) -> None:
     """Log an intended side effect (idempotent on ``effect_key`` within the task)."""
     if not effect_key:

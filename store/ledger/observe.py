@@ -156,10 +156,10 @@ def long_gap(gaps: list[float], previous: float | None) -> float | None:
 
 
 def beat_fields(row: NodeRecord, now: float, units_done: float | None, wait: tuple[str, float] | None,
-                new_units: int | None, text_progress: bool = False) -> JsonObject:
+                new_units: int | None, text_progress: bool = False) -> dict[str, object]:
     """The node columns this heartbeat moves (interval, rhythm, units_at, progress_at, wait), from
     the row before it."""
-    out: JsonObject = {}
+    out: dict[str, object] = {}
     prev = row.heartbeat_at
     interval = row.beat_interval_s
     # the gap from the claim to the first heartbeat says nothing about the agent's rhythm

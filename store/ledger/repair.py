@@ -27,7 +27,7 @@ from typing import Sequence
 from .. import sql
 from ..clock import iso
 from ..errors import Refused
-from ..jsontypes import JsonObject, JsonValue
+from ..jsontypes import JsonObject
 from ..models import Task
 from ..sql import Inc
 from ..tables import NodeRecord, TaskRecord
@@ -84,20 +84,20 @@ def _ancestor_keys(core: LedgerCore, node_id: int) -> set[str]:
                  "SELECT n.key FROM node n JOIN up ON n.id = up.id WHERE n.id <> ?", [param, node_id])}
 
 
-def record(task: TaskRecord, row: NodeRecord, output: JsonValue, now: float) -> JsonObject:
+def record(task: TaskRecord, row: NodeRecord, output: object, now: float) -> JsonObject:
     """What the reruns of a repair round are handed (``Claim.inputs["repair"]``)."""
     return {"round": int(task.repair_count) + 1, "of": int(task.max_repairs), "by": row.key,
             "verdict": output, "at": iso(now), "at_ts": now}
 
 
 # ---------------------------------------------------------------------- in place
-def in_place_fields(task: TaskRecord, row: NodeRecord, output: JsonValue, now: float) -> dict[str, object]:
+def in_place_fields(task: TaskRecord, row: NodeRecord, output: object, now: float) -> dict[str, object]:
     """The committing node's update: pending again, its verdict kept as output."""
     return dict(status="pending", lease_token=None, lease_until=None, finished_at=None, next_retry_at=None,
                 claim_count=0, step_deadline=None, density=None, repair=record(task, row, output, now))
 
 
-def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, output: JsonValue,
+def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, output: object,
              repair_from: Sequence[str], payload: JsonObject, now: float) -> int:
     """Send the round back (see the module docstring); returns the journal event id."""
     task_id, key = task.task_id, row.key

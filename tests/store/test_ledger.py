@@ -329,3 +329,11 @@ def test_commit_many_commits_each_step_atomically_in_one_transaction(ledger, clo
     assert ledger.task("t").tokens_used == 5
     with pytest.raises(TypeError):
         ledger.commit_many([(a, {"nonsense": 1})])
+
+
+def test_graph_pages_take_a_whole_float_as_its_rule_does(ledger: Ledger) -> None:
+    # The LIMIT rule accepts 1.0 (a whole number); the driver's fetchmany refused it (a TypeError).
+    ledger.create_task("t")
+    ledger.add_nodes("t", [NodeSpec("a"), NodeSpec("b", deps=("a",)), NodeSpec("c")])
+    pages = list(ledger.graph_pages("t", first=1.0, page=2.0))  # type: ignore[arg-type]
+    assert [n.key for n in pages[0].nodes] == ["a"] and [n.key for p in pages for n in p.nodes] == ["a", "b", "c"]
