@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_right, insort
 from collections import deque
-from typing import Any, Callable, Iterable
+from collections.abc import Hashable
+from typing import Callable, Iterable, NamedTuple, TypeVar
 
 from . import sql
 from .ledger.core import LedgerCore
@@ -33,6 +34,19 @@ from .kindmodel import (  # noqa: F401  (re-exported: the estimator's shared nam
 
 
 # ---------------------------------------------------------------------- the memory
+_T = TypeVar("_T")
+
+
+class _Run(NamedTuple):
+    """A succeeded run of a kind, as the history loads it."""
+
+    kind: str
+    finished_at: float
+    wall_s: float  # finished_at - claimed_at
+    task_id: str | None
+    position: int | None
+
+
 class DurationHistory:
     """Per-kind durations in the order they finished, the newest ``cap`` kept, and their models.
 
@@ -48,7 +62,7 @@ class DurationHistory:
         self._version: dict[str, int] = {}
         self._models: dict[str, KindModel] = {}
         self._pooled: KindModel | None = None
-        self.cache: dict[Any, Any] = {}  # derived figures keyed with the kind's version
+        self.cache: dict[Hashable, object] = {}  # derived figures keyed with the kind's version
         self.loaded: set[str] = set()
         self.all_loaded = False
 
@@ -81,14 +95,17 @@ class DurationHistory:
         """Durations of a kind, oldest first."""
         return [r[0] for r in self._recent.get(kind, ())]
 
-    def remember(self, key: Any, make: Callable[[], Any]) -> Any:
-        """A derived figure, cached under ``key`` (which should include the kind's version)."""
+    def remember(self, key: Hashable, make: Callable[[], _T], kind: type[_T]) -> _T:
+        """A derived figure of type ``kind``, cached under ``key`` (which should include the kind's
+        version and say what the figure is: the cache holds figures of several types)."""
         got = self.cache.get(key)
-        if got is None:
-            if len(self.cache) > 4096:
-                self.cache.clear()
-            got = self.cache[key] = make()
-        return got
+        if isinstance(got, kind):
+            return got
+        if len(self.cache) > 4096:
+            self.cache.clear()
+        made = make()
+        self.cache[key] = made
+        return made
 
     def own(self, kind: str, task_id: str | None) -> list[float]:
         """Durations of a kind that ran in this task, oldest first (as if at the kind's centre
@@ -104,7 +121,7 @@ class DurationHistory:
                     out.append(d * math.exp(-m.pos_slope * (p - m.pos_centre)) if m.pos_slope and p is not None else d)
             return out
 
-        return self.remember(("own", kind, self.version(kind), task_id), make)
+        return self.remember(("own", kind, self.version(kind), task_id), make, list)
 
     def others(self, kind: str, task_id: str | None) -> tuple[float, int]:
         """(log mean, count) of the kind's newest ``group_window`` runs in other tasks (at the
@@ -121,7 +138,8 @@ class DurationHistory:
         """Where this task's runs of the kind lie (``kindmodel.task_level``), cached per version."""
         return self.remember(("level", kind, self.version(kind), task_id),
                              lambda: task_level(self.model(kind), self.own(kind, task_id), self.params,
-                                                self.others(kind, task_id) if task_id is not None else None))
+                                                self.others(kind, task_id) if task_id is not None else None),
+                             TaskLevel)
 
     def count(self, kind: str) -> int:
         return len(self._sorted.get(kind, ()))
@@ -174,24 +192,25 @@ class DurationHistory:
         todo = sorted(set(kinds) - self.loaded)
         if not todo:
             return
-        cols = ("SELECT kind, finished_at, finished_at - claimed_at, task_id, position FROM node "
+        cols = (f"SELECT {sql.columns(_Run, computed={'wall_s': 'finished_at - claimed_at'})} FROM node "
                 "WHERE status = 'succeeded' AND claimed_at IS NOT NULL AND finished_at IS NOT NULL AND ")
-        got: dict[str, list[tuple[Any, ...]]] = {k: [] for k in todo}
+        got: dict[str, list[_Run]] = {k: [] for k in todo}
         # One walk down the newest rows for all kinds; a kind still short of `cap` when the walk
         # was cut by its limit gets its own walk.
         limit = self.cap * len(todo)
-        rows = sql.fetch_all(ledger.db, cols + f"kind IN ({sql.marks(len(todo))}) ORDER BY id DESC LIMIT ?",
-                             [*todo, limit])
+        rows = sql.fetch_rows(ledger.db, _Run, cols + f"kind IN ({sql.marks(len(todo))}) ORDER BY id DESC LIMIT ?",
+                              [*todo, limit])
         for r in rows:
-            if len(got[r[0]]) < self.cap:
-                got[r[0]].append(r)
+            if len(got[r.kind]) < self.cap:
+                got[r.kind].append(r)
         if len(rows) == limit:
             for kind in todo:
                 if len(got[kind]) < self.cap:
-                    got[kind] = sql.fetch_all(ledger.db, cols + "kind = ? ORDER BY id DESC LIMIT ?", [kind, self.cap])
+                    got[kind] = sql.fetch_rows(ledger.db, _Run, cols + "kind = ? ORDER BY id DESC LIMIT ?",
+                                               [kind, self.cap])
         for kind in todo:
-            ds = sorted(got[kind], key=lambda r: r[1])  # the order they finished in
-            self._bulk(kind, [(max(0.0, float(d)), task, pos) for _, _, d, task, pos in ds])
+            ds = sorted(got[kind], key=lambda r: r.finished_at)  # the order they finished in
+            self._bulk(kind, [(max(0.0, float(r.wall_s)), r.task_id, r.position) for r in ds])
             self.loaded.add(kind)
 
     def _bulk(self, kind: str, rows: list[tuple[float, str | None, int | None]]) -> None:

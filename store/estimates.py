@@ -137,7 +137,7 @@ def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
     offsets = history.remember(
         ("predictive", model.kind, history.version(kind) if source == "history" else source, round(scale, 9),
          round(loc_var, 12)),
-        lambda: convolve([o * scale for o in model.offsets], math.sqrt(loc_var)))
+        lambda: convolve([o * scale for o in model.offsets], math.sqrt(loc_var)), tuple)
     values = tuple(math.exp(mu + o) for o in offsets)
     rho = loc_var / (loc_var + within ** 2) if loc_var > 0 else 0.0
     shares: tuple[float, ...] = ()

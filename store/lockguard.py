@@ -45,7 +45,7 @@ import time
 import weakref
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator, Literal
 
 SIDE_FILES = ("-wal", "-shm", "-journal")
 PROC_FDS = "/proc/self/fd"
@@ -55,8 +55,8 @@ _opening: Counter[str] = Counter()  # ledger paths SQLite is opening now (not ye
 _kept: list[int] = []  # descriptors that could not be closed safely: open until the process ends
 
 # Raw driver connections now open, with the ledger file each is on (SQLite) or None (PostgreSQL).
-_open_connections: "weakref.WeakKeyDictionary[Any, str | None]" = weakref.WeakKeyDictionary()
-_at_fork: list[tuple[Any, str | None]] = []  # strong references across a fork (see _before_fork)
+_open_connections: "weakref.WeakKeyDictionary[object, str | None]" = weakref.WeakKeyDictionary()
+_at_fork: list[tuple[object, str | None]] = []  # strong references across a fork (see _before_fork)
 _inherited: dict[str, int] = {}  # in a forked child: ledger path → the parent's pid
 _parent_pid: int | None = None
 
@@ -83,11 +83,13 @@ class SqliteConnection(sqlite3.Connection):
     inode: tuple[int, int] | None = None  # (st_dev, st_ino) of the ledger file when it was opened
 
 
-def connect(path: str, target: str, **kwargs: Any) -> sqlite3.Connection:
-    """``sqlite3.connect(target, **kwargs)`` for a momentary connection on the ledger ``path``
-    (a probe), tracked like the ledger's own; close it with :func:`disconnect`."""
+def connect(path: str, target: str, *, uri: bool = False, timeout: float = 5.0, isolation_level: Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"] | None = "DEFERRED",
+            check_same_thread: bool = True) -> sqlite3.Connection:
+    """``sqlite3.connect(target, ...)`` for a momentary connection on the ledger ``path`` (a
+    probe), tracked like the ledger's own; close it with :func:`disconnect`."""
     with opening(path):
-        con = sqlite3.connect(target, factory=SqliteConnection, **kwargs)
+        con = sqlite3.connect(target, factory=SqliteConnection, uri=uri, timeout=timeout,
+                              isolation_level=isolation_level, check_same_thread=check_same_thread)
         track(con, path)
     return con
 
@@ -249,18 +251,18 @@ def read_regular(path: str, *, max_bytes: int, max_s: float,
 
 
 # ---------------------------------------------------------------------- fork
-def track(conn: Any, path: str | None) -> None:
+def track(conn: object, path: str | None) -> None:
     """A driver connection was opened (``path``: the SQLite ledger it is on; None: PostgreSQL)."""
     with _lock:
         _open_connections[conn] = path
 
 
-def untrack(conn: Any) -> None:
+def untrack(conn: object) -> None:
     with _lock:
         _open_connections.pop(conn, None)
 
 
-def is_inherited(conn: Any) -> bool:
+def is_inherited(conn: object) -> bool:
     """True for a driver connection this (forked) process inherited from its parent."""
     return bool(_at_fork) and any(c is conn for c, _ in _at_fork)
 

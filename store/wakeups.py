@@ -22,12 +22,13 @@ LISTEN issued), so a reader can look *after* that point and miss nothing in betw
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import struct
 import sys
 import time
 from collections import Counter
-from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterator
+from typing import AsyncGenerator, AsyncIterator, Callable, Iterator, Protocol, TypeVar
 
 from .backends import CONNECT_TIMEOUT_S, unreachable_why
 from .commitprobe import CommitProbe, follow_up_offsets
@@ -49,17 +50,17 @@ POOLED_POLL_S = 0.5  # PostgreSQL with nowhere to LISTEN (a pooler, a replica, n
 READ_ONLY_SQLSTATE = "25006"  # what a hot standby answers LISTEN with
 
 
-_INOTIFY: Any = False
+_INOTIFY: ctypes.CDLL | None = None
+_INOTIFY_LOOKED = False  # whether _INOTIFY was looked for
 
 
-def inotify_lib() -> Any:
+def inotify_lib() -> ctypes.CDLL | None:
     """libc with inotify (Linux), or None elsewhere: then watchfiles watches instead."""
-    global _INOTIFY
-    if _INOTIFY is False:
-        _INOTIFY = None
+    global _INOTIFY, _INOTIFY_LOOKED
+    if not _INOTIFY_LOOKED:
+        _INOTIFY_LOOKED = True
         if sys.platform.startswith("linux"):
             try:
-                import ctypes
                 import ctypes.util
 
                 lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -147,7 +148,7 @@ class Wakeups:
         base = os.path.basename(self.path)
         return {base, base + "-wal", base + "-shm", base + "-journal"}
 
-    def _notify_source(self) -> AsyncIterator[Any] | None:
+    def _notify_source(self) -> AsyncIterator[object] | None:
         """An async iterator yielding once per change notification, or None to poll only.
 
         SQLite: watchfiles on the database's files. PostgreSQL: LISTEN/NOTIFY goes here.
@@ -239,7 +240,7 @@ class Wakeups:
                 pass
             wait = min(PG_RECONNECT_S[1], wait * 2)
 
-    async def _inotify(self) -> AsyncIterator[Any]:
+    async def _inotify(self) -> AsyncIterator[str]:
         """Linux: the kernel's inotify on the database's directory, read when the event loop says
         the descriptor is readable — no thread and no timer, so nothing runs while nothing
         changes, and a commit wakes the reader at once. watchfiles' Rust loop wakes every
@@ -301,13 +302,13 @@ class Wakeups:
                 pass
             os.close(fd)
 
-    async def _watchfiles(self) -> AsyncIterator[Any]:
+    async def _watchfiles(self) -> AsyncIterator[object]:
         from watchfiles import awatch
 
         names = self._watch_names()
         directory = os.path.dirname(self.path or ".") or "."
 
-        def wanted(_change: Any, path: str) -> bool:
+        def wanted(_change: object, path: str) -> bool:
             return os.path.basename(path) in names
 
         self._on_watching()  # awatch cannot say when it is watching: the fallback poll covers the gap
@@ -472,7 +473,21 @@ def _unreachable(display: str, why: str) -> str:
     return f"the ledger {display} is unreachable ({why}); reconnecting — what changes meanwhile is shown when it is back"
 
 
-def _abandon(ping: "asyncio.Future[Any]", conn: Any) -> None:
+class _Libpq(Protocol):
+    def finish(self) -> None: ...
+
+
+class _PgConnection(Protocol):
+    """psycopg's connection, as :func:`_abandon` drops it (by its libpq connection)."""
+
+    @property
+    def pgconn(self) -> _Libpq: ...
+
+
+_T = TypeVar("_T")
+
+
+def _abandon(ping: "asyncio.Future[_T]", conn: _PgConnection) -> None:
     """Drop a connection whose server stopped answering, without waiting for it: its socket is
     closed under libpq (nothing more is sent), the unanswered query's task left to fail."""
     ping.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no "never retrieved" noise
