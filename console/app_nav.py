@@ -5,7 +5,7 @@ what it shows (console/hub.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Callable, cast
 
 from store.views import GraphRow
 
@@ -19,24 +19,25 @@ from .screens.report import TaskReportScreen
 from .text import safe_line
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.screen import Screen
 
     from .alerts import AlertDesk
     from .host import ConsoleHost
 
+    _AppBase = App[int]  # a mixin of the app: type-checked as one (Textual's screen, push_screen, notify)
+else:
+    _AppBase = object
 
-class Navigation:
-    """Needs from the app: ``screen``, ``screen_stack``, ``push_screen``, ``notify``, ``read_only``
-    and ``alerts``."""
 
-    screen: "Screen[Any]"
-    screen_stack: "list[Screen[Any]]"
+class Navigation(_AppBase):
+    """Needs from the app: Textual's ``screen``, ``screen_stack``, ``push_screen``, ``notify``; the
+    console's ``read_only`` and ``alerts``."""
+
     read_only: bool
     alerts: "AlertDesk"
-    push_screen: Callable[..., Any]
-    notify: Callable[..., Any]
 
-    def _push_once(self, kind: type, factory: Callable[[], Any]) -> None:
+    def _push_once(self, kind: type, factory: Callable[[], Screen[object]]) -> None:
         if isinstance(self.screen, kind):
             return
         self.push_screen(factory())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from typing import Any, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 from store.clock import iso
 from store.views import EventView
@@ -58,10 +58,10 @@ class LogEvent(NamedTuple):
     summary: str
 
 
-def log_event(e: Any, words: dict[Any, Any]) -> LogEvent:
+def log_event(e: EventView, words: dict[str, str]) -> LogEvent:
     """``e`` (an EventView) as a LogEvent; repeated names kept once (``words``)."""
     w = words.setdefault
-    return LogEvent(e.id, e.at, w(e.task_id, e.task_id), e.node, w(e.layer, e.layer), w(e.kind, e.kind),
+    return LogEvent(e.id, e.at, None if e.task_id is None else w(e.task_id, e.task_id), e.node, w(e.layer, e.layer), w(e.kind, e.kind),
                     w(e.actor, e.actor), e.summary)
 
 
@@ -74,7 +74,7 @@ class EventLogModel:
         self.layer: str | None = None
         self.task_id: str | None = None
         self.rows: list[LogEvent] = []
-        self._words: dict[Any, Any] = {}
+        self._words: dict[str, str] = {}
 
     def _keep(self, e: LogEvent) -> bool:
         return (self.layer is None or e.layer == self.layer) and (self.task_id is None or e.task_id == self.task_id)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from store.clock import duration_text
+from store.jsontypes import JsonMapping
 
 from .text import safe_line
 
@@ -115,13 +116,13 @@ def age_label(seconds: float | None) -> str:
 CONFIDENCE_SHORT = {"none": "?", "low": "low", "medium": "med", "high": "high"}
 
 
-def eta_label(eta: Mapping[str, Any] | None) -> str:
+def eta_label(eta: JsonMapping | None) -> str:
     if not eta or eta.get("p80_s") is None:
         return MARKS["dash"]
     return f"{duration_label(eta['p80_s'])} ({CONFIDENCE_SHORT.get(eta.get('confidence', 'none'), '?')})"
 
 
-def budget_label(budget: Mapping[str, Any] | None) -> str:
+def budget_label(budget: JsonMapping | None) -> str:
     if not budget:
         return MARKS["dash"]
     ratio = budget.get("ratio")
@@ -131,7 +132,7 @@ def budget_label(budget: Mapping[str, Any] | None) -> str:
     return f"{ratio * 100:.0f}% {gate}"
 
 
-def pause_label(budget: Mapping[str, Any] | None) -> str:
+def pause_label(budget: JsonMapping | None) -> str:
     """"◷ budget clock paused since 2027-01-15T08:00Z (parked)" while the task waits, else ""."""
     if not budget or not budget.get("paused_since"):
         return ""
@@ -142,7 +143,7 @@ def pause_label(budget: Mapping[str, Any] | None) -> str:
     return f"{MARKS['clock']} budget clock paused since {since} ({why})"
 
 
-def signals_label(signals: Sequence[Mapping[str, Any]] | None) -> str:
+def signals_label(signals: Sequence[JsonMapping] | None) -> str:
     if not signals:
         return MARKS["dash"]
     return f"{MARKS['signal']} {len(signals)}"

@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol, Sequence, TypeVar
 
 from textual.dom import DOMNode
 from textual.signal import Signal
@@ -124,9 +124,10 @@ class FeedHub:
         self.analysed: Signal[AnalysisReady] = Signal(owner, "analysed")
         #: one delta applied, after every signal above
         self.applied: Signal[Pending] = Signal(owner, "applied")
-        self._signals: tuple[Signal[Any], ...] = (
+        #: each signal's unsubscribe (a tuple of the signals would be of Signal[X] for different X)
+        self._unsubscribe: tuple[Callable[[DOMNode], None], ...] = tuple(s.unsubscribe for s in (
             self.status_changed, self.reloaded, self.tasks_changed, self.events_changed, self.nodes_changed,
-            self.details_read, self.analysed, self.applied)
+            self.details_read, self.analysed, self.applied))
         self._graphs: dict[DOMNode, list[str]] = defaultdict(list)
         self._details: dict[DOMNode, list[NodeKey]] = defaultdict(list)
         self._shown: list[OnScreen] = []
@@ -169,8 +170,8 @@ class FeedHub:
     def forget(self, owner: DOMNode) -> None:
         """Every subscription and watch of ``owner`` (it is being unmounted)."""
         self._shown = [s for s in self._shown if id(s) != id(owner)]
-        for signal in self._signals:
-            signal.unsubscribe(owner)
+        for unsubscribe in self._unsubscribe:
+            unsubscribe(owner)
         for task_id in self._graphs.pop(owner, ()):
             self.follower.unwatch_graph(task_id)
         for key in self._details.pop(owner, ()):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Generic, Protocol, Sequence, TypeVar, runtime_checkable
 
 from textual import events
 from textual.app import App
@@ -49,10 +49,24 @@ _reads = itertools.count(1)
 class TakesKeys(Protocol):
     """A screen that may take the keys typed ahead (console screens and modals)."""
 
-    typeahead: "TypeAhead"
+    @property
+    def typeahead(self) -> "KeyTaker": ...
 
 
-def taker_of(screen: object) -> "TypeAhead | None":
+class KeyTaker(Protocol):
+    """What one screen's type-ahead asks of another's (a :class:`TypeAhead` of any screen)."""
+
+    keys: list[tuple[int, events.Key]]
+    taking: bool
+
+    def take(self, event: events.Key) -> None: ...
+    def _apply(self) -> None: ...
+
+
+_R = TypeVar("_R")  # the screen's result type
+
+
+def taker_of(screen: object) -> "KeyTaker | None":
     """``screen``'s type-ahead while it is taking keys."""
     if isinstance(screen, TakesKeys) and screen.typeahead.taking:
         return screen.typeahead
@@ -64,7 +78,7 @@ def mark(screen: object, event: events.Key) -> None:
     setattr(event, _THROUGH, screen)
 
 
-def redirect_key(screen: "Screen[Any]", event: events.Key) -> bool:
+def redirect_key(screen: "Screen[_R]", event: events.Key) -> bool:
     """``screen`` got a key on its way up. If a screen is taking keys now (``screen`` itself, or a
     modal on top of it), the key is that screen's: taken, and stopped here. Returns whether it was."""
     if getattr(event, _REPLAYED, False):
@@ -80,10 +94,10 @@ def redirect_key(screen: "Screen[Any]", event: events.Key) -> bool:
     return True
 
 
-class TypeAhead:
+class TypeAhead(Generic[_R]):
     """The keys a screen takes while it opens (see the module's docstring)."""
 
-    def __init__(self, screen: "Screen[Any]", *, taking: bool = False) -> None:
+    def __init__(self, screen: "Screen[_R]", *, taking: bool = False) -> None:
         self.screen = screen
         self.keys: list[tuple[int, events.Key]] = []  # (the order the app read it, the key)
         self.taking = taking  # keys read now are this screen's, applied once it is ready
@@ -203,7 +217,7 @@ class TypeAheadApp(App[int]):
         return any(taker_of(s) is not None for s in self.screen_stack)
 
 
-def after_pending_keys(dialog: "Screen[Any]", callback: Callable[[], Any]) -> None:
+def after_pending_keys(dialog: "Screen[_R]", callback: Callable[[], object]) -> None:
     """Run ``callback`` once every key the app read before now has been handled: the keys on
     their way through the screen underneath (its focused widget, then the screen) and those
     queued for the dialog's focused input. Each hop is a ``call_later`` on that widget, which
@@ -217,4 +231,4 @@ def after_pending_keys(dialog: "Screen[Any]", callback: Callable[[], Any]) -> No
     _after(hops, callback)
 
 
-__all__ = ["TakesKeys", "TypeAhead", "TypeAheadApp", "after_pending_keys", "mark", "redirect_key", "taker_of"]
+__all__ = ["KeyTaker", "TakesKeys", "TypeAhead", "TypeAheadApp", "after_pending_keys", "mark", "redirect_key", "taker_of"]

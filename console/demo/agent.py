@@ -21,9 +21,10 @@ simulation, like the ``SIMULATION.json`` in its run directories.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generator, Mapping, Sequence
+from typing import Callable, Generator, Mapping, Sequence
 
 from store import Claim, LeaseLost, Ledger, NodeSpec, Pulse, Refused, WardenError
+from store.jsontypes import JsonMapping, JsonObject, JsonValue
 
 from .mind import MindSteps
 from .world import FIX_S, IDLE_S, LEASE_S, LOOP_CAP, REPO, REPORT_SECTIONS, ROLES, TEST_S, TICK_S, WORKFLOW_VERSIONS
@@ -35,7 +36,7 @@ class SimulatedCrash(BaseException):
     """Raised (in-process) where a worker process would die with ``os._exit``."""
 
 
-Work = Generator[float, None, Any]
+Work = Generator[float, None, None]  # a step: the simulated seconds of each heartbeat
 
 
 class DemoAgent(MindSteps):
@@ -121,7 +122,7 @@ class DemoAgent(MindSteps):
         *,
         tokens: int | Callable[[int, Pulse | None], int] = 0,
         units_total: float | None = None,
-    ) -> Work:
+    ) -> Generator[float, None, Pulse | None]:
         """Spend ``seconds`` in heartbeats of about ``tick_s``; returns the last Pulse.
 
         A parked task's in-flight step finishes early (the agent wraps up what it has).
@@ -141,12 +142,12 @@ class DemoAgent(MindSteps):
         return pulse
 
     @staticmethod
-    def sim(claim: Claim) -> Mapping[str, Any]:
+    def sim(claim: Claim) -> JsonMapping:
         task = claim.inputs.get("task") or {}
         return task.get("simulation") or {} if isinstance(task, Mapping) else {}
 
     @staticmethod
-    def dep_outputs(claim: Claim) -> dict[str, Any]:
+    def dep_outputs(claim: Claim) -> JsonObject:
         return {k: (v.get("output") if v.get("status") == "succeeded" else None)
                 for k, v in claim.inputs.get("deps", {}).items()}
 
@@ -182,7 +183,7 @@ class DemoAgent(MindSteps):
         # Longest first (legacy, core, api, util, generated): the usual way to shorten the whole run.
         by_length = sorted(mods, key=lambda m: -sum(FIX_S[m["kind"]]))
         for m in by_length:
-            scope: Any = ["all_modules", "core"] if m["core"] else "all_modules"
+            scope: JsonValue = ["all_modules", "core"] if m["core"] else "all_modules"
             lo, hi = FIX_S[m["kind"]]
             specs.append(NodeSpec(f"fix-{m['name']}", kind="fix", deps=("classify",),
                                   title=f"fix {m['name']} ({m['kind']})", preconditions={"scope": scope},
@@ -344,7 +345,7 @@ class DemoAgent(MindSteps):
         if reason is not None:
             self.ledger.note(claim, f"operator rejected the last draft ({reason!r}): rewriting with that in mind")
         yield from self.work(claim, 6.0, lines, tokens=2500)
-        out: dict[str, Any] = {"sections": sections}
+        out: JsonObject = {"sections": sections}
         if reason is not None:
             out["addresses"] = reason
         self.ledger.commit(claim, output=out, tokens=1000)
@@ -352,7 +353,7 @@ class DemoAgent(MindSteps):
     def do_verify(self, claim: Claim) -> Work:
         sim = self.sim(claim)
         deps = self.dep_outputs(claim)
-        draft: Mapping[str, Any] = next((o for o in deps.values() if isinstance(o, Mapping) and "sections" in o),
+        draft: JsonMapping = next((o for o in deps.values() if isinstance(o, Mapping) and "sections" in o),
                                         {"sections": []})
         if sim.get("crash_node") == claim.node_key and claim.attempt == 1:
             yield from self.work(claim, 2.0, ["loading the draft", "checking required sections"], tokens=300)
@@ -382,7 +383,7 @@ class DemoAgent(MindSteps):
 
     def do_finalize(self, claim: Claim) -> Work:
         deps = self.dep_outputs(claim)
-        ver: Mapping[str, Any] = next((o for o in deps.values() if isinstance(o, Mapping) and "draft" in o), {"draft": []})
+        ver: JsonMapping = next((o for o in deps.values() if isinstance(o, Mapping) and "draft" in o), {"draft": []})
         title = (claim.inputs.get("task") or {}).get("title", "Report")
         yield from self.work(claim, 2.0, ["rendering report.md", "computing sha256"], tokens=400)
         body = [f"# {title}", ""]

@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from store import Budget, Ledger, ManualClock, NodeSpec, Refused, system_clock
 from store.clock import Clock, iso
+from store.jsontypes import JsonObject
 from store.runs import write_atomic, write_json
 
 from .mind import create_mind_tasks
@@ -24,7 +25,7 @@ def create_tasks(ledger: Ledger, seed: int, *, history: bool) -> list[str]:
         ids = HISTORY_TASKS
         maint_title = f"Deprecation sweep: {REPO} (last week)"
         sim = maint_simulation(seed + 1000, faults=False)
-        inputs: dict[str, Any] = {"repo": REPO, "pr_policy": "preapproved", "simulation": sim}
+        inputs: JsonObject = {"repo": REPO, "pr_policy": "preapproved", "simulation": sim}
     else:
         ids = LIVE_TASKS
         maint_title = f"Deprecation sweep: {REPO}, 20 modules"
@@ -39,7 +40,7 @@ def create_tasks(ledger: Ledger, seed: int, *, history: bool) -> list[str]:
                        budget=Budget(tokens=400_000, wall_s=2 * 3600), exist_ok=True)
     ledger.add_node(maint, "scan", kind="scan", title=f"scan {REPO}", est_wall_s=2.0)
 
-    rsim: dict[str, Any] = {"seed": seed}
+    rsim: JsonObject = {"seed": seed}
     if not history:
         rsim.update(crash_node="verify-1", missing_section="Risks")
     ledger.create_task(report, title="Q3 reliability report" if not history else "Q2 reliability report",

@@ -24,9 +24,10 @@ propose, alignment. ``w6`` (any) may help with either, but is never handed an al
 
 from __future__ import annotations
 
-from typing import Any, Generator
+from typing import Callable, Generator, Sequence
 
-from store import Budget, Claim, Ledger, NodeSpec
+from store import Budget, Claim, Ledger, NodeSpec, Pulse
+from store.jsontypes import JsonMapping
 
 from .world import AUDITOR_KINDS, REPO, RESEARCHER_KINDS, uniform_for
 
@@ -39,7 +40,7 @@ TUNE_S = (2.5, 3.5)
 MEMORY_TEXT = ("Warm the staging database before profiling: the first load test after a deploy runs "
                "about 3x slower and hides the real hot spots.")
 
-Work = Generator[float, None, Any]
+Work = Generator[float, None, None]  # a step: the simulated seconds of each heartbeat
 
 
 def create_mind_tasks(ledger: Ledger, seed: int) -> list[str]:
@@ -81,12 +82,13 @@ class MindSteps:
     ledger: Ledger
     name: str
 
-    def work(self, claim: Claim, seconds: float, lines: Any, *, tokens: Any = 0,
-             units_total: float | None = None) -> Work:
+    def work(self, claim: Claim, seconds: float, lines: Sequence[str] | Callable[[int], str], *,
+             tokens: int | Callable[[int, Pulse | None], int] = 0,
+             units_total: float | None = None) -> Generator[float, None, Pulse | None]:
         raise NotImplementedError  # DemoAgent's
 
     @staticmethod
-    def sim(claim: Claim) -> Any:
+    def sim(claim: Claim) -> JsonMapping:
         raise NotImplementedError  # DemoAgent's
 
     # -- perf-audit ------------------------------------------------------------------

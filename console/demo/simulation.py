@@ -4,7 +4,7 @@ repeatable for a seed (tests, screenshots, the demo's finished history)."""
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable, Generator, Sequence
+from typing import Callable, Generator, Sequence
 
 from store import Ledger, ManualClock
 
@@ -29,7 +29,7 @@ class Simulation:
         self.log = log
         self.crashes: list[tuple[str, float]] = []
         self.agents: dict[str, DemoAgent] = {}
-        self._heap: list[tuple[float, int, str, Generator[float, None, Any]]] = []
+        self._heap: list[tuple[float, int, str, Generator[float, None, object]]] = []
         self._seq = 0
         self._restarts: dict[str, int] = {}
         for name, role in roster:

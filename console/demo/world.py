@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import random
-from typing import Any
 
+from store.jsontypes import JsonObject
 
 TICK_S = 1.0
 """Simulated seconds between heartbeats of a working agent."""
@@ -66,15 +66,15 @@ LIVE_TASKS = ("maint-billing", "report-q3", "triage-inbox")
 HISTORY_TASKS = ("maint-prev", "report-prev", "triage-prev")
 
 
-def rng_for(*parts: Any) -> random.Random:
+def rng_for(*parts: object) -> random.Random:
     return random.Random("|".join(str(p) for p in parts))
 
 
-def uniform_for(seed: Any, key: str, lo: float, hi: float) -> float:
+def uniform_for(seed: object, key: str, lo: float, hi: float) -> float:
     return round(rng_for(seed, key).uniform(lo, hi), 2)
 
 
-def pick_modules(seed: int) -> list[dict[str, Any]]:
+def pick_modules(seed: int) -> list[JsonObject]:
     """The 20 modules of the demo repository for ``seed``: every legacy and api module, and all but
     two of the rest."""
     rng = rng_for("modules", seed)
@@ -83,10 +83,10 @@ def pick_modules(seed: int) -> list[dict[str, Any]]:
     return [{"name": n, "kind": k, "core": k == "core"} for n, k in MODULES if n not in dropped]
 
 
-def maint_simulation(seed: int, *, faults: bool) -> dict[str, Any]:
+def maint_simulation(seed: int, *, faults: bool) -> JsonObject:
     mods = pick_modules(seed)
     rng = rng_for("faults", seed)
-    sim: dict[str, Any] = {"seed": seed, "modules": mods}
+    sim: JsonObject = {"seed": seed, "modules": mods}
     if faults:
         sim["loop_module"] = rng.choice([m["name"] for m in mods if m["kind"] == "legacy"])
         sim["flaky_module"] = rng.choice([m["name"] for m in mods if m["kind"] == "api"])

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Iterable, Mapping, TypeVar
 
 from rich.text import Text
 from textual import events, on, work
@@ -36,6 +36,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from store.errors import StaleRevision, WardenError
@@ -108,7 +109,7 @@ class WardenModal(ModalScreen[ResultType]):
             event.stop()
             event.prevent_default()
 
-    def say(self, text: Any) -> None:
+    def say(self, text: str | Text) -> None:
         w = self.query_one("#dialog-error", Static)
         w.update(text)
         w.set_class(not str(text), "-empty")
@@ -198,10 +199,10 @@ class ActionDialog(WardenModal["Plan | None"]):
                 yield Button(literal(self.apply_label(None)), id="apply", variant="error", disabled=True, compact=True)
         yield Footer()
 
-    def compose_options(self) -> Iterable[Any]:
+    def compose_options(self) -> Iterable[Widget]:
         return ()
 
-    def compose_confirm(self) -> Iterable[Any]:
+    def compose_confirm(self) -> Iterable[Widget]:
         return ()
 
     def on_mount(self) -> None:
@@ -212,12 +213,12 @@ class ActionDialog(WardenModal["Plan | None"]):
         self.replan()
 
     # ---- the plan (thread worker; a pure read)
-    def plan_args(self) -> dict[str, Any] | None:
+    def plan_args(self) -> dict[str, object] | None:
         """The action's plan arguments from the current choices, beside the task id and the reason
         (None: nothing to plan yet)."""
         return {}
 
-    def compute(self, ledger: "Ledger", args: Mapping[str, Any]) -> "Plan":
+    def compute(self, ledger: "Ledger", args: Mapping[str, object]) -> "Plan":
         """The plan (``Ledger.plan`` with the task, a placeholder reason when the action needs one,
         and :meth:`plan_args`)."""
         reason = {"reason": PREVIEW_PLACEHOLDER} if self.needs_reason else {}
@@ -242,7 +243,7 @@ class ActionDialog(WardenModal["Plan | None"]):
         self.update_buttons()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="plan")
-    def _compute(self, seq: int, args: Mapping[str, Any]) -> None:
+    def _compute(self, seq: int, args: Mapping[str, object]) -> None:
         try:
             plan = self.host.feed.read(lambda ledger: self.compute(ledger, args))
         except WardenError as e:
@@ -369,7 +370,7 @@ class ActionDialog(WardenModal["Plan | None"]):
         self._apply(self._seq, plan, args, resolve_operator(self.host.operator))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="apply")
-    def _apply(self, seq: int, plan: "Plan", args: Mapping[str, Any], operator: str) -> None:
+    def _apply(self, seq: int, plan: "Plan", args: Mapping[str, object], operator: str) -> None:
         feed = self.host.feed
         try:
             done = feed.read(lambda ledger: ledger.apply(plan, operator=operator))

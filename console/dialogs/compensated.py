@@ -7,11 +7,12 @@ says what was done. Same pattern as every action dialog (console/dialogs/base.py
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from rich.text import Text
 from textual import on, work
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -24,10 +25,11 @@ from .registry import dialog_for
 
 if TYPE_CHECKING:
     from store.actions import Plan
+    from store.views import EffectView
 
 
 class EffectsLoaded(Message):
-    def __init__(self, effects: Sequence[Any], error: str | None = None) -> None:
+    def __init__(self, effects: Sequence[EffectView], error: str | None = None) -> None:
         super().__init__()
         self.effects, self.error = effects, error
 
@@ -38,14 +40,14 @@ class CompensatedDialog(ActionDialog):
     def __init__(self, task_id: str, node: str | None = None, *, reason: str = "",
                  effect_key: str | None = None) -> None:
         super().__init__(task_id, node, reason=reason)
-        self.effects: list[Any] = []
+        self.effects: list[EffectView] = []
         self.loading = True
         self.wanted = effect_key
 
     def target_label(self) -> str:
         return f"an effect of task {safe_line(self.task_id)} (undone by hand)"
 
-    def compose_options(self) -> Iterable[Any]:
+    def compose_options(self) -> Iterable[Widget]:
         yield OptionList(id="effects", compact=True)
 
     def on_mount(self) -> None:
@@ -88,7 +90,7 @@ class CompensatedDialog(ActionDialog):
         i = ol.highlighted
         return self.effects[i].effect_key if i is not None and 0 <= i < len(self.effects) else None
 
-    def plan_args(self) -> dict[str, Any] | None:
+    def plan_args(self) -> dict[str, object] | None:
         key = None if self.loading else self.selected_effect()
         return None if key is None else {"effect_key": key}
 
@@ -101,7 +103,7 @@ class CompensatedDialog(ActionDialog):
         return "Mark compensated"
 
 
-def effect_prompt(e: Any) -> Text:
+def effect_prompt(e: EffectView) -> Text:
     """An effect as a literal option prompt (agent text: never markup, escaped)."""
     prompt = Text(safe_line(e.effect_key, limit=60), style="bold")
     prompt.append(f"  ({safe_line(e.node, limit=30)})", style="dim")

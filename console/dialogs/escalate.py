@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING
 
 from store.actions import EscalateParams
+from store.jsontypes import JsonMapping
 
 from ..text import safe_line
 from .base import ActionDialog
@@ -20,7 +21,7 @@ class EscalateDialog(ActionDialog):
     person resolves it; a running lease is revoked."""
 
     def __init__(self, task_id: str, node: str | None = None, *, reason: str = "", question: str = "",
-                 context: Mapping[str, Any] | None = None) -> None:
+                 context: JsonMapping | None = None) -> None:
         super().__init__(task_id, node, reason=reason)
         self.question = question
         self.context = dict(context or {})
@@ -28,7 +29,7 @@ class EscalateDialog(ActionDialog):
     def target_label(self) -> str:
         return f"node {safe_line(self.node)} of task {safe_line(self.task_id)}: blocked until a person answers"
 
-    def plan_args(self) -> dict[str, Any]:
+    def plan_args(self) -> dict[str, object]:
         return {"node": self.node, "question": self.question, "context": self.context}
 
     def apply_label(self, plan: "Plan | None") -> str:

@@ -5,7 +5,7 @@ operator may have decided it meanwhile)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from store.actions import ConfirmMemoryParams, RejectMemoryParams
 
@@ -37,10 +37,10 @@ class MemoryDialog(ActionDialog):
     def target_label(self) -> str:
         return f"#{safe_line(self.memory_id)} (proposed in task {safe_line(self.task_id)})"
 
-    def plan_args(self) -> dict[str, Any] | None:
+    def plan_args(self) -> dict[str, object] | None:
         return {"memory_id": self.memory_id} if self.memory_id else None
 
-    def compute(self, ledger: "Ledger", args: Mapping[str, Any]) -> "Plan":
+    def compute(self, ledger: "Ledger", args: Mapping[str, object]) -> "Plan":
         return ledger.plan(self.action, {"reason": PREVIEW_PLACEHOLDER, **args})
 
     def apply_label(self, plan: "Plan | None") -> str:

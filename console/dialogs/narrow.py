@@ -4,16 +4,18 @@ name) or exclude nodes (marked in a list); what falls out of scope is abandoned.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from textual import on, work
 from textual.containers import Horizontal
 from textual.content import Content
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Label, Select, SelectionList
 
 from store.actions import NarrowParams
 from store.errors import WardenError
+from store.jsontypes import JsonObject
 
 from ..glyphs import node_status_label
 from ..host import ConsoleHost
@@ -25,16 +27,17 @@ from .registry import dialog_for
 
 if TYPE_CHECKING:
     from store.actions import Plan
+    from store.views import NodeView
 
 
 class NarrowChoices(Message):
-    def __init__(self, keys: dict[str, dict[str, int]], current: dict[str, Any], nodes: list[tuple[str, str]],
+    def __init__(self, keys: dict[str, dict[str, int]], current: JsonObject, nodes: list[tuple[str, str]],
                  error: str | None = None) -> None:
         super().__init__()
         self.keys, self.current, self.nodes, self.error = keys, current, nodes, error
 
 
-def precondition_values(nodes: Iterable[Any]) -> dict[str, dict[str, int]]:
+def precondition_values(nodes: Iterable[NodeView]) -> dict[str, dict[str, int]]:
     """{key: {json value: number of nodes naming it}} over the nodes' preconditions (a list names
     each of its elements)."""
     out: dict[str, dict[str, int]] = {}
@@ -67,7 +70,7 @@ class NarrowDialog(ActionDialog):
     def target_label(self) -> str:
         return f"task {safe_line(self.task_id)}: what is out of scope is abandoned (kept for audit)"
 
-    def compose_options(self) -> Iterable[Any]:
+    def compose_options(self) -> Iterable[Widget]:
         with Horizontal(classes="field", id="narrow-set"):
             yield Label("set", classes="field-label")
             yield Select([], prompt="precondition", id="pre-key", compact=True)
@@ -143,14 +146,14 @@ class NarrowDialog(ActionDialog):
     def _exclude_changed(self) -> None:
         self.replan()
 
-    def plan_args(self) -> dict[str, Any] | None:
+    def plan_args(self) -> dict[str, object] | None:
         try:
             key = self.query_one("#pre-key", Select).value
             value = self.query_one("#pre-value", Select).value
             exclude = list(self.query_one("#exclude", SelectionList).selected)
         except Exception:  # noqa: BLE001 - not mounted yet
             return None
-        assign: dict[str, Any] = {}
+        assign: JsonObject = {}
         if isinstance(key, str) and isinstance(value, str):
             assign[key] = json.loads(value)
         if not assign and not exclude:

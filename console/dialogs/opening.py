@@ -9,12 +9,15 @@ advice's Accept come here; the dialog is the one registered for the action
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..host import ConsoleHost
 from ..text import safe_line
 from .base import ActionDialog, read_only_notice
 from .registry import DIALOGS
+
+if TYPE_CHECKING:
+    from store.actions import Plan
 
 
 def selection_status(host: ConsoleHost, task_id: str, node: str | None) -> tuple[str | None, str | None]:
@@ -29,7 +32,7 @@ def selection_status(host: ConsoleHost, task_id: str, node: str | None) -> tuple
 
 def open_action(app: ConsoleHost, action: str, task_id: str | None, node: str | None, *,
                 reason: str = "", exclude: Iterable[str] = (),
-                callback: Callable[[Any], None] | None = None) -> ActionDialog | None:
+                callback: Callable[[Plan | None], None] | None = None) -> ActionDialog | None:
     """Push the dialog registered for ``action`` on the selection; None (and a notice saying why)
     when there is nothing to open."""
     if app.read_only:

@@ -8,10 +8,11 @@ one shows as the preview's refusal. "resume on its own" is ``--auto-resume``.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from textual import on
 from textual.containers import Horizontal
+from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label
 
 from store.actions import ParkParams, ResumeParams
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 class ScopedDialog(ActionDialog):
     """park / resume: the whole task, or only the selected node."""
 
-    def scope_checkbox(self, checked: bool) -> Iterable[Any]:
+    def scope_checkbox(self, checked: bool) -> Iterable[Widget]:
         if self.node:
             yield Tick(f"only node {safe_line(self.node)}", checked, id="only-node", compact=True)
 
@@ -58,7 +59,7 @@ def dialog_words(text: str) -> str:
 @dialog_for(ParkParams)
 class ParkDialog(ScopedDialog):
 
-    def compose_options(self) -> Iterable[Any]:
+    def compose_options(self) -> Iterable[Widget]:
         with Horizontal(classes="field"):
             yield Label("until", classes="field-label")
             yield Input(placeholder="optional: 2h, 1d or an ISO time", id="until", compact=True)
@@ -72,7 +73,7 @@ class ParkDialog(ScopedDialog):
         with Horizontal(classes="field"):
             yield Tick("resume on its own when woken", False, id="auto-resume", compact=True)
 
-    def plan_args(self) -> dict[str, Any]:
+    def plan_args(self) -> dict[str, object]:
         wake = [c.strip() for c in self.query_one("#wake-on", Input).value.split(",") if c.strip()]
         return {
             "until": self.query_one("#until", Input).value.strip() or None,
@@ -82,7 +83,7 @@ class ParkDialog(ScopedDialog):
             "node": self.node if self.only_node() else None,
         }
 
-    def compute(self, ledger: "Ledger", args: Mapping[str, Any]) -> "Plan":
+    def compute(self, ledger: "Ledger", args: Mapping[str, object]) -> "Plan":
         plan = super().compute(ledger, args)
         return replace(plan, warnings=tuple(dialog_words(w) for w in plan.warnings))
 
@@ -118,10 +119,10 @@ class ResumeDialog(ScopedDialog):
         return cls(task_id, node, node_parked=node_status == "parked",
                    task_parked=task_status == "parked" or task_status is None)
 
-    def compose_options(self) -> Iterable[Any]:
+    def compose_options(self) -> Iterable[Widget]:
         yield from self.scope_checkbox(self.default_node)
 
-    def plan_args(self) -> dict[str, Any]:
+    def plan_args(self) -> dict[str, object]:
         return {"node": self.node if self.only_node() else None}
 
     def apply_label(self, plan: "Plan | None") -> str:

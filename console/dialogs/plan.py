@@ -8,7 +8,7 @@ a plan ("computing the plan…", a refusal).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.widgets import Static
@@ -120,8 +120,8 @@ class PlanPreview(Static):
 
     DEFAULT_CSS = "PlanPreview { height: auto; }"
 
-    def __init__(self, **kw: Any) -> None:
-        super().__init__(Text("computing the plan…", style="dim"), markup=False, **kw)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(Text("computing the plan…", style="dim"), markup=False, id=id)
         self.plan: "Plan | None" = None
 
     def show_plan(self, plan: "Plan") -> None:

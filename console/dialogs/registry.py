@@ -13,15 +13,17 @@ dialog on the selection; a test fails when a registered action has none.
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
+
+from textual.widget import Widget
 
 from store.actions import Action
 
 from .base import ActionDialog
 
-T = TypeVar("T", bound=type)
+T = TypeVar("T", bound=type[Widget])
 
-DIALOGS: dict[str, type[Any]] = {}  # action name → its dialog (or the screen that takes it)
+DIALOGS: dict[str, type[Widget]] = {}  # action name → its dialog (or the screen that takes it)
 
 
 def dialog_for(params: type[Action]) -> Callable[[T], T]:

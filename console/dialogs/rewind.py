@@ -3,9 +3,10 @@ abandoned; Apply needs the exact task id typed)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from textual.containers import Horizontal
+from textual.widget import Widget
 from textual.widgets import Input, Label
 
 from store.actions import AbortParams, RewindParams
@@ -25,7 +26,7 @@ class RewindDialog(ActionDialog):
     def target_label(self) -> str:
         return f"node {safe_line(self.node)} of task {safe_line(self.task_id)} and everything downstream"
 
-    def plan_args(self) -> dict[str, Any]:
+    def plan_args(self) -> dict[str, object]:
         return {"node": self.node}
 
     def apply_label(self, plan: "Plan | None") -> str:
@@ -41,7 +42,7 @@ class AbortDialog(ActionDialog):
     def target_label(self) -> str:
         return f"task {safe_line(self.task_id)}: every unfinished node abandoned, for good"
 
-    def compose_confirm(self) -> Iterable[Any]:
+    def compose_confirm(self) -> Iterable[Widget]:
         with Horizontal(classes="field"):
             yield Label("confirm", classes="field-label")
             yield Input(placeholder=f"type the task id ({safe_line(self.task_id)}) to confirm", id="confirm",

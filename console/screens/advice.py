@@ -10,7 +10,7 @@ person decides). Nothing is written here: the dialog it opens previews and appli
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -22,15 +22,13 @@ from textual.widgets import Button, Footer, Static
 
 from store.errors import WardenError
 
-from ..dialogs.base import WardenModal, read_only_notice
+from ..dialogs.base import ActionDialog, WardenModal, read_only_notice
 from ..dialogs.opening import open_action
 from ..glyphs import node_status_label
 from ..text import literal, safe_line
 from .resolve import ResolveHandoffScreen
 
 if TYPE_CHECKING:
-    from textual.screen import Screen
-
     from store import Ledger
     from store.recovery.advice import Advice
     from store.views import HandoffView
@@ -84,7 +82,7 @@ class AdviceDialog(WardenModal[None]):
         self.advice: "Advice | None" = None
         self.handoffs: "list[HandoffView]" = []
         self.error: str | None = None
-        self.opened: "Screen[Any] | None" = None  # the screen accepting opened (tests)
+        self.opened: ActionDialog | ResolveHandoffScreen | None = None  # the screen accepting opened (tests)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -179,8 +177,8 @@ class AdviceDialog(WardenModal[None]):
             self.opened = open_action(app, "narrow", a.task_id, None, exclude=[a.target],
                                       reason=f"recovery advice: abandon {a.target} ({a.reason}): {lead}"[:300])
         elif a.recommendation == "needs_human" and self.handoffs:
-            self.opened = ResolveHandoffScreen(self.handoffs[0].id)
-            app.push_screen(self.opened)
+            self.opened = screen = ResolveHandoffScreen(self.handoffs[0].id)
+            app.push_screen(screen)
 
 
 __all__ = ["AdviceDialog", "render_advice"]

@@ -19,7 +19,7 @@ import string
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, TextIO
+from typing import Awaitable, Callable, TextIO
 
 import textual_serve
 from aiohttp import web
@@ -271,7 +271,7 @@ def refusal(status: int, text: str) -> web.Response:
     return resp
 
 
-def secure_headers(resp: Any, *, cache: bool) -> None:
+def secure_headers(resp: web.StreamResponse, *, cache: bool) -> None:
     headers = resp.headers
     headers["Content-Security-Policy"] = CSP
     headers["X-Content-Type-Options"] = "nosniff"

@@ -10,7 +10,6 @@ been read from the journal's cursor by then).
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from rich.text import Text
 from textual.visual import VisualType
@@ -30,8 +29,8 @@ class StatusBar(Static):
     StatusBar { height: 1; width: 1fr; }
     """
 
-    def __init__(self, title: str = "", **kwargs: Any) -> None:
-        super().__init__("", markup=False, **kwargs)
+    def __init__(self, title: str = "", *, id: str | None = None) -> None:
+        super().__init__("", markup=False, id=id)
         self.title = safe_line(title)
         self._missed = False
 

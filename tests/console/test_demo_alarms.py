@@ -15,6 +15,7 @@ from console.demo import LIVE_TASKS, Simulation, create_demo, ledger_is_quiet, m
 from console.explain import suggestion
 from store import Ledger, ManualClock
 from store.estimates import DurationHistory
+from store.report import signal_json
 from store.signals import signals_for_task
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "demo.md"
@@ -53,7 +54,8 @@ def run_demo_watching(root: Path, seed: int) -> tuple[list, dict[tuple[str, str]
     with Ledger.open(root / "ledger.db", clock=clock) as ledger:
         watch.loaded(t.task_id for t in ledger.tasks())
         for tid in LIVE_TASKS:  # the console opened at the start: nothing alarms yet
-            assert watch.signals(tid, signals_for_task(ledger, ledger.task(tid), history=history), clock.now) == []
+            sigs = [signal_json(s) for s in signals_for_task(ledger, ledger.task(tid), history=history)]
+            assert watch.signals(tid, sigs, clock.now) == []
         sim = Simulation(ledger, clock, seed=seed)
         last = 0
         while clock.now < T0 + 600 and not ledger_is_quiet(ledger, LIVE_TASKS):
@@ -65,14 +67,15 @@ def run_demo_watching(root: Path, seed: int) -> tuple[list, dict[tuple[str, str]
             for h in ledger.handoffs():  # the operator says yes (the demo's PRs then open)
                 ledger.apply(ledger.plan_resolve(h.id, option="yes", answer="go"), operator="tester")
             for tid in LIVE_TASKS:
-                sigs = signals_for_task(ledger, ledger.task(tid), history=history)
+                # as the console's analysis hands them over (console/analysis.py): signal_json dicts
+                sigs = [signal_json(s) for s in signals_for_task(ledger, ledger.task(tid), history=history)]
                 alerts += watch.signals(tid, sigs, clock.now)
                 for s in sigs:
-                    if s.node and s.kind in STALLS:
-                        stalls.setdefault((tid, s.node), set()).add(s.kind)
+                    if s["node"] and s["kind"] in STALLS:
+                        stalls.setdefault((tid, s["node"]), set()).add(s["kind"])
                     sug = suggestion(s)
-                    if s.node and sug is not None and sug.action == "rewind":
-                        rewinds.append((tid, s.node, s.kind))
+                    if s["node"] and sug is not None and sug.action == "rewind":
+                        rewinds.append((tid, s["node"], s["kind"]))
         assert ledger_is_quiet(ledger, LIVE_TASKS)
     return alerts, stalls, rewinds
 

@@ -29,30 +29,7 @@ LEFT_STORE_PACKAGES: dict[str, int] = {}
 # Left in the console.
 LEFT_CONSOLE: dict[str, int] = {
     "console/analysis.py": 1,
-    "console/app_nav.py": 5,
-    "console/demo/agent.py": 7,
-    "console/demo/layout.py": 2,
-    "console/demo/mind.py": 4,
-    "console/demo/simulation.py": 1,
-    "console/demo/world.py": 5,
-    "console/dialogs/base.py": 7,
-    "console/dialogs/compensated.py": 5,
-    "console/dialogs/escalate.py": 2,
-    "console/dialogs/memory.py": 2,
-    "console/dialogs/narrow.py": 5,
-    "console/dialogs/opening.py": 1,
-    "console/dialogs/park.py": 6,
-    "console/dialogs/plan.py": 1,
-    "console/dialogs/registry.py": 1,
-    "console/dialogs/rewind.py": 2,
-    "console/event_log.py": 5,
-    "console/glyphs.py": 4,
-    "console/hub.py": 1,
     "console/plainterm.py": 2,
-    "console/screens/advice.py": 1,
-    "console/serve/server.py": 1,
-    "console/typeahead.py": 4,
-    "console/widgets/statusbar.py": 1,
 }
 
 
