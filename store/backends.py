@@ -31,7 +31,7 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import peewee as pw
 
@@ -186,9 +186,11 @@ class WardenSqlite(pw.SqliteDatabase):
     snapshot = False  # read-only and immutable: SQLite could not share the WAL index (see sqlite_file)
     tidy_on_close = False  # a read-only open of a quiescent WAL ledger: tidy -wal/-shm when the Ledger closes
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # peewee's own (untyped) options, passed on
-        kwargs.setdefault("factory", lockguard.SqliteConnection)  # tracked by weak reference
-        super().__init__(*args, **kwargs)
+    def __init__(self, database: str | None, *, pragmas: Mapping[str, int | str] | None = None, uri: bool = False,
+                 timeout: float = 5.0, check_same_thread: bool = True,
+                 factory: type[sqlite3.Connection] = lockguard.SqliteConnection) -> None:  # tracked by weak reference
+        super().__init__(database, pragmas=pragmas, uri=uri, timeout=timeout, check_same_thread=check_same_thread,
+                         factory=factory)
 
     # ------------------------------------------------------------------ connections (store/lockguard.py)
     def connect(self, reuse_if_open: bool = False) -> bool:

@@ -14,7 +14,7 @@ same transaction.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Mapping, Sequence, cast
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from . import actions as operator_actions
 from . import wake
@@ -22,7 +22,7 @@ from .actions import Plan
 from .actions.registry import plan as plan_registered
 from .db import retry_read, run_read
 from .errors import WardenError
-from .jsontypes import JsonMapping, JsonObject, JsonValue
+from .jsontypes import JsonMapping, JsonObject
 from .mind import agent as mind_agent
 from .mind import read as mind_read
 from .mind import record as mind_record
@@ -98,9 +98,8 @@ class Ledger(LedgerCore):
         ``alignment_every`` completed nodes, answered by ``alignment_by`` (``human``: a handoff;
         ``agent``: a claim of kind ``alignment``); 0 turns either off."""
         reqs = check_requirements("requirements", requirements)
-        json_inputs = cast(JsonValue, inputs)  # a JSON value: checked by its rule (rules.JSON, @checked)
         build.create_task(self, task_id, title=title, workflow=workflow, workflow_version=workflow_version,
-                          inputs=json_inputs, constraints=constraints, preconditions=preconditions, budget=budget,
+                          inputs=inputs, constraints=constraints, preconditions=preconditions, budget=budget,
                           max_claims=max_claims, max_repairs=max_repairs, exist_ok=exist_ok, actor=actor,
                           origin=origin, requirements=reqs,
                           mind=mind_record.initial_mind(len(reqs), drift_after, alignment_every, alignment_by))
@@ -246,8 +245,7 @@ class Ledger(LedgerCore):
         With the budget spent the node fails and the task is marked failed
         (store/ledger/repair.py).
         """
-        json_output = cast(JsonValue, output)  # a JSON value: checked by its rule (rules.JSON, @checked)
-        return fenced.commit(self, claim, output=json_output, output_ref=output_ref, tokens=tokens, artifact=artifact,
+        return fenced.commit(self, claim, output=output, output_ref=output_ref, tokens=tokens, artifact=artifact,
                              units_done=units_done, next_nodes=next_nodes, repair=repair, summary=summary,
                              repair_from=repair_from)
 
@@ -300,8 +298,7 @@ class Ledger(LedgerCore):
         existing record is returned unchanged — if it is ``confirmed`` the effect already
         happened and must not be made again.
         """
-        json_payload = cast(JsonValue, payload)  # a JSON value: checked by its rule (rules.JSON, @checked)
-        fenced.intend_effect(self, claim, effect_key, payload=json_payload, compensation=compensation)
+        fenced.intend_effect(self, claim, effect_key, payload=payload, compensation=compensation)
         return queries.effect(self, claim.task_id, effect_key)
 
     def confirm_effect(self, claim: Claim, effect_key: str, *, external_id: str | None = None,
