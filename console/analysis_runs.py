@@ -44,7 +44,7 @@ class AnalysisHost(Protocol):
     def loaded(self) -> bool: ...
     @property
     def unavailable(self) -> str | None: ...
-    def set_timer(self, delay: float, callback: Callable[[], object]) -> object: ...
+    def later(self, delay: float, callback: Callable[[], object]) -> None: ...
     def call_after_refresh(self, callback: Callable[[], object]) -> bool: ...
     def start_analysis(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str],
                        kind: str, must_eta: int | None = None) -> object: ...
@@ -63,7 +63,7 @@ class AnalysisRuns:
         self._window: tuple[object, frozenset[str]] = (None, frozenset())  # (model, keys) whose P80s were asked for
 
     def start(self) -> None:
-        self.app.set_timer(1.0, self._timer)
+        self.app.later(1.0, self._timer)
 
     def _graph(self) -> tuple[GraphModel, range] | None:
         """The graph a screen shows (the last one shown) and its rows on screen."""
@@ -93,7 +93,7 @@ class AnalysisRuns:
                 self.run_time_signals()
             elif self._window_moved():
                 self.run_node_window()
-        app.set_timer(1.0, self._timer)
+        app.later(1.0, self._timer)
 
     def graph_loaded(self, model: GraphModel, *, first: bool, last: bool) -> None:
         """A screen's graph got its first page (the P80s of the rows on screen, at once) or its last

@@ -17,6 +17,7 @@ the dialog's workers; the views follow from the feed.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from typing import Callable, Sequence
@@ -24,7 +25,6 @@ from typing import Callable, Sequence
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding
-from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from store.db import CONNECT_TIMEOUT_S
@@ -111,7 +111,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.alerts = AlertDesk(self, bell=bell, hook=on_alert)  # console/alerts.py
         self.monotonic: Callable[[], float] = time.monotonic  # spaces the deltas applied (tests set it)
         self._applied_at: float | None = None  # self.monotonic() of the last delta applied
-        self._apply_held: Timer | None = None  # the timer holding a burst's next delta, while one is set
+        self._apply_held = False  # a burst's next delta is held for a later() call
 
     def now(self) -> float:
         return float(self.clock())
@@ -171,15 +171,26 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         return self.loaded and self.follower.idle() and not self.taking_keys() and all(
             s.settled() for s in self.screen_stack if isinstance(s, WardenScreen))
 
+    def later(self, delay: float, callback: Callable[[], object]) -> None:
+        """Run ``callback`` on the app's message loop ``delay`` seconds from now (once).
+
+        Not Textual's ``set_timer``: its one-shot Timer reads the clock twice before it sleeps,
+        and when the clock moved on by more than the delay in between (this thread lost the
+        interpreter or the CPU that long: a worker holding the GIL, a loaded machine) it "skips"
+        its only tick and never fires. A re-arming chain (the tick, the analysis timer, the
+        alerts' next notification, a held burst) then stops for good — the console froze under
+        a fleet's load. asyncio's ``call_later`` has no such skip."""
+        asyncio.get_running_loop().call_later(max(0.0, delay), self.call_next, callback)
+
     # ------------------------------------------------------------------ lifecycle
     def on_mount(self) -> None:
         self.push_screen(TaskListScreen())
         self.follow_ledger()
-        self.set_timer(1.0, self._tick)
+        self.later(1.0, self._tick)
         if self.analysis_enabled:
             self.analysis.start()
         if not self.read_only:
-            self.set_timer(WAKES_EVERY_S, self._wakes_timer)
+            self.later(WAKES_EVERY_S, self._wakes_timer)
 
     def _wakes_timer(self) -> None:
         """Every WAKES_EVERY_S: look at the parks' wake conditions (time passing and files changing
@@ -187,7 +198,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         journalled and an auto-resume applied; the feed then shows both."""
         if self.loaded and not self.unavailable:
             self.check_wakes()
-        self.set_timer(WAKES_EVERY_S, self._wakes_timer)
+        self.later(WAKES_EVERY_S, self._wakes_timer)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="wakes")
     def check_wakes(self) -> None:
@@ -198,7 +209,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         screen = self.screen_stack[-1] if self.screen_stack else None
         if isinstance(screen, WardenScreen) and self.loaded and self.is_running and screen.is_mounted:
             screen.tick()
-        self.set_timer(1.0, self._tick)  # re-armed after the work, so ticks never pile up
+        self.later(1.0, self._tick)  # re-armed after the work, so ticks never pile up
 
     # ------------------------------------------------------------------ the feed (console/follow.py)
     @work(exclusive=True, group="feed", exit_on_error=False)
@@ -212,17 +223,19 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         meanwhile). Under a fleet's writes the models, the rows and the frames move at most
         1 / LIVE_APPLY_S times a second, whatever the write rate; an isolated change waits for
         nothing."""
-        if self._apply_held is not None:
+        if self._apply_held:
             return
         last = self._applied_at
         wait = 0.0 if last is None else last + LIVE_APPLY_S - self.monotonic()
         if wait <= 0 or wait > LIVE_APPLY_S:  # (a clock that went back applies now)
             self.apply_pending()
         else:
-            self._apply_held = self.set_timer(wait, self._apply_now)
+            self._apply_held = True
+            self.later(wait, self._apply_now)
 
     def _apply_now(self) -> None:
-        self._apply_held = None
+        """The held burst's time is up (run by the app's message loop, as a message would be)."""
+        self._apply_held = False
         self.apply_pending()
 
     def apply_pending(self) -> None:
@@ -241,7 +254,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         was_unavailable = self.hub.unavailable
         first = self.hub.apply(p)
         if was_unavailable and self.hub.unavailable is None:  # the header says "reconnected" for a while
-            self.set_timer(RECONNECTED_SHOWN_S + 0.05, lambda: self.hub.status_changed.publish(None))
+            self.later(RECONNECTED_SHOWN_S + 0.05, lambda: self.hub.status_changed.publish(None))
         if p.all_tasks is not None:
             self.follower.analysis_dirty.update(t.task_id for t in p.all_tasks)
             if first and self.analysis_enabled:

@@ -215,7 +215,7 @@ class FakeApp:
     def run_worker(self, fn: Any, **kw: Any) -> None:
         self.workers.append((fn, kw))
 
-    def set_timer(self, delay: float, fn: Any) -> None:
+    def later(self, delay: float, fn: Any) -> None:
         self.timers.append((delay, fn))
 
 

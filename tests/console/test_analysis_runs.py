@@ -35,7 +35,7 @@ class App:
         self.loaded = True
         self.unavailable = None
 
-    def set_timer(self, delay, callback):
+    def later(self, delay, callback):
         return None
 
     def call_after_refresh(self, callback):

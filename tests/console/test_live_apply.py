@@ -102,3 +102,43 @@ async def test_a_burst_of_writes_is_applied_in_spaced_frames_and_none_is_lost(tm
         # the loop's spacing shows in the typical gap, not in every one)
         gaps = sorted(b - a for a, b in zip(reads, reads[1:]))
         assert gaps and gaps[len(gaps) // 2] >= LIVE_APPLY_S * 0.9, f"journal reads for {len(order)} writes: {gaps}"
+
+
+async def test_a_held_burst_is_applied_even_when_the_ui_thread_stalls_past_the_delay(tmp_path, monkeypatch):
+    """Textual's one-shot timers "skip" their only tick when the clock moves on by more than
+    their delay between two of its reads (a worker thread holding the interpreter does exactly
+    that); a burst held on one was never applied and the console froze under a fleet's load, and
+    a re-arming chain (the tick, the analysis timer, the alerts' next notification) would stop
+    for good. Here every read of Textual's clock moves it on by a second (app.later is asyncio's)."""
+    import textual._time as textual_time
+
+    path = build_ledger(tmp_path / "ledger.db")
+    app = make_app(path, analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        mono = [1000.0]
+        app.monotonic = lambda: mono[0]
+        applied = _count_applications(app, monkeypatch)
+        app.ledger_changed()
+        mono[0] += LIVE_APPLY_S / 2
+        clock = textual_time.get_time
+        jump = [0.0]
+
+        def stalling() -> float:
+            jump[0] += 1.0
+            return clock() + jump[0]
+
+        monkeypatch.setattr(textual_time, "get_time", stalling)
+        app.ledger_changed()  # held
+        assert len(applied) == 1
+        await wait_for(pilot, lambda: len(applied) == 2, timeout=10, what="the held burst applied")
+        ticks = [0]
+        screen = app.screen
+        tick = screen.tick
+
+        def counted_tick() -> None:
+            ticks[0] += 1
+            tick()
+
+        monkeypatch.setattr(screen, "tick", counted_tick)
+        await wait_for(pilot, lambda: ticks[0] >= 2, timeout=10, what="the once-a-second tick, re-armed each time")
