@@ -22,7 +22,8 @@ One command, one JSON report and a table. What runs:
 
 Reported side by side for the two views: commit → screen p50/p95/max (how each write is matched to
 the screen: tests/bench/fleet_screen.py), measurable / missed, key → frame, the console's CPU and
-RSS; for the run: first frame, PostgreSQL connections held (``pg_stat_activity`` of the ledger's
+RSS; the CPU each part took in each view (% of one core: the agents, the server, the console, this
+benchmark's own pyte and matching, and the whole machine); for the run: first frame, PostgreSQL connections held (``pg_stat_activity`` of the ledger's
 database, by ``application_name``: agents ``warden-agent``, console ``warden-console``; sampled
 every 0.5 s, the maximum), writes/s and node commits/s the ledger sustained (journal events in the
 window), claim call p50/p95/max and the longest wait of an agent for a claim, and ``uptime``
@@ -186,6 +187,68 @@ class Sampler(threading.Thread):
                 ph[name] = max(ph.get(name, 0), n)
 
 
+class CpuMeter:
+    """CPU time by part of the run (% of one core over a window): the agents, the server (the
+    private cluster's processes; with ``--pg-url``, every ``postgres`` process), the console, this
+    benchmark (pyte and the matching), and the whole machine (busy share of every core, x cores)."""
+
+    HZ = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.agents: list[int] = []
+        self.console: int | None = None
+
+    @classmethod
+    def _ticks(cls, pid: int) -> tuple[int, int]:
+        """(its CPU ticks, its parent)."""
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+            return int(parts[11]) + int(parts[12]), int(parts[1])
+        except (OSError, ValueError, IndexError):
+            return 0, 0
+
+    def _server(self) -> int:
+        if self.backend.kind != "postgres":
+            return 0
+        master = None
+        if self.backend.cluster is not None:
+            try:
+                with open(os.path.join(self.backend.cluster.data, "postmaster.pid")) as f:
+                    master = int(f.readline())
+            except (OSError, ValueError):
+                master = None
+        total = 0
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            pid = int(d)
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() != "postgres":
+                        continue
+            except OSError:
+                continue
+            ticks, parent = self._ticks(pid)
+            if master is None or pid == master or parent == master:
+                total += ticks
+        return total
+
+    def snap(self) -> dict[str, float]:
+        with open("/proc/stat") as f:
+            cpu = [int(x) for x in f.readline().split()[1:]]
+        busy = sum(cpu) - cpu[3] - (cpu[4] if len(cpu) > 4 else 0)  # all but idle and iowait
+        return {"t": time.monotonic(), "agents": sum(self._ticks(p)[0] for p in self.agents),
+                "server": self._server(), "console": self._ticks(self.console)[0] if self.console else 0,
+                "benchmark": sum(os.times()[:2]) * self.HZ, "machine": busy}
+
+    def since(self, a: dict[str, float]) -> dict[str, float]:
+        b = self.snap()
+        dt = b["t"] - a["t"]
+        return {k: round(100 * (b[k] - a[k]) / self.HZ / dt, 1) for k in b if k != "t"}
+
+
 # ---------------------------------------------------------------------- the agents
 def start_agents(a: argparse.Namespace, target: str, work: Path, seconds: float) -> list:
     outs = [work / f"agent-{i:02d}.json" for i in range(a.agents)]
@@ -263,6 +326,8 @@ def run(a: argparse.Namespace) -> dict:
         sampler.start()
         procs = start_agents(a, backend.target, work, a.ramp + a.duration)
         t_start = time.monotonic()
+        cpu = CpuMeter(backend)
+        cpu.agents = [p.pid for p, _ in procs]
         time.sleep(a.ramp)  # the fleet settles into its pace before the console starts
         sampler.phase = "tasks"
         screen = ScreenLog()
@@ -275,10 +340,13 @@ def run(a: argparse.Namespace) -> dict:
         screen.mode = "tasks"
         list_from = time.monotonic()
         cpu0 = term.cpu_seconds()
+        cpu.console = term.proc.pid
+        parts0 = cpu.snap()
         key_list: list[float] = []
         keys_for(term, t_list_end, key_list)
         list_to = time.monotonic()
         cpu_list = (term.cpu_seconds() - cpu0) / (list_to - list_from) * 100
+        parts_list = cpu.since(parts0)
         rss_list = term.rss_mb()
         screen.mode = None
         # the graph of a busy task
@@ -298,10 +366,12 @@ def run(a: argparse.Namespace) -> dict:
         screen.mode = "graph"
         graph_from = time.monotonic()
         cpu0 = term.cpu_seconds()
+        parts0 = cpu.snap()
         key_graph: list[float] = []
         keys_for(term, t_start + a.ramp + a.duration, key_graph)
         graph_to = time.monotonic()
         cpu_graph = (term.cpu_seconds() - cpu0) / (graph_to - graph_from) * 100
+        parts_graph = cpu.since(parts0)
         time.sleep(3.0)  # grace: the last writes reach the screen
         screen.mode = None
         rss_end = term.rss_mb()
@@ -316,9 +386,9 @@ def run(a: argparse.Namespace) -> dict:
         result.update(report(a, agents, events, screen, busy,
                              {"tasks": (list_from, list_to), "graph": (graph_from, graph_to)}))
         result["tasks_view"].update({"key_to_frame": summary(key_list), "console_cpu_pct": round(cpu_list, 1),
-                                     "rss_mb": round(rss_list, 1)})
+                                     "rss_mb": round(rss_list, 1), "cpu_pct_by_part": parts_list})
         result["graph_view"].update({"key_to_frame": summary(key_graph), "console_cpu_pct": round(cpu_graph, 1),
-                                     "rss_mb": round(rss_end, 1)})
+                                     "rss_mb": round(rss_end, 1), "cpu_pct_by_part": parts_graph})
         result["connections_max"] = dict(sampler.max)
         result["connections_by_phase"] = sampler.by_phase
     finally:
@@ -404,6 +474,10 @@ def table(r: dict) -> str:
     def lat(d: dict) -> str:
         return "—" if not d or not d.get("n") else f"{d['p50_ms']} / {d['p95_ms']} / {d['max_ms']} ms (n={d['n']})"
 
+    def parts(v: dict) -> str:
+        p = v.get("cpu_pct_by_part") or {}
+        return " / ".join(str(p.get(k, "—")) for k in ("agents", "server", "console", "benchmark", "machine"))
+
     t, g = r.get("tasks_view", {}), r.get("graph_view", {})
     c = r.get("connections_max", {})
     rows = [
@@ -415,6 +489,7 @@ def table(r: dict) -> str:
         ("key → frame p50 / p95 / max", lat(t.get("key_to_frame", {})), lat(g.get("key_to_frame", {}))),
         ("console CPU (% of a core) / RSS MB", f"{t.get('console_cpu_pct')} / {t.get('rss_mb')}",
          f"{g.get('console_cpu_pct')} / {g.get('rss_mb')}"),
+        ("CPU % of a core: agents/server/console/bench/machine", parts(t), parts(g)),
     ]
     w = max(len(x[0]) for x in rows)
     lines = [f"{r['backend']}: {r['agents']} agents, {r['tasks']} tasks ({r.get('nodes')} nodes), target {r['rate']:g} writes/s",
