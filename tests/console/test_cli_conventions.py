@@ -90,10 +90,18 @@ def _read_until(fd: int, buf: bytearray, pred, what: str, deadline: float) -> No
             buf.extend(chunk)
 
 
+def ctrl_c_heard() -> None:
+    """In a child before exec: Ctrl-C's default back. A process started in the background by a
+    shell without job control (a CI script's ``… &``) ignores SIGINT, and its children inherit
+    the ignoring: the command under test would never hear the Ctrl-C the test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_watch_piped_prints_a_snapshot_per_change_and_stops_quietly_on_ctrl_c(led, as_json):
     argv = [sys.executable, "-m", "console", "status", "--watch", "--ledger", led] + (["--json"] if as_json else [])
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                            preexec_fn=ctrl_c_heard)
     out = bytearray()
     deadline = time.monotonic() + 120
     try:
@@ -126,6 +134,7 @@ def test_watch_piped_prints_a_snapshot_per_change_and_stops_quietly_on_ctrl_c(le
 def test_watch_on_a_terminal_redraws_and_ctrl_c_ends_it_without_a_traceback(led):
     pid, fd = pty.fork()
     if pid == 0:
+        ctrl_c_heard()
         os.execve(sys.executable, [sys.executable, "-m", "console", "status", "--watch", "--ledger", led], _env())
     out = bytearray()
     try:
