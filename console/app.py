@@ -111,6 +111,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.alerts = AlertDesk(self, bell=bell, hook=on_alert)  # console/alerts.py
         self.monotonic: Callable[[], float] = time.monotonic  # spaces the deltas applied (tests set it)
         self._applied_at: float | None = None  # self.monotonic() of the last delta applied
+        self._applied_before: float | None = None  # and of the one before it
         self._apply_held = False  # a burst's next delta is held for a later() call
 
     def now(self) -> float:
@@ -218,15 +219,19 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
 
     @on(LedgerChanged)
     def ledger_changed(self) -> None:
-        """The follower has something new: applied now if nothing was applied for LIVE_APPLY_S,
-        else when that time is up (the follower keeps merging into the same pending delta
+        """The follower has something new: applied now unless the last two deltas were applied
+        within two spacings of each other (a burst) and the last less than LIVE_APPLY_S ago; then
+        when that time is up (the follower keeps merging into the same pending delta
         meanwhile). Under a fleet's writes the models, the rows and the frames move at most
         1 / LIVE_APPLY_S times a second, whatever the write rate; an isolated change waits for
         nothing."""
         if self._apply_held:
             return
-        last = self._applied_at
-        wait = 0.0 if last is None else last + LIVE_APPLY_S - self.monotonic()
+        last, before = self._applied_at, self._applied_before
+        # held only in a burst: the last two applications within two spacings of each other (a lone
+        # one — maybe a delta that changed nothing on screen — never delays the next)
+        burst = last is not None and before is not None and 0 <= last - before < 2 * LIVE_APPLY_S
+        wait = last + LIVE_APPLY_S - self.monotonic() if burst and last is not None else 0.0
         if wait <= 0 or wait > LIVE_APPLY_S:  # (a clock that went back applies now)
             self.apply_pending()
         else:
@@ -241,7 +246,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
     def apply_pending(self) -> None:
         """The follower's pending delta, applied on the UI thread: the hub's models and signals
         (console/hub.py), the open graph's incremental analysis, the alerts."""
-        self._applied_at = self.monotonic()
+        self._applied_before, self._applied_at = self._applied_at, self.monotonic()
         p = self.follower.take_pending()
         if p.status is not None and p.status.fatal:
             self.failed = p.status.error

@@ -184,7 +184,7 @@ class LedgerFollower:
         pump_task: asyncio.Future[None] | None = None
         cursor: int | None = None
         loop = asyncio.get_running_loop()
-        last_read = -self.spacing_s  # loop.time() when the last journal read started
+        last_read = read_before = -1e9  # loop.time() when the last journal read started, and the one before
         read_now = True  # read the journal on this turn (a full batch, or a failed read, reads on)
         try:
             while True:
@@ -208,7 +208,7 @@ class LedgerFollower:
                     # A turn woken by nothing the feed or a screen asked for reads nothing.
                     if read_now or wanted or woken:
                         read_now = True  # until this read has succeeded
-                        last_read = loop.time()
+                        read_before, last_read = last_read, loop.time()
                         step = await asyncio.to_thread(self.read_step, cursor, frozenset(self.graphs),
                                                        frozenset(self.details), wanted)
                         if step is None:
@@ -235,7 +235,8 @@ class LedgerFollower:
                 await kick.wait()
                 kick.clear()
                 hold = last_read + self.spacing_s - loop.time()
-                if 0 < hold <= self.spacing_s and not self.wanted:
+                burst = last_read - read_before < 2 * self.spacing_s  # (a lone read never holds the next)
+                if burst and 0 < hold <= self.spacing_s and not self.wanted:
                     await asyncio.sleep(hold)  # the burst's next wake-ups join this read
                     kick.clear()
         finally:

@@ -446,10 +446,14 @@ class Wakeups:
                 self.wakeup_counts[reason] += 1
                 if trace is not None:
                     trace.append((time.monotonic(), reason))
-                poll_from = loop.time()
+                previous, poll_from = poll_from, loop.time()
                 yield reason
                 reason = None
-                if self.spacing_s > 0:  # the next wake-up no sooner than spacing_s after this one
+                # In a burst (this wake-up came within two spacings of the one before) the next comes
+                # no sooner than spacing_s after this one. Not after a lone wake-up: one may be
+                # spurious (data_version moved for no new journal row) just before a commit, which
+                # must not wait for it.
+                if self.spacing_s > 0 and poll_from - previous < 2 * self.spacing_s:
                     self._held_until = poll_from + self.spacing_s
                     hold = self._held_until - loop.time()
                     if hold > 0:

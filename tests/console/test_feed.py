@@ -209,7 +209,8 @@ async def test_spaced_wake_ups_under_a_write_stream_miss_nothing(ledger_path, ra
         await asyncio.wait_for(caught_up.wait(), 30)  # << the 600 s fallback poll: the last commit woke it
     follow.cancel()
     gaps = [b - a for a, b in zip(yields[1:], yields[2:])]  # after "start"
-    assert len(yields) > 3 and all(g >= spacing * 0.9 for g in gaps), gaps
+    close = [i for i, g in enumerate(gaps) if g < spacing * 0.9]  # a lone wake-up holds nothing back
+    assert len(yields) > 3 and not any(i + 1 in close for i in close), f"two quick wake-ups in a row: {gaps}"
     assert len(yields) < 60 + 2, "a wake-up per commit or more: nothing was gathered"
     assert feed.wakeup_counts["poll"] == 0
 
