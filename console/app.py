@@ -230,8 +230,9 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         last, before = self._applied_at, self._applied_before
         # held only in a burst: the last two applications within two spacings of each other (a lone
         # one — maybe a delta that changed nothing on screen — never delays the next)
-        burst = last is not None and before is not None and 0 <= last - before < 2 * LIVE_APPLY_S
-        wait = last + LIVE_APPLY_S - self.monotonic() if burst and last is not None else 0.0
+        wait = 0.0
+        if last is not None and before is not None and 0 <= last - before < 2 * LIVE_APPLY_S:
+            wait = last + LIVE_APPLY_S - self.monotonic()
         if wait <= 0 or wait > LIVE_APPLY_S:  # (a clock that went back applies now)
             self.apply_pending()
         else:

@@ -14,7 +14,7 @@ Opened from the memory inbox (``M``: ``y`` / ``x``) and ``warden memory confirm|
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 from .. import sql
 from ..clock import iso
@@ -22,6 +22,7 @@ from ..db import read_tx
 from ..errors import NotFound, Refused
 from ..jsontypes import JsonObject
 from ..ledger.core import LedgerCore
+from ..mind.read import MEMORY_SELECT, MemoryRow
 from ..rules import MEMORY_ID, TEXT_OPT
 from ..validate import show
 from . import planning as pl
@@ -33,24 +34,10 @@ _AFTER = {"confirm": "confirmed", "reject": "rejected"}
 _REASON = Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded)")
 
 
-class MemoryRow(NamedTuple):
-    """What a decision reads of a memory."""
-
-    id: int
-    scope: str
-    workflow: str | None
-    kind: str | None
-    text: str
-    status: str
-    task_id: str
-    decided_by: str | None
-    decided_at: float | None
-
-
 def memory_row(core: LedgerCore, memory_id: object) -> MemoryRow:
     if not str(memory_id).isdigit() or len(str(memory_id)) > 18:
         raise NotFound(f"unknown memory {show(memory_id)}")
-    row = sql.fetch_row(core.db, MemoryRow, f"SELECT {sql.columns(MemoryRow)} FROM memory WHERE id = ?",
+    row = sql.fetch_row(core.db, MemoryRow, f"SELECT {MEMORY_SELECT} FROM memory WHERE id = ?",
                         [int(str(memory_id))])
     if row is None:
         raise NotFound(f"unknown memory {show(memory_id)}")

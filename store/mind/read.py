@@ -49,7 +49,7 @@ class EntryRow(NamedTuple):
 
 
 class MemoryRow(NamedTuple):
-    """A ``memory`` row."""
+    """A ``memory`` row (every column but its digest): the mind's reads and the memory actions."""
 
     id: int
     scope: str
@@ -68,7 +68,7 @@ class MemoryRow(NamedTuple):
 
 
 _ENTRY = sql.columns(EntryRow)
-_MEMORY = sql.columns(MemoryRow)
+MEMORY_SELECT = sql.columns(MemoryRow)  # a whole memory row (the memory actions read it too)
 
 
 def entry_view(r: EntryRow) -> MindEntry:
@@ -142,7 +142,7 @@ def mind(core: LedgerCore, task_id: str) -> MindView:
         rejected = entries(core, task_id, "rejected")
         plans = replan.versions(core, task_id)
         mems = [memory_view(r) for r in sql.fetch_rows(
-            core.db, MemoryRow, f"SELECT {_MEMORY} FROM memory WHERE task_id = ? ORDER BY id DESC LIMIT ?",
+            core.db, MemoryRow, f"SELECT {MEMORY_SELECT} FROM memory WHERE task_id = ? ORDER BY id DESC LIMIT ?",
             [task_id, MEMORIES_SHOWN])]
     return MindView(task_id=task_id, title=task.title, status=task.status, state=state,
                     constraints=tuple(task.constraints or ()), requirements=uses, unserving=tuple(unserving),
@@ -155,13 +155,13 @@ def memories(core: LedgerCore, status: str | None = None, limit: int = MEMORIES_
     where, params = ("", []) if status is None else (" WHERE status = ?", [status])
     with read_tx(core.db):
         return [memory_view(r) for r in sql.fetch_rows(
-            core.db, MemoryRow, f"SELECT {_MEMORY} FROM memory{where} ORDER BY id DESC LIMIT ?", [*params, limit])]
+            core.db, MemoryRow, f"SELECT {MEMORY_SELECT} FROM memory{where} ORDER BY id DESC LIMIT ?", [*params, limit])]
 
 
 def memory(core: LedgerCore, memory_id: str) -> MemoryView:
     if not str(memory_id).isdigit() or len(str(memory_id)) > 18:
         raise NotFound(f"unknown memory {memory_id!r}")
-    row = sql.fetch_row(core.db, MemoryRow, f"SELECT {_MEMORY} FROM memory WHERE id = ?", [int(memory_id)])
+    row = sql.fetch_row(core.db, MemoryRow, f"SELECT {MEMORY_SELECT} FROM memory WHERE id = ?", [int(memory_id)])
     if row is None:
         raise NotFound(f"unknown memory {memory_id!r}")
     return memory_view(row)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -18,26 +19,36 @@ from store import Ledger, NodeSpec
 from tests.console.conftest import build_ledger, make_app, settle, wait_for
 
 
+def _calls(monkeypatch, obj, name: str, stamp) -> list[float]:
+    """``obj.name`` wrapped: each call appends ``stamp()`` to the returned list, then runs."""
+    seen: list[float] = []
+    original = getattr(obj, name)
+
+    def recorded(*a, **k):
+        seen.append(stamp())
+        return original(*a, **k)
+
+    monkeypatch.setattr(obj, name, recorded)
+    return seen
+
+
 def _count_applications(app, monkeypatch) -> list[float]:
-    applied: list[float] = []
-    original = app.apply_pending
-
-    def counted() -> None:
-        applied.append(app.monotonic())
-        original()
-
-    monkeypatch.setattr(app, "apply_pending", counted)
-    return applied
+    return _calls(monkeypatch, app, "apply_pending", lambda: app.monotonic())
 
 
-async def test_a_change_after_a_quiet_spell_is_applied_at_once_and_a_burst_is_held(tmp_path, monkeypatch):
-    path = build_ledger(tmp_path / "ledger.db")
-    app = make_app(path, analysis=False)
+@asynccontextmanager
+async def _app_on_a_manual_clock(tmp_path, monkeypatch):
+    """A settled console whose spacing reads ``mono[0]``; yields (pilot, app, mono, applied)."""
+    app = make_app(build_ledger(tmp_path / "ledger.db"), analysis=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         mono = [1000.0]
         app.monotonic = lambda: mono[0]
-        applied = _count_applications(app, monkeypatch)
+        yield pilot, app, mono, _count_applications(app, monkeypatch)
+
+
+async def test_a_change_after_a_quiet_spell_is_applied_at_once_and_a_burst_is_held(tmp_path, monkeypatch):
+    async with _app_on_a_manual_clock(tmp_path, monkeypatch) as (pilot, app, mono, applied):
         app.ledger_changed()
         assert applied == [1000.0], "after a quiet spell the change is applied in the same call"
         mono[0] += LIVE_APPLY_S / 4
@@ -73,14 +84,7 @@ async def test_a_burst_of_writes_is_applied_in_spaced_frames_and_none_is_lost(tm
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         applied = _count_applications(app, monkeypatch)
-        reads: list[float] = []
-        read_step = app.follower.read_step
-
-        def timed_read(*a, **k):  # runs in a worker thread; asyncio's loop.time() is time.monotonic()
-            reads.append(time.monotonic())
-            return read_step(*a, **k)
-
-        monkeypatch.setattr(app.follower, "read_step", timed_read)
+        reads = _calls(monkeypatch, app.follower, "read_step", time.monotonic)  # (in its worker thread)
         want = {tid: rng.randint(1, n) for tid, n in sizes.items()}
         order = [tid for tid, k in want.items() for _ in range(k)]
         rng.shuffle(order)
@@ -119,13 +123,7 @@ async def test_a_held_burst_is_applied_even_when_the_ui_thread_stalls_past_the_d
     for good. Here every read of Textual's clock moves it on by a second (app.later is asyncio's)."""
     import textual._time as textual_time
 
-    path = build_ledger(tmp_path / "ledger.db")
-    app = make_app(path, analysis=False)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        mono = [1000.0]
-        app.monotonic = lambda: mono[0]
-        applied = _count_applications(app, monkeypatch)
+    async with _app_on_a_manual_clock(tmp_path, monkeypatch) as (pilot, app, mono, applied):
         app.ledger_changed()
         mono[0] += LIVE_APPLY_S / 4
         app.ledger_changed()  # a second, at once: now a burst
@@ -141,13 +139,5 @@ async def test_a_held_burst_is_applied_even_when_the_ui_thread_stalls_past_the_d
         app.ledger_changed()  # held
         assert len(applied) == 2
         await wait_for(pilot, lambda: len(applied) == 3, timeout=10, what="the held burst applied")
-        ticks = [0]
-        screen = app.screen
-        tick = screen.tick
-
-        def counted_tick() -> None:
-            ticks[0] += 1
-            tick()
-
-        monkeypatch.setattr(screen, "tick", counted_tick)
-        await wait_for(pilot, lambda: ticks[0] >= 2, timeout=10, what="the once-a-second tick, re-armed each time")
+        ticks = _calls(monkeypatch, app.screen, "tick", time.monotonic)
+        await wait_for(pilot, lambda: len(ticks) >= 2, timeout=10, what="the once-a-second tick, re-armed each time")
