@@ -151,6 +151,7 @@ class RequestState(threading.local):
     rid: str | None = None
     joined: bool = False
     body_done: bool = False
+    rerunnable: int = 0  # > 0 while run_read / run_write will re-run what this thread runs
 
 
 class _Outage(threading.local):
@@ -226,14 +227,15 @@ class WardenSqlite(pw.SqliteDatabase):
             "used safely across fork(); open the Ledger in a process started with spawn or forkserver "
             "(multiprocessing.get_context('spawn')) or by exec")
 
+    def busy(self) -> LedgerBusy:
+        return LedgerBusy(f"the ledger {self.display} is busy: another process held its lock for more than "
+                          f"{self.busy_timeout_s:g}s (busy_timeout_s); nothing was written")
+
     def translate_error(self, e: BaseException) -> None:
         """Raise the typed error for a busy or broken database; return for anything else."""
         code = sqlite_code(e)
         if code in SQLITE_BUSY_CODES:
-            raise LedgerBusy(
-                f"the ledger {self.display} is busy: another process held its lock for more than "
-                f"{self.busy_timeout_s:g}s (busy_timeout_s); nothing was written"
-            ) from None
+            raise self.busy() from None
         if code == SQLITE_FULL or (code in SQLITE_IO_CODES and disk_full(self.path)):
             raise LedgerUnavailable(
                 f"the ledger {self.display} cannot be written: the disk is full ({free_space(self.path)}); "

@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlparse
 
 import peewee as pw
 
-from . import checkpoints, errors, lockguard, sqlite_file, write_requests
+from . import checkpoints, errors, lockguard, sqlite_file, write_requests, writegate
 from .backends import (
     BUSY_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
@@ -357,7 +357,11 @@ def write_tx(db: pw.Database) -> Iterator[None]:
             f"nested write transaction (depth {depth}): a write must begin IMMEDIATE at depth 0, "
             "not as a savepoint inside another transaction"
         )
-    if is_sqlite(db):
+    if isinstance(db, WardenSqlite):
+        # writers take turns through store/writegate.py before SQLite's lock (its busy handler is unfair)
+        with writegate.held(db.path, db.busy_timeout_s, db.busy), db.atomic("IMMEDIATE"):
+            yield
+    elif is_sqlite(db):
         with db.atomic("IMMEDIATE"):
             yield
     else:
@@ -365,19 +369,47 @@ def write_tx(db: pw.Database) -> Iterator[None]:
             yield
 
 
+STRICT_READS_ENV = "WARDEN_STRICT_READS"
+
+
+class UnretriedRead(AssertionError):
+    """A PostgreSQL read transaction opened where nothing re-runs it after a lost connection
+    (raised only under ``WARDEN_STRICT_READS=1``, which the test suite sets)."""
+
+
 @contextlib.contextmanager
-def read_tx(db: pw.Database) -> Iterator[None]:
+def read_tx(db: pw.Database, *, loss_is_callers: bool = False) -> Iterator[None]:
     """A consistent read snapshot (a deferred transaction on SQLite, Repeatable Read on
-    PostgreSQL, where Read Committed would give each statement its own snapshot). Nests harmlessly."""
+    PostgreSQL, where Read Committed would give each statement its own snapshot). Nests harmlessly.
+
+    On PostgreSQL a connection lost inside the snapshot raises ``ConnectionLost``: the snapshot
+    cannot be re-run from here. So a snapshot opened at depth 0 must run under :func:`run_read`
+    (or :func:`retry_read`, or a write's :func:`run_write`), which re-runs the whole read — or say
+    ``loss_is_callers=True`` when its caller deals with the loss itself (the console's feed says
+    an outage within 2 s rather than wait out the reconnect budget). The test suite sets
+    ``WARDEN_STRICT_READS=1``, under which a snapshot that is neither raises :class:`UnretriedRead`."""
     if db.transaction_depth() != 0:
         yield
         return
     if is_sqlite(db):
         with db.atomic():
             yield
-    else:
-        with db.atomic(isolation_level="REPEATABLE READ"):
-            yield
+        return
+    assert isinstance(db, WardenPostgres)
+    if not (loss_is_callers or db.request.rerunnable) and os.environ.get(STRICT_READS_ENV) == "1":
+        raise UnretriedRead("a PostgreSQL read snapshot outside run_read/retry_read: a connection lost "
+                            "inside it would reach the caller as ConnectionLost instead of being re-run")
+    with db.atomic(isolation_level="REPEATABLE READ"):
+        yield
+
+
+@contextlib.contextmanager
+def _rerunnable(db: WardenPostgres) -> Iterator[None]:
+    db.request.rerunnable += 1
+    try:
+        yield
+    finally:
+        db.request.rerunnable -= 1
 
 
 # ---------------------------------------------------------------------- retried writes and reads
@@ -436,6 +468,12 @@ def run_write(db: pw.Database, fn: Callable[[], object], *, attempts: int = WRIT
     assert isinstance(db, WardenPostgres)
     kw = kwargs or {}
     rid = uuid.uuid4().hex if idempotent else None
+    with _rerunnable(db):
+        return _run_write(db, fn, attempts, what, args, kw, now, rid)
+
+
+def _run_write(db: WardenPostgres, fn: Callable[[], object], attempts: int, what: str, args: tuple[object, ...],
+               kw: dict[str, object], now: Callable[[], float], rid: str | None) -> object:
     conflicts = reruns = 0
     in_doubt = False
     last = ""
@@ -481,7 +519,7 @@ def run_write(db: pw.Database, fn: Callable[[], object], *, attempts: int = WRIT
             outcome = write_requests.recorded(db, rid)
             if outcome is not None:
                 db.healthy()
-                value = write_requests.decode(outcome, args, kw)
+                value = run_read(db, lambda: write_requests.decode(outcome, args, kw))  # a claim reads its inputs
                 if isinstance(value, BaseException):
                     raise value
                 return value
@@ -525,14 +563,15 @@ def run_read(db: pw.Database, fn: Callable[[], _T]) -> _T:
     if is_sqlite(db) or db.transaction_depth() != 0:
         return fn()
     assert isinstance(db, WardenPostgres)
-    for _ in range(LOST_RERUNS):
-        try:
-            result = fn()
-            db.healthy()
-            return result
-        except ConnectionLost as e:
-            db.reconnect(e)
-    return fn()
+    with _rerunnable(db):
+        for _ in range(LOST_RERUNS):
+            try:
+                result = fn()
+                db.healthy()
+                return result
+            except ConnectionLost as e:
+                db.reconnect(e)
+        return fn()
 
 
 def retry_read(fn: _F) -> _F:

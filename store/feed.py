@@ -49,7 +49,7 @@ import peewee as pw
 
 from .backends import one_line
 from .clock import Clock
-from .db import CONNECT_TIMEOUT_S, NO_LEDGER_HINT, read_tx
+from .db import CONNECT_TIMEOUT_S, NO_LEDGER_HINT, read_tx, run_read
 from .errors import LedgerUnavailable, WardenError
 from .facade import Ledger
 from .ledger.queries import GRAPH_FIRST_PAGE, GRAPH_PAGE
@@ -269,19 +269,25 @@ class Feed(Wakeups):
     # ------------------------------------------------------------------ wake-ups
 
 def _graph_at(ledger: Ledger, task_id: str) -> tuple[GraphView, int]:
-    with read_tx(ledger.db):
-        last = ledger.last_event_id()
-        graph = ledger.graph(task_id)
-    return graph, last
+    def snapshot() -> tuple[GraphView, int]:
+        with read_tx(ledger.db):
+            last = ledger.last_event_id()
+            graph = ledger.graph(task_id)
+        return graph, last
+
+    return run_read(ledger.db, snapshot)
 
 
 def _tail_at(ledger: Ledger, tail: int) -> tuple[list[TaskView], list[EventView], int]:
     """(tasks, the last ``tail`` events, cursor) from one consistent snapshot."""
-    with read_tx(ledger.db):
-        last = ledger.last_event_id()
-        tasks = ledger.tasks()
-        events = ledger.events(max(0, last - tail), limit=tail) if tail else []
-    return tasks, events, last
+    def snapshot() -> tuple[list[TaskView], list[EventView], int]:
+        with read_tx(ledger.db):
+            last = ledger.last_event_id()
+            tasks = ledger.tasks()
+            events = ledger.events(max(0, last - tail), limit=tail) if tail else []
+        return tasks, events, last
+
+    return run_read(ledger.db, snapshot)
 
 
 def graph_at(feed: Feed, task_id: str) -> tuple[GraphView, int]:

@@ -36,7 +36,7 @@ from typing import Iterable, Sequence
 import peewee as pw
 
 from . import budget, sql
-from .db import read_tx
+from .db import read_tx, run_read
 from .feed import changed_nodes
 from .tables import TaskRecord
 from .ledger import rows
@@ -105,6 +105,10 @@ class TaskTally:
             named[tid] = changed_nodes(moving, tid)
         if not named:
             return []
+        return run_read(ledger.db, lambda: self._apply(ledger, named, whole))
+
+    def _apply(self, ledger: LedgerCore, named: dict[str, set[str]], whole: set[str]) -> list[TaskView]:
+        """Re-runnable after a lost connection: a node is moved to what it is now, never by a delta."""
         db = ledger.db
         out: list[TaskView] = []
         with read_tx(db):

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from . import budget as budget_mod
 from . import sql
 from .clock import iso
-from .db import read_tx
+from .db import read_tx, run_read
 from .facade import Ledger
 from .ledger.core import UNFINISHED_SQL
 from .jsontypes import JsonObject
@@ -27,7 +27,11 @@ from .views import TaskView
 
 
 def task_report(ledger: Ledger, task_id: str) -> JsonObject:
-    """The deliverable of ``task_id`` now (see the module doc)."""
+    """The deliverable of ``task_id`` now (see the module doc); re-read after a lost connection."""
+    return run_read(ledger.db, lambda: _task_report(ledger, task_id))
+
+
+def _task_report(ledger: Ledger, task_id: str) -> JsonObject:
     db = ledger.db
     with read_tx(db):
         task = ledger.task(task_id)

@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Callable, Mapping, Sequence
 
-__all__ = ["Child", "LINE_READ_CAP", "group_alive"]
+__all__ = ["Child", "LINE_READ_CAP", "group_alive", "split_lines"]
 
 LINE_READ_CAP = 64 * 1024  # bytes of one output line kept
 READ_CHUNK = 64 * 1024
@@ -103,18 +103,9 @@ class Child:
                     self.sink(chunk)
                 except Exception:  # the log or the terminal failing must not stop the reading
                     pass
-                parts = (partial + chunk).split(b"\n")
-                partial = parts.pop()
-                for line in parts:
-                    if cut:  # the rest of a line already cut
-                        cut = False
-                        continue
-                    self.lines.put(line[:LINE_READ_CAP])
-                if cut:  # no newline yet: this chunk is all the rest of the line already cut
-                    partial = b""
-                elif len(partial) > LINE_READ_CAP:
-                    self.lines.put(partial[:LINE_READ_CAP] + b" [line cut]")
-                    partial, cut = b"", True
+                whole, partial, cut = split_lines(partial, chunk, cut)
+                for line in whole:
+                    self.lines.put(line)
             if partial and not cut:
                 self.lines.put(partial[:LINE_READ_CAP])
         finally:
@@ -183,3 +174,26 @@ class Child:
         """After the leader ended on its own: end what it left running in its group."""
         if self.pgid and group_alive(self.pgid):
             self.end(grace_s)
+
+
+def split_lines(partial: bytes, chunk: bytes, cut: bool) -> tuple[list[bytes], bytes, bool]:
+    """One read's worth of output: the whole lines it ends (each at most ``LINE_READ_CAP`` bytes,
+    a longer one cut there and ending in " [line cut]"), the partial line it leaves, and whether
+    that partial line was already cut (the rest of it is dropped up to its newline).
+
+    A line is cut once whatever the reads' boundaries: when the read that takes it past the cap
+    also brings its newline, and when its newline comes reads later."""
+    parts = (partial + chunk).split(b"\n")
+    partial = parts.pop()
+    lines: list[bytes] = []
+    for line in parts:
+        if cut:  # the rest of a line already cut
+            cut = False
+            continue
+        lines.append(line[:LINE_READ_CAP] + b" [line cut]" if len(line) > LINE_READ_CAP else line)
+    if cut:  # no newline yet: this chunk is all the rest of the line already cut
+        partial = b""
+    elif len(partial) > LINE_READ_CAP:
+        lines.append(partial[:LINE_READ_CAP] + b" [line cut]")
+        partial, cut = b"", True
+    return lines, partial, cut

@@ -29,7 +29,7 @@ from .. import budget as budget_mod
 from .. import checkpoints
 from .. import sql
 from ..clock import iso
-from ..db import read_tx, register_result, retry_write, write_tx
+from ..db import read_tx, register_result, retry_write, run_read, write_tx
 from ..errors import NotFound, Refused
 from ..jsontypes import JsonMapping, JsonObject
 from ..mind import recall, replan
@@ -100,8 +100,7 @@ register_result("claim_judge", _Judge, lambda j: list(j), lambda data, _args, _k
 def _wrong_version(core: LedgerCore, task_id: str, worker: str, version: str) -> bool:
     """True when the task runs another workflow version than the worker's: journalled the first
     time this open ledger sees that (task, worker, version), not on every poll."""
-    with read_tx(core.db):
-        have = core.task_record(task_id).workflow_version
+    have = run_read(core.db, lambda: core.task_record(task_id).workflow_version)
     if have == version:
         return False
     seen = (task_id, worker, version)
@@ -155,8 +154,7 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
     with write_tx(core.db):
         now = core.now()
         if task_id is not None:
-            task_ids = [task_id]
-            core.task_record(task_id)  # NotFound for an unknown task
+            task_ids = [task_id]  # an unknown task: NotFound from its locked read below
         else:
             task_ids = _task_ids(core, kinds, version, now)
         for tid in task_ids:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final, Generator, Iterator, NamedTuple, Sequence
 
 from .. import sql
-from ..db import read_tx
+from ..db import read_tx, run_read
 from ..errors import NotFound, Refused
 from ..mind.read import node_mind
 from ..tables import TaskRecord
@@ -154,17 +154,17 @@ def graph_pages(core: LedgerCore, task_id: str, *, first: int = GRAPH_FIRST_PAGE
         with read_tx(db):
             ordered = yield from _graph_pages(core, task_id, first, page, order)
     else:
-        with read_tx(db):
-            at, the_task, cur = _graph_start(core, task_id, order)
+        at, the_task, cur = run_read(db, lambda: _graph_start(core, task_id, order))
         ordered = yield from _graph_pages(core, task_id, first, page, order, (at, the_task, cur))
     if not ordered:  # out of order (see above): once more, sorted
         yield from graph_pages(core, task_id, first=first, page=page, order="position")
 
 
 def _graph_start(core: LedgerCore, task_id: str, order: str) -> tuple[int, TaskView, rows.NodeRowCursor]:
-    at = last_event_id(core)
-    the_task = task(core, task_id)
-    cur = sql.execute(core.db, rows.NODE_ROW_SELECT + f" WHERE task_id = ? ORDER BY {order}", [task_id])
+    with read_tx(core.db):
+        at = last_event_id(core)
+        the_task = task(core, task_id)
+        cur = sql.execute(core.db, rows.NODE_ROW_SELECT + f" WHERE task_id = ? ORDER BY {order}", [task_id])
     return at, the_task, cur
 
 

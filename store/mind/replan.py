@@ -41,7 +41,7 @@ from dataclasses import replace
 from typing import NamedTuple, Sequence
 
 from .. import sql
-from ..db import read_tx, retry_write, write_tx
+from ..db import read_tx, retry_write, run_read, write_tx
 from ..errors import NotFound, Refused
 from ..jsontypes import JsonArray, JsonMapping, JsonObject, JsonValue
 from ..ledger import pause
@@ -73,7 +73,7 @@ def replan(core: LedgerCore, task_id: str, *, add: Sequence[NodeSpec], remove: S
     """Change the task's plan as one new version (see the module's docstring); returns it (or the
     current version when nothing would change)."""
     version = _replan(core, task_id, add, remove, reorder, narrow, trigger, in_flight, reason, actor)
-    return next(v for v in versions(core, task_id) if v.version == version)
+    return next(v for v in run_read(core.db, lambda: versions(core, task_id)) if v.version == version)
 
 
 @retry_write

@@ -124,7 +124,7 @@ def test_a_statement_never_lands_inside_another_threads_transaction(pg_target):
         b_saw: list[int] = []
 
         def a() -> None:
-            with read_tx(led.db):
+            with read_tx(led.db, loss_is_callers=True):
                 a_saw.append(led.last_event_id())
                 in_tx.set()
                 release.wait(30)

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import random
 import sys
 import threading
 import time
@@ -418,3 +419,28 @@ def test_a_line_longer_than_the_read_cap_is_one_cut_line(size):
     child.proc.wait(60)
     assert [g[:6] for g in got] == [b"before", b"x" * 6, b"after"]
     assert got[1] == b"x" * LINE_READ_CAP + b" [line cut]"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_long_lines_are_cut_once_whatever_the_reads_boundaries(seed):
+    """Output split into reads at random places (a pipe gives no promise where): every line over
+    the cap comes out as exactly its first LINE_READ_CAP bytes and " [line cut]", the others whole,
+    in order — including a read that takes a line past the cap and brings its newline too."""
+    from store.adapters.process import split_lines
+
+    rng = random.Random(seed)
+    sizes = [rng.choice([0, 1, LINE_READ_CAP - 1, LINE_READ_CAP, LINE_READ_CAP + 1, LINE_READ_CAP + 2,
+                         rng.randrange(1, 3 * LINE_READ_CAP)]) for _ in range(rng.randrange(1, 8))]
+    lines = [bytes([97 + i % 26]) * n for i, n in enumerate(sizes)]
+    data = b"".join(line + b"\n" for line in lines)
+    cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randrange(0, 12)))) if len(data) > 1 else []
+    if rng.random() < 0.5 and LINE_READ_CAP + 1 < len(data):  # a read ending right past the cap
+        cuts = sorted({*cuts, LINE_READ_CAP + 1})
+    got: list[bytes] = []
+    partial, cut = b"", False
+    for a, b in zip([0, *cuts], [*cuts, len(data)]):
+        out, partial, cut = split_lines(partial, data[a:b], cut)
+        got += out
+    assert partial == b"" and not cut
+    want = [line[:LINE_READ_CAP] + b" [line cut]" if len(line) > LINE_READ_CAP else line for line in lines]
+    assert got == want

@@ -1,0 +1,159 @@
+"""SQLite writers queue at the write gate (store/writegate.py) — with real processes.
+
+A process holding ``<ledger>-writers`` holds back every Warden write to that ledger until it lets
+go; one that holds it past ``busy_timeout_s`` makes a write ``LedgerBusy`` (nothing written) and
+the abandoned wait never keeps the gate; a gate that cannot be a plain file (a symlink, a FIFO, a
+read-only directory) leaves writing as it was."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from store import Ledger, NodeSpec
+from store.errors import LedgerBusy
+from store.writegate import GATE_SUFFIX
+
+HOLDER = r"""
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+PROBE = r"""
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("free")
+except BlockingIOError:
+    print("taken")
+"""
+
+
+def _hold(gate: str) -> subprocess.Popen[str]:
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, gate], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "held"
+    return p
+
+
+def _release(p: subprocess.Popen[str]) -> None:
+    assert p.stdin is not None
+    p.stdin.write("go\n")
+    p.stdin.close()
+    assert p.wait(30) == 0
+
+
+def _probe(gate: str) -> str:
+    return subprocess.run([sys.executable, "-c", PROBE, gate], capture_output=True, text=True, check=True,
+                          timeout=30).stdout.strip()
+
+
+@pytest.fixture
+def led(tmp_path):
+    led = Ledger.open(str(tmp_path / "l.db"), busy_timeout_s=30)
+    led.create_task("t")
+    led.add_nodes("t", [NodeSpec(f"n{i}") for i in range(3)])
+    yield led
+    led.close()
+
+
+def test_a_write_waits_for_the_process_holding_the_gate_then_goes(led, tmp_path):
+    gate = str(tmp_path / "l.db") + GATE_SUFFIX
+    assert os.path.isfile(gate)  # made by the first write
+    holder = _hold(gate)
+    done = threading.Event()
+    got: list[object] = []
+
+    def write() -> None:
+        got.append(led.claim("t", "w"))
+        done.set()
+
+    t = threading.Thread(target=write)
+    t.start()
+    try:
+        assert not done.wait(0.5), "the write went through a held gate"
+    finally:
+        _release(holder)
+    assert done.wait(30)
+    t.join(30)
+    assert got and got[0] is not None and got[0].node_key == "n0"
+    assert _probe(gate) == "free"  # let go when the transaction ended
+
+
+def test_a_gate_held_past_the_busy_timeout_is_ledger_busy_and_nothing_is_written(tmp_path):
+    path = str(tmp_path / "l.db")
+    with Ledger.open(path) as setup:
+        setup.create_task("t")
+        setup.add_nodes("t", [NodeSpec("a")])
+    led = Ledger.open(path, busy_timeout_s=0.3)
+    holder = _hold(path + GATE_SUFFIX)
+    try:
+        for _ in range(3):  # an agent retrying: its waits are taken over, not piled up
+            with pytest.raises(LedgerBusy, match=r"is busy: .*0\.3s \(busy_timeout_s\); nothing was written"):
+                led.claim("t", "w")
+        assert sum(t.name == "warden-write-gate" for t in threading.enumerate()) == 1
+        before = led.last_event_id()
+    finally:
+        _release(holder)
+    # the abandoned wait got the gate when the holder let go, and let it go at once
+    c = led.claim("t", "w")
+    assert c is not None and c.node_key == "a"
+    assert led.events(before, task_id="t")[0].kind == "node.claimed"
+    assert _probe(path + GATE_SUFFIX) == "free"
+    led.close()
+
+
+@pytest.mark.parametrize("what", ["symlink", "fifo", "directory"])
+def test_a_gate_that_cannot_be_a_plain_file_leaves_writing_as_it_was(tmp_path, what):
+    path = str(tmp_path / "l.db")
+    gate = path + GATE_SUFFIX
+    elsewhere = tmp_path / "elsewhere"
+    if what == "symlink":
+        os.symlink(elsewhere, gate)
+    elif what == "fifo":
+        os.mkfifo(gate)
+    else:
+        os.mkdir(gate)
+    with Ledger.open(path) as led:
+        led.create_task("t")
+        led.add_nodes("t", [NodeSpec("a")])
+        c = led.claim("t", "w")
+        led.commit(c, output={"ok": True})
+        assert led.task("t").status == "completed"
+    assert not elsewhere.exists()  # a link is never followed
+
+
+def test_writers_of_two_processes_and_two_ledgers_each_all_land(tmp_path):
+    """4 writers (2 processes × 2 Ledgers on threads) drain 200 nodes: every node committed once."""
+    path = str(tmp_path / "l.db")
+    with Ledger.open(path) as led:
+        led.create_task("t")
+        led.add_nodes("t", [NodeSpec(f"n{i:03d}") for i in range(200)])
+    worker = r"""
+import sys, threading
+from store import Ledger
+def drain(name):
+    led = Ledger.open(sys.argv[1], busy_timeout_s=60)
+    while (c := led.claim("t", name)) is not None:
+        led.commit(c, output={"by": name})
+    led.close()
+ts = [threading.Thread(target=drain, args=(f"{sys.argv[2]}-{i}",)) for i in range(2)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+"""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root)
+    procs = [subprocess.Popen([sys.executable, "-c", worker, path, f"p{i}"], env=env) for i in range(2)]
+    assert [p.wait(120) for p in procs] == [0, 0]
+    with Ledger.open(path) as led:
+        committed = [e.node for e in led.events(0, task_id="t", limit=10_000) if e.kind == "node.committed"]
+        assert sorted(committed) == [f"n{i:03d}" for i in range(200)]
+        assert led.task("t").status == "completed"
