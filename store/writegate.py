@@ -35,7 +35,7 @@ import stat
 import threading
 from typing import Callable, Iterator
 
-__all__ = ["GATE_SUFFIX", "held"]
+__all__ = ["GATE_SUFFIX", "held", "tidy"]
 
 GATE_SUFFIX = "-writers"
 
@@ -135,3 +135,17 @@ def held(path: str, timeout_s: float, busy: Callable[[], Exception]) -> Iterator
         yield
     finally:
         os.close(fd)  # closing the file lets the gate go
+
+
+def tidy(path: str) -> None:
+    """After a Ledger closed: when SQLite removed the ledger's ``-wal`` (its last connection
+    closed), remove the gate too, so a ledger at rest is one file again. A writer that opened the
+    old gate meanwhile only loses its place in the queue for that write (SQLite's lock still
+    excludes); the next one makes the file again."""
+    gate = path + GATE_SUFFIX
+    try:
+        if os.path.lexists(path + "-wal") or not stat.S_ISREG(os.lstat(gate).st_mode):
+            return
+        os.unlink(gate)
+    except OSError:
+        pass

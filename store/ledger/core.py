@@ -19,9 +19,10 @@ from typing import Literal, Mapping, Self, Sequence, TypeVar
 import peewee as pw
 
 from .. import budget as budget_mod
-from .. import sql, sqlite_file, validate
+from .. import sql, sqlite_file, validate, writegate
 from ..clock import Clock, system_clock
-from ..db import BUSY_TIMEOUT_S, CONNECT_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, connect_checked, is_sqlite, open_database, register_result
+from ..db import (BUSY_TIMEOUT_S, CONNECT_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, WardenSqlite, connect_checked, is_sqlite,
+                  open_database, register_result)
 from ..errors import NotFound
 from ..jsontypes import JsonMapping
 from ..models import LAYERS, Task, dumps
@@ -83,6 +84,8 @@ def _close(db: pw.Database) -> None:
         db.close()
     if getattr(db, "tidy_on_close", False):  # a read leaves the directory as it found it
         sqlite_file.tidy(str(getattr(db, "path", "")))
+    elif isinstance(db, WardenSqlite) and db.path and not db.read_only:
+        writegate.tidy(db.path)  # the last one out: a ledger at rest is one file
 
 
 class LedgerCore:

@@ -24,7 +24,7 @@ from .. import density as rule
 from .. import sql
 from ..jsontypes import JsonMapping, JsonObject
 from ..sql import Inc
-from ..tables import NodeRecord
+from ..tables import NodeRecord, TaskRecord
 from .core import LedgerCore
 
 EVENT = "node.cost_density"
@@ -38,12 +38,16 @@ def holding(core: LedgerCore, task_id: str, now: float) -> bool:
 
 
 def judge(core: LedgerCore, task_id: str, tokens: float, units_done: float | None,
-          units_total: float | None) -> rule.Judgement:
+          units_total: float | None, task: TaskRecord | None = None) -> rule.Judgement:
     """The verdict on a node's figures; reads the task's limit only for a node that measures
-    progress."""
+    progress, and not at all when given the task's row (read in this write transaction)."""
     if units_done is None and units_total is None:
         return rule.judge(tokens, units_done, units_total, None)
-    limit = sql.scalar(core.db, "SELECT density_limit FROM task WHERE task_id = ?", [task_id])
+    if task is not None:
+        assert task.task_id == task_id, (task.task_id, task_id)
+        limit = task.density_limit
+    else:
+        limit = sql.scalar(core.db, "SELECT density_limit FROM task WHERE task_id = ?", [task_id])
     return rule.judge(tokens, units_done, units_total, rule.limit_for(limit))
 
 

@@ -18,7 +18,7 @@ from ..errors import LeaseLost, Refused, WardenError
 from ..jsontypes import JsonMapping, JsonObject
 from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
 from ..sql import Inc
-from ..tables import NodeRecord
+from ..tables import NodeRecord, TaskRecord
 from ..views import Claim, NodeSpec, Pulse
 from .. import wake
 from ..mind import alignment as mind_alignment
@@ -149,7 +149,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             observe.FLAG_PARKED if parked else 0)
         if report is not None:
             observe.record_observation(core, row.id, claim.attempt, report, flags, now)
-        judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, units_total))
+        judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, units_total), task=task)
         if judged.verdict == density_rule.ABORT:
             return _stopped(core, claim, row, judged, now, {**fields, **beat})
         if judged.verdict != (row.density or density_rule.CONTINUE):
@@ -342,7 +342,7 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output
                          f"repair round {task.repair_count + 1}: {', '.join(rewired)} now wait for "
                          f"{', '.join(next(iter(rewired.values())))} instead of {claim.node_key}",
                          {"nodes": sorted(rewired), "rewired": rewired, "from": claim.node_key}, at=now)
-    _successors_by_cost(core, claim, row, t, units_done, now)
+    _successors_by_cost(core, claim, task, row, t, units_done, now)
     mind_state.on_commit(core, task, row, output, now, claim.worker)  # drift run, alignment checks
     core.maybe_complete_task(claim.task_id, now)
     if task.wake_state:
@@ -350,11 +350,11 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output
     return event_id
 
 
-def _successors_by_cost(core: LedgerCore, claim: Claim, row: NodeRecord, t: int, units_done: float | None,
-                        now: float) -> None:
+def _successors_by_cost(core: LedgerCore, claim: Claim, task: TaskRecord, row: NodeRecord, t: int,
+                        units_done: float | None, now: float) -> None:
     """A node committing over its cost-density limit (or still without progress) finishes, and its
-    successors are parked (store/ledger/cost.py)."""
-    judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, None))
+    successors are parked (store/ledger/cost.py). ``task``: its row, read under the commit's lock."""
+    judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, None), task=task)
     if judged.verdict == density_rule.CONTINUE:
         if row.density:
             cost.journal_change(core, row, judged, claim.worker, now)

@@ -47,27 +47,39 @@ def main() -> None:
 
     db.execute_sql = counted
 
+    by_kind = {"claim": 0, "heartbeat": 0, "commit": 0}
+
+    def kind(name: str, fn, *args, **kw):
+        before = statements[0]
+        out = fn(*args, **kw)
+        by_kind[name] += statements[0] - before
+        return out
+
     def cycle(n: int) -> int:
         writes = 0
         for i in range(n):
-            c = led.claim(ids[i % len(ids)], "bench", lease_s=60.0)
+            c = kind("claim", led.claim, ids[i % len(ids)], "bench", lease_s=60.0)
             if c is None:
                 continue
             for b in range(fleet.HEARTBEATS):
-                led.heartbeat(c, units_done=b + 1, units_total=fleet.HEARTBEATS + 1, tokens=40,
-                              observation=f"{c.node_key}: step {b + 1} of {fleet.HEARTBEATS + 1}, "
-                                          f"{rng.randint(0, 10 ** 6)} rows checked")
-            led.commit(c, output={"rows": 1}, tokens=120)
+                kind("heartbeat", led.heartbeat, c, units_done=b + 1, units_total=fleet.HEARTBEATS + 1, tokens=40,
+                     observation=f"{c.node_key}: step {b + 1} of {fleet.HEARTBEATS + 1}, "
+                                 f"{rng.randint(0, 10 ** 6)} rows checked")
+            kind("commit", led.commit, c, output={"rows": 1}, tokens=120)
             writes += 2 + fleet.HEARTBEATS
         return writes
 
     cycle(20)
     statements[0] = 0
+    by_kind.update(claim=0, heartbeat=0, commit=0)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     w = cycle(a.nodes)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    nodes = w / (2 + fleet.HEARTBEATS)
     print(f"{led.backend if hasattr(led, 'backend') else ''} {w} writes: {1000 * cpu / w:.2f} ms CPU and "
-          f"{1000 * wall / w:.2f} ms wall a write, {statements[0] / w:.1f} statements a write")
+          f"{1000 * wall / w:.2f} ms wall a write, {statements[0] / w:.1f} statements a write "
+          f"(claim {by_kind['claim'] / nodes:.1f}, heartbeat {by_kind['heartbeat'] / nodes / fleet.HEARTBEATS:.1f}, "
+          f"commit {by_kind['commit'] / nodes:.1f}; BEGIN and COMMIT not counted)")
     if a.profile:
         prof = cProfile.Profile()
         prof.enable()

@@ -157,3 +157,16 @@ ts = [threading.Thread(target=drain, args=(f"{sys.argv[2]}-{i}",)) for i in rang
         committed = [e.node for e in led.events(0, task_id="t", limit=10_000) if e.kind == "node.committed"]
         assert sorted(committed) == [f"n{i:03d}" for i in range(200)]
         assert led.task("t").status == "completed"
+
+
+def test_a_ledger_at_rest_is_one_file_again(tmp_path):
+    """The last Ledger to close (SQLite removed the -wal) removes the gate; one still open keeps it."""
+    path = str(tmp_path / "l.db")
+    a = Ledger.open(path)
+    a.create_task("t")
+    b = Ledger.open(path)
+    b.create_task("u")
+    b.close()
+    assert os.path.exists(path + GATE_SUFFIX)  # a is still open: the gate stays
+    a.close()
+    assert sorted(os.listdir(tmp_path)) == ["l.db"]
