@@ -125,7 +125,7 @@ class RowList(ScrollView, can_focus=True):
         Binding("end", "jump(-1)", "Last", show=False),
     ]
 
-    cursor: reactive[int] = reactive(0, always_update=True, init=False)
+    cursor: reactive[int] = reactive(0, always_update=True, init=False, repaint=False)  # watch_cursor repaints its two rows
 
     class Highlighted(Message):
         def __init__(self, row_list: "RowList", index: int) -> None:

@@ -132,3 +132,40 @@ async def test_task_rows_follow_every_change_without_a_recount(new_target, backe
             assert calls == []  # no task row read whole (Ledger.task counts every node of the task)
     finally:
         writer.close()
+
+
+@pytest.mark.parametrize("keys", [("j",), ("j", "j", "k"), ("down", "down", "down", "up")])
+async def test_a_cursor_move_redraws_the_two_rows_it_touches_not_the_list(tmp_path, monkeypatch, keys):
+    """Each step of the cursor repaints the row it leaves and the row it lands on — not every line
+    of the list (a whole-list redraw per key was 16 KB of output and doubled key → frame in a
+    terminal: docs/performance.md, session 5)."""
+    clock = ManualClock(T0)
+    target = str(tmp_path / "l.db")
+    with Ledger.open(target, clock=clock) as led:
+        for i in range(30):
+            led.create_task(f"t{i:02d}")
+    monkeypatch.setattr(TaskListScreen, "tick", lambda self: None)  # no once-a-second refresh
+    from console.widgets import RowList
+
+    drawn: list[int] = []
+    real = RowList.render_line
+
+    def spy(self, y):
+        if self.id == "tasks":
+            drawn.append(y)
+        return real(self, y)
+
+    monkeypatch.setattr(RowList, "render_line", spy)
+    app = make_app(target, clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        lst = app.screen.row_list
+        assert lst.row_count == 30
+        for key in keys:
+            before = lst.cursor
+            drawn.clear()
+            await pilot.press(key)
+            await settle(pilot)
+            after = lst.cursor
+            assert after != before
+            assert sorted(set(drawn)) == sorted({before + 1, after + 1}), (key, before, after, sorted(set(drawn)))
