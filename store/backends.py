@@ -186,6 +186,7 @@ class WardenSqlite(pw.SqliteDatabase):
     path = ""  # the file
     snapshot = False  # read-only and immutable: SQLite could not share the WAL index (see sqlite_file)
     tidy_on_close = False  # a read-only open of a quiescent WAL ledger: tidy -wal/-shm when the Ledger closes
+    gate_ours = False  # made its write gate or wrote through it: tidy the gate when the Ledger closes
 
     def __init__(self, database: str | None, *, pragmas: Mapping[str, int | str] | None = None, uri: bool = False,
                  timeout: float = 5.0, check_same_thread: bool = True,
@@ -226,6 +227,11 @@ class WardenSqlite(pw.SqliteDatabase):
             f"the ledger {self.display} was open in process {parent} when it fork()ed this one: SQLite cannot be "
             "used safely across fork(); open the Ledger in a process started with spawn or forkserver "
             "(multiprocessing.get_context('spawn')) or by exec")
+
+    def gate_is_ours(self) -> None:
+        """This database made its write gate or wrote through it (store/writegate.py): it tidies
+        the gate when it closes."""
+        self.gate_ours = True
 
     def busy(self) -> LedgerBusy:
         return LedgerBusy(f"the ledger {self.display} is busy: another process held its lock for more than "

@@ -359,7 +359,7 @@ def write_tx(db: pw.Database) -> Iterator[None]:
         )
     if isinstance(db, WardenSqlite):
         # writers take turns through store/writegate.py before SQLite's lock (its busy handler is unfair)
-        with writegate.held(db.path, db.busy_timeout_s, db.busy), db.atomic("IMMEDIATE"):
+        with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours), db.atomic("IMMEDIATE"):
             yield
     elif is_sqlite(db):
         with db.atomic("IMMEDIATE"):

@@ -40,13 +40,22 @@ __all__ = ["GATE_SUFFIX", "held", "tidy"]
 GATE_SUFFIX = "-writers"
 
 
-def _open_gate(path: str) -> int | None:
+_lock = threading.Lock()  # guards _abandoned
+
+_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _open_gate(path: str, ours: Callable[[], None]) -> int | None:
     """A descriptor of the gate file, or None where it cannot be a plain file of ours."""
+    gate = path + GATE_SUFFIX
     try:
         # read-only (flock needs no more): closing it raises no close-after-write event for the
         # console's inotify watch on the ledger's directory
-        fd = os.open(path + GATE_SUFFIX, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                     0o644)
+        try:
+            fd = os.open(gate, _FLAGS)
+        except FileNotFoundError:
+            fd = os.open(gate, _FLAGS | os.O_CREAT | os.O_EXCL, 0o644)
+            ours()
     except OSError:
         return None
     try:
@@ -71,7 +80,6 @@ class _Wait:
 # writer to queue at the same gate takes one over instead of starting another thread: a holder
 # stopped for an hour leaves one waiting thread, not one per retry.
 _abandoned: dict[str, list[_Wait]] = {}
-_lock = threading.Lock()
 
 
 def _run(gate: str, w: _Wait) -> None:
@@ -113,10 +121,12 @@ def _wait_for(gate: str, fd: int, timeout_s: float) -> int | None:
 
 
 @contextlib.contextmanager
-def held(path: str, timeout_s: float, busy: Callable[[], Exception]) -> Iterator[None]:
+def held(path: str, timeout_s: float, busy: Callable[[], Exception], ours: Callable[[], None]) -> Iterator[None]:
     """Hold the gate of the SQLite ledger at ``path`` for the ``with`` body (a write transaction);
-    raise ``busy()`` when it is not had within ``timeout_s``."""
-    fd = _open_gate(path) if path else None
+    raise ``busy()`` when it is not had within ``timeout_s``. ``ours()`` is called when this made
+    the gate file or a write went through it: the caller may then :func:`tidy` it when it closes
+    (one that only failed leaves the directory as it found it)."""
+    fd = _open_gate(path, ours) if path else None
     if fd is None:
         yield
         return
@@ -133,15 +143,16 @@ def held(path: str, timeout_s: float, busy: Callable[[], Exception]) -> Iterator
         return
     try:
         yield
+        ours()  # a write went through it
     finally:
         os.close(fd)  # closing the file lets the gate go
 
 
 def tidy(path: str) -> None:
-    """After a Ledger closed: when SQLite removed the ledger's ``-wal`` (its last connection
-    closed), remove the gate too, so a ledger at rest is one file again. A writer that opened the
-    old gate meanwhile only loses its place in the queue for that write (SQLite's lock still
-    excludes); the next one makes the file again."""
+    """After a Ledger that made the gate or wrote through it closed: when SQLite removed the
+    ledger's ``-wal`` (its last connection closed), remove the gate too, so a ledger at rest is
+    one file again. A writer that opened the old gate meanwhile only loses its place in the queue
+    for that write (SQLite's lock still excludes); the next one makes the file again."""
     gate = path + GATE_SUFFIX
     try:
         if os.path.lexists(path + "-wal") or not stat.S_ISREG(os.lstat(gate).st_mode):

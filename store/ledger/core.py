@@ -84,7 +84,7 @@ def _close(db: pw.Database) -> None:
         db.close()
     if getattr(db, "tidy_on_close", False):  # a read leaves the directory as it found it
         sqlite_file.tidy(str(getattr(db, "path", "")))
-    elif isinstance(db, WardenSqlite) and db.path and not db.read_only:
+    elif isinstance(db, WardenSqlite) and db.gate_ours:
         writegate.tidy(db.path)  # the last one out: a ledger at rest is one file
 
 

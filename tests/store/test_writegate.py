@@ -170,3 +170,27 @@ def test_a_ledger_at_rest_is_one_file_again(tmp_path):
     assert os.path.exists(path + GATE_SUFFIX)  # a is still open: the gate stays
     a.close()
     assert sorted(os.listdir(tmp_path)) == ["l.db"]
+
+
+@pytest.mark.parametrize("then", ["a refused write", "a read", "a write"])
+def test_only_a_ledger_that_wrote_tidies_a_gate_it_found(tmp_path, then):
+    """A gate left by another run (a process killed mid-run) stays where a Ledger only failed or
+    read — a bad command changes nothing — and goes with the last Ledger that wrote through it."""
+    from store.errors import NotFound
+
+    path = str(tmp_path / "l.db")
+    with Ledger.open(path) as led:
+        led.create_task("t")
+    assert sorted(os.listdir(tmp_path)) == ["l.db"]
+    with open(path + GATE_SUFFIX, "w"):
+        pass  # left behind by someone else
+    with Ledger.open(path) as led:
+        if then == "a refused write":
+            with pytest.raises(NotFound):
+                led.claim("nope", "w")
+        elif then == "a read":
+            assert [t.task_id for t in led.tasks()] == ["t"]
+        else:
+            led.create_task("u")
+    want = ["l.db"] if then == "a write" else ["l.db", "l.db" + GATE_SUFFIX]
+    assert sorted(os.listdir(tmp_path)) == want
