@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -76,10 +77,17 @@ def test_a_write_waits_for_the_process_holding_the_gate_then_goes(led, tmp_path)
         got.append(led.claim("t", "w"))
         done.set()
 
+    earlier = {th for th in threading.enumerate() if th.name == "warden-write-gate"}
     t = threading.Thread(target=write)
     t.start()
     try:
-        assert not done.wait(0.5), "the write went through a held gate"
+        # the write queues: its wait for the gate runs in a helper thread (a condition, not a sleep)
+        deadline = time.monotonic() + 30
+        while not any(th.name == "warden-write-gate" and th not in earlier for th in threading.enumerate()):
+            assert time.monotonic() < deadline, "the write never queued at the gate"
+            time.sleep(0.005)
+        assert not done.is_set(), "the write went through a held gate"
+        assert [e.kind for e in led.events(0, task_id="t")].count("node.claimed") == 0
     finally:
         _release(holder)
     assert done.wait(30)
