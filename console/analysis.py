@@ -37,6 +37,7 @@ from store.tally import current
 from store.signals import Signal
 from store.views import EventView, GraphRow, GraphView, NodeView, TaskView
 
+from .liveturn import LiveTurn
 from .messages import AnalysisReady
 from .model import EtaJson, GraphModel, SignalJson
 
@@ -84,7 +85,8 @@ def window_covers(g: GraphModel, visible: range, keys: frozenset[str]) -> bool:
 SIGNAL_CHUNK = 500  # running nodes whose signals are read and judged at a time
 
 
-def graph_signals(ledger: Ledger, req: GraphRequest, history: estimates.DurationHistory, now: float) -> list[Signal]:
+def graph_signals(ledger: Ledger, req: GraphRequest, history: estimates.DurationHistory, now: float,
+                  pause: Callable[[], object] = lambda: None) -> list[Signal]:
     """``signals_for_graph`` of the running and parked rows, read as whole nodes (the rows carry what
     estimates read; signals read more) ``SIGNAL_CHUNK`` running nodes at a time: the same signals —
     a node's own depend on it, its kind and the task only — with a tenth of the memory at its peak
@@ -103,7 +105,7 @@ def graph_signals(ledger: Ledger, req: GraphRequest, history: estimates.Duration
             mine = {n.key for n in part}
             got = [s for s in got if s.node in mine]
         out.extend(got)
-        _pause()
+        pause()
     return signals.sort_signals(out)
 
 
@@ -128,10 +130,6 @@ def release_memory() -> None:
         _TRIM(0)
 
 
-def _pause() -> None:
-    time.sleep(0)  # hand the interpreter to the UI thread
-
-
 class OpenGraph:
     """The open graph's incremental analysis (``store.analysis.TaskAnalysis``), fed the feed's
     deltas. The UI thread hands over the loaded rows (:meth:`seed`) and each delta (:meth:`delta`:
@@ -139,8 +137,9 @@ class OpenGraph:
     ``TaskAnalysis`` from the rows (no second read of the graph: it shares the model's row
     tuples) and applies the deltas at the start of each run (:meth:`current`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, pause: Callable[[], object] = lambda: None) -> None:
         self._lock = threading.Lock()
+        self.pause = pause  # the analysis worker's pause point (the Analyst's LiveTurn)
         self.task_id: str | None = None
         self._seed: tuple[TaskView, tuple[GraphRow, ...]] | None = None
         self._inbox: list[tuple[Sequence[EventView], Mapping[tuple[str, str], NodeView]]] = []
@@ -210,7 +209,7 @@ class OpenGraph:
                     v = nodes.get((tid, e.node)) if e.node else None
                     an.apply_event(e, [v] if v is not None else (), task=an.task)
             if i % 20 == 19:
-                _pause()
+                self.pause()
         an.task = task  # the console's latest task row (counts, budget)
         with self._lock:
             if generation == self._generation:
@@ -222,8 +221,12 @@ class Analyst:
     """The analysis worker's state between runs. One run at a time (the app never starts a run
     while one is going); ``forget_history`` may be called from any thread."""
 
-    def __init__(self, feed: Feed, rows: Callable[[str], TaskView | None] | None = None) -> None:
+    def __init__(self, feed: Feed, rows: Callable[[str], TaskView | None] | None = None,
+                 turn: LiveTurn | None = None) -> None:
         self.feed = feed
+        #: the live path's turn (console/liveturn.py): a run waits at its pause points while a
+        #: change or a key is on its way to the screen
+        self.turn = turn or LiveTurn()
         #: the task rows the console holds (``store.tally``), so that a run does not count a task's
         #: nodes again (``Ledger.task``: 50 ms at 100k nodes) for a row it already has
         self.rows = rows or (lambda task_id: None)
@@ -231,8 +234,10 @@ class Analyst:
         self._history_at = 0.0
         self._stale = False
         self.lock = threading.Lock()
-        self.last_seconds: dict[str, float] = {}  # wall time of the last run of each kind
-        self.graph = OpenGraph()
+        # the wall time of the last run of each kind, less what it waited for the live path (the
+        # runs are spaced by what they cost, not by how busy the screen was)
+        self.last_seconds: dict[str, float] = {}
+        self.graph = OpenGraph(self.turn.pause)
 
     def forget_history(self) -> None:
         """A node succeeded somewhere: durations moved, re-read them on the next run."""
@@ -254,6 +259,7 @@ class Analyst:
         one (None: what is shown stays) — their signals are always computed."""
         with self.lock:
             t0 = time.monotonic()
+            waited0 = self.turn.waited_s
             # No cyclic collection during the run: its reads make tens of thousands of short-lived
             # objects that reference counting frees anyway, and a full collection that walked them
             # held the interpreter for 100-300 ms, stalling the UI (bench_console.py --stall-trace).
@@ -266,12 +272,13 @@ class Analyst:
                     gc.enable()
                 if kind != "nodes":
                     release_memory()
-                self.last_seconds[kind] = time.monotonic() - t0
+                self.last_seconds[kind] = max(0.0, time.monotonic() - t0 - (self.turn.waited_s - waited0))
 
     def _run(self, now: float, graph: GraphRequest | None, task_ids: Sequence[str],
              parts: frozenset[str], must_eta: int | None = None) -> AnalysisReady:
         t0 = time.monotonic()
         history = self.history()
+        pause = self.turn.pause
         tasks: dict[str, tuple[EtaJson | None, Sequence[SignalJson] | None]] = {}
         graph_result = None
 
@@ -284,18 +291,18 @@ class Analyst:
             an = self.graph.current(ledger, task)
             if an is not None:  # the incremental analysis of the loaded graph
                 if "eta" in parts:
-                    eta = an.task_estimate(now).to_json()
+                    eta = an.task_estimate(now, pause=pause).to_json()
                 if "nodes" in parts and req.window:
                     keys = [n.key for n in req.window]
                     got = an.node_estimates(keys, now)
                     none = empty_eta()  # a finished node: no figure (one shared dict)
                     node_etas = {k: got[k].to_json() if k in got else none for k in keys}
                 if "signals" in parts:
-                    sigs = [signal_json(s) for s in an.signals(now, pause=_pause)]
+                    sigs = [signal_json(s) for s in an.signals(now, pause=pause)]
                 return eta, node_etas, sigs
             # the graph is still loading: the same figures from the ledger, bounded by the screen
             if "eta" in parts:
-                eta = estimates.estimate_task(ledger, task, history=history, now=now).to_json()
+                eta = estimates.estimate_task(ledger, task, history=history, now=now, pause=pause).to_json()
             if "nodes" in parts and req.window:
                 # estimate_graph of the window alone, its task marked finished so that it skips the
                 # task figure (computed above from the whole task, not from these rows)
@@ -306,13 +313,14 @@ class Analyst:
                 est = estimates.estimate_graph(ledger, done, history=history, now=now)
                 node_etas = {k: e.to_json() for k, e in est.nodes.items()}
             if "signals" in parts:
-                sigs = [signal_json(s) for s in graph_signals(ledger, req, history, now)]
+                sigs = [signal_json(s) for s in graph_signals(ledger, req, history, now, pause)]
             return eta, node_etas, sigs
 
         def task_analysis(ledger: Ledger, tid: str, want_eta: bool) -> tuple[EtaJson | None, Sequence[SignalJson] | None]:
             held = self.rows(tid)
             task = current(held, now) if held is not None else ledger.task(tid)
-            eta = estimates.estimate_task(ledger, task, history=history, now=now).to_json() if want_eta else None
+            eta = (estimates.estimate_task(ledger, task, history=history, now=now, pause=pause).to_json()
+                   if want_eta else None)
             sigs = ([signal_json(s) for s in signals.signals_for_task(ledger, task, history=history, now=now)]
                     if "signals" in parts else None)
             return eta, sigs
@@ -325,7 +333,7 @@ class Analyst:
         for i, tid in enumerate(task_ids):
             if tid in tasks or parts == {"nodes"}:
                 continue
-            _pause()  # between tasks
+            pause()  # between tasks
             want_eta = "eta" in parts and (must_eta is None or i < must_eta or time.monotonic() - t0 < ETA_BUDGET_S)
             try:
                 tasks[tid] = self.feed.read(lambda ledger: task_analysis(ledger, tid, want_eta))

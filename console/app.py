@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Callable, Sequence
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
@@ -41,6 +41,7 @@ from .event_log import EventLogModel
 from .follow import LedgerFollower
 from .glyphs import ascii_on
 from .hub import FeedHub, TasksChanged
+from .liveturn import LiveTurn
 from .messages import AnalysisReady, LedgerChanged, LedgerStatus
 from .plainterm import font_of, plain_driver
 from .screens import LedgerErrorScreen, TaskListScreen
@@ -103,10 +104,12 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s,
                          application_name="warden-console", connect_timeout_s=connect_timeout_s,
                          spacing_s=LIVE_APPLY_S)
-        self.follower = LedgerFollower(self.feed, spacing_s=LIVE_APPLY_S)  # the feed side: cursor, watches, pending delta
+        # changes and keys on their way to the screen go before the analysis (console/liveturn.py)
+        self.turn = LiveTurn()
+        self.follower = LedgerFollower(self.feed, spacing_s=LIVE_APPLY_S, turn=self.turn)  # cursor, watches, pending delta
         self.hub = FeedHub(self, self.follower, self.now)  # the shared models and the screens' signals
         self.failed: str | None = None
-        self.analyst = Analyst(self.feed, rows=self.follower.tally.view)  # the analysis worker's memory (console/analysis.py)
+        self.analyst = Analyst(self.feed, rows=self.follower.tally.view, turn=self.turn)  # console/analysis.py
         self.analysis = AnalysisRuns(self)  # when estimates and signals are computed (console/analysis_runs.py)
         self.alerts = AlertDesk(self, bell=bell, hook=on_alert)  # console/alerts.py
         self.monotonic: Callable[[], float] = time.monotonic  # spaces the deltas applied (tests set it)
@@ -248,6 +251,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         """The follower's pending delta, applied on the UI thread: the hub's models and signals
         (console/hub.py), the open graph's incremental analysis, the alerts."""
         self._applied_before, self._applied_at = self._applied_at, self.monotonic()
+        self.call_after_refresh(self.turn.end)  # the follower's turn ends with the frame that shows this
         p = self.follower.take_pending()
         if p.status is not None and p.status.fatal:
             self.failed = p.status.error
@@ -266,6 +270,12 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
             if first and self.analysis_enabled:
                 self.analysis.run_analysis()
         self.alerts.took(p)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):  # a key's frame goes before the analysis too
+            self.turn.begin()
+            self.call_after_refresh(self.turn.end)
+        await super().on_event(event)
 
     @on(LedgerStatus)
     def ledger_status(self, msg: LedgerStatus) -> None:

@@ -341,7 +341,9 @@ class TaskAnalysis:
         who.update(owner for owner in (self.nodes[k].lease_owner for k in self._running_set) if owner)
         return max(1, len(who))
 
-    def estimate(self, now: float | None = None) -> GraphEstimate:
+    def estimate(self, now: float | None = None, *, pause: Callable[[], object] | None = None) -> GraphEstimate:
+        """Every unfinished node's figure and the task's (``pause``: called before every Monte
+        Carlo trial, ``estimates.task_estimate``)."""
         now = self.ledger.now() if now is None else now
         nodes = self._ordered()
         dists: dict[str, NodeDist | None] = {}
@@ -360,10 +362,10 @@ class TaskAnalysis:
         workers = self.workers(now)
         if unfinished <= self.params.mc_max_nodes:
             states = [NodeState.of(n) for n in nodes if n.status not in FINISHED]
-            return GraphEstimate(task_estimate(states, dists, workers, self.params), per_node)
+            return GraphEstimate(task_estimate(states, dists, workers, self.params, pause), per_node)
         return GraphEstimate(self._approx(now, workers), per_node)
 
-    def task_estimate(self, now: float | None = None) -> Estimate:
+    def task_estimate(self, now: float | None = None, *, pause: Callable[[], object] | None = None) -> Estimate:
         """Only the task's figure: O(kinds + running nodes) on a large graph."""
         now = self.ledger.now() if now is None else now
         if self.task.status not in ("active", "parked"):
@@ -372,7 +374,7 @@ class TaskAnalysis:
         if unfinished == 0:
             return Estimate(0.0, 0.0, 0, "none")
         if unfinished <= self.params.mc_max_nodes:
-            return self.estimate(now).task
+            return self.estimate(now, pause=pause).task
         return self._approx(now, self.workers(now))
 
     def _running(self) -> list[GraphRow]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from .durations import (  # noqa: F401  (re-exported: the estimator's public names)
     DEFAULT_PARAMS,
@@ -255,8 +255,9 @@ def summarise(dists: Iterable[NodeDist], extra: Iterable[str] = ()) -> tuple[int
 
 
 def task_estimate(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | None], workers: int,
-                  params: EstimateParams = DEFAULT_PARAMS) -> Estimate:
-    """P50/P80 of the whole remaining time of a task's unfinished nodes."""
+                  params: EstimateParams = DEFAULT_PARAMS, pause: Callable[[], object] | None = None) -> Estimate:
+    """P50/P80 of the whole remaining time of a task's unfinished nodes (``pause``: called before
+    every Monte Carlo trial, see ``montecarlo.simulate_makespans``)."""
     unfinished = sum(1 for n in nodes if n.status not in FINISHED)
     if unfinished == 0:
         return Estimate(0.0, 0.0, 0, "none")
@@ -267,19 +268,20 @@ def task_estimate(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | Non
         return NO_ESTIMATE
     plan, keys = got
     trials = max(params.min_trials, min(params.trials, params.mc_budget // max(1, unfinished)))
-    spans = sorted(simulate_makespans(plan, workers, trials, params.seed))
+    spans = sorted(simulate_makespans(plan, workers, trials, params.seed, pause))
     top = dominant(plan, keys)
     extra = [f"{workers} worker{'s' if workers != 1 else ''}"] + ([f"weighs most: {', '.join(top)}"] if top else [])
     samples, label, why = summarise(plan.dists, extra)
     p80 = quantile(spans, 0.8)
     if label == "high" and p80 is not None:
-        lumpy = _lump_edge(plan, workers, trials, p80, params)
+        lumpy = _lump_edge(plan, workers, trials, p80, params, pause)
         if lumpy is not None:
             label, why = "medium", (lumpy,) + why
     return Estimate(quantile(spans, 0.5), p80, samples, label, why)
 
 
-def _lump_edge(plan: Plan, workers: int, trials: int, p80: float, params: EstimateParams) -> str | None:
+def _lump_edge(plan: Plan, workers: int, trials: int, p80: float, params: EstimateParams,
+               pause: Callable[[], object] | None = None) -> str | None:
     """Why a ``high`` figure must not be given (or None): so few fresh runs of a clustered kind are
     left that their sum is lumps (``mixture.lumpy_runs``), and the P80 would hold less than
     ``high_coverage`` if the kind's long runs were ``LUMP_SE`` standard errors more common than its
@@ -297,7 +299,8 @@ def _lump_edge(plan: Plan, workers: int, trials: int, p80: float, params: Estima
     moved = [NodeDist(mixture.shifted(d.values, d.shares, mixture.LUMP_SE * d.shift), d.samples, d.label, d.source,
                       d.group, d.rho, d.why) if d.group in lumpy and i not in running else d
              for i, d in enumerate(plan.dists)]
-    spans = simulate_makespans(Plan(moved, plan.running, plan.deps, plan.dependents), workers, trials, params.seed)
+    spans = simulate_makespans(Plan(moved, plan.running, plan.deps, plan.dependents), workers, trials, params.seed,
+                               pause)
     held = sum(1 for s in spans if s <= p80) / len(spans)
     if held >= params.high_coverage:
         return None
@@ -388,8 +391,10 @@ LEAN_COLUMNS = evidence.LeanNode._fields  # what the estimator reads of a node (
 
 
 def estimate_task(ledger: LedgerCore, task: TaskView, *, params: EstimateParams = DEFAULT_PARAMS,
-                  history: DurationHistory | None = None, now: float | None = None) -> Estimate:
-    """The task's estimate without loading its whole graph (``warden status``).
+                  history: DurationHistory | None = None, now: float | None = None,
+                  pause: Callable[[], object] | None = None) -> Estimate:
+    """The task's estimate without loading its whole graph (``warden status``; ``pause``: see
+    :func:`task_estimate`).
 
     Reads only the unfinished nodes (index on task, status) and the edges into them; above
     ``mc_max_nodes`` unfinished nodes, one aggregate per kind and the running rows.
@@ -442,7 +447,7 @@ def estimate_task(ledger: LedgerCore, task: TaskView, *, params: EstimateParams 
     history = _ensure_history(ledger, history, nodes, params)
     dists = dists_for(nodes, now, history, params, task.task_id)
     workers = recent_workers(ledger, task.task_id, now, owners, params.worker_window_s)
-    return task_estimate(nodes, dists, workers, params)
+    return task_estimate(nodes, dists, workers, params, pause)
 
 
 def _ensure_history(ledger: LedgerCore, history: DurationHistory | None, nodes: Sequence[NodeState],

@@ -332,8 +332,13 @@ def run(a: argparse.Namespace) -> dict:
         sampler.phase = "tasks"
         screen = ScreenLog()
         argv = [sys.executable, "-m", "console", "console", "--ledger", backend.target, "--runs", str(work / "runs")]
+        env = None
+        if a.trace:  # the console's live path on a timeline (console_trace.py), beside every write
+            argv[1:3] = [str(ROOT / "tests" / "bench" / "console_trace.py")]
+            env = {"WARDEN_BENCH_TRACE": str(Path(a.trace).resolve())}
+            Path(a.trace).write_text("")
         t0 = time.monotonic()
-        term = Terminal(argv, a.cols, a.rows)
+        term = Terminal(argv, a.cols, a.rows, env=env)
         term.observers.append(screen)
         result["first_frame_s"] = round(term.wait_for(shows("t0000"), 120, "the task list") - t0, 3)
         t_list_end = t_start + a.ramp + a.duration * (1 - a.graph_share)
@@ -463,7 +468,8 @@ def report(a: argparse.Namespace, agents: list[dict], events: list, screen: Scre
                    "wait": summary(waits)},
         "tasks_view": {"commit_to_screen": summary(tl["lat_ms"]), "measurable": len(tl["lat_ms"]) + len(tl["missed"]),
                        "missed": len(tl["missed"]), "missed_examples": tl["missed"][:5],
-                       "rows_seen": len(screen.tasks)},
+                       "rows_seen": len(screen.tasks),
+                       **({"samples": tl["samples"]} if a.trace else {})},
         "graph_view": {"task": busy, "summary_commit_to_screen": summary(gs["lat_ms"]), "summary_missed": len(gs["missed"]),
                        "node_change_to_screen": summary(gn["lat_ms"]), "node_missed": len(gn["missed"]),
                        "node_superseded": gn["superseded"], "node_missed_examples": gn["missed"][:5]},
@@ -525,6 +531,9 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=40)
     ap.add_argument("--seed", type=int, default=29)
     ap.add_argument("--out", help="also write the JSON report here")
+    ap.add_argument("--trace", metavar="FILE",
+                    help="the console's timeline here (tests/bench/console_trace.py); the report then lists every "
+                         "task-list commit (task, when its call returned, ms to the screen) under tasks_view.samples")
     ap.add_argument("--pg-durable", action="store_true",
                     help="the private cluster with fsync=on, synchronous_commit=on (default: off, like CI)")
     ap.add_argument("--capacity", action="store_true", help="no console: unpaced agents, more and more (fleet_capacity.py)")

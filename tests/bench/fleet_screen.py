@@ -130,6 +130,7 @@ def match_counts(rows: dict[str, Row], commits: list[tuple[str, int, float]], en
     """``commits``: (task, done count after it, time its call returned). Latency per measurable
     commit, and the missed ones (their row on screen throughout, the count never reached)."""
     lat: list[float] = []
+    samples: list[tuple[str, float, float]] = []
     missed: list[tuple[str, int]] = []
     for task, k, t_ret in commits:
         row = rows.get(task)
@@ -141,7 +142,8 @@ def match_counts(rows: dict[str, Row], commits: list[tuple[str, int, float]], en
                 missed.append((task, k))
             continue
         lat.append((shown - t_ret) * 1000)
-    return {"lat_ms": lat, "missed": missed}
+        samples.append((task, round(t_ret, 6), round(lat[-1], 2)))
+    return {"lat_ms": lat, "missed": missed, "samples": samples}
 
 
 def match_nodes(rows: dict[str, Row], changes: list[tuple[str, str, float]], end: float,

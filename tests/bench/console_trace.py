@@ -1,0 +1,140 @@
+"""Run ``warden`` with a timeline of the console's live path written to ``$WARDEN_BENCH_TRACE``.
+
+    WARDEN_BENCH_TRACE=/tmp/t.log python tests/bench/console_trace.py console --ledger L --runs R
+
+bench_fleet.py ``--trace FILE`` starts the console this way. Each line is ``<CLOCK_MONOTONIC s>
+<thread> <what> [detail]``, the clock the benchmark stamps its writes with, so a slow write can be
+laid beside what the console was doing then: the wake-ups (``wake:<reason>``, the feed's own
+trace), journal reads (``read>``/``read<`` with the thread's CPU time; inside them ``since`` and
+``tally``), deltas applied (``apply>``/``apply<``), the once-a-second ``tick``, analysis runs
+(``analyse>``/``analyse<``), keys, frames (``frame>``/``frame<``: the compositor's update) and
+every write to the terminal (``out`` bytes). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
+sleeps 2 ms at a time notes each wake-up later than 4 ms (``late``) with where every other thread
+was then (``at``): who held the interpreter. That is how the analysis worker's Monte Carlo was
+found in front of the journal reader (console/liveturn.py).
+
+A benchmark aid only: the patches wrap methods in place (no behaviour changes), and cost a few
+microseconds an event.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+_out = open(os.environ["WARDEN_BENCH_TRACE"], "a", buffering=1 << 16)
+_lock = threading.Lock()
+
+
+def note(what: str, detail: object = "") -> None:
+    line = f"{time.monotonic():.6f} {threading.current_thread().name} {what} {detail}\n"
+    with _lock:
+        _out.write(line)
+
+
+def wrap(owner: type, name: str, label: str, detail=None) -> None:
+    fn = getattr(owner, name)
+
+    @functools.wraps(fn)
+    def traced(*args, **kwargs):
+        note(label + ">", detail(*args, **kwargs) if detail else "")
+        cpu = time.thread_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            note(label + "<", f"cpu {1000 * (time.thread_time() - cpu):.1f} ms")
+
+    setattr(owner, name, traced)
+
+
+def flush_every_second() -> None:
+    while True:
+        time.sleep(1.0)
+        with _lock:
+            _out.flush()
+
+
+def gil_probe() -> None:
+    """WARDEN_BENCH_GIL_PROBE=1: a thread that sleeps 2 ms at a time; a wake-up later than 4 ms
+    (the interpreter lock, or the CPU, was not to be had) is noted with where every other thread
+    was then (``late`` ms, then ``at`` lines)."""
+    import traceback  # noqa: PLC0415
+
+    me = threading.get_ident()
+    names = {}
+    while True:
+        t = time.monotonic()
+        time.sleep(0.002)
+        late = (time.monotonic() - t) * 1000
+        if late > 4.0:
+            names = {th.ident: th.name for th in threading.enumerate()} if len(names) != threading.active_count() else names
+            note("late", f"{late:.1f}")
+            for ident, frame in sys._current_frames().items():
+                if ident != me:
+                    where = " < ".join(f"{Path(f.filename).name}:{f.lineno}:{f.name}"
+                                       for f in reversed(traceback.extract_stack(frame)[-4:]))
+                    note("at", f"{names.get(ident, ident)}: {where}")
+
+
+def install() -> None:
+    from textual.drivers._writer_thread import WriterThread  # noqa: PLC0415 (a benchmark aid)
+    from textual.screen import Screen
+
+    from console import app as app_mod
+    from console import analysis, follow
+    from store import feed, tally, wakeups
+
+    real_init = wakeups.Wakeups.__init__
+
+    class Trace(list):
+        def append(self, item) -> None:  # the feed's own trace: (monotonic, reason)
+            note("wake:" + item[1].replace(" ", "_"))
+
+    def init(self, *args, **kwargs) -> None:
+        real_init(self, *args, **kwargs)
+        self.trace = Trace()
+
+    wakeups.Wakeups.__init__ = init
+    wrap(follow.LedgerFollower, "read_step", "read")
+    wrap(feed.Feed, "since", "since")
+    wrap(tally.TaskTally, "apply", "tally")
+    wrap(app_mod.WardenApp, "ledger_changed", "changed")
+    wrap(app_mod.WardenApp, "apply_pending", "apply")
+    wrap(app_mod.WardenApp, "_tick", "tick")
+    wrap(analysis.Analyst, "run", "analyse", lambda self, now, req, ids, **kw: f"{kw.get('kind')} {len(ids)}")
+    wrap(Screen, "_compositor_refresh", "frame")
+
+    real_write = WriterThread.write
+
+    def write(self, text: str) -> None:
+        note("out", len(text))
+        real_write(self, text)
+
+    WriterThread.write = write
+
+    real_on_event = app_mod.WardenApp.on_event
+
+    async def on_event(self, event) -> None:
+        if type(event).__name__ == "Key":
+            note("key", getattr(event, "key", ""))
+        await real_on_event(self, event)
+
+    app_mod.WardenApp.on_event = on_event
+    threading.Thread(target=flush_every_second, daemon=True, name="trace-flush").start()
+    if os.environ.get("WARDEN_BENCH_GIL_PROBE"):
+        threading.Thread(target=gil_probe, daemon=True, name="gil-probe").start()
+
+
+if __name__ == "__main__":
+    install()
+    from console.cli import main
+
+    code = main(sys.argv[1:])
+    _out.flush()
+    sys.exit(code)
