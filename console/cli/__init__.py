@@ -6,6 +6,7 @@ tool call, so it does not build the whole parser nor load the console.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -13,8 +14,19 @@ if TYPE_CHECKING:
     from .common import CliParser
 
 
+# The console draws a screen at most this often (Textual's ``TEXTUAL_FPS``, read when Textual is
+# imported: here, before it is, for the commands that draw one). After a frame Textual's update
+# timer waits one to two periods before the next, so a change applied just after a frame (a key's,
+# the previous write's) waited up to 33 ms at Textual's 60: at 120, up to 17 (docs/console.md "How
+# often the screen moves"). An operator's TEXTUAL_FPS wins.
+FRAME_RATE = "120"
+DRAWING = (["console"], ["demo"])  # the commands that run the console in this process
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in DRAWING:
+        os.environ.setdefault("TEXTUAL_FPS", FRAME_RATE)
     try:
         if args[:1] == ["hook"]:
             from .hook import fast_main

@@ -472,7 +472,8 @@ def report(a: argparse.Namespace, agents: list[dict], events: list, screen: Scre
                        **({"samples": tl["samples"]} if a.trace else {})},
         "graph_view": {"task": busy, "summary_commit_to_screen": summary(gs["lat_ms"]), "summary_missed": len(gs["missed"]),
                        "node_change_to_screen": summary(gn["lat_ms"]), "node_missed": len(gn["missed"]),
-                       "node_superseded": gn["superseded"], "node_missed_examples": gn["missed"][:5]},
+                       "node_superseded": gn["superseded"], "node_missed_examples": gn["missed"][:5],
+                       **({"node_samples": gn["samples"]} if a.trace else {})},
     }
 
 
@@ -533,7 +534,8 @@ def main() -> None:
     ap.add_argument("--out", help="also write the JSON report here")
     ap.add_argument("--trace", metavar="FILE",
                     help="the console's timeline here (tests/bench/console_trace.py); the report then lists every "
-                         "task-list commit (task, when its call returned, ms to the screen) under tasks_view.samples")
+                         "task-list commit (task, when its call returned, ms to the screen) under tasks_view.samples, "
+                         "and every graph row change under graph_view.node_samples")
     ap.add_argument("--pg-durable", action="store_true",
                     help="the private cluster with fsync=on, synchronous_commit=on (default: off, like CI)")
     ap.add_argument("--capacity", action="store_true", help="no console: unpaced agents, more and more (fleet_capacity.py)")

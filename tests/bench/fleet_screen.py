@@ -155,6 +155,7 @@ def match_nodes(rows: dict[str, Row], changes: list[tuple[str, str, float]], end
     for key, status, t_ret in changes:
         by_key.setdefault(key, []).append((status, t_ret))
     lat: list[float] = []
+    samples: list[tuple[str, float, float]] = []
     missed: list[tuple[str, str]] = []
     superseded = 0
     for key, seq in by_key.items():
@@ -168,11 +169,12 @@ def match_nodes(rows: dict[str, Row], changes: list[tuple[str, str, float]], end
             shown = next((t for t, v in row.changes if v[0] == status and t >= t_ret - 0.05 and t < nxt + 5.0), None)
             if shown is not None and (shown < nxt or nxt == float("inf")):
                 lat.append((shown - t_ret) * 1000)
+                samples.append((f"{key} {status}", round(t_ret, 6), round(lat[-1], 2)))
             elif nxt != float("inf"):
                 superseded += 1
             elif row.last_seen >= min(end, t_ret + grace):
                 missed.append((key, status))
-    return {"lat_ms": lat, "missed": missed, "superseded": superseded}
+    return {"lat_ms": lat, "missed": missed, "superseded": superseded, "samples": samples}
 
 
 __all__ = ["Row", "ScreenLog", "match_counts", "match_nodes"]

@@ -141,3 +141,27 @@ async def test_a_held_burst_is_applied_even_when_the_ui_thread_stalls_past_the_d
         await wait_for(pilot, lambda: len(applied) == 3, timeout=10, what="the held burst applied")
         ticks = _calls(monkeypatch, app.screen, "tick", time.monotonic)
         await wait_for(pilot, lambda: len(ticks) >= 2, timeout=10, what="the once-a-second tick, re-armed each time")
+
+
+def test_the_console_draws_at_its_frame_rate_unless_the_operator_says_otherwise(monkeypatch):
+    """``warden console`` / ``warden demo`` set Textual's TEXTUAL_FPS (read when Textual is
+    imported) to console.cli.FRAME_RATE: after a frame Textual waits one to two periods before the
+    next, so at its default 60 a change applied right after a key's frame waited up to 33 ms. Other
+    commands (their children too: ``warden run -- CMD``) are left as they were; an operator's
+    value wins."""
+    import os
+
+    import console.cli as cli
+    from console.cli import entry
+
+    seen: list[str | None] = []
+    monkeypatch.setattr(entry, "main", lambda args: seen.append(os.environ.get("TEXTUAL_FPS")) or 0)
+    monkeypatch.delenv("TEXTUAL_FPS", raising=False)
+    for command in (["status"], ["run", "--", "true"], ["--version"], []):
+        assert cli.main(command) == 0
+        assert seen[-1] is None, command
+    assert cli.main(["console", "--ledger", "x.db"]) == 0
+    assert seen[-1] == cli.FRAME_RATE == "120"
+    monkeypatch.setenv("TEXTUAL_FPS", "30")
+    assert cli.main(["demo"]) == 0
+    assert seen[-1] == "30"
