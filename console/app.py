@@ -271,10 +271,15 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
                 self.analysis.run_analysis()
         self.alerts.took(p)
 
+    def live_turn(self) -> None:
+        """What the UI thread is doing now — a key, a screen opening, a graph's page — goes before
+        the analysis until the frame that shows it is drawn (console/liveturn.py)."""
+        self.turn.begin()
+        self.call_after_refresh(self.turn.end)
+
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key):  # a key's frame goes before the analysis too
-            self.turn.begin()
-            self.call_after_refresh(self.turn.end)
+        if isinstance(event, events.Key):
+            self.live_turn()
         await super().on_event(event)
 
     @on(LedgerStatus)

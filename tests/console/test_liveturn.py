@@ -176,3 +176,23 @@ async def test_the_follower_takes_the_turn_for_a_read_and_the_app_gives_it_back_
         assert begun, "a key did not take the turn"
         await settle(pilot)
         await wait_for(pilot, lambda: not turn._held, what="the key's turn to end once drawn")
+
+
+async def test_a_graph_opening_and_each_of_its_pages_take_the_turn(tmp_path, monkeypatch):
+    """The graph screen's mount and every page it is handed are UI work the analysis waits for
+    (a busy graph's first node changes landed while it opened: bench_fleet.py's node rows)."""
+    from tests.console.conftest import graph_of
+
+    app = make_app(build_ledger(tmp_path / "ledger.db"), analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        took: list[str] = []
+        real = app.live_turn
+        monkeypatch.setattr(app, "live_turn", lambda: (took.append(type(app.screen).__name__), real()))
+        app.open_graph("report-001")
+        await wait_for(pilot, lambda: graph_of(app) is not None and graph_of(app).complete, what="the graph")
+        await settle(pilot)
+        screens = [s for s in app.screen_stack if type(s).__name__ == "TaskGraphScreen"]
+        assert screens and screens[-1].pages >= 1
+        assert len(took) >= 1 + screens[-1].pages, took
+        await wait_for(pilot, lambda: not app.turn._held, what="the turn to end once drawn")
