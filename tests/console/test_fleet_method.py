@@ -60,6 +60,9 @@ def test_a_commit_is_matched_to_the_first_screen_showing_its_count():
     got = match_counts(rows, [("t0001", 1, 10.49), ("t0001", 2, 10.9), ("t0001", 3, 11.0), ("t0001", 4, 11.1)], 20.0)
     assert [round(x) for x in got["lat_ms"]] == [10, 300, 200, 100]  # 2, 3, 4 shown together at 11.2
     assert got["missed"] == []
+    # --trace's samples: each measured commit's task, when its call returned, and its latency
+    assert [(task, t, round(ms)) for task, t, ms in got["samples"]] == [
+        ("t0001", 10.49, 10), ("t0001", 10.9, 300), ("t0001", 11.0, 200), ("t0001", 11.1, 100)]
 
 
 def test_a_commit_never_shown_while_its_row_was_on_screen_is_missed():
@@ -71,7 +74,7 @@ def test_a_commit_never_shown_while_its_row_was_on_screen_is_missed():
 def test_commits_of_rows_off_screen_are_not_measured():
     rows = rows_from([(10.0, 0), (12.0, 1)])
     got = match_counts(rows, [("t0001", 1, 9.0), ("t0002", 1, 11.0)], 20.0)  # before t0001 showed; t0002 never
-    assert got == {"lat_ms": [], "missed": []}
+    assert got == {"lat_ms": [], "missed": [], "samples": []}
 
 
 def test_node_changes_superseded_before_they_showed_are_told_apart_from_missed_ones():
