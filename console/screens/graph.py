@@ -70,7 +70,6 @@ class TaskGraphScreen(ListScreen):
         yield self._filter_input("filter: text, status:running, kind:llm_call")
 
     def on_mount(self) -> None:
-        self.wapp.live_turn()  # a graph opening (and each page below) goes before the analysis
         hub = self.wapp.hub
         hub.watch_graph(self, self.task_id)  # first, so no change after the snapshot is missed
         hub.subscribe(self, hub.nodes_changed, self._nodes_changed)
@@ -133,7 +132,7 @@ class TaskGraphScreen(ListScreen):
         page, g = msg.page, self.graph
         if msg.generation != self._generation or g is None:
             return
-        self.wapp.live_turn()
+        self.wapp.live_turn()  # each page of a graph, like its opening (WardenScreen), goes before the analysis
         if page is None:
             self.missing = True
             self.wapp.notify(f"task {safe_line(msg.task_id)} is not in the ledger", severity="error", markup=False)

@@ -129,8 +129,7 @@ def match_counts(rows: dict[str, Row], commits: list[tuple[str, int, float]], en
                  grace: float = 3.0) -> dict:
     """``commits``: (task, done count after it, time its call returned). Latency per measurable
     commit, and the missed ones (their row on screen throughout, the count never reached)."""
-    lat: list[float] = []
-    samples: list[tuple[str, float, float]] = []
+    samples: list[tuple[str, float, float]] = []  # (task, when its call returned, ms to the screen)
     missed: list[tuple[str, int]] = []
     for task, k, t_ret in commits:
         row = rows.get(task)
@@ -141,9 +140,8 @@ def match_counts(rows: dict[str, Row], commits: list[tuple[str, int, float]], en
             if row.last_seen >= min(end, t_ret + grace):
                 missed.append((task, k))
             continue
-        lat.append((shown - t_ret) * 1000)
-        samples.append((task, round(t_ret, 6), round(lat[-1], 2)))
-    return {"lat_ms": lat, "missed": missed, "samples": samples}
+        samples.append((task, t_ret, (shown - t_ret) * 1000))
+    return {"lat_ms": [ms for _, _, ms in samples], "missed": missed, "samples": samples}
 
 
 def match_nodes(rows: dict[str, Row], changes: list[tuple[str, str, float]], end: float,
@@ -154,8 +152,7 @@ def match_nodes(rows: dict[str, Row], changes: list[tuple[str, str, float]], end
     by_key: dict[str, list[tuple[str, float]]] = {}
     for key, status, t_ret in changes:
         by_key.setdefault(key, []).append((status, t_ret))
-    lat: list[float] = []
-    samples: list[tuple[str, float, float]] = []
+    samples: list[tuple[str, float, float]] = []  # ("key status", when its call returned, ms to the screen)
     missed: list[tuple[str, str]] = []
     superseded = 0
     for key, seq in by_key.items():
@@ -168,13 +165,12 @@ def match_nodes(rows: dict[str, Row], changes: list[tuple[str, str, float]], end
             nxt = seq[n + 1][1] if n + 1 < len(seq) else float("inf")
             shown = next((t for t, v in row.changes if v[0] == status and t >= t_ret - 0.05 and t < nxt + 5.0), None)
             if shown is not None and (shown < nxt or nxt == float("inf")):
-                lat.append((shown - t_ret) * 1000)
-                samples.append((f"{key} {status}", round(t_ret, 6), round(lat[-1], 2)))
+                samples.append((f"{key} {status}", t_ret, (shown - t_ret) * 1000))
             elif nxt != float("inf"):
                 superseded += 1
             elif row.last_seen >= min(end, t_ret + grace):
                 missed.append((key, status))
-    return {"lat_ms": lat, "missed": missed, "superseded": superseded, "samples": samples}
+    return {"lat_ms": [ms for _, _, ms in samples], "missed": missed, "superseded": superseded, "samples": samples}
 
 
 __all__ = ["Row", "ScreenLog", "match_counts", "match_nodes"]

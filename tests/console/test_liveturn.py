@@ -5,7 +5,6 @@ frame is drawn — or when the turn's time is up, whatever became of its end."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -13,15 +12,7 @@ from console.liveturn import LiveTurn
 from store import estimates
 from store.montecarlo import NodeDist, Plan, simulate_makespans
 from tests.console.conftest import build_ledger, make_app, settle, wait_for
-
-
-def _until(cond, what: str, timeout: float = 30.0) -> None:
-    """Wait for a condition (a safety net for a loaded machine, never a measurement)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.001)
+from tests.support.waiting import wait_until
 
 
 class _Waiting(LiveTurn):
@@ -61,7 +52,7 @@ def test_a_pause_waits_for_the_turn_to_end_and_counts_the_wait():
 
     t = threading.Thread(target=analysis)
     t.start()
-    _until(lambda: turn.inside == 1, "the analysis to reach its pause point")
+    wait_until(lambda: turn.inside == 1, "the analysis to reach its pause point")
     assert not done.is_set(), "the analysis went on while the live path had its turn"
     now[0] += 0.03
     turn.end()
@@ -134,7 +125,7 @@ def test_a_task_estimate_waits_at_its_pause_points_while_the_turn_is_held(tmp_pa
 
         t = threading.Thread(target=analysis)
         t.start()
-        _until(lambda: turn.inside == 1, "the estimate to stop at the turn")
+        wait_until(lambda: turn.inside == 1, "the estimate to stop at the turn")
         assert not got
         turn.end()
         t.join(30)
@@ -196,3 +187,19 @@ async def test_a_graph_opening_and_each_of_its_pages_take_the_turn(tmp_path, mon
         assert screens and screens[-1].pages >= 1
         assert len(took) >= 1 + screens[-1].pages, took
         await wait_for(pilot, lambda: not app.turn._held, what="the turn to end once drawn")
+
+
+async def test_any_screen_opening_takes_the_turn(tmp_path, monkeypatch):
+    """WardenScreen's mount takes the turn for every screen (the event log here), besides the
+    screen's own on_mount."""
+    app = make_app(build_ledger(tmp_path / "ledger.db"), analysis=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        took: list[str] = []
+        real = app.live_turn
+        monkeypatch.setattr(app, "live_turn", lambda: (took.append(type(app.screen).__name__), real()))
+        app.action_events()
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "EventLogScreen", what="the event log")
+        await settle(pilot)
+        assert "EventLogScreen" in took
+        assert app.screen.row_list.row_count > 0, "its own on_mount ran too"

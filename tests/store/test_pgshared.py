@@ -5,13 +5,13 @@ and a lost connection is re-made once for all of them."""
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 import pytest
 
 from store import Ledger, NodeSpec
 from tests.conftest import pg_admin
+from tests.support.waiting import wait_until
 
 pg = pytest.mark.postgres
 
@@ -61,15 +61,6 @@ def seeded(url: str) -> None:
     with Ledger.open(url) as led:
         led.create_task("t")
         led.add_nodes("t", [NodeSpec(key=f"n{i}") for i in range(6)])
-
-
-def wait_until(cond, what: str, timeout: float = 30.0) -> None:
-    """Poll ``cond`` until it holds (a safety-net deadline for a loaded machine, not a measurement)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        time.sleep(0.002)
 
 
 @pg
