@@ -266,7 +266,7 @@ class Analyst:
             collecting = gc.isenabled()
             gc.disable()
             try:
-                return self._run(now, graph, task_ids, parts, must_eta)
+                return self._run(now, graph, task_ids, parts, must_eta, kind)
             finally:
                 if collecting:
                     gc.enable()
@@ -275,7 +275,7 @@ class Analyst:
                 self.last_seconds[kind] = max(0.0, time.monotonic() - t0 - (self.turn.waited_s - waited0))
 
     def _run(self, now: float, graph: GraphRequest | None, task_ids: Sequence[str],
-             parts: frozenset[str], must_eta: int | None = None) -> AnalysisReady:
+             parts: frozenset[str], must_eta: int | None = None, kind: str = "full") -> AnalysisReady:
         t0 = time.monotonic()
         history = self.history()
         pause = self.turn.pause
@@ -339,7 +339,7 @@ class Analyst:
                 tasks[tid] = self.feed.read(lambda ledger: task_analysis(ledger, tid, want_eta))
             except NotFound:
                 continue
-        return AnalysisReady(tasks, graph_result, parts=parts)
+        return AnalysisReady(tasks, graph_result, parts=parts, kind=kind)
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ class AnalysisRuns:
         self.eta_at: dict[str, float] = {}  # monotonic: when each task's figure was last computed
         self._next_full_at = 0.0  # monotonic: the next full run after changes, not sooner
         self._full_asked = False  # a full run was asked for while another ran: the next tick runs it
+        self._graph_asked = False  # a graph loaded while another run ran: its own run follows at once
         self._next_signals_at = 0.0  # monotonic: the next time-based signal run, not sooner
         self._window: tuple[object, frozenset[str]] = (None, frozenset())  # (model, keys) whose P80s were asked for
 
@@ -97,16 +98,28 @@ class AnalysisRuns:
 
     def graph_loaded(self, model: GraphModel, *, first: bool, last: bool) -> None:
         """A screen's graph got its first page (the P80s of the rows on screen, at once) or its last
-        (its incremental analysis is seeded with the model's rows; a full run)."""
+        (its incremental analysis is seeded with the model's rows; a run of that graph alone)."""
         app = self.app
         if not app.analysis_enabled:
             return
         if first and not self.busy:
             app.call_after_refresh(self.run_node_window)
         if last and model.task is not None:
-            app.follower.analysis_dirty.add(model.task_id)
             app.analyst.graph.seed(model.task, model.nodes)
-            self.run_analysis()
+            self.run_graph()
+
+    def run_graph(self) -> None:
+        """The open graph's figures alone (its task's figure, the P80s around the screen, its
+        signals) now, or as soon as the run under way ends. Not a full run: the other tasks' figures
+        (a Monte Carlo each; a second for a 400-task fleet) wait for the full runs' own spacing
+        rather than arriving with the graph, which they kept waiting, on the interpreter, while it
+        opened and its first changes came in (docs/console.md)."""
+        if self.busy:
+            self._graph_asked = True
+            return
+        req = self._graph_request()
+        if req is not None:
+            self._start(req, [], frozenset({"eta", "nodes", "signals"}), "graph")
 
     def _graph_request(self, *, live: bool = True) -> GraphRequest | None:
         """What the open graph needs computed (``console.analysis.graph_request``)."""
@@ -201,9 +214,12 @@ class AnalysisRuns:
             self._next_signals_at = now + TIME_SIGNALS_EVERY_S
         elif kind == "signals":
             self._next_signals_at = now + max(TIME_SIGNALS_EVERY_S, took / TIME_SIGNALS_SHARE)
-        if self._full_asked:  # asked for while this one ran (the first load, a graph loaded): now
+        if self._full_asked:  # asked for while this one ran (the first load): at the next tick
             self._full_asked = False
             self._next_full_at = 0.0
+        if self._graph_asked:
+            self._graph_asked = False
+            self.app.call_after_refresh(self.run_graph)
 
 
 __all__ = ["ANALYSIS_EVERY_S", "ANALYSIS_SHARE", "AnalysisHost", "AnalysisRuns", "TIME_SIGNALS_EVERY_S",

@@ -321,7 +321,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
 
     @on(AnalysisReady)
     def analysis_ready(self, msg: AnalysisReady) -> None:
-        self.analysis.done("full" if "eta" in msg.parts else ("signals" if msg.signals_only else "nodes"))
+        self.analysis.done(msg.kind)
         model = self.hub.tasks
         results = []
         for tid, (eta, sigs) in msg.tasks.items():

@@ -36,11 +36,12 @@ class AnalysisReady(Message):
 
     def __init__(self, tasks: dict[str, tuple[EtaJson | None, Sequence[SignalJson] | None]],
                  graph: tuple[str, EtaJson | None, Mapping[str, EtaJson] | None, Sequence[SignalJson] | None] | None,
-                 *, parts: frozenset[str] = frozenset({"eta", "nodes", "signals"})) -> None:
+                 *, parts: frozenset[str] = frozenset({"eta", "nodes", "signals"}), kind: str = "full") -> None:
         super().__init__()
         self.tasks = tasks
         self.graph = graph
         self.parts = parts
+        self.kind = kind  # the run's kind (console/analysis_runs.py): full, graph, signals or nodes
 
     @property
     def signals_only(self) -> bool:

@@ -337,7 +337,7 @@ def run(a: argparse.Namespace) -> dict:
             argv[1:3] = [str(ROOT / "tests" / "bench" / "console_trace.py")]
             env = {"WARDEN_BENCH_TRACE": str(Path(a.trace).resolve())}
             Path(a.trace).write_text("")
-        t0 = time.monotonic()
+        t0 = console_from = time.monotonic()
         term = Terminal(argv, a.cols, a.rows, env=env)
         term.observers.append(screen)
         result["first_frame_s"] = round(term.wait_for(shows("t0000"), 120, "the task list") - t0, 3)
@@ -389,7 +389,8 @@ def run(a: argparse.Namespace) -> dict:
         events = journal(backend.target)
         result["uptime_end"] = uptime()
         result.update(report(a, agents, events, screen, busy,
-                             {"tasks": (list_from, list_to), "graph": (graph_from, graph_to)}))
+                             {"tasks": (list_from, list_to), "graph": (graph_from, graph_to),
+                              "console": (console_from, console_from)}))
         result["tasks_view"].update({"key_to_frame": summary(key_list), "console_cpu_pct": round(cpu_list, 1),
                                      "rss_mb": round(rss_list, 1), "cpu_pct_by_part": parts_list})
         result["graph_view"].update({"key_to_frame": summary(key_graph), "console_cpu_pct": round(cpu_graph, 1),
@@ -456,6 +457,11 @@ def report(a: argparse.Namespace, agents: list[dict], events: list, screen: Scre
     gn = match_nodes(screen.nodes, [c for c in node_changes if glo <= c[2] <= ghi], ghi)
     claim_s = [s * 1000 for ag in agents for s in ag["claim_s"]]
     waits = [s * 1000 for ag in agents for s in ag["waits_s"]]
+    # the long waits, with what made them, and when (s after the console started; the view it was on)
+    long_waits = sorted(([round(w * 1000, 1), calls, round(longest * 1000, 1), polls,
+                          round(end - windows["console"][0], 2), view_at(end, windows), ag["agent"]]
+                         for ag in agents for w, calls, longest, polls, end in ag.get("long_waits", [])),
+                        reverse=True)
     errors: dict[str, int] = {}
     for ag in agents:
         for k, v in ag.get("errors", {}).items():
@@ -465,7 +471,11 @@ def report(a: argparse.Namespace, agents: list[dict], events: list, screen: Scre
                    "node_commits_per_s": round(n_commits / span, 1), "span_s": round(span, 1),
                    "agent_errors": errors},
         "claims": {"call": summary(claim_s), "longest_wait_ms": round(max(waits), 1) if waits else None,
-                   "wait": summary(waits)},
+                   "wait": summary(waits),
+                   "long_waits": {"fields": ["wait_ms", "claim_calls", "longest_call_ms", "polls",
+                                             "ended_s_after_console_start", "view", "agent"],
+                                  "over_ms": fleet.LONG_WAIT_S * 1000, "rows": long_waits[:10],
+                                  "n": len(long_waits)}},
         "tasks_view": {"commit_to_screen": summary(tl["lat_ms"]), "measurable": len(tl["lat_ms"]) + len(tl["missed"]),
                        "missed": len(tl["missed"]), "missed_examples": tl["missed"][:5],
                        "rows_seen": len(screen.tasks),
@@ -475,6 +485,14 @@ def report(a: argparse.Namespace, agents: list[dict], events: list, screen: Scre
                        "node_superseded": gn["superseded"], "node_missed_examples": gn["missed"][:5],
                        **({"node_samples": gn["samples"]} if a.trace else {})},
     }
+
+
+def view_at(t: float, windows: dict[str, tuple[float, float]]) -> str:
+    for name in ("tasks", "graph"):
+        lo, hi = windows[name]
+        if lo <= t <= hi:
+            return name
+    return "opening" if t < windows["tasks"][0] else "between"
 
 
 def table(r: dict) -> str:
@@ -507,6 +525,9 @@ def table(r: dict) -> str:
         f"first frame {r.get('first_frame_s')} s; ledger sustained {led.get('writes_per_s')} writes/s, "
         f"{led.get('node_commits_per_s')} node commits/s over {led.get('span_s')} s; agent errors {led.get('agent_errors')}",
         f"claims: call {lat(cl.get('call', {}))}; longest wait for a claim {cl.get('longest_wait_ms')} ms",
+        *(f"  a wait of {w} ms: {calls} claim calls (longest {lc} ms), {polls} polls; ended {at} s after the "
+          f"console started ({view}), agent {ag}" for w, calls, lc, polls, at, view, ag
+          in (cl.get("long_waits") or {}).get("rows", [])[:3]),
         f"PostgreSQL connections (max): agents {c.get('warden-agent', '—')}, console {c.get('warden-console', '—')}, "
         f"other {({k: v for k, v in c.items() if k not in ('warden-agent', 'warden-console')})}",
         f"uptime before: {r.get('uptime_start')}", f"uptime after:  {r.get('uptime_end')}",

@@ -22,6 +22,8 @@ class App:
 
     def __init__(self, extra: int = 0) -> None:
         self.started: list[tuple[str, list[str]]] = []
+        self.requests: list[object] = []  # each run's graph request (None: no graph)
+        self.after_refresh: list = []  # callbacks the app would call after its next frame
         self.analyst = types.SimpleNamespace(last_seconds={}, graph=types.SimpleNamespace(
             drop=lambda: None, follows=lambda task_id: False))
         ids = ("a", "b") + tuple(f"x{i}" for i in range(extra))
@@ -39,10 +41,12 @@ class App:
         return None
 
     def call_after_refresh(self, callback):
+        self.after_refresh.append(callback)
         return True
 
     def start_analysis(self, req, task_ids, parts, kind, must_eta=None):
         self.started.append((kind, list(task_ids)))
+        self.requests.append(req)
         self.must_eta = must_eta
 
 
@@ -54,13 +58,32 @@ class Runs:
         self.started = self.app.started
 
     def finish(self, took: float) -> None:
-        """The run under way ends, having taken ``took`` seconds."""
+        """The run under way ends, having taken ``took`` seconds; then the app's next frame."""
         kind, ids = self.started[-1]
         self.app.analyst.last_seconds[kind] = took
         if kind == "full":  # as the app does with a full run's results (each with its figure)
             for tid in ids:
                 self.runs.took(tid, eta=True)
         self.runs.done(kind)
+        self.frame()
+
+    def frame(self) -> None:
+        """The app draws its next frame: what waited for it runs."""
+        callbacks, self.app.after_refresh[:] = list(self.app.after_refresh), []
+        for callback in callbacks:
+            callback()
+
+    def open_graph(self, monkeypatch, task_id: str = "a") -> object:
+        """A screen now shows ``task_id``'s graph (its model and rows on screen)."""
+        model = types.SimpleNamespace(task=types.SimpleNamespace(task_id=task_id), task_id=task_id, nodes=(),
+                                      node_at=lambda p: types.SimpleNamespace(key="n1"))
+        screen = types.SimpleNamespace(graph_on_screen=lambda: (model, range(0, 3)), tasks_on_screen=lambda: [])
+        shown = self.app.hub.shown()
+        self.app.hub.shown = lambda: [*shown, screen]
+        self.app.analyst.graph.seed = lambda task, nodes: None
+        monkeypatch.setattr(analysis_runs, "graph_request", lambda g, visible, live=True: types.SimpleNamespace(
+            task=g.task, window=(types.SimpleNamespace(key="n1"),), live=()))
+        return model
 
     def tick(self, seconds: float) -> None:
         """``seconds`` pass, then the once-a-second timer fires."""
@@ -100,7 +123,7 @@ def test_a_full_run_asked_for_while_another_runs_goes_next(host):
     host.app.follower.analysis_dirty.add("a")
     host.tick(1.0)  # a full run starts (nothing ran yet)
     assert [k for k, _ in host.started] == ["full"]
-    host.runs.run_analysis()  # a graph finished loading meanwhile
+    host.runs.run_analysis()  # asked for again meanwhile
     assert len(host.started) == 1  # one run at a time
     host.app.follower.analysis_dirty.add("b")
     host.clock[0] += 3.0
@@ -171,3 +194,41 @@ def test_a_run_past_its_budget_leaves_figures_for_later_but_computes_every_signa
         assert all(msg.tasks[t][0] is not None for t in ids)
     finally:
         feed.close()
+
+
+def test_a_graph_that_finished_loading_gets_a_run_of_its_own_and_the_full_runs_keep_their_spacing(host, monkeypatch):
+    host.runs.run_analysis()  # the first load
+    host.clock[0] += 2.0
+    host.finish(2.0)  # the next full run: 20 s on (10 × its cost)
+    host.app.follower.analysis_dirty.update({"a", "b"})
+    model = host.open_graph(monkeypatch)
+    host.runs.graph_loaded(model, first=True, last=True)
+    host.frame()  # the first rows drawn (their P80s come with the graph's run)
+    assert host.started[-1] == ("graph", [])  # the graph alone, at once: not the 400 others' Monte Carlos
+    assert host.app.requests[-1].task.task_id == "a"
+    assert host.app.follower.analysis_dirty == {"a", "b"}  # the others wait for the next full run
+    host.clock[0] += 0.05
+    host.finish(0.05)
+    for _ in range(15):
+        host.tick(1.0)
+        if host.runs.busy:
+            host.finish(0.01)
+    assert [k for k, _ in host.started] == ["full", "graph"]  # no full run before its time
+    host.tick(5.0)
+    assert [k for k, _ in host.started] == ["full", "graph", "full"]
+    assert sorted(host.started[-1][1]) == ["a", "b"]
+
+
+def test_a_graph_that_finished_loading_during_a_run_gets_its_run_right_after_it(host, monkeypatch):
+    host.app.follower.analysis_dirty.add("b")
+    host.tick(1.0)  # a full run starts
+    model = host.open_graph(monkeypatch)
+    host.runs.graph_loaded(model, first=True, last=True)
+    host.frame()
+    assert [k for k, _ in host.started] == ["full"]  # one run at a time
+    host.clock[0] += 3.0
+    host.finish(3.0)  # its end, then the next frame: the graph's run, not 30 s later
+    assert [k for k, _ in host.started] == ["full", "graph"]
+    assert host.app.requests[-1].task.task_id == "a"
+    host.finish(0.05)
+    assert [k for k, _ in host.started] == ["full", "graph"]  # asked for once, run once

@@ -24,7 +24,10 @@ writes it when it opens that task's graph, and agents ``0…k-1`` then claim fro
 At the end each agent writes one JSON file: every write it made (what, task, node, event id where
 the API returns one, the monotonic time it returned), every claim's duration, and for each node it
 got, how long it waited for it: the time spent in ``claim`` calls from wanting work to holding a
-claim (its own pacing between calls left out), plus 0.2 s for each time no task offered anything.
+claim (its own pacing between calls left out), plus 0.2 s for each time no task offered anything;
+and each wait over ``LONG_WAIT_S`` with what it was made of (the number of claim calls, the longest
+one, the polls, and the monotonic time it ended), so a long wait says whether one slow call or many
+empty answers made it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ KINDS = ("llm_call", "tool", "test", "review")
 HEARTBEATS = 3  # per node: claim, three heartbeats, commit = five writes
 FAIL_EVERY = 80  # about one node in 80 fails (retryable), one in HANDOFF_EVERY asks a human
 HANDOFF_EVERY = 400
+LONG_WAIT_S = 0.5  # such waits are kept with what they were made of (the claim calls, the polls)
 
 
 def task_ids(n: int) -> list[str]:
@@ -134,6 +138,7 @@ def agent(target: str, index: int, tasks: int, rate: float, until: float | None,
     writes: list[list] = []  # [what, task, node, event id or None, monotonic time it returned]
     claim_s: list[float] = []
     waits: list[float] = []
+    long_waits: list[list] = []  # waits over LONG_WAIT_S: [waited, claim calls, longest call, polls, monotonic end]
     misses = 0
     current: str | None = None
     left_here = 0
@@ -148,6 +153,8 @@ def agent(target: str, index: int, tasks: int, rate: float, until: float | None,
     while time.monotonic() < until:
         busy, busy_agents = read_control(control, control_cache)
         waited = 0.0  # time in claim calls (and polling when nothing was offered) until one succeeded
+        calls = polls = 0
+        longest = 0.0
         claim = None
         while claim is None and time.monotonic() < until:
             now = time.monotonic()
@@ -172,9 +179,12 @@ def agent(target: str, index: int, tasks: int, rate: float, until: float | None,
             t1 = time.monotonic()
             claim_s.append(t1 - t0)
             waited += t1 - t0
+            calls += 1
+            longest = max(longest, t1 - t0)
             if claim is None:
                 if task is None:
                     misses = 0
+                    polls += 1
                     time.sleep(0.2)  # nothing ready anywhere: an agent polls again later
                     waited += 0.2
                 else:
@@ -189,6 +199,8 @@ def agent(target: str, index: int, tasks: int, rate: float, until: float | None,
         if claim is None:
             break
         waits.append(waited)
+        if waited > LONG_WAIT_S:
+            long_waits.append([waited, calls, longest, polls, time.monotonic()])
         try:
             for beat in range(HEARTBEATS):
                 pacer.wait()
@@ -214,7 +226,7 @@ def agent(target: str, index: int, tasks: int, rate: float, until: float | None,
             errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
     ledger.close()
     Path(out).write_text(json.dumps({"agent": index, "writes": writes, "claim_s": claim_s, "waits_s": waits,
-                                     "errors": errors}))
+                                     "long_waits": long_waits,                                      "errors": errors}))
 
 
 def command(target: str, index: int, *, tasks: int, rate: float, until_wall: float, out: str,
