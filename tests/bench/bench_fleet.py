@@ -209,9 +209,11 @@ class CpuMeter:
         except (OSError, ValueError, IndexError):
             return 0, 0
 
-    def _server(self) -> int:
+    def _server(self) -> dict[int, int]:
+        """CPU ticks by server process (per process: one that exits between two samples must not
+        take its ticks out of the sum, which made the server's share negative)."""
         if self.backend.kind != "postgres":
-            return 0
+            return {}
         master = None
         if self.backend.cluster is not None:
             try:
@@ -219,7 +221,7 @@ class CpuMeter:
                     master = int(f.readline())
             except (OSError, ValueError):
                 master = None
-        total = 0
+        ticks_by_pid = {}
         for d in os.listdir("/proc"):
             if not d.isdigit():
                 continue
@@ -232,10 +234,10 @@ class CpuMeter:
                 continue
             ticks, parent = self._ticks(pid)
             if master is None or pid == master or parent == master:
-                total += ticks
-        return total
+                ticks_by_pid[pid] = ticks
+        return ticks_by_pid
 
-    def snap(self) -> dict[str, float]:
+    def snap(self) -> dict:
         with open("/proc/stat") as f:
             cpu = [int(x) for x in f.readline().split()[1:]]
         busy = sum(cpu) - cpu[3] - (cpu[4] if len(cpu) > 4 else 0)  # all but idle and iowait
@@ -243,10 +245,15 @@ class CpuMeter:
                 "server": self._server(), "console": self._ticks(self.console)[0] if self.console else 0,
                 "benchmark": sum(os.times()[:2]) * self.HZ, "machine": busy}
 
-    def since(self, a: dict[str, float]) -> dict[str, float]:
+    def since(self, a: dict) -> dict[str, float]:
+        """% of a core by part since the snapshot ``a``. A server process that exited meanwhile
+        counts nothing (its last ticks are lost: an undercount, never a negative share)."""
         b = self.snap()
         dt = b["t"] - a["t"]
-        return {k: round(100 * (b[k] - a[k]) / self.HZ / dt, 1) for k in b if k != "t"}
+        was = a["server"]
+        used = {**{k: b[k] - a[k] for k in b if k not in ("t", "server")},
+                "server": sum(max(0, t - was.get(pid, 0)) for pid, t in b["server"].items())}
+        return {k: round(100 * used[k] / self.HZ / dt, 1) for k in ("agents", "server", "console", "benchmark", "machine")}
 
 
 # ---------------------------------------------------------------------- the agents

@@ -11,7 +11,8 @@ trace), journal reads (``read>``/``read<`` with the thread's CPU time; inside th
 every write to the terminal (``out`` bytes). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
 sleeps 2 ms at a time notes each wake-up later than 4 ms (``late``) with where every other thread
 was then (``at``): who held the interpreter. That is how the analysis worker's Monte Carlo was
-found in front of the journal reader (console/liveturn.py).
+found in front of the journal reader (console/liveturn.py). ``WARDEN_BENCH_SWITCH_INTERVAL=<s>``
+runs the console with another interpreter switch interval (``console.app.SWITCH_INTERVAL_S``).
 
 A benchmark aid only: the patches wrap methods in place (no behaviour changes), and cost a few
 microseconds an event.
@@ -126,6 +127,9 @@ def install() -> None:
         await real_on_event(self, event)
 
     app_mod.WardenApp.on_event = on_event
+    if os.environ.get("WARDEN_BENCH_SWITCH_INTERVAL"):  # an experiment: the interpreter's switch interval
+        app_mod.SWITCH_INTERVAL_S = float(os.environ["WARDEN_BENCH_SWITCH_INTERVAL"])
+        note("switch_interval", app_mod.SWITCH_INTERVAL_S)
     threading.Thread(target=flush_every_second, daemon=True, name="trace-flush").start()
     if os.environ.get("WARDEN_BENCH_GIL_PROBE"):
         threading.Thread(target=gil_probe, daemon=True, name="gil-probe").start()

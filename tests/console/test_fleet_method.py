@@ -91,3 +91,22 @@ def test_node_changes_superseded_before_they_showed_are_told_apart_from_missed_o
     assert got["missed"] == []
     got = match_nodes(log.nodes, [("n005", "blocked", 29.0)], 30.0)
     assert got["missed"] == [("n005", "blocked")]
+
+
+def test_a_long_wait_for_a_claim_is_reported_with_what_made_it_and_when():
+    import argparse
+
+    from tests.bench.bench_fleet import report, table, view_at
+
+    windows = {"console": (100.0, 100.0), "tasks": (101.0, 150.0), "graph": (152.0, 200.0)}
+    assert [view_at(t, windows) for t in (100.5, 120.0, 151.0, 160.0)] == ["opening", "tasks", "between", "graph"]
+    agents = [{"agent": 0, "writes": [], "claim_s": [0.01, 1.2], "waits_s": [0.01, 1.3],
+               "long_waits": [[1.3, 2, 1.2, 0, 121.5]]},
+              {"agent": 1, "writes": [], "claim_s": [0.02], "waits_s": [0.62], "long_waits": [[0.62, 4, 0.02, 3, 160.0]]},
+              {"agent": 2, "writes": [], "claim_s": [0.02], "waits_s": [0.02]}]  # an older agent file: no long_waits
+    got = report(argparse.Namespace(trace=None), agents, [], ScreenLog(), "t0001", windows)["claims"]
+    assert got["longest_wait_ms"] == 1300.0
+    assert got["long_waits"]["n"] == 2
+    assert got["long_waits"]["rows"] == [[1300.0, 2, 1200.0, 0, 21.5, "tasks", 0], [620.0, 4, 20.0, 3, 60.0, "graph", 1]]
+    text = table({"backend": "sqlite", "agents": 3, "tasks": 1, "rate": 1.0, "claims": got})
+    assert "a wait of 1300.0 ms: 2 claim calls (longest 1200.0 ms), 0 polls; ended 21.5 s after the console started (tasks), agent 0" in text
