@@ -191,7 +191,7 @@ class OpenGraph:
             cursor = self.seen
         if seed is not None:
             try:
-                an = TaskAnalysis(ledger, task.task_id, rows=seed[1], task=seed[0], cursor=cursor)
+                an = TaskAnalysis(ledger, task.task_id, rows=seed[1], task=seed[0], cursor=cursor, pause=self.pause)
             except BaseException:
                 with self._lock:  # tried again on the next run, the deltas with it
                     if generation == self._generation and self._seed is None:

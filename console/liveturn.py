@@ -10,7 +10,8 @@ the screen 60–110 ms late (bench_fleet.py ``--trace``, docs/performance.md).
 
 So the live path takes a turn: :meth:`LiveTurn.begin` when the follower starts a read or a key
 arrives, :meth:`LiveTurn.end` once the frame that shows it is drawn (or the read found nothing).
-Meanwhile the analysis, at its pause points (every Monte Carlo trial, between tasks), waits
+Meanwhile the analysis, at its pause points (every Monte Carlo trial, every node's distribution,
+between the reads that build an opened graph's analysis, between tasks), waits
 (:meth:`LiveTurn.pause`). A turn lasts at most ``hold_s`` from its last ``begin``, whatever
 happens to its ``end`` (a screen that went away before its frame): the analysis is delayed,
 never stopped.

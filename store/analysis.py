@@ -109,16 +109,22 @@ BASES_MAX = 256  # … and shared distributions by kind and est_wall_s (each ~3 
 ROW_READ_CHUNK = 500  # running nodes re-read as whole nodes at a time (``from_rows``)
 
 
+def _no_pause() -> None:
+    return None
+
+
 class TaskAnalysis:
     def __init__(self, ledger: Ledger, task_id: str, *, history: DurationHistory | None = None,
                  params: EstimateParams = DEFAULT_PARAMS, thresholds: Thresholds = DEFAULT_THRESHOLDS,
                  rows: Sequence[GraphRow] | None = None, task: TaskView | None = None,
-                 cursor: int | None = None) -> None:
+                 cursor: int | None = None, pause: Callable[[], object] | None = None) -> None:
         """Read the task once. ``rows`` (with its ``task`` view and the journal ``cursor`` they are
         as of): the task's nodes as the caller already holds them — the console's graph rows
         (``store.views.NodeRow``, which carry what the estimates read) — instead of reading the
         graph again; the running nodes are re-read as whole nodes (signals read more of them) and
-        the events after ``cursor`` are the caller's to apply."""
+        the events after ``cursor`` are the caller's to apply. ``pause``: called between the reads
+        (the console's analysis worker waits there while the live path has a turn)."""
+        step = pause if pause is not None else _no_pause
         self.ledger = ledger
         self.task_id = task_id
         self.params = params
@@ -136,13 +142,15 @@ class TaskAnalysis:
         # two: those events must not add them again.
         self._history_at = ledger.last_event_id() if rows is not None else 0
         self.history = history if history is not None else DurationHistory(params.history_cap, params)
-        self.history.load_kinds(ledger, {n.kind for n in nodes})
+        self.history.load_kinds(ledger, {n.kind for n in nodes}, pause)
+        step()
         running = [n for n in nodes if n.status == "running"]
         if rows is not None and running:
             running = []
             keys = sorted(n.key for n in nodes if n.status == "running")
             for i in range(0, len(keys), ROW_READ_CHUNK):
                 running.extend(ledger.nodes(task_id, keys[i:i + ROW_READ_CHUNK]))
+                step()
             for n in running:
                 self.nodes[n.key] = n
         th = thresholds
@@ -150,11 +158,13 @@ class TaskAnalysis:
         by_id = read_observations(ledger, [n.id for n in running], th.observations_per_node)
         for n in running:
             self.obs[n.key] = deque(by_id.get(n.id, ()), maxlen=th.observations_per_node)
+        step()
         self.handoffs = list(ledger.handoffs(task_id=task_id, status="open"))
         self.claims: dict[str, float] = {}
         for actor, at in evidence.recent_claims(ledger, task_id, 500):
             if actor and actor not in self.claims:
                 self.claims[actor] = at
+        step()
         # aggregates kept up to date by apply_event
         self._live: Counter[tuple[str, float | None]] = Counter()  # unfinished, not running
         self._norm = [0.0, 0.0, 0]  # tokens, units, nodes over succeeded nodes that reported units
@@ -342,8 +352,9 @@ class TaskAnalysis:
         return max(1, len(who))
 
     def estimate(self, now: float | None = None, *, pause: Callable[[], object] | None = None) -> GraphEstimate:
-        """Every unfinished node's figure and the task's (``pause``: called before every Monte
-        Carlo trial, ``estimates.task_estimate``)."""
+        """Every unfinished node's figure and the task's (``pause``: called before every node's
+        distribution — the first of a kind builds the kind's model — and every Monte Carlo trial,
+        ``estimates.task_estimate``)."""
         now = self.ledger.now() if now is None else now
         nodes = self._ordered()
         dists: dict[str, NodeDist | None] = {}
@@ -353,6 +364,8 @@ class TaskAnalysis:
             if n.status in FINISHED:
                 continue
             unfinished += 1
+            if pause is not None:
+                pause()
             d = self._dist(n, now)
             dists[n.key] = d
             hit = self._est_cache.get(n.key)

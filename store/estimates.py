@@ -353,12 +353,17 @@ def recent_workers(ledger: LedgerCore, task_id: str, now: float, running_owners:
 
 
 def dists_for(nodes: Sequence[NodeState], now: float, history: DurationHistory,
-              params: EstimateParams = DEFAULT_PARAMS, task_id: str | None = None) -> dict[str, NodeDist | None]:
+              params: EstimateParams = DEFAULT_PARAMS, task_id: str | None = None,
+              pause: Callable[[], object] | None = None) -> dict[str, NodeDist | None]:
+    """Each unfinished node's distribution (``pause``: called before each; the first of a kind
+    builds the kind's model)."""
     base_by_kind: dict[tuple[str, float | None, int | None], NodeDist | None] = {}
     out: dict[str, NodeDist | None] = {}
     for n in nodes:
         if n.status in FINISHED:
             continue
+        if pause is not None:
+            pause()
         sloped = history.count(n.kind) and history.model(n.kind).pos_slope
         bk = (n.kind, n.est_wall_s, n.position if sloped else None)
         if bk not in base_by_kind:
@@ -444,22 +449,22 @@ def estimate_task(ledger: LedgerCore, task: TaskView, *, params: EstimateParams 
         st, owner = _lean(n, tuple(deps.get(n.id, ())))
         nodes.append(st)
         owners.append(owner)
-    history = _ensure_history(ledger, history, nodes, params)
-    dists = dists_for(nodes, now, history, params, task.task_id)
+    history = _ensure_history(ledger, history, nodes, params, pause)
+    dists = dists_for(nodes, now, history, params, task.task_id, pause)
     workers = recent_workers(ledger, task.task_id, now, owners, params.worker_window_s)
     return task_estimate(nodes, dists, workers, params, pause)
 
 
 def _ensure_history(ledger: LedgerCore, history: DurationHistory | None, nodes: Sequence[NodeState],
-                    params: EstimateParams) -> DurationHistory:
+                    params: EstimateParams, pause: Callable[[], object] | None = None) -> DurationHistory:
     """Load (once) the kinds these unfinished nodes need; every kind when one has neither history
     nor ``est_wall_s`` (the pooled fallback)."""
     if history is None:
         history = DurationHistory(params.history_cap, params)
     live = [n for n in nodes if n.status not in FINISHED]
-    history.load_kinds(ledger, {n.kind for n in live})
+    history.load_kinds(ledger, {n.kind for n in live}, pause)
     if any(not history.count(n.kind) and not n.est_wall_s for n in live):
-        history.load_kinds(ledger, None)
+        history.load_kinds(ledger, None, pause)
     return history
 
 

@@ -4,6 +4,7 @@ frame is drawn — or when the turn's time is up, whatever became of its end."""
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
@@ -131,6 +132,36 @@ def test_a_task_estimate_waits_at_its_pause_points_while_the_turn_is_held(tmp_pa
         t.join(30)
     assert got == [plain]
     assert turn.waits == 1
+
+
+def test_the_open_graphs_analysis_pauses_between_its_reads_and_before_every_node_and_its_figures_do_not_move(tmp_path):
+    """A graph's analysis is built when it opens, beside its first live changes: its reads (the
+    kinds' durations, the running nodes, their observations, the handoffs, the claims) and each
+    node's distribution (the first of a kind builds the kind's model, ~16 ms) are separate pause
+    points, not one stretch; the figures are those of a run without pauses."""
+    from store import Ledger
+    from store.analysis import TaskAnalysis
+
+    path = build_ledger(tmp_path / "ledger.db")
+    with Ledger.open(path, create=False, read_only=True) as led:
+        rows = [n for page in led.graph_pages("report-001", first=2, page=3) for n in page.nodes]
+        task, cursor, now = led.task("report-001"), led.last_event_id(), led.now()
+        plain = TaskAnalysis(led, "report-001", rows=rows, task=task, cursor=cursor).estimate(now)
+        built: list[str] = []
+        an = TaskAnalysis(led, "report-001", rows=rows, task=task, cursor=cursor, pause=lambda: built.append("init"))
+        kinds = {n.kind for n in rows}
+        assert len(built) >= len(kinds) + 4  # each kind's durations, then each read after the first
+        unfinished = sum(1 for n in rows if n.status not in estimates.FINISHED)
+        calls: list[str] = []
+        got = an.estimate(now, pause=lambda: calls.append(sys._getframe(1).f_code.co_name))
+        assert calls.count("simulate_makespans") > 0  # the trials' pauses, as before
+        assert len(calls) - calls.count("simulate_makespans") >= unfinished  # and one before each node
+        assert got == plain
+        one_shot_calls: list[str] = []
+        one_shot = estimates.estimate_task(led, task, now=now,
+                                           pause=lambda: one_shot_calls.append(sys._getframe(1).f_code.co_name))
+        assert len(one_shot_calls) - one_shot_calls.count("simulate_makespans") >= len(kinds) + unfinished
+        assert one_shot == estimates.estimate_task(led, task, now=now)
 
 
 async def test_the_follower_takes_the_turn_for_a_read_and_the_app_gives_it_back_once_drawn(tmp_path, monkeypatch):
