@@ -6,7 +6,7 @@ bench_fleet.py ``--trace FILE`` starts the console this way. Each line is ``<CLO
 <thread> <what> [detail]``, the clock the benchmark stamps its writes with, so a slow write can be
 laid beside what the console was doing then: the wake-ups (``wake:<reason>``, the feed's own
 trace), journal reads (``read>``/``read<`` with the thread's CPU time; inside them ``since`` and
-``tally``), deltas applied (``apply>``/``apply<``), the once-a-second ``tick``, analysis runs
+``tally``), a delta posted to the app (``changed``), deltas applied (``apply>``/``apply<``), the once-a-second ``tick``, analysis runs
 (``analyse>``/``analyse<``), keys, frames (``frame>``/``frame<``: the compositor's update) and
 every write to the terminal (``out`` bytes). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
 sleeps 2 ms at a time notes each wake-up later than 4 ms (``late``) with where every other thread
@@ -105,7 +105,15 @@ def install() -> None:
     wrap(follow.LedgerFollower, "read_step", "read")
     wrap(feed.Feed, "since", "since")
     wrap(tally.TaskTally, "apply", "tally")
-    wrap(app_mod.WardenApp, "ledger_changed", "changed")
+    from console import messages  # noqa: PLC0415
+
+    real_changed = messages.LedgerChanged.__init__
+
+    def posted(self, *args, **kwargs) -> None:  # the follower has a delta for the app (its thread)
+        note("changed")
+        real_changed(self, *args, **kwargs)
+
+    messages.LedgerChanged.__init__ = posted  # (ledger_changed is an @on handler: wrapping it does nothing)
     wrap(app_mod.WardenApp, "apply_pending", "apply")
     wrap(app_mod.WardenApp, "_tick", "tick")
     wrap(analysis.Analyst, "run", "analyse", lambda self, now, req, ids, **kw: f"{kw.get('kind')} {len(ids)}")

@@ -202,3 +202,57 @@ def test_only_a_ledger_that_wrote_tidies_a_gate_it_found(tmp_path, then):
             led.create_task("u")
     want = ["l.db"] if then == "a write" else ["l.db", "l.db" + GATE_SUFFIX]
     assert sorted(os.listdir(tmp_path)) == want
+
+
+def test_a_writer_that_loses_the_race_to_make_the_gate_queues_at_the_one_made(tmp_path, monkeypatch):
+    """Writers starting at once on a ledger at rest (no gate file): each finds no gate, and all but
+    one find it made when they try to make it. Those queue at the gate the winner made; none
+    writes without it (SQLite's busy handler alone: claims of 0.5-1.4 s at a fleet's start)."""
+    from store import writegate
+
+    path = str(tmp_path / "l.db")
+    gate = path + GATE_SUFFIX
+    real_open = os.open
+
+    def racing_open(p, flags, *args):
+        if p == gate and flags & os.O_EXCL:
+            os.close(real_open(gate, os.O_WRONLY | os.O_CREAT, 0o644))  # another writer was quicker
+        return real_open(p, flags, *args)
+
+    monkeypatch.setattr(writegate.os, "open", racing_open)
+    made: list[bool] = []
+    fd = writegate._open_gate(path, lambda: made.append(True))
+    assert fd is not None, "the writer went on without the gate"
+    try:
+        assert os.fstat(fd).st_ino == os.stat(gate).st_ino  # the gate the other writer made
+    finally:
+        os.close(fd)
+    assert made == []  # not ours: the writer that made it tidies it
+
+
+def test_writers_starting_at_once_on_a_ledger_at_rest_all_queue_at_one_gate(tmp_path):
+    """Threads of one process (each write opens the gate on its own descriptor, as processes do)
+    told to go at once, 30 times on a ledger at rest: every one holds the same gate, never none."""
+    from store import writegate
+
+    path = str(tmp_path / "l.db")
+    gate = path + GATE_SUFFIX
+    for _ in range(30):
+        if os.path.exists(gate):
+            os.unlink(gate)
+        barrier = threading.Barrier(8)
+        got: list[int | None] = []
+        lock = threading.Lock()
+
+        def writer() -> None:
+            barrier.wait()
+            fd = writegate._open_gate(path, lambda: None)
+            with lock:
+                got.append(None if fd is None else os.fstat(fd).st_ino)
+            if fd is not None:
+                os.close(fd)
+
+        ts = [threading.Thread(target=writer) for _ in range(8)]
+        [t.start() for t in ts]
+        [t.join(30) for t in ts]
+        assert None not in got and len(set(got)) == 1, got

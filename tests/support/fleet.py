@@ -226,7 +226,7 @@ def agent(target: str, index: int, tasks: int, rate: float, until: float | None,
             errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
     ledger.close()
     Path(out).write_text(json.dumps({"agent": index, "writes": writes, "claim_s": claim_s, "waits_s": waits,
-                                     "long_waits": long_waits,                                      "errors": errors}))
+                                     "long_waits": long_waits, "errors": errors}))
 
 
 def command(target: str, index: int, *, tasks: int, rate: float, until_wall: float, out: str,
