@@ -185,7 +185,7 @@ class DurationHistory:
     def load_kinds(self, ledger: LedgerCore, kinds: Iterable[str] | None,
                    pause: Callable[[], object] | None = None) -> None:
         """The newest ``cap`` durations of these kinds (every kind when None) that are not loaded yet
-        (``pause``: called after each read and before each kind's durations are taken in)."""
+        (``pause``: called before each kind's durations are taken in)."""
         if kinds is None:
             if self.all_loaded:
                 return
