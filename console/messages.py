@@ -43,10 +43,6 @@ class AnalysisReady(Message):
         self.parts = parts
         self.kind = kind  # the run's kind (console/analysis_runs.py): full, graph, signals or nodes
 
-    @property
-    def signals_only(self) -> bool:
-        return self.parts == {"signals"}
-
 
 class GraphPageReady(Message):
     """One page of a task's graph (``store.feed.GraphPage``; None: the task is not in the ledger),

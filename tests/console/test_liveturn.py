@@ -200,6 +200,14 @@ async def test_the_follower_takes_the_turn_for_a_read_and_the_app_gives_it_back_
         await wait_for(pilot, lambda: not turn._held, what="the key's turn to end once drawn")
 
 
+def _record_turns(app, monkeypatch) -> list[str]:
+    """From now on, the name of the screen on top each time the app takes the live path's turn."""
+    took: list[str] = []
+    real = app.live_turn
+    monkeypatch.setattr(app, "live_turn", lambda: (took.append(type(app.screen).__name__), real()))
+    return took
+
+
 async def test_a_graph_opening_and_each_of_its_pages_take_the_turn(tmp_path, monkeypatch):
     """The graph screen's mount and every page it is handed are UI work the analysis waits for
     (a busy graph's first node changes landed while it opened: bench_fleet.py's node rows)."""
@@ -208,9 +216,7 @@ async def test_a_graph_opening_and_each_of_its_pages_take_the_turn(tmp_path, mon
     app = make_app(build_ledger(tmp_path / "ledger.db"), analysis=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        took: list[str] = []
-        real = app.live_turn
-        monkeypatch.setattr(app, "live_turn", lambda: (took.append(type(app.screen).__name__), real()))
+        took = _record_turns(app, monkeypatch)
         app.open_graph("report-001")
         await wait_for(pilot, lambda: graph_of(app) is not None and graph_of(app).complete, what="the graph")
         await settle(pilot)
@@ -226,9 +232,7 @@ async def test_any_screen_opening_takes_the_turn(tmp_path, monkeypatch):
     app = make_app(build_ledger(tmp_path / "ledger.db"), analysis=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        took: list[str] = []
-        real = app.live_turn
-        monkeypatch.setattr(app, "live_turn", lambda: (took.append(type(app.screen).__name__), real()))
+        took = _record_turns(app, monkeypatch)
         app.action_events()
         await wait_for(pilot, lambda: type(app.screen).__name__ == "EventLogScreen", what="the event log")
         await settle(pilot)

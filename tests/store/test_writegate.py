@@ -204,30 +204,44 @@ def test_only_a_ledger_that_wrote_tidies_a_gate_it_found(tmp_path, then):
     assert sorted(os.listdir(tmp_path)) == want
 
 
-def test_a_writer_that_loses_the_race_to_make_the_gate_queues_at_the_one_made(tmp_path, monkeypatch):
+@pytest.mark.parametrize("made", ["a plain file", "a symlink", "a FIFO"])
+def test_a_writer_that_loses_the_race_to_make_the_gate_queues_at_the_one_made(tmp_path, monkeypatch, made):
     """Writers starting at once on a ledger at rest (no gate file): each finds no gate, and all but
     one find it made when they try to make it. Those queue at the gate the winner made; none
-    writes without it (SQLite's busy handler alone: claims of 0.5-1.4 s at a fleet's start)."""
+    writes without it (SQLite's busy handler alone: claims of 0.5-1.4 s at a fleet's start). What
+    was made in its place that cannot be a gate (a symlink, a FIFO) is neither followed nor waited
+    on: writing goes on under SQLite's lock alone, as for a gate found that way."""
     from store import writegate
 
     path = str(tmp_path / "l.db")
     gate = path + GATE_SUFFIX
+    target = tmp_path / "elsewhere"
+    target.write_text("untouched")
     real_open = os.open
 
     def racing_open(p, flags, *args):
-        if p == gate and flags & os.O_EXCL:
-            os.close(real_open(gate, os.O_WRONLY | os.O_CREAT, 0o644))  # another writer was quicker
+        if p == gate and flags & os.O_EXCL:  # another writer was quicker
+            if made == "a plain file":
+                os.close(real_open(gate, os.O_WRONLY | os.O_CREAT, 0o644))
+            elif made == "a symlink":
+                os.symlink(target, gate)
+            else:
+                os.mkfifo(gate)
         return real_open(p, flags, *args)
 
     monkeypatch.setattr(writegate.os, "open", racing_open)
-    made: list[bool] = []
-    fd = writegate._open_gate(path, lambda: made.append(True))
+    made_ours: list[bool] = []
+    fd = writegate._open_gate(path, lambda: made_ours.append(True))
+    assert made_ours == []  # not ours: the writer that made it tidies it
+    if made != "a plain file":
+        assert fd is None
+        assert target.read_text() == "untouched"
+        return
     assert fd is not None, "the writer went on without the gate"
     try:
         assert os.fstat(fd).st_ino == os.stat(gate).st_ino  # the gate the other writer made
     finally:
         os.close(fd)
-    assert made == []  # not ours: the writer that made it tidies it
 
 
 def test_writers_starting_at_once_on_a_ledger_at_rest_all_queue_at_one_gate(tmp_path):
