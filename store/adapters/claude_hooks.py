@@ -362,6 +362,7 @@ class _Hook:
                 {"id": "seen", "label": "Seen", "consequence": "it goes on; park it or raise its budget to stop it"}],
                 question=f"{self.name} session {s.task} is past its soft budget gate (its token budget is "
                          f"{self._used(s)}); it goes on.", context={"via": f"{self.cfg.client} hooks", "gate": gate})
+            s.save()
         if gate not in ("hard", "stop"):
             return None
         hid = b.get("hard")

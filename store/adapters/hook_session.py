@@ -32,7 +32,7 @@ import time
 from ..errors import LeaseLost, NotFound, Refused
 from ..facade import Ledger
 from ..jsontypes import JsonObject, JsonValue
-from ..views import Claim
+from ..views import Claim, NodeSpec
 from . import questions
 from .sessions import SessionStore, claim_from_json, claim_to_json
 from .steering import Steer, reclaim, steer
@@ -145,59 +145,57 @@ class HookSession:
         its user (nothing to add to an aborted task)."""
         if self.claim is not None or self.awaiting or self.ledger.task(self.task).status == "aborted":
             return
-        n = self.turn + 1
-        key = self.node_key("await", n)
+        spec = self._await_spec()
         try:
-            self.ledger.node(self.task, key)
+            self.ledger.node(self.task, spec.key)
         except NotFound:
-            deps = [self.node_key("turn", self.turn)] if self.turn else []
-            self.ledger.add_node(self.task, key, kind=f"{self.client}-await", deps=deps, actor=self.worker,
-                                 title=f"waiting for prompt {n} at the {self.terminal} terminal")
-        self.awaiting = n
+            self.ledger.add_nodes(self.task, [spec], actor=self.worker)
+        self.awaiting = self.turn + 1
         self.save()
 
+    def _await_spec(self) -> NodeSpec:
+        n = self.turn + 1
+        return NodeSpec(self.node_key("await", n), kind=f"{self.client}-await",
+                        deps=(self.node_key("turn", self.turn),) if self.turn else (),
+                        title=f"waiting for prompt {n} at the {self.terminal} terminal")
+
     def start_turn(self, prompt: str) -> tuple[Claim | None, Steer | None]:
-        """A prompt: the wait before it ends, its turn starts (titled by it); or why it cannot."""
+        """A prompt: the wait before it ends, its turn starts (titled by it); or why it cannot.
+        The wait's commit adds the turn in the same transaction: the task is never done between."""
         if self.claim is not None:  # the previous turn never reached Stop (interrupted at the terminal)
             self.end_turn({"interrupted": True, "turn": self.turn, "session": self.session_id,
-                           "last_message": None}, waiting=False)
+                           "last_message": None})
         self.ensure_waiting()
         if not self.awaiting:
             return None, self.why_not()
         n = self.awaiting
-        wait_key = self.node_key("await", n)
+        wait_key, key = self.node_key("await", n), self.node_key("turn", n)
+        turn = NodeSpec(key, kind=f"{self.client}-turn", deps=(wait_key,), title=prompt[:200] or f"turn {n}")
         wait = self.ledger.claim(self.task, self.worker, lease_s=self.lease_s, key=wait_key)
-        if wait is None:
-            node = self.ledger.node(self.task, wait_key)
-            if node.status not in ("succeeded", "running"):
-                return None, self.why_not()
-        else:
-            self.ledger.commit(wait, output={"prompt": prompt[:200], "turn": n})
-        key = self.node_key("turn", n)
-        try:
-            self.ledger.node(self.task, key)
-        except NotFound:
-            self.ledger.add_node(self.task, key, kind=f"{self.client}-turn", deps=[wait_key],
-                                 title=prompt[:200] or f"turn {n}", actor=self.worker)
+        if wait is not None:
+            self.ledger.commit(wait, output={"prompt": prompt[:200], "turn": n}, next_nodes=[turn])
+        elif self.ledger.node(self.task, wait_key).status != "succeeded":
+            return None, self.why_not()
         self.turn, self.awaiting = n, 0
         self.claim = self.ledger.claim(self.task, self.worker, lease_s=self.lease_s, key=key)
         self.save()
         return (self.claim, None) if self.claim is not None else (None, self.why_not())
 
-    def end_turn(self, output: JsonObject, *, tokens: int = 0, waiting: bool = True) -> Steer | None:
-        """Commit the turn (Stop); None when done, else what stopped it (rewound: go on)."""
+    def end_turn(self, output: JsonObject, *, tokens: int = 0) -> Steer | None:
+        """Commit the turn (Stop) with the wait for the next prompt in the same transaction; None
+        when done, else what stopped it (rewound: go on)."""
         assert self.claim is not None
+        nxt = [self._await_spec()]
         try:
-            self.ledger.commit(self.claim, output=output, tokens=tokens)
+            self.ledger.commit(self.claim, output=output, tokens=tokens, next_nodes=nxt)
         except LeaseLost as e:
             again, st = self.after_lost(e)
             if again is None or st.state == "rewound":
                 return st
-            self.ledger.commit(again, output=output, tokens=tokens)  # taken back after an expiry or a resume
+            self.ledger.commit(again, output=output, tokens=tokens, next_nodes=nxt)  # taken back after a resume
         self.claim = None
+        self.awaiting = self.turn + 1
         self.save()
-        if waiting:
-            self.ensure_waiting()
         return None
 
     def end_session(self, reason: str) -> None:
