@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlparse
 
 import peewee as pw
 
-from . import checkpoints, errors, lockguard, sqlite_file, write_requests, writegate
+from . import checkpoints, errors, lockguard, sqlite_file, stopguard, write_requests, writegate
 from .backends import (
     BUSY_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
@@ -357,16 +357,26 @@ def write_tx(db: pw.Database) -> Iterator[None]:
             f"nested write transaction (depth {depth}): a write must begin IMMEDIATE at depth 0, "
             "not as a savepoint inside another transaction"
         )
-    if isinstance(db, WardenSqlite):
-        # writers take turns through store/writegate.py before SQLite's lock (its busy handler is unfair)
-        with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours), db.atomic("IMMEDIATE"):
-            yield
-    elif is_sqlite(db):
-        with db.atomic("IMMEDIATE"):
-            yield
-    else:
-        with db.atomic():
-            yield
+    # a supervised process is not stopped inside a write (store/stopguard.py)
+    with stopguard.writing(_busy_s(db), getattr(db, "busy", _no_busy)):
+        if isinstance(db, WardenSqlite):
+            # writers take turns through store/writegate.py before SQLite's lock (its busy handler is unfair)
+            with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours), db.atomic("IMMEDIATE"):
+                yield
+        elif is_sqlite(db):
+            with db.atomic("IMMEDIATE"):
+                yield
+        else:
+            with db.atomic():
+                yield
+
+
+def _busy_s(db: pw.Database) -> float:
+    return float(getattr(db, "busy_timeout_s", None) or BUSY_TIMEOUT_S)
+
+
+def _no_busy() -> Exception:
+    return LedgerBusy(f"the ledger stayed busy for {BUSY_TIMEOUT_S:g}s: a supervised stop did not end; nothing was written")
 
 
 STRICT_READS_ENV = "WARDEN_STRICT_READS"
@@ -428,7 +438,7 @@ def _owned(db: WardenPostgres, fn: Callable[[], object], rid: str, now: Callable
     req.rid, req.joined, req.body_done = rid, False, False
     raised: BaseException | None = None
     try:
-        with db.atomic():
+        with stopguard.writing(_busy_s(db), db._busy), db.atomic():
             try:
                 result = fn()
             except Exception as e:

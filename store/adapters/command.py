@@ -36,8 +36,11 @@ gives. Our own SIGINT/SIGTERM/SIGHUP end the command the same way and fail the n
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
+import signal
+import socket
 import sys
 import time
 from collections import deque
@@ -47,10 +50,12 @@ from typing import Callable
 
 from ..errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
 from ..facade import Ledger
-from ..jsontypes import JsonObject
+from ..jsontypes import JsonMapping, JsonObject
 from ..views import Claim
+from . import leftovers
 from .process import Child
 from .rundir import Artifacts, RunDir, collect_artifacts, run_name
+from .runoutput import bounded_output, command_summary
 from .steering import Steer, clean, clean_lines, pulse, reclaim, steer
 from .streams import StreamParser, parser_for
 
@@ -63,6 +68,8 @@ TICK_S = 0.25  # the loop wakes at least this often (output, the command's end, 
 FLOOD_LINES = 500  # lines taken at once; past them a heartbeat goes out (at most every FLOOD_BEAT_S)
 FLOOD_BEAT_S = 0.2
 LINES_KEPT = 2000  # lines held between two heartbeats (the newest; the rest are counted as left out)
+STREAM_EVENT_CAP = 1024 * 1024  # bytes of one JSON event read whole before it is parsed
+PLAIN_LINE_READ = 16 * 1024  # bytes of one plain output line read (an observation keeps LINE_CAP characters)
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,14 @@ class RunOutcome:
     attempts: int = 0
 
 
+def exec_status(program: str, error: OSError) -> int:
+    """The status a shell gives a command it cannot start: 127 when it is not found, 126 when it
+    is found but cannot be executed (not executable, a directory, a bad interpreter)."""
+    if error.errno in (errno.ENOENT, errno.ENOTDIR) and not ("/" in program and os.path.exists(program)):
+        return 127
+    return 126
+
+
 def failure_for(code: int) -> tuple[str, bool]:
     """The failure class and retryability of an exit status (docs/agents.md "warden run"):
 
@@ -129,6 +144,7 @@ class Supervisor:
         self.out = out if out is not None else _stdout
         self.say = say if say is not None else _stderr
         self.stop_requested: str | None = None
+        self.suspend_requested = False  # a terminal's ctrl+z (SIGTSTP), acted on between ledger writes
         self.claim: Claim | None = None
         self.attempts = 0
 
@@ -198,25 +214,82 @@ class Supervisor:
             if s.echo:
                 self.out(data)
 
-        child = Child(s.argv, cwd=cwd, env=self._env(claim, rundir, rewind_reason), sink=sink)
+        refused = self._settle_previous(claim)
+        if refused is not None:
+            rundir.finish("failed", exit_code=None, why=refused)
+            self.fail_node(claim, refused, "transient", True)
+            return RunOutcome("refused", refused, run=rundir.name)
+        child = Child(s.argv, cwd=cwd, env=self._env(claim, rundir, rewind_reason), sink=sink,
+                      line_cap=STREAM_EVENT_CAP if s.json_stream else PLAIN_LINE_READ, grace_s=s.grace_s,
+                      run_dir=os.path.abspath(rundir.path), ledger=str(self.ledger.target))
         try:
             child.start()
         except OSError as e:
-            why = f"cannot start {s.argv[0]!r}: {e.strerror or e}"
-            rundir.finish("failed", exit_code=127, why=why)
+            code = exec_status(s.argv[0], e)
+            why = f"cannot start {clean(s.argv[0], 200)!r}: {e.strerror or e}"
+            rundir.finish("failed", exit_code=code, why=why)
             self.fail_node(claim, why, "spec", False)
-            return RunOutcome("failed", why, exit_code=127, run=rundir.name)
-        self.note(claim, f"warden run: pid {child.pid}, run directory {rundir.name}, cwd {cwd}"
-                   + (f"; restarted after a rewind: {rewind_reason}" if rewind_reason is not None else ""))
+            return RunOutcome("failed", why, exit_code=code, run=rundir.name)
+        self.tell(child, claim)
+        self.note(claim, f"warden run: pid {child.pid} ({child.containment_used}), run directory {rundir.name}, "
+                         f"cwd {cwd}" + (f"; restarted after a rewind: {rewind_reason}" if rewind_reason is not None
+                                          else ""),
+                  data={leftovers.PROCESS_KEY: {**child.identity(), "host": socket.gethostname()}})
         watch = _Watch(self, child, rundir, parser_for(s.json_stream) if s.json_stream else None)
-        return watch.loop(claim)
+        try:
+            return watch.loop(claim)
+        finally:
+            child.close()
+
+    def _settle_previous(self, claim: Claim) -> str | None:
+        """The previous attempt's processes, when some are left on this host, ended before anything
+        starts (store/adapters/leftovers.py); the reason nothing may start when they cannot be."""
+        try:
+            ident = leftovers.last_identity(self.ledger, claim.task_id, claim.node_key)
+        except WardenError:
+            return None
+        if ident is None:
+            return None
+        found = leftovers.find(ident)
+        if found is None:
+            if ident.get("host") not in (None, socket.gethostname()):
+                self.note(claim, f"warden run: the previous attempt ran on {clean(str(ident.get('host')), 100)}: "
+                                 "whether its command is gone cannot be checked from here")
+            return None
+        if not found:
+            return None
+        n, left = leftovers.settle(ident, self.spec.grace_s)
+        what = (f"warden run: {n} process{'es' if n != 1 else ''} of the previous attempt (pid {ident.get('pid')}) "
+                f"were still running, left by a supervisor that is gone")
+        if left:
+            self.note(claim, f"{what}; {left} cannot be ended: nothing started")
+            return f"{left} process{'es' if left != 1 else ''} of the previous attempt cannot be ended: nothing started"
+        self.note(claim, f"{what}; ended before this attempt started")
+        self.say(f"{what}; ended them before starting")
+        return None
+
+    def tell(self, child: Child, claim: Claim) -> None:
+        """Hand the keeper the current claim (it fails the node with it if we die)."""
+        child.tell_claim({"task_id": claim.task_id, "node_key": claim.node_key, "kind": claim.kind,
+                          "worker": claim.worker, "token": claim.token, "attempt": claim.attempt,
+                          "lease_until": claim.lease_until, "lease_s": claim.lease_s})
 
     # ------------------------------------------------------------------ ledger writes (lost leases tolerated)
-    def note(self, claim: Claim, text: str) -> None:
+    def note(self, claim: Claim, text: str, *, data: JsonMapping | None = None) -> None:
         try:
-            self.ledger.note(claim, text, layer="execution")
+            self.ledger.note(claim, text, layer="execution", data=data)
         except WardenError:
             pass
+
+    def by(self, task_id: str, action: str) -> str:
+        """`` by OPERATOR`` of the newest applied ``action`` on the task ('' when none is found)."""
+        try:
+            for a in self.ledger.actions(task_id, limit=20):
+                if a.action == action and a.result == "applied":
+                    return f" by {clean(a.operator, 80)}"
+        except WardenError:
+            pass
+        return ""
 
     def fail_node(self, claim: Claim, error: str, failure_class: str, retryable: bool) -> bool:
         try:
@@ -248,20 +321,30 @@ class _Watch:
         self.task_park = False  # stopped by a task park that kept our lease
         self.last_beat = time.monotonic()
         self.output_ended = False
+        self.too_big = 0  # JSON events over STREAM_EVENT_CAP (reported, not parsed)
+        self.token = ""  # the claim the keeper was last handed
 
     # ------------------------------------------------------------------ output
     def _take_line(self, raw: bytes) -> None:
-        line = clean(raw)
         if len(self.lines) == LINES_KEPT:
             self.dropped += 1
         if self.parser is None:
+            line = clean(raw)
             self.lines.append(line)
             self.last.append(line)
             return
-        for step in self.parser.feed(line):
+        if raw.endswith(b" [line cut]") and len(raw) > STREAM_EVENT_CAP:  # an event too big to read whole
+            self.too_big += 1
+            note = f"[an event of more than {STREAM_EVENT_CAP} bytes was not read: {clean(raw[:200], 200)}]"
+            self.lines.append(note)
+            self.last.append(note)
+            return
+        # parsed whole (up to STREAM_EVENT_CAP bytes), cut only once it is read
+        for step in self.parser.feed(raw.decode("utf-8", errors="replace")):
             if step.line is not None:
-                self.lines.append(step.line)
-                self.last.append(step.line)
+                line = clean(step.line)
+                self.lines.append(line)
+                self.last.append(line)
             if step.action is not None:
                 self.pairs.append((step.action, step.result or ""))
             if step.text is not None:
@@ -277,17 +360,20 @@ class _Watch:
         a flood is sent in pieces rather than held)."""
         deadline = time.monotonic() + wait
         taken = 0
-        while not self.output_ended and taken < FLOOD_LINES:
-            left = deadline - time.monotonic()
-            try:
-                raw = self.child.lines.get(timeout=left) if left > 0 else self.child.lines.get_nowait()
-            except Empty:
-                return
-            if raw is None:
-                self.output_ended = True
-                return
-            self._take_line(raw)
-            taken += 1
+        try:
+            while not self.output_ended and taken < FLOOD_LINES:
+                left = deadline - time.monotonic()
+                try:
+                    raw = self.child.lines.get(timeout=left) if left > 0 else self.child.lines.get_nowait()
+                except Empty:
+                    return
+                if raw is None:
+                    self.output_ended = True
+                    return
+                self._take_line(raw)
+                taken += 1
+        finally:
+            self.dropped += self.child.lines.take_dropped()  # beyond the queue's bound: counted, never queued
 
     # ------------------------------------------------------------------ heartbeats
     def _beat(self, claim: Claim) -> Claim:
@@ -317,10 +403,20 @@ class _Watch:
         if p.parked and not self.child.stopped:
             self.child.pause()
             self.task_park = True
+            self.sup.say(f"warden run: parked{self.sup.by(claim.task_id, 'park')}{self._park_reason(claim)} "
+                         "(the command is stopped; the lease is kept)")
         elif not p.parked and self.task_park:
             self.child.resume()
             self.task_park = False
+            self.sup.say(f"warden run: resumed{self.sup.by(claim.task_id, 'resume')} (the command continues)")
         return claim
+
+    def _park_reason(self, claim: Claim) -> str:
+        try:
+            why = self.ledger.task(claim.task_id).park_reason
+        except WardenError:
+            return ""
+        return f": {clean(why, 300)}" if why else ""
 
     def _spend(self) -> int:
         t, self.tokens = self.tokens, 0
@@ -333,9 +429,13 @@ class _Watch:
         if st.state in ("parked", "blocked"):
             return self._wait_paused(claim, st)
         if st.state == "aborted":
+            self.sup.say(f"warden run: aborted{self.sup.by(claim.task_id, 'abort')}"
+                         f"{': ' + clean(st.reason, 300) if st.reason else ''} (ending the command)")
             self._end("interrupted", f"aborted: {st.reason}")
             raise _Stop(RunOutcome("aborted", st.reason or "the task was aborted", run=self.rundir.name))
         if st.state == "rewound":
+            self.sup.say(f"warden run: rewound{self.sup.by(claim.task_id, 'rewind')}"
+                         f"{': ' + clean(st.reason, 300) if st.reason else ''} (the command starts again)")
             self._end("interrupted", f"rewound: {st.reason}")
             raise _Restart(self._take_back(claim), st.reason)
         again = reclaim(self.ledger, claim, lease_s=self.sup.spec.lease_s) if "expired" in st.reason else None
@@ -365,10 +465,11 @@ class _Watch:
     def _wait_paused(self, claim: Claim, st: Steer) -> Claim:
         """Parked (lease revoked) or escalated: the group is stopped until the node can run again."""
         self.child.pause()
-        what = "parked" if st.state == "parked" else "waiting on a handoff"
-        self.sup.say(f"warden run: {what}{': ' + st.reason if st.reason else ''} (the command is stopped)")
+        what = f"parked{self.sup.by(claim.task_id, 'park')}" if st.state == "parked" else "waiting on a handoff"
+        self.sup.say(f"warden run: {what}{': ' + clean(st.reason, 300) if st.reason else ''} (the command is stopped)")
         while True:
             self._check_stop()
+            self._suspend_if_asked(claim, resume=False)
             time.sleep(self.sup.interval)  # the ledger has no wake-up for "resumed": look each beat
             self._drain(0)
             now = steer(self.ledger, claim)
@@ -382,7 +483,8 @@ class _Watch:
                     return self._steer(claim, now)
                 continue
             self.child.resume()
-            self.sup.say("warden run: resumed (the command continues)")
+            self.sup.tell(self.child, again)
+            self.sup.say(f"warden run: resumed{self.sup.by(claim.task_id, 'resume')} (the command continues)")
             return again
 
     def _check_stop(self) -> None:
@@ -413,8 +515,13 @@ class _Watch:
         try:
             while True:
                 self.sup.claim = claim
+                if claim.token != self.token:
+                    self.sup.tell(self.child, claim)
+                    self.token = claim.token
                 if self.sup.stop_requested is not None:
                     claim = self._interrupted(claim)
+                claim = self._suspend_if_asked(claim, resume=True)
+                self.child.unstick()
                 self._drain(min(TICK_S, max(0.0, next_beat - time.monotonic())))
                 if self.child.poll() is not None:
                     break
@@ -438,6 +545,35 @@ class _Watch:
             return (r.claim, r.reason)
         return self._finish(claim, code)
 
+    def _suspend_if_asked(self, claim: Claim, *, resume: bool) -> Claim:
+        """A terminal's ctrl+z: the command stopped (between its ledger writes), then ourselves;
+        once continued (``fg``), the lease is checked before the command goes on."""
+        if not self.sup.suspend_requested:
+            return claim
+        self.sup.suspend_requested = False
+        was_stopped = self.child.stopped
+        if not was_stopped:
+            self.child.pause()
+        self.sup.say("warden run: suspended (ctrl+z): the command is stopped; `fg` continues it")
+        os.kill(os.getpid(), signal.SIGSTOP)
+        self.sup.say("warden run: continued")
+        if not resume or was_stopped:
+            return claim
+        try:
+            p = self.ledger.heartbeat(claim)
+        except LeaseLost as e:
+            claim = self._steer(claim, steer(self.ledger, claim, lost_why=str(e)))
+            if self.child.stopped:
+                self.child.resume()
+            return claim
+        except LedgerUnavailable:
+            p = None
+        if p is None or not p.parked:
+            self.child.resume()
+        else:
+            self.task_park = True
+        return claim
+
     def _interrupted(self, claim: Claim) -> Claim:
         why = self.sup.stop_requested or "stopped"
         self._end("interrupted", why, keep=claim)
@@ -452,7 +588,9 @@ class _Watch:
             raise _Stop(RunOutcome("lost", f"rewound as the command ended ({r.reason}); run it again",
                                    run=self.rundir.name)) from None
         output: JsonObject = {"exit_code": code, "last_lines": list(self.last), "run": self.rundir.name,
-                                  "cwd": self.rundir.state["cwd"], "command": list(s.argv)}
+                              "cwd": self.rundir.state["cwd"], "command": command_summary(s.argv)}
+        if self.too_big:
+            output["events_not_read"] = self.too_big
         if self.final is not None:
             output["final"] = self.final
         if self.cost is not None:
@@ -471,6 +609,7 @@ class _Watch:
             output["artifact_problems"] = arts.problems[:20]
         ref = self.rundir.finish("completed", exit_code=0, why=None, artifacts=arts)
         single = next(iter(arts.files.items())) if len(arts.files) == 1 else None
+        output = bounded_output(output)
         try:
             self.ledger.commit(claim, output=output, output_ref=ref or f"run:{self.rundir.name}",
                                artifact=(single[0], single[1]) if single else None, tokens=self._spend())
