@@ -28,6 +28,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -69,6 +70,8 @@ class Keeper:
         cg = spec.get("cgroup")
         self.cgroup = Cgroup(cg["path"], int(cg["version"])) if isinstance(cg, dict) else None
         self.tree = Tree(os.getpid(), self.cgroup)
+        self.store: dict[str, Any] = {}
+        self.loaded = threading.Event()
 
     def start(self) -> bool:
         out = int(self.spec["out_fd"])
@@ -92,7 +95,23 @@ class Keeper:
         if cg is not None and self.cmd not in cg.pids():  # it could not join: the tree alone holds it
             self.tree.cgroup = None
         _say({"pid": self.cmd, "start": start_time(self.cmd), "containment": self.tree.containment})
+        if self.spec.get("ledger"):  # loaded now (a second of CPU) so a death is recorded within the lease
+            threading.Thread(target=self._load_store, name="keeper-store", daemon=True).start()
         return True
+
+    def _load_store(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(PATH)))
+        if root not in sys.path:
+            sys.path.append(root)
+        try:
+            from store import Ledger
+            from store.errors import WardenError
+            from store.views import Claim
+            self.store.update(Ledger=Ledger, WardenError=WardenError, Claim=Claim)
+        except Exception as e:  # noqa: BLE001 - reported when it is needed
+            self.store["error"] = f"{type(e).__name__}: {e}"
+        finally:
+            self.loaded.set()
 
     def _reap(self) -> None:
         while True:
@@ -137,16 +156,62 @@ class Keeper:
 
     def orphaned(self) -> None:
         """The supervisor died: end the command, record what was done."""
+        ledger, claim = self._open_ledger()
         n = len(self.tree.pids())
-        grace = float(self.spec.get("grace_s", 10.0))
-        ended = self.tree.end(grace, meanwhile=self._reap, every_s=0.2)
+
+        def meanwhile() -> None:
+            self._reap()
+            self._beat(ledger, claim)
+
+        self._beat(ledger, claim)
+        ended = self.tree.end(float(self.spec.get("grace_s", 10.0)), meanwhile=meanwhile, every_s=0.2)
         self._reap()
         why = (f"warden run's supervisor (pid {self.spec.get('supervisor')}) died; its keeper ended "
                f"the command ({n} process{'es' if n != 1 else ''})")
         if not ended:
-            why = f"warden run's supervisor died; {len(self.tree.pids())} of the command's processes cannot be ended"
+            why = (f"warden run's supervisor (pid {self.spec.get('supervisor')}) died; "
+                   f"{len(self.tree.pids())} of the command's processes could not be ended")
         self._mark_run(why)
-        self._record(why, ended)
+        if ledger is None or claim is None:
+            return
+        try:
+            while not ended:  # the node is not handed to anyone else while a process of it lives
+                self._beat(ledger, claim)
+                time.sleep(max(0.2, claim.lease_s / 3))  # the lease's own rhythm
+                self._reap()
+                if not self.tree.alive():
+                    ended = True
+                    why += "; they have ended since"
+            ledger.fail(claim, error=why, failure_class="transient", retryable=True)
+        except Exception as e:  # noqa: BLE001 - the keeper must end, whatever the ledger does
+            print(f"warden run keeper: not recorded in the ledger: {e}", file=sys.stderr)
+        finally:
+            ledger.close()
+
+    def _open_ledger(self) -> tuple[Any, Any]:
+        c, target = self.claim, self.spec.get("ledger")
+        if c is None or not target or not self.loaded.wait(30.0):
+            return None, None
+        if "error" in self.store:
+            print(f"warden run keeper: not recorded in the ledger: {self.store['error']}", file=sys.stderr)
+            return None, None
+        claim = self.store["Claim"](task_id=c["task_id"], node_key=c["node_key"], kind=c.get("kind", ""),
+                                    worker=c["worker"], token=c["token"], attempt=int(c["attempt"]),
+                                    lease_until=float(c.get("lease_until", 0)), inputs={},
+                                    lease_s=float(c.get("lease_s", 30.0)))
+        try:
+            return self.store["Ledger"].open(target, application_name="warden-run-keeper"), claim
+        except Exception as e:  # noqa: BLE001
+            print(f"warden run keeper: not recorded in the ledger: {e}", file=sys.stderr)
+            return None, None
+
+    def _beat(self, ledger: Any, claim: Any) -> None:
+        if ledger is None or claim is None:
+            return
+        try:
+            ledger.heartbeat(claim)
+        except Exception:  # noqa: BLE001 - a lease already gone: the fail below says so
+            pass
 
     def _mark_run(self, why: str) -> None:
         path = os.path.join(str(self.spec.get("run_dir") or ""), "state.json")
@@ -162,40 +227,6 @@ class Keeper:
             os.replace(tmp, path)
         except (OSError, ValueError, AttributeError):
             pass
-
-    def _record(self, why: str, ended: bool) -> None:
-        """Fail the node with the last claim (keep its lease while a process cannot be ended)."""
-        c, target = self.claim, self.spec.get("ledger")
-        if c is None or not target:
-            return
-        root = os.path.dirname(os.path.dirname(os.path.dirname(PATH)))
-        if root not in sys.path:
-            sys.path.insert(0, root)
-        try:
-            from store import Ledger
-            from store.errors import WardenError
-            from store.views import Claim
-        except Exception as e:  # noqa: BLE001 - the store cannot be loaded here: say so, end
-            print(f"warden run keeper: not recorded in the ledger: {e}", file=sys.stderr)
-            return
-        claim = Claim(task_id=c["task_id"], node_key=c["node_key"], kind=c.get("kind", ""), worker=c["worker"],
-                      token=c["token"], attempt=int(c["attempt"]), lease_until=float(c.get("lease_until", 0)),
-                      inputs={}, lease_s=float(c.get("lease_s", 30.0)))
-        try:
-            with Ledger.open(target, application_name="warden-run-keeper") as ledger:
-                while not ended:
-                    ledger.heartbeat(claim)
-                    time.sleep(max(0.2, claim.lease_s / 3))
-                    self._reap()
-                    ended = not self.tree.alive()
-                    if ended:
-                        why += "; they have ended since"
-                ledger.fail(claim, error=why, failure_class="transient", retryable=True)
-        except WardenError as e:  # the lease had already gone (expired, taken): nothing to record
-            print(f"warden run keeper: not recorded in the ledger: {e}", file=sys.stderr)
-        except Exception as e:  # noqa: BLE001 - the keeper must end, whatever the ledger does
-            print(f"warden run keeper: not recorded in the ledger: {type(e).__name__}: {e}", file=sys.stderr)
-
 
 def main() -> int:
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU, signal.SIGPIPE):

@@ -86,12 +86,6 @@ def workdir(tmp_path):
     return d
 
 
-@pytest.fixture
-def runs_started():
-    started: list[Run] = []
-    yield started
-    for r in started:
-        r.kill()
 
 
 def apply(ledger_path: str, planner, **kw):
