@@ -9,34 +9,36 @@ outcome = supervise_command(Ledger.open("ledger.db"), RunSpec(argv=("make", "tes
 
 The node (``--node``, default ``main``, kind ``--kind``, default ``command``) is added to the task
 (made with origin ``run`` when it does not exist) and claimed by key; nothing starts unless the
-claim is ours. The command runs in its own process group with stdin on ``/dev/null``, its
-output passed through to our stdout, logged in the run directory (store/adapters/rundir.py) and
-sent as observations: every heartbeat (each ``lease_s / 3``) carries the lines printed since the
-previous one (cleaned, the newest ``OBSERVATION_CAP`` characters). With ``json_stream`` the lines
-are a Claude Code or Codex event stream (store/adapters/streams.py): each finished tool call is
-one heartbeat with its action and result, and tokens, progress and cost are reported.
+claim is ours, and not before what the node's previous attempt left on this host is ended
+(store/adapters/leftovers.py). The command is started by a keeper (store/adapters/keeper.py)
+that ends it if we die, in a cgroup of its own where the machine has one (store/adapters/
+process.py): "the command" below is every process it started, whatever its session or group.
+Its output is passed through to our stdout, logged in the run directory (rundir.py) and sent as
+observations each heartbeat (each ``lease_s / 3``: the lines since the previous one, cleaned,
+the newest ``OBSERVATION_CAP`` characters). With ``json_stream`` each line is a Claude Code or
+Codex event, parsed whole (up to ``STREAM_EVENT_CAP``) before anything is cut (streams.py).
 
-What an operator does reaches the command within a heartbeat:
+What an operator does reaches the command within a heartbeat, and ``warden run`` says it on
+stderr in one line (who, why):
 
-* **park** (task or node, with or without ``--now``) → ``SIGSTOP`` to the group; the lease is
-  kept while the task park keeps it, else the node is taken back by key once resumed; **resume**
-  → ``SIGCONT``. An escalation (the node blocked on a handoff) stops it the same way until
-  resolved.
-* **abort** (or the node abandoned) → ``SIGTERM`` to the group, ``SIGKILL`` after ``grace_s``.
-* **rewind** → the group ended the same way, the node claimed again and the command started
-  afresh with ``$WARDEN_REWIND_REASON`` (and a new run directory).
+* **park** (task or node, with or without ``--now``) → every process stopped, once none is
+  inside a ledger write (store/stopguard.py); the lease is kept while the task park keeps it,
+  else the node is taken back by key once resumed; **resume** → continued. An escalation (the
+  node blocked on a handoff) stops it the same way until resolved.
+* **abort** (or the node abandoned) → ``SIGTERM`` to every process, ``SIGKILL`` after ``grace_s``.
+* **rewind** → ended the same way, the node claimed again and the command started afresh with
+  ``$WARDEN_REWIND_REASON`` (and a new run directory).
 
-When the command ends on its own, what it left running in its group is ended too, then:
-exit 0 → ``commit`` (output: ``exit_code``, ``last_lines``, the ``artifacts`` taken from
-``artifacts`` and copied into the run directory, ``run``, ``cwd``, ``command``; the artifact
-itself when there is exactly one file); otherwise ``fail`` with the class :func:`failure_for`
-gives. Our own SIGINT/SIGTERM/SIGHUP end the command the same way and fail the node
-``transient`` (retryable): the supervisor was stopped, not the work judged.
+When the command's first process ends, whatever it left running is ended too (its output then
+ends), then: exit 0 → ``commit`` (runoutput.py bounds it: ``exit_code``, ``last_lines``,
+``artifacts``, ``run``, ``cwd``, ``command``; the artifact itself when there is exactly one
+file); otherwise ``fail`` with the class :func:`failure_for` gives. Our own SIGINT/SIGTERM/SIGHUP
+end the command the same way and fail the node ``transient`` (retryable); a terminal's ctrl+z
+(SIGTSTP) stops the command, then us, between two ledger writes.
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import shlex
 import signal
@@ -55,7 +57,7 @@ from ..views import Claim
 from . import leftovers
 from .process import Child
 from .rundir import Artifacts, RunDir, collect_artifacts, run_name
-from .runoutput import bounded_output, command_summary
+from .runoutput import bounded_output, command_summary, exec_status, failure_for
 from .steering import Steer, clean, clean_lines, pulse, reclaim, steer
 from .streams import StreamParser, parser_for
 
@@ -102,28 +104,6 @@ class RunOutcome:
     exit_code: int | None = None
     run: str | None = None
     attempts: int = 0
-
-
-def exec_status(program: str, error: OSError) -> int:
-    """The status a shell gives a command it cannot start: 127 when it is not found, 126 when it
-    is found but cannot be executed (not executable, a directory, a bad interpreter)."""
-    if error.errno in (errno.ENOENT, errno.ENOTDIR) and not ("/" in program and os.path.exists(program)):
-        return 127
-    return 126
-
-
-def failure_for(code: int) -> tuple[str, bool]:
-    """The failure class and retryability of an exit status (docs/agents.md "warden run"):
-
-    * killed by a signal (``-N``), 75 EX_TEMPFAIL, 124 (``timeout``'s), 69/70/71/74 (sysexits:
-      unavailable, software, os error, io error) → ``transient``, retryable;
-    * 126 (not executable), 127 (not found), 64/65/66/78 (usage, bad data, no input, config) →
-      ``spec``, not retryable: the same command would fail the same way;
-    * anything else → ``transient``, retryable (the node's ``max_claims`` bounds the retries).
-    """
-    if code in (126, 127, 64, 65, 66, 78):
-        return "spec", False
-    return "transient", True
 
 
 class _Stop(Exception):
@@ -242,31 +222,9 @@ class Supervisor:
             child.close()
 
     def _settle_previous(self, claim: Claim) -> str | None:
-        """The previous attempt's processes, when some are left on this host, ended before anything
-        starts (store/adapters/leftovers.py); the reason nothing may start when they cannot be."""
-        try:
-            ident = leftovers.last_identity(self.ledger, claim.task_id, claim.node_key)
-        except WardenError:
-            return None
-        if ident is None:
-            return None
-        found = leftovers.find(ident)
-        if found is None:
-            if ident.get("host") not in (None, socket.gethostname()):
-                self.note(claim, f"warden run: the previous attempt ran on {clean(str(ident.get('host')), 100)}: "
-                                 "whether its command is gone cannot be checked from here")
-            return None
-        if not found:
-            return None
-        n, left = leftovers.settle(ident, self.spec.grace_s)
-        what = (f"warden run: {n} process{'es' if n != 1 else ''} of the previous attempt (pid {ident.get('pid')}) "
-                f"were still running, left by a supervisor that is gone")
-        if left:
-            self.note(claim, f"{what}; {left} cannot be ended: nothing started")
-            return f"{left} process{'es' if left != 1 else ''} of the previous attempt cannot be ended: nothing started"
-        self.note(claim, f"{what}; ended before this attempt started")
-        self.say(f"{what}; ended them before starting")
-        return None
+        """What the node's previous attempt left on this host ended first (leftovers.settle_previous)."""
+        return leftovers.settle_previous(self.ledger, claim, self.spec.grace_s,
+                                         note=lambda text: self.note(claim, text), say=self.say)
 
     def tell(self, child: Child, claim: Claim) -> None:
         """Hand the keeper the current claim (it fails the node with it if we die)."""

@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from typing import Callable
 
+from ..errors import WardenError
 from ..facade import Ledger
 from ..jsontypes import JsonMapping
+from ..text import safe_line
+from ..views import Claim
 from .proctree import Cgroup, boot_id, descendants, is_alive, marked
 
-__all__ = ["PROCESS_KEY", "find", "last_identity", "settle"]
+__all__ = ["PROCESS_KEY", "find", "last_identity", "settle", "settle_previous"]
 
 PROCESS_KEY = "process"
 
@@ -94,3 +98,32 @@ def settle(ident: JsonMapping, grace_s: float, *, clock: Callable[[], float] = t
     if cgroup is not None and not cgroup.pids():
         cgroup.remove()
     return len(pids), len(find(ident) or [])
+
+
+def settle_previous(ledger: Ledger, claim: Claim, grace_s: float, *, note: Callable[[str], None],
+                    say: Callable[[str], None]) -> str | None:
+    """Before an attempt starts: what the node's previous attempt left running on this host is
+    ended and journalled (``note``); returns why nothing may start when some of it cannot be."""
+    try:
+        ident = last_identity(ledger, claim.task_id, claim.node_key)
+    except WardenError:
+        return None
+    if ident is None:
+        return None
+    found = find(ident)
+    if found is None:
+        if ident.get("host") not in (None, socket.gethostname()):
+            note(f"warden run: the previous attempt ran on {safe_line(str(ident.get('host')), limit=100)}: "
+                 "whether its command is gone cannot be checked from here")
+        return None
+    if not found:
+        return None
+    n, left = settle(ident, grace_s)
+    what = (f"warden run: {n} process{'es' if n != 1 else ''} of the previous attempt (pid {ident.get('pid')}) "
+            "were still running, left by a supervisor that is gone")
+    if left:
+        note(f"{what}; {left} cannot be ended: nothing started")
+        return f"{left} process{'es' if left != 1 else ''} of the previous attempt cannot be ended: nothing started"
+    note(f"{what}; ended before this attempt started")
+    say(f"{what}; ended them before starting")
+    return None

@@ -13,12 +13,14 @@ that succeeded must not lose its commit to the size of its own command line or l
 
 from __future__ import annotations
 
+import errno
+import os
 from typing import Sequence
 
 from ..jsontypes import JsonObject
 from ..models import dumps
 
-__all__ = ["ARG_CAP", "COMMAND_CAP", "OUTPUT_BUDGET", "bounded_output", "command_summary"]
+__all__ = ["ARG_CAP", "COMMAND_CAP", "OUTPUT_BUDGET", "bounded_output", "command_summary", "exec_status", "failure_for"]
 
 ARG_CAP = 200  # characters of one argument in the committed command
 COMMAND_CAP = 2000  # characters of the committed command line in all
@@ -75,3 +77,25 @@ def bounded_output(output: JsonObject) -> JsonObject:
     out.pop("artifact_problems", None) if _size(out) > OUTPUT_BUDGET else None
     out["left_out"] = left
     return out
+
+
+def exec_status(program: str, error: OSError) -> int:
+    """The status a shell gives a command it cannot start: 127 when it is not found, 126 when it
+    is found but cannot be executed (not executable, a directory, a bad interpreter)."""
+    if error.errno in (errno.ENOENT, errno.ENOTDIR) and not ("/" in program and os.path.exists(program)):
+        return 127
+    return 126
+
+
+def failure_for(code: int) -> tuple[str, bool]:
+    """The failure class and retryability of an exit status (docs/agents.md "warden run"):
+
+    * killed by a signal (``-N``), 75 EX_TEMPFAIL, 124 (``timeout``'s), 69/70/71/74 (sysexits:
+      unavailable, software, os error, io error) → ``transient``, retryable;
+    * 126 (not executable), 127 (not found), 64/65/66/78 (usage, bad data, no input, config) →
+      ``spec``, not retryable: the same command would fail the same way;
+    * anything else → ``transient``, retryable (the node's ``max_claims`` bounds the retries).
+    """
+    if code in (126, 127, 64, 65, 66, 78):
+        return "spec", False
+    return "transient", True

@@ -13,3 +13,11 @@ def runs_started():
     yield started
     for r in started:
         r.kill()
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    """A working directory for a supervised command."""
+    d = tmp_path / "work"
+    d.mkdir()
+    return d

@@ -79,11 +79,6 @@ class Run:
             self.proc.wait()
 
 
-@pytest.fixture
-def workdir(tmp_path):
-    d = tmp_path / "work"
-    d.mkdir()
-    return d
 
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -177,3 +178,59 @@ def test_a_new_run_ends_what_a_dead_supervisor_and_keeper_left_before_it_starts(
         notes = [e.summary for e in led.events(task_id="t") if e.kind == "node.note"]
     assert any("of the previous attempt" in s and "ended before this attempt started" in s for s in notes), notes
     assert "ended them before starting" in second.stderr
+
+
+# ---------------------------------------------------------------------- kill -9 at random moments
+# The command holds a lock on copy.lock in every process it starts (an inherited descriptor): a
+# copy that starts while anything of an earlier one lives cannot take it and says so. Each kill
+# comes at a random moment: while running (often inside one of the supervisor's heartbeats: a
+# lease of 0.6 s beats every 0.2 s), or parked (every process stopped).
+COPY = ('exec 9>>copy.lock; flock -n 9 || echo "$WARDEN_NODE" >> two-copies; echo $$ > "$WARDEN_NODE.pid"; '
+        "setsid sh -c 'while :; do sleep 0.05; done' & (sh -c 'while :; do sleep 0.05; done' &); "
+        'while :; do echo tick; sleep 0.02; done')
+KILLS = 100
+PARTS = 4
+
+
+def _carrying(task: str) -> list[int]:
+    needle = f"WARDEN_TASK={task}".encode()
+    out = []
+    for e in os.listdir("/proc"):
+        try:
+            if e.isdigit() and needle in Path(f"/proc/{e}/environ").read_bytes().split(b"\0") and not gone(int(e)):
+                out.append(int(e))
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", range(PARTS))
+def test_kill_9_of_the_supervisor_at_random_moments_leaves_nothing(tmp_path, part, runs_started):
+    import random
+
+    rng = random.Random(part)
+    ledger = str(tmp_path / "l.db")
+    cwd = tmp_path / "w"
+    cwd.mkdir()
+    task = f"k{part}"
+    took: list[float] = []
+    for i in range(KILLS // PARTS):
+        key = f"n{i}"
+        run = Run(ledger, cwd, COPY, "--lease", "0.6", task=task, node=key, grace="0.5")
+        runs_started.append(run)
+        pid = run.pid(f"{key}.pid")
+        if rng.random() < 1 / 3:
+            apply(ledger, lambda led: led.plan_park, task_id=task, node=key, reason="park then kill", now=True)
+            wait_for(lambda: stopped(pid), NOTICE_S, "parked")
+        time.sleep(rng.uniform(0, 0.6))  # the random moment of the kill
+        run.proc.kill()
+        run.wait()
+        t0 = time.monotonic()
+        wait_for(lambda: not _carrying(task), 30, f"nothing left after kill {i}")
+        took.append(time.monotonic() - t0)
+        if node(ledger, task=task, key=key).status == "parked":
+            apply(ledger, lambda led: led.plan_resume, task_id=task, node=key)
+    assert not (cwd / "two-copies").exists(), (cwd / "two-copies").read_text()
+    print(f"\n{KILLS // PARTS} kills: everything ended within {max(took):.2f}s (median "
+          f"{sorted(took)[len(took) // 2]:.2f}s)", file=sys.stderr)
