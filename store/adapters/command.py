@@ -22,7 +22,7 @@ What an operator does reaches the command within a heartbeat, and ``warden run``
 stderr in one line (who, why):
 
 * **park** (task or node, with or without ``--now``) → every process stopped, once none is
-  inside a ledger write (store/stopguard.py); the lease is kept while the task park keeps it,
+  inside a ledger write (store/storage/stopguard.py); the lease is kept while the task park keeps it,
   else the node is taken back by key once resumed; **resume** → continued. An escalation (the
   node blocked on a handoff) stops it the same way until resolved.
 * **abort** (or the node abandoned) → ``SIGTERM`` to every process, ``SIGKILL`` after ``grace_s``.
@@ -50,16 +50,16 @@ from dataclasses import dataclass
 from queue import Empty
 from typing import Callable
 
-from ..errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
-from ..facade import Ledger
-from ..jsontypes import JsonMapping, JsonObject
-from ..views import Claim
-from . import leftovers
-from .process import Child
-from .rundir import Artifacts, RunDir, collect_artifacts, run_name
-from .runoutput import bounded_output, command_summary, exec_status, failure_for
-from .steering import Steer, clean, clean_lines, pulse, reclaim, steer
-from .streams import StreamParser, parser_for
+from store.errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
+from store.facade import Ledger
+from store.jsontypes import JsonMapping, JsonObject
+from store.views import Claim
+from store.adapters import leftovers
+from store.adapters.process import Child
+from store.adapters.rundir import Artifacts, RunDir, collect_artifacts, run_name
+from store.adapters.runoutput import bounded_output, command_summary, exec_status, failure_for
+from store.adapters.steering import Steer, clean, clean_lines, pulse, reclaim, steer
+from store.adapters.streams import StreamParser, parser_for
 
 __all__ = ["OBSERVATION_CAP", "RunOutcome", "RunSpec", "Supervisor", "failure_for", "supervise_command"]
 

@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 if __package__:
-    from .proctree import Cgroup, Tree, start_time
+    from store.adapters.proctree import Cgroup, Tree, start_time
 else:  # run as a script by warden run (python -I: its own directory is not on the path)
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
     from proctree import Cgroup, Tree, start_time  # type: ignore[no-redef,import-not-found]

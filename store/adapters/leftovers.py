@@ -19,12 +19,12 @@ import socket
 import time
 from typing import Callable
 
-from ..errors import WardenError
-from ..facade import Ledger
-from ..jsontypes import JsonMapping
-from ..text import safe_line
-from ..views import Claim
-from .proctree import Cgroup, boot_id, descendants, is_alive, marked
+from store.errors import WardenError
+from store.facade import Ledger
+from store.jsontypes import JsonMapping
+from store.text import safe_line
+from store.views import Claim
+from store.adapters.proctree import Cgroup, boot_id, descendants, is_alive, marked
 
 __all__ = ["PROCESS_KEY", "find", "last_identity", "settle", "settle_previous"]
 

@@ -14,7 +14,7 @@ within bounds, and the stops an operator's action turns into.
   bytes: past them the oldest are counted and dropped, never kept, so a flood costs
   neither memory nor time after it ends.
 * :meth:`pause` stops every process (the cgroup frozen, or ``SIGSTOP`` to each) once no write of
-  theirs to the ledger is under way (store/stopguard.py); :meth:`resume` continues them;
+  theirs to the ledger is under way (store/storage/stopguard.py); :meth:`resume` continues them;
   :meth:`end` sends ``SIGTERM`` (with ``SIGCONT``) to every process, waits ``grace_s``, then
   ``SIGKILL``s what is left.
 """
@@ -33,9 +33,9 @@ import time
 from collections import deque
 from typing import Any, Callable, Mapping, Sequence
 
-from .. import stopguard
-from . import keeper as _keeper
-from .proctree import CONTAINMENT_ENV, Cgroup, Tree, boot_id, is_alive
+from store.storage import stopguard
+from store.adapters import keeper as _keeper
+from store.adapters.proctree import CONTAINMENT_ENV, Cgroup, Tree, boot_id, is_alive, start_time
 
 __all__ = ["Child", "LINE_READ_CAP", "Lines", "QUEUE_BYTES", "QUEUE_LINES", "split_lines"]
 
@@ -336,8 +336,6 @@ class Child:
 
 
 def _start(pid: int) -> int | None:
-    from .proctree import start_time
-
     return start_time(pid)
 
 

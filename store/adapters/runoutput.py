@@ -17,8 +17,8 @@ import errno
 import os
 from typing import Sequence
 
-from ..jsontypes import JsonObject
-from ..models import dumps
+from store.jsontypes import JsonObject
+from store.storage.models import dumps
 
 __all__ = ["ARG_CAP", "COMMAND_CAP", "OUTPUT_BUDGET", "bounded_output", "command_summary", "exec_status", "failure_for"]
 

@@ -1,4 +1,4 @@
-"""Stopping a supervised process never stops the ledger (store/stopguard.py): a park waits for
+"""Stopping a supervised process never stops the ledger (store/storage/stopguard.py): a park waits for
 the command's writes under way, and nothing of it is stopped holding the write gate, SQLite's
 write lock or a PostgreSQL transaction. Both backends.
 
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from store import Ledger
-from store.db import write_tx
+from store.storage.db import write_tx
 from store.errors import LedgerBusy
-from store.stopguard import ENV, StopGuard
+from store.storage.stopguard import ENV, StopGuard
 from tests.store.test_run_command import Run, node, wait_for
 from tests.support.procstate import running, stopped
 
