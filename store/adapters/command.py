@@ -479,7 +479,6 @@ class _Watch:
                 if self.sup.stop_requested is not None:
                     claim = self._interrupted(claim)
                 claim = self._suspend_if_asked(claim, resume=True)
-                self.child.unstick()
                 self._drain(min(TICK_S, max(0.0, next_beat - time.monotonic())))
                 if self.child.poll() is not None:
                     break

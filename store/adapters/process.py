@@ -44,6 +44,7 @@ READ_CHUNK = 64 * 1024
 QUEUE_LINES = 5000  # lines read but not yet taken by the supervisor
 QUEUE_BYTES = 8 * 1024 * 1024
 STOP_WAIT_S = 10.0  # longest wait for the command's ledger writes under way before a stop
+UNSTICK_S = 0.1  # how often a process stopped by someone else inside a ledger write is looked for
 
 
 class Lines:
@@ -121,6 +122,8 @@ class Child:
         self.code: int | None = None
         self.keeper_lost = False
         self._exited = threading.Event()
+        self._closed = threading.Event()
+        self._stops = threading.RLock()  # pause, resume and unstick one at a time
         self._reader: threading.Thread | None = None
 
     # ------------------------------------------------------------------ starting
@@ -162,6 +165,7 @@ class Child:
         self._reader = threading.Thread(target=self._read, args=(r,), name=f"run-output-{self.pid}", daemon=True)
         self._reader.start()
         threading.Thread(target=self._statuses, name=f"run-keeper-{self.pid}", daemon=True).start()
+        threading.Thread(target=self._unsticking, name=f"run-unstick-{self.pid}", daemon=True).start()
         return self
 
     @property
@@ -261,16 +265,17 @@ class Child:
         if self.tree is None:
             return True
         tree = self.tree
-        with self.guard.exclusive(STOP_WAIT_S, meanwhile=self._continue_stopped):
+        with self._stops, self.guard.exclusive(STOP_WAIT_S, meanwhile=self._continue_stopped):
             ok = tree.freeze()
-        self.stopped = True
+            self.stopped = True
         return ok
 
     def resume(self) -> None:
         """Continue every process."""
-        if self.tree is not None:
-            self.tree.thaw()
-        self.stopped = False
+        with self._stops:
+            if self.tree is not None:
+                self.tree.thaw()
+            self.stopped = False
 
     def _continue_stopped(self) -> None:
         """While a stop waits for the writes under way: a writer someone else stopped is let on."""
@@ -284,19 +289,28 @@ class Child:
     def unstick(self) -> list[int]:
         """Processes of the command stopped by someone else (``kill -STOP``, not a park) while a
         write of theirs is under way: continued until the write is done, then stopped again.
-        Returns their pids (empty when there was nothing to do)."""
-        if self.tree is None or self.stopped:
-            return []
-        stopped = self.tree.stopped_by_others()
-        if not stopped or not self.guard.writing_now():
-            return []
-        with self.guard.exclusive(STOP_WAIT_S, meanwhile=self._continue_stopped):
-            for pid in stopped:
-                try:
-                    os.kill(pid, signal.SIGSTOP)
-                except OSError:
-                    pass
-        return stopped
+        Returns their pids (empty when there was nothing to do). Called every ``UNSTICK_S`` by a
+        thread of its own: the supervisor's own writes may be what waits for that lock."""
+        with self._stops:
+            if self.tree is None or self.stopped or not self.guard.writing_now():
+                return []
+            stopped = self.tree.stopped_by_others()
+            if not stopped:
+                return []
+            with self.guard.exclusive(STOP_WAIT_S, meanwhile=self._continue_stopped):
+                for pid in stopped:
+                    try:
+                        os.kill(pid, signal.SIGSTOP)
+                    except OSError:
+                        pass
+            return stopped
+
+    def _unsticking(self) -> None:
+        while not self._closed.wait(UNSTICK_S):
+            try:
+                self.unstick()
+            except OSError:  # /proc or the guard went away as the command ended
+                pass
 
     def end(self, grace_s: float, *, meanwhile: Callable[[], None] | None = None,
             every_s: float = 1.0) -> int | None:
@@ -314,6 +328,9 @@ class Child:
 
     def close(self) -> None:
         """Say goodbye to the keeper (it ends what might be left) and clean up."""
+        self._closed.set()
+        with self._stops:
+            pass  # an unstick under way has finished
         self._tell({"bye": True})
         self._close_keeper()
         if self.tree is not None:

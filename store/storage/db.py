@@ -359,7 +359,7 @@ def write_tx(db: pw.Database) -> Iterator[None]:
             "not as a savepoint inside another transaction"
         )
     # a supervised process is not stopped inside a write (store/storage/stopguard.py)
-    with stopguard.writing(_busy_s(db), getattr(db, "busy", _no_busy)):
+    with stopguard.writing(_busy_s(db), _busy_of(db)):
         if isinstance(db, WardenSqlite):
             # writers take turns through store/storage/writegate.py before SQLite's lock (its busy handler is unfair)
             with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours), db.atomic("IMMEDIATE"):
@@ -374,6 +374,11 @@ def write_tx(db: pw.Database) -> Iterator[None]:
 
 def _busy_s(db: pw.Database) -> float:
     return float(getattr(db, "busy_timeout_s", None) or BUSY_TIMEOUT_S)
+
+
+def _busy_of(db: pw.Database) -> Callable[[], Exception]:
+    busy = getattr(db, "busy", None) or getattr(db, "_busy", None)
+    return busy if callable(busy) else _no_busy
 
 
 def _no_busy() -> Exception:

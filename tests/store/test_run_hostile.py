@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from store import Ledger
-from store.models import dumps
+from store.storage.models import dumps
 from tests.store.test_run_command import ROOT, node, wait_for
 
 START_S = 30.0  # a warden run's own start and end on a loaded machine

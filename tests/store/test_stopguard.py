@@ -209,13 +209,22 @@ def test_a_writer_stopped_by_someone_else_mid_write_is_let_finish(ledger_path, t
             t0 = time.monotonic()
             other.create_task(f"s{i}", title="written while the command is stopped")
             waits.append(time.monotonic() - t0)
-            wait_for(lambda: stopped(pid), 30, "stopped again")  # re-applied once the write was done
+            # the stop stands, with no write under way: re-applied once the write was done
+            wait_for(lambda: stopped(pid) and not guard_held(pid), 30, "stopped again, outside a write")
             os.kill(pid, signal.SIGCONT)
             before = count()
             wait_for(lambda: count() > before, 30, "writing again")
     assert max(waits) < BUSY_S
     run.proc.send_signal(signal.SIGINT)
     assert run.wait(60) == 130
+
+
+def guard_held(pid: int) -> bool:
+    """Whether a write of the command is under way (its guard, named in its environment, is held)."""
+    env = dict(kv.split(b"=", 1) for kv in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in kv)
+    guard = StopGuard.__new__(StopGuard)
+    guard.path = env[ENV.encode()].decode().split(":")[-1]
+    return guard.writing_now()
 
 
 def test_the_guard_costs_little_per_write(ledger_path, guard, monkeypatch):
@@ -227,7 +236,11 @@ def test_the_guard_costs_little_per_write(ledger_path, guard, monkeypatch):
             for i in range(n):
                 led.create_task(f"c{i}-{time.monotonic_ns()}", title="c")
             return time.perf_counter() - t0
-    with_guard = timed(50)
-    monkeypatch.delenv(ENV)
-    without = timed(50)
-    assert with_guard < without * 3 + 0.5  # not a benchmark: a guard that blocked would show here
+    timed(10)  # warm: the first writes of a connection pay for more than the guard
+    with_guard, without = [], []
+    for _ in range(3):  # alternated, the best of each: the machine's load is the noise here
+        monkeypatch.setenv(ENV, guard.env_value(None))
+        with_guard.append(timed(30))
+        monkeypatch.delenv(ENV)
+        without.append(timed(30))
+    assert min(with_guard) < min(without) * 2 + 0.2  # not a benchmark: a guard that blocked would show here
