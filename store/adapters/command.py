@@ -199,6 +199,7 @@ class Supervisor:
             rundir.finish("failed", exit_code=None, why=refused)
             self.fail_node(claim, refused, "transient", True)
             return RunOutcome("refused", refused, run=rundir.name)
+        self.keep(claim)
         child = Child(s.argv, cwd=cwd, env=self._env(claim, rundir, rewind_reason), sink=sink,
                       line_cap=STREAM_EVENT_CAP if s.json_stream else PLAIN_LINE_READ, grace_s=s.grace_s,
                       run_dir=os.path.abspath(rundir.path), ledger=str(self.ledger.target))
@@ -210,7 +211,8 @@ class Supervisor:
             rundir.finish("failed", exit_code=code, why=why)
             self.fail_node(claim, why, "spec", False)
             return RunOutcome("failed", why, exit_code=code, run=rundir.name)
-        self.tell(child, claim)
+        child.tell_claim(claim)
+        self.keep(claim)
         self.note(claim, f"warden run: pid {child.pid} ({child.containment_used}), run directory {rundir.name}, "
                          f"cwd {cwd}" + (f"; restarted after a rewind: {rewind_reason}" if rewind_reason is not None
                                           else ""),
@@ -226,11 +228,13 @@ class Supervisor:
         return leftovers.settle_previous(self.ledger, claim, self.spec.grace_s,
                                          note=lambda text: self.note(claim, text), say=self.say)
 
-    def tell(self, child: Child, claim: Claim) -> None:
-        """Hand the keeper the current claim (it fails the node with it if we die)."""
-        child.tell_claim({"task_id": claim.task_id, "node_key": claim.node_key, "kind": claim.kind,
-                          "worker": claim.worker, "token": claim.token, "attempt": claim.attempt,
-                          "lease_until": claim.lease_until, "lease_s": claim.lease_s})
+    def keep(self, claim: Claim) -> None:
+        """A heartbeat outside the loop (a start takes some of a short lease); its news waits for
+        the loop's next beat."""
+        try:
+            self.ledger.heartbeat(claim)
+        except WardenError:
+            pass
 
     # ------------------------------------------------------------------ ledger writes (lost leases tolerated)
     def note(self, claim: Claim, text: str, *, data: JsonMapping | None = None) -> None:
@@ -441,7 +445,7 @@ class _Watch:
                     return self._steer(claim, now)
                 continue
             self.child.resume()
-            self.sup.tell(self.child, again)
+            self.child.tell_claim(again)
             self.sup.say(f"warden run: resumed{self.sup.by(claim.task_id, 'resume')} (the command continues)")
             return again
 
@@ -474,7 +478,7 @@ class _Watch:
             while True:
                 self.sup.claim = claim
                 if claim.token != self.token:
-                    self.sup.tell(self.child, claim)
+                    self.child.tell_claim(claim)
                     self.token = claim.token
                 if self.sup.stop_requested is not None:
                     claim = self._interrupted(claim)

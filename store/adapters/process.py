@@ -34,6 +34,7 @@ from collections import deque
 from typing import Any, Callable, Mapping, Sequence
 
 from store.storage import stopguard
+from store.views import Claim
 from store.adapters import keeper as _keeper
 from store.adapters.proctree import CONTAINMENT_ENV, Cgroup, Tree, boot_id, is_alive, start_time
 
@@ -189,9 +190,11 @@ class Child:
         except (OSError, ValueError):
             pass
 
-    def tell_claim(self, claim: Mapping[str, object]) -> None:
-        """The claim the keeper fails the node with if we die."""
-        self._tell({"claim": dict(claim)})
+    def tell_claim(self, claim: Claim) -> None:
+        """Hand the keeper the current claim: it fails the node with it if we die."""
+        self._tell({"claim": {"task_id": claim.task_id, "node_key": claim.node_key, "kind": claim.kind,
+                              "worker": claim.worker, "token": claim.token, "attempt": claim.attempt,
+                              "lease_until": claim.lease_until, "lease_s": claim.lease_s}})
 
     def _status_line(self) -> dict[str, Any] | None:
         assert self.keeper is not None and self.keeper.stdout is not None
