@@ -19,10 +19,10 @@ from typing import Literal, Mapping, Self, Sequence, TypeVar
 import peewee as pw
 
 from .. import budget as budget_mod
-from .. import sql, sqlite_file, validate, writegate
+from .. import sql, validate
 from ..clock import Clock, system_clock
-from ..db import (BUSY_TIMEOUT_S, CONNECT_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, WardenSqlite, connect_checked, is_sqlite,
-                  open_database, register_result)
+from ..db import (BUSY_TIMEOUT_S, CONNECT_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, close_database,
+                  connect_checked, is_sqlite, open_database, register_result)
 from ..errors import NotFound
 from ..jsontypes import JsonMapping
 from ..models import LAYERS, Task, dumps
@@ -77,15 +77,6 @@ def validate_key(key: str) -> None:
 register_result("pulse", Pulse, lambda p: {"lease_until": p.lease_until, "parked": p.parked,
                                             "new_units": p.new_units, "gate": p.gate, "density": p.density},
                 lambda data, _args, _kwargs: Pulse(**data))
-
-
-def _close(db: pw.Database) -> None:
-    if not db.is_closed():
-        db.close()
-    if getattr(db, "tidy_on_close", False):  # a read leaves the directory as it found it
-        sqlite_file.tidy(str(getattr(db, "path", "")))
-    elif isinstance(db, WardenSqlite) and db.gate_ours:
-        writegate.tidy(db.path)  # the last one out: a ledger at rest is one file
 
 
 class LedgerCore:
@@ -144,7 +135,7 @@ class LedgerCore:
         try:
             check_version(db, create=create and not read_only)
         except Exception:
-            _close(db)
+            close_database(db)
             raise
         return cls(db, clock or system_clock, os.fspath(target))
 
@@ -157,7 +148,7 @@ class LedgerCore:
         return bool(getattr(self.db, "read_only", False))
 
     def close(self) -> None:
-        _close(self.db)
+        close_database(self.db)
 
     def __enter__(self) -> Self:
         return self
