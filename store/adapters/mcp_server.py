@@ -19,9 +19,9 @@ import json
 
 from mcp.server.mcpserver import MCPServer
 
-from ..jsontypes import JsonArray, JsonObject
-from .agent_session import AgentSession
-from .mcp_wire import AnsweringServer
+from store.jsontypes import JsonArray, JsonObject
+from store.adapters.agent_session import AgentSession
+from store.adapters.mcp_wire import AnsweringServer
 
 __all__ = ["build_server", "serve"]
 

@@ -52,9 +52,9 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from ..errors import WardenError
-from ..text import safe_line
-from ..validate import JSON_MAX_DEPTH, show
+from store.errors import WardenError
+from store.text import safe_line
+from store.validate import JSON_MAX_DEPTH, show
 
 __all__ = ["DEPTH_MAX", "MESSAGE_MAX", "AnsweringServer", "decode", "encode", "one_line", "stdio_wire"]
 
