@@ -370,8 +370,7 @@ def write_tx(db: pw.Database) -> Iterator[None]:
             f"nested write transaction (depth {depth}): a write must begin IMMEDIATE at depth 0, "
             "not as a savepoint inside another transaction"
         )
-    # a supervised process is not stopped inside a write (store/storage/stopguard.py)
-    with stopguard.writing(_busy_s(db), _busy_of(db)):
+    with stopguard.for_db(db):  # a supervised process is never stopped inside a write
         if isinstance(db, WardenSqlite):
             # writers take turns through store/storage/writegate.py before SQLite's lock (its busy handler is unfair)
             with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours, db.sqlite_wait), \
@@ -383,19 +382,6 @@ def write_tx(db: pw.Database) -> Iterator[None]:
         else:
             with db.atomic():
                 yield
-
-
-def _busy_s(db: pw.Database) -> float:
-    return float(getattr(db, "busy_timeout_s", None) or BUSY_TIMEOUT_S)
-
-
-def _busy_of(db: pw.Database) -> Callable[[], Exception]:
-    busy = getattr(db, "busy", None) or getattr(db, "_busy", None)
-    return busy if callable(busy) else _no_busy
-
-
-def _no_busy() -> Exception:
-    return LedgerBusy(f"the ledger stayed busy for {BUSY_TIMEOUT_S:g}s: a supervised stop did not end; nothing was written")
 
 
 STRICT_READS_ENV = "WARDEN_STRICT_READS"
@@ -457,7 +443,7 @@ def _owned(db: WardenPostgres, fn: Callable[[], object], rid: str, now: Callable
     req.rid, req.joined, req.body_done = rid, False, False
     raised: BaseException | None = None
     try:
-        with stopguard.writing(_busy_s(db), db._busy), db.atomic():
+        with stopguard.for_db(db), db.atomic():
             try:
                 result = fn()
             except Exception as e:

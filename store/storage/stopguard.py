@@ -30,9 +30,11 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Callable, Iterator
+from typing import Callable, ContextManager, Iterator
 
-__all__ = ["ENV", "StopGuard", "writing"]
+from store.errors import LedgerBusy
+
+__all__ = ["ENV", "StopGuard", "for_db", "writing"]
 
 ENV = "WARDEN_STOP_GUARD"
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -95,6 +97,17 @@ def writing(timeout_s: float, busy: Callable[[], Exception]) -> Iterator[None]:
     finally:
         for fd in held:
             os.close(fd)  # closing lets the guard go
+
+
+def for_db(db: object) -> ContextManager[None]:
+    """:func:`writing` with a ledger's busy timeout and its own ``LedgerBusy``."""
+    timeout = float(getattr(db, "busy_timeout_s", None) or 30.0)
+    busy = getattr(db, "busy", None) or getattr(db, "_busy", None)
+
+    def fallback() -> Exception:
+        return LedgerBusy(f"the ledger stayed busy for {timeout:g}s: a supervised stop did not end; nothing was written")
+
+    return writing(timeout, busy if callable(busy) else fallback)
 
 
 class StopGuard:
