@@ -8,22 +8,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .. import sql
-from ..clock import iso
-from ..db import read_tx
-from ..errors import NotFound, Refused
-from ..jsontypes import JsonArray, JsonObject
-from ..ledger import unsafe
-from ..ledger.core import LedgerCore, digest_json
-from ..mind import alignment
-from ..mind.views import MindState
-from ..models import Handoff
-from ..rules import HANDOFF, NAME_OPT, TEXT_OPT
-from ..validate import HANDOFF_ID_RE, show
-from . import planning as pl
-from .action import Action, Command, Flag, NoKey
-from .changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import Plan
+from store.storage import sql
+from store.clock import iso
+from store.storage.db import read_tx
+from store.errors import NotFound, Refused
+from store.jsontypes import JsonArray, JsonObject
+from store.ledger import unsafe
+from store.storage.core import LedgerCore, digest_json
+from store.mind import alignment
+from store.mind.views import MindState
+from store.storage.models import Handoff
+from store.ledger.rules import HANDOFF, NAME_OPT, TEXT_OPT
+from store.validate import HANDOFF_ID_RE, show
+from store.actions import planning as pl
+from store.actions.action import Action, Command, Flag, NoKey
+from store.actions.changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
+from store.actions.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,11 @@ def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None
             warnings.append(f"node {n.key} is parked: it stays parked until resumed, then runs with this resolution")
         else:
             warnings.append(f"node {n.key} is {n.status}: the resolution is recorded for its next claim")
-        after = pl.reopened_status(core, task, changes)
+        verdict = option if n.key in changes and changes[n.key][1] == "succeeded" else None
+        after = pl.reopened_status(core, task, changes, drifting=None if verdict is None else verdict == "drifting")
+        if verdict == "drifting" and pl.reopened_status(core, task, changes, drifting=False) == "completed":
+            warnings.append("nothing is left to run, but a drifting verdict keeps the task active (drift_suspected) "
+                            "until a replan or a narrow answers it")
         params = ResolveParams(handoff=hid, node=n.key, option=option, answer=answer, question=h.question)
         return pl.make_plan(core, params, task, hid, reason, [n], changes, status_after=after, versions_of=[n],
                             warnings=warnings)

@@ -39,20 +39,20 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Callable, Iterator
 
-from .. import budget
-from ..errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
-from ..facade import Ledger
-from ..jsontypes import JsonMapping, JsonObject
-from ..views import Claim
-from . import questions
-from .hook_answers import Dialect, HookAnswer, dialect
-from .hook_session import HookSession, call_digest
-from .hook_transcript import read_new
-from .sessions import SessionStore
-from .steering import Steer, clean, steer
-from .streams import summarize
+from store.errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
+from store.facade import Ledger
+from store.jsontypes import JsonMapping, JsonObject
+from store.judges import budget
+from store.views import Claim
+from store.adapters import questions
+from store.adapters.hook_answers import Dialect, HookAnswer, dialect
+from store.adapters.hook_session import HookSession, call_digest
+from store.adapters.hook_transcript import read_new
+from store.adapters.sessions import SessionStore
+from store.adapters.steering import Steer, clean, steer
+from store.adapters.streams import summarize
 
-__all__ = ["EVENTS", "HookAnswer", "HookConfig", "PAYLOAD_CAP", "handle", "parse", "run_hook"]
+__all__ = ["EVENTS", "HookAnswer", "HookConfig", "PAYLOAD_CAP", "handle", "parse", "run_hook", "safe_default"]
 
 PAYLOAD_CAP = 4 * 1024 * 1024  # bytes of stdin read (a Write tool's content can be large)
 TEXT_CAP = 4000  # characters of a prompt, a message, a tool's input or output kept

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..jsontypes import JsonObject
+from store.jsontypes import JsonObject
 
 __all__ = ["HookAnswer", "Dialect", "dialect"]
 

@@ -29,13 +29,13 @@ import os
 import re
 import time
 
-from ..errors import LeaseLost, NotFound, Refused
-from ..facade import Ledger
-from ..jsontypes import JsonObject, JsonValue
-from ..views import Claim, NodeSpec
-from . import questions
-from .sessions import SessionStore, claim_from_json, claim_to_json
-from .steering import Steer, reclaim, steer
+from store.errors import LeaseLost, NotFound, Refused
+from store.facade import Ledger
+from store.jsontypes import JsonObject, JsonValue
+from store.views import Claim, NodeSpec
+from store.adapters import questions
+from store.adapters.sessions import SessionStore, claim_from_json, claim_to_json
+from store.adapters.steering import Steer, reclaim, steer
 
 __all__ = ["HookSession", "call_digest", "process_alive", "process_start", "session_task_id"]
 

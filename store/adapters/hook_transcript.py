@@ -26,7 +26,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from ..jsontypes import JsonObject
+from store.jsontypes import JsonObject
 
 __all__ = ["READ_CAP", "Reading", "read_new"]
 

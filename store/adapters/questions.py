@@ -19,10 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import LeaseLost, NotFound, Refused, StaleRevision
-from ..facade import Ledger
-from ..jsontypes import JsonMapping, JsonObject
-from ..views import Claim
+from store.errors import LeaseLost, NotFound, Refused, StaleRevision
+from store.facade import Ledger
+from store.jsontypes import JsonMapping, JsonObject
+from store.storage.models import HANDOFF_KINDS
+from store.validate import show
+from store.views import Claim
 
 __all__ = ["Asked", "ask", "close", "settle"]
 
@@ -33,10 +35,28 @@ class Asked:
     node: str
 
 
+def check(kind: str, question: str, options: Sequence[JsonMapping]) -> None:
+    """What the ledger would refuse in the question, refused before anything is written (a refused
+    call changes nothing: not even the question's node)."""
+    if kind not in HANDOFF_KINDS:
+        raise Refused(f"unknown handoff kind {show(kind)}: one of {', '.join(HANDOFF_KINDS)}")
+    if not str(question).strip():
+        raise Refused("a handoff needs a question")
+    ids = []
+    for o in options:
+        if "id" not in o:
+            raise Refused("every handoff option needs an id")
+        ids.append(str(o["id"]))
+    if len(set(ids)) != len(ids):
+        raise Refused("handoff option ids must be distinct")
+
+
 def ask(ledger: Ledger, task: str, key: str, *, worker: str, kind: str, node_kind: str, title: str,
         question: str, options: Sequence[JsonMapping], context: JsonMapping, lease_s: float = 60.0) -> Asked:
     """Add the question's node, claim it and open the handoff on it. Raises ``Refused`` when the
-    node cannot be claimed (the task parked or aborted meanwhile)."""
+    question is not one the ledger takes (nothing written) or the node cannot be claimed (the task
+    parked or aborted meanwhile)."""
+    check(kind, question, options)
     try:
         ledger.node(task, key)
     except NotFound:
