@@ -106,6 +106,11 @@ class Action(ActionParams):
         longer holds for this action's own reasons, or None."""
         return None
 
+    def refuse_operator(self, core: LedgerCore, plan: Plan, operator: str) -> str | None:
+        """At apply, under the task row's lock: why ``operator`` may not take this decision (an
+        agent of the task deciding what only a person may), or None. Refused, it is audited."""
+        return None
+
     def apply(self, tx: ApplyTx) -> Outcome:
         """The action's own changes (its node updates; the task fields and event keys it adds)."""
         raise Refused(f"cannot apply a {tx.plan.action!r} plan")

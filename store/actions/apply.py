@@ -48,15 +48,18 @@ def apply(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
         # SHARE) and agent writes (NO KEY UPDATE) while the revision is checked and the plan applied.
         task = read_task(core, plan.task_id, lock="exclusive")
         ids = _ids(core, plan)
-        stale = _stale(core, plan, task, ids)
+        not_yours = _registered(plan).refuse_operator(core, plan, operator)
+        stale = not_yours or _stale(core, plan, task, ids)
         if stale is None:
             return _apply(ApplyTx(core, plan, task, ids, operator, now))
-        # Refused: only the audit row, committed with this transaction, then StaleRevision.
+        # Refused: only the audit row, committed with this transaction, then the refusal.
         core.bind(ActionRow.insert(
             at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target,
             reason=plan.reason, plan=plan.to_json(), result="refused", refused_why=stale,
             revision_before=plan.revision, revision_after=int(task.revision),
         )).execute()
+    if not_yours is not None:
+        raise Refused(not_yours)
     raise StaleRevision(stale)
 
 

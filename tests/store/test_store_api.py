@@ -258,7 +258,7 @@ def small(ledger, clock):
         if k == "a":
             ledger.intend_effect(c, "pr:a", compensation="close the PR")
             ledger.confirm_effect(c, "pr:a", external_id="#1")
-            ledger.propose_memory(c, "the build comes before the tests", scope="workflow")
+            ledger.propose_memory(c, "the build comes before the tests", scope="workflow", source="tests")
         ledger.commit(c, output={k: 1})
     c = ledger.claim("t", "w", lease_s=60, kinds=["h"])
     hid = ledger.request_human(c, kind="confirm", question="go?", options=[{"id": "yes"}, {"id": "no"}])
