@@ -10,7 +10,7 @@ action"). The params class carries everything about the action beside its plan:
 * ``replan(core, plan)`` and ``keeps(approved, current, since)``: when anything the plan was
   computed at moved, the action planned again on the current state with the approved params, and
   its rule for whether that current plan keeps the approved one's promise (store/actions/promise.py);
-* ``arguments``: the rule (``store/rules.py``) of each argument of its plan function: the facade
+* ``arguments``: the rule (``store/ledger/rules.py``) of each argument of its plan function: the facade
   checks them, in ``Ledger.plan_<action>`` and in ``Ledger.plan(action, arguments)``;
 * ``title``, ``key`` (:class:`Key` or :class:`NoKey`) and ``cli`` (:class:`Command` or
   :class:`NoCommand`): how the console and the ``warden`` command offer it — plain data, from
@@ -24,13 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Mapping, Sequence
 
-from ..errors import Refused
-from ..ledger.core import LedgerCore
-from ..rules import Rule
-from .changes import ApplyTx, Outcome
-from .plan import ActionParams, Plan
-from .planning import TaskState
-from .promise import Since, shared_rule
+from store.errors import Refused
+from store.storage.core import LedgerCore
+from store.ledger.rules import Rule
+from store.actions.changes import ApplyTx, Outcome
+from store.actions.plan import ActionParams, Plan
+from store.actions.planning import TaskState
+from store.actions.promise import Since, shared_rule
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ with the rest. A node park parks its node whatever it is doing now (claimed mean
 is revoked). Refused: the task's status changed by another action (parked, resumed, aborted),
 the task or node has nothing left to park.
 
-``wake_on``: wake conditions (store/wake_conditions.py), checked when planned; when one is met a
-``wake`` signal says so, and with ``auto_resume`` the park is resumed by the system (store/wake.py).
+``wake_on``: wake conditions (store/parks/conditions.py), checked when planned; when one is met a
+``wake`` signal says so, and with ``auto_resume`` the park is resumed by the system (store/parks/wake.py).
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .. import wake_conditions as wc
-from ..clock import iso
-from ..db import read_tx
-from ..errors import Refused
-from ..jsontypes import JsonMapping, JsonObject
-from ..ledger.core import LedgerCore
-from ..rules import FLAG, ID, ID_OPT, TEXT_OPT, UNTIL, WAKE_ON_OPT
-from . import planning as pl
-from .action import Action, Command, Flag, Key
-from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import Plan
-from .promise import Since, task_moved
+from store.parks import conditions as wc
+from store.clock import iso
+from store.storage.db import read_tx
+from store.errors import Refused
+from store.jsontypes import JsonMapping, JsonObject
+from store.storage.core import LedgerCore
+from store.ledger.rules import FLAG, ID, ID_OPT, TEXT_OPT, UNTIL, WAKE_ON_OPT
+from store.actions import planning as pl
+from store.actions.action import Action, Command, Flag, Key
+from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
+from store.actions.plan import Plan
+from store.actions.promise import Since, task_moved
 
 # How a refusal or warning names the way out, in the CLI's words; the park dialog says the same with
 # its checkboxes (console/dialogs/park.py dialog_words replaces exactly these).

@@ -3,9 +3,10 @@ data a plan holds; :class:`~store.actions.action.Action` adds the rest of a regi
 
 A :class:`Plan` is a pure value: the exact impact of an action (node status changes, leases
 revoked, handoffs withdrawn, effects not undone, warnings) and the task ``revision`` and node
-``versions`` it was computed at. Its JSON shape (:meth:`Plan.to_json`) is a contract (the CLI's
-``--json`` and the Action audit row; docs/operations.md). An applied plan is the plan as applied,
-and :class:`Differed` says what it found changed since the preview (store/actions/promise.py).
+``versions`` it was computed at. Its JSON shape (:meth:`Plan.to_json`) is a contract
+(docs/contracts.md "JSON shapes"; the CLI's ``--json`` and the Action audit row). An applied plan is
+the plan as applied, and :class:`Differed` says what it found changed since the preview
+(store/actions/promise.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Mapping
 
-from ..clock import iso
-from ..jsontypes import JsonMapping, JsonObject
+from store.clock import iso
+from store.jsontypes import JsonMapping, JsonObject
 
 
 class ActionParams:
@@ -105,7 +106,7 @@ class Plan:
         return self.params.node_target(self.target)
 
     def to_json(self) -> JsonObject:
-        """The DESIGN.md "plan" shape (+ changes, task_status, params, planned_at)."""
+        """The "plan" shape of docs/contracts.md (+ changes, task_status, params, planned_at)."""
         out: JsonObject = {
             "action": self.action,
             "task_id": self.task_id,

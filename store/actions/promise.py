@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, NamedTuple, Sequence
 
-from .. import sql
-from ..clock import iso
-from ..jsontypes import JsonObject
-from ..ledger.core import LedgerCore
-from ..text import safe_line
-from .plan import Differed, Plan
+from store.actions.plan import Differed, Plan
+from store.clock import iso
+from store.jsontypes import JsonObject
+from store.storage import sql
+from store.storage.core import LedgerCore
+from store.text import safe_line
 
 NAMED = 3  # node keys named in one note before "and N more"
 
