@@ -47,7 +47,7 @@ from store.errors import StaleRevision, WardenError
 from ..glyphs import READ_ONLY_NOTICE
 from ..host import ConsoleHost, host_of
 from ..operator import resolve_operator
-from ..text import literal, safe_line
+from ..text import literal, safe, safe_line
 from ..typeahead import TypeAhead, after_pending_keys
 from .plan import PlanPreview
 
@@ -404,7 +404,7 @@ class ActionDialog(WardenModal["Plan | None"]):
         done = msg.plan
         self.result = done
         # what differed stays long enough to read (the app's own notice time, when longer)
-        self.app.notify(applied_notice(done), title=safe_line(self.params.title), markup=False,
+        self.app.notify(safe(applied_notice(done)), title=safe_line(self.params.title), markup=False,
                         timeout=max(self.app.NOTIFICATION_TIMEOUT, DIFFERED_NOTICE_S) if done.differed else None)
         self.dismiss(done)
 
