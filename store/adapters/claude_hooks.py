@@ -24,8 +24,10 @@ SessionEnd             the wait ends, a turn still running fails nothing
 =====================  ========================================  =================================
 
 Everything in a payload is untrusted: read from at most ``PAYLOAD_CAP`` bytes, strings bounded,
-stored as text (the console escapes it). A payload that cannot be read gets one line on stderr
-and the safe default: a PermissionRequest or a PreToolUse is denied, anything else exits 2.
+stored as text (the console escapes it). A payload that cannot be read gets one escaped line on
+stderr and the safe default: when its event can be read, a PermissionRequest or a PreToolUse is
+denied and any other event exits 1; when not even the event can be read, exit 2 (a blocking
+error, which denies what can be denied and only shows the line for the others).
 """
 
 from __future__ import annotations
@@ -75,6 +77,10 @@ class HookConfig:
 
 class _Terminated(Exception):
     """The client ended the hook (SIGTERM): its dialog was answered or cancelled at the terminal."""
+
+    def __post_init__(self) -> None:  # one escaped line, whatever went into it (a payload's own text)
+        if self.message is not None:
+            object.__setattr__(self, "message", safe_line(self.message, limit=500))
 
 
 def safe_default(event: str | None, why: str, client: str = "claude") -> HookAnswer:

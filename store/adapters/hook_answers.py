@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from store.jsontypes import JsonObject
+from store.text import safe_line
 
 __all__ = ["HookAnswer", "Dialect", "dialect"]
 
@@ -38,6 +39,10 @@ class HookAnswer:
     output: JsonObject | None = None
     exit_code: int = 0
     message: str | None = None
+
+    def __post_init__(self) -> None:  # one escaped line, whatever went into it (a payload's own text)
+        if self.message is not None:
+            object.__setattr__(self, "message", safe_line(self.message, limit=500))
 
 
 def _specific(event: str, **fields: object) -> JsonObject:
