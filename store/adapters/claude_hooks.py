@@ -75,14 +75,6 @@ class HookConfig:
     interactive: bool = True  # Claude Code's CLAUDE_CODE_ENTRYPOINT is "cli" (else claude -p)
 
 
-class _Terminated(Exception):
-    """The client ended the hook (SIGTERM): its dialog was answered or cancelled at the terminal."""
-
-    def __post_init__(self) -> None:  # one escaped line, whatever went into it (a payload's own text)
-        if self.message is not None:
-            object.__setattr__(self, "message", safe_line(self.message, limit=500))
-
-
 def safe_default(event: str | None, why: str, client: str = "claude") -> HookAnswer:
     """What to answer when the hook cannot do its work: never an allow."""
     line = f"warden hook {client}: {why}"
