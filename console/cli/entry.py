@@ -40,7 +40,7 @@ from typing import Callable, Sequence
 from store import WardenError
 from store.storage.db import masked
 
-from . import actions, agents, inspection, meta, mind, recovery, report, serve
+from . import actions, agents, inspection, meta, mind, notify, recovery, report, serve
 from .common import (GLOBALS, CliParser, Subcommands, alert_hook, command, connect_timeout, fill_globals, flags, honours,
                      ledger_target, operator_of, runs_dir)
 from .errors import CliFailure, UsageError
@@ -60,6 +60,7 @@ REGISTRARS: tuple[Registrar, ...] = (
     mind.register,               # mind, plans, memory (the task's mind)
     recovery.register,           # recover, verify-record
     serve.register,              # serve (the console in a browser)
+    notify.register,             # notify (push notifications through apprise)
     agents.register,             # run, mcp, hook (the agent side: integrations of agents people run)
 )
 
