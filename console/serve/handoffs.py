@@ -145,8 +145,8 @@ class HandoffDesk:
             return 409 if closed else 400, {"error": safe_line(str(e)), "stale": closed}
         except WardenError as e:
             return 503, {"error": safe_line(str(e))}
-        return 200, {"answered": hid, "option": done.params_json().get("option") if hasattr(done, "params_json")
-                     else option, "by": operator, "differed": list(getattr(done, "differed", ()) or ()),
+        notes = list(done.differed.notes) if done.differed else []
+        return 200, {"answered": hid, "option": option or None, "by": operator, "differed": notes,
                      "handoff": self.one(hid)}
 
     def answer_by_link(self, hid: str, token: str, body: JsonObject, where: str) -> tuple[int, JsonObject]:
