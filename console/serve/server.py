@@ -46,7 +46,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
        "frame-ancestors 'none'")
 SESSION_STOP_S = 5.0
-PHONE_FILES = ("handoffs.js", "handoffs.css")  # the handoffs page's own files (no token: a link opens it)
+# The handoffs page's own files (no token: a notification's link opens it).
+PHONE_FILES = ("handoffs.js", "handoffs.css", "fonts/noto-emoji-fallback.woff2", "fonts/dejavu-sans-mono-fallback.woff2")
 
 
 class ServeError(Exception):

@@ -189,13 +189,15 @@ def test_the_token_lists_them_all_and_a_stale_answer_says_who_answered(browser, 
             text = confirm.locator(".result").inner_text()
             assert f"handoff {ids['confirm']} was already resolved by bob@console" in text and "(option wait)" in text
             assert confirm.locator(".send").is_disabled()
+            confirm.screenshot(path=str(tmp_path / "stale.png"))
             # the edit, answered from the list as the token's operator
             edit.locator(".option", has_text="Deny").tap()
             edit.locator(".send").tap()
             page.wait_for_selector(f".card[data-handoff='{ids['edit']}'] .result.ok")
             assert "recorded as alice (phone page from 127.0.0.1)" in edit.locator(".result").inner_text()
             page.locator("#refresh").tap()
-            page.wait_for_function("document.querySelectorAll('.card').length === 1")
+            page.locator(".card").nth(1).wait_for(state="detached")
+            assert page.locator(".card").count() == 1 and page.locator("#count").inner_text() == "1 open"
         finally:
             ctx.close()
     assert led.handoff(ids["confirm"]).resolved_by == "bob@console"
