@@ -367,10 +367,8 @@ def write_tx(db: pw.Database) -> Iterator[None]:
         req.body_done = True
         return
     if depth != 0:
-        raise RuntimeError(
-            f"nested write transaction (depth {depth}): a write must begin IMMEDIATE at depth 0, "
-            "not as a savepoint inside another transaction"
-        )
+        raise RuntimeError(f"nested write transaction (depth {depth}): a write must begin IMMEDIATE at depth 0, "
+                           "not as a savepoint inside another transaction")
     with stopguard.for_db(db):  # a supervised process is never stopped inside a write
         if isinstance(db, WardenSqlite):
             # writers take turns through store/storage/writegate.py before SQLite's lock (its busy handler is unfair)
