@@ -139,6 +139,25 @@ def ledger(ledger_path, clock):
     led.close()
 
 
+# ---------------------------------------------------------------------- a loaded machine
+# No test may depend on the machine being idle: waits are on conditions, their deadlines are
+# safety nets stretched by the machine's slowdown (tests/support/waiting.py), and a bound that is
+# the point of a test is scaled the same way or compared with a baseline of the same test. The
+# machine's speed is measured once, here, and handed to the workers (and the processes tests start)
+# through the environment, so every part of the session scales by the same figure.
+def pytest_configure(config) -> None:
+    from tests.support import waiting
+
+    os.environ[waiting.SPEED_ENV] = f"{waiting.machine_speed():.3f}"
+
+
+def pytest_report_header(config) -> str:
+    from tests.support import waiting
+
+    return (f"machine: {waiting.machine_speed():.2f}× the reference's CPU time, load {os.getloadavg()[0]:.1f} "
+            f"on {waiting.cpus()} CPUs (safety nets ×{waiting.slowdown():.1f} now; tests/support/waiting.py)")
+
+
 # ---------------------------------------------------------------------- parallel runs (pytest-xdist)
 # The suite runs on two workers (pyproject addopts: -n 2 --dist loadgroup). Tests that drive a real
 # terminal, a browser or the demo's process tree measure nothing but still wait on screens with

@@ -14,7 +14,6 @@ import shlex
 import struct
 import sys
 import termios
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -22,6 +21,7 @@ import pytest
 
 from conftest import build_ledger
 from store import Ledger
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 OSC = re.compile(rb"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")  # a terminal's OSC sequence (may end in BEL)
@@ -41,11 +41,13 @@ class Pty:
         self.pid, self.fd = pid, fd
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         self.out = bytearray()
-        self.deadline = time.monotonic() + 120
 
     def pump_until(self, pred: Callable[[], bool], what: str) -> None:
+        """Read until ``pred`` holds; each wait's safety net is 60 idle seconds, stretched by the
+        machine's load (tests/support/waiting.py), not a budget for the whole test."""
+        deadline = Deadline(60)
         while not pred():
-            assert time.monotonic() < self.deadline, f"timed out waiting for {what}; got {bytes(self.out[-600:])!r}"
+            assert not deadline.expired(), f"timed out waiting for {what}; got {bytes(self.out[-600:])!r}"
             r, _, _ = select.select([self.fd], [], [], 0.2)
             if r:
                 try:

@@ -21,12 +21,12 @@ import sqlite3
 import struct
 import sys
 import termios
-import time
 from pathlib import Path
 
 import pytest
 
 from store import Ledger, ManualClock, NodeSpec
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000.0
@@ -115,7 +115,16 @@ def runs(tmp: Path) -> Path:
 
 
 class Terminal:
-    """The console in a pty, 120×40, exactly as an operator starts it."""
+    """The console in a pty, 120×40, exactly as an operator starts it.
+
+    Each step waits for what it expects on screen, with a safety net of ``STEP_S`` idle seconds
+    stretched by the machine's load (tests/support/waiting.py) — no budget for the whole test, which
+    a loaded machine can exceed while every step is healthy. A key is sent once: the console takes
+    keys typed ahead (console/typeahead.py), and a key sent again while the first is still on its way
+    (a loaded machine) would act twice — an escape more leaves one screen more.
+    """
+
+    STEP_S = 60.0
 
     def __init__(self, cwd: Path, *argv: str) -> None:
         self.out = bytearray()
@@ -126,22 +135,20 @@ class Terminal:
             env.pop("NO_COLOR", None)
             os.execve(sys.executable, [sys.executable, "-m", "console", *argv], env)
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        self.deadline = time.monotonic() + 240
         self.status: int | None = None
 
-    def pump(self, pred, *, resend: bytes | None = None, what: str = "") -> None:
-        quiet = time.monotonic()
+    def pump(self, pred, *, what: str = "") -> None:
+        deadline = Deadline(self.STEP_S)
         while not pred():
-            assert time.monotonic() < self.deadline, f"timed out waiting for {what}; got {bytes(self.out[-600:])!r}"
+            if deadline.expired():
+                raise AssertionError(f"timed out waiting for {what} ({deadline.waited():.0f} s); "
+                                     f"got {bytes(self.out[-600:])!r}")
             if self.status is None:
                 done, st = os.waitpid(self.pid, os.WNOHANG)
                 if done:
                     self.status = os.waitstatus_to_exitcode(st)
                     assert pred(), f"the console exited ({self.status}) before {what}: {bytes(self.out[-800:])!r}"
                     return
-            if resend is not None and time.monotonic() - quiet > 8:
-                os.write(self.fd, resend)  # not taken yet (still starting on a loaded machine): a key that
-                quiet = time.monotonic()   # is taken shows its effect at once, so sending again is safe
             r, _, _ = select.select([self.fd], [], [], 0.3)
             if r:
                 try:
@@ -157,7 +164,7 @@ class Terminal:
     def key(self, k: bytes, then: bytes, what: str = "") -> None:
         mark = len(self.out)
         os.write(self.fd, k)
-        self.pump(lambda: then in self.out[mark:], resend=k, what=what or f"{k!r} → {then!r}")
+        self.pump(lambda: then in self.out[mark:], what=what or f"{k!r} → {then!r}")
 
     def back_to(self, screen: bytes) -> None:
         """escape, until the status bar names ``screen``. (A key sent before the escape is taken
@@ -165,7 +172,7 @@ class Terminal:
         mark = len(self.out)
         pattern = re.compile(rb" warden .{0,60}?" + re.escape(screen), re.S)
         os.write(self.fd, b"\x1b")
-        self.pump(lambda: pattern.search(self.out, mark) is not None, resend=b"\x1b", what=f"back to {screen!r}")
+        self.pump(lambda: pattern.search(self.out, mark) is not None, what=f"back to {screen!r}")
 
     def press(self, k: bytes) -> None:
         """One key, and whatever it repainted (a scroll)."""
@@ -175,7 +182,7 @@ class Terminal:
 
     def quit(self) -> int:
         os.write(self.fd, b"q")
-        self.pump(lambda: self.status is not None, resend=b"q", what="exit")
+        self.pump(lambda: self.status is not None, what="exit")
         os.close(self.fd)
         return int(self.status or 0)
 

@@ -23,6 +23,7 @@ from store import Ledger
 from tests.support.observed import all_said  # noqa: E402
 from store.adapters.claude_hooks import HookConfig, handle, parse, run_hook
 from store.adapters.sessions import SessionStore
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "tests" / "fixtures" / "agents" / "claude_hooks"
@@ -99,8 +100,8 @@ def permission_in_thread(ledger_path, clock, store, cfg):
 
 
 def wait_handoff(ledger, kind="permission"):
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    deadline = Deadline(30)
+    while not deadline.expired():
         hs = [h for h in ledger.handoffs(task_id=TASK) if h.kind == kind]
         if hs:
             return hs[0]
@@ -266,12 +267,12 @@ def test_an_unavailable_ledger_denies_a_permission(tmp_path, store):
 
 # ---------------------------------------------------------------------- end to end: a fake Claude Code
 def wait_lines(path: Path, n: int, timeout: float = 120) -> list[dict]:
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while True:
         lines = path.read_text().splitlines() if path.exists() else []
         if len(lines) >= n:
             return [json.loads(x) for x in lines]
-        if time.monotonic() > deadline:
+        if deadline.expired():
             pytest.fail(f"timed out waiting for {n} hook answers (have {len(lines)})")
         time.sleep(0.1)  # the pause between two looks at the answers file
 
