@@ -11,6 +11,7 @@ import pty
 import re
 import select
 import shlex
+import signal
 import struct
 import sys
 import termios
@@ -36,6 +37,9 @@ class Pty:
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], size: tuple[int, int] = (80, 24)) -> None:
         pid, fd = pty.fork()
         if pid == 0:  # child: the console, exactly as an operator starts it
+            # Ctrl-C's default back: a suite started in the background by a shell without job
+            # control (``… &`` in a script) ignores SIGINT, and the console would inherit that.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.chdir(cwd)
             os.execve(sys.executable, [sys.executable, "-m", "console", *argv], env)
         self.pid, self.fd = pid, fd
