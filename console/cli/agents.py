@@ -29,7 +29,7 @@ from .errors import UsageError
 
 RUN_EXAMPLE = """examples:
   warden run --task nightly -- make test
-  warden run --task fix-42 --json-stream claude -- claude -p "fix issue 42" --output-format stream-json --verbose
+  warden run --task fix-42 --json-stream claude -- claude -p "fix the failing test" --output-format stream-json --verbose
   warden run --task build --artifacts dist -- ./build.sh"""
 
 MCP_EXAMPLE = """example (a client's mcpServers entry runs this command):
@@ -131,7 +131,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         def stop(signum: int, _frame: FrameType | None) -> None:
             sup.stop_requested = f"received {signal.Signals(signum).name}"
 
+        def suspend(_signum: int, _frame: FrameType | None) -> None:
+            sup.suspend_requested = True  # acted on between ledger writes (a stopped writer holds the lock)
+
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        old[signal.SIGTSTP] = signal.signal(signal.SIGTSTP, suspend)
         try:
             outcome = sup.run()
         finally:

@@ -25,16 +25,17 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from ..clock import iso
-from ..errors import LeaseLost, NotFound, Refused
-from ..facade import Ledger
-from ..jsontypes import JsonObject, JsonValue
-from ..task_report import task_report
-from ..views import Claim
-from ..worker import LeaseKeeper
-from .sessions import SessionBusy, SessionStore, claim_from_json, claim_to_json
-from .steering import Steer, clean, pulse, reclaim, steer
-from .streams import summarize
+from store.clock import iso
+from store.errors import LeaseLost, NotFound, Refused
+from store.facade import Ledger
+from store.jsontypes import JsonObject, JsonValue
+from store.reading.task_report import task_report
+from store.validate import json_value, show
+from store.views import Claim
+from store.worker import LeaseKeeper
+from store.adapters.sessions import SessionBusy, SessionStore, claim_from_json, claim_to_json
+from store.adapters.steering import Steer, clean, pulse, reclaim, steer
+from store.adapters.streams import summarize
 
 __all__ = ["AgentSession", "SessionConfig"]
 
@@ -54,9 +55,10 @@ class SessionConfig:
     lock_wait_s: float = 10.0
 
 
-def _normal(value: object) -> JsonValue:
-    """``value`` as the ledger will give it back (a JSON round trip)."""
-    return json.loads(json.dumps(value, allow_nan=False))
+def _normal(value: object, arg: str) -> JsonValue:
+    """``value`` as the ledger will give it back (a JSON round trip); one the ledger cannot keep
+    (not finite, too deep, a lone surrogate) is refused first, with its one line."""
+    return json.loads(json.dumps(json_value(arg, value), allow_nan=False))
 
 
 OPTIONS_MAX = 20  # options of one question
@@ -220,7 +222,7 @@ class AgentSession:
             if self.key is None:
                 self._bind(task)
             elif task != self.task:
-                raise Refused(f"this session works on task {self.task}; start another warden mcp for {task}")
+                raise Refused(f"this session works on task {self.task}; start another warden mcp for {show(task)}")
             if self.claim is not None:
                 stop = self._check()
                 if stop is None:
@@ -276,7 +278,7 @@ class AgentSession:
 
     def commit(self, output: object) -> JsonObject:
         with self.lock:
-            value = _normal(output)
+            value = _normal(output, "output")
             if self.claim is None:
                 if self.last_commit is not None and self.last_commit.get("output") == value:
                     return {"status": "committed", "already": True, **self.last_commit["where"]}
@@ -338,7 +340,7 @@ class AgentSession:
             if stop is not None:
                 return stop
             assert self.claim is not None
-            eff = self.ledger.intend_effect(self.claim, key, payload=_normal(payload))
+            eff = self.ledger.intend_effect(self.claim, key, payload=_normal(payload, "payload"))
             return {"status": eff.status, "effect": key, "external_id": eff.external_id,
                     "message": "Already done: do not make this call again." if eff.status == "confirmed" else
                     "Intended: make the external call, then confirm_effect."}

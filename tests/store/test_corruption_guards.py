@@ -28,7 +28,7 @@ from typing import Callable
 import pytest
 
 from store import Ledger, LedgerUnavailable
-from store import sqlite_file
+from store.storage import sqlite_file
 
 ROOT = str(Path(__file__).resolve().parents[2])
 ENV = {**os.environ, "PYTHONPATH": ROOT}
@@ -103,7 +103,10 @@ def _spawn_supervised(argv: list[str]) -> None:
     from store.adapters.process import Child
 
     child = Child(argv, cwd=os.getcwd(), env=ENV, sink=lambda _line: None).start()
-    assert child.proc is not None and child.proc.wait(60) == 0
+    try:
+        assert child.wait(60) == 0
+    finally:
+        child.close()
 
 
 def _spawn_passing_every_descriptor(argv: list[str]) -> None:
@@ -141,7 +144,7 @@ def test_a_spawned_process_inherits_no_descriptor_of_the_ledger(tmp_path, how):
 # ---------------------------------------------------------------------- §2.3 one SQLite
 ONE_SQLITE = """
 import importlib.util, sys
-import store, store.feed, store.commitprobe, console.app, psycopg, textual
+import store, store.reading.feed, store.storage.commitprobe, console.app, psycopg, textual
 if importlib.util.find_spec("mcp") is not None:
     import mcp
 from store import Ledger

@@ -8,8 +8,8 @@ import pytest
 
 from console.cli import main as warden
 from store import Ledger, LedgerUnavailable, NodeSpec, ReadOnly, SchemaMismatch
-from store import schema
-from store.db import is_sqlite, open_database
+from store.storage import schema
+from store.storage.db import is_sqlite, open_database
 
 
 def set_version(path: str, v: int) -> None:
@@ -46,6 +46,21 @@ def test_a_newer_schema_is_refused_naming_both_versions(ledger_path, capsys):
     err = capsys.readouterr().err
     assert "newer Warden" in err and len(err.strip().splitlines()) == 1
     assert warden(["migrate", "--ledger", ledger_path]) == 4  # migrate refuses too
+
+
+@pytest.mark.parametrize("version", [schema.SCHEMA_VERSION + 95, 0])
+def test_a_refused_migrate_leaves_the_directory_as_it_found_it(tmp_path, capsys, version):
+    """Schema 99 (newer) or 0 (no migration from it): exit 4 with the line, and no ``-writers``
+    gate, ``-wal`` or ``-shm`` left beside the ledger."""
+    path = str(tmp_path / "ledger.db")
+    make(path)
+    set_version(path, version)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert before == ["ledger.db"]
+    assert warden(["migrate", "--ledger", path]) == 4
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"schema {version}" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_an_older_schema_asks_for_migrate_and_migrate_upgrades(ledger_path, monkeypatch, capsys):
@@ -183,7 +198,7 @@ STEP_COLUMNS = {
         "effect": ["compensation_node_id", "compensated_at", "compensated_by", "compensation_note"]},
     3: {"node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]},
 }
-STEP_COLUMNS[4] = {}  # schema 4's parts (store/schema.py SCHEMA_4_PARTS) add theirs here
+STEP_COLUMNS[4] = {}  # schema 4's parts (store/storage/schema.py SCHEMA_4_PARTS) add theirs here
 STEP_COLUMNS[4].setdefault("task", []).append("origin")  # part "origin" (issue 28)
 STEP_COLUMNS[4].setdefault("task", []).append("mind")  # part "mind" (issue 27)
 STEP_COLUMNS[4].setdefault("node", []).extend(["serves", "removed_in", "removed_mode"])
