@@ -23,7 +23,7 @@ from store import Ledger
 from tests.support.observed import all_said  # noqa: E402
 from store.adapters.claude_hooks import HookConfig, handle, parse, run_hook
 from store.adapters.sessions import SessionStore
-from tests.support.waiting import Deadline
+from tests.support.waiting import Deadline, stretch
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "tests" / "fixtures" / "agents" / "claude_hooks"
@@ -214,6 +214,24 @@ def test_a_notification_is_an_alert_and_closes_when_the_session_goes_on(ledger, 
     [h] = ledger.handoffs(status=None, task_id=TASK)
     assert (h.status, h.resolved_by, h.resolution_answer) == ("resolved", "claude:9b2e4c1a", "the session went on")
     assert ledger.handoffs(task_id=TASK) == []
+
+
+def test_a_lease_that_ran_out_between_two_hooks_is_taken_back_and_the_turn_commits(ledger, clock, store):
+    """No hook ran for longer than the turn's lease (Claude thought for a long while on a suspended
+    or loaded machine) and nobody took the node: the next hook takes the turn back and the stop
+    commits it — it was left running with every write refused."""
+    hook(ledger, store, "session_start")
+    hook(ledger, store, "user_prompt_submit")
+    claims = ledger.node(TASK, "turn-1").claim_count
+    clock.advance(HookConfig().lease_s + 1)
+    got: list = []  # (in a thread: it looped forever on the dead claim before)
+    t = threading.Thread(target=lambda: got.append(hook(ledger, store, "pre_tool_use")), daemon=True)
+    t.start()
+    t.join(stretch(30))
+    assert got and got[0].output is None, "the hook never answered"
+    assert ledger.node(TASK, "turn-1").claim_count == claims + 1
+    hook(ledger, store, "stop")
+    assert ledger.node(TASK, "turn-1").status == "succeeded"
 
 
 def test_session_end_mid_turn_fails_the_turn(ledger, store):

@@ -334,12 +334,15 @@ def test_a_flood_of_output_stays_bounded(tmp_path, workdir):
     assert outcome.status == "committed"
     with Ledger.open(ledger) as led:
         obs = led.observations("t", "main", limit=10_000)
-    # In pieces, bounded: a piece per 500 lines of the flood, plus the heartbeats due by time (one
-    # each lease_s / 3 = 0.5 s) that carried what had come since the one before. On an idle machine
-    # the loop prints for a moment (a beat or two); on a loaded one the shell prints slower, spread
-    # over more heartbeats: their number is counted from this run's own duration, not assumed.
+    # In pieces, bounded: at most a piece per 500 lines of the flood, plus the heartbeats due by time
+    # (one each lease_s / 3 = 0.5 s) that carried what had come since the one before. On an idle
+    # machine the loop prints for a moment (a beat or two); on a loaded one the shell prints slower,
+    # spread over more heartbeats: their number is counted from this run's own duration, not
+    # assumed. How many pieces depends on how the flood and the loop interleave: one, when the loop
+    # took the lines only as the flood ended (seen on a loaded machine; those past the bounds are
+    # counted as left out) — the bound is the point.
     beats = took / 0.5 + 1
-    assert 1 < len(obs) <= 20000 // 500 + beats + 3, (len(obs), took)
+    assert 1 <= len(obs) <= 20000 // 500 + beats + 3, (len(obs), took)
     assert all(len(o.text) <= 4200 for o in obs)
     assert any("line 19999" in o.text for o in obs) and node(ledger).output["last_lines"][-1] == "line 19999"
 
