@@ -159,7 +159,7 @@ API: dict[str, dict[str, Rule]] = {
     "wait_for_resolution": {"handoff_id": HANDOFF, "timeout": DELAY_OPT},
     # the task's mind
     "conclude": {"claim": CLAIM, "text": ENTRY_TEXT, "source": SOURCE_OPT, "kind": ENTRY_KIND, "reason": REASON_OPT},
-    "propose_memory": {"claim": CLAIM, "text": MEMORY_TEXT, "scope": MEMORY_SCOPE},
+    "propose_memory": {"claim": CLAIM, "text": MEMORY_TEXT, "scope": MEMORY_SCOPE, "source": SOURCE_OPT},
     "replan": {"task_id": ID, "add": REPLAN_SPECS, "remove": NODE_KEYS, "reorder": NODE_KEYS, "narrow": NARROW,
                "trigger": TRIGGER, "in_flight": IN_FLIGHT, "reason": REASON, "actor": NAME},
     "mind": {"task_id": ID},

@@ -316,15 +316,16 @@ class Ledger(LedgerCore):
     def conclude(self, claim: Claim, text: str, *, source: str | None = None, kind: str = "finding",
                  reason: str | None = None) -> int:
         """Record what this step found (``kind="finding"``) or a path it tried and abandoned
-        (``kind="rejected"``, ``reason`` required), with where it came from (``source``: a file, a
-        command). Later claims are handed them (``inputs["memory"]``). Returns the entry's id."""
+        (``kind="rejected"``, ``reason`` required), with where it came from (``source``, required: a
+        file, a command's output). Later claims are handed them (``inputs["memory"]``). Returns the entry's id."""
         return mind_agent.conclude(self, claim, text, source=source, kind=kind, reason=reason)
 
-    def propose_memory(self, claim: Claim, text: str, *, scope: str = "kind") -> str:
+    def propose_memory(self, claim: Claim, text: str, *, scope: str = "kind", source: str | None = None) -> str:
         """Propose a memory for later tasks of this workflow (``scope="kind"``: nodes of this
-        node's kind; ``"workflow"``: every node). Pending until a person confirms it; never handed
-        out before. Returns its id (the same text again returns the same id)."""
-        return mind_agent.propose_memory(self, claim, text, scope=scope)
+        node's kind; ``"workflow"``: every node), with where it came from (``source``, required: a
+        file, a command's output). Pending until a person — not a worker of the task — confirms it;
+        never handed out before. Returns its id (the same text again returns the same id)."""
+        return mind_agent.propose_memory(self, claim, text, scope=scope, source=source)
 
     def replan(self, task_id: str, *, add: Sequence[NodeSpec] = (), remove: Sequence[str] = (),
                reorder: Sequence[str] = (), narrow: JsonMapping | None = None, trigger: str,

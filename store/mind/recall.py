@@ -74,6 +74,7 @@ class _MemoryRow(NamedTuple):
     task_id: str
     node_key: str
     decided_by: str | None
+    source: str | None
     total: int
 
 
@@ -133,7 +134,8 @@ def memory_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord,
         "conclusions": [_entry(r) for r in conclusions],
         "memories": [{"id": str(m.id), "text": _cut(m.text, LIMITS["text_chars"]), "scope": m.scope,
                       "kind": m.kind, "at": iso(m.decided_at),
-                      "source": f"proposed by task {m.task_id} node {m.node_key}, confirmed by {m.decided_by}"}
+                      "source": (f"{m.source}; " if m.source else "")
+                      + f"proposed by task {m.task_id} node {m.node_key}, confirmed by {m.decided_by}"}
                      for m in memories],
         "alignment": ({"verdict": state.verdict, "at": iso(state.checked_at)} if state.verdict else None),
         "omitted": {"rejected": _left(rejected), "conclusions": _left(conclusions), "memories": _left(memories),

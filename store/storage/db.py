@@ -254,6 +254,7 @@ def _open_postgres(t: Target, *, read_only: bool, busy_timeout_s: float, applica
     db.url = t.url
     db.busy_timeout_s = busy_timeout_s
     db.connect_timeout_s = connect_timeout_s
+    db.application_name = kwargs["application_name"]  # a wait's LISTEN connection is named the same
     if backoff is not None:
         db.backoff = backoff
     return db
