@@ -194,6 +194,7 @@ SERIAL_FILES = frozenset({
     "test_serve_browser.py", "test_serve_http.py", "test_serve_cli.py", "test_sizes_terminals.py",
     "test_terminal_safety.py", "test_typeahead.py", "test_console_connections.py", "test_postgres_console.py",
     "test_cli_conventions.py", "test_hostile_console_pty.py", "test_outage_line.py", "test_demo_alarms.py",
+    "test_control_pty.py", "test_plain_terminal.py",
 })
 
 
