@@ -51,6 +51,7 @@ from .backends import one_line
 from .clock import Clock
 from .db import CONNECT_TIMEOUT_S, NO_LEDGER_HINT, read_tx, run_read
 from .errors import LedgerUnavailable, WardenError
+from .events import payload_of
 from .facade import Ledger
 from .ledger.queries import GRAPH_FIRST_PAGE, GRAPH_PAGE
 from .text import safe_line
@@ -80,7 +81,7 @@ class Delta:
         return {e.task_id for e in self.events if e.task_id is not None}
 
     def node_keys(self, task_id: str) -> set[str]:
-        """Every node of ``task_id`` these events name (``.node`` and ``payload["nodes"]``)."""
+        """Every node of ``task_id`` these events name (``.node`` and their payload's ``node_keys``)."""
         return changed_nodes(self.events, task_id)
 
 
@@ -91,13 +92,7 @@ def changed_nodes(events: Iterable[EventView], task_id: str) -> set[str]:
             continue
         if e.node:
             keys.add(e.node)
-        listed = e.payload.get("nodes") if isinstance(e.payload, dict) or hasattr(e.payload, "get") else None
-        if isinstance(listed, (list, tuple)):
-            keys.update(str(k) for k in listed if isinstance(k, str))
-        elif isinstance(listed, dict):  # {"reset": [...], "abandoned": [...]} style payloads
-            for v in listed.values():
-                if isinstance(v, (list, tuple)):
-                    keys.update(str(k) for k in v if isinstance(k, str))
+        keys.update(payload_of(e).node_keys())
     return keys
 
 

@@ -36,6 +36,7 @@ from . import budget as budget_mod
 from . import task_signals as round2
 from .clock import duration_text, iso
 from .estimates import DurationHistory, kind_p80
+from .events import Observed
 from .facade import Ledger
 from .jsontypes import JsonObject
 from .ledger import evidence
@@ -100,6 +101,12 @@ class Obs:
     result: str | None = None  # the result as evidence shows it (≤ 80 characters)
     action: str | None = None  # the action as evidence shows it (≤ 80 characters)
     action_key: str | None = None
+
+    @classmethod
+    def seen(cls, o: Observed, at: float, attempt: int) -> Obs:
+        """A heartbeat's observation as its event carries it."""
+        return cls(at, attempt, o.digest, o.new_units, o.flags, o.content if o.result is not None else None,
+                   o.result, o.action, o.action_key)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Mapping
 from .. import sql
 from ..db import register_result, retry_write, write_tx
 from ..errors import Refused, StaleRevision
+from ..events import OperatorActed, RevokedLease
 from ..jsontypes import JsonMapping, JsonObject
 from ..ledger import pause
 from ..ledger.core import LedgerCore
@@ -151,15 +152,13 @@ def _apply(tx: ApplyTx) -> Plan:
         at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target, reason=plan.reason,
         plan=plan.to_json(), result="applied", revision_before=plan.revision, revision_after=rev_after,
     )).execute())
-    payload: JsonObject = {
-        "nodes": list(plan.changes), "action_id": action_id, "reason": plan.reason,
-        "revoked_leases": [dict(r) for r in plan.revoked_leases],
-        "handoffs_withdrawn": list(plan.handoffs_withdrawn),
-        "task_status": list(plan.task_status), "revision": rev_after,
-        **outcome.payload,
-    }
-    core.journal(plan.task_id, plan.node_target, "operator", f"operator.{plan.action}", operator,
-                 _event_summary(plan), payload, at=now)
+    extra = dict(outcome.payload)
+    nodes = extra.pop("nodes", None)  # an action that changes more than it planned (abort's compensations)
+    core.journal(plan.task_id, plan.node_target, operator, _event_summary(plan), OperatorActed(
+        action=plan.action, nodes=list(plan.changes) if nodes is None else list(nodes), action_id=action_id,
+        reason=plan.reason, revoked_leases=[RevokedLease(node=r["node"], owner=r["owner"]) for r in plan.revoked_leases],
+        handoffs_withdrawn=list(plan.handoffs_withdrawn), task_status=list(plan.task_status), revision=rev_after,
+        extra=extra), at=now)
     if outcome.settle:
         # Consequences the action itself does not choose: the task completes or fails as the graph says.
         core.maybe_complete_task(plan.task_id, now)

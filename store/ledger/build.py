@@ -10,6 +10,7 @@ import peewee as pw
 from .. import graph as graph_mod
 from .. import sql
 from ..db import is_sqlite, retry_write, write_tx
+from ..events import NodesAdded, TaskCreated
 from ..errors import Refused
 from ..jsontypes import JsonMapping, JsonObject
 from ..mind import record as mind_record
@@ -80,9 +81,9 @@ def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, work
             )
         ).execute()
         mind_record.write_requirements(core, task_id, requirements, now)
-        core.journal(task_id, None, "system", "task.created", actor, f"task created: {title or task_id}",
-                     {"workflow": workflow, "workflow_version": workflow_version, "origin": origin or "python",
-                      "requirements": [r["id"] for r in requirements]})
+        core.journal(task_id, None, actor, f"task created: {title or task_id}",
+                     TaskCreated(workflow=workflow, workflow_version=workflow_version, origin=origin or "python",
+                                 requirements=[r["id"] for r in requirements]))
 
 
 @retry_write
@@ -161,8 +162,8 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
         pause.settle(core.db, task_id, core.now())  # reopened: the clock runs again from now
     summary = (f"node added: {new_specs[0].key}" if len(new_specs) == 1
                else f"{len(new_specs)} nodes added")
-    core.journal(task_id, new_specs[0].key if len(new_specs) == 1 else None, "system", "graph.nodes_added",
-                 actor, summary, {"nodes": [s.key for s in new_specs]})
+    core.journal(task_id, new_specs[0].key if len(new_specs) == 1 else None, actor, summary,
+                 NodesAdded(nodes=[s.key for s in new_specs]))
     return len(new_specs)
 
 

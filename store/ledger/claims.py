@@ -30,6 +30,7 @@ from .. import checkpoints
 from .. import sql
 from ..clock import iso
 from ..db import read_tx, register_result, retry_write, run_read, write_tx
+from ..events import NodeClaimed, NodeFailed, VersionMismatch
 from ..errors import NotFound, Refused
 from ..jsontypes import JsonMapping, JsonObject
 from ..mind import recall, replan
@@ -113,10 +114,10 @@ def _wrong_version(core: LedgerCore, task_id: str, worker: str, version: str) ->
 @retry_write
 def _journal_version(core: LedgerCore, task_id: str, worker: str, version: str, have: str) -> None:
     with write_tx(core.db):
-        core.journal(task_id, None, "system", "claim.version_mismatch", worker,
+        core.journal(task_id, None, worker,
                      f"{worker} runs workflow version {version or '(none)'}, task {task_id} is version "
                      f"{have or '(none)'}: nothing claimed",
-                     {"worker": worker, "workflow_version": version, "task_workflow_version": have})
+                     VersionMismatch(worker=worker, workflow_version=version, task_workflow_version=have))
 
 
 def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str, now: float) -> list[str]:
@@ -272,8 +273,8 @@ def _fail_over_claimed(core: LedgerCore, task_id: str, node_id: int, worker: str
             lease_owner=None, lease_token=None, lease_until=None, finished_at=now, version=Inc(1),
         ))
         pause.settle(core.db, task.task_id, now, agent_write=True)
-        core.journal(task.task_id, row.key, "system", "node.failed", worker,
-                     f"{row.key} failed: max claims reached", {"error": err, "max_claims": limit})
+        core.journal(task.task_id, row.key, worker, f"{row.key} failed: max claims reached",
+                     NodeFailed(error=err, max_claims=limit), layer="system")
         core.maybe_fail_task(task.task_id, now)
 
 
@@ -314,15 +315,11 @@ def _take(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, leas
         sql.execute(core.db, "UPDATE task SET started_at = ? WHERE task_id = ? AND started_at IS NULL",
                     [now, task.task_id])
     pause.end_on_claim(core.db, task, now)  # a clock stopped while the task waited runs again
-    payload: JsonObject = {"worker": worker, "attempt": attempt, "lease_until": until, "reclaimed": reclaim}
-    if deadline is not None:
-        payload["step_deadline"] = deadline
-        payload["max_step_s"] = max_step_s
-    if reclaim:
-        payload["previous_owner"] = row.lease_owner
-    core.journal(task.task_id, row.key, "execution", "node.claimed", worker,
+    core.journal(task.task_id, row.key, worker,
                  f"{row.key} claimed by {worker} (attempt {attempt}){' after lease expiry' if reclaim else ''}",
-                 payload)
+                 NodeClaimed(worker=worker, attempt=attempt, lease_until=until, reclaimed=reclaim,
+                             step_deadline=deadline, max_step_s=None if deadline is None else max_step_s,
+                             previous_owner=row.lease_owner if reclaim else None))
     return Claim(
         task_id=task.task_id, node_key=row.key, kind=row.kind, worker=worker, token=token,
         attempt=attempt, lease_until=until, inputs=inputs,

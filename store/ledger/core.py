@@ -24,8 +24,9 @@ from ..clock import Clock, system_clock
 from ..db import (BUSY_TIMEOUT_S, CONNECT_TIMEOUT_S, RECONNECT_BUDGET_S, Backoff, WardenSqlite, connect_checked, is_sqlite,
                   open_database, register_result)
 from ..errors import NotFound
-from ..jsontypes import JsonMapping
-from ..models import LAYERS, Task, dumps
+from ..events import TaskCompleted, TaskFailed
+from ..models import Task, dumps
+from ..payloads import Layer, Payload
 from ..schema import check_version
 from ..tables import NodeRecord, TaskRecord
 from ..views import Pulse
@@ -185,19 +186,13 @@ class LedgerCore:
         return query.bind(self.db)
 
     # ------------------------------------------------------------------ the journal
-    def journal(
-        self,
-        task_id: str | None,
-        node: str | None,
-        layer: str,
-        kind: str,
-        actor: str,
-        summary: str,
-        payload: JsonMapping | None = None,
-        at: float | None = None,
-    ) -> int:
-        """Append one journal event inside the caller's write transaction; returns its id."""
-        assert layer in LAYERS, layer
+    def journal(self, task_id: str | None, node: str | None, actor: str, summary: str, payload: Payload, *,
+                at: float | None = None, layer: Layer | None = None) -> int:
+        """Append one journal event inside the caller's write transaction; returns its id. Its kind
+        and layer come with its payload (``store/events.py``); ``layer``: another of the layers its
+        kind is declared in."""
+        layer = payload.LAYERS[0] if layer is None else layer
+        assert layer in payload.LAYERS, (payload.KIND, layer)
         if not is_sqlite(self.db):
             # Ids from a sequence can become visible out of commit order; holding this lock until
             # commit makes journal inserts commit in id order, so `id > cursor` never skips one.
@@ -206,8 +201,8 @@ class LedgerCore:
             self.db,
             "INSERT INTO event (at, task_id, node, layer, kind, actor, summary, payload) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            [self.now() if at is None else at, task_id, node, layer, kind, actor or "", summary,
-             dumps(dict(payload or {}))],
+            [self.now() if at is None else at, task_id, node, layer, payload.event_kind(), actor or "", summary,
+             dumps(payload.to_json())],
         )
         return int(cur.fetchone()[0])
 
@@ -277,7 +272,7 @@ class LedgerCore:
         if self.task_record(task_id).status in ("active", "failed"):
             self.bump_task(task_id, {"status": "completed", "finished_at": now})
             pause.settle(self.db, task_id, now)  # a finished task's clock stands still
-            self.journal(task_id, None, "system", "task.completed", "warden", f"task {task_id} completed", {})
+            self.journal(task_id, None, "warden", f"task {task_id} completed", TaskCompleted())
 
     def maybe_fail_task(self, task_id: str, now: float) -> None:
         """Inside a write: a task with a terminally failed node and nothing left that can move fails
@@ -294,5 +289,5 @@ class LedgerCore:
         if self.task_record(task_id).status == "active":
             self.bump_task(task_id, {"status": "failed", "finished_at": now})
             pause.settle(self.db, task_id, now)
-            self.journal(task_id, None, "system", "task.failed", "warden",
-                         f"task {task_id} failed: a node failed and nothing else can run", {})
+            self.journal(task_id, None, "warden", f"task {task_id} failed: a node failed and nothing else can run",
+                         TaskFailed())

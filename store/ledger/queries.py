@@ -13,6 +13,7 @@ from typing import Final, Generator, Iterator, NamedTuple, Sequence
 from .. import sql
 from ..db import read_tx, run_read
 from ..errors import NotFound, Refused
+from ..events import NodeFailed
 from ..mind.read import node_mind
 from ..tables import TaskRecord
 from ..validate import HANDOFF_ID_RE, show
@@ -221,11 +222,11 @@ def node_detail(core: LedgerCore, task_id: str, key: str, *, events_limit: int,
             db, rows.EventRecord, f"{rows.EVENT_SELECT} WHERE task_id = ? AND node = ? ORDER BY id DESC LIMIT ?",
             [task_id, key, events_limit])]
         deps_on = dependents(core, task_id, key)
-        failure = next((e for e in evs if e.kind == "node.failed"), None)
+        failure = next((e for e in evs if e.kind == NodeFailed.KIND), None)
         if failure is None and (the_node.failure_class or the_node.error):  # older than the events read
             failure = next((rows.event_view(r) for r in sql.fetch_rows(
-                db, rows.EventRecord, f"{rows.EVENT_SELECT} WHERE task_id = ? AND node = ? AND kind = 'node.failed' "
-                                      "ORDER BY id DESC LIMIT 1", [task_id, key])), None)
+                db, rows.EventRecord, f"{rows.EVENT_SELECT} WHERE task_id = ? AND node = ? AND kind = ? "
+                                      "ORDER BY id DESC LIMIT 1", [task_id, key, NodeFailed.KIND])), None)
         mind = node_mind(core, task_id, key)  # its requirements and the memory its next claim gets
     evs.sort(key=lambda e: (e.layer != "decision", -e.id))
     return NodeDetail(

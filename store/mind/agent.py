@@ -7,6 +7,7 @@ from __future__ import annotations
 from .. import sql
 from ..db import retry_write, write_tx
 from ..errors import Refused
+from ..events import MemoryProposed, MindConcluded, MindRejected
 from ..ledger.core import LedgerCore
 from ..ledger.fenced import fence
 from ..views import Claim
@@ -30,10 +31,9 @@ def conclude(core: LedgerCore, claim: Claim, text: str, *, source: str | None, k
                                 source=source, reason=reason, origin="agent", actor=claim.worker, now=now,
                                 strict=True)
         assert entry_id is not None
-        label = "rejected" if kind == "rejected" else "concluded"
-        core.journal(claim.task_id, claim.node_key, "decision", f"mind.{label}", claim.worker,
-                     f"{claim.node_key} {label}: {' '.join(text.split())[:160]}",
-                     {"entry": entry_id, "kind": kind, "source": source, "nodes": [claim.node_key]}, at=now)
+        label, said = ("rejected", MindRejected) if kind == "rejected" else ("concluded", MindConcluded)
+        core.journal(claim.task_id, claim.node_key, claim.worker, f"{claim.node_key} {label}: {' '.join(text.split())[:160]}",
+                     said(entry=entry_id, kind=kind, source=source, nodes=[claim.node_key]), at=now)
     return entry_id
 
 
@@ -52,8 +52,8 @@ def propose_memory(core: LedgerCore, claim: Claim, text: str, *, scope: str) -> 
                                         text, scope, claim.worker, now)
         if new:
             where = f"kind {claim.kind} in " if scope == "kind" else ""
-            core.journal(claim.task_id, claim.node_key, "decision", "memory.proposed", claim.worker,
+            core.journal(claim.task_id, claim.node_key, claim.worker,
                          f"{claim.node_key} proposes a memory for {where}workflow {workflow or '(none)'}: "
                          f"{' '.join(text.split())[:120]}",
-                         {"memory": memory_id, "scope": scope, "nodes": [claim.node_key]}, at=now)
+                         MemoryProposed(memory=memory_id, scope=scope, nodes=[claim.node_key]), at=now)
     return memory_id
