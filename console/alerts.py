@@ -57,7 +57,7 @@ from textual.screen import ModalScreen, Screen
 
 from store.actions.resolve import ResolveParams
 from store.clock import iso
-from store.events import OPERATOR, HandoffOpened, OperatorActed, payload_of
+from store.storage.events import OPERATOR, HandoffOpened, OperatorActed, payload_of
 from store.jsontypes import JsonObject
 from store.views import EventView
 
@@ -242,7 +242,7 @@ def run_hook(argv: Sequence[str], alert: Alert, *, timeout: float = HOOK_TIMEOUT
     output is discarded (it must not reach the console's terminal). Returns None when it exited 0,
     else one line saying what went wrong (its stderr's last line). Killed, with its process group,
     after ``timeout``. Of its stderr only the last ``HOOK_STDERR_TAIL`` bytes are ever held (a hook
-    that floods stderr costs the console no memory: issue 23)."""
+    that floods stderr costs the console no memory)."""
     data = (json.dumps(alert.to_json(), ensure_ascii=True) + "\n").encode()
     try:
         proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,

@@ -1,10 +1,10 @@
 """Estimates and signals for what the console shows, computed in a worker thread.
 
-The figures come from ``store.estimates`` and ``store.signals`` (never computed here). What is
-computed is bounded by what is on screen, never by the size of a task (issue 14: a pass over a
+The figures come from ``store.estimation.estimates`` and ``store.reading.signals`` (never computed here). What is
+computed is bounded by what is on screen, never by the size of a task (a pass over a
 100k-node graph held the GIL for seconds and stalled painting and keys):
 
-* the open graph's figures from its incremental ``store.analysis.TaskAnalysis`` (:class:`OpenGraph`:
+* the open graph's figures from its incremental ``store.reading.analysis.TaskAnalysis`` (:class:`OpenGraph`:
   built from the model's own rows once the graph has loaded, fed the feed's deltas): the **task
   figure** (the same as ``warden status``), **per-node P80s only for the rows on screen** and a
   screen either side (a few dozen nodes, not 100k), **signals** of the running and parked nodes and
@@ -28,13 +28,15 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from store import Ledger, estimates, signals
-from store.analysis import TaskAnalysis
+from store import Ledger
+from store.estimation import estimates
+from store.reading import signals
+from store.reading.analysis import TaskAnalysis
 from store.errors import NotFound
-from store.feed import Feed
-from store.report import empty_eta, signal_json
-from store.tally import current
-from store.signals import Signal
+from store.reading.feed import Feed
+from store.reading.cli_json import empty_eta, signal_json
+from store.reading.tally import current
+from store.reading.signals import Signal
 from store.views import EventView, GraphRow, GraphView, NodeView, TaskView
 
 from .liveturn import LiveTurn
@@ -131,7 +133,7 @@ def release_memory() -> None:
 
 
 class OpenGraph:
-    """The open graph's incremental analysis (``store.analysis.TaskAnalysis``), fed the feed's
+    """The open graph's incremental analysis (``store.reading.analysis.TaskAnalysis``), fed the feed's
     deltas. The UI thread hands over the loaded rows (:meth:`seed`) and each delta (:meth:`delta`:
     two references appended to a list, nothing computed); the analysis worker builds the
     ``TaskAnalysis`` from the rows (no second read of the graph: it shares the model's row
@@ -227,7 +229,7 @@ class Analyst:
         #: the live path's turn (console/liveturn.py): a run waits at its pause points while a
         #: change or a key is on its way to the screen
         self.turn = turn or LiveTurn()
-        #: the task rows the console holds (``store.tally``), so that a run does not count a task's
+        #: the task rows the console holds (``store.reading.tally``), so that a run does not count a task's
         #: nodes again (``Ledger.task``: 50 ms at 100k nodes) for a row it already has
         self.rows = rows or (lambda task_id: None)
         self._history: estimates.DurationHistory | None = None
@@ -356,7 +358,7 @@ class NodeExplanation:
 
 def explain_node(ledger: Ledger, task_id: str, key: str, now: float, *, task: TaskView | None = None,
                  history: estimates.DurationHistory | None = None) -> NodeExplanation:
-    """The node's signals (``store.signals.signals_for_node``: the same as ``signals_for_graph`` gives it)
+    """The node's signals (``store.reading.signals.signals_for_node``: the same as ``signals_for_graph`` gives it)
     and its estimate (``estimate_graph`` of the node alone, as the graph's rows get theirs). ``task``:
     the task row the console already holds (reading it again counts its nodes: 175 ms at 100k)."""
     if task is None or task.task_id != task_id:

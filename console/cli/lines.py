@@ -23,9 +23,9 @@ import threading
 import time
 from typing import Sequence
 
-from store import report
-from store.events import NodeHeartbeat
-from store.feed import Feed
+from store.reading import cli_json as report
+from store.reading.feed import Feed
+from store.storage.events import NodeHeartbeat
 
 from ..alerts import Alert, AlertWatch, run_hook
 from ..text import safe_line

@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from store.runs import RunSummary, list_runs
-from store.events import HandoffOpened
+from store.storage.events import HandoffOpened
 from store.views import HandoffView
 
 from ..glyphs import age_label

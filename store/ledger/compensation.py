@@ -18,11 +18,11 @@ from __future__ import annotations
 import re
 from typing import NamedTuple, Sequence
 
-from .. import sql
-from ..events import EffectCompensated
-from ..jsontypes import JsonMapping, JsonObject
-from ..views import Claim
-from .core import NODE_KEY_RE, LedgerCore, sha256_hex
+from store.storage import sql
+from store.jsontypes import JsonMapping, JsonObject
+from store.views import Claim
+from store.storage.core import NODE_KEY_RE, LedgerCore, sha256_hex
+from store.storage.events import EffectCompensated
 
 KIND = "compensation"
 KEY_PREFIX = "compensate:"

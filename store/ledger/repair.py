@@ -24,17 +24,17 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import sql
-from ..clock import iso
-from ..errors import Refused
-from ..events import Commit, NodeFailed, NodeRepair, TaskFailed
-from ..jsontypes import JsonObject
-from ..models import Task
-from ..sql import Inc
-from ..tables import NodeRecord, TaskRecord
-from ..views import NodeSpec
-from . import pause
-from .core import LedgerCore
+from store.storage import sql
+from store.clock import iso
+from store.errors import Refused
+from store.jsontypes import JsonObject
+from store.storage.models import Task
+from store.storage.sql import Inc
+from store.storage.tables import NodeRecord, TaskRecord
+from store.views import NodeSpec
+from store.storage import budget_clock
+from store.storage.core import LedgerCore
+from store.storage.events import Commit, NodeFailed, NodeRepair, TaskFailed
 
 IN_PLACE = "in_place"
 UNROLLED = "unrolled"
@@ -130,7 +130,7 @@ def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, o
         else:
             kept.append(k)
     core.bind(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == task_id)).execute()
-    pause.settle(core.db, task_id, now, agent_write=True)
+    budget_clock.settle(core.db, task_id, now, agent_write=True)
     again_keys = [k for k in starts if k in ids]
     waits = [k for k in reset if k not in again_keys] + waiting
     return core.journal(task_id, key, worker,
@@ -196,7 +196,7 @@ def exhaust(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str,
                                        max_repairs=task.max_repairs, failure_class="conclusion", retry=False), at=now)
     if task.status == "active":
         core.bump_task(task_id, {"status": "failed", "finished_at": now})
-        pause.settle(core.db, task_id, now)
+        budget_clock.settle(core.db, task_id, now)
         core.journal(task_id, None, "warden",
                      f"task {task_id} failed: repair budget exhausted ({task.repair_count}/{task.max_repairs}) "
                      f"at {key}", TaskFailed(node=key, repair_count=task.repair_count, max_repairs=task.max_repairs),

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from console.alerts import BELL_EVERY_S, REARM_S, Alert, AlertDesk, AlertWatch, run_hook
-from store.events import HandoffOpened, OperatorActed
+from store.storage.events import HandoffOpened, OperatorActed
 from store.views import EventView
 
 NOW = 1_800_000_000.0

@@ -1,5 +1,5 @@
 """Issue 14: the open graph's estimates and signals come from the incremental
-``store.analysis.TaskAnalysis`` (built from the graph rows the console already holds, fed the
+``store.reading.analysis.TaskAnalysis`` (built from the graph rows the console already holds, fed the
 feed's deltas) and are the figures ``warden graph --json`` and ``warden status --json`` give for the
 same ledger state — before and after agents write while the graph is open."""
 
@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from store import Budget, Ledger, ManualClock, NodeSpec
-from store.report import empty_eta, graph_json, status_json
+from store.reading.cli_json import empty_eta, graph_json, status_json
 
 from tests.console.conftest import NOW, T0, graph_loaded, make_app, settle, wait_for, graph_of
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from store import Ledger, ManualClock, NodeSpec
-from store.analysis import TaskAnalysis
+from store.reading.analysis import TaskAnalysis
 from store.views import NodeRow, NodeView
 
 from console.analysis import OpenGraph

@@ -10,8 +10,8 @@ import threading
 import pytest
 
 from console.liveturn import LiveTurn
-from store import estimates
-from store.montecarlo import NodeDist, Plan, simulate_makespans
+from store.estimation import estimates
+from store.estimation.montecarlo import NodeDist, Plan, simulate_makespans
 from tests.console.conftest import build_ledger, make_app, settle, wait_for
 from tests.support.waiting import wait_until
 
@@ -140,7 +140,7 @@ def test_the_open_graphs_analysis_pauses_between_its_reads_and_before_every_node
     node's distribution (the first of a kind builds the kind's model, ~16 ms) are separate pause
     points, not one stretch; the figures are those of a run without pauses."""
     from store import Ledger
-    from store.analysis import TaskAnalysis
+    from store.reading.analysis import TaskAnalysis
 
     path = build_ledger(tmp_path / "ledger.db")
     with Ledger.open(path, create=False, read_only=True) as led:
