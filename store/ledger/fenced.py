@@ -299,13 +299,13 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output
                                   sha256=art[2], size=len(art[1]), content=art[1], ref=output_ref,
                                   at=now)).execute()
         artifact = ArtifactJson(name=art[0], sha256=art[2], bytes=len(art[1]))
-    done = Commit(attempt=claim.attempt, output_digest=digest_json(output), wall_s=round(wall, 3),
-                  output_ref=output_ref or None, tokens=t or None, artifact=artifact)
+    done = Commit(output_digest=digest_json(output), wall_s=round(wall, 3), output_ref=output_ref or None,
+                  tokens=t or None, artifact=artifact)
     if how == repairs.EXHAUSTED:  # the round is not made: the node and the task fail
         budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
-        return repairs.exhaust(core, task, row, claim.worker, done, now)
+        return repairs.exhaust(core, task, row, claim.worker, claim.attempt, done, now)
     if how == repairs.IN_PLACE:
-        event_id = repairs.in_place(core, task, row, claim.worker, output, repair_from, done, now)
+        event_id = repairs.in_place(core, task, row, claim.worker, output, repair_from, claim.attempt, done, now)
         if next_nodes:
             add_nodes_tx(core, claim.task_id, list(next_nodes), actor=claim.worker)
         return event_id
@@ -319,14 +319,15 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output
     if discard:  # its result is kept for audit only: dependents do not get it, follow-ups are not added
         discarded = core.journal(claim.task_id, claim.node_key, claim.worker,
                                  f"{claim.node_key} finished; result discarded (plan v{row.removed_in} removed it)",
-                                 NodeDiscarded(commit=done, repair=round_, max_repairs=budget, mode=mode,
+                                 NodeDiscarded(attempt=claim.attempt, commit=done, repair=round_, max_repairs=budget, mode=mode,
                                                removed_in=row.removed_in,
                                                next_nodes_dropped=[s.key for s in next_nodes]), at=now)
         core.maybe_complete_task(claim.task_id, now)
         return discarded
     event_id = core.journal(claim.task_id, claim.node_key, claim.worker,
                             summary or f"{claim.node_key} succeeded (attempt {claim.attempt})",
-                            NodeCommitted(commit=done, repair=round_, max_repairs=budget, mode=mode), at=now)
+                            NodeCommitted(attempt=claim.attempt, commit=done, repair=round_, max_repairs=budget,
+                                          mode=mode), at=now)
     if row.kind == compensations.KIND:
         compensations.on_commit(core, claim, row.id, now)
     if next_nodes:

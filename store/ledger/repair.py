@@ -99,7 +99,7 @@ def in_place_fields(task: TaskRecord, row: NodeRecord, output: object, now: floa
 
 
 def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, output: object,
-             repair_from: Sequence[str], done: Commit, now: float) -> int:
+             repair_from: Sequence[str], attempt: int, done: Commit, now: float) -> int:
     """Send the round back (see the module docstring); returns the journal event id."""
     task_id, key = task.task_id, row.key
     starts = list(repair_from) or [k for (k,) in sql.fetch_all(
@@ -137,7 +137,7 @@ def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, o
                         f"{key} asks for repair round {again['round']} of {again['of']}: "
                         f"{', '.join(again_keys + [key]) if again_keys else key} run again"
                         + (f"; {', '.join(waits)} wait for it" if waits else ""),
-                        NodeRepair(commit=done, repair=again["round"], max_repairs=again["of"], mode=IN_PLACE,
+                        NodeRepair(attempt=attempt, commit=done, repair=again["round"], max_repairs=again["of"], mode=IN_PLACE,
                                    again=again_keys, nodes=[key, *reset], reset=reset, revoked=revoked, kept=kept,
                                    waiting=waiting), at=now)
 
@@ -186,13 +186,13 @@ def exhausted_fields(task: TaskRecord, now: float) -> dict[str, object]:
 
 
 def exhaust(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str,
-            done: Commit, now: float) -> int:
+            attempt: int, done: Commit, now: float) -> int:
     """Journal the refused round and mark the task failed; returns the node's event id."""
     task_id, key = task.task_id, row.key
     event_id = core.journal(task_id, key, worker,
                             f"{key} failed: repair budget exhausted ({task.repair_count}/{task.max_repairs}); "
                             "its result still fails its check",
-                            NodeFailed(commit=done, repair_refused=True, repair_count=task.repair_count,
+                            NodeFailed(attempt=attempt, commit=done, repair_refused=True, repair_count=task.repair_count,
                                        max_repairs=task.max_repairs, failure_class="conclusion", retry=False), at=now)
     if task.status == "active":
         core.bump_task(task_id, {"status": "failed", "finished_at": now})

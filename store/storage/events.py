@@ -142,9 +142,8 @@ class NodeHeartbeat(Payload, kind="node.heartbeat", layer="execution", names_nod
 @dataclass(frozen=True, kw_only=True)
 class Commit(Payload):
     """What a commit journals, whatever becomes of it (committed, discarded, a repair round, a
-    spent repair budget): a part of those payloads."""
+    spent repair budget): a part of those payloads (each has its ``attempt``)."""
 
-    attempt: int
     output_digest: str
     wall_s: float
     output_ref: Maybe[str] = None
@@ -154,6 +153,7 @@ class Commit(Payload):
 
 @dataclass(frozen=True, kw_only=True)
 class NodeCommitted(Payload, kind="node.committed", layer="execution", names_nodes=True):
+    attempt: int
     commit: Part[Commit]
     repair: Maybe[int] = None  # an unrolled repair round: its number, the budget, the mode
     max_repairs: Maybe[int] = None
@@ -164,6 +164,7 @@ class NodeCommitted(Payload, kind="node.committed", layer="execution", names_nod
 class NodeDiscarded(Payload, kind="node.discarded", layer="execution"):
     """A node a replan removed finished: its result is kept for audit only."""
 
+    attempt: int
     commit: Part[Commit]
     repair: Maybe[int] = None
     max_repairs: Maybe[int] = None
@@ -176,6 +177,7 @@ class NodeDiscarded(Payload, kind="node.discarded", layer="execution"):
 class NodeRepair(Payload, kind="node.repair", layer="execution"):
     """A commit whose check failed sent its round back in place (store/ledger/repair.py)."""
 
+    attempt: int
     commit: Part[Commit]
     repair: int
     max_repairs: int

@@ -147,7 +147,15 @@ def _specs(cls: type) -> tuple[_Spec, ...]:
         specs = [_spec(f.name, hints[f.name], f.default is not MISSING or f.default_factory is not MISSING)
                  for f in fields(cls)]
         got = _SPECS[cls] = tuple(s for s in specs if s is not None)
+        keys = [k for s in got for k in ((s.key,) if s.part is None else _part_keys(s.part))]
+        if len(keys) != len(set(keys)):
+            raise TypeError(f"{cls.__name__}: a key declared twice ({sorted(k for k in keys if keys.count(k) > 1)})")
     return got
+
+
+def _part_keys(part: type) -> tuple[str, ...]:
+    """The keys a part declares (a part that encodes itself, like ``Observed``, declares none here)."""
+    return tuple(s.key for s in _specs(part)) if issubclass(part, Payload) else ()
 
 
 @dataclass(frozen=True, kw_only=True)
