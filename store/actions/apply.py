@@ -20,7 +20,6 @@ from store.jsontypes import JsonMapping, JsonObject
 from store.storage import budget_clock
 from store.storage.core import LedgerCore
 from store.storage.models import Action as ActionRow
-from store.storage.models import Handoff
 from store.actions.action import Action
 from store.actions.changes import ApplyTx
 from store.actions.plan import Plan
@@ -142,8 +141,8 @@ def _apply(tx: ApplyTx) -> Plan:
     outcome = _registered(plan).apply(tx)
     if plan.handoffs_withdrawn:
         for chunk in sql.chunks([int(h) for h in plan.handoffs_withdrawn]):
-            core.bind(Handoff.update(status="withdrawn", resolved_by=operator, resolved_at=now)
-                      .where(Handoff.id.in_(list(chunk)) & (Handoff.status == "open"))).execute()
+            sql.execute(core.db, "UPDATE handoff SET status = 'withdrawn', resolved_by = ?, resolved_at = ? "
+                                 f"WHERE id IN ({sql.marks(len(chunk))}) AND status = 'open'", [operator, now, *chunk])
     # the task row: one revision bump for the action itself
     core.bump_task(plan.task_id, {"updated_at": now, **outcome.task_fields})
     budget_clock.settle(core.db, plan.task_id, now)  # what the task waits on changed: its budget clock follows
@@ -166,7 +165,7 @@ def _apply(tx: ApplyTx) -> Plan:
         final = int(sql.scalar(core.db, "SELECT revision FROM task WHERE task_id = ?", [plan.task_id]))
         if final != rev_after:
             rev_after = final
-            core.bind(ActionRow.update(revision_after=final).where(ActionRow.id == action_id)).execute()
+            sql.execute(core.db, "UPDATE action SET revision_after = ? WHERE id = ?", [final, action_id])
     done = plan if outcome.params is None else replace(plan, params=outcome.params)
     return replace(done, applied=True, action_id=action_id, revision_after=rev_after)
 

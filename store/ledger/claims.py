@@ -22,6 +22,8 @@ lease is never extended and every write is refused (``fenced.fence``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import secrets
 from typing import Callable, Mapping, NamedTuple, Sequence
 
@@ -396,7 +398,7 @@ def _claim_replayed(data: JsonMapping, args: tuple[object, ...], kwargs: Mapping
     with read_tx(core.db):
         task = core.task_record(data["task_id"])
         row = core.node_record(data["task_id"], data["node_key"])
-    row = row._replace(attempt=int(data["attempt"]) - 1)  # the inputs as they were when it was claimed
+    row = replace(row, attempt=int(data["attempt"]) - 1)  # the inputs as they were when it was claimed
     return Claim(inputs=_claim_inputs(core, task, row), **data)
 
 

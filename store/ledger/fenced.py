@@ -17,7 +17,7 @@ from store.judges import density as density_rule
 from store.storage.db import retry_write, write_tx
 from store.errors import LeaseLost, Refused, WardenError
 from store.jsontypes import JsonMapping
-from store.storage.models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
+from store.storage.models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, dumps
 from store.storage.sql import Inc
 from store.storage.tables import NodeRecord, TaskRecord
 from store.views import Claim, NodeSpec, Pulse
@@ -188,7 +188,7 @@ def _step_lease(row: NodeRecord, claim: Claim, now: float, until: float, max_ste
     deadline = _step_deadline(row, now, max_step_s)
     if deadline is None:
         return until
-    late = step_limit_why(row._replace(step_deadline=deadline), now)
+    late = step_limit_why(replace(row, step_deadline=deadline), now)
     if late:
         raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {late}")
     return min(until, deadline)
@@ -312,7 +312,7 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output
     budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
     unrolled = how == repairs.UNROLLED
     if unrolled:
-        core.bind(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == claim.task_id)).execute()
+        sql.execute(core.db, "UPDATE task SET repair_count = repair_count + 1 WHERE task_id = ?", [claim.task_id])
     round_ = task.repair_count + 1 if unrolled else None  # an unrolled round: its number, budget and mode
     budget = task.max_repairs if unrolled else None
     mode = repairs.UNROLLED if unrolled else None
@@ -511,7 +511,8 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
             fields: dict[str, object] = dict(status="confirmed", external_id=external_id, confirmed_at=now)
             if compensation is not None:
                 fields["compensation"] = compensation
-            core.bind(Effect.update(**fields).where(Effect.id == existing.id)).execute()
+            sets, values = sql.set_clause(fields)
+            sql.execute(core.db, f"UPDATE effect SET {sets} WHERE id = ?", [*values, existing.id])
             core.journal(claim.task_id, claim.node_key, claim.worker,
                          f"{claim.node_key} confirmed {effect_key}" + (f" ({external_id})" if external_id else ""),
                          EffectConfirmed(effect_key=effect_key, external_id=external_id,

@@ -28,7 +28,6 @@ from store.storage import sql
 from store.clock import iso
 from store.errors import Refused
 from store.jsontypes import JsonObject
-from store.storage.models import Task
 from store.storage.sql import Inc
 from store.storage.tables import NodeRecord, TaskRecord
 from store.views import NodeSpec
@@ -129,7 +128,7 @@ def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, o
                                      "WHERE node_id = ? AND status = 'open'", [now, node_id])
         else:
             kept.append(k)
-    core.bind(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == task_id)).execute()
+    sql.execute(core.db, "UPDATE task SET repair_count = repair_count + 1 WHERE task_id = ?", [task_id])
     budget_clock.settle(core.db, task_id, now, agent_write=True)
     again_keys = [k for k in starts if k in ids]
     waits = [k for k in reset if k not in again_keys] + waiting

@@ -116,7 +116,7 @@ class TaskTally:
                     continue
                 if tid not in self._loaded or tid in whole or not self._read_keys(db, tid, keys):
                     self._read_whole(db, tid)
-                view = rows.task_view(r._replace(claim_count=self._claims[tid]), ledger.now(), self._counts[tid],
+                view = rows.task_view(replace(r, claim_count=self._claims[tid]), ledger.now(), self._counts[tid],
                                       handoffs.get(tid, 0))
                 self._views[tid] = view
                 out.append(view)

@@ -34,7 +34,7 @@ from store.storage.db import (
     register_result,
 )
 from store.errors import NotFound
-from store.storage.models import Task, dumps
+from store.storage.models import dumps
 from store.storage.schema import check_version
 from store.storage.tables import NodeRecord, TaskRecord
 from store.views import Pulse
@@ -251,8 +251,8 @@ class LedgerCore:
 
     def bump_task(self, task_id: str, fields: Mapping[str, object]) -> None:
         """Update the task row with ``fields`` and bump its revision (``updated_at`` defaults to now)."""
-        values = {"updated_at": self.now(), **fields}
-        self.bind(Task.update(revision=Task.revision + 1, **values).where(Task.task_id == task_id)).execute()
+        sets, values = sql.set_clause({"updated_at": self.now(), **fields, "revision": sql.Inc(1)})
+        sql.execute(self.db, f"UPDATE task SET {sets} WHERE task_id = ?", [*values, task_id])
 
     def ids_for_keys(self, task_id: str, keys: Sequence[str]) -> dict[str, int]:
         """Node ids by key (unknown keys are left out)."""
