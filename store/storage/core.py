@@ -19,7 +19,7 @@ from typing import Literal, Mapping, Self, Sequence, TypeVar
 import peewee as pw
 
 from store.judges import budget as budget_mod
-from store.storage import sql, sqlite_file, writegate
+from store.storage import sql
 from store import validate
 from store.clock import Clock, system_clock
 from store.storage.db import (
@@ -27,7 +27,7 @@ from store.storage.db import (
     CONNECT_TIMEOUT_S,
     RECONNECT_BUDGET_S,
     Backoff,
-    WardenSqlite,
+    close_database,
     connect_checked,
     is_sqlite,
     open_database,
@@ -90,15 +90,6 @@ register_result("pulse", Pulse, lambda p: {"lease_until": p.lease_until, "parked
                 lambda data, _args, _kwargs: Pulse(**data))
 
 
-def _close(db: pw.Database) -> None:
-    if not db.is_closed():
-        db.close()
-    if getattr(db, "tidy_on_close", False):  # a read leaves the directory as it found it
-        sqlite_file.tidy(str(getattr(db, "path", "")))
-    elif isinstance(db, WardenSqlite) and db.gate_ours:
-        writegate.tidy(db.path)  # the last one out: a ledger at rest is one file
-
-
 class LedgerCore:
     """An open ledger database and its clock; the shared layer under :class:`store.Ledger`."""
 
@@ -155,7 +146,7 @@ class LedgerCore:
         try:
             check_version(db, create=create and not read_only)
         except Exception:
-            _close(db)
+            close_database(db)
             raise
         return cls(db, clock or system_clock, os.fspath(target))
 
@@ -168,7 +159,7 @@ class LedgerCore:
         return bool(getattr(self.db, "read_only", False))
 
     def close(self) -> None:
-        _close(self.db)
+        close_database(self.db)
 
     def __enter__(self) -> Self:
         return self

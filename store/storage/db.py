@@ -58,7 +58,7 @@ from store.storage.write_requests import register_result
 __all__ = [
     "BUSY_TIMEOUT_S", "CONNECT_TIMEOUT_S", "RECONNECT_BUDGET_S", "Backoff", "ConnectionLost", "LedgerBusy", "Target", "WardenPostgres",
     "check_pg_url", "masked",
-    "WardenSqlite", "connect_checked", "is_sqlite", "open_database", "parse_target", "pg_client_args", "pg_connect_args", "read_tx",
+    "WardenSqlite", "close_database", "connect_checked", "is_sqlite", "open_database", "parse_target", "pg_client_args", "pg_connect_args", "read_tx",
     "warden_params",
     "register_result", "retry_conflicts", "retry_read", "retry_write", "run_read", "run_write", "sqlstate", "write_tx",
 ]
@@ -150,6 +150,18 @@ def check_pg_url(url: str) -> None:
     for part in (p.query or "").split("&"):
         if part and "=" not in part:
             raise LedgerUnavailable(f"{bad}: the query part {safe_line(repr(part[:40]))} is not key=value")
+
+
+def close_database(db: pw.Database) -> None:
+    """Close ``db`` and leave its directory as the open found it: a read tidies the ``-wal``/``-shm``
+    it made; a database that made its write gate or wrote through it removes the gate when it is
+    the last one out (store/storage/writegate.py). A command that only failed leaves nothing new."""
+    if not db.is_closed():
+        db.close()
+    if getattr(db, "tidy_on_close", False):  # a read leaves the directory as it found it
+        sqlite_file.tidy(str(getattr(db, "path", "")))
+    elif isinstance(db, WardenSqlite) and db.gate_ours:
+        writegate.tidy(db.path)  # the last one out: a ledger at rest is one file
 
 
 def open_database(
@@ -360,7 +372,8 @@ def write_tx(db: pw.Database) -> Iterator[None]:
         )
     if isinstance(db, WardenSqlite):
         # writers take turns through store/storage/writegate.py before SQLite's lock (its busy handler is unfair)
-        with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours), db.atomic("IMMEDIATE"):
+        with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours, db.sqlite_wait), \
+                db.atomic("IMMEDIATE"):
             yield
     elif is_sqlite(db):
         with db.atomic("IMMEDIATE"):
