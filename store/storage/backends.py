@@ -342,6 +342,7 @@ class WardenPostgres(pw.PostgresqlDatabase):
     url: str | None = None
     busy_timeout_s: float | None = BUSY_TIMEOUT_S
     connect_timeout_s: float = CONNECT_TIMEOUT_S
+    application_name = "warden-agent"  # what pg_stat_activity shows (a wait's LISTEN connection takes it too)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # peewee's own (untyped) options, passed on
         super().__init__(*args, **kwargs)

@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlparse
 
 import peewee as pw
 
-from store.storage import checkpoints, lockguard, sqlite_file, write_requests, writegate
+from store.storage import checkpoints, lockguard, sqlite_file, stopguard, write_requests, writegate
 from store import errors
 from store.storage.backends import (
     BUSY_TIMEOUT_S,
@@ -254,6 +254,7 @@ def _open_postgres(t: Target, *, read_only: bool, busy_timeout_s: float, applica
     db.url = t.url
     db.busy_timeout_s = busy_timeout_s
     db.connect_timeout_s = connect_timeout_s
+    db.application_name = kwargs["application_name"]  # a wait's LISTEN connection is named the same
     if backoff is not None:
         db.backoff = backoff
     return db
@@ -370,17 +371,18 @@ def write_tx(db: pw.Database) -> Iterator[None]:
             f"nested write transaction (depth {depth}): a write must begin IMMEDIATE at depth 0, "
             "not as a savepoint inside another transaction"
         )
-    if isinstance(db, WardenSqlite):
-        # writers take turns through store/storage/writegate.py before SQLite's lock (its busy handler is unfair)
-        with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours, db.sqlite_wait), \
-                db.atomic("IMMEDIATE"):
-            yield
-    elif is_sqlite(db):
-        with db.atomic("IMMEDIATE"):
-            yield
-    else:
-        with db.atomic():
-            yield
+    with stopguard.for_db(db):  # a supervised process is never stopped inside a write
+        if isinstance(db, WardenSqlite):
+            # writers take turns through store/storage/writegate.py before SQLite's lock (its busy handler is unfair)
+            with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours, db.sqlite_wait), \
+                    db.atomic("IMMEDIATE"):
+                yield
+        elif is_sqlite(db):
+            with db.atomic("IMMEDIATE"):
+                yield
+        else:
+            with db.atomic():
+                yield
 
 
 STRICT_READS_ENV = "WARDEN_STRICT_READS"
@@ -442,7 +444,7 @@ def _owned(db: WardenPostgres, fn: Callable[[], object], rid: str, now: Callable
     req.rid, req.joined, req.body_done = rid, False, False
     raised: BaseException | None = None
     try:
-        with db.atomic():
+        with stopguard.for_db(db), db.atomic():
             try:
                 result = fn()
             except Exception as e:
