@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-from store.storage import sql
+from store.storage import rows, sql
 from store.storage.core import LedgerCore
 from store.storage.events import NodeClaimed
 
@@ -53,6 +53,9 @@ class LeanNode(NamedTuple):
     est_wall_s: float | None
     next_retry_at: float | None
     lease_owner: str | None
+
+
+rows.node_projection(LeanNode)
 
 
 class ObservationRow(NamedTuple):
