@@ -251,6 +251,9 @@ class _Hook:
                                               + (f": {why.reason}" if why.reason else "") + "; the prompt was not sent.")
             return self.say.refuse_prompt(f"Warden: {why.reason}; the prompt was not sent.")
         self._note(claim, f"prompt: {prompt}")
+        if why is not None and why.state == "rewound":  # the turn before was rewound after it ended
+            return self.say.context("UserPromptSubmit", f"The operator rewound the previous turn in Warden: "
+                                                        f"{why.reason}. Take it into account in this one.")
         return HookAnswer()
 
     def tool(self) -> HookAnswer:

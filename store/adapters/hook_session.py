@@ -175,11 +175,25 @@ class HookSession:
         if wait is not None:
             self.ledger.commit(wait, output={"prompt": prompt[:200], "turn": n}, next_nodes=[turn])
         elif self.ledger.node(self.task, wait_key).status != "succeeded":
-            return None, self.why_not()
+            return self._take_back_rewound()
         self.turn, self.awaiting = n, 0
         self.claim = self.ledger.claim(self.task, self.worker, lease_s=self.lease_s, key=key)
         self.save()
         return (self.claim, None) if self.claim is not None else (None, self.why_not())
+
+    def _take_back_rewound(self) -> tuple[Claim | None, Steer | None]:
+        """The wait cannot end because the turn before it was rewound after it ended: the prompt
+        takes that turn back (its next attempt, told the operator's reason); else why not."""
+        if self.turn:
+            key = self.node_key("turn", self.turn)
+            node = self.ledger.node(self.task, key)
+            if node.status == "pending" and node.rejections:
+                again = self.ledger.claim(self.task, self.worker, lease_s=self.lease_s, key=key)
+                if again is not None:
+                    self.claim, self.awaiting = again, 0
+                    self.save()
+                    return again, Steer("rewound", node.rejections[-1])
+        return None, self.why_not()
 
     def end_turn(self, output: JsonObject, *, tokens: int = 0) -> Steer | None:
         """Commit the turn (Stop) with the wait for the next prompt in the same transaction; None

@@ -611,3 +611,18 @@ def test_the_hook_takes_the_lean_path_without_the_console(tmp_path):
         assert warden(["--ledger", str(tmp_path / "l2.db"), "hook", "claude", "--sessions", str(tmp_path / "s2")]) == 0
     full = json.loads(out.getvalue())
     assert lean["hookSpecificOutput"]["hookEventName"] == full["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+
+
+def test_a_turn_rewound_after_it_ended_is_taken_back_by_the_next_prompt(ledger, store):
+    turn(ledger, store)
+    hook(ledger, store, "stop")
+    apply(ledger, ledger.plan_rewind(TASK, "turn-1", reason="the fix broke the CLI"))
+    out = hook(ledger, store, "user_prompt_submit", prompt="and now?").output  # not refused: no wedge
+    assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "the fix broke the CLI" in out["hookSpecificOutput"]["additionalContext"]
+    one = ledger.node(TASK, "turn-1")
+    assert (one.status, one.attempt) == ("running", 2)
+    hook(ledger, store, "stop")
+    assert ledger.node(TASK, "turn-1").status == "succeeded" and ledger.node(TASK, "await-2").status == "pending"
+    assert hook(ledger, store, "user_prompt_submit", prompt="next").output is None
+    assert ledger.node(TASK, "turn-2").status == "running"
