@@ -25,12 +25,13 @@ from textual.widgets.option_list import Option
 
 from store.actions import ResolveParams
 from store.errors import Refused, StaleRevision, WardenError
-from store.jsontypes import JsonMapping, JsonValue
+from store.adapters.permission_rules import rules_for
+from store.jsontypes import JsonMapping, JsonObject, JsonValue
 
 from ..dialogs.base import WardenModal, read_only_notice
 from ..dialogs.registry import dialog_for
 from ..operator import resolve_operator
-from ..glyphs import MARKS, age_label
+from ..glyphs import MARKS, NODE_GLYPHS, age_label
 from ..text import literal, safe, safe_line
 
 if TYPE_CHECKING:
@@ -44,9 +45,10 @@ STUCK_KEYS = ("stuck", "where_stuck", "blocked_on", "problem")
 WHY_KEYS = ("why", "recommendation_why")
 
 class HandoffLoaded(Message):
-    def __init__(self, handoff: "HandoffView | None", remaining: int, error: str | None = None) -> None:
+    def __init__(self, handoff: "HandoffView | None", remaining: int, error: str | None = None,
+                 granted: "list[JsonObject] | None" = None) -> None:
         super().__init__()
-        self.handoff, self.remaining, self.error = handoff, remaining, error
+        self.handoff, self.remaining, self.error, self.granted = handoff, remaining, error, granted or []
 
 
 class ResolveDone(Message):
@@ -71,8 +73,22 @@ def _value_text(v: JsonValue) -> str:
     return safe(json.dumps(v, ensure_ascii=False, indent=1, default=str), limit=2000)
 
 
-def render_handoff(h: "HandoffView", now: float) -> Text:
-    """What the operator needs to decide: the question, what is done, where it is stuck, why."""
+def render_granted(granted: "list[JsonObject]", now: float) -> Text:
+    """The "always allow" rules already granted in the task: the rule, its session, who, when."""
+    out = Text("\nRules granted in this task\n", style="bold underline")
+    for g in granted:
+        out.append(NODE_GLYPHS["succeeded"] + " " + safe_line(g.get("text"), limit=120), style="bold")
+        at = g.get("at")
+        when = age_label(now - at) if isinstance(at, (int, float)) else "?"
+        session = g.get("session")
+        out.append(f"  · by {safe_line(g.get('by'), limit=60)} {when}"
+                   + (f" · session {safe_line(session, limit=40)}" if session else "") + "\n", style="dim")
+    return out
+
+
+def render_handoff(h: "HandoffView", now: float, granted: "list[JsonObject] | None" = None) -> Text:
+    """What the operator needs to decide: the question, what is done, where it is stuck, why, and
+    for a permission request the rules already granted in its task."""
     out = Text()
     out.append(f"#{safe_line(h.id)} ", style="bold")
     out.append(f"{safe_line(h.kind)} · task {safe_line(h.task_id)} › node {safe_line(h.node)} · "
@@ -97,12 +113,16 @@ def render_handoff(h: "HandoffView", now: float) -> Text:
             shown.add(k)
             out.append("why: ", style="dim")
             out.append(_value_text(v) + "\n")
+    if h.kind == "permission" and isinstance(ctx.get("rules"), list):
+        shown.add("rules")  # the rules offered are the options below, in words
     rest = [k for k in ctx if k not in shown]
     if rest:
         out.append("\nContext\n", style="bold underline")
         for k in rest:
             out.append(f"{safe_line(k, limit=40)}: ", style="dim")
             out.append(_value_text(ctx[k]) + "\n")
+    if granted:
+        out.append_text(render_granted(granted, now))
     return out
 
 
@@ -167,17 +187,17 @@ class ResolveHandoffScreen(WardenModal[bool]):
     # ---- loading
     @work(thread=True, exclusive=True, exit_on_error=False, group="handoff")
     def _load(self, hid: str) -> None:
-        def read(ledger: "Ledger") -> "tuple[HandoffView, int]":
+        def read(ledger: "Ledger") -> "tuple[HandoffView, int, list[JsonObject]]":
             h = ledger.handoff(hid)
             others = [x for x in ledger.handoffs(task_id=h.task_id) if x.id != h.id]
-            return h, len(others)
+            return h, len(others), rules_for(ledger, h.task_id) if h.kind == "permission" else []
 
         try:
-            h, remaining = self.host.feed.read(read)
+            h, remaining, granted = self.host.feed.read(read)
         except WardenError as e:
             self.post_message(HandoffLoaded(None, 0, error=str(e)))
         else:
-            self.post_message(HandoffLoaded(h, remaining))
+            self.post_message(HandoffLoaded(h, remaining, granted=granted))
 
     @on(HandoffLoaded)
     def _loaded(self, msg: HandoffLoaded) -> None:
@@ -193,7 +213,7 @@ class ResolveHandoffScreen(WardenModal[bool]):
         self.remaining = msg.remaining
         self.chosen = None
         self.closed_reason = None
-        body.update(render_handoff(h, self.host.now()))
+        body.update(render_handoff(h, self.host.now(), msg.granted))
         self.query_one("#handoff-scroll", VerticalScroll).scroll_home(animate=False)
         title = Text("Resolve handoff ", style="bold")
         title.append(f"#{safe_line(h.id)} of task {safe_line(h.task_id)}")
