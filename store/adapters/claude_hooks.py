@@ -24,9 +24,10 @@ SessionEnd           a turn still running fails; session dropped  nothing
 ===================  ===========================================  ==============================
 
 Everything in a payload is untrusted: read from at most ``PAYLOAD_CAP`` bytes, strings bounded,
-stored as text (the console escapes it). A payload that cannot be read gets one line on stderr
-and the safe default: a PermissionRequest is denied, a PreToolUse is denied, anything else exits
-2 (which blocks the events that can be blocked and only shows the line for the others).
+stored as text (the console escapes it). A payload that cannot be read gets one escaped line on
+stderr and the safe default: when its event can be read, a PermissionRequest or a PreToolUse is
+denied and any other event exits 1; when not even the event can be read, exit 2 (a blocking
+error, which denies what can be denied and only shows the line for the others).
 """
 
 from __future__ import annotations
@@ -41,12 +42,13 @@ from store.errors import LeaseLost, LedgerUnavailable, NotFound, WardenError
 from store.facade import Ledger
 from store.jsontypes import JsonMapping, JsonObject
 from store.views import Claim
+from store.text import safe_line
 from store.adapters.claude_turns import ClaudeSession
 from store.adapters.sessions import SessionStore
 from store.adapters.steering import Steer, clean, pulse
 from store.adapters.streams import summarize
 
-__all__ = ["EVENTS", "HookAnswer", "HookConfig", "PAYLOAD_CAP", "handle", "parse", "run_hook"]
+__all__ = ["EVENTS", "HookAnswer", "HookConfig", "PAYLOAD_CAP", "handle", "parse", "run_hook", "safe_default"]
 
 PAYLOAD_CAP = 4 * 1024 * 1024  # bytes of stdin read (a Write tool's content can be large)
 TEXT_CAP = 4000  # characters of a prompt, a message, a tool's input or response kept
@@ -71,6 +73,10 @@ class HookAnswer:
     output: JsonObject | None = None
     exit_code: int = 0
     message: str | None = None
+
+    def __post_init__(self) -> None:  # one escaped line, whatever went into it (a payload's own text)
+        if self.message is not None:
+            object.__setattr__(self, "message", safe_line(self.message, limit=500))
 
 
 def _deny_permission(message: str, *, interrupt: bool = False) -> HookAnswer:
