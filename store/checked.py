@@ -162,7 +162,7 @@ API: dict[str, dict[str, Rule]] = {
                       "recommendation": NAME_OPT, "context": JSON_OBJ_OPT, "tokens": TOKENS},
     "intend_effect": {"claim": CLAIM, "effect_key": NAME, "payload": JSON, "compensation": TEXT_OPT},
     "confirm_effect": {"claim": CLAIM, "effect_key": NAME, "external_id": TEXT_OPT, "compensation": TEXT_OPT},
-    "note": {"claim": CLAIM, "text": TEXT, "layer": NOTE_LAYER},
+    "note": {"claim": CLAIM, "text": TEXT, "layer": NOTE_LAYER, "data": JSON_OBJ_OPT},
     "wait_for_resolution": {"handoff_id": HANDOFF, "timeout": DELAY_OPT},
     # the task's mind
     "conclude": {"claim": CLAIM, "text": ENTRY_TEXT, "source": SOURCE_OPT, "kind": ENTRY_KIND, "reason": REASON_OPT},

@@ -31,7 +31,7 @@ from store.storage.core import LedgerCore
 from store.ledger.rules import FLAG, ID, ID_OPT, TEXT_OPT, UNTIL, WAKE_ON_OPT
 from store.actions import planning as pl
 from store.actions.action import Action, Command, Flag, Key
-from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
+from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, refund_claims, set_nodes
 from store.actions.plan import Plan
 from store.actions.promise import Since, task_moved
 
@@ -90,6 +90,10 @@ class ParkParams(Action):
         park = {"parked_at": tx.now, "park_reason": tx.plan.reason, "park_until": self.until_ts,
                 "wake_on": self.wake_on}
         set_nodes(tx, tx.changed_to("parked"), {"status": "parked", **park, **REVOKE, **BUMP})
+        # The claim an operator stopped is given back: max_claims counts an agent failing to
+        # finish, not a person stopping it (each resume's claim would spend one: five park/resume
+        # cycles failed the node).
+        refund_claims(tx, [tx.ids[k] for k, (was, to) in tx.plan.changes.items() if was == "running" and to == "parked"])
         watch = wc.entry(self.wake_conditions, self.auto_resume, tx.now) if self.wake_conditions else None
         state = wc.with_target(tx.task.wake_state, self.node, watch)
         if self.node:

@@ -378,13 +378,15 @@ def _claim_inputs(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> JsonOb
     """The task inputs, the dependencies' outputs, the rejections and the latest resolution."""
     deps = {}
     dep_ids: list[int] = []
-    for dep_id, key, output, ref, dig, status in sql.fetch_all(
-            core.db, "SELECT s.id, s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
+    for dep_id, key, output, ref, dig, status, finished in sql.fetch_all(
+            core.db, "SELECT s.id, s.key, s.output, s.output_ref, s.output_digest, s.status, s.finished_at FROM edge e "
                      "JOIN node s ON s.id = e.src_id WHERE e.dst_id = ? ORDER BY s.position", [row.id]):
         dep_ids.append(dep_id)
         deps[key] = {
             "output": sql.json_value(output),
             "output_ref": ref, "digest": dig, "status": status,
+            # when the output was committed: how old what this step reads is (seed 004)
+            "committed_at": iso(finished) if status == "succeeded" else None,
         }
     h = sql.fetch_row(core.db, _Resolved, f"SELECT {sql.columns(_Resolved)} FROM handoff WHERE node_id = ? "
                                           "AND status = 'resolved' ORDER BY id DESC LIMIT 1", [row.id])

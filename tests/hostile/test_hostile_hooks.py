@@ -42,6 +42,8 @@ PAYLOADS: dict[str, dict[str, Any]] = {
     "PreToolUse": {"tool_name": "Bash", "tool_input": {"command": "pytest -q"}, "tool_use_id": "toolu_1"},
     "PermissionRequest": {"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}},
     "PostToolUse": {"tool_name": "Bash", "tool_input": {"command": "pytest -q"}, "tool_response": {"stdout": "ok"}},
+    "PostToolUseFailure": {"tool_name": "Bash", "tool_input": {"command": "pytest -q"}, "error": "Exit code 1"},
+    "PermissionDenied": {"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "reason": "auto mode"},
     "Notification": {"message": "Claude needs your permission", "notification_type": "permission_prompt"},
     "Stop": {"last_assistant_message": "done", "stop_hook_active": False},
     "SessionEnd": {"reason": "exit"},

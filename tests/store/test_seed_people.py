@@ -11,7 +11,7 @@ import json
 import pytest
 
 from console.cli import main as warden
-from store import Ledger, Refused
+from store import Ledger, NodeSpec, Refused
 
 LONG = 10**7
 
@@ -85,3 +85,34 @@ def test_a_confirmed_memory_reaches_the_next_claim_with_its_source(ledger):
     c = ledger.claim("t2", "w9", lease_s=LONG)
     [m] = c.inputs["memory"]["memories"]
     assert m["source"].startswith("make test, run 3; proposed by task t node a, confirmed by alice")
+
+
+# ---------------------------------------------------------------------- an operator's stop is not the agent's failure
+def test_park_now_and_resume_cycles_do_not_spend_the_agents_claim_budget(ledger):
+    ledger.create_task("t", max_claims=3)
+    ledger.add_nodes("t", [NodeSpec("n")])
+    for _ in range(6):  # an operator stops and resumes the work six times
+        c = ledger.claim("t", "w", lease_s=LONG)
+        assert c is not None and c.node_key == "n"
+        ledger.apply(ledger.plan_park("t", node="n", now=True, reason="look at it"), operator="op")
+        ledger.apply(ledger.plan_resume("t", node="n"), operator="op")
+    c = ledger.claim("t", "w", lease_s=LONG)
+    assert c is not None and c.attempt == 7  # attempts still count every claim
+    assert ledger.node("t", "n").claim_count == 1
+    ledger.commit(c, output={})
+    assert ledger.node("t", "n").status == "succeeded"
+
+
+def test_a_task_park_now_gives_back_each_revoked_claim_but_an_agents_own_failures_still_count(ledger, clock):
+    ledger.create_task("t", max_claims=2)
+    ledger.add_nodes("t", [NodeSpec("a"), NodeSpec("b")])
+    a = ledger.claim("t", "w", lease_s=LONG, key="a")
+    ledger.claim("t", "w", lease_s=LONG, key="b")
+    ledger.apply(ledger.plan_park("t", now=True, reason="maintenance"), operator="op")
+    ledger.apply(ledger.plan_resume("t"), operator="op")
+    assert [ledger.node("t", k).claim_count for k in ("a", "b")] == [0, 0]
+    a = ledger.claim("t", "w", lease_s=LONG, key="a")
+    ledger.fail(a, error="flaky", retry_after_s=0)
+    a = ledger.claim("t", "w", lease_s=LONG, key="a")
+    ledger.fail(a, error="flaky", retry_after_s=0)
+    assert ledger.node("t", "a").status == "failed"  # two claims the agent spent: its budget
