@@ -70,9 +70,10 @@ class Thresholds:
     cycle_repeats: int = 2  # … whose newest 2 observations each repeat the one a period before → alarm
     cycle_repeats_long: int = 2  # … (the same from a period of 5: a cycle is caught at its period + 2)
     failure_recurs: int = 3  # the same failed result this many times since the last progress, other steps between → alarm
-    heartbeat_stale_factor: float = 2.0  # silent for > 2 × the node's usual long gap …
+    heartbeat_stale_factor: float = 3.0  # silent for > 3 × the node's usual long gap …
     heartbeat_stale_min_s: float = 10.0  # … and at least 10 s …
-    heartbeat_stale_lease_fraction: float = 0.5  # … and never before the lease's renewal point (half of it)
+    heartbeat_stale_lease_fraction: float = 0.5  # … or past the lease's renewal point (half of it), whichever is sooner …
+    heartbeat_stale_floor: float = 2.0  # … but never within 2 × its usual long gap
     no_progress_min_s: float = 300.0  # units_done unchanged for 5 minutes …
     no_progress_heartbeats: int = 8  # … and for 8 of its own heartbeat intervals, while it beats → warn
     overdue_margin: float = 0.5  # running longer than 1.5 × its kind's P80 → warn
@@ -251,14 +252,18 @@ def node_signals(
 
 def stale_signal(task_id: str, node: NodeView, act: Activity, now: float, th: Thresholds) -> list[Signal]:
     """``heartbeat_stale``: silent for clearly longer than the node's usual long gap (× the
-    factor), and never before the lease's renewal point (a fraction of the lease its last
-    heartbeat took). Before the node's rhythm is learned (``observe.GAPS_LEARNED`` gaps) only the
+    factor, at least ``heartbeat_stale_min_s``), or past the lease's renewal point (a fraction of
+    the lease its last heartbeat took) when that comes sooner — yet never within 2 × its usual
+    long gap (a node whose rhythm outruns its renewal point is judged by its rhythm): stale on the
+    node's own clock. Before the node's rhythm is learned (``observe.GAPS_LEARNED`` gaps) only the
     lease speaks: nothing until it ends (then ``orphaned``)."""
     if node.heartbeat_at is None or node.lease_until is None or act.long_s is None:
         return []
     lease_s = max(0.0, node.lease_until - node.heartbeat_at)
     renewal = th.heartbeat_stale_lease_fraction * lease_s
-    limit = max(th.heartbeat_stale_factor * act.long_s, th.heartbeat_stale_min_s, renewal)
+    own = max(th.heartbeat_stale_factor * act.long_s, th.heartbeat_stale_min_s)
+    # never below 2 × its usual long gap: a node whose own rhythm outruns its renewal point is read by it
+    limit = max(min(own, renewal), th.heartbeat_stale_floor * act.long_s)
     silent = now - node.heartbeat_at
     if limit >= lease_s or silent <= limit:
         return []
