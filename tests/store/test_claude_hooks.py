@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from store.adapters.permission_rules import rules_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,7 +148,7 @@ def test_a_permission_request_is_a_question_of_its_own_and_the_turn_goes_on(ledg
         assert t.is_alive()  # waits on the operator
         assert h.kind == "permission" and "Allow Claude Code to use Bash?" in h.question
         assert "rm -rf build/" in h.question and h.context["tool"] == "Bash"
-        assert [o["id"] for o in h.options] == ["allow", "deny"]
+        assert [o["id"] for o in h.options] == ["allow", "deny", "always-1"]  # the rule Claude Code suggests
         assert h.node == "turn-1.ask-1" and led.node(TASK, "turn-1").status == "running"  # the turn is not blocked
         apply(led, led.plan_resolve(h.id, option=option, answer="not the cache" if option == "deny" else None))
         t.join(60)
@@ -157,6 +159,58 @@ def test_a_permission_request_is_a_question_of_its_own_and_the_turn_goes_on(ledg
         one = led.node(TASK, "turn-1")
         assert (one.status, one.attempt) == ("running", 1)  # an answered question is not another attempt
         assert led.node(TASK, "turn-1.ask-1").status == "succeeded"  # the question closed
+
+
+SUGGESTED = [{"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}], "behavior": "allow",
+              "destination": "session"},
+             {"type": "addDirectories", "directories": ["/work/other"], "destination": "localSettings"},
+             {"type": "setMode", "mode": "acceptEdits", "destination": "session"}]
+
+
+def test_always_allow_offers_claudes_suggestions_and_answers_with_the_rule_chosen(ledger_path, clock, store):
+    with Ledger.open(ledger_path, clock=clock) as led:
+        turn(led, store)
+        t, got = permission_in_thread(ledger_path, clock, store, FAST, permission_suggestions=SUGGESTED,
+                                      tool_input={"command": "npm test -- parser", "description": "Run the tests"})
+        [h] = open_permissions(led)
+        assert [(o["id"], o["label"]) for o in h.options][2:] == [
+            ("always-1", "Always: allow Bash(npm test:*) — this session"),
+            ("always-2", "Always: allow access to /work/other — this project, for you"),
+            ("always-3", "Always: switch to acceptEdits mode — this session")]
+        apply(led, led.plan_resolve(h.id, option="always-1"))
+        t.join(60)
+        decision = got["answer"].output["hookSpecificOutput"]["decision"]
+        assert decision == {"behavior": "allow", "updatedPermissions": [SUGGESTED[0]]}  # as Claude Code gave it
+        [granted] = rules_for(led, TASK)
+        assert granted["text"] == "allow Bash(npm test:*) — this session" and granted["rule"] == SUGGESTED[0]
+        assert granted["by"] == "op@console" and granted["session"] == event("permission_request")["session_id"]
+        assert granted["tool"] == "Bash"
+
+
+def test_allow_once_gives_back_no_rule(ledger_path, clock, store):
+    with Ledger.open(ledger_path, clock=clock) as led:
+        turn(led, store)
+        t, got = permission_in_thread(ledger_path, clock, store, FAST, permission_suggestions=SUGGESTED)
+        [h] = open_permissions(led)
+        apply(led, led.plan_resolve(h.id, option="allow"))
+        t.join(60)
+        assert got["answer"].output["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+        assert rules_for(led, TASK) == []
+
+
+def test_an_edit_asks_with_its_diff(ledger_path, clock, store):
+    with Ledger.open(ledger_path, clock=clock) as led:
+        turn(led, store)
+        edit = {"file_path": "/work/repo/parser.py", "old_string": "def parse(x):\n    return x\n",
+                "new_string": "def parse(x):\n    return x.strip()\n"}
+        t, got = permission_in_thread(ledger_path, clock, store, FAST, tool_name="Edit", tool_input=edit,
+                                      permission_suggestions=[])
+        [h] = open_permissions(led)
+        assert h.context["file"] == "/work/repo/parser.py"
+        assert h.context["diff"].splitlines()[-2:] == ["-    return x", "+    return x.strip()"]
+        assert [o["id"] for o in h.options] == ["allow", "deny"]
+        apply(led, led.plan_resolve(h.id, option="deny"))
+        t.join(60)
 
 
 def test_the_allow_answer_reaches_claude_beside_the_calls_result(ledger_path, clock, store):
