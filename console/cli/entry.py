@@ -252,11 +252,16 @@ def cmd_console(args: argparse.Namespace) -> int:
         return run_lines(args, bell=not args.no_bell, hook=hook)
     from ..app import run_console  # imported when used: the other subcommands never load Textual
 
-    return run_console(
-        ledger=ledger_target(args), runs=runs_dir(args), read_only=args.read_only,
-        operator=operator_of(args), project=args.project, records=args.records,
-        bell=not args.no_bell, on_alert=hook, connect_timeout_s=connect_timeout(args),
-    )
+    background = notify.in_console(ledger_target(args))  # the notifier, when configured to run here
+    try:
+        return run_console(
+            ledger=ledger_target(args), runs=runs_dir(args), read_only=args.read_only,
+            operator=operator_of(args), project=args.project, records=args.records,
+            bell=not args.no_bell, on_alert=hook, connect_timeout_s=connect_timeout(args),
+        )
+    finally:
+        if background is not None:
+            background.stop()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
