@@ -26,7 +26,7 @@ from store import Budget, Ledger
 from store.adapters.claude_hooks import HookConfig, handle, parse, run_hook, tool_output
 from store.adapters.sessions import SessionStore
 from tests.support.observed import all_said  # noqa: E402
-from tests.support.waiting import wait_until
+from tests.support.waiting import Deadline, stretch, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "tests" / "fixtures" / "agents" / "claude_hooks"
@@ -519,6 +519,24 @@ def test_a_notification_is_an_alert_and_closes_when_the_session_goes_on(ledger, 
     assert ledger.handoffs(task_id=TASK) == []
 
 
+def test_a_lease_that_ran_out_between_two_hooks_is_taken_back_and_the_turn_commits(ledger, clock, store):
+    """No hook ran for longer than the turn's lease (Claude thought for a long while on a suspended
+    or loaded machine) and nobody took the node: the next hook takes the turn back and the stop
+    commits it — it was left running with every write refused."""
+    hook(ledger, store, "session_start")
+    hook(ledger, store, "user_prompt_submit")
+    claims = ledger.node(TASK, "turn-1").claim_count
+    clock.advance(HookConfig().lease_s + 1)
+    got: list = []  # (in a thread: it looped forever on the dead claim before)
+    t = threading.Thread(target=lambda: got.append(hook(ledger, store, "pre_tool_use")), daemon=True)
+    t.start()
+    t.join(stretch(30))
+    assert got and got[0].output is None, "the hook never answered"
+    assert ledger.node(TASK, "turn-1").claim_count == claims + 1
+    hook(ledger, store, "stop")
+    assert ledger.node(TASK, "turn-1").status == "succeeded"
+
+
 def test_session_end_mid_turn_fails_the_turn(ledger, store):
     turn(ledger, store)
     hook(ledger, store, "session_end")
@@ -581,12 +599,12 @@ def test_an_unavailable_ledger_denies_a_permission(tmp_path, store):
 
 # ---------------------------------------------------------------------- end to end: a fake Claude Code
 def wait_lines(path: Path, n: int, timeout: float = 120) -> list[dict]:
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while True:
         lines = path.read_text().splitlines() if path.exists() else []
         if len(lines) >= n:
             return [json.loads(x) for x in lines]
-        if time.monotonic() > deadline:
+        if deadline.expired():
             pytest.fail(f"timed out waiting for {n} hook answers (have {len(lines)})")
         time.sleep(0.1)  # the pause between two looks at the answers file
 
