@@ -127,7 +127,8 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
     # what the report brings is judged before the write lock is taken (bounded, pure work and reads)
     report = observe.judge_report(core, claim.task_id, claim.node_key, claim.attempt,
                                   None if observation is None else str(observation),
-                                  None if action is None else str(action), None if result is None else str(result))
+                                  None if action is None else str(action), None if result is None else str(result),
+                                  units_done)
     with write_tx(core.db):
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
@@ -148,8 +149,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             new_units = report.verdict.new_units
         beat = observe.beat_fields(row, now, units_done, wait, new_units,
                                    report is not None and report.prepared.text_progress)
-        flags = (observe.FLAG_PROGRESS if "progress_at" in beat else 0) | (
-            observe.FLAG_PARKED if parked else 0)
+        flags = observe.observation_flags(beat, parked, report)
         if report is not None:
             observe.record_observation(core, row.id, claim.attempt, report, flags, now)
         judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, units_total), task=task)
