@@ -63,16 +63,17 @@ class ObservationRow(NamedTuple):
     attempt: int
     digest: str
     new_units: int
-    flags: int  # 1: it showed progress; 2: made while the task was parked
+    flags: int  # store/ledger/observe.py FLAG_*: progress, parked, judged a result, progress by units only
     content: str | None  # the judged content's identity
-    result: str | None  # the first EXCERPT_CHARS of the result (None: no result)
+    result: str | None  # the first EXCERPT_CHARS of the result, or of a plain report judged as one (None: no result)
     action: str | None  # the first EXCERPT_CHARS of the action
     action_key: str | None
 
 
 EXCERPT_CHARS = 200  # of an observation's action and result: what evidence quotes (≤ 80 shown)
 OBSERVATION_SELECT = ("node_id, id, at, attempt, digest, new_units, flags, content, "
-                      f"SUBSTR(result, 1, {EXCERPT_CHARS}) AS result, SUBSTR(action, 1, {EXCERPT_CHARS}) AS action, "
+                      f"CASE WHEN result IS NULL AND (flags & 4) = 0 THEN NULL ELSE SUBSTR(COALESCE(result, text), 1, "
+                      f"{EXCERPT_CHARS}) END AS result, SUBSTR(action, 1, {EXCERPT_CHARS}) AS action, "
                       "action_key")  # ObservationRow's fields, in order (two of them cut)
 
 

@@ -16,6 +16,7 @@ from store.judges import novelty
 from store.judges import density as density_rule
 from store.storage.db import retry_write, write_tx
 from store.errors import LeaseLost, Refused, WardenError
+from store.clock import iso
 from store.jsontypes import JsonMapping, JsonObject
 from store.storage.models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
 from store.storage.sql import Inc
@@ -26,7 +27,7 @@ from store.mind import alignment as mind_alignment
 from store.mind import record as mind_record
 from store.mind import state as mind_state
 from store.ledger import compensation as compensations
-from store.ledger import cost, lost
+from store.ledger import confirm, cost, lost
 from store.storage import budget_clock
 from store.ledger import repair as repairs
 from store.ledger.build import add_nodes_tx
@@ -126,7 +127,8 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
     # what the report brings is judged before the write lock is taken (bounded, pure work and reads)
     report = observe.judge_report(core, claim.task_id, claim.node_key, claim.attempt,
                                   None if observation is None else str(observation),
-                                  None if action is None else str(action), None if result is None else str(result))
+                                  None if action is None else str(action), None if result is None else str(result),
+                                  units_done)
     with write_tx(core.db):
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
@@ -147,8 +149,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             new_units = report.verdict.new_units
         beat = observe.beat_fields(row, now, units_done, wait, new_units,
                                    report is not None and report.prepared.text_progress)
-        flags = (observe.FLAG_PROGRESS if "progress_at" in beat else 0) | (
-            observe.FLAG_PARKED if parked else 0)
+        flags = observe.observation_flags(beat, parked, report)
         if report is not None:
             observe.record_observation(core, row.id, claim.attempt, report, flags, now)
         judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, units_total), task=task)
@@ -493,12 +494,17 @@ def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: o
         checkpoints.reach("effect.fenced", claim.task_id, claim.node_key)
         existing = _effect(core, claim.task_id, effect_key)
         if existing is None:
+            person = confirm.required(core, row, effect_key)  # irreversible: a person said proceed first
             pd = digest_json(payload) if payload is not None else None
             core.bind(Effect.insert(task=claim.task_id, node=row.id, effect_key=effect_key, status="intended",
                                     payload_digest=pd, compensation=compensation, attempt=claim.attempt,
                                     intended_at=now)).execute()
+            said: JsonObject = {"effect_key": effect_key}
+            if person is not None:
+                said["confirmed_by"] = {"handoff": person.handoff, "by": person.by, "at": iso(person.at)}
             core.journal(claim.task_id, claim.node_key, "execution", "effect.intended", claim.worker,
-                         f"{claim.node_key} intends {effect_key}", {"effect_key": effect_key}, at=now)
+                         f"{claim.node_key} intends {effect_key}"
+                         + (f" (confirmed by {person.by}, handoff {person.handoff})" if person else ""), said, at=now)
 
 
 @retry_write
