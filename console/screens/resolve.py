@@ -115,6 +115,15 @@ def render_handoff(h: "HandoffView", now: float, granted: "list[JsonObject] | No
             shown.add(k)
             out.append("why: ", style="dim")
             out.append(_value_text(v) + "\n")
+    eff = ctx.get("effect")
+    if isinstance(eff, dict) and isinstance(eff.get("key"), str):  # an irreversible effect to confirm
+        shown.add("effect")
+        out.append("\nIrreversible effect (cannot be undone)\n", style="bold underline")
+        out.append(safe_line(eff["key"], limit=300) + "\n", style="bold")
+        details = eff.get("details")
+        for k, v in (details.items() if isinstance(details, dict) else [("details", details)]):
+            out.append(f"{safe_line(k, limit=40)}: ", style="dim")
+            out.append(_value_text(v) + "\n")
     if h.kind == "permission" and isinstance(ctx.get("rules"), list):
         shown.add("rules")  # the rules offered are the options below, in words
     rest = [k for k in ctx if k not in shown]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-from store.storage import sql
+from store.storage import rows, sql
 from store.storage.core import LedgerCore
+from store.storage.events import NodeClaimed
 
 CHUNK = 500  # ids per statement
 
@@ -54,6 +55,9 @@ class LeanNode(NamedTuple):
     lease_owner: str | None
 
 
+rows.node_projection(LeanNode)
+
+
 class ObservationRow(NamedTuple):
     """What the stall signals read of an observation."""
 
@@ -63,23 +67,24 @@ class ObservationRow(NamedTuple):
     attempt: int
     digest: str
     new_units: int
-    flags: int  # 1: it showed progress; 2: made while the task was parked
+    flags: int  # store/ledger/observe.py FLAG_*: progress, parked, judged a result, progress by units only
     content: str | None  # the judged content's identity
-    result: str | None  # the first EXCERPT_CHARS of the result (None: no result)
+    result: str | None  # the first EXCERPT_CHARS of the result, or of a plain report judged as one (None: no result)
     action: str | None  # the first EXCERPT_CHARS of the action
     action_key: str | None
 
 
 EXCERPT_CHARS = 200  # of an observation's action and result: what evidence quotes (≤ 80 shown)
 OBSERVATION_SELECT = ("node_id, id, at, attempt, digest, new_units, flags, content, "
-                      f"SUBSTR(result, 1, {EXCERPT_CHARS}) AS result, SUBSTR(action, 1, {EXCERPT_CHARS}) AS action, "
+                      f"CASE WHEN result IS NULL AND (flags & 4) = 0 THEN NULL ELSE SUBSTR(COALESCE(result, text), 1, "
+                      f"{EXCERPT_CHARS}) END AS result, SUBSTR(action, 1, {EXCERPT_CHARS}) AS action, "
                       "action_key")  # ObservationRow's fields, in order (two of them cut)
 
 
 def recent_claims(core: LedgerCore, task_id: str, scan: int = 500) -> list[Claimed]:
     """The newest ``scan`` claims of the task's nodes, newest first."""
     return sql.fetch_rows(core.db, Claimed, f"SELECT {sql.columns(Claimed)} FROM event WHERE task_id = ? "
-                                            "AND kind = 'node.claimed' ORDER BY id DESC LIMIT ?", [task_id, int(scan)])
+                                            "AND kind = ? ORDER BY id DESC LIMIT ?", [task_id, NodeClaimed.KIND, int(scan)])
 
 
 def unit_totals(core: LedgerCore, task_id: str) -> UnitTotals:
