@@ -78,6 +78,11 @@ def mark(screen: object, event: events.Key) -> None:
     setattr(event, _THROUGH, screen)
 
 
+def replayed(event: events.Key) -> bool:
+    """``event`` is a taken key being replayed now (it goes where it goes)."""
+    return bool(getattr(event, _REPLAYED, False))
+
+
 def redirect_key(screen: "Screen[_R]", event: events.Key) -> bool:
     """``screen`` got a key on its way up. If a screen is taking keys now (``screen`` itself, or a
     modal on top of it), the key is that screen's: taken, and stopped here. Returns whether it was."""
@@ -245,4 +250,4 @@ def after_pending_keys(dialog: "Screen[_R]", callback: Callable[[], object]) -> 
     _after(hops, when_taken)
 
 
-__all__ = ["KeyTaker", "TakesKeys", "TypeAhead", "TypeAheadApp", "after_pending_keys", "mark", "redirect_key", "taker_of"]
+__all__ = ["KeyTaker", "TakesKeys", "TypeAhead", "TypeAheadApp", "after_pending_keys", "mark", "redirect_key", "replayed", "taker_of"]

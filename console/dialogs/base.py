@@ -48,7 +48,7 @@ from ..glyphs import READ_ONLY_NOTICE
 from ..host import ConsoleHost, host_of
 from ..operator import resolve_operator
 from ..text import literal, safe, safe_line
-from ..typeahead import TypeAhead, after_pending_keys, redirect_key
+from ..typeahead import TypeAhead, after_pending_keys, redirect_key, replayed
 from .plan import PlanPreview
 
 if TYPE_CHECKING:
@@ -106,6 +106,10 @@ class WardenModal(ModalScreen[ResultType]):
     def action_previous_field(self) -> None:
         self.focus_previous()
 
+    # A key (enter on a button) may show the modal's text field: characters typed right after it
+    # wait for it instead of being dropped.
+    fields_open_on_keys = False
+
     def text_field(self) -> Input | None:
         """The field the operator's words go to (a reason, an answer), if the modal has one."""
         return None
@@ -131,6 +135,12 @@ class WardenModal(ModalScreen[ResultType]):
         field = self.text_field()
         if field is not None and self.focused is not field and field.display and not field.disabled:
             self.type_into(field, event)
+            return
+        if field is None and self.fields_open_on_keys and self.focused is not None and not replayed(event):
+            # a key ahead of it (enter on a button) may be opening the field: the character waits
+            # for the keys ahead, then goes where the focus is then (console/typeahead.py)
+            self.typeahead.start(self.focused)
+            self.typeahead.take(event)
             return
         if self.focused is None:
             event.stop()

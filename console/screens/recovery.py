@@ -217,7 +217,13 @@ class RecoveryWizardScreen(WardenModal["Recorded | None"]):
             return
         self.mode = "record"
         self._refresh()
-        self.query_one("#record-name", Input).focus()
+        self.type_into(self.query_one("#record-name", Input))  # the name typed right after enter goes there
+
+    fields_open_on_keys = True  # "Record the verification…" opens the name
+
+    def text_field(self) -> Input | None:
+        """While a record is being named, a character typed on a button goes into its name."""
+        return self.query_one("#record-name", Input) if self.mode == "record" else None
 
     @on(Input.Changed, "#record-name")
     def _name_changed(self) -> None:

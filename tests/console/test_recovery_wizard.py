@@ -4,6 +4,8 @@ it was; read-only writes nothing."""
 
 from __future__ import annotations
 
+from textual import events
+
 import sys
 from pathlib import Path
 from typing import Any
@@ -185,3 +187,19 @@ async def test_invalid_run_shows_why(project, ledger_path):
         app.push_screen(scr)
         await wait_for(pilot, lambda: scr.mode == "error")
         assert "cannot check this run" in body(scr)
+
+
+async def test_a_name_typed_right_after_enter_on_record_is_kept(project, ledger_path):
+    """enter on "Record the verification…" and the name in the same burst: the name is kept whole."""
+    app = make_app(ledger_path, runs=str(project / "runs"), operator="ana@console")
+    async with app.run_test(size=(80, 24)) as pilot:
+        scr = await open_wizard(pilot, "resume-01")
+        for _ in range(5):
+            await pilot.press("enter")
+        assert scr.mode == "decision"
+        scr.query_one("#record", Button).focus()
+        await pilot.pause()
+        for key, char in [("enter", "\r"), *((c if c.isalnum() else "minus", c) for c in "review-02")]:
+            app.post_message(events.Key(key, char))  # one burst, as a terminal sends it: no pause between keys
+        await wait_for(pilot, lambda: scr.query_one("#record-name", Input).value == "review-02", what="the name")
+        assert scr.mode == "record" and scr.focused is scr.query_one("#record-name", Input)
