@@ -22,7 +22,6 @@ from store.ledger import confirm, unsafe
 from store.storage.core import LedgerCore, digest_json
 from store.mind import alignment
 from store.mind.views import MindState
-from store.storage.models import Handoff
 from store.ledger.rules import HANDOFF, NAME_OPT, TEXT_OPT
 from store.validate import HANDOFF_ID_RE, show
 from store.actions import planning as pl
@@ -93,9 +92,9 @@ class ResolveParams(Action):
                                      "finished_at": tx.now, **REVOKE, **BUMP})
             alignment.on_verdict(tx.core, tx.plan.task_id, alignment.CheckNode(answered[0], self.node, 0), output,
                                  tx.now, tx.operator, MindState.of(tx.task.mind))
-        n = tx.core.bind(Handoff.update(status="resolved", resolution_option=self.option,
-                                        resolution_answer=self.answer, resolved_by=tx.operator, resolved_at=tx.now)
-                         .where((Handoff.id == int(tx.plan.target)) & (Handoff.status == "open"))).execute()
+        n = sql.execute_count(tx.core.db, "UPDATE handoff SET status = 'resolved', resolution_option = ?, "
+                              "resolution_answer = ?, resolved_by = ?, resolved_at = ? WHERE id = ? AND status = 'open'",
+                              [self.option, self.answer, tx.operator, tx.now, int(tx.plan.target)])
         if n != 1:  # cannot happen under the write lock after the check; refuse rather than double-resolve
             raise RuntimeError("handoff changed under the write lock")
         return Outcome(task_fields=tx.reopens(), payload={"handoff": tx.plan.target, "option": self.option,

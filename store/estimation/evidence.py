@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-from store.storage import sql
+from store.storage import rows, sql
 from store.storage.core import LedgerCore
+from store.storage.events import NodeClaimed
 
 CHUNK = 500  # ids per statement
 
@@ -54,6 +55,9 @@ class LeanNode(NamedTuple):
     lease_owner: str | None
 
 
+rows.node_projection(LeanNode)
+
+
 class ObservationRow(NamedTuple):
     """What the stall signals read of an observation."""
 
@@ -80,7 +84,7 @@ OBSERVATION_SELECT = ("node_id, id, at, attempt, digest, new_units, flags, conte
 def recent_claims(core: LedgerCore, task_id: str, scan: int = 500) -> list[Claimed]:
     """The newest ``scan`` claims of the task's nodes, newest first."""
     return sql.fetch_rows(core.db, Claimed, f"SELECT {sql.columns(Claimed)} FROM event WHERE task_id = ? "
-                                            "AND kind = 'node.claimed' ORDER BY id DESC LIMIT ?", [task_id, int(scan)])
+                                            "AND kind = ? ORDER BY id DESC LIMIT ?", [task_id, NodeClaimed.KIND, int(scan)])
 
 
 def unit_totals(core: LedgerCore, task_id: str) -> UnitTotals:

@@ -18,6 +18,7 @@ from store.storage.models import Task, dumps
 from store.views import Budget, NodeSpec
 from store.storage import budget_clock
 from store.storage.core import LedgerCore, validate_key, validate_task_id
+from store.storage.events import NodesAdded, TaskCreated
 
 
 def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, workflow_version: str, inputs: object,
@@ -84,10 +85,10 @@ def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, work
         ).execute()
         mind_record.write_requirements(core, task_id, requirements, now)
         confirm.set_kinds(core, task_id, confirm_kinds)
-        core.journal(task_id, None, "system", "task.created", actor, f"task created: {title or task_id}",
-                     {"workflow": workflow, "workflow_version": workflow_version, "origin": origin or "python",
-                      "requirements": [r["id"] for r in requirements],
-                      **({"confirm_kinds": sorted(set(confirm_kinds))} if confirm_kinds else {})})
+        core.journal(task_id, None, actor, f"task created: {title or task_id}",
+                     TaskCreated(workflow=workflow, workflow_version=workflow_version, origin=origin or "python",
+                                 requirements=[r["id"] for r in requirements],
+                                 confirm_kinds=sorted(set(confirm_kinds)) if confirm_kinds else None))
 
 
 @retry_write
@@ -172,8 +173,8 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
         budget_clock.settle(core.db, task_id, core.now())  # reopened: the clock runs again from now
     summary = (f"node added: {new_specs[0].key}" if len(new_specs) == 1
                else f"{len(new_specs)} nodes added")
-    core.journal(task_id, new_specs[0].key if len(new_specs) == 1 else None, "system", "graph.nodes_added",
-                 actor, summary, {"nodes": [s.key for s in new_specs]})
+    core.journal(task_id, new_specs[0].key if len(new_specs) == 1 else None, actor, summary,
+                 NodesAdded(nodes=[s.key for s in new_specs]))
     return len(new_specs)
 
 

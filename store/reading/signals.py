@@ -36,6 +36,7 @@ from store.judges import budget as budget_mod
 from store.reading import task_level
 from store.clock import duration_text, iso
 from store.estimation.estimates import DurationHistory, kind_p80
+from store.storage.events import Observed
 from store.facade import Ledger
 from store.jsontypes import JsonObject
 from store.estimation import evidence
@@ -102,6 +103,12 @@ class Obs:
     result: str | None = None  # the result as evidence shows it (≤ 80 characters)
     action: str | None = None  # the action as evidence shows it (≤ 80 characters)
     action_key: str | None = None
+
+    @classmethod
+    def seen(cls, o: Observed, at: float, attempt: int) -> Obs:
+        """A heartbeat's observation as its event carries it."""
+        return cls(at, attempt, o.digest, o.new_units, o.flags, o.content if o.result is not None else None,
+                   o.result, o.action, o.action_key)
 
 
 @dataclass(frozen=True)
