@@ -42,7 +42,7 @@ from store.judges.concepts import fractions
 from store.errors import InvalidValue
 from store.storage.tables import NodeRecord
 from store.storage.core import LedgerCore
-from store.storage.events import NodeHeartbeat, Observed, WaitJson
+from store.storage.events import NodeHeartbeat, WaitJson
 
 OBSERVATION_TEXT_CAP = 4096  # characters of an observation (and of an action, a result) kept for display
 DEFAULT_WAIT_S = 600.0  # a wait declared without wait_s
@@ -117,17 +117,21 @@ def judge_report(core: LedgerCore, task_id: str, key: str, attempt: int, observa
     return Report(observation, action, result, p, novelty.judge(p, seen))
 
 
-def record_observation(core: LedgerCore, node_id: int, attempt: int, report: Report, flags: int, now: float) -> None:
-    """Inside the write transaction: remember what the report added, store it."""
+def record_observation(core: LedgerCore, node_id: int, attempt: int, report: Report, flags: int, now: float) -> int:
+    """Inside the write transaction: remember what the report added, store it (its one place: the
+    heartbeat's event names it). Returns its id."""
     v, p = report.verdict, report.prepared
     for chunk in sql.chunks(list(v.remember), 400):
         values = ", ".join(["(?, ?)"] * len(chunk))
         sql.execute(core.db, f"INSERT INTO seen_line (node_id, digest) VALUES {values} ON CONFLICT DO NOTHING",
                     [x for h in chunk for x in (node_id, h)])
-    sql.execute(core.db, "INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines, action, "
-                         "result, action_key, content, flags, concepts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [node_id, now, attempt, _cap(report.observation) or "", v.digest, v.new_units, p.examined,
-                 _cap(report.action), _cap(report.result), p.action, v.content, flags, novelty.encode_concepts(p)])
+    cur = sql.execute(core.db, "INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines, action, "
+                               "result, action_key, content, flags, concepts) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                      [node_id, now, attempt, _cap(report.observation) or "", v.digest, v.new_units, p.examined,
+                       _cap(report.action), _cap(report.result), p.action, v.content, flags,
+                       novelty.encode_concepts(p)])
+    return int(cur.fetchone()[0])
 
 
 # ---------------------------------------------------------------------- heartbeat figures
@@ -195,10 +199,11 @@ def beat_fields(row: NodeRecord, now: float, units_done: float | None, wait: tup
 
 
 def beat_payload(row: NodeRecord, fields: Mapping[str, object], *, lease_until: float, units_done: float | None,
-                 units_total: float | None, tokens: int | None, report: Report | None, flags: int) -> NodeHeartbeat:
+                 units_total: float | None, tokens: int | None, report: Report | None) -> NodeHeartbeat:
     """The heartbeat's event: the figures it moved, the node's own heartbeat figures after it (so a
     reader — the console's ``TaskAnalysis`` — follows the node without reading it again) and what
-    its report brought."""
+    its judgement left out; what its report brought is its observation row (``record_observation``),
+    which the event names."""
     def after(col: str) -> float | None:
         v = fields.get(col, getattr(row, col))
         return float(v) if isinstance(v, (int, float)) else None
@@ -207,19 +212,16 @@ def beat_payload(row: NodeRecord, fields: Mapping[str, object], *, lease_until: 
     wait = None
     if "wait_on" in fields or wait_on:
         wait = WaitJson(on=None if wait_on is None else str(wait_on), since=after("wait_since"), until=after("wait_until"))
-    seen = paraphrases = unexamined = cut = None
+    paraphrases = unexamined = cut = None
     if report is not None:
         v, p = report.verdict, report.prepared
-        seen = Observed(new_units=v.new_units, digest=v.digest, lines=p.examined, flags=flags, action_key=p.action,
-                        action=None if p.action is None else novelty.excerpt(report.action),
-                        content=None if report.result is None else v.content, result=novelty.excerpt(report.result))
         paraphrases = v.paraphrases or None
         if novelty.left_out(p):
             unexamined, cut = p.dropped_lines, p.cut_lines
     return NodeHeartbeat(lease_until=lease_until, units_done=units_done, units_total=units_total, tokens=tokens,
                          beat_interval_s=after("beat_interval_s"), units_at=after("units_at"),
                          progress_at=after("progress_at"), beat_long_s=after("beat_long_s"), wait=wait,
-                         paraphrases=paraphrases, unexamined_lines=unexamined, cut_lines=cut, observation=seen)
+                         paraphrases=paraphrases, unexamined_lines=unexamined, cut_lines=cut)
 
 
 # ---------------------------------------------------------------------- parks

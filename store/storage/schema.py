@@ -19,7 +19,7 @@ from store.storage.models import MIND_MODELS, MODELS, Meta, WriteRequest, specs
 from store.storage.tables import TABLE
 from store.storage.sqlite_file import checked_version
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def column_sql(table: str, name: str, *, sqlite: bool) -> str:
@@ -127,8 +127,36 @@ def _migrate_3_to_4(db: pw.Database) -> None:
         part(db)
 
 
+# Schema 5 is made of named parts too (a capability's part, appended where it is declared).
+def _one_observation(db: pw.Database) -> None:
+    """Part "one observation": ``event.observation_id``, the observation row a heartbeat made. What
+    a report brought is stored there only; a heartbeat written before keeps it in its payload (read
+    as such: nothing is rewritten). Nullable: every other event names none."""
+    _add_columns(db, "event", ["observation_id"])
+
+
+def _rejections_by_reference(db: pw.Database) -> None:
+    """Part "rejections by reference": a rewind's reason is stored once, as its rejected path (a
+    ``conclusion`` row); a node's ``rejections`` lists those rows' ids from now on (an older
+    ledger's reasons, written as text, are read as they are). No column changes: the version says
+    the list may hold ids, which an older Warden would show as numbers."""
+
+
+SCHEMA_5_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
+    ("one observation", _one_observation),
+    ("rejections by reference", _rejections_by_reference),
+]
+
+
+def _migrate_4_to_5(db: pw.Database) -> None:
+    """Schema 5: the parts listed in ``SCHEMA_5_PARTS`` (each says what it adds)."""
+    for _name, part in SCHEMA_5_PARTS:
+        part(db)
+
+
 # MIGRATIONS[n] upgrades a ledger from version n to n + 1, inside one write transaction.
-MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
+MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4,
+                                                        4: _migrate_4_to_5}
 
 
 def _read_version(db: pw.Database) -> int | None:

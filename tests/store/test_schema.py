@@ -192,7 +192,8 @@ STEP_COLUMNS[4].setdefault("observation", []).extend(["action", "result", "actio
 STEP_COLUMNS[4].setdefault("node", []).extend(["progress_at", "beat_gaps", "beat_long_s", "paused_s"])  # "novelty"
 STEP_COLUMNS[4].setdefault("node", []).extend(["step_deadline", "density", "repair"])  # seed rules
 STEP_COLUMNS[4].setdefault("task", []).append("density_limit")  # seed rules
-STEP_TABLES = {2: ["write_request"], 3: [], 4: []}
+STEP_COLUMNS[5] = {"event": ["observation_id"]}  # schema 5's parts (SCHEMA_5_PARTS): "one observation"
+STEP_TABLES = {2: ["write_request"], 3: [], 4: [], 5: []}
 STEP_TABLES[4] += ["requirement", "conclusion", "plan_version", "memory"]  # part "mind" (issue 27)
 
 
@@ -228,7 +229,7 @@ def _downgrade(path: str, to: int) -> None:
 
 def test_a_new_ledger_is_written_at_the_current_schema(ledger_path):
     make(ledger_path)
-    assert schema.SCHEMA_VERSION == max(STEP_COLUMNS) == 4 and _stored_version(ledger_path) == "4"
+    assert schema.SCHEMA_VERSION == max(STEP_COLUMNS) == 5 and _stored_version(ledger_path) == "5"
     shape = _shape(ledger_path)
     for step in STEP_COLUMNS:
         for table, cols in STEP_COLUMNS[step].items():
@@ -236,7 +237,7 @@ def test_a_new_ledger_is_written_at_the_current_schema(ledger_path):
         assert set(STEP_TABLES[step]) <= set(shape)
 
 
-@pytest.mark.parametrize("start", [1, 2, 3])
+@pytest.mark.parametrize("start", [1, 2, 3, 4])
 def test_migrate_takes_every_older_schema_to_the_current_one_with_every_column(ledger_path, clock, start, capsys):
     fresh = None
     with Ledger.open(ledger_path, clock=clock) as led:
