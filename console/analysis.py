@@ -33,7 +33,7 @@ from store.estimation import estimates
 from store.reading import signals
 from store.reading.analysis import TaskAnalysis
 from store.errors import NotFound
-from store.reading.feed import Feed
+from store.reading.feed import Feed, changed_nodes
 from store.reading.cli_json import empty_eta, signal_json
 from store.reading.tally import current
 from store.reading.signals import Signal
@@ -208,8 +208,10 @@ class OpenGraph:
         for i, (events, nodes) in enumerate(inbox):
             for e in events:
                 if e.task_id == tid:
-                    v = nodes.get((tid, e.node)) if e.node else None
-                    an.apply_event(e, [v] if v is not None else (), task=an.task)
+                    # every node the event names: an operator's abort or narrow lists them in its
+                    # payload (event.node is None), and a node left "running" here kept its alarms
+                    views = [v for k in sorted(changed_nodes([e], tid)) if (v := nodes.get((tid, k))) is not None]
+                    an.apply_event(e, views, task=an.task)
             if i % 20 == 19:
                 self.pause()
         an.task = task  # the console's latest task row (counts, budget)

@@ -307,9 +307,10 @@ class Ledger(LedgerCore):
         fenced.confirm_effect(self, claim, effect_key, external_id=external_id, compensation=compensation)
         return queries.effect(self, claim.task_id, effect_key)
 
-    def note(self, claim: Claim, text: str, *, layer: str = "decision") -> int:
-        """Journal a note from the agent (a decision, an observation worth keeping)."""
-        return fenced.note(self, claim, text, layer=layer)
+    def note(self, claim: Claim, text: str, *, layer: str = "decision", data: JsonMapping | None = None) -> int:
+        """Journal a note from the agent (a decision, an observation worth keeping); ``data``: more
+        keys for the event's payload."""
+        return fenced.note(self, claim, text, layer=layer, data=data)
 
     # ------------------------------------------------------------------ the task's mind (store/mind/)
     def conclude(self, claim: Claim, text: str, *, source: str | None = None, kind: str = "finding",

@@ -131,7 +131,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         def stop(signum: int, _frame: FrameType | None) -> None:
             sup.stop_requested = f"received {signal.Signals(signum).name}"
 
+        def suspend(_signum: int, _frame: FrameType | None) -> None:
+            sup.suspend_requested = True  # acted on between ledger writes (a stopped writer holds the lock)
+
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        old[signal.SIGTSTP] = signal.signal(signal.SIGTSTP, suspend)
         try:
             outcome = sup.run()
         finally:

@@ -17,7 +17,7 @@ import sys
 from typing import Sequence
 
 from store import Ledger, validate
-from store.adapters.claude_hooks import PAYLOAD_CAP, HookConfig, run_hook
+from store.adapters.claude_hooks import PAYLOAD_CAP, HookConfig, run_hook, safe_default
 from store.adapters.sessions import SessionStore
 from store.storage.db import CONNECT_TIMEOUT_S
 from store.errors import InvalidValue
@@ -61,19 +61,34 @@ def cmd_hook(args: argparse.Namespace) -> int:
     """One event in, one answer out; never a traceback: whatever fails gets the event's safe default."""
     if args.task:
         validate.task_id("--task", args.task)
-    raw = sys.stdin.buffer.read(PAYLOAD_CAP + 1)
+    raw, unread = _read_stdin()
     cfg = HookConfig(task=args.task, lease_s=args.lease, permission_wait_s=args.permission_wait,
                      park_wait_s=args.park_wait)
     target = args.ledger or os.environ.get("WARDEN_LEDGER") or "ledger.db"  # as console.cli.common.ledger_target
     timeout = getattr(args, "connect_timeout", None) or CONNECT_TIMEOUT_S
-    answer = run_hook(lambda: Ledger.open(target, application_name="warden-hook", connect_timeout_s=timeout),
-                      SessionStore(args.sessions), cfg, raw)
+    if unread is not None:  # no event to read: the safe default of an unknown event
+        answer = safe_default(None, unread)
+    else:
+        answer = run_hook(lambda: Ledger.open(target, application_name="warden-hook", connect_timeout_s=timeout),
+                          SessionStore(args.sessions), cfg, raw)
     if answer.output is not None:
         sys.stdout.write(json.dumps(answer.output, ensure_ascii=True) + "\n")
         sys.stdout.flush()
     if answer.message:
         print(safe_line(answer.message, limit=500), file=sys.stderr)
     return answer.exit_code
+
+
+def _read_stdin() -> tuple[bytes, str | None]:
+    """The event's bytes (at most one past the cap), or why there are none: stdin closed (``exec
+    0<&-``), a directory, unreadable."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return b"", "no hook input: stdin is closed"
+    try:
+        return stream.read(PAYLOAD_CAP + 1), None
+    except (OSError, ValueError) as e:
+        return b"", f"the hook input cannot be read ({safe_line(getattr(e, 'strerror', None) or e, limit=80)})"
 
 
 def _connect_timeout(text: str) -> float:

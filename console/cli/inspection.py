@@ -354,7 +354,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from store.storage.db import connect_checked, open_database
+    from store.storage.db import close_database, connect_checked, open_database
     from store.storage.schema import migrate
 
     db = open_database(ledger_target(args), create=False, application_name=APPLICATION_NAME)
@@ -362,7 +362,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     try:
         before, after = migrate(db)
     finally:
-        db.close()
+        close_database(db)  # a refused migration leaves the directory as it found it
     if args.json:
         print_json({"from": before, "to": after})
     elif before == after:

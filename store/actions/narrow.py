@@ -9,7 +9,7 @@ task's preconditions take the new values.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from store.storage import sql
@@ -23,6 +23,8 @@ from store.actions import planning as pl
 from store.actions.action import Action, Command, Flag, Key
 from store.actions.changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
 from store.actions.plan import Plan
+from store.mind import state as mind_state
+from store.mind.views import MindState
 
 
 def parse_assignments(texts: Sequence[str] | None) -> JsonObject:
@@ -78,6 +80,9 @@ class NarrowParams(Action):
                                                    "next_retry_at": None, **REVOKE, **BUMP})
         set_nodes(tx, tx.changed_to("pending"), FRESH)
         preconditions = dict(self.preconditions_after or tx.task.preconditions or {})
+        mind = MindState.of(tx.task.mind)
+        if mind.verdict == "drifting":  # the operator's change of scope answers it, as a replan does
+            mind_state.save(tx.core, tx.plan.task_id, replace(mind, verdict=None))
         return Outcome(task_fields={"preconditions": preconditions, **tx.reopens()},
                        payload={"preconditions": self.preconditions_after}, settle=True)
 
@@ -174,7 +179,7 @@ def plan_narrow(core: LedgerCore, task_id: str, *, reason: str, set: JsonMapping
                     f"inputs: {pl.names(still_running)}"] if still_running else []
         warnings += ewarn
         warnings += pl.asked_again(core, task_id, reset_ids, {n.id: n.key for n in all_by_key.values()})
-        after = pl.reopened_status(core, task, changes)
+        after = pl.reopened_status(core, task, changes, drifting=False)  # a narrow answers a drifting verdict
         if after == "completed" and task.status != "completed":
             warnings.append("every node is then succeeded or abandoned: the task completes")
         params = NarrowParams(assignments=assignments, exclude=excluded, preconditions_before=old_pre,

@@ -152,7 +152,11 @@ def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None
             warnings.append(f"node {n.key} is parked: it stays parked until resumed, then runs with this resolution")
         else:
             warnings.append(f"node {n.key} is {n.status}: the resolution is recorded for its next claim")
-        after = pl.reopened_status(core, task, changes)
+        verdict = option if n.key in changes and changes[n.key][1] == "succeeded" else None
+        after = pl.reopened_status(core, task, changes, drifting=None if verdict is None else verdict == "drifting")
+        if verdict == "drifting" and pl.reopened_status(core, task, changes, drifting=False) == "completed":
+            warnings.append("nothing is left to run, but a drifting verdict keeps the task active (drift_suspected) "
+                            "until a replan or a narrow answers it")
         params = ResolveParams(handoff=hid, node=n.key, option=option, answer=answer, question=h.question)
         return pl.make_plan(core, params, task, hid, reason, [n], changes, status_after=after, versions_of=[n],
                             warnings=warnings)

@@ -30,6 +30,7 @@ from store.errors import LeaseLost, NotFound, Refused
 from store.facade import Ledger
 from store.jsontypes import JsonObject, JsonValue
 from store.reading.task_report import task_report
+from store.validate import json_value, show
 from store.views import Claim
 from store.worker import LeaseKeeper
 from store.adapters.sessions import SessionBusy, SessionStore, claim_from_json, claim_to_json
@@ -54,9 +55,10 @@ class SessionConfig:
     lock_wait_s: float = 10.0
 
 
-def _normal(value: object) -> JsonValue:
-    """``value`` as the ledger will give it back (a JSON round trip)."""
-    return json.loads(json.dumps(value, allow_nan=False))
+def _normal(value: object, arg: str) -> JsonValue:
+    """``value`` as the ledger will give it back (a JSON round trip); one the ledger cannot keep
+    (not finite, too deep, a lone surrogate) is refused first, with its one line."""
+    return json.loads(json.dumps(json_value(arg, value), allow_nan=False))
 
 
 OPTIONS_MAX = 20  # options of one question
@@ -220,7 +222,7 @@ class AgentSession:
             if self.key is None:
                 self._bind(task)
             elif task != self.task:
-                raise Refused(f"this session works on task {self.task}; start another warden mcp for {task}")
+                raise Refused(f"this session works on task {self.task}; start another warden mcp for {show(task)}")
             if self.claim is not None:
                 stop = self._check()
                 if stop is None:
@@ -276,7 +278,7 @@ class AgentSession:
 
     def commit(self, output: object) -> JsonObject:
         with self.lock:
-            value = _normal(output)
+            value = _normal(output, "output")
             if self.claim is None:
                 if self.last_commit is not None and self.last_commit.get("output") == value:
                     return {"status": "committed", "already": True, **self.last_commit["where"]}
@@ -338,7 +340,7 @@ class AgentSession:
             if stop is not None:
                 return stop
             assert self.claim is not None
-            eff = self.ledger.intend_effect(self.claim, key, payload=_normal(payload))
+            eff = self.ledger.intend_effect(self.claim, key, payload=_normal(payload, "payload"))
             return {"status": eff.status, "effect": key, "external_id": eff.external_id,
                     "message": "Already done: do not make this call again." if eff.status == "confirmed" else
                     "Intended: make the external call, then confirm_effect."}

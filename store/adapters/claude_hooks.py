@@ -46,7 +46,7 @@ from store.adapters.sessions import SessionStore
 from store.adapters.steering import Steer, clean, pulse
 from store.adapters.streams import summarize
 
-__all__ = ["EVENTS", "HookAnswer", "HookConfig", "PAYLOAD_CAP", "handle", "parse", "run_hook"]
+__all__ = ["EVENTS", "HookAnswer", "HookConfig", "PAYLOAD_CAP", "handle", "parse", "run_hook", "safe_default"]
 
 PAYLOAD_CAP = 4 * 1024 * 1024  # bytes of stdin read (a Write tool's content can be large)
 TEXT_CAP = 4000  # characters of a prompt, a message, a tool's input or response kept

@@ -521,13 +521,17 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
 
 
 @retry_write
-def note(core: LedgerCore, claim: Claim, text: str, *, layer: str) -> int:
-    """Journal a note from the agent (a decision, an observation worth keeping)."""
+def note(core: LedgerCore, claim: Claim, text: str, *, layer: str, data: JsonMapping | None = None) -> int:
+    """Journal a note from the agent (a decision, an observation worth keeping); ``data``: keys
+    added to the event's payload beside ``text`` (``warden run``'s ``process``)."""
     as_layer = next((x for x in NodeNote.LAYERS if x == layer), None)
     if as_layer is None:
         raise Refused("an agent note's layer is decision or execution")
+    said = NodeNote(text=str(text)[:8000], data=dict(data or {}))
+    if len(dumps(said.to_json())) > 16 * 1024:
+        raise Refused("a note's data is over 16 KiB")
     now = core.now()
     with write_tx(core.db):
         fence(core, claim, now, lock=True)
-        return core.journal(claim.task_id, claim.node_key, claim.worker, str(text)[:2000],
-                            NodeNote(text=str(text)[:8000]), at=now, layer=as_layer)
+        return core.journal(claim.task_id, claim.node_key, claim.worker, str(text)[:2000], said, at=now,
+                            layer=as_layer)

@@ -8,7 +8,8 @@
  "conclusions":  [ENTRY],  findings of the nodes it depends on (directly)
  "memories":     [{"id", "text", "scope", "at", "source"}],   confirmed memories of its kind / workflow
  "alignment":    {"verdict", "at"} | null,                    the task's latest alignment verdict
- "omitted":      {"rejected": n, "conclusions": n, "memories": n},   left out by the bounds below
+ "omitted":      {"rejected": n, "conclusions": n, "memories": n, "constraints": n, "requirements": n},
+                                                              left out by the bounds below
  "limits":       {...the bounds...}}
 ENTRY = {"id", "node", "kind", "text", "reason", "source", "origin", "at"}   (source: where it came from —
         a file, a command — or, when the writer named none, the step that wrote it)
@@ -18,8 +19,11 @@ Every list is newest first; ``at`` is ISO-8601 UTC and ``source`` says where it 
 agent can judge a stale one. Bounds (:data:`LIMITS`): at most 20 rejected paths, 20 conclusions
 and 10 memories, each text cut to 1000 characters, and the whole block at most 48 KB of JSON —
 past that the oldest conclusions, then rejected paths, then memories are left out (counted in
-``omitted``). Constraints and requirements are never left out (they are bounded when the task is
-made). A pending or rejected memory is never handed out.
+``omitted``). Constraints and requirements are handed out whole while they fit; when they alone
+pass the 48 KB, their longest texts are cut to 1000 characters (``cut`` in the entry: how many
+characters went; the whole texts stay in the task), then requirements this node does not serve,
+the others, and last constraints are left out from the end (counted in ``omitted``). A pending
+or rejected memory is never handed out.
 """
 
 from __future__ import annotations
@@ -132,7 +136,8 @@ def memory_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord,
                       "source": f"proposed by task {m.task_id} node {m.node_key}, confirmed by {m.decided_by}"}
                      for m in memories],
         "alignment": ({"verdict": state.verdict, "at": iso(state.checked_at)} if state.verdict else None),
-        "omitted": {"rejected": _left(rejected), "conclusions": _left(conclusions), "memories": _left(memories)},
+        "omitted": {"rejected": _left(rejected), "conclusions": _left(conclusions), "memories": _left(memories),
+                    "constraints": 0, "requirements": 0},
         "limits": dict(LIMITS),
     }
     _fit(out)
@@ -144,16 +149,44 @@ def _left(found: Sequence[_Counted]) -> int:
     return int(found[0].total) - len(found) if found else 0
 
 
+def _size(value: object) -> int:
+    return len(dumps(value).encode("utf-8"))
+
+
 def _fit(out: JsonObject) -> None:
-    """Leave out the oldest conclusions, then rejected paths, then memories until the block is at
-    most ``LIMITS["bytes"]`` of JSON."""
-    size = len(dumps(out).encode("utf-8"))
+    """Make the block at most ``LIMITS["bytes"]`` of JSON: leave out the oldest conclusions, then
+    rejected paths, then memories; if the task's own constraints and requirements are still too
+    big, cut their longest texts to ``LIMITS["text_chars"]`` (the entry's ``cut`` says how many
+    characters went), then leave out requirements this node does not serve, the others, and last
+    constraints, from the end of each list. Everything left out is counted in ``omitted``."""
+    limit = LIMITS["bytes"]
+    size = _size(out)
     for part in ("conclusions", "rejected", "memories"):
         items = out[part]
-        while items and size > LIMITS["bytes"]:
+        while items and size > limit:
             gone = items.pop()
-            size -= len(dumps(gone).encode("utf-8")) + 1
+            size -= _size(gone) + 1
             out["omitted"][part] += 1
+    if size <= limit:
+        return
+    keep = LIMITS["text_chars"]
+    rules = [e for part in ("requirements", "constraints") for e in out[part]]
+    for e in sorted(rules, key=lambda e: len(e["text"]), reverse=True):
+        if size <= limit or len(e["text"]) <= keep:
+            break
+        before = _size(e)
+        e["cut"] = len(e["text"]) - (keep - 1)
+        e["text"] = _cut(e["text"], keep)
+        size -= before - _size(e)
+    for part, which in (("requirements", False), ("requirements", True), ("constraints", None)):
+        items = out[part]
+        for e in reversed(list(items)):
+            if size <= limit:
+                return
+            if which is None or e["serves"] is which:
+                items.remove(e)
+                size -= _size(e) + 1
+                out["omitted"][part] += 1
 
 
 def alignment_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord) -> JsonObject | None:

@@ -182,7 +182,18 @@ class NodeFailed(Payload, kind="node.failed", layer=("execution", "system"), nam
 
 @dataclass(frozen=True, kw_only=True)
 class NodeNote(Payload, kind="node.note", layer=("execution", "decision"), names_nodes=True, status_neutral=True):
+    """An agent's note: its text, and the keys its ``data`` added beside it (``Ledger.note(data=)``:
+    the agent's own, JSON; ``warden run`` records its command's ``process`` there)."""
+
     text: str
+    data: Carried[JsonObject] = field(default_factory=dict)
+
+    def to_json(self) -> JsonObject:
+        return {**self.data, **super().to_json()}
+
+    @classmethod
+    def from_json(cls, raw: JsonMapping) -> NodeNote:
+        return replace(super().from_json(raw), data={k: v for k, v in raw.items() if k != "text"})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -86,6 +86,10 @@ def test_not_found_and_usage_errors_have_their_exit_codes(db, capsys):
     assert warden(["memory", "confirm", "999", "--reason", "x", "--yes", "--ledger", db]) == 3
     assert warden(["memory", "confirm", "--ledger", db]) == 2
     assert warden(["memory", "confirm", "1", "--ledger", db]) == 2  # --reason is required
+    capsys.readouterr()
+    assert warden(["memory", "confirm", "1", "--yes", "--ledger", db]) == 2  # --yes is its flag: the reason is missing
+    err = capsys.readouterr().err
+    assert "required: --reason" in err and "does not apply" not in err
     assert warden(["memory", "--yes", "--ledger", db]) == 2
     assert warden(["memory", "maybe", "1", "--ledger", db]) == 2
     assert warden(["memory", "confirm", "1", "--pending", "--reason", "x", "--ledger", db]) == 2

@@ -245,6 +245,17 @@ def test_a_malformed_payload_gets_one_line_and_a_safe_default(tmp_path, store, r
         assert answer.output is None and answer.exit_code in (1, 2)
 
 
+def test_a_hook_without_stdin_answers_one_line_and_the_safe_default(tmp_path):
+    """``exec 0<&-``: no event to read — one line on stderr, exit 2 (an unknown event's default),
+    no traceback, nothing made."""
+    done = subprocess.run(["sh", "-c", 'exec 0<&- && exec "$0" -m console hook claude --ledger "$1" --sessions "$2"',
+                           sys.executable, str(tmp_path / "l.db"), str(tmp_path / "s")],
+                          capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode() == "warden hook claude: no hook input: stdin is closed\n"
+    assert sorted(os.listdir(tmp_path)) == []
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.dictionaries(st.sampled_from(["hook_event_name", "session_id", "tool_name", "tool_input", "cwd",
                                         "prompt", "message", "notification_type", "tool_response"]),

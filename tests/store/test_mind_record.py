@@ -205,6 +205,49 @@ def test_the_memory_block_is_bounded_in_count_and_bytes_and_keeps_the_newest(led
     assert rej or found  # the bounds never leave nothing when there is something
 
 
+def _block_bytes(mem) -> int:
+    return len(json.dumps(mem, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+@pytest.mark.parametrize("shape", ["one huge constraint", "many constraints", "wide requirements", "both"])
+def test_the_memory_block_stays_within_its_bytes_when_constraints_and_requirements_are_huge(ledger, shape):
+    """Constraints and requirements are handed out whole while they fit; past the 48 KB their
+    longest texts are cut (``cut`` counts what went), then requirements this node does not serve,
+    the others, and constraints are left out from the end, counted in ``omitted``."""
+    constraints = {"one huge constraint": ["c" * 100_000, "never push to main"],
+                   "many constraints": ["never push to main"] + [f"rule {i}: " + "r" * 900 for i in range(200)],
+                   "wide requirements": ["never push to main"],
+                   "both": ["\x1b" * 30_000, "中" * 20_000, "never push to main"]}[shape]
+    reqs = ([{"id": f"r{i}", "text": "需" * rules.REQUIREMENT_TEXT_MAX} for i in range(rules.REQUIREMENTS_MAX)]
+            if shape in ("wide requirements", "both") else [])
+    ledger.create_task("t", constraints=constraints, requirements=reqs)
+    ledger.add_node("t", "a", **({"serves": ["r5"]} if reqs else {}))
+    c = claim_of(ledger, "t", "a")
+    mem = c.inputs["memory"]
+    assert _block_bytes(mem) <= LIMITS["bytes"]
+    kept_c, kept_r = mem["constraints"], mem["requirements"]
+    assert len(kept_c) + mem["omitted"]["constraints"] == len(constraints)
+    assert len(kept_r) + mem["omitted"]["requirements"] == len(reqs)
+    for e in kept_c + kept_r:  # a cut text says how much went; the rest are whole
+        full = next(t for t in constraints + [r["text"] for r in reqs] if t.startswith(e["text"].rstrip("…")))
+        assert e.get("cut", 0) == len(full) - len(e["text"]) + (1 if e.get("cut") else 0)
+        assert len(e["text"]) <= max(LIMITS["text_chars"], len(full) if "cut" not in e else 0)
+    if reqs:
+        assert "r5" in [r["id"] for r in kept_r]  # the one this node serves is left out last
+    assert "never push to main" in [e["text"] for e in kept_c]  # a short rule is never cut
+    assert ledger.task("t").constraints == tuple(constraints)  # the task keeps them whole
+
+
+def test_a_memory_block_that_fits_hands_out_every_constraint_whole(ledger):
+    rule = "keep the public API stable: " + "x" * 3000
+    ledger.create_task("t", constraints=[rule], requirements=[{"id": "r1", "text": "y" * 1500}])
+    ledger.add_node("t", "a", serves=["r1"])
+    mem = claim_of(ledger, "t", "a").inputs["memory"]
+    assert [e["text"] for e in mem["constraints"]] == [rule] and "cut" not in mem["constraints"][0]
+    assert mem["requirements"][0]["text"] == "y" * 1500
+    assert mem["omitted"] == {"rejected": 0, "conclusions": 0, "memories": 0, "constraints": 0, "requirements": 0}
+
+
 def test_hostile_text_is_stored_and_handed_back_as_written(ledger):
     nasty = "\x1b[31mred\x1b[0m [b]bold[/b] \u202eevil\u202c \u200bzw\x07 $(rm -rf /)"
     ledger.create_task("t", requirements=[{"id": "r1", "text": nasty}])

@@ -48,6 +48,21 @@ def test_a_newer_schema_is_refused_naming_both_versions(ledger_path, capsys):
     assert warden(["migrate", "--ledger", ledger_path]) == 4  # migrate refuses too
 
 
+@pytest.mark.parametrize("version", [schema.SCHEMA_VERSION + 95, 0])
+def test_a_refused_migrate_leaves_the_directory_as_it_found_it(tmp_path, capsys, version):
+    """Schema 99 (newer) or 0 (no migration from it): exit 4 with the line, and no ``-writers``
+    gate, ``-wal`` or ``-shm`` left beside the ledger."""
+    path = str(tmp_path / "ledger.db")
+    make(path)
+    set_version(path, version)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert before == ["ledger.db"]
+    assert warden(["migrate", "--ledger", path]) == 4
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"schema {version}" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_an_older_schema_asks_for_migrate_and_migrate_upgrades(ledger_path, monkeypatch, capsys):
     make(ledger_path)
     # Pretend this Warden is one schema ahead with one registered migration step.
