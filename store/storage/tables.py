@@ -104,10 +104,17 @@ class SeenLineRecord:
 
 # ---------------------------------------------------------------------- effects, artifacts, people
 @dataclass(frozen=True)
-class EffectRecord:
+class OfANode:
+    """The first columns of a row that a node of a task made (an effect, an artifact, a handoff):
+    its id, and the task and node it belongs to (deleted with them)."""
+
     id: Annotated[int, AUTO]
     task_id: Annotated[str, Ref("task", "task_id")]
     node_id: Annotated[int, Ref("node")]
+
+
+@dataclass(frozen=True)
+class EffectRecord(OfANode):
     effect_key: str
     status: Annotated[str, Char(16, "intended")]
     payload_digest: Annotated[str | None, Char(64)]
@@ -125,10 +132,7 @@ class EffectRecord:
 
 
 @dataclass(frozen=True)
-class ArtifactRecord:
-    id: Annotated[int, AUTO]
-    task_id: Annotated[str, Ref("task", "task_id")]
-    node_id: Annotated[int, Ref("node")]
+class ArtifactRecord(OfANode):
     attempt: Annotated[int, Default(0)]
     name: str
     sha256: Annotated[str, Char(64)]
@@ -139,10 +143,7 @@ class ArtifactRecord:
 
 
 @dataclass(frozen=True)
-class HandoffRecord:
-    id: Annotated[int, AUTO]
-    task_id: Annotated[str, Ref("task", "task_id")]
-    node_id: Annotated[int, Ref("node")]
+class HandoffRecord(OfANode):
     kind: Annotated[str, Char(16)]
     question: str
     context: Annotated[JsonMapping, Json(dict)]
