@@ -56,6 +56,9 @@ class LeanNode(NamedTuple):
     lease_owner: str | None
 
 
+rows.node_projection(LeanNode)
+
+
 class ObservationRow(NamedTuple):
     """What the stall signals read of an observation: when, by which attempt, and what it brought
     (``rows.observed``: the decoder every reader of an observation shares)."""
