@@ -40,7 +40,7 @@ from typing import Callable, Sequence
 from store import WardenError
 from store.storage.db import masked
 
-from . import actions, agents, inspection, meta, mind, recovery, report, serve
+from . import actions, agents, inspection, meta, mind, notify, quotas, recovery, report, serve
 from .common import (GLOBALS, CliParser, Subcommands, alert_hook, command, connect_timeout, fill_globals, flags, honours,
                      ledger_target, operator_of, runs_dir)
 from .errors import CliFailure, UsageError
@@ -58,8 +58,10 @@ REGISTRARS: tuple[Registrar, ...] = (
     inspection.register_handoffs,
     actions.registrar_after("handoffs"),  # resolve
     mind.register,               # mind, plans, memory (the task's mind)
+    quotas.register,             # quotas, quota (shared external quotas)
     recovery.register,           # recover, verify-record
     serve.register,              # serve (the console in a browser)
+    notify.register,             # notify (push notifications through apprise)
     agents.register,             # run, mcp, hook (the agent side: integrations of agents people run)
 )
 

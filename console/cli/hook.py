@@ -1,5 +1,6 @@
-"""``warden hook claude``: one Claude Code hook event on stdin, the protocol's answer on stdout
-(store/adapters/claude_hooks.py does the work; docs/agents.md "Claude Code hooks").
+"""``warden hook claude|codex``: one Claude Code or Codex hook event on stdin, the answer the
+client honours on stdout (store/adapters/claude_hooks.py does the work; docs/agents.md "Claude
+Code hooks", "Codex hooks").
 
 Claude Code runs it before and after every tool call, so it starts lean: ``warden hook claude …``
 is dispatched here by ``console.cli.main`` without building the whole ``warden`` parser or loading
@@ -23,10 +24,10 @@ from store.storage.db import CONNECT_TIMEOUT_S
 from store.errors import InvalidValue
 from store.text import safe_line
 
-DESCRIPTION = ("Read one Claude Code hook event on stdin and answer as the hooks protocol expects:\n"
-               "SessionStart claims a turn, Pre/PostToolUse heartbeat it, PermissionRequest waits for\n"
-               "the operator (deny when nobody answers), Notification raises an alert, Stop commits\n"
-               "the turn (docs/agents.md, \"Claude Code hooks\", has the settings.json snippet).")
+DESCRIPTION = ("Read one Claude Code or Codex hook event on stdin and answer as its hooks protocol\n"
+               "expects: a prompt starts a turn, Pre/PostToolUse heartbeat it, PermissionRequest waits\n"
+               "for the operator (deny when nobody answers), Notification raises an alert, Stop commits\n"
+               "the turn (docs/agents.md, \"Claude Code hooks\" and \"Codex hooks\", has the settings).")
 EXAMPLE = """example (.claude/settings.json runs it for each event; docs/agents.md has the whole snippet):
   echo '{"session_id": "s1", "hook_event_name": "SessionStart", "cwd": "."}' | warden hook claude"""
 SESSIONS_HELP = ("where sessions are kept between processes (default $WARDEN_SESSIONS, else "
@@ -44,7 +45,8 @@ def seconds(text: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("agent", choices=("claude",), metavar="AGENT", help="whose hook protocol: claude (Claude Code)")
+    p.add_argument("agent", choices=("claude", "codex"), metavar="AGENT",
+                   help="whose hook protocol: claude (Claude Code) or codex (Codex CLI)")
     p.add_argument("--task", metavar="T", help="one task for every session (default: a task per session, "
                                                "claude-<session>)")
     p.add_argument("--lease", metavar="S", type=seconds, default=900.0,
@@ -62,12 +64,15 @@ def cmd_hook(args: argparse.Namespace) -> int:
     if args.task:
         validate.task_id("--task", args.task)
     raw, unread = _read_stdin()
+    # Claude Code tells its hooks how it runs: "cli" interactive, "sdk-cli" for claude -p (the
+    # answer that stops it before a tool call differs: docs/agents.md "What each control does")
+    interactive = os.environ.get("CLAUDE_CODE_ENTRYPOINT", "cli") == "cli"
     cfg = HookConfig(task=args.task, lease_s=args.lease, permission_wait_s=args.permission_wait,
-                     park_wait_s=args.park_wait)
+                     park_wait_s=args.park_wait, client=args.agent, interactive=interactive)
     target = args.ledger or os.environ.get("WARDEN_LEDGER") or "ledger.db"  # as console.cli.common.ledger_target
     timeout = getattr(args, "connect_timeout", None) or CONNECT_TIMEOUT_S
     if unread is not None:  # no event to read: the safe default of an unknown event
-        answer = safe_default(None, unread)
+        answer = safe_default(None, unread, args.agent)
     else:
         answer = run_hook(lambda: Ledger.open(target, application_name="warden-hook", connect_timeout_s=timeout),
                           SessionStore(args.sessions), cfg, raw)

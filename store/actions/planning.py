@@ -238,4 +238,5 @@ def make_plan(core: LedgerCore, params: ActionParams, task: TaskState, target: s
         resolutions_reapplied=tuple(reapplied), effects_not_undone=tuple(effects), warnings=tuple(warnings),
         changes=dict(changes), task_status=(task.status, status_after or task.status),
         params=params, planned_at=core.now(), node_ids={n.key: n.id for n in vs},
+        statuses={n.key: n.status for n in vs},
     )

@@ -76,6 +76,7 @@ class NodeClaimed(Payload, kind="node.claimed", layer="execution", names_nodes=T
     step_deadline: Maybe[float] = None  # claim(max_step_s=)
     max_step_s: Maybe[float] = None
     previous_owner: Maybe[str] = None  # a reclaim: whose lease had expired
+    quotas: Maybe[list[str]] = None  # the shared quotas the claim drew on (store/ledger/quotas.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -292,6 +293,17 @@ class ParkWake(Payload, kind="park.wake", layer="system", names_nodes=True):
     auto_resume: bool
 
 
+@dataclass(frozen=True, kw_only=True)
+class QuotaDeclared(Payload, kind="quota.declared", layer="system"):
+    """A shared quota declared or changed (store/ledger/quotas.py): on the ledger (``scope`` "") or
+    on one task."""
+
+    quota: str
+    scope: str
+    capacity: int
+    window_s: float | None  # None: at most ``capacity`` at once; else claims per window
+
+
 # ---------------------------------------------------------------------- the task's mind
 @dataclass(frozen=True, kw_only=True)
 class MindEntry(Payload):
@@ -323,6 +335,7 @@ class MemoryProposed(Payload, kind="memory.proposed", layer="decision"):
     memory: str
     scope: str
     nodes: list[str]
+    source: str | None = None  # where it came from (written since memories kept one)
 
 
 # ---------------------------------------------------------------------- operators

@@ -19,7 +19,7 @@ import peewee as pw
 from store.errors import LedgerUnavailable
 from store.columns import NO_DEFAULT, Column
 from store.jsontypes import JsonValue
-from store.storage.tables import MIND_TABLES, TABLES, Table
+from store.storage.tables import MIND_TABLES, SEED_TABLES, TABLES, Table
 
 TASK_STATUSES = ("active", "parked", "completed", "failed", "aborted")
 NODE_STATUSES = ("pending", "running", "blocked", "parked", "succeeded", "failed", "abandoned")
@@ -156,6 +156,7 @@ Meta, Task, Node, Event = MODEL["meta"], MODEL["task"], MODEL["node"], MODEL["ev
 Effect, Artifact, Handoff, Action = MODEL["effect"], MODEL["artifact"], MODEL["handoff"], MODEL["action"]
 WriteRequest = MODEL["write_request"]
 MIND_MODELS = tuple(MODEL[t] for t in MIND_TABLES)
+SEED_MODELS = tuple(MODEL[t] for t in SEED_TABLES)
 MODELS = tuple(MODEL.values())
 
 # The SQL layer decodes these by name in any row it reads (``sql.fetch_rows``); a name is one kind

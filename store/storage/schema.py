@@ -15,7 +15,7 @@ import peewee as pw
 from store.storage import sql
 from store.storage.db import is_sqlite, retry_conflicts, write_tx
 from store.errors import LedgerUnavailable, SchemaMismatch
-from store.storage.models import MIND_MODELS, MODELS, Meta, WriteRequest, specs
+from store.storage.models import MIND_MODELS, MODELS, SEED_MODELS, Meta, WriteRequest, specs
 from store.storage.tables import TABLE
 from store.storage.sqlite_file import checked_version
 
@@ -127,7 +127,15 @@ def _migrate_3_to_4(db: pw.Database) -> None:
         part(db)
 
 
-# Schema 5 is made of named parts too (a capability's part, appended where it is declared).
+def _quotas_and_people(db: pw.Database) -> None:
+    """Part "quotas and people": tables ``quota``, ``node_quota``, ``quota_draw`` (shared
+    external quotas), ``confirm_kind`` (kinds whose effects a person confirms first); memory
+    ``source``. Nullable: an existing memory has no source recorded."""
+    with db.bind_ctx(SEED_MODELS):
+        db.create_tables(SEED_MODELS, safe=True)
+    _add_columns(db, "memory", ["source"])
+
+
 def _one_observation(db: pw.Database) -> None:
     """Part "one observation": ``event.observation_id``, the observation row a heartbeat made. What
     a report brought is stored there only; a heartbeat written before keeps it in its payload (read
@@ -142,7 +150,10 @@ def _rejections_by_reference(db: pw.Database) -> None:
     the list may hold ids, which an older Warden would show as numbers."""
 
 
+# Schema 5 is made of named parts like schema 4 (each idempotent; a capability's part is appended
+# where it is declared).
 SCHEMA_5_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
+    ("quotas and people", _quotas_and_people),
     ("one observation", _one_observation),
     ("rejections by reference", _rejections_by_reference),
 ]

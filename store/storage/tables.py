@@ -253,6 +253,51 @@ class MemoryRecord:
     decided_by: str | None
     decided_at: float | None
     decision_reason: str | None
+    source: str | None = None  # where it came from (a file, a command's output)
+
+
+# ---------------------------------------------------------------------- shared quotas, people first
+@dataclass(frozen=True)
+class QuotaRecord:
+    """A shared external quota (an API's rate limit, a licence, a GPU) that nodes draw on
+    (store/ledger/quotas.py). ``scope`` "" is the whole ledger, else the task id it belongs to;
+    ``window_s`` None: at most ``capacity`` nodes hold it at once; else at most ``capacity``
+    claims start in any ``window_s`` seconds."""
+
+    scope: Annotated[str, Char(64)]
+    name: Annotated[str, Char(64)]
+    capacity: int
+    window_s: float | None
+    declared_at: float
+    declared_by: Annotated[str, Default("")]
+
+
+@dataclass(frozen=True)
+class NodeQuotaRecord:
+    """A quota a node draws on (``add_node(..., quotas=[...])``)."""
+
+    node_id: Annotated[int, Ref("node")]
+    name: Annotated[str, Char(64)]
+
+
+@dataclass(frozen=True)
+class QuotaDrawRecord:
+    """One claim's draw on a quota: counted in the window, or while that lease is held."""
+
+    id: Annotated[int, BIG_AUTO]
+    scope: Annotated[str, Char(64)]
+    name: Annotated[str, Char(64)]
+    node_id: Annotated[int, Ref("node")]
+    token: Annotated[str, Char(32)]
+    at: float
+
+
+@dataclass(frozen=True)
+class ConfirmKindRecord:
+    """A node kind whose effects a person confirms first in this task (``create_task(confirm_kinds=)``)."""
+
+    task_id: Annotated[str, Ref("task", "task_id")]
+    kind: Annotated[str, Char(64)]
 
 
 TABLES: tuple[Table, ...] = (
@@ -273,6 +318,11 @@ TABLES: tuple[Table, ...] = (
     Table("conclusion", ConclusionRecord, indexes=((("task_id", "kind", "id"), False), (("node_id", "id"), False))),
     Table("plan_version", PlanVersionRecord, indexes=((("task_id", "version"), True),)),
     Table("memory", MemoryRecord, indexes=((("status", "workflow"), False), (("digest",), False))),
+    Table("quota", QuotaRecord, primary=("scope", "name")),
+    Table("node_quota", NodeQuotaRecord, primary=("node_id", "name")),
+    Table("quota_draw", QuotaDrawRecord, indexes=((("scope", "name", "at"), False),)),
+    Table("confirm_kind", ConfirmKindRecord, primary=("task_id", "kind")),
 )
 TABLE = {t.name: t for t in TABLES}
 MIND_TABLES = ("requirement", "conclusion", "plan_version", "memory")
+SEED_TABLES = ("quota", "node_quota", "quota_draw", "confirm_kind")

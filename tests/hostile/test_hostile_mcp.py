@@ -32,7 +32,7 @@ from tests.hostile.hostile_support import assert_one_clear_line, hostile_text  #
 from tests.hostile.rawmcp import RawMcp  # noqa: E402
 
 SEEDS = (11, 29)
-RSS_MAX_MB = 400.0  # the server's peak resident memory after the whole corpus (a 5 MB line included)
+RSS_MAX_MB = 250.0  # the server's peak resident memory after the whole corpus (a 5 MB line included)
 TASK = "t"
 
 
