@@ -84,7 +84,7 @@ def test_a_rewind_is_never_left_out_of_what_the_agent_is_handed(ledger, clock):
     ledger.add_node("t", "a")
     c = ledger.claim("t", "w", lease_s=LONG, key="a")
     for i in range(ENTRIES_PER_NODE):
-        ledger.conclude(c, f"finding {i}")
+        ledger.conclude(c, f"finding {i}", source="test")
     ledger.commit(c, output={})
     ledger.apply(ledger.plan_rewind("t", "a", reason="wrong repository"), operator="ana")
     assert ledger.claim("t", "w", lease_s=LONG, key="a").inputs["rejections"] == ["wrong repository"]
