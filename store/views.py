@@ -320,6 +320,9 @@ class EventColumns:
     payload: Annotated[JsonMapping, Json(dict)]  # its kind's declaration reads it (store/storage/events.py)
 
 
+FLAG_RESULT = 4  # an observation's flag: what was judged is a tool's output (a result, or a plain report's output)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Observed:
     """What a heartbeat's report was judged to bring, as the journal shows it: the figures of its
@@ -332,8 +335,8 @@ class Observed:
     flags: int = 0  # 1: it showed progress; 2: made while the task was parked (key left out when 0)
     action_key: str | None = None
     action: str | None = None  # with an action only
-    content: str | None = None  # the judged result's identity: with a result only
-    result: str | None = None  # None: the report had no result
+    content: str | None = None  # the judged result's identity: with a result (FLAG_RESULT) only
+    result: str | None = None  # None: what was judged was no tool's output
 
     def to_json(self) -> JsonObject:
         out: JsonObject = {"new_units": self.new_units, "digest": self.digest, "lines": self.lines}

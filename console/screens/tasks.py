@@ -148,6 +148,8 @@ class TaskListScreen(ListScreen):
             info.append(f"  {task_status_label(t.status)}")
             if t.origin != "python":
                 info.append(f"  via {safe_line(t.origin, limit=32)}", style="dim")
+            if t.origin == "otel":
+                info.append("  watched from its spans: parking it needs a controlling integration", style="dim")
             if t.status == "parked" and t.park_reason:
                 info.append(f"  parked: {safe_line(t.park_reason, limit=60)}")
             b = budget_json(t)

@@ -24,6 +24,7 @@ from typing import Sequence
 
 from store.parks import conditions as wc
 from store.clock import iso
+from store.storage import sql
 from store.storage.db import read_tx
 from store.errors import Refused
 from store.jsontypes import JsonMapping, JsonObject
@@ -116,11 +117,18 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
         return _plan(core, params, task, reason, wake_warnings)
 
 
+WATCHED_ONLY = ("this agent is only watched through its spans (warden otel receive): the park is recorded, but "
+                "nothing here can stop it; parking it needs a controlling integration (warden run, warden hook, "
+                "the Python API)")
+
+
 def _plan(core: LedgerCore, params: ParkParams, task: pl.TaskState, reason: str, wake_warnings: Sequence[str],
           *, approved: Plan | None = None) -> Plan:
     """The park's plan on the task as it is. ``approved``: the plan the operator approved, when
     planning again at its apply — then a node claimed since is parked too, ``now`` or not."""
     task_id, node = task.task_id, params.node
+    if sql.scalar(core.db, "SELECT origin FROM task WHERE task_id = ?", [task_id]) == "otel":
+        wake_warnings = [*wake_warnings, WATCHED_ONLY]
     if node is not None:
         n = pl.node_one(core, task_id, node)
         if task.status == "completed":

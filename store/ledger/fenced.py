@@ -16,6 +16,7 @@ from store.judges import novelty
 from store.judges import density as density_rule
 from store.storage.db import retry_write, write_tx
 from store.errors import LeaseLost, Refused, WardenError
+from store.clock import iso
 from store.jsontypes import JsonMapping
 from store.storage.models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, dumps
 from store.storage.sql import Inc
@@ -26,14 +27,14 @@ from store.mind import alignment as mind_alignment
 from store.mind import record as mind_record
 from store.mind import state as mind_state
 from store.ledger import compensation as compensations
-from store.ledger import cost, lost
+from store.ledger import confirm, cost, lost
 from store.storage import budget_clock
 from store.ledger import repair as repairs
 from store.ledger.build import add_nodes_tx
 from store.ledger import observe
 from store.storage.core import NODE_COLUMNS, LedgerCore, digest_json, retry_delay, sha256_hex
 from store.ledger.observe import OBSERVATION_TEXT_CAP  # noqa: F401  (its old home)
-from store.storage.events import (ArtifactJson, Commit, EffectConfirmed, EffectIntended, GraphRewired, HandoffOpened, NodeCommitted,
+from store.storage.events import (ArtifactJson, Commit, ConfirmedBy, EffectConfirmed, EffectIntended, GraphRewired, HandoffOpened, NodeCommitted,
                       NodeDiscarded, NodeFailed, NodeNote)
 OUTPUT_CAP = 64 * 1024
 ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
@@ -128,7 +129,8 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
     # what the report brings is judged before the write lock is taken (bounded, pure work and reads)
     report = observe.judge_report(core, claim.task_id, claim.node_key, claim.attempt,
                                   None if observation is None else str(observation),
-                                  None if action is None else str(action), None if result is None else str(result))
+                                  None if action is None else str(action), None if result is None else str(result),
+                                  units_done)
     with write_tx(core.db):
         row = fence(core, claim, now)
         t = _add_tokens(core, claim, tokens)
@@ -149,8 +151,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             new_units = report.verdict.new_units
         beat = observe.beat_fields(row, now, units_done, wait, new_units,
                                    report is not None and report.prepared.text_progress)
-        flags = (observe.FLAG_PROGRESS if "progress_at" in beat else 0) | (
-            observe.FLAG_PARKED if parked else 0)
+        flags = observe.observation_flags(beat, parked, report)
         seen = None if report is None else observe.record_observation(core, row.id, claim.attempt, report, flags, now)
         judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, units_total), task=task)
         if judged.verdict == density_rule.ABORT:
@@ -487,12 +488,17 @@ def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: o
         checkpoints.reach("effect.fenced", claim.task_id, claim.node_key)
         existing = _effect(core, claim.task_id, effect_key)
         if existing is None:
+            person = confirm.required(core, row, effect_key)  # irreversible: a person said proceed first
             pd = digest_json(payload) if payload is not None else None
             core.bind(Effect.insert(task=claim.task_id, node=row.id, effect_key=effect_key, status="intended",
                                     payload_digest=pd, compensation=compensation, attempt=claim.attempt,
                                     intended_at=now)).execute()
-            core.journal(claim.task_id, claim.node_key, claim.worker, f"{claim.node_key} intends {effect_key}",
-                         EffectIntended(effect_key=effect_key), at=now)
+            confirmed = None
+            if person is not None:
+                confirmed = ConfirmedBy(handoff=person.handoff, by=person.by, at=iso(person.at))
+            core.journal(claim.task_id, claim.node_key, claim.worker, f"{claim.node_key} intends {effect_key}"
+                         + (f" (confirmed by {person.by}, handoff {person.handoff})" if person else ""),
+                         EffectIntended(effect_key=effect_key, confirmed_by=confirmed), at=now)
 
 
 @retry_write

@@ -40,6 +40,14 @@ class ArtifactJson(TypedDict):
     bytes: int
 
 
+class ConfirmedBy(TypedDict):
+    """The person whose ``proceed`` let an irreversible effect be intended (store/ledger/confirm.py)."""
+
+    handoff: str
+    by: str
+    at: str | None  # ISO 8601
+
+
 class RevokedLease(TypedDict):
     node: str
     owner: str
@@ -52,6 +60,7 @@ class TaskCreated(Payload, kind="task.created", layer="system", names_nodes=True
     workflow_version: str
     origin: str = "python"
     requirements: list[str] = field(default_factory=list)  # the requirement ids (store/mind/)
+    confirm_kinds: Maybe[list[str]] = None  # kinds whose effects a person confirms first (sorted)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -258,6 +267,7 @@ class HandoffOpened(Payload, kind="handoff.opened", layer="decision", names_node
 @dataclass(frozen=True, kw_only=True)
 class EffectIntended(Payload, kind="effect.intended", layer="execution", names_nodes=True):
     effect_key: str
+    confirmed_by: Maybe[ConfirmedBy] = None  # an irreversible node's effect: who said proceed
 
 
 @dataclass(frozen=True, kw_only=True)

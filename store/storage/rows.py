@@ -23,6 +23,7 @@ from store.storage.sql import json_value
 from store.mind.views import MindState
 from store.storage.tables import TaskRecord
 from store.views import (
+    FLAG_RESULT,
     ActionView,
     ArtifactView,
     EffectView,
@@ -177,17 +178,21 @@ def node_rows(rows: Sequence[RawNodeRow], deps: Mapping[int, list[str]], words: 
 EXCERPT_CHARS = 1000  # of its action and its result, read for their one-line excerpt (≤ 80 shown)
 OBSERVED_COLUMNS = ("o.digest AS digest, o.new_units AS new_units, o.lines AS lines, o.flags AS flags, "
                     f"o.action_key AS action_key, SUBSTR(o.action, 1, {EXCERPT_CHARS}) AS action, "
-                    f"o.content AS content, SUBSTR(o.result, 1, {EXCERPT_CHARS}) AS result")
+                    f"o.content AS content, SUBSTR(o.result, 1, {EXCERPT_CHARS}) AS result, "
+                    f"SUBSTR(o.text, 1, {EXCERPT_CHARS}) AS text")
 
 
 def observed(digest: str | None, new_units: int | None, lines: int | None, flags: int | None, action_key: str | None,
-             action: str | None, content: str | None, result: str | None) -> Observed | None:
-    """OBSERVED_COLUMNS as read → what the report brought (None: no observation)."""
+             action: str | None, content: str | None, result: str | None, text: str | None) -> Observed | None:
+    """OBSERVED_COLUMNS as read → what the report brought (None: no observation). The result shown
+    is the tool's output that was judged: the report's result, else its text when the report was
+    judged as a plain report's output (FLAG_RESULT)."""
     if digest is None:
         return None
+    judged = result if result is not None else text if int(flags or 0) & FLAG_RESULT else None
     return Observed(new_units=int(new_units or 0), digest=digest, lines=int(lines or 0), flags=int(flags or 0),
                     action_key=action_key, action=None if action_key is None else excerpt(action),
-                    content=None if result is None else content, result=excerpt(result))
+                    content=None if judged is None else content, result=excerpt(judged))
 
 
 # The journal, each event with the observation it names (a heartbeat's).

@@ -95,6 +95,12 @@ def pg_transaction(conn: DriverConnection, *, read_only: bool, lock_timeout_ms: 
 
 
 # ---------------------------------------------------------------------- statements
+def sqlite_busy_timeout(db: pw.Database, seconds: float) -> None:
+    """SQLite's busy timeout on this thread's connection: what is left of ``busy_timeout_s``
+    after a wait at the write gate (store/storage/writegate.py), then the whole of it again."""
+    db.execute_sql(f"PRAGMA busy_timeout = {max(1, int(seconds * 1000))}")
+
+
 def translate(db: pw.Database, sql: str) -> str:
     """Our raw SQL is written with ``?``; PostgreSQL's driver wants ``%s``."""
     return sql if is_sqlite(db) else sql.replace("?", "%s")

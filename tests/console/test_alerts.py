@@ -12,6 +12,7 @@ from typing import Any
 from console.alerts import BELL_EVERY_S, REARM_S, Alert, AlertDesk, AlertWatch, run_hook
 from store.storage.events import HandoffOpened, OperatorActed
 from store.views import EventView
+from tests.support.waiting import Deadline
 
 NOW = 1_800_000_000.0
 
@@ -198,7 +199,7 @@ def test_what_a_hook_leaves_running_ends_with_it(tmp_path: Path) -> None:
     argv = ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; exit 0"]
     assert run_hook(argv, a) is None
     child = int(pidfile.read_text())
-    deadline = time.monotonic() + 30
+    deadline = Deadline(30)
     try:
         while True:  # ended (a condition with a deadline: the kill is sent before run_hook returns)
             try:
@@ -207,7 +208,7 @@ def test_what_a_hook_leaves_running_ends_with_it(tmp_path: Path) -> None:
                 break
             if state == "Z":
                 break
-            assert time.monotonic() < deadline, f"the hook's child {child} still runs"
+            assert not deadline.expired(), f"the hook's child {child} still runs"
             time.sleep(0.01)
     except AssertionError:
         os.kill(child, 9)  # still running: this test's own child, ended here

@@ -34,6 +34,7 @@ from store.storage.db import run_write, write_tx
 from store.storage.events import NodeNote
 from store.errors import WriteConflict
 from store.reading.feed import Feed
+from tests.support.waiting import Deadline
 
 pytestmark = [pytest.mark.postgres]
 
@@ -43,9 +44,9 @@ WAIT = 60.0
 
 def _wait_until(cond, what: str, timeout: float = WAIT) -> None:
     """Poll a condition (not a sleep used as synchronisation): fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while not cond():
-        if time.monotonic() > deadline:
+        if deadline.expired():
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.01)
 
