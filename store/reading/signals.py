@@ -47,7 +47,7 @@ from store.views import GraphRow, GraphView, HandoffView, NodeView, TaskView
 SEVERITIES = ("info", "warn", "alarm")
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
 TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired", "wake",
-              "budget_insufficient", "drift_suspected", "alignment_due")
+              "budget_insufficient", "drift_suspected", "alignment_due", "failure_pattern")
 
 
 @dataclass(frozen=True)

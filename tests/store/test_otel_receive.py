@@ -93,7 +93,7 @@ def test_genai_spans_become_a_running_agent_with_observations_and_stall_signals(
     node = led.node(task.task_id, key)
     assert node.status == "succeeded" and node.output == {"agent": "Researcher"}
     assert led.task(task.task_id).status == "completed"
-    assert task.task_id == f"otel-{agent.get_span_context().trace_id:032x}"
+    assert task.task_id == f"otel-{agent.get_span_context().trace_id:032x}"[:21]
 
 
 def test_openinference_shape_and_a_failed_tool(server) -> None:
@@ -171,10 +171,10 @@ def test_otlp_json_and_gzip(server) -> None:
     ])
     status, _ = post(srv, gzip.compress(body), "application/json", {"Content-Encoding": "gzip"})
     assert status == 200
-    node = led.node(f"otel-{tid}", "agent-eee19b7ec3c1b173")
+    node = led.node(f"otel-{tid[:16]}", "agent-eee19b7ec3c1b173")
     assert node.status == "succeeded" and node.title == "Coder" and node.output == {"agent": "Coder"}
-    assert [o.action for o in led.observations(f"otel-{tid}", node.key)] == ["grep(TODO)"]
-    assert led.task(f"otel-{tid}").tokens_used == 12
+    assert [o.action for o in led.observations(f"otel-{tid[:16]}", node.key)] == ["grep(TODO)"]
+    assert led.task(f"otel-{tid[:16]}").tokens_used == 12
 
 
 def test_bad_requests_are_refused_and_change_nothing(ledger_path) -> None:

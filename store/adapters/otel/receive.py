@@ -4,7 +4,7 @@ An OTLP/HTTP receiver (``POST /v1/traces``, protobuf or JSON, gzip allowed) that
 of an agent nobody changed into ledger writes through the public API, so stall signals, estimates
 and budget gates work on it:
 
-* a trace is a task (``otel-<trace id>``, origin ``otel``);
+* a trace is a task (``otel-`` and the trace id's first 16 hex digits, origin ``otel``);
 * an agent span (``invoke_agent``; OpenInference ``AGENT``) is a node of kind ``agent``, claimed as
   soon as anything of it is seen — its children arrive while it runs, its own span only when it
   ends — and committed (or failed, with the span's error) when its span arrives;
@@ -191,7 +191,7 @@ class Intake:
             return len(spans)
 
     def _task(self, s: Span) -> str:
-        task = f"otel-{s.trace_id[:32]}"
+        task = f"otel-{s.trace_id[:16]}"  # 64 of the trace id's random bits: unique enough, and it fits a line
         name = s.attrs.get("gen_ai.agent.name") or (s.name if operation(s) in _AGENT else f"trace {s.trace_id[:8]}")
         self.ledger.create_task(task, title=_text(name)[:200],
                                 workflow="otel", exist_ok=True, origin="otel")
