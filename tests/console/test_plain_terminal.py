@@ -1,5 +1,5 @@
-"""On ``TERM=linux`` only characters of the Linux console's font reach the terminal (issue 24 item
-9): the console's own glyphs switch to ASCII, and whatever Rich, Textual or an agent draws besides
+"""On ``TERM=linux`` only characters of the Linux console's font reach the terminal (the
+others draw as garbage there): the console's own glyphs switch to ASCII, and whatever Rich, Textual or an agent draws besides
 ("…", input borders ``▔ ▁``, scrollbar ends, "★", "›", CJK) is replaced, one cell for one cell.
 
 The end-to-end test runs ``warden console`` in a real pty with ``TERM=linux`` and checks every
