@@ -1,4 +1,4 @@
-"""Issue 14: the open graph's estimates and signals come from the incremental
+"""The open graph's estimates and signals come from the incremental
 ``store.reading.analysis.TaskAnalysis`` (built from the graph rows the console already holds, fed the
 feed's deltas) and are the figures ``warden graph --json`` and ``warden status --json`` give for the
 same ledger state — before and after agents write while the graph is open."""
