@@ -132,7 +132,6 @@ class TaskGraphScreen(ListScreen):
         page, g = msg.page, self.graph
         if msg.generation != self._generation or g is None:
             return
-        self.wapp.live_turn()  # each page of a graph, like its opening (WardenScreen), goes before the analysis
         if page is None:
             self.missing = True
             self.wapp.notify(f"task {safe_line(msg.task_id)} is not in the ledger", severity="error", markup=False)
