@@ -238,7 +238,7 @@ def run_hook(argv: Sequence[str], alert: Alert, *, timeout: float = HOOK_TIMEOUT
     output is discarded (it must not reach the console's terminal). Returns None when it exited 0,
     else one line saying what went wrong (its stderr's last line). Killed, with its process group,
     after ``timeout``. Of its stderr only the last ``HOOK_STDERR_TAIL`` bytes are ever held (a hook
-    that floods stderr costs the console no memory: issue 23)."""
+    that floods stderr costs the console no memory)."""
     data = (json.dumps(alert.to_json(), ensure_ascii=True) + "\n").encode()
     try:
         proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,

@@ -1,7 +1,7 @@
 """Estimates and signals for what the console shows: what a run asks for, and how it is computed.
 
-The figures come from the store's public functions (``store.estimates``, ``store.signals``,
-``store.analysis.TaskAnalysis``); nothing is computed here but which of them to call, for what. A
+The figures come from the store's public functions (``store.estimation.estimates``,
+``store.reading.signals``, ``store.reading.analysis.TaskAnalysis``); nothing is computed here but which of them to call, for what. A
 run is computed in the console's analysis worker, a process of its own
 (``console/analysis_worker.py``), never on the interpreter the UI draws with: the console sends a
 :class:`RunRequest` and gets a :class:`RunResult` back. What is computed is bounded by what is on
@@ -17,7 +17,7 @@ screen, never by the size of a task:
 
 :class:`Analyst` is the worker's memory between runs. It follows the journal itself (the same
 journal the console's feed reads: its own read-only connection, read at the start of each run):
-every task's row (``store.tally.TaskTally``), the open graph's analysis, and the duration history
+every task's row (``store.reading.tally.TaskTally``), the open graph's analysis, and the duration history
 (re-read after a node somewhere succeeded, or after a minute).
 """
 
@@ -28,12 +28,14 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from store import Ledger, estimates, signals
-from store.analysis import TaskAnalysis
+from store import Ledger
 from store.errors import NotFound
-from store.feed import Feed, changed_nodes, tail_at
-from store.report import empty_eta, signal_json
-from store.tally import TaskTally, current
+from store.estimation import estimates
+from store.reading import signals
+from store.reading.analysis import TaskAnalysis
+from store.reading.cli_json import empty_eta, signal_json
+from store.reading.feed import Feed, changed_nodes, tail_at
+from store.reading.tally import TaskTally, current
 from store.views import EventView, GraphRow, GraphView, TaskView
 
 if TYPE_CHECKING:  # (the worker process never loads the console's view models, nor Textual)
@@ -133,7 +135,7 @@ def release_memory() -> None:
 
 
 class OpenGraph:
-    """The open graph's incremental analysis (``store.analysis.TaskAnalysis``): read once, from one
+    """The open graph's incremental analysis (``store.reading.analysis.TaskAnalysis``): read once, from one
     snapshot of the graph's lean rows, then fed the journal's events of its task."""
 
     def __init__(self) -> None:

@@ -105,9 +105,9 @@ def _die_with(parent: int) -> None:
 
 def serve(inp: IO[bytes], out: IO[bytes], *, rss_max_mb: float = RSS_MAX_MB) -> int:
     """The worker's loop (see the module's docstring); returns its exit status."""
-    from store.db import CONNECT_TIMEOUT_S
+    from store.storage.db import CONNECT_TIMEOUT_S
     from store.errors import WardenError
-    from store.feed import Feed
+    from store.reading.feed import Feed
 
     from .analysis import Analyst, RunRequest, RunResult
 

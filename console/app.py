@@ -1,6 +1,6 @@
 """The Warden console: a Textual app that tails the ledger.
 
-Data flow (one way): ``store.feed`` wake-ups → the feed worker (``console.follow``) reads the
+Data flow (one way): ``store.reading.feed`` wake-ups → the feed worker (``console.follow``) reads the
 journal after the cursor and exactly the rows the screens watch, in worker threads → merges them
 into a pending delta and posts a coalescing ``LedgerChanged`` → the UI-thread handler here hands
 the delta to the feed hub (``console.hub``), which applies it to the shared models (the task list,
@@ -29,9 +29,9 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
-from store.db import CONNECT_TIMEOUT_S
+from store.storage.db import CONNECT_TIMEOUT_S
 from store.errors import WardenError
-from store.feed import FALLBACK_POLL_S, Feed
+from store.reading.feed import FALLBACK_POLL_S, Feed
 
 from .action_keys import ACTION_KEYS
 from .alerts import AlertDesk
@@ -53,7 +53,7 @@ from .tasklist import TaskListModel
 from .typeahead import TypeAheadApp
 from .widgets.statusbar import RECONNECTED_SHOWN_S
 
-WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/wake.py)
+WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/parks/wake.py)
 # Ledger changes are applied (and drawn) at most this often: a change after a quiet spell at once,
 # a burst's in frames this far apart (docs/console.md "How often the screen moves").
 LIVE_APPLY_S = 1 / 30

@@ -2,7 +2,7 @@
 suggests, an estimate and why, observations with identical consecutive ones collapsed, a failure as
 the failure itself recorded it.
 
-Everything here is built from what the store computed (``store.signals``, ``store.estimates``'
+Everything here is built from what the store computed (``store.reading.signals``, ``store.estimation.estimates``'
 ``why``, the ``node.failed`` event); nothing is re-judged. Every agent-written string goes through
 ``safe``/``safe_line`` into a ``rich.text.Text``, never into markup.
 """
@@ -139,7 +139,7 @@ def eta_figures(eta: EtaJson | None) -> str:
 
 
 def estimate_section(out: Text, eta: EtaJson | None, status: str) -> None:
-    """The node's P50 / P80, samples, confidence and why (``store.estimates``' reasons, as they are)."""
+    """The node's P50 / P80, samples, confidence and why (``store.estimation.estimates``' reasons, as they are)."""
     section(out, "Estimate (remaining time)")
     if eta is None:
         out.append("  computing…\n", style="dim")

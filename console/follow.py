@@ -3,11 +3,11 @@
 :class:`LedgerFollower` owns the journal cursor and what the screens watch (the tasks whose graph is
 open, the node details on screen: ``console.hub.FeedHub`` keeps these for them). Its
 :meth:`~LedgerFollower.run` loop (the app's ``follow_ledger`` worker) waits for a wake-up
-(``store.feed``: file events, NOTIFY, a slow fallback poll), reads the journal after the cursor and
+(``store.reading.feed``: file events, NOTIFY, a slow fallback poll), reads the journal after the cursor and
 exactly the rows the new events name — in worker threads — and merges them, and any change of the
 ledger's availability, into :class:`Pending`. Task rows come with the same read: a
-:class:`~store.tally.TaskTally` moves each task's counts by the nodes the events name (no recount
-of a task's nodes per change, issue 29), so a commit reaches the task list as soon as the graph. Then it calls ``changed()`` (the app posts a
+:class:`~store.reading.tally.TaskTally` moves each task's counts by the nodes the events name (no recount
+of a task's nodes per change), so a commit reaches the task list as soon as the graph. Then it calls ``changed()`` (the app posts a
 coalescing ``LedgerChanged``); the hub takes the pending delta on the UI thread, applies it to the
 shared models and tells the screens that subscribed. Nothing here touches a widget or the app.
 """
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from store.errors import NotFound, WardenError
-from store.feed import Feed, tail_at
-from store.tally import TaskTally, live_leases
+from store.reading.feed import Feed, tail_at
+from store.reading.tally import TaskTally, live_leases
 from store.views import EventView, NodeDetail, NodeView, TaskView
 
 

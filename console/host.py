@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from textual.notifications import SeverityLevel
     from textual.screen import Screen, ScreenResultCallbackType
 
-    from store.feed import Feed
+    from store.reading.feed import Feed
     from store.views import GraphRow
 
     from .analysis_runs import AnalysisRuns

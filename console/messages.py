@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from store.feed import GraphPage
+    from store.reading.feed import GraphPage
 
     from .model import EtaJson, SignalJson
 
@@ -45,7 +45,7 @@ class AnalysisReady(Message):
 
 
 class GraphPageReady(Message):
-    """One page of a task's graph (``store.feed.GraphPage``; None: the task is not in the ledger),
+    """One page of a task's graph (``store.reading.feed.GraphPage``; None: the task is not in the ledger),
     read in the graph screen's worker thread and posted to that screen."""
 
     def __init__(self, task_id: str, page: "GraphPage | None", ack: threading.Event | None = None, *,

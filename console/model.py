@@ -1,7 +1,7 @@
 """The console's in-memory view model, updated from feed deltas on the UI thread.
 
 Nothing here touches the database: workers fetch (``ledger.nodes(task, keys)`` for exactly the
-nodes the new events name; the task rows come from ``store.tally``) and the UI thread applies
+nodes the new events name; the task rows come from ``store.reading.tally``) and the UI thread applies
 the result here (the task list's model is ``console.tasklist``; the cells it shares are here). Each model is also the *row source* of a virtualised :class:`RowList`: it turns
 row ``i`` into cells on demand, so only rows on screen are ever formatted. All agent-written text
 goes through ``console.text.safe_line`` before it becomes a cell.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Mapping, Sequence, TypeAlias
 
 from store.jsontypes import JsonMapping
-from store.report import empty_eta
+from store.reading.cli_json import empty_eta
 from store.views import GraphRow, GraphView, NodeView, TaskView
 
 from .glyphs import MARKS, NODE_GLYPHS, duration_label, eta_label
@@ -23,7 +23,7 @@ Clock = Callable[[], float]
 
 NODE_STATUSES = tuple(NODE_GLYPHS)
 
-#: a signal as the console gets it: ``store.report.signal_json``'s dict (the analysis converts once)
+#: a signal as the console gets it: ``store.reading.cli_json.signal_json``'s dict (the analysis converts once)
 SignalJson: TypeAlias = JsonMapping
 #: a task's or a node's estimate as ``Estimate.to_json`` gives it
 EtaJson: TypeAlias = JsonMapping
@@ -124,7 +124,7 @@ ETA_KEEP = 5000  # node P80s kept for rows scrolled away from (recomputed when t
 class GraphModel:
     """One task's nodes in topological order, patched node by node from deltas.
 
-    A big graph arrives in pages (``store.feed.graph_pages``, one snapshot at journal id
+    A big graph arrives in pages (``store.reading.feed.graph_pages``, one snapshot at journal id
     ``loaded_at``): the model exists from the moment its screen opens (``GraphModel(task_id, clock)``), the first
     page starts it (:meth:`start`), :meth:`extend` appends the rest, and the list shows what has
     arrived while the remainder loads. A node update read at a cursor no newer than the snapshot is

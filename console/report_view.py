@@ -1,4 +1,4 @@
-"""A task's report (``store.task_report``) as literal text: one renderer for ``warden report`` and
+"""A task's report (``store.reading.task_report``) as literal text: one renderer for ``warden report`` and
 the console's report screen. Rich only (no Textual), so the CLI loads no UI to print it.
 """
 

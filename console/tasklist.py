@@ -1,6 +1,6 @@
 """The task list's model, for a fleet: thousands of tasks, a filter, an urgency order, a summary.
 
-Each change costs the UI thread the same whatever the number of tasks (issue 29: 5,000 tasks, under
+Each change costs the UI thread the same whatever the number of tasks (5,000 tasks, under
 1 ms of UI work per change): a row's view is replaced in place; when the change moves it in the
 display order (the urgency order, or in or out of the filter) it is taken out and put back by
 bisection on its sort key (the list's other rows are not looked at, nor re-sorted); the summary's
@@ -34,7 +34,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from store.report import budget_json, empty_eta
+from store.reading.cli_json import budget_json, empty_eta
 from store.views import EventView, TaskView
 
 from .glyphs import MARKS, TASK_GLYPHS, age_label, eta_label, task_label

@@ -191,7 +191,7 @@ async def take_all(out: Path, size: tuple[int, int]) -> Shooter:
         await s.shoot("events", "event log")
         await pilot.press("escape")
 
-        # The task's mind (issue 27): perf-audit's requirements, conclusions, rejected paths and its
+        # The task's mind: perf-audit's requirements, conclusions, rejected paths and its
         # replan; the memory inbox with the memory it proposed, and the confirm dialog.
         app.open_graph(MIND_TASK)
         await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and app.screen.model is not None

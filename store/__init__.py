@@ -3,9 +3,9 @@
 Never imports Textual. The console talks to it through :class:`Ledger` and the frozen views.
 """
 
-from .budget import admit as budget_admit
-from .clock import ManualClock, system_clock
-from .errors import (
+from store.judges.budget import admit as budget_admit
+from store.clock import ManualClock, system_clock
+from store.errors import (
     LeaseLost,
     LedgerBusy,
     LedgerUnavailable,
@@ -16,8 +16,8 @@ from .errors import (
     StaleRevision,
     WardenError,
 )
-from .facade import Ledger
-from .views import Budget, Claim, NodeSpec, Pulse
+from store.facade import Ledger
+from store.views import Budget, Claim, NodeSpec, Pulse
 
 __all__ = [
     "Budget", "Claim", "Ledger", "LeaseLost", "LedgerBusy", "LedgerUnavailable", "ManualClock", "NodeSpec", "NotFound",

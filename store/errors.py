@@ -9,7 +9,7 @@ idempotent, so a caller that quoted a value already (``validate.show``) loses no
 
 from __future__ import annotations
 
-from .text import safe_line
+from store.text import safe_line
 
 
 class WardenError(Exception):

@@ -1,10 +1,10 @@
 """The Ledger: the one object agents and the console hold — the typed facade over the agent writes
 (``store.ledger.claims``, ``fenced``), graph building (``build``), queries (``queries``) and the
-operator actions (``store.actions``), all sharing :class:`~store.ledger.core.LedgerCore`.
+operator actions (``store.actions``), all sharing :class:`~store.storage.core.LedgerCore`.
 
 It lives above both packages (not in ``store.ledger``): the actions import the ledger's parts, and
 the facade imports the actions, so a facade inside ``store.ledger`` made importing any part of the
-ledger import the actions, which import the ledger (issue 24).
+ledger import the actions, which import the ledger.
 
 Every agent write is a compare-and-set on (node, lease token, status running,
 ``lease_until > now``) judged with the injected clock at write time; when it does not match,
@@ -16,19 +16,19 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, Mapping, Sequence
 
-from . import actions as operator_actions
-from . import wake
-from .actions import Plan
-from .actions.registry import plan as plan_registered
-from .db import retry_read, run_read
-from .errors import WardenError
-from .jsontypes import JsonMapping, JsonObject
-from .mind import agent as mind_agent
-from .mind import read as mind_read
-from .mind import record as mind_record
-from .mind import replan as mind_replan
-from .mind.rules import requirements as check_requirements
-from .mind.views import (
+from store import actions as operator_actions
+from store.parks import wake
+from store.actions import Plan
+from store.actions.registry import plan as plan_registered
+from store.storage.db import retry_read, run_read
+from store.errors import WardenError
+from store.jsontypes import JsonMapping, JsonObject
+from store.mind import agent as mind_agent
+from store.mind import read as mind_read
+from store.mind import record as mind_record
+from store.mind import replan as mind_replan
+from store.mind.rules import requirements as check_requirements
+from store.mind.views import (
     ALIGNMENT_EVERY,
     DRIFT_AFTER,
     MemoryView,
@@ -38,7 +38,7 @@ from .mind.views import (
     PlanVersionView,
     Requirement,
 )
-from .views import (
+from store.views import (
     ActionView,
     ArtifactView,
     Budget,
@@ -55,12 +55,12 @@ from .views import (
     Pulse,
     TaskView,
 )
-from .ledger import build, claims, fenced, queries, unsafe, waits
-from .ledger.checked import checked
-from .ledger.core import LedgerCore
+from store.ledger import build, claims, fenced, queries, unsafe, waits
+from store.checked import checked
+from store.storage.core import LedgerCore
 
 
-@checked  # every argument of every public method checked once, here (store/ledger/checked.py)
+@checked  # every argument of every public method checked once, here (store/checked.py)
 class Ledger(LedgerCore):
     """A ledger on SQLite or PostgreSQL. Open with :meth:`open`."""
 

@@ -1,4 +1,4 @@
-"""The JSON edge: the only place the console and the store spell ``Any`` (issue 24).
+"""The JSON edge: the only place the console and the store spell ``Any``.
 
 A value is at the JSON edge when it was decoded from JSON (an event's ``data``, a heartbeat's
 metadata, a plan or audit column, a run directory's ``state.json``, an MCP or hook payload, a

@@ -5,7 +5,7 @@ and the console (``console/text.py`` implements its names with these functions).
 imports Rich or Textual, so this module returns plain strings; callers that render them wrap the
 result in ``rich.text.Text`` / ``Content`` (or pass ``markup=False``), never in a markup string.
 
-Rules (DESIGN.md "Display conventions"):
+Rules (docs/contracts.md "Display conventions"):
 
 - **Markup is never interpreted** and never altered: ``[bold]x[/]`` comes out as those characters.
   Making it harmless is the renderer's job (literal text, never markup).
@@ -20,7 +20,7 @@ Rules (DESIGN.md "Display conventions"):
       width, and a later Unicode version may make it a control or a format character);
     - ``Zl`` / ``Zp`` line and paragraph separators (U+2028, U+2029: line breaks in disguise);
 
-  plus the characters DESIGN.md names (C0, DEL, C1, U+202A–U+202E, U+2066–U+2069,
+  plus the characters the display conventions name (C0, DEL, C1, U+202A–U+202E, U+2066–U+2069,
   U+200B–U+200F, U+2060, U+FEFF, U+2028, U+2029), escaped whatever the Unicode database says.
 - **Kept**: everything else, including non-ASCII spaces (``Zs``: visible as blank, no effect on
   the terminal), combining marks, emoji and their variation selectors, and backslashes.
@@ -54,7 +54,7 @@ _LISTED = frozenset(
         0x2028, 0x2029,                                   # line/paragraph separators
     )
 )
-"""The characters DESIGN.md names, escaped whatever this Python's Unicode database says."""
+"""The characters the display conventions name, escaped whatever this Python's Unicode database says."""
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _MULTI_LINE_KEEPS = frozenset("\n\t")

@@ -3,7 +3,7 @@
 Each check raises :class:`~store.errors.InvalidValue` (a :class:`~store.errors.Refused`) with one
 line that names the argument and says what is allowed, or returns the value. They never raise a
 plain ``TypeError`` / ``ValueError`` / ``OverflowError``, and they run before any transaction, so a
-refused call writes nothing. ``store/ledger/checked.py`` applies them to every argument of the
+refused call writes nothing. ``store/checked.py`` applies them to every argument of the
 public ``Ledger`` API; ``Budget`` and ``NodeSpec`` check themselves when built.
 
 The rules (docs/security.md lists them too):
@@ -32,8 +32,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sized
 from typing import TypeVar
 
-from .errors import InvalidValue
-from .text import safe_line
+from store.errors import InvalidValue
+from store.text import safe_line
 
 TASK_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 NODE_KEY_RE = re.compile(r"[A-Za-z0-9._:/@+-]{1,200}")

@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple
 
-from . import validate as v
-from .jsontypes import JsonMapping, JsonValue
-from .mind import rules as mind_rules
-from .mind.views import MindState, NodeMind
+from store import validate as v
+from store.jsontypes import JsonMapping, JsonValue
+from store.mind import rules as mind_rules
+from store.mind.views import MindState, NodeMind
 
 
 @dataclass(frozen=True)
 class Budget:
     """A task's caps: ``tokens`` (a whole number ≥ 1), ``wall_s`` (seconds > 0), either None for no
     cap; ``soft_ratio`` in (0, 1]; ``density_limit``: tokens per unit of progress a node may spend
-    (> 0; None: judged against the task's own norm, store/density.py). Checked when built: a bad
+    (> 0; None: judged against the task's own norm, store/judges/density.py). Checked when built: a bad
     value raises ``InvalidValue``."""
 
     tokens: int | None = None
@@ -103,7 +103,7 @@ class Pulse:
     parked: bool = False
     new_units: int | None = None
     gate: str = "ok"
-    # The ledger's cost-density verdict on the step (store/density.py): ``continue``, ``hold``,
+    # The ledger's cost-density verdict on the step (store/judges/density.py): ``continue``, ``hold``,
     # ``finish_no_successor`` or ``abort`` (the ledger stopped the node: drop the step).
     density: str = "continue"
 
@@ -141,7 +141,7 @@ class TaskView:
     paused_s: float = 0.0  # seconds the budget clock stood still (waiting is not work)
     paused_since: float | None = None  # the clock stands still since then (None: it runs)
     waited_s: float = 0.0  # all the time the clock stood still, the current stop included (at read time)
-    wake_state: JsonMapping | None = None  # wake conditions of parks (store/wake.py)
+    wake_state: JsonMapping | None = None  # wake conditions of parks (store/parks/wake.py)
     origin: str = "python"  # which integration made it: python, langgraph, mcp, run, claude (rows.task_origin)
     density_limit: float | None = None  # tokens per unit a node may spend (Budget(density_limit=))
     mind: MindState = MindState()  # requirements, drift and alignment counters, plan version (store/mind/)

@@ -41,11 +41,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypedDict
 
-from . import validate
-from .errors import InvalidValue, LeaseLost, WardenError
-from .facade import Ledger
-from .jsontypes import JsonObject
-from .views import Claim, NodeSpec, Pulse
+from store import validate
+from store.errors import InvalidValue, LeaseLost, WardenError
+from store.facade import Ledger
+from store.jsontypes import JsonObject
+from store.views import Claim, NodeSpec, Pulse
 
 DEFAULT_MAX_STEP_S = 120.0  # a step's own time limit, independent of its lease (seed 002)
 

@@ -37,9 +37,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-# Every PostgreSQL read snapshot must be re-run after a lost connection (store.db.read_tx): under
+# Every PostgreSQL read snapshot must be re-run after a lost connection (store.storage.db.read_tx): under
 # the suite — and the agent and console processes it starts, which inherit this — one that is not
-# raises store.db.UnretriedRead.
+# raises store.storage.db.UnretriedRead.
 os.environ["WARDEN_STRICT_READS"] = "1"
 
 PG_URL = os.environ.get("WARDEN_TEST_PG_URL", "").strip()

@@ -29,7 +29,7 @@ from .errors import UsageError
 
 RUN_EXAMPLE = """examples:
   warden run --task nightly -- make test
-  warden run --task fix-42 --json-stream claude -- claude -p "fix issue 42" --output-format stream-json --verbose
+  warden run --task fix-42 --json-stream claude -- claude -p "fix the failing test" --output-format stream-json --verbose
   warden run --task build --artifacts dist -- ./build.sh"""
 
 MCP_EXAMPLE = """example (a client's mcpServers entry runs this command):

@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from store import Ledger
-from store.db import CONNECT_TIMEOUT_S
+from store.storage.db import CONNECT_TIMEOUT_S
 from store.jsontypes import JsonArray, JsonObject
 
 from ..operator import resolve_operator
@@ -117,7 +117,7 @@ TOP = "top_"  # dest prefix of a shared flag given before the subcommand
 
 
 def with_workspace(names: tuple[str, ...]) -> tuple[str, ...]:
-    """DESIGN.md's contract: every subcommand that takes ``--ledger`` also takes ``--runs`` (the
+    """The contract (docs/contracts.md "The warden command"): every subcommand that takes ``--ledger`` also takes ``--runs`` (the
     workspace pair, like ``$WARDEN_LEDGER``/``$WARDEN_RUNS``), so a script can pass both to any of
     them; only the console and recovery read run directories. And ``--connect-timeout``, which
     every ledger takes (it means something for PostgreSQL only)."""

@@ -38,7 +38,7 @@ import sys
 from typing import Callable, Sequence
 
 from store import WardenError
-from store.db import masked
+from store.storage.db import masked
 
 from . import actions, agents, inspection, meta, mind, recovery, report, serve
 from .common import (GLOBALS, CliParser, Subcommands, alert_hook, command, connect_timeout, fill_globals, flags, honours,
@@ -57,7 +57,7 @@ REGISTRARS: tuple[Registrar, ...] = (
     actions.register,            # park, resume, narrow, rewind, abort, compensated, check-wakes
     inspection.register_handoffs,
     actions.registrar_after("handoffs"),  # resolve
-    mind.register,               # mind, plans, memory (issue 27: the task's mind)
+    mind.register,               # mind, plans, memory (the task's mind)
     recovery.register,           # recover, verify-record
     serve.register,              # serve (the console in a browser)
     agents.register,             # run, mcp, hook (the agent side: integrations of agents people run)

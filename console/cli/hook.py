@@ -19,7 +19,7 @@ from typing import Sequence
 from store import Ledger, validate
 from store.adapters.claude_hooks import PAYLOAD_CAP, HookConfig, run_hook
 from store.adapters.sessions import SessionStore
-from store.db import CONNECT_TIMEOUT_S
+from store.storage.db import CONNECT_TIMEOUT_S
 from store.errors import InvalidValue
 from store.text import safe_line
 

@@ -25,10 +25,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from store import report
+from store.reading import cli_json as report
 from store.clock import iso
 from store.errors import Refused
-from store.feed import Feed
+from store.reading.feed import Feed
 from store.jsontypes import JsonMapping, JsonObject
 from store.views import EventView, HandoffView
 
@@ -354,8 +354,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from store.db import connect_checked, open_database
-    from store.schema import migrate
+    from store.storage.db import connect_checked, open_database
+    from store.storage.schema import migrate
 
     db = open_database(ledger_target(args), create=False, application_name=APPLICATION_NAME)
     connect_checked(db)

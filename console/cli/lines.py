@@ -23,8 +23,8 @@ import threading
 import time
 from typing import Sequence
 
-from store import report
-from store.feed import Feed
+from store.reading import cli_json as report
+from store.reading.feed import Feed
 
 from ..alerts import Alert, AlertWatch, run_hook
 from ..text import safe_line

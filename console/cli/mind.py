@@ -1,4 +1,4 @@
-"""The task's mind from a shell (issue 27):
+"""The task's mind from a shell:
 
     warden mind TASK [--json]                         requirements and what serves them, constraints,
                                                       conclusions, rejected paths, plan versions, memories

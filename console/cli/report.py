@@ -1,7 +1,7 @@
 """``warden report TASK [--json]``: what a task leaves behind — the best result so far, what is
 unfinished, the budget per gate, open handoffs, effects never confirmed (and, after an abort, the
 effects still to compensate). A pure read (the ledger is opened read-only), at any time; the one
-thing a task at the stop gate still delivers. The JSON is ``store.task_report.task_report`` as is;
+thing a task at the stop gate still delivers. The JSON is ``store.reading.task_report.task_report`` as is;
 the text is ``console.report_view.report_text``, the same the console's report screen shows.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from store.task_report import task_report
+from store.reading.task_report import task_report
 
 from ..report_view import report_text
 from .common import Subcommands, command, flags, honours, open_ledger, out_console, print_json

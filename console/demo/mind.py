@@ -1,4 +1,4 @@
-"""The demo's two tasks about the task's mind (issue 27), and the steps their agents take — on the
+"""The demo's two tasks about the task's mind, and the steps their agents take — on the
 store's public agent API only, like every demo agent.
 
 ``perf-audit`` — *Performance audit: billing API*. Requirements r1 profile every public endpoint,

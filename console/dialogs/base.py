@@ -1,7 +1,7 @@
 """The action dialogs' common ground: :class:`WardenModal` (every modal screen of the console) and
 :class:`ActionDialog` (park, resume, narrow, rewind, abort, escalate).
 
-Every action dialog follows one pattern (DESIGN.md "Dialogs"; STYLE.md):
+Every action dialog follows one pattern (docs/contracts.md "Dialogs"):
 
 1. It opens at once and computes the plan in a thread worker (a pure read, ``ledger.plan_*``),
    showing "computing the plan…" meanwhile; a keypress never waits on the database.

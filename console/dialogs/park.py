@@ -1,7 +1,7 @@
 """Park and resume: a task, or only the selected node (the "only node" box).
 
 The park's "wake on" takes one or more conditions separated by commas (``handoff:<id>``,
-``node:<key>``, ``effect:<key>``, ``file:<path>``, ``at:<time>``: store/wake_conditions.py); a bad
+``node:<key>``, ``effect:<key>``, ``file:<path>``, ``at:<time>``: store/parks/conditions.py); a bad
 one shows as the preview's refusal. "resume on its own" is ``--auto-resume``.
 """
 

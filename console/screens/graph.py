@@ -22,8 +22,8 @@ from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from store.errors import LedgerUnavailable, NotFound
-from store.feed import graph_pages
-from store.report import budget_json
+from store.reading.feed import graph_pages
+from store.reading.cli_json import budget_json
 from store.views import GraphRow
 
 from ..explain import task_estimate_text
@@ -103,7 +103,7 @@ class TaskGraphScreen(ListScreen):
     # ---- the graph's pages (a thread worker; one snapshot)
     @work(thread=True, exclusive=True, exit_on_error=False, group="graph")
     def _load(self, generation: int) -> None:
-        """The graph, page by page from one snapshot (``store.feed.graph_pages``), each posted here.
+        """The graph, page by page from one snapshot (``store.reading.feed.graph_pages``), each posted here.
 
         Each page waits until the UI has applied and painted the previous one. Without that, this
         thread (pure Python while it builds rows) holds the GIL and the UI thread, which drops

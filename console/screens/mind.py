@@ -1,4 +1,4 @@
-"""The task's mind (issue 27): the Mind screen (``m`` on a task's graph) and the memory inbox (``M``).
+"""The task's mind: the Mind screen (``m`` on a task's graph) and the memory inbox (``M``).
 
 **Mind** — one list, in sections: the requirements with the nodes serving each (and those serving
 none), the drift and alignment counters, the constraints, the conclusions and the rejected paths

@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from store.clock import iso
 from store.errors import LedgerUnavailable, NotFound
-from store.signals import wait_text
+from store.reading.signals import wait_text
 from store.views import NodeDetail, NodeView, TaskView
 
 from ..analysis import NodeExplanation, explain_node

@@ -19,7 +19,7 @@ from textual.widgets import Static
 
 from store.errors import WardenError
 from store.jsontypes import JsonMapping
-from store.task_report import task_report
+from store.reading.task_report import task_report
 
 from ..hub import TasksChanged
 from ..report_view import report_text

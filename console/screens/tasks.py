@@ -1,6 +1,6 @@
 """The first screen: every task with status, progress, P80, budget, signals, handoffs.
 
-At fleet size (issue 29: thousands of tasks) a summary line heads the list (agents alive, tasks
+At fleet size (thousands of tasks) a summary line heads the list (agents alive, tasks
 active, alarms, open handoffs, spend rate: ``TaskListModel.summary_text``); ``s`` sorts by urgency
 (alarms, handoffs, budget, P80 — ``console.tasklist``) and back to creation order; ``/`` filters.
 The cursor follows the selected task when rows move (a new alarm lifts a task to the top)."""
@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Input
 
-from store.report import budget_json
+from store.reading.cli_json import budget_json
 
 from ..glyphs import pause_label, task_status_label
 from ..follow import Pending

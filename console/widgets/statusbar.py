@@ -1,8 +1,8 @@
 """The one-line header every screen shows: ledger, mode, live/snapshot, and the unavailable banner.
 
-Outages (issue 23): while the ledger cannot be read the header is the banner — ``⚠ UNAVAILABLE``,
+Outages: while the ledger cannot be read the header is the banner — ``⚠ UNAVAILABLE``,
 or ``⚠ UNREACHABLE`` when a PostgreSQL server went away (said within about 2 s: the feed's LISTEN
-connection is the sentinel, store/wakeups.py) — with the one-line reason; for
+connection is the sentinel, store/storage/watch.py) — with the one-line reason; for
 ``RECONNECTED_SHOWN_S`` after it is back the mode says ``reconnected`` (what changed meanwhile has
 been read from the journal's cursor by then).
 """

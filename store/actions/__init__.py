@@ -16,20 +16,20 @@ registered action, ``planning`` what plans read, ``changes`` what apply function
 action: docs/architecture.md.
 """
 
-from .abort import AbortParams, plan_abort
-from .action import Action, Command, Flag, Key, NoCommand, NoKey
-from .apply import apply
-from .compensated import CompensatedParams, plan_compensated
-from .escalate import ESCALATE_OPTIONS, EscalateParams, plan_escalate
-from .memory import ConfirmMemoryParams, RejectMemoryParams, plan_memory_confirm, plan_memory_reject
-from .narrow import NarrowParams, plan_narrow
-from .park import ParkParams, plan_park
-from .plan import ActionParams, Plan
-from .planning import FINISHED
-from .registry import ACTIONS, REGISTRY, Registered, registered
-from .resolve import ResolveParams, plan_resolve
-from .resume import ResumeParams, plan_resume
-from .rewind import RewindParams, plan_rewind
+from store.actions.abort import AbortParams, plan_abort
+from store.actions.action import Action, Command, Flag, Key, NoCommand, NoKey
+from store.actions.apply import apply
+from store.actions.compensated import CompensatedParams, plan_compensated
+from store.actions.escalate import ESCALATE_OPTIONS, EscalateParams, plan_escalate
+from store.actions.memory import ConfirmMemoryParams, RejectMemoryParams, plan_memory_confirm, plan_memory_reject
+from store.actions.narrow import NarrowParams, plan_narrow
+from store.actions.park import ParkParams, plan_park
+from store.actions.plan import ActionParams, Plan
+from store.actions.planning import FINISHED
+from store.actions.registry import ACTIONS, REGISTRY, Registered, registered
+from store.actions.resolve import ResolveParams, plan_resolve
+from store.actions.resume import ResumeParams, plan_resume
+from store.actions.rewind import RewindParams, plan_rewind
 
 __all__ = [
     "ACTIONS", "ESCALATE_OPTIONS", "FINISHED", "REGISTRY", "AbortParams", "Action", "ActionParams", "Command",

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .. import sql
-from ..db import read_tx
-from ..jsontypes import JsonObject
-from ..ledger import compensation
-from ..ledger.core import LedgerCore
-from ..rules import ID, TEXT_OPT
-from . import planning as pl
-from .action import Action, Command, Flag, Key
-from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import Plan
+from store.storage import sql
+from store.storage.db import read_tx
+from store.jsontypes import JsonObject
+from store.ledger import compensation
+from store.storage.core import LedgerCore
+from store.ledger.rules import ID, TEXT_OPT
+from store.actions import planning as pl
+from store.actions.action import Action, Command, Flag, Key
+from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
+from store.actions.plan import Plan
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ action"). The params class carries everything about the action beside its plan:
 * ``apply(tx)``: its own changes, inside the shared revision-checked write (``apply.py``);
 * ``stale(core, plan, task)``: what, beside the task revision and the planned node versions,
   makes its preview stale (a handoff resolved meanwhile, an effect confirmed meanwhile);
-* ``arguments``: the rule (``store/rules.py``) of each argument of its plan function: the facade
+* ``arguments``: the rule (``store/ledger/rules.py``) of each argument of its plan function: the facade
   checks them, in ``Ledger.plan_<action>`` and in ``Ledger.plan(action, arguments)``;
 * ``title``, ``key`` (:class:`Key` or :class:`NoKey`) and ``cli`` (:class:`Command` or
   :class:`NoCommand`): how the console and the ``warden`` command offer it — plain data, from
@@ -21,12 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Mapping, Sequence
 
-from ..errors import Refused
-from ..ledger.core import LedgerCore
-from ..rules import Rule
-from .changes import ApplyTx, Outcome
-from .plan import ActionParams, Plan
-from .planning import TaskState
+from store.errors import Refused
+from store.storage.core import LedgerCore
+from store.ledger.rules import Rule
+from store.actions.changes import ApplyTx, Outcome
+from store.actions.plan import ActionParams, Plan
+from store.actions.planning import TaskState
 
 
 @dataclass(frozen=True)

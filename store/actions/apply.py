@@ -13,19 +13,19 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping
 
-from .. import sql
-from ..db import register_result, retry_write, write_tx
-from ..errors import Refused, StaleRevision
-from ..jsontypes import JsonMapping, JsonObject
-from ..ledger import pause
-from ..ledger.core import LedgerCore
-from ..models import Action as ActionRow
-from ..models import Handoff
-from .action import Action
-from .changes import ApplyTx
-from .plan import Plan
-from .planning import TaskState, read_task, require_reason
-from .registry import is_registered
+from store.storage import sql
+from store.storage.db import register_result, retry_write, write_tx
+from store.errors import Refused, StaleRevision
+from store.jsontypes import JsonMapping, JsonObject
+from store.storage import budget_clock
+from store.storage.core import LedgerCore
+from store.storage.models import Action as ActionRow
+from store.storage.models import Handoff
+from store.actions.action import Action
+from store.actions.changes import ApplyTx
+from store.actions.plan import Plan
+from store.actions.planning import TaskState, read_task, require_reason
+from store.actions.registry import is_registered
 
 
 @retry_write
@@ -95,7 +95,7 @@ def _ids(core: LedgerCore, plan: Plan) -> dict[str, int]:
 def apply_within(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
     """Apply ``plan`` inside the caller's write transaction, which already holds the task row's
     lock: a system action decided in that transaction (an auto-resume on a wake condition,
-    store/wake.py). The revision check still runs; stale raises without an audit row (the caller
+    store/parks/wake.py). The revision check still runs; stale raises without an audit row (the caller
     decides). Not for operators: they use :func:`apply`."""
     _registered(plan)
     task = read_task(core, plan.task_id)
@@ -145,7 +145,7 @@ def _apply(tx: ApplyTx) -> Plan:
                       .where(Handoff.id.in_(list(chunk)) & (Handoff.status == "open"))).execute()
     # the task row: one revision bump for the action itself
     core.bump_task(plan.task_id, {"updated_at": now, **outcome.task_fields})
-    pause.settle(core.db, plan.task_id, now)  # what the task waits on changed: its budget clock follows
+    budget_clock.settle(core.db, plan.task_id, now)  # what the task waits on changed: its budget clock follows
     rev_after = int(tx.task.revision) + 1
     action_id = int(core.bind(ActionRow.insert(
         at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target, reason=plan.reason,

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from .. import sql
-from ..jsontypes import JsonMapping
-from ..ledger.core import LedgerCore
-from ..sql import Inc
-from .plan import ActionParams, Plan
-from .planning import TaskState
+from store.storage import sql
+from store.jsontypes import JsonMapping
+from store.storage.core import LedgerCore
+from store.storage.sql import Inc
+from store.actions.plan import ActionParams, Plan
+from store.actions.planning import TaskState
 
 # Field sets of the node updates actions make.
 REVOKE: Mapping[str, object] = {"lease_token": None, "lease_until": None}

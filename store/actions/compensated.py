@@ -12,17 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .. import sql
-from ..clock import iso
-from ..db import read_tx
-from ..errors import NotFound, Refused
-from ..jsontypes import JsonObject
-from ..ledger.core import LedgerCore
-from ..rules import ID, TEXT_OPT
-from . import planning as pl
-from .action import Action, Command, Flag, Key
-from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import Plan
+from store.storage import sql
+from store.clock import iso
+from store.storage.db import read_tx
+from store.errors import NotFound, Refused
+from store.jsontypes import JsonObject
+from store.storage.core import LedgerCore
+from store.ledger.rules import ID, TEXT_OPT
+from store.actions import planning as pl
+from store.actions.action import Action, Command, Flag, Key
+from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
+from store.actions.plan import Plan
 
 
 @dataclass(frozen=True)

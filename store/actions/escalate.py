@@ -8,18 +8,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from .. import sql
-from ..db import read_tx
-from ..errors import Refused
-from ..jsontypes import JsonMapping, JsonObject
-from ..ledger.core import LedgerCore
-from ..mind import record as mind_record
-from ..models import Handoff, dumps
-from ..rules import ID, JSON_OBJ_OPT, TEXT_OPT
-from . import planning as pl
-from .action import Action, NoCommand, NoKey
-from .changes import BUMP, REVOKE, UNPARK, ApplyTx, Outcome, set_nodes
-from .plan import Plan
+from store.storage import sql
+from store.storage.db import read_tx
+from store.errors import Refused
+from store.jsontypes import JsonMapping, JsonObject
+from store.storage.core import LedgerCore
+from store.mind import record as mind_record
+from store.storage.models import Handoff, dumps
+from store.ledger.rules import ID, JSON_OBJ_OPT, TEXT_OPT
+from store.actions import planning as pl
+from store.actions.action import Action, NoCommand, NoKey
+from store.actions.changes import BUMP, REVOKE, UNPARK, ApplyTx, Outcome, set_nodes
+from store.actions.plan import Plan
 
 ESCALATE_OPTIONS = (
     {"id": "replay", "label": "Replay as a new attempt",

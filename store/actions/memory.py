@@ -16,19 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .. import sql
-from ..clock import iso
-from ..db import read_tx
-from ..errors import NotFound, Refused
-from ..jsontypes import JsonObject
-from ..ledger.core import LedgerCore
-from ..mind.read import MEMORY_SELECT, MemoryRow
-from ..rules import MEMORY_ID, TEXT_OPT
-from ..validate import show
-from . import planning as pl
-from .action import Action, Command, Flag, NoKey
-from .changes import ApplyTx, Outcome
-from .plan import Plan
+from store.storage import sql
+from store.clock import iso
+from store.storage.db import read_tx
+from store.errors import NotFound, Refused
+from store.jsontypes import JsonObject
+from store.storage.core import LedgerCore
+from store.mind.read import MEMORY_SELECT, MemoryRow
+from store.ledger.rules import MEMORY_ID, TEXT_OPT
+from store.validate import show
+from store.actions import planning as pl
+from store.actions.action import Action, Command, Flag, NoKey
+from store.actions.changes import ApplyTx, Outcome
+from store.actions.plan import Plan
 
 _AFTER = {"confirm": "confirmed", "reject": "rejected"}
 _REASON = Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded)")

@@ -12,17 +12,17 @@ import json
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from .. import sql
-from ..db import read_tx
-from ..errors import NotFound, Refused
-from ..jsontypes import JsonMapping, JsonObject, JsonValue
-from ..ledger.core import LedgerCore
-from ..models import dumps
-from ..rules import ID, IDS_OPT, JSON_OBJ_OPT, TEXT_OPT
-from . import planning as pl
-from .action import Action, Command, Flag, Key
-from .changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import Plan
+from store.storage import sql
+from store.storage.db import read_tx
+from store.errors import NotFound, Refused
+from store.jsontypes import JsonMapping, JsonObject, JsonValue
+from store.storage.core import LedgerCore
+from store.storage.models import dumps
+from store.ledger.rules import ID, IDS_OPT, JSON_OBJ_OPT, TEXT_OPT
+from store.actions import planning as pl
+from store.actions.action import Action, Command, Flag, Key
+from store.actions.changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
+from store.actions.plan import Plan
 
 
 def parse_assignments(texts: Sequence[str] | None) -> JsonObject:

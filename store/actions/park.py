@@ -7,8 +7,8 @@ records the version of every unfinished node, so a node claimed (or otherwise ch
 preview makes the apply stale: the park applies exactly what was previewed.
 Node: pending/blocked → parked; a running node needs ``now`` (its lease is revoked).
 
-``wake_on``: wake conditions (store/wake_conditions.py), checked when planned; when one is met a
-``wake`` signal says so, and with ``auto_resume`` the park is resumed by the system (store/wake.py).
+``wake_on``: wake conditions (store/parks/conditions.py), checked when planned; when one is met a
+``wake`` signal says so, and with ``auto_resume`` the park is resumed by the system (store/parks/wake.py).
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .. import wake_conditions as wc
-from ..clock import iso
-from ..db import read_tx
-from ..errors import Refused
-from ..jsontypes import JsonMapping, JsonObject
-from ..ledger.core import LedgerCore
-from ..rules import FLAG, ID, ID_OPT, TEXT_OPT, UNTIL, WAKE_ON_OPT
-from . import planning as pl
-from .action import Action, Command, Flag, Key
-from .changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
-from .plan import Plan
+from store.parks import conditions as wc
+from store.clock import iso
+from store.storage.db import read_tx
+from store.errors import Refused
+from store.jsontypes import JsonMapping, JsonObject
+from store.storage.core import LedgerCore
+from store.ledger.rules import FLAG, ID, ID_OPT, TEXT_OPT, UNTIL, WAKE_ON_OPT
+from store.actions import planning as pl
+from store.actions.action import Action, Command, Flag, Key
+from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
+from store.actions.plan import Plan
 
 # How a refusal or warning names the way out, in the CLI's words; the park dialog says the same with
 # its checkboxes (console/dialogs/park.py dialog_words replaces exactly these).

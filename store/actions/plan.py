@@ -4,7 +4,7 @@ data a plan holds; :class:`~store.actions.action.Action` adds the rest of a regi
 A :class:`Plan` is a pure value: the exact impact of an action (node status changes, leases
 revoked, handoffs withdrawn, effects not undone, warnings) and the task ``revision`` and node
 ``versions`` it was computed at. Its JSON shape (:meth:`Plan.to_json`) is a contract
-(DESIGN.md "plan"; the CLI's ``--json`` and the Action audit row).
+(docs/contracts.md "JSON shapes"; the CLI's ``--json`` and the Action audit row).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Mapping
 
-from ..clock import iso
-from ..jsontypes import JsonMapping, JsonObject
+from store.clock import iso
+from store.jsontypes import JsonMapping, JsonObject
 
 
 class ActionParams:
@@ -71,7 +71,7 @@ class Plan:
         return self.params.node_target(self.target)
 
     def to_json(self) -> JsonObject:
-        """The DESIGN.md "plan" shape (+ changes, task_status, params, planned_at)."""
+        """The "plan" shape of docs/contracts.md (+ changes, task_status, params, planned_at)."""
         out: JsonObject = {
             "action": self.action,
             "task_id": self.task_id,

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Mapping, NamedTuple, Sequence
 
-from .. import sql
-from ..clock import iso, parse_time
-from ..errors import InvalidValue, NotFound, Refused
-from ..jsontypes import JsonMapping, JsonObject, JsonValue
-from ..ledger.core import TASK_LOCKS, UNFINISHED_SQL, LedgerCore, TaskLock
-from ..validate import TIME_MAX, TIME_MIN, show
-from .plan import ActionParams, Plan
+from store.storage import sql
+from store.clock import iso, parse_time
+from store.errors import InvalidValue, NotFound, Refused
+from store.jsontypes import JsonMapping, JsonObject, JsonValue
+from store.storage.core import TASK_LOCKS, UNFINISHED_SQL, LedgerCore, TaskLock
+from store.validate import TIME_MAX, TIME_MIN, show
+from store.actions.plan import ActionParams, Plan
 
 FINISHED = ("succeeded", "abandoned")
 SUMMARY_KEYS = 8  # node keys named in a one-line summary before "and N more"
@@ -27,13 +27,13 @@ class TaskState(NamedTuple):
     revision: int
     preconditions: JsonObject | None  # {name: value}
     parked_at: float | None
-    wake_state: JsonObject | None  # the parks' wake conditions (store/wake_conditions.py)
+    wake_state: JsonObject | None  # the parks' wake conditions (store/parks/conditions.py)
     mind: JsonValue  # the task's mind counters (store/mind/views.py MindState; an alignment verdict moves them)
 
 
 def read_task(core: LedgerCore, task_id: str, *, lock: TaskLock | None = None) -> TaskState:
     """The task's row as :class:`TaskState`; on PostgreSQL ``lock`` takes a row lock (an action
-    applies under "exclusive": store/ledger/core.py TASK_LOCKS)."""
+    applies under "exclusive": store/storage/core.py TASK_LOCKS)."""
     clause = sql.lock(core.db, TASK_LOCKS[lock]) if lock else ""
     row = sql.fetch_row(core.db, TaskState, f"SELECT {sql.columns(TaskState)} FROM task WHERE task_id = ?{clause}",
                         [task_id])

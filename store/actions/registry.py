@@ -2,7 +2,7 @@
 carries everything about it, store/actions/action.py) and its plan function.
 
 Everything that offers the actions reads this tuple: the facade's argument checks
-(``store/ledger/checked.py``) and ``Ledger.plan(action, arguments)``; in the console, the key
+(``store/checked.py``) and ``Ledger.plan(action, arguments)``; in the console, the key
 bindings, the command palette, the help screen and the ``warden`` subcommands. Its order is the
 order they are listed in.
 """
@@ -13,23 +13,23 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import validate as v
-from ..db import is_sqlite
-from ..errors import InvalidValue
-from ..jsontypes import JsonMapping
-from ..ledger.core import LedgerCore
-from ..rules import Ctx
-from .abort import AbortParams, plan_abort
-from .action import Action, Command, Key
-from .compensated import CompensatedParams, plan_compensated
-from .escalate import EscalateParams, plan_escalate
-from .memory import ConfirmMemoryParams, RejectMemoryParams, plan_memory_confirm, plan_memory_reject
-from .narrow import NarrowParams, plan_narrow
-from .park import ParkParams, plan_park
-from .plan import Plan
-from .resolve import ResolveParams, plan_resolve
-from .resume import ResumeParams, plan_resume
-from .rewind import RewindParams, plan_rewind
+from store import validate as v
+from store.storage.db import is_sqlite
+from store.errors import InvalidValue
+from store.jsontypes import JsonMapping
+from store.storage.core import LedgerCore
+from store.ledger.rules import Ctx
+from store.actions.abort import AbortParams, plan_abort
+from store.actions.action import Action, Command, Key
+from store.actions.compensated import CompensatedParams, plan_compensated
+from store.actions.escalate import EscalateParams, plan_escalate
+from store.actions.memory import ConfirmMemoryParams, RejectMemoryParams, plan_memory_confirm, plan_memory_reject
+from store.actions.narrow import NarrowParams, plan_narrow
+from store.actions.park import ParkParams, plan_park
+from store.actions.plan import Plan
+from store.actions.resolve import ResolveParams, plan_resolve
+from store.actions.resume import ResumeParams, plan_resume
+from store.actions.rewind import RewindParams, plan_rewind
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ REGISTRY: tuple[Registered, ...] = (
     Registered(ResolveParams, plan_resolve),
     Registered(EscalateParams, plan_escalate),
     Registered(CompensatedParams, plan_compensated),
-    Registered(ConfirmMemoryParams, plan_memory_confirm),  # the task's mind (issue 27): the memory inbox
+    Registered(ConfirmMemoryParams, plan_memory_confirm),  # the task's mind: the memory inbox
     Registered(RejectMemoryParams, plan_memory_reject),
 )
 ACTIONS: tuple[str, ...] = tuple(r.name for r in REGISTRY)

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import wake_conditions as wc
-from ..db import read_tx
-from ..errors import Refused
-from ..jsontypes import JsonObject
-from ..ledger.core import LedgerCore
-from ..ledger.observe import pause_clocks
-from ..rules import ID, ID_OPT, TEXT_OPT
-from . import planning as pl
-from .action import Action, Command, Flag, Key
-from .changes import BUMP, REVOKE, UNPARK, ApplyTx, Outcome, set_nodes
-from .plan import Plan
+from store.parks import conditions as wc
+from store.storage.db import read_tx
+from store.errors import Refused
+from store.jsontypes import JsonObject
+from store.storage.core import LedgerCore
+from store.ledger.observe import pause_clocks
+from store.ledger.rules import ID, ID_OPT, TEXT_OPT
+from store.actions import planning as pl
+from store.actions.action import Action, Command, Flag, Key
+from store.actions.changes import BUMP, REVOKE, UNPARK, ApplyTx, Outcome, set_nodes
+from store.actions.plan import Plan
 
 
 @dataclass(frozen=True)

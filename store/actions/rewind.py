@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..db import read_tx
-from ..errors import Refused
-from ..jsontypes import JsonObject
-from ..ledger.core import LedgerCore
-from ..mind import record as mind_record
-from ..rules import ID, TEXT_OPT
-from . import planning as pl
-from .action import Action, Command, Flag, Key
-from .changes import FRESH, ApplyTx, Outcome, append_rejections
-from .plan import Plan
+from store.storage.db import read_tx
+from store.errors import Refused
+from store.jsontypes import JsonObject
+from store.storage.core import LedgerCore
+from store.mind import record as mind_record
+from store.ledger.rules import ID, TEXT_OPT
+from store.actions import planning as pl
+from store.actions.action import Action, Command, Flag, Key
+from store.actions.changes import FRESH, ApplyTx, Outcome, append_rejections
+from store.actions.plan import Plan
 
 
 @dataclass(frozen=True)

@@ -25,16 +25,16 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from ..clock import iso
-from ..errors import LeaseLost, NotFound, Refused
-from ..facade import Ledger
-from ..jsontypes import JsonObject, JsonValue
-from ..task_report import task_report
-from ..views import Claim
-from ..worker import LeaseKeeper
-from .sessions import SessionBusy, SessionStore, claim_from_json, claim_to_json
-from .steering import Steer, clean, pulse, reclaim, steer
-from .streams import summarize
+from store.clock import iso
+from store.errors import LeaseLost, NotFound, Refused
+from store.facade import Ledger
+from store.jsontypes import JsonObject, JsonValue
+from store.reading.task_report import task_report
+from store.views import Claim
+from store.worker import LeaseKeeper
+from store.adapters.sessions import SessionBusy, SessionStore, claim_from_json, claim_to_json
+from store.adapters.steering import Steer, clean, pulse, reclaim, steer
+from store.adapters.streams import summarize
 
 __all__ = ["AgentSession", "SessionConfig"]
 

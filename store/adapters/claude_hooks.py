@@ -37,14 +37,14 @@ from dataclasses import dataclass
 from contextlib import AbstractContextManager
 from typing import Callable
 
-from ..errors import LeaseLost, LedgerUnavailable, NotFound, WardenError
-from ..facade import Ledger
-from ..jsontypes import JsonMapping, JsonObject
-from ..views import Claim
-from .claude_turns import ClaudeSession
-from .sessions import SessionStore
-from .steering import Steer, clean, pulse
-from .streams import summarize
+from store.errors import LeaseLost, LedgerUnavailable, NotFound, WardenError
+from store.facade import Ledger
+from store.jsontypes import JsonMapping, JsonObject
+from store.views import Claim
+from store.adapters.claude_turns import ClaudeSession
+from store.adapters.sessions import SessionStore
+from store.adapters.steering import Steer, clean, pulse
+from store.adapters.streams import summarize
 
 __all__ = ["EVENTS", "HookAnswer", "HookConfig", "PAYLOAD_CAP", "handle", "parse", "run_hook"]
 

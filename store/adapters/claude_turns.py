@@ -20,12 +20,12 @@ import hashlib
 import os
 import re
 
-from ..errors import LeaseLost, NotFound
-from ..facade import Ledger
-from ..jsontypes import JsonObject
-from ..views import Claim
-from .sessions import SessionStore, claim_from_json, claim_to_json
-from .steering import Steer, reclaim, steer
+from store.errors import LeaseLost, NotFound
+from store.facade import Ledger
+from store.jsontypes import JsonObject
+from store.views import Claim
+from store.adapters.sessions import SessionStore, claim_from_json, claim_to_json
+from store.adapters.steering import Steer, reclaim, steer
 
 __all__ = ["ClaudeSession", "session_task_id"]
 

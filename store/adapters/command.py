@@ -45,14 +45,14 @@ from dataclasses import dataclass
 from queue import Empty
 from typing import Callable
 
-from ..errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
-from ..facade import Ledger
-from ..jsontypes import JsonObject
-from ..views import Claim
-from .process import Child
-from .rundir import Artifacts, RunDir, collect_artifacts, run_name
-from .steering import Steer, clean, clean_lines, pulse, reclaim, steer
-from .streams import StreamParser, parser_for
+from store.errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
+from store.facade import Ledger
+from store.jsontypes import JsonObject
+from store.views import Claim
+from store.adapters.process import Child
+from store.adapters.rundir import Artifacts, RunDir, collect_artifacts, run_name
+from store.adapters.steering import Steer, clean, clean_lines, pulse, reclaim, steer
+from store.adapters.streams import StreamParser, parser_for
 
 __all__ = ["OBSERVATION_CAP", "RunOutcome", "RunSpec", "Supervisor", "failure_for", "supervise_command"]
 

@@ -13,8 +13,8 @@ from typing import Iterable, Iterator, Mapping, Never, Protocol, Sequence, TypeV
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import All, Command, StateSnapshot, StreamMode
 
-from ..jsontypes import JsonMapping, JsonObject, JsonValue
-from ..ledger.fenced import OUTPUT_CAP
+from store.jsontypes import JsonMapping, JsonObject, JsonValue
+from store.ledger.fenced import OUTPUT_CAP
 
 __all__ = ["Graph", "ancestors", "jsonable", "last_update", "observation", "ran_nodes", "reachable", "successors"]
 

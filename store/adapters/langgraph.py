@@ -22,7 +22,7 @@ it runs. After the superstep each node that ran is:
 * **held** — still running under its lease, its update sent as a heartbeat's *result* (the node
   as its *action*) — while it can
   (a loop): each iteration is one observation of the same ledger node, so a loop that goes round
-  without new information raises ``repeating`` / ``no_new_info`` in ``store.signals``. It is
+  without new information raises ``repeating`` / ``no_new_info`` in ``store.reading.signals``. It is
   committed with its last update once the graph has left the loop.
 
 Reachability comes from the graph's edges; a conditional edge without a ``path_map`` (or a
@@ -66,14 +66,14 @@ from typing import Callable, Generic, Mapping, TypedDict, TypeVar, Unpack
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Interrupt, StateSnapshot
 
-from ..clock import iso
-from ..errors import LeaseLost, NotFound, Refused
-from ..facade import Ledger
-from ..jsontypes import JsonObject, JsonValue
-from ..ledger import waits
-from . import graphshape as shape
-from ..views import Claim, NodeView
-from ..worker import LeaseKeeper, StepFailed
+from store.clock import iso
+from store.errors import LeaseLost, NotFound, Refused
+from store.facade import Ledger
+from store.jsontypes import JsonObject, JsonValue
+from store.ledger import waits
+from store.adapters import graphshape as shape
+from store.views import Claim, NodeView
+from store.worker import LeaseKeeper, StepFailed
 
 __all__ = ["REJECTIONS_KEY", "RunResult", "Supervisor", "supervise"]
 
@@ -336,7 +336,7 @@ class Supervisor(Generic[_S]):
             h.output, h.ran = shape.jsonable(update), True
             if name in ahead and h.keeper is not None:  # a loop may come back: one more observation
                 # what the iteration did (the node) and what it learned (its update): the same
-                # update again is the same result, whatever the iteration number (issue 25)
+                # update again is the same result, whatever the iteration number
                 h.keeper.progress(action=f"{name}()", result=shape.observation(update), now=True)
             if h.keeper is not None and h.keeper.lost:
                 self._lost(name)

@@ -19,8 +19,8 @@ import json
 
 from mcp.server.mcpserver import MCPServer
 
-from ..jsontypes import JsonArray, JsonObject
-from .agent_session import AgentSession
+from store.jsontypes import JsonArray, JsonObject
+from store.adapters.agent_session import AgentSession
 
 __all__ = ["build_server", "serve"]
 

@@ -1,6 +1,6 @@
 """The run directory ``warden run`` keeps for one attempt of its command (docs/agents.md, "warden run").
 
-``<runs>/<run_id>/`` in the format of DESIGN.md "Run directories", so the runs screen and
+``<runs>/<run_id>/`` in the format of docs/contracts.md "Run directories", so the runs screen and
 ``warden recover`` read it like any other run:
 
 * ``state.json`` — ``run_id``, ``task_id``, ``node_key``, ``status`` (``running`` →
@@ -26,11 +26,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..clock import iso
-from ..jsontypes import JsonObject
-from ..runs.names import valid_name
-from ..runs.tree import SafeTree
-from ..runs.write import write_atomic, write_json
+from store.clock import iso
+from store.jsontypes import JsonObject
+from store.runs.names import valid_name
+from store.runs.tree import SafeTree
+from store.runs.write import write_atomic, write_json
 
 __all__ = ["ARTIFACTS_CAP", "ARTIFACT_FILE_CAP", "Artifacts", "LOG_CAP", "RunDir", "collect_artifacts", "run_name"]
 

@@ -30,10 +30,10 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-from ..errors import Refused
-from ..jsontypes import JsonObject
-from ..runs.write import write_atomic
-from ..views import Claim
+from store.errors import Refused
+from store.jsontypes import JsonObject
+from store.runs.write import write_atomic
+from store.views import Claim
 
 __all__ = ["SessionBusy", "SessionStore", "claim_from_json", "claim_to_json", "default_directory"]
 

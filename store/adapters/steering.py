@@ -1,6 +1,6 @@
 """What an operator did to a claim an integration holds, read from the public ledger API.
 
-The three integrations of issue 28 (``warden run``, ``warden mcp``, ``warden hook claude``) hold a
+The three no-code integrations (``warden run``, ``warden mcp``, ``warden hook claude``) hold a
 claim for an agent that is not written against :mod:`store`. When a heartbeat says the task is
 parked, or a write raises ``LeaseLost``, they ask :func:`steer` what happened and act on it:
 
@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import NotFound
-from ..facade import Ledger
-from ..views import Claim, NodeView, Pulse, TaskView
+from store.errors import NotFound
+from store.facade import Ledger
+from store.views import Claim, NodeView, Pulse, TaskView
 
 __all__ = ["LINE_CAP", "Steer", "clean", "clean_lines", "pulse", "reclaim", "steer"]
 
@@ -105,7 +105,7 @@ def pulse(ledger: Ledger, claim: Claim, *, observation: str | None = None, actio
           result: str | None = None, tokens: int = 0, units_done: float | None = None,
           units_total: float | None = None, waiting_on: str | None = None, wait_s: float | None = None) -> Pulse:
     """One heartbeat with what the step did (``action``) and learned (``result``): the ledger judges
-    new information on results (issue 25)."""
+    new information on results."""
     return ledger.heartbeat(claim, observation=observation, action=action, result=result, tokens=tokens,
                             units_done=units_done, units_total=units_total, waiting_on=waiting_on, wait_s=wait_s)
 

@@ -37,8 +37,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from ..errors import Refused
-from ..jsontypes import JsonArray, JsonMapping
+from store.errors import Refused
+from store.jsontypes import JsonArray, JsonMapping
 
 __all__ = ["FORMATS", "StreamParser", "Step", "parser_for", "summarize"]
 

@@ -1,20 +1,17 @@
-"""The ledger's parts, under the :class:`~store.facade.Ledger` facade (``store/facade.py``) —
+"""The ledger's write side, under the :class:`~store.facade.Ledger` facade:
 
-* ``core``     the open database, clock, journal writer, task/node rows (``LedgerCore``)
-* ``rows``     database rows → frozen views
-* ``build``    create_task, add_node(s): keys, edges, cycles
+* ``build``    create_task, add_node(s): keys, edges, cycles (``graph``: the pure graph algorithms)
 * ``claims``   claiming ready nodes under the budget governor
 * ``fenced``   the agent's lease-fenced writes: heartbeat, commit, fail, handoff, effects, notes
 * ``observe``  a heartbeat's bookkeeping: new information (bounded), its own interval, declared waits
-* ``queries``  tasks, graphs (whole or in pages), nodes, the journal, handoffs, audit, artifacts
-* ``checked``  every argument of every public ``Ledger`` method checked once
+* ``cost``, ``unsafe``, ``repair``, ``compensation``, ``lost``, ``waits``: the judgements a write
+  acts on (cost density, work that cannot run twice, the repair loop, compensations as work), why a
+  lease was lost, waiting for a person
+* ``queries``  the facade's reads: tasks, graphs (whole or in pages), nodes, the journal, handoffs
+* ``rules``    the argument rules of the public API (checked once, in ``store/checked.py``)
 
-The operator actions (plan → preview → apply) live in ``store.actions``, which uses these parts;
-the facade sits above both, so importing a part never imports the facade (``from store import
+The floor they stand on (the open database, the journal writer, the rows) is ``store.storage``;
+the operator actions (plan → preview → apply) live in ``store.actions``, above these parts; the
+facade sits above both, so importing a part never imports the facade (``from store import
 Ledger``).
 """
-
-from ..novelty import normalise_lines
-from .core import LedgerCore, digest_json, retry_delay, sha256_hex
-
-__all__ = ["LedgerCore", "digest_json", "normalise_lines", "retry_delay", "sha256_hex"]

@@ -7,16 +7,16 @@ from typing import Mapping, Sequence
 
 import peewee as pw
 
-from .. import graph as graph_mod
-from .. import sql
-from ..db import is_sqlite, retry_write, write_tx
-from ..errors import Refused
-from ..jsontypes import JsonMapping, JsonObject
-from ..mind import record as mind_record
-from ..models import Task, dumps
-from ..views import Budget, NodeSpec
-from . import pause
-from .core import LedgerCore, validate_key, validate_task_id
+from store.ledger import graph as graph_mod
+from store.storage import sql
+from store.storage.db import is_sqlite, retry_write, write_tx
+from store.errors import Refused
+from store.jsontypes import JsonMapping, JsonObject
+from store.mind import record as mind_record
+from store.storage.models import Task, dumps
+from store.views import Budget, NodeSpec
+from store.storage import budget_clock
+from store.storage.core import LedgerCore, validate_key, validate_task_id
 
 
 def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, workflow_version: str, inputs: object,
@@ -158,7 +158,7 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
         fields.update(status="active", finished_at=None)
     core.bump_task(task_id, fields)
     if fields:
-        pause.settle(core.db, task_id, core.now())  # reopened: the clock runs again from now
+        budget_clock.settle(core.db, task_id, core.now())  # reopened: the clock runs again from now
     summary = (f"node added: {new_specs[0].key}" if len(new_specs) == 1
                else f"{len(new_specs)} nodes added")
     core.journal(task_id, new_specs[0].key if len(new_specs) == 1 else None, "system", "graph.nodes_added",

@@ -25,21 +25,22 @@ from __future__ import annotations
 import secrets
 from typing import Callable, Mapping, NamedTuple, Sequence
 
-from .. import budget as budget_mod
-from .. import checkpoints
-from .. import sql
-from ..clock import iso
-from ..db import read_tx, register_result, retry_write, run_read, write_tx
-from ..errors import NotFound, Refused
-from ..jsontypes import JsonMapping, JsonObject
-from ..mind import recall, replan
-from ..sql import Inc
-from ..tables import NodeRecord, TaskRecord
-from ..views import Claim
-from . import compensation, cost, pause, unsafe
-from .core import LedgerCore, digest_json
-from .observe import ATTEMPT_RESET
-from .rows import wall_used
+from store.judges import budget as budget_mod
+from store.storage import checkpoints
+from store.storage import sql
+from store.clock import iso
+from store.storage.db import read_tx, register_result, retry_write, run_read, write_tx
+from store.errors import NotFound, Refused
+from store.jsontypes import JsonMapping, JsonObject
+from store.mind import recall, replan
+from store.storage.sql import Inc
+from store.storage.tables import NodeRecord, TaskRecord
+from store.views import Claim
+from store.ledger import compensation, cost, unsafe
+from store.storage import budget_clock
+from store.storage.core import LedgerCore, digest_json
+from store.ledger.observe import ATTEMPT_RESET
+from store.storage.rows import wall_used
 
 CLAIM_ROUNDS = 1000  # each round either claims, fails an over-claimed node, or ends
 
@@ -128,7 +129,7 @@ def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str, now: 
 
     One statement, not a look at each active task in turn: past 490 active tasks with nothing ready,
     that took 1.6-2.8 s on PostgreSQL (three round trips a task) and held SQLite's write lock
-    120-200 ms (issue 29, a fleet of 500 tasks). Budgets and admission are still judged task by
+    120-200 ms (a fleet of 500 tasks). Budgets and admission are still judged task by
     task (``_claim_round``) on these candidates only."""
     kind = f" AND n.kind IN ({sql.marks(len(kinds))})" if kinds else ""
     kind_params = list(kinds) if kinds else []
@@ -271,7 +272,7 @@ def _fail_over_claimed(core: LedgerCore, task_id: str, node_id: int, worker: str
             status="failed", failure_class=row.failure_class or "transient", retryable=False, error=err,
             lease_owner=None, lease_token=None, lease_until=None, finished_at=now, version=Inc(1),
         ))
-        pause.settle(core.db, task.task_id, now, agent_write=True)
+        budget_clock.settle(core.db, task.task_id, now, agent_write=True)
         core.journal(task.task_id, row.key, "system", "node.failed", worker,
                      f"{row.key} failed: max claims reached", {"error": err, "max_claims": limit})
         core.maybe_fail_task(task.task_id, now)
@@ -297,7 +298,7 @@ def _take(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, leas
     attempt = int(row.attempt) + 1
     inputs = _claim_inputs(core, task, row)
     input_digest = digest_json({"task": task.inputs, "deps": {k: v.get("digest") for k, v in inputs["deps"].items()}})
-    pause.claim_lock(core.db, task.task_id)
+    budget_clock.claim_lock(core.db, task.task_id)
     n = core.update_node(row.id, dict(
         status="running", lease_owner=worker, lease_token=token, lease_until=until,
         heartbeat_at=now, claimed_at=now, claim_count=Inc(1), attempt=attempt,
@@ -313,7 +314,7 @@ def _take(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, leas
     if task.started_at is None:
         sql.execute(core.db, "UPDATE task SET started_at = ? WHERE task_id = ? AND started_at IS NULL",
                     [now, task.task_id])
-    pause.end_on_claim(core.db, task, now)  # a clock stopped while the task waited runs again
+    budget_clock.end_on_claim(core.db, task, now)  # a clock stopped while the task waited runs again
     payload: JsonObject = {"worker": worker, "attempt": attempt, "lease_until": until, "reclaimed": reclaim}
     if deadline is not None:
         payload["step_deadline"] = deadline

@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple, Sequence
 
-from .. import sql
-from ..jsontypes import JsonMapping, JsonObject
-from ..views import Claim
-from .core import NODE_KEY_RE, LedgerCore, sha256_hex
+from store.storage import sql
+from store.jsontypes import JsonMapping, JsonObject
+from store.views import Claim
+from store.storage.core import NODE_KEY_RE, LedgerCore, sha256_hex
 
 KIND = "compensation"
 KEY_PREFIX = "compensate:"

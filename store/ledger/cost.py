@@ -1,5 +1,5 @@
 """Cost density acted on by the ledger (seed 004's ``should_continue``; the rule is
-``store/density.py``). Judged on the node's own writes — every heartbeat and the commit — from
+``store/judges/density.py``). Judged on the node's own writes — every heartbeat and the commit — from
 its ``tokens_used`` and ``units_done`` against the task's ``Budget(density_limit=)`` (without one
 nothing is judged):
 
@@ -20,12 +20,12 @@ figures, and the ``cost_density`` signal names the verdict while the node runs.
 
 from __future__ import annotations
 
-from .. import density as rule
-from .. import sql
-from ..jsontypes import JsonMapping, JsonObject
-from ..sql import Inc
-from ..tables import NodeRecord, TaskRecord
-from .core import LedgerCore
+from store.judges import density as rule
+from store.storage import sql
+from store.jsontypes import JsonMapping, JsonObject
+from store.storage.sql import Inc
+from store.storage.tables import NodeRecord, TaskRecord
+from store.storage.core import LedgerCore
 
 EVENT = "node.cost_density"
 

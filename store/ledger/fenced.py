@@ -11,26 +11,28 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping, NamedTuple, Sequence, TypedDict
 
-from .. import checkpoints, novelty, sql
-from .. import density as density_rule
-from ..db import retry_write, write_tx
-from ..errors import LeaseLost, Refused, WardenError
-from ..jsontypes import JsonMapping, JsonObject
-from ..models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
-from ..sql import Inc
-from ..tables import NodeRecord, TaskRecord
-from ..views import Claim, NodeSpec, Pulse
-from .. import wake
-from ..mind import alignment as mind_alignment
-from ..mind import record as mind_record
-from ..mind import state as mind_state
-from . import compensation as compensations
-from . import cost, lost, pause
-from . import repair as repairs
-from .build import add_nodes_tx
-from . import observe
-from .core import NODE_COLUMNS, LedgerCore, digest_json, retry_delay, sha256_hex
-from .observe import OBSERVATION_TEXT_CAP  # noqa: F401  (its old home)
+from store.storage import checkpoints, sql
+from store.judges import novelty
+from store.judges import density as density_rule
+from store.storage.db import retry_write, write_tx
+from store.errors import LeaseLost, Refused, WardenError
+from store.jsontypes import JsonMapping, JsonObject
+from store.storage.models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
+from store.storage.sql import Inc
+from store.storage.tables import NodeRecord, TaskRecord
+from store.views import Claim, NodeSpec, Pulse
+from store.parks import wake
+from store.mind import alignment as mind_alignment
+from store.mind import record as mind_record
+from store.mind import state as mind_state
+from store.ledger import compensation as compensations
+from store.ledger import cost, lost
+from store.storage import budget_clock
+from store.ledger import repair as repairs
+from store.ledger.build import add_nodes_tx
+from store.ledger import observe
+from store.storage.core import NODE_COLUMNS, LedgerCore, digest_json, retry_delay, sha256_hex
+from store.ledger.observe import OBSERVATION_TEXT_CAP  # noqa: F401  (its old home)
 OUTPUT_CAP = 64 * 1024
 ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
 COMMIT_ARGS = frozenset({"output", "output_ref", "tokens", "artifact", "units_done", "next_nodes", "repair",
@@ -206,7 +208,7 @@ def _stopped(core: LedgerCore, claim: Claim, row: NodeRecord, judged: density_ru
     task = core.task_record(claim.task_id, lock="update")  # the task row first (lock order): the task may fail
     keep = {k: v for k, v in beat.items() if k in ("tokens_used", "units_done", "units_total", "heartbeat_at")}
     cas_update(core, row, claim, now, **keep, **cost.abort_fields(row, judged, now))
-    pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+    budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
     cost.journal_change(core, row, judged, claim.worker, now)
     core.journal(claim.task_id, claim.node_key, "system", "node.failed", "warden",
                  f"{claim.node_key} stopped by the ledger: cost density over {density_rule.ABORT_FACTOR:g}× its limit",
@@ -311,14 +313,14 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output
                                   at=now)).execute()
         payload["artifact"] = {"name": art[0], "sha256": art[2], "bytes": len(art[1])}
     if how == repairs.EXHAUSTED:  # the round is not made: the node and the task fail
-        pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+        budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
         return repairs.exhaust(core, task, row, claim.worker, payload, now)
     if how == repairs.IN_PLACE:
         event_id = repairs.in_place(core, task, row, claim.worker, output, repair_from, payload, now)
         if next_nodes:
             add_nodes_tx(core, claim.task_id, list(next_nodes), actor=claim.worker)
         return event_id
-    pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+    budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
     if how == repairs.UNROLLED:
         core.bind(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == claim.task_id)).execute()
         payload.update(repair=task.repair_count + 1, max_repairs=task.max_repairs, mode=repairs.UNROLLED)
@@ -365,7 +367,7 @@ def _successors_by_cost(core: LedgerCore, claim: Claim, task: TaskRecord, row: N
     core.update_node(row.id, {"density": density_rule.FINISH_NO_SUCCESSOR})
     cost.journal_change(core, row, judged, claim.worker, now, {"nodes": [claim.node_key, *parked], "parked": parked})
     if parked:
-        pause.settle(core.db, claim.task_id, now, agent_write=True)
+        budget_clock.settle(core.db, claim.task_id, now, agent_write=True)
 
 
 # ---------------------------------------------------------------------- fail
@@ -394,7 +396,7 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
                             retry=can_retry and not exhausted and not removed)
         if removed:
             cas_update(core, row, claim, now, status="abandoned", finished_at=now, **common)
-            pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+            budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
             eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
                                f"{claim.node_key} failed ({failure_class}); abandoned: plan v{row.removed_in} "
                                "removed it", {"error": str(error)[:2000], "failure_class": failure_class,
@@ -405,14 +407,14 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
         if can_retry and not exhausted:
             delay = float(retry_after_s) if retry_after_s is not None else retry_delay(claim.attempt)
             cas_update(core, row, claim, now, status="pending", next_retry_at=now + delay, **common)
-            pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+            budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
             return core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
                                 f"{claim.node_key} failed ({failure_class}); retry in {delay:.0f}s",
                                 {"error": str(error)[:2000], "failure_class": failure_class, "retry": True,
                                  "retryable": True, "next_retry_at": now + delay, "attempt": claim.attempt},
                                 at=now)
         cas_update(core, row, claim, now, status="failed", finished_at=now, **common)
-        pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+        budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
         why = "retries exhausted" if (can_retry and exhausted) else "not retryable"
         eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
                            f"{claim.node_key} failed ({failure_class}, {why})",
@@ -456,7 +458,7 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
         if t:
             fields["tokens_used"] = Inc(t)
         cas_update(core, row, claim, now, **fields)
-        pause.settle(core.db, claim.task_id, now, agent_write=True, task=task)
+        budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
         hid = core.bind(Handoff.insert(task=claim.task_id, node=row.id, kind=kind, question=str(question),
                                        context=ctx, options=opts, recommendation=recommendation, status="open",
                                        opened_at=now, opened_by=claim.worker, attempt=claim.attempt)).execute()

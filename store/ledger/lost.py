@@ -1,4 +1,4 @@
-"""Why a lease was lost, in words an agent author can act on (issue 23 item 5).
+"""Why a lease was lost, in words an agent author can act on.
 
 The node row says only where the node is now; the journal says what happened to *this* claim: the
 first event after the claim's own ``node.claimed`` that ended its lease —
@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-from .. import sql
-from ..jsontypes import JsonMapping, JsonObject, JsonValue
-from ..text import safe_line
-from ..tables import NodeRecord
-from ..views import Claim
-from . import compensation as compensations
-from .core import LedgerCore
+from store.storage import sql
+from store.jsontypes import JsonMapping, JsonObject, JsonValue
+from store.text import safe_line
+from store.storage.tables import NodeRecord
+from store.views import Claim
+from store.ledger import compensation as compensations
+from store.storage.core import LedgerCore
 
 SCAN = 500  # events of the task read after the claim, at most (the cause is nearly always the next few)
 

@@ -1,6 +1,6 @@
 """A heartbeat's bookkeeping: what its report brings, the node's own heartbeat figures, its declared
 wait, and its clocks standing still under a park. The judgement itself is pure
-(``store/novelty.py``, ``store/concepts.py``); this module keeps its memory in the ledger and
+(``store/judges/novelty.py``, ``store/judges/concepts.py``); this module keeps its memory in the ledger and
 bounds the work done inside the write transaction.
 
 * **What the step did and learned** (``observation``, ``action``, ``result``). Judged *before* the
@@ -36,12 +36,13 @@ from typing import Collection, Mapping, NamedTuple
 
 import peewee as pw
 
-from .. import novelty, sql
-from ..concepts import fractions
-from ..errors import InvalidValue
-from ..jsontypes import JsonObject
-from ..tables import NodeRecord
-from .core import LedgerCore
+from store.judges import novelty
+from store.storage import sql
+from store.judges.concepts import fractions
+from store.errors import InvalidValue
+from store.jsontypes import JsonObject
+from store.storage.tables import NodeRecord
+from store.storage.core import LedgerCore
 
 OBSERVATION_TEXT_CAP = 4096  # characters of an observation (and of an action, a result) kept for display
 DEFAULT_WAIT_S = 600.0  # a wait declared without wait_s
@@ -61,7 +62,7 @@ ATTEMPT_RESET: Mapping[str, object] = {"beat_interval_s": None, "units_at": None
 
 def check_wait(waiting_on: str | None, wait_s: float | None) -> tuple[str, float] | None:
     """A declared wait as (what, seconds), or None. Each value was checked at the API boundary
-    (store/ledger/checked.py: ``waiting_on`` one line, ``wait_s`` in (0, 7 days]); what is left
+    (store/checked.py: ``waiting_on`` one line, ``wait_s`` in (0, 7 days]); what is left
     here is the pair: ``wait_s`` alone says nothing about what is awaited."""
     if waiting_on is None:
         if wait_s is not None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Final, Generator, Iterator, NamedTuple, Sequence
 
-from .. import sql
-from ..db import read_tx, run_read
-from ..errors import NotFound, Refused
-from ..mind.read import node_mind
-from ..tables import TaskRecord
-from ..validate import HANDOFF_ID_RE, show
-from ..views import (
+from store.storage import sql
+from store.storage.db import read_tx, run_read
+from store.errors import NotFound, Refused
+from store.mind.read import node_mind
+from store.storage.tables import TaskRecord
+from store.validate import HANDOFF_ID_RE, show
+from store.views import (
     ActionView,
     ArtifactView,
     EffectView,
@@ -29,8 +29,8 @@ from ..views import (
     ObservationView,
     TaskView,
 )
-from . import rows
-from .core import TASK_COLUMNS, LedgerCore, sha256_hex
+from store.storage import rows
+from store.storage.core import TASK_COLUMNS, LedgerCore, sha256_hex
 
 GRAPH_FIRST_PAGE = 300
 GRAPH_PAGE = 2000
@@ -146,7 +146,7 @@ def graph_pages(core: LedgerCore, task_id: str, *, first: int = GRAPH_FIRST_PAGE
     the node query in hand once it has run, so the snapshot ends there, before the first page is
     handed out: a reader that pauses between pages (the console waits for each to be painted) holds
     no transaction open meanwhile — with one connection shared by the console's threads
-    (``store/pgshared.py``) an open one would hold up every other read. A page's dependencies are
+    (``store/storage/pgshared.py``) an open one would hold up every other read. A page's dependencies are
     read afterwards: a node's edges never change once it exists."""
     assert order in ("id", "position"), order
     db = core.db

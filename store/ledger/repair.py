@@ -24,16 +24,16 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import sql
-from ..clock import iso
-from ..errors import Refused
-from ..jsontypes import JsonObject
-from ..models import Task
-from ..sql import Inc
-from ..tables import NodeRecord, TaskRecord
-from ..views import NodeSpec
-from . import pause
-from .core import LedgerCore
+from store.storage import sql
+from store.clock import iso
+from store.errors import Refused
+from store.jsontypes import JsonObject
+from store.storage.models import Task
+from store.storage.sql import Inc
+from store.storage.tables import NodeRecord, TaskRecord
+from store.views import NodeSpec
+from store.storage import budget_clock
+from store.storage.core import LedgerCore
 
 IN_PLACE = "in_place"
 UNROLLED = "unrolled"
@@ -129,7 +129,7 @@ def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, o
         else:
             kept.append(k)
     core.bind(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == task_id)).execute()
-    pause.settle(core.db, task_id, now, agent_write=True)
+    budget_clock.settle(core.db, task_id, now, agent_write=True)
     again_keys = [k for k in starts if k in ids]
     payload.update(repair=again["round"], max_repairs=again["of"], mode=IN_PLACE, again=again_keys,
                    nodes=[key, *reset], reset=reset, revoked=revoked, kept=kept, waiting=waiting)
@@ -194,7 +194,7 @@ def exhaust(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str,
                             "its result still fails its check", payload, at=now)
     if task.status == "active":
         core.bump_task(task_id, {"status": "failed", "finished_at": now})
-        pause.settle(core.db, task_id, now)
+        budget_clock.settle(core.db, task_id, now)
         core.journal(task_id, None, "system", "task.failed", "warden",
                      f"task {task_id} failed: repair budget exhausted ({task.repair_count}/{task.max_repairs}) "
                      f"at {key}", {"node": key, "repair_count": task.repair_count,

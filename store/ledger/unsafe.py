@@ -7,7 +7,7 @@ have done it. Such a node goes to ``failed`` (class ``irreversible_write``) and 
 ``exception`` handoff whose context carries the evidence (the unconfirmed effect keys, the worker,
 its last heartbeat, when the lease expired, what recovery advises). Until the handoff is answered
 the node waits on a person like a blocked node: the task does not fail over it and its budget
-clock stands still (``pause.FAILED_ASKING_SQL``). The answer decides: ``rerun`` makes it pending
+clock stands still (``budget_clock.FAILED_ASKING_SQL``). The answer decides: ``rerun`` makes it pending
 (a new attempt, the answer in ``Claim.inputs["resolution"]``), ``leave_failed`` leaves it failed.
 
 Who judges. Whoever writes first after the expiry: a claim that would have reclaimed it (any
@@ -24,15 +24,15 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import sql
-from ..clock import iso
-from ..db import retry_write, write_tx
-from ..jsontypes import JsonMapping, JsonObject
-from ..models import Handoff
-from ..sql import Inc
-from ..tables import NodeRecord
-from . import pause
-from .core import LedgerCore
+from store.storage import sql
+from store.clock import iso
+from store.storage.db import retry_write, write_tx
+from store.jsontypes import JsonMapping, JsonObject
+from store.storage.models import Handoff
+from store.storage.sql import Inc
+from store.storage.tables import NodeRecord
+from store.storage import budget_clock
+from store.storage.core import LedgerCore
 
 RERUN = "rerun"
 LEAVE_FAILED = "leave_failed"
@@ -122,7 +122,7 @@ def fail_unsafe(core: LedgerCore, task_id: str, node_id: int, noticed_by: str) -
                                        context=context, options=[dict(o) for o in OPTIONS], recommendation=None,
                                        status="open", opened_at=now, opened_by="warden",
                                        attempt=row.attempt)).execute()
-        pause.settle(core.db, task_id, now, agent_write=True, task=task)
+        budget_clock.settle(core.db, task_id, now, agent_write=True, task=task)
         core.journal(task_id, key, "system", "node.failed", "warden",
                      f"{key} failed: its worker {owner} was lost and it cannot safely run twice ({why}); "
                      f"asking a human (handoff {hid})",

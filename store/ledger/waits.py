@@ -1,6 +1,6 @@
 """Waiting for a person: :meth:`store.Ledger.wait_for_resolution`.
 
-The wait sleeps on the ledger's wake-ups (:class:`store.wakeups.Wakeups`: LISTEN/NOTIFY on
+The wait sleeps on the ledger's wake-ups (:class:`store.storage.watch.Wakeups`: LISTEN/NOTIFY on
 PostgreSQL, inotify/watchfiles on the SQLite file, and the slow fallback poll), and re-reads the
 handoff after each one. It looks once the notification source is in place, so a resolution that
 commits while the wait is being set up is not missed. Nothing spins: between wake-ups the thread
@@ -13,13 +13,13 @@ import asyncio
 import time
 from typing import Callable, Literal, TypeVar
 
-from ..clock import iso
-from ..errors import Refused
-from ..jsontypes import JsonObject
-from ..views import HandoffView
-from ..wakeups import FALLBACK_POLL_S, Wakeups
-from . import queries
-from .core import LedgerCore
+from store.clock import iso
+from store.errors import Refused
+from store.jsontypes import JsonObject
+from store.views import HandoffView
+from store.storage.watch import FALLBACK_POLL_S, Wakeups
+from store.ledger import queries
+from store.storage.core import LedgerCore
 
 _T = TypeVar("_T")
 

@@ -1,4 +1,4 @@
-"""The task's mind (issue 27, seed 004): the half of the task's state that is not its graph.
+"""The task's mind: the half of the task's state that is not its graph.
 
 * ``rules``    bounds and value rules of everything agent-written here
 * ``views``    the frozen views (``MindState`` on the task row, requirements, entries, plan versions, memories)

@@ -4,14 +4,14 @@ conclusion or a rejected path (``Ledger.conclude``) and a proposed memory
 
 from __future__ import annotations
 
-from .. import sql
-from ..db import retry_write, write_tx
-from ..errors import Refused
-from ..ledger.core import LedgerCore
-from ..ledger.fenced import fence
-from ..views import Claim
-from . import record
-from .rules import ENTRY_KINDS, MEMORY_SCOPES
+from store.storage import sql
+from store.storage.db import retry_write, write_tx
+from store.errors import Refused
+from store.storage.core import LedgerCore
+from store.ledger.fenced import fence
+from store.views import Claim
+from store.mind import record
+from store.mind.rules import ENTRY_KINDS, MEMORY_SCOPES
 
 
 @retry_write

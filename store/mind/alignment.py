@@ -25,16 +25,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping, NamedTuple
 
-from .. import sql
-from ..errors import Refused
-from ..jsontypes import JsonObject
-from ..ledger.build import add_nodes_tx
-from ..ledger.core import LedgerCore
-from ..models import Handoff, dumps
-from ..tables import TaskRecord
-from ..views import NodeSpec
-from .rules import VERDICTS
-from .views import MindState
+from store.storage import sql
+from store.errors import Refused
+from store.jsontypes import JsonObject
+from store.ledger.build import add_nodes_tx
+from store.storage.core import LedgerCore
+from store.storage.models import Handoff, dumps
+from store.storage.tables import TaskRecord
+from store.views import NodeSpec
+from store.mind.rules import VERDICTS
+from store.mind.views import MindState
 
 KIND = "alignment"
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .. import sql
-from ..db import read_tx
-from ..errors import NotFound
-from ..ledger.core import LedgerCore
-from . import replan
-from .recall import memory_inputs
-from .state import UNCOUNTED_KINDS
-from .views import (
+from store.storage import sql
+from store.storage.db import read_tx
+from store.errors import NotFound
+from store.storage.core import LedgerCore
+from store.mind import replan
+from store.mind.recall import memory_inputs
+from store.mind.state import UNCOUNTED_KINDS
+from store.mind.views import (
     MemoryView,
     MindEntry,
     MindState,

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from typing import NamedTuple, Protocol, Sequence
 
-from .. import sql
-from ..clock import iso
-from ..jsontypes import JsonObject
-from ..ledger.core import LedgerCore
-from ..models import dumps
-from ..tables import NodeRecord, TaskRecord
-from .alignment import KIND as ALIGNMENT, material
-from .views import MindState
+from store.storage import sql
+from store.clock import iso
+from store.jsontypes import JsonObject
+from store.storage.core import LedgerCore
+from store.storage.models import dumps
+from store.storage.tables import NodeRecord, TaskRecord
+from store.mind.alignment import KIND as ALIGNMENT, material
+from store.mind.views import MindState
 
 LIMITS = {"rejected": 20, "conclusions": 20, "memories": 10, "text_chars": 1000, "bytes": 48 * 1024}
 

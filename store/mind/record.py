@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from .. import sql
-from ..errors import Refused
-from ..jsontypes import JsonObject
-from ..ledger.core import LedgerCore, sha256_hex
-from ..models import dumps
-from ..tables import NodeRecord
-from ..views import NodeSpec
-from .rules import ENTRIES_PER_NODE, ENTRY_TEXT_MAX, PENDING_PER_TASK, REASON_MAX, SOURCE_MAX
-from .views import MindState
+from store.storage import sql
+from store.errors import Refused
+from store.jsontypes import JsonObject
+from store.storage.core import LedgerCore, sha256_hex
+from store.storage.models import dumps
+from store.storage.tables import NodeRecord
+from store.views import NodeSpec
+from store.mind.rules import ENTRIES_PER_NODE, ENTRY_TEXT_MAX, PENDING_PER_TASK, REASON_MAX, SOURCE_MAX
+from store.mind.views import MindState
 
 
 def write_requirements(core: LedgerCore, task_id: str, items: Sequence[Mapping[str, str]], now: float) -> None:

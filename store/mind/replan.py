@@ -40,19 +40,19 @@ import heapq
 from dataclasses import replace
 from typing import NamedTuple, Sequence
 
-from .. import sql
-from ..db import read_tx, retry_write, run_read, write_tx
-from ..errors import NotFound, Refused
-from ..jsontypes import JsonArray, JsonMapping, JsonObject, JsonValue
-from ..ledger import pause
-from ..ledger.build import add_nodes_tx
-from ..ledger.core import NODE_COLUMNS, TASK_LOCKS, UNFINISHED_SQL, LedgerCore
-from ..models import dumps
-from ..sql import Inc
-from ..tables import NodeRecord, TaskRecord
-from ..views import NodeSpec
-from . import record, state as mind_state
-from .views import MindState, PlanVersionView
+from store.storage import sql
+from store.storage.db import read_tx, retry_write, run_read, write_tx
+from store.errors import NotFound, Refused
+from store.jsontypes import JsonArray, JsonMapping, JsonObject, JsonValue
+from store.storage import budget_clock
+from store.ledger.build import add_nodes_tx
+from store.storage.core import NODE_COLUMNS, TASK_LOCKS, UNFINISHED_SQL, LedgerCore
+from store.storage.models import dumps
+from store.storage.sql import Inc
+from store.storage.tables import NodeRecord, TaskRecord
+from store.views import NodeSpec
+from store.mind import record, state as mind_state
+from store.mind.views import MindState, PlanVersionView
 
 
 UNSTARTED = ("pending", "failed", "blocked", "parked")
@@ -130,7 +130,7 @@ def _replan(core: LedgerCore, task_id: str, add: Sequence[NodeSpec], remove: Seq
                      {"version": version, "trigger": trigger, "in_flight": in_flight, "reason": reason,
                       "diff": diff, "in_flight_nodes": fates, "nodes": changed}, at=now)
         if fields:
-            pause.settle(core.db, task_id, now)
+            budget_clock.settle(core.db, task_id, now)
         core.maybe_complete_task(task_id, now)
         core.maybe_fail_task(task_id, now)
         return version
@@ -227,7 +227,7 @@ def end_removed(core: LedgerCore, task_id: str, node_id: int, worker: str) -> No
             return
         core.update_node(node_id, {"status": "abandoned", "finished_at": now, "lease_token": None,
                                    "lease_until": None, "version": Inc(1)})
-        pause.settle(core.db, task_id, now, agent_write=True)
+        budget_clock.settle(core.db, task_id, now, agent_write=True)
         core.journal(task_id, row.key, "system", "node.abandoned", worker,
                      f"{row.key} abandoned: plan v{row.removed_in} removed it and its lease expired",
                      {"removed_in": row.removed_in, "previous_owner": row.lease_owner}, at=now)

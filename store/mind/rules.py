@@ -2,7 +2,7 @@
 text, conclusions, sources, reasons, memories), so it is bounded when written and shown escaped.
 
 Every rule raises :class:`~store.errors.InvalidValue` with one line naming the argument, like
-``store/validate.py``'s (which they build on); ``store/ledger/checked.py`` applies them to the
+``store/validate.py``'s (which they build on); ``store/checked.py`` applies them to the
 public ``Ledger`` methods. The bounds are documented in docs/agents.md ("The task's mind").
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from .. import validate as v
-from ..jsontypes import JsonObject
+from store import validate as v
+from store.jsontypes import JsonObject
 
 REQUIREMENTS_MAX = 64  # requirements of one task
 REQUIREMENT_TEXT_MAX = 2000  # characters of one requirement

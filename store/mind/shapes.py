@@ -5,11 +5,11 @@ it when it shows it)."""
 
 from __future__ import annotations
 
-from ..clock import iso
-from ..jsontypes import JsonObject
-from ..views import TaskView
-from .signals import signals as mind_signals
-from .views import MemoryView, MindEntry, MindState, MindView, PlanVersionView
+from store.clock import iso
+from store.jsontypes import JsonObject
+from store.views import TaskView
+from store.mind.signals import signals as mind_signals
+from store.mind.views import MemoryView, MindEntry, MindState, MindView, PlanVersionView
 
 
 def entry_json(e: MindEntry) -> JsonObject:

@@ -16,8 +16,8 @@ the task is active or parked. Returned as plain tuples in ``Signal``'s field ord
 
 from __future__ import annotations
 
-from ..clock import duration_text, iso
-from ..views import TaskView
+from store.clock import duration_text, iso
+from store.views import TaskView
 
 SignalTuple = tuple[str, str, "str | None", "float | None", str, str]
 KINDS = ("drift_suspected", "alignment_due")

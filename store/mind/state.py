@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import sql
-from ..ledger.core import LedgerCore
-from ..models import dumps
-from ..tables import NodeRecord, TaskRecord
-from . import alignment
-from .views import RUN_KEYS, MindState
+from store.storage import sql
+from store.storage.core import LedgerCore
+from store.storage.models import dumps
+from store.storage.tables import NodeRecord, TaskRecord
+from store.mind import alignment
+from store.mind.views import RUN_KEYS, MindState
 
 UNCOUNTED_KINDS = ("alignment", "compensation")  # neither drifts nor counts towards a check
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple
 
-from ..jsontypes import JsonArray, JsonMapping, JsonObject, JsonValue
+from store.jsontypes import JsonArray, JsonMapping, JsonObject, JsonValue
 
 DRIFT_AFTER = 8  # drift_suspected: this many completed nodes in a row serve no requirement
 ALIGNMENT_EVERY = 12  # alignment_due: this many completed nodes since the last alignment check

@@ -1,7 +1,7 @@
 """Recovery of interrupted runs: checks, decisions, records and independent verification; and
 recovery advice for ledger nodes.
 
-Contracts: DESIGN.md "Recovery checks and decisions" and the ``recover`` / ``verify`` JSON
+Contracts: docs/contracts.md "Recovery checks and decisions" and the ``recover`` / ``verify`` JSON
 shapes. Recovery reads evidence; it never rewrites the run, never replays a step and never
 trusts an earlier result: ``record`` and ``verify_record`` check afresh.
 

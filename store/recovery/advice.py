@@ -81,13 +81,13 @@ class LedgerReads(Protocol):
 def current_input_digest(task_inputs: JsonValue, dep_digests: dict[str, str | None]) -> str:
     """The digest a claim of the node would record now (the ledger's formula at claim time:
     the task's inputs and each dependency's current output digest)."""
-    from store.ledger import digest_json
+    from store.storage.core import digest_json
 
     return digest_json({"task": task_inputs, "deps": dep_digests})
 
 
 def _out_of_scope(task_pre: object, node_pre: object) -> list[str]:
-    """Keys on which the node's preconditions exclude the task's current value (DESIGN.md
+    """Keys on which the node's preconditions exclude the task's current value (docs/contracts.md
     narrow: a different value, or a list without it)."""
     if not isinstance(task_pre, dict) or not isinstance(node_pre, dict):
         return []

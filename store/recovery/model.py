@@ -1,5 +1,5 @@
 """What recovery decides and how it says so: the check names, decisions and reasons
-(DESIGN.md "Recovery checks and decisions") and the frozen ``Check`` / ``Recovery`` results."""
+(docs/contracts.md "Recovery checks and decisions") and the frozen ``Check`` / ``Recovery`` results."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class Recovery:
         return self.decision == REUSE
 
     def to_json(self, record: str | None = None) -> JsonObject:
-        """The ``recover`` JSON shape (DESIGN.md), plus a few more keys."""
+        """The ``recover`` JSON shape (docs/contracts.md), plus a few more keys."""
         return {
             "run": self.run,
             "decision": self.decision,

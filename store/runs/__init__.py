@@ -1,4 +1,4 @@
-"""Safe reading of run directories (``runs/<run_id>/``; format in DESIGN.md "Run directories").
+"""Safe reading of run directories (``runs/<run_id>/``; format in docs/contracts.md "Run directories").
 
 Everything here is written for a directory an agent controls and Warden does not trust: no
 symlink is followed inside a run, only regular files are read, sizes are capped, JSON is strict

@@ -1,6 +1,6 @@
 """Runs as Warden sees them: the list of runs, one run read completely, previews of its files,
 and the validation of ``state.json``, ``context.json`` and ``artifact/manifest.json``
-(DESIGN.md "Run directories"). Everything is read through ``SafeTree``; problems are data."""
+(docs/contracts.md "Run directories"). Everything is read through ``SafeTree``; problems are data."""
 
 from __future__ import annotations
 

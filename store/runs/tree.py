@@ -8,7 +8,7 @@
 - sizes are capped: JSON is read up to ``JSON_CAP`` bytes, previews up to their limit, and
   files of any size are hashed in fixed chunks so memory stays bounded;
 - a ledger of this process (a hard link to it, or the ledger itself kept in a run directory) is
-  never opened, and a file descriptor is closed through ``store.lockguard.close`` (issue 23:
+  never opened, and a file descriptor is closed through ``store.storage.lockguard.close`` (
   closing a descriptor of a ledger drops this process's SQLite locks on it).
 
 Problems are returned as data (strings naming the file, relative to the tree's root), never
@@ -22,7 +22,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from store import lockguard
+from store.storage import lockguard
 from store.jsontypes import JsonValue
 from store.runs.names import safe_relpath
 from store.runs.strict_json import JSON_CAP, parse_json

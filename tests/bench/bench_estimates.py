@@ -9,7 +9,7 @@
    built with ``add_nodes`` (one transaction); 30 % of it is then marked succeeded with known
    durations by one SQL UPDATE (a fixture shortcut: 30,000 real commits would take minutes) and
    8 nodes are claimed and heartbeat with observations through the agent API.
-2. The incremental path (``store.analysis.TaskAnalysis``) on the same task: its one-off load, then
+2. The incremental path (``store.reading.analysis.TaskAnalysis``) on the same task: its one-off load, then
    the cost of one journal event — a heartbeat (payload only) and a commit (one node re-read) —
    followed by the task's estimate and signals.
 3. Calibration on the simulator (``tests.support.sim``): P80 coverage at 25 / 50 / 75 % progress, stall
@@ -43,8 +43,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 
 from store import Ledger, ManualClock, NodeSpec  # noqa: E402
-from store import report  # noqa: E402
-from store.analysis import TaskAnalysis  # noqa: E402
+from store.reading import cli_json as report  # noqa: E402
+from store.reading.analysis import TaskAnalysis  # noqa: E402
 from tests.support.sim import SimConfig, run_simulation  # noqa: E402
 
 T0 = 1_800_000_000.0
@@ -188,7 +188,7 @@ def bench_observe() -> dict:
     import contextlib
 
     import store.ledger.fenced as fenced
-    from store import novelty
+    from store.judges import novelty
 
     held: list[float] = []
     real = fenced.write_tx

@@ -31,8 +31,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from store import Ledger, NodeSpec  # noqa: E402
-from store import sql  # noqa: E402
-from store.db import read_tx  # noqa: E402
+from store.storage import sql  # noqa: E402
+from store.storage.db import read_tx  # noqa: E402
 from store.mind.recall import memory_inputs  # noqa: E402
 
 

@@ -5,7 +5,7 @@
 
 A SQLite ledger in a temporary directory; a writer process claims and commits (two writes a node)
 paced to the rate for ``--seconds``; this process iterates ``Feed.wakeups()`` (inotify and the
-commit probe, store/wakeups.py) on its asyncio loop, reading nothing, and reports the wake-ups by
+commit probe, store/storage/watch.py) on its asyncio loop, reading nothing, and reports the wake-ups by
 reason and the loop thread's CPU time (``time.thread_time``: the inotify reads, the probe's
 ``PRAGMA data_version`` checks, the timers and the loop's own turns).
 """
@@ -42,7 +42,7 @@ print(n)
 
 
 async def follow(path: str, rate: float, spacing: float, seconds: float) -> dict:
-    from store.feed import Feed
+    from store.reading.feed import Feed
 
     feed = Feed(path, read_only=True, spacing_s=spacing)
     reasons: collections.Counter[str] = collections.Counter()

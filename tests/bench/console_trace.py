@@ -88,7 +88,8 @@ def install() -> None:
 
     from console import app as app_mod
     from console import follow
-    from store import feed, tally, wakeups
+    from store.reading import feed, tally
+    from store.storage import watch as wakeups
 
     real_init = wakeups.Wakeups.__init__
 

@@ -4,7 +4,7 @@
                                         [--watcher inotify|watchfiles] [--no-probe] [--target URL] [-v]
 
 A writer process (tests/support/commit_writer.py) makes one commit every ``--spacing`` seconds and
-nothing else; the feed code alone (``store.feed.Feed.wakeups`` + ``since`` in a worker thread, as
+nothing else; the feed code alone (``store.reading.feed.Feed.wakeups`` + ``since`` in a worker thread, as
 the console runs them) follows it. Logged on one monotonic clock: every inotify event on the
 ledger's directory (file, mask), every probe check and wake-up of the feed (``Feed.trace``), every
 read (its ``PRAGMA data_version`` before and after, the events it found), and when each write
@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from store import Ledger  # noqa: E402
-from store.feed import Feed  # noqa: E402
-from store.wakeups import inotify_events  # noqa: E402
+from store.reading.feed import Feed  # noqa: E402
+from store.storage.watch import inotify_events  # noqa: E402
 from tests.support.commit_writer import Writer  # noqa: E402
 
 MASKS = {0x1: "access", 0x2: "modify", 0x4: "attrib", 0x8: "close_write", 0x10: "close_nowrite", 0x20: "open",

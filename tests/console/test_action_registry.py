@@ -22,7 +22,7 @@ from console.dialogs import DIALOGS, ActionDialog
 from console.screens.help import help_keys, help_text
 from store import Ledger
 from store.actions import REGISTRY, Action, Command, Flag, Key, NoCommand, NoKey, Plan, Registered
-from store.ledger.checked import API
+from store.checked import API
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -174,7 +174,7 @@ def test_a_run_past_its_budget_leaves_figures_for_later_but_computes_every_signa
     from console import analysis
     from console.analysis import Analyst, RunRequest
     from store import Ledger
-    from store.feed import Feed
+    from store.reading.feed import Feed
 
     monkeypatch.setattr(analysis, "ETA_BUDGET_S", 0.0)
     with Ledger.open(ledger_path, create=False) as led:

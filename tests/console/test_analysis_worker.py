@@ -21,9 +21,11 @@ import pytest
 import store
 from console.analysis import GraphRequest, RunRequest, RunResult
 from console.analysis_client import AnalysisWorker
-from store import Ledger, ManualClock, estimates, signals
-from store.analysis import TaskAnalysis
-from store.report import signal_json
+from store import Ledger, ManualClock
+from store.estimation import estimates
+from store.reading import signals
+from store.reading.analysis import TaskAnalysis
+from store.reading.cli_json import signal_json
 
 from tests.console.conftest import NOW, make_app, settle, wait_for
 from tests.support.waiting import wait_until

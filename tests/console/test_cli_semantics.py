@@ -40,7 +40,7 @@ def db(new_target, clock, monkeypatch):
         led.request_human(c, kind="acceptance", question="Accept " + EVIL + "?", options=[{"id": "yes"}])
     import store.clock as store_clock  # the CLI opens the ledger with the system clock: pin it
     monkeypatch.setattr(store_clock, "system_clock", clock)
-    monkeypatch.setattr("store.ledger.core.system_clock", clock)
+    monkeypatch.setattr("store.storage.core.system_clock", clock)
     return path
 
 

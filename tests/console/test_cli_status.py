@@ -34,7 +34,7 @@ def db(tmp_path, monkeypatch):
         for _ in range(6):
             clock.advance(10)
             ledger.heartbeat(c, units_done=1, units_total=4, observation="searching the same folder")
-    monkeypatch.setattr("store.ledger.core.system_clock", clock)
+    monkeypatch.setattr("store.storage.core.system_clock", clock)
     monkeypatch.chdir(tmp_path)
     return path
 

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from store import Budget, Ledger, ManualClock, NodeSpec
-from store.report import empty_eta, graph_json, status_json
+from store.reading.cli_json import empty_eta, graph_json, status_json
 
 from tests.console.conftest import NOW, T0, graph_loaded, make_app, settle, wait_for, graph_of
 

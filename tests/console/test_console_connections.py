@@ -1,5 +1,5 @@
 """The console holds at most two PostgreSQL connections whatever the fleet does (issue 29): its
-feed's LISTEN connection and one connection every reading thread shares (``store/pgshared.py``).
+feed's LISTEN connection and one connection every reading thread shares (``store/storage/pgshared.py``).
 
 Real agent processes write while the console follows them, opens a graph, a node, the handoff
 inbox, a park dialog (its plan), runs its estimates and signals and looks at parks' wake

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from store import Ledger, ManualClock, NodeSpec
-from store.analysis import TaskAnalysis
+from store.reading.analysis import TaskAnalysis
 from store.views import NodeRow, NodeView
 
 from console.model import GraphModel
@@ -59,7 +59,7 @@ def test_the_analysis_shares_the_models_rows(tmp_path):
 def test_the_workers_open_graph_reads_the_graph_once_then_follows_the_journal(tmp_path):
     """The worker's analysis of the open graph: read once (lean rows, from one snapshot), then fed
     the journal's events — a commit reaches it (its node, its duration) with no second read."""
-    from store.feed import Feed
+    from store.reading.feed import Feed
 
     from console.analysis import Analyst, GraphRequest, RunRequest
 

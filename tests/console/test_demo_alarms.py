@@ -14,9 +14,9 @@ from console.alerts import AlertWatch
 from console.demo import LIVE_TASKS, Simulation, create_demo, ledger_is_quiet, maint_simulation
 from console.explain import suggestion
 from store import Ledger, ManualClock
-from store.estimates import DurationHistory
-from store.report import signal_json
-from store.signals import signals_for_task
+from store.estimation.estimates import DurationHistory
+from store.reading.cli_json import signal_json
+from store.reading.signals import signals_for_task
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "demo.md"
 T0 = 1_800_000_000.0

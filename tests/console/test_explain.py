@@ -16,7 +16,7 @@ from console.explain import collapse_observations, failure_facts, task_estimate_
 from console.screens import NodeDetailScreen, TaskGraphScreen
 from console.screens.node import render_detail
 from store import Ledger, ManualClock
-from store.report import graph_json
+from store.reading.cli_json import graph_json
 from store.views import EventView, ObservationView
 
 from conftest import make_app, settle, wait_for, graph_of

@@ -1,4 +1,4 @@
-"""store/feed.py: the cursor never skips or repeats an event; wake-ups come from file changes."""
+"""store/reading/feed.py: the cursor never skips or repeats an event; wake-ups come from file changes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from store import Ledger
 from store.errors import LedgerUnavailable
-from store.feed import Feed, changed_nodes, graph_at, graph_pages, tail_at
+from store.reading.feed import Feed, changed_nodes, graph_at, graph_pages, tail_at
 from tests.support.commit_writer import Writer, strace_can_delay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,7 +117,7 @@ async def test_each_isolated_commit_wakes_the_reader(ledger_path, inotify, slow_
     on the fallback poll (set far beyond the test's deadline) or the next write. The writer waits
     for each commit to be read before it writes the next; with its fsync delayed the commit becomes
     visible well after its last file event — what a reader woken by file events alone missed."""
-    from store.wakeups import inotify_lib
+    from store.storage.watch import inotify_lib
 
     if inotify and inotify_lib() is None:
         pytest.skip("no inotify on this platform")

@@ -73,7 +73,7 @@ def sqlite_params() -> list:
 @pytest.mark.parametrize("slow_ms", sqlite_params())
 @pytest.mark.parametrize("inotify", [True, False], ids=["inotify", "watchfiles"])
 async def test_each_commit_reaches_the_model_without_the_poll(tmp_path, inotify, slow_ms):
-    from store.wakeups import inotify_lib
+    from store.storage.watch import inotify_lib
 
     if inotify and inotify_lib() is None:
         pytest.skip("no inotify on this platform")

@@ -5,7 +5,7 @@ expire) and, whenever it has read to the end of the journal, every task row it h
 ``Ledger.tasks()`` says, and so does every line then drawn on screen (in creation order or by
 urgency, filtered or not: a repaint missed leaves an old line). No change is missed, and none costs a recount: the console never calls
 ``Ledger.task``/``Ledger.tasks`` after its first load, and reads a task's nodes whole once (the
-first time an event names it) plus once per event of a kind ``store.tally`` does not know.
+first time an event names it) plus once per event of a kind ``store.reading.tally`` does not know.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from console.screens import TaskListScreen
 from console.tasklist import TaskListModel
 from store import Ledger, ManualClock
 from store.errors import WardenError
-from store.tally import NAMED_KINDS, OPERATOR, current
+from store.reading.tally import NAMED_KINDS, OPERATOR, current
 from tests.console.conftest import make_app, settle, wait_for
 from tests.store.test_tally import T0, Fleet, without_time
 

@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hostile_support import assert_one_clear_line
-from store import Budget, Ledger, ManualClock, NodeSpec, sql
+from store import Budget, Ledger, ManualClock, NodeSpec
+from store.storage import sql
 from store.errors import InvalidValue, NotFound, Refused, StaleRevision, WardenError
-from store.ledger.checked import API
-from store.models import MODELS
+from store.checked import API
+from store.storage.models import MODELS
 
 NAN, INF = float("nan"), float("inf")
 
@@ -446,7 +447,7 @@ def test_every_argument_of_every_public_method_has_a_rule() -> None:
     """A new argument added without a rule fails here, not in production."""
     public = {n for n, f in vars(Ledger).items() if not n.startswith("_") and callable(f)} | {"open"}
     missing_methods = sorted(public - set(API))
-    assert not missing_methods, f"public Ledger methods with no rules in store/ledger/checked.py: {missing_methods}"
+    assert not missing_methods, f"public Ledger methods with no rules in store/checked.py: {missing_methods}"
     for name in sorted(public):
         fn = getattr(Ledger, name)
         assert hasattr(fn, "__checked__"), f"{name} is not wrapped by checked()"

@@ -15,7 +15,7 @@ import pytest
 
 from hostile_support import assert_one_clear_line, fingerprint, foreign_sqlite, set_schema_version
 from store import Ledger, LedgerUnavailable, SchemaMismatch
-from store.feed import Feed
+from store.reading.feed import Feed
 from store.text import safe_line
 from tests.support import not_regular
 

@@ -14,7 +14,7 @@ import pytest
 import store.ledger.queries  # noqa: F401  (imported before the unprivileged child runs)
 from hostile_support import assert_one_clear_line, fingerprint, run_as_nobody, world_dir  # noqa: F401
 from store import Ledger
-from store.feed import Feed
+from store.reading.feed import Feed
 
 SETUPS = {
     # name: (file mode, directory mode, an agent holds it open while the auditor reads)
@@ -30,7 +30,7 @@ SETUPS = {
 class _Agent:
     """An agent process holding the ledger open (another process, as agents are: the auditor
     runs in a child forked from this one, which must not have the ledger open at the fork —
-    SQLite forbids it, and store/lockguard.py refuses it)."""
+    SQLite forbids it, and store/storage/lockguard.py refuses it)."""
 
     def __init__(self, p: Path) -> None:
         code = ("import sys; from store import Ledger\n"

@@ -24,7 +24,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from store import Ledger, checkpoints  # noqa: E402
+from store import Ledger
+from store.storage import checkpoints  # noqa: E402
 from store.worker import StepResult, work_once  # noqa: E402
 from tests.support.jsonlines import say  # noqa: E402
 
@@ -64,7 +65,7 @@ def main() -> int:
             while not os.path.exists(go) and time.monotonic() < deadline:
                 time.sleep(0.01)  # polling a file the test writes
 
-    # store/checkpoints.py: at "tx.before_commit" run_write passes ("", the write's name). This
+    # store/storage/checkpoints.py: at "tx.before_commit" run_write passes ("", the write's name). This
     # process is the test's own: the function is replaced for good.
     checkpoints.reach = lambda point, _task, what: before_commit(what) if point == "tx.before_commit" else None
 

@@ -16,7 +16,7 @@ import traceback
 import pytest
 
 from store import LeaseLost, Ledger, NodeSpec, StaleRevision
-from store.db import is_sqlite
+from store.storage.db import is_sqlite
 
 ROUNDS = 200
 BARRIER_TIMEOUT = 60

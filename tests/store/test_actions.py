@@ -20,7 +20,7 @@ import pytest
 
 from store import LeaseLost, Ledger, NodeSpec, NotFound, ReadOnly, Refused, StaleRevision
 from store.actions import Plan
-from store.models import Action
+from store.storage.models import Action
 
 ORDER = ["a", "b1", "b2", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m", "n", "o", "p"]
 SPECS = [

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from store import Budget, Ledger, NodeSpec
-from store.budget import TOKEN_MARGIN, WALL_MARGIN, shortfall
-from store.signals import signals_for_task
+from store.judges.budget import TOKEN_MARGIN, WALL_MARGIN, shortfall
+from store.reading.signals import signals_for_task
 
 LONG = 10**7
 

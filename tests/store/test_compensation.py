@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from store import Budget, LeaseLost, Ledger, NodeSpec, NotFound, Refused, StaleRevision
 from store.ledger.compensation import KIND, node_key
-from store.ledger.core import NODE_KEY_RE
-from store.report import graph_json
+from store.storage.core import NODE_KEY_RE
+from store.reading.cli_json import graph_json
 
 LONG = 10**7
 

@@ -28,7 +28,7 @@ from typing import Callable
 import pytest
 
 from store import Ledger, LedgerUnavailable
-from store import sqlite_file
+from store.storage import sqlite_file
 
 ROOT = str(Path(__file__).resolve().parents[2])
 ENV = {**os.environ, "PYTHONPATH": ROOT}
@@ -141,7 +141,7 @@ def test_a_spawned_process_inherits_no_descriptor_of_the_ledger(tmp_path, how):
 # ---------------------------------------------------------------------- §2.3 one SQLite
 ONE_SQLITE = """
 import importlib.util, sys
-import store, store.feed, store.commitprobe, console.app, psycopg, textual
+import store, store.reading.feed, store.storage.commitprobe, console.app, psycopg, textual
 if importlib.util.find_spec("mcp") is not None:
     import mcp
 from store import Ledger

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from store import Ledger, LedgerUnavailable, NodeSpec, sql, write_requests
-from store.db import write_tx
+from store import Ledger, LedgerUnavailable, NodeSpec
+from store.storage import sql, write_requests
+from store.storage.db import write_tx
 
 DAMAGED = '{"half": '
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from store import estimates as E
-from store.durations import DurationHistory
+from store.estimation import estimates as E
+from store.estimation.durations import DurationHistory
 
 
 def test_a_position_trend_stays_within_the_positions_seen():

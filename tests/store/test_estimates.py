@@ -9,8 +9,8 @@ from statistics import NormalDist
 import pytest
 
 from store import Budget, NodeSpec
-from store import estimates as E
-from store.analysis import TaskAnalysis
+from store.estimation import estimates as E
+from store.reading.analysis import TaskAnalysis
 
 
 # ---------------------------------------------------------------------- helpers

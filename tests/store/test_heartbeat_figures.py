@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from store import NodeSpec, novelty
-from store import signals as S
-from store.analysis import TaskAnalysis
+from store import NodeSpec
+from store.judges import novelty
+from store.reading import signals as S
+from store.reading.analysis import TaskAnalysis
 from store.errors import InvalidValue, SchemaMismatch
-from store.report import graph_json
+from store.reading.cli_json import graph_json
 
 
 def sigs(ledger, kind=None, task="t"):

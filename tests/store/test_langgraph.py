@@ -23,7 +23,7 @@ from langgraph.types import interrupt  # noqa: E402
 
 from store import Refused  # noqa: E402
 from store.adapters.langgraph import supervise  # noqa: E402
-from store.signals import signals_for_task  # noqa: E402
+from store.reading.signals import signals_for_task  # noqa: E402
 from store.worker import StepFailed  # noqa: E402
 
 QUESTION = {

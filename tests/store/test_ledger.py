@@ -7,8 +7,9 @@ import sqlite3
 import pytest
 
 from store import Budget, LeaseLost, Ledger, NodeSpec, NotFound, Refused
-from store.db import write_tx
-from store.ledger import normalise_lines, retry_delay
+from store.storage.db import write_tx
+from store.judges.novelty import normalise_lines
+from store.storage.core import retry_delay
 
 
 def state(ledger: Ledger, task_id: str) -> tuple:
@@ -120,7 +121,7 @@ def test_heartbeat_records_progress_tokens_and_new_information(chain, clock):
 
 
 def test_normalise_lines():
-    # numbers are volatile (a counter alone is not new information): store/novelty.py
+    # numbers are volatile (a counter alone is not new information): store/judges/novelty.py
     assert normalise_lines("  Hello   World \n\n\tB  2 \r\n") == ["hello world", "b <n>"]
 
 

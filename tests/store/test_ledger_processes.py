@@ -14,7 +14,7 @@ import pytest
 
 from console.cli import main as warden
 from store import Ledger, NodeSpec
-from store.ledger import sha256_hex
+from store.storage.core import sha256_hex
 from tests.support.fileclock import FileClockCtl
 
 
@@ -129,7 +129,7 @@ def test_four_processes_claiming_from_a_200_node_graph(new_target):
 
 
 def _snapshot(target: str) -> dict:
-    from store.db import open_database
+    from store.storage.db import open_database
 
     db = open_database(target)  # SQLite file or PostgreSQL URL
     try:

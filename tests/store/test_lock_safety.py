@@ -26,9 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from store import Ledger, lockguard, sqlite_file
-from store.commitprobe import CommitProbe
-from store.feed import Feed
+from store import Ledger
+from store.storage import lockguard, sqlite_file
+from store.storage.commitprobe import CommitProbe
+from store.reading.feed import Feed
 from store.runs import SafeTree
 
 ROOT = Path(__file__).resolve().parents[2]

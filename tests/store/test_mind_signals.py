@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from store import Ledger, ManualClock, NodeSpec, Refused
-from store.analysis import TaskAnalysis
-from store.report import graph_json, status_json
+from store.reading.analysis import TaskAnalysis
+from store.reading.cli_json import graph_json, status_json
 
 LONG = 10**7
 REQS = [{"id": "r1", "text": "find the performance problems of the whole service"}]

@@ -1,4 +1,4 @@
-"""Kinds whose runs fall in clusters (issue 25, store/mixture.py): the clusters are found (and not
+"""Kinds whose runs fall in clusters (issue 25, store/estimation/mixture.py): the clusters are found (and not
 made up on one-hill kinds), the mixture quantile of a sum is right, and a figure resting on a few
 runs of a clustered kind — a sum of lumps — is not labelled ``high`` where it does not hold."""
 
@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from store import estimates, mixture
-from store.estimates import DurationHistory, NodeState, dists_for, kind_p80, task_estimate
+from store.estimation import estimates, mixture
+from store.estimation.estimates import DurationHistory, NodeState, dists_for, kind_p80, task_estimate
 from tests.support.durations import clusters
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from store import Budget, Ledger, ManualClock
-from store.report import signal_json
-from store.signals import signals_for_graph, signals_for_node
+from store.reading.cli_json import signal_json
+from store.reading.signals import signals_for_graph, signals_for_node
 
 T0 = 1_800_000_000.0
 

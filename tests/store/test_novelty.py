@@ -1,4 +1,4 @@
-"""New information (store/novelty.py, pure): volatile tokens, attempt-scoped lines, near copies,
+"""New information (store/judges/novelty.py, pure): volatile tokens, attempt-scoped lines, near copies,
 repeats and cycles, and the bounded cost of one observation."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from store import novelty as N
+from store.judges import novelty as N
 from tests.support.observations import LOOPS, PREAMBLE, PROGRESS
 
 

@@ -11,7 +11,7 @@ from console.cli import main as warden
 from console.tasklist import TaskListModel
 from store import Ledger, NodeSpec
 from store.errors import InvalidValue
-from store.report import status_json
+from store.reading.cli_json import status_json
 
 
 @pytest.mark.parametrize("origin", ["mcp", "run", "claude", "langgraph", "python", "codex-hooks", "a"])

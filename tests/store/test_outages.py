@@ -29,7 +29,7 @@ from urllib.parse import urlparse, urlunparse
 import pytest
 
 from store import Ledger, LedgerUnavailable
-from store.feed import Feed
+from store.reading.feed import Feed
 from tests.support import pgcluster
 from tests.support.tcpproxy import TcpProxy
 

@@ -16,8 +16,8 @@ import pytest
 
 from store import Ledger, NodeSpec
 from store.errors import LedgerBusy, LedgerUnavailable, ReadOnly
-from store.feed import Feed
-from store.wakeups import POOLED_POLL_S
+from store.reading.feed import Feed
+from store.storage.watch import POOLED_POLL_S
 from tests.conftest import PG_URL, pg_admin
 from tests.support import pgbouncer
 

@@ -1,4 +1,4 @@
-"""One PostgreSQL connection shared by a process's threads (``store/pgshared.py``, issue 29): the
+"""One PostgreSQL connection shared by a process's threads (``store/storage/pgshared.py``, issue 29): the
 threads take turns per transaction, never land a statement inside another thread's transaction,
 and a lost connection is re-made once for all of them."""
 
@@ -100,7 +100,7 @@ def test_a_statement_never_lands_inside_another_threads_transaction(pg_target):
     """Thread A holds a Repeatable Read snapshot; thread B's read must wait for it to end and then
     see what committed meanwhile. Were B's statement sent on the shared connection inside A's
     transaction, it would read A's snapshot: the old journal id."""
-    from store.db import read_tx
+    from store.storage.db import read_tx
 
     url, _ = named(pg_target())
     seeded(url)

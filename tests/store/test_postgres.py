@@ -28,10 +28,11 @@ from urllib.parse import urlparse, urlunparse
 import peewee as pw
 import pytest
 
-from store import Ledger, NodeSpec, ReadOnly, checkpoints
-from store.db import run_write, write_tx
+from store import Ledger, NodeSpec, ReadOnly
+from store.storage import checkpoints
+from store.storage.db import run_write, write_tx
 from store.errors import WriteConflict
-from store.feed import Feed
+from store.reading.feed import Feed
 
 pytestmark = [pytest.mark.postgres]
 

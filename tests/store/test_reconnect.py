@@ -22,8 +22,9 @@ import time
 
 import pytest
 
-from store import Ledger, LedgerUnavailable, NodeSpec, checkpoints
-from store.db import Backoff, ConnectionLost, LedgerBusy, WardenPostgres
+from store import Ledger, LedgerUnavailable, NodeSpec
+from store.storage import checkpoints
+from store.storage.db import Backoff, ConnectionLost, LedgerBusy, WardenPostgres
 from tests.support import pgcluster
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -361,7 +362,7 @@ def test_the_console_and_the_cli_name_their_connections(pg_target, capsys, monke
     """warden-cli for `warden` commands, warden-console for the console's feed (PostgreSQL)."""
     from console.cli import main as warden
     from console.cli.common import APPLICATION_NAME
-    from store.feed import Feed
+    from store.reading.feed import Feed
     from tests.conftest import pg_admin
 
     url = pg_target()
@@ -419,9 +420,9 @@ def test_postgres_driver_errors_become_typed_errors(code, raised, words):
 
 def _reads(led: Ledger) -> dict:
     """Reading entries agents, the CLI and the console call, by name: each answers a plain value."""
-    from store.feed import _graph_at, _tail_at
-    from store.tally import TaskTally
-    from store.task_report import task_report
+    from store.reading.feed import _graph_at, _tail_at
+    from store.reading.tally import TaskTally
+    from store.reading.task_report import task_report
 
     def tally() -> list[int]:
         t = TaskTally()
@@ -454,7 +455,7 @@ READS = ("claim with a task id", "task_report", "tasks", "task", "graph", "graph
 def test_a_connection_lost_inside_a_read_snapshot_is_read_again(pg_target, what):
     """The connection dies right after the call's first transaction begins (the window a server
     restart hit in CI: a claim's version check read in a snapshot, and ConnectionLost reached the
-    agent). The read is re-run on a new connection and answers what it answers undisturbed. (store.db.read_tx also refuses, under the
+    agent). The read is re-run on a new connection and answers what it answers undisturbed. (store.storage.db.read_tx also refuses, under the
     suite, any snapshot that nothing would re-run: WARDEN_STRICT_READS.)"""
     from tests.conftest import pg_admin
 

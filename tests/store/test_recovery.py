@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from store import recovery as rv
-from store import sql
+from store.storage import sql
 from store.recovery import checks as rv_checks, records as rv_records
 from store.clock import ManualClock
 from store.errors import NotFound, Refused

@@ -14,8 +14,8 @@ from urllib.parse import quote
 import pytest
 
 from store import Ledger, NodeSpec
-from store.feed import Feed
-from store.wakeups import POOLED_POLL_S
+from store.reading.feed import Feed
+from store.storage.watch import POOLED_POLL_S
 from tests.support import pgcluster
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]

@@ -8,8 +8,8 @@ import pytest
 
 from console.cli import main as warden
 from store import Ledger, LedgerUnavailable, NodeSpec, ReadOnly, SchemaMismatch
-from store import schema
-from store.db import is_sqlite, open_database
+from store.storage import schema
+from store.storage.db import is_sqlite, open_database
 
 
 def set_version(path: str, v: int) -> None:
@@ -183,7 +183,7 @@ STEP_COLUMNS = {
         "effect": ["compensation_node_id", "compensated_at", "compensated_by", "compensation_note"]},
     3: {"node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]},
 }
-STEP_COLUMNS[4] = {}  # schema 4's parts (store/schema.py SCHEMA_4_PARTS) add theirs here
+STEP_COLUMNS[4] = {}  # schema 4's parts (store/storage/schema.py SCHEMA_4_PARTS) add theirs here
 STEP_COLUMNS[4].setdefault("task", []).append("origin")  # part "origin" (issue 28)
 STEP_COLUMNS[4].setdefault("task", []).append("mind")  # part "mind" (issue 27)
 STEP_COLUMNS[4].setdefault("node", []).extend(["serves", "removed_in", "removed_mode"])

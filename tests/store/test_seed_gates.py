@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from store import Budget, LeaseLost, NodeSpec
-from store.density import ABORT, CONTINUE, FINISH_NO_SUCCESSOR, HOLD, Limit, judge
-from store.signals import signals_for_task
+from store.judges.density import ABORT, CONTINUE, FINISH_NO_SUCCESSOR, HOLD, Limit, judge
+from store.reading.signals import signals_for_task
 from store.worker import StepResult, work_once
 
 
@@ -158,7 +158,7 @@ def test_without_a_limit_nothing_is_judged(ledger):
 def test_the_ledgers_density_verdict_stands_in_for_the_norm_warning(ledger, clock):
     """A node the ledger holds for its cost density would also be past the task's norm: it shows
     one cost_density signal (the ledger's), in ``warden status`` and in the console's analysis."""
-    from store.analysis import TaskAnalysis
+    from store.reading.analysis import TaskAnalysis
 
     ledger.create_task("t", budget=Budget(density_limit=100.0))
     ledger.add_nodes("t", [NodeSpec(f"n{i}") for i in range(5)] + [NodeSpec("x", units_total=10)])

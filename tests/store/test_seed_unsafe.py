@@ -191,7 +191,7 @@ def test_a_safe_node_is_still_reclaimed_and_a_confirmed_effect_is_safe(ledger, c
 
 
 def test_check_wakes_judges_it_when_no_worker_is_left(ledger_path, ledger, clock, capsys, monkeypatch):
-    monkeypatch.setattr("store.ledger.core.system_clock", clock)  # the CLI's ledger reads this clock
+    monkeypatch.setattr("store.storage.core.system_clock", clock)  # the CLI's ledger reads this clock
     ledger.create_task("t")
     ledger.add_node("t", "merge", retryable=False)
     ledger.claim("t", "w1", lease_s=10)

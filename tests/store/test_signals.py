@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from store import Budget, NodeSpec
-from store import signals as S
-from store.analysis import TaskAnalysis
-from store.report import signal_json
+from store.reading import signals as S
+from store.reading.analysis import TaskAnalysis
+from store.reading.cli_json import signal_json
 
 
 def sigs(ledger, task="t", kind=None):
@@ -130,7 +130,7 @@ def finished_history(ledger, clock, durations, kind="llm_call", tokens=0, units=
 
 
 def test_overdue_past_one_and_a_half_p80(ledger, clock):
-    from store.estimates import DurationHistory, kind_p80
+    from store.estimation.estimates import DurationHistory, kind_p80
 
     finished_history(ledger, clock, [10, 20, 30, 40, 50])
     p80, n = kind_p80(DurationHistory.load(ledger, ["llm_call"]), "llm_call")
@@ -303,7 +303,7 @@ def test_task_analysis_signals_match_the_one_shot_path(ledger, clock, running):
 
 def test_units_are_counted_in_words():
     """"12,000 tokens for 1 unit", not "1 units" (issue 24's screenshots)."""
-    from store.signals import _plural
+    from store.reading.signals import _plural
 
     assert [_plural(v, "unit") for v in (0, 1, 1.0, 2, 0.5, None)] == ["units", "unit", "unit", "units", "units",
                                                                           "units"]

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store import Ledger, NodeSpec, Refused, sql
+from store import Ledger, NodeSpec, Refused
+from store.storage import sql
 from store.actions import (
     AbortParams,
     ActionParams,
@@ -32,13 +33,15 @@ from store.actions import (
     ResumeParams,
     RewindParams,
 )
-from store.db import WardenPostgres, WardenSqlite
-from store.ledger import LedgerCore
-from store.models import MODELS, JSONField, Node, Task, dumps
-from store.tables import NodeRecord, TaskRecord
+from store.storage.db import WardenPostgres, WardenSqlite
+from store.storage.core import LedgerCore
+from store.storage.models import MODELS, JSONField, Node, Task, dumps
+from store.storage.tables import NodeRecord, TaskRecord
 
 STORE = Path(__file__).resolve().parents[2] / "store"
-OWNED = [STORE / "sql.py", STORE / "feed.py", STORE / "report.py", STORE / "worker.py", STORE / "facade.py",
+OWNED = [STORE / "storage" / "sql.py", STORE / "reading" / "feed.py", STORE / "reading" / "cli_json.py",
+         STORE / "worker.py", STORE / "facade.py", STORE / "checked.py", STORE / "storage" / "core.py",
+         STORE / "storage" / "rows.py", STORE / "storage" / "budget_clock.py", STORE / "estimation" / "evidence.py",
          *sorted((STORE / "ledger").glob("*.py")), *sorted((STORE / "actions").glob("*.py")),
          *sorted((STORE / "mind").glob("*.py"))]
 
@@ -81,7 +84,8 @@ def functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
 
 
 @pytest.mark.parametrize("path", [p for p in OWNED if p.parent.name in ("ledger", "actions", "mind")
-                                  or p.name == "sql.py"],
+                                  or p.name in ("sql.py", "core.py", "rows.py", "budget_clock.py", "evidence.py",
+                                                "checked.py")],
                          ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_imports_inside_functions(path: Path) -> None:
     tree = ast.parse(path.read_text())
@@ -114,8 +118,9 @@ def test_no_function_takes_an_untyped_ledger(path: Path) -> None:
 
 
 def test_raw_sql_is_written_only_through_the_sql_layer() -> None:
-    """Only store/sql.py calls the driver (``execute_sql`` / ``cursor``) in the modules it serves."""
-    for path in [*OWNED, STORE / "db.py", STORE / "write_requests.py", STORE / "schema.py"]:
+    """Only store/storage/sql.py calls the driver (``execute_sql`` / ``cursor``) in the modules it serves."""
+    for path in [*OWNED, STORE / "storage" / "db.py", STORE / "storage" / "write_requests.py",
+                 STORE / "storage" / "schema.py"]:
         if path.name == "sql.py":
             continue
         text = path.read_text()
@@ -125,10 +130,10 @@ def test_raw_sql_is_written_only_through_the_sql_layer() -> None:
 SQL_TEXT = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|SET|LISTEN|CREATE|ALTER|DROP)\s", re.IGNORECASE)
 
 
-@pytest.mark.parametrize("name", ["db.py", "backends.py"])
+@pytest.mark.parametrize("name", ["storage/db.py", "storage/backends.py"])
 def test_the_database_opener_and_the_backends_write_no_sql_of_their_own(name: str) -> None:
     """The opener and the backend classes (which wrap the driver) leave every statement to
-    store/sql.py (the session set-up included): no SQL text in them, none sent by hand."""
+    store/storage/sql.py (the session set-up included): no SQL text in them, none sent by hand."""
     tree = ast.parse((STORE / name).read_text())
     texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
     texts += ["".join(v.value for v in n.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
@@ -357,11 +362,11 @@ def _store_imports() -> dict[str, set[str]]:
 
 
 def test_no_package_cycle_in_the_store() -> None:
-    """The cycle ``store.ledger`` (its ``__init__``) → facade → actions → ``store.ledger.core``
-    (issue 24) made importing one part of the ledger import the actions, which import the ledger:
+    """A cycle like ``store.ledger`` (its ``__init__``) → facade → actions → the ledger's core
+    made importing one part of the ledger import the actions, which import the ledger:
     the facade now lives above both packages (store/facade.py)."""
     graph = _store_imports()
-    assert "store.ledger" in graph["store.actions.apply"]  # a part's users do run the package
+    assert "store.ledger" in graph["store.actions.abort"]  # a part's users do run the package
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -394,9 +399,9 @@ def test_no_package_cycle_in_the_store() -> None:
 
 # ---------------------------------------------------------------------- test hooks live in tests
 def test_named_points_are_a_module_function_tests_replace_not_a_ledger_attribute(ledger, monkeypatch) -> None:
-    """Issue 24: the points where a test holds a transaction open (store/checkpoints.py) are
+    """Issue 24: the points where a test holds a transaction open (store/storage/checkpoints.py) are
     reached through a module function, which tests replace; a Ledger carries no hook table."""
-    from store import checkpoints
+    from store.storage import checkpoints
 
     assert not hasattr(ledger, "hooks") and not hasattr(ledger, "hook")
     assert checkpoints.reach("claim.locked", "t", "a") is None  # production: nothing
@@ -425,9 +430,9 @@ def test_no_store_module_imports_or_re_exports_another_modules_private_names() -
     assert not bad, bad
 
 
-@pytest.mark.parametrize("name", ["estimates.py", "signals.py", "analysis.py"])
+@pytest.mark.parametrize("name", ["estimation/estimates.py", "reading/signals.py", "reading/analysis.py"])
 def test_estimates_and_signals_read_through_the_ledger_not_their_own_queries(name: str) -> None:
-    """Issue 24: what the estimates and the signals read is typed rows from store/ledger/evidence.py
+    """What the estimates and the signals read is typed rows from store/estimation/evidence.py
     (or the facade), not queries they build themselves (no models, no Peewee, no raw SQL)."""
     tree = ast.parse((STORE / name).read_text())
     imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
@@ -538,7 +543,7 @@ def test_the_row_style_check_sees_the_old_styles() -> None:
 
 
 def test_the_task_and_node_records_are_the_tables_columns() -> None:
-    """store/tables.py: a column added to the task or node model is added to its record (the
+    """store/storage/tables.py: a column added to the task or node model is added to its record (the
     ledger's writes read it typed); the records hold nothing the tables do not."""
     assert TaskRecord._fields == tuple(f.column_name for f in Task._meta.sorted_fields)
     assert NodeRecord._fields == tuple(f.column_name for f in Node._meta.sorted_fields)

@@ -1,4 +1,4 @@
-"""Task rows kept from the journal (``store/tally.py``, issue 29) equal what a full read says.
+"""Task rows kept from the journal (``store/reading/tally.py``, issue 29) equal what a full read says.
 
 Random sequences of every operation — tasks made and grown (a finished task reopened by growth),
 claims (of a task and of any), heartbeats, commits with follow-up nodes, retryable and final
@@ -21,8 +21,8 @@ import pytest
 
 from store import Budget, Ledger, ManualClock, NodeSpec
 from store.errors import LeaseLost, WardenError
-from store.report import status_json, task_json
-from store.tally import TaskTally, current
+from store.reading.cli_json import status_json, task_json
+from store.reading.tally import TaskTally, current
 
 T0 = 1_800_000_000.0
 
@@ -252,7 +252,7 @@ def test_heartbeats_and_notes_move_the_row_without_reading_nodes(tmp_path, beats
 
 def test_an_unknown_event_kind_reads_its_task_whole(tmp_path):
     """A kind this module does not know may change nodes without naming them: the task is read whole."""
-    from store import sql
+    from store.storage import sql
 
     clock = ManualClock(T0)
     path = str(tmp_path / "l.db")
@@ -277,7 +277,7 @@ def test_an_unknown_event_kind_reads_its_task_whole(tmp_path):
 
 
 def test_live_leases_names_each_worker_holding_a_live_lease(ledger, clock):
-    from store.tally import live_leases
+    from store.reading.tally import live_leases
 
     for tid in ("a", "b"):
         ledger.create_task(tid)

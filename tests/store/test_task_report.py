@@ -8,9 +8,9 @@ import hashlib
 import pytest
 
 from store import Budget, Ledger, NodeSpec
-from store import schema
-from store.db import is_sqlite, open_database
-from store.task_report import task_report
+from store.storage import schema
+from store.storage.db import is_sqlite, open_database
+from store.reading.task_report import task_report
 
 LONG = 10**7
 KEYS = ["best_artifact", "unfinished", "budget", "handoffs_open", "effects_unconfirmed"]

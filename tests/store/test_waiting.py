@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from store import Budget, LeaseLost, Ledger, ManualClock, NodeSpec, Refused, StaleRevision
-from store.budget import clock_stopped
-from store.budget import gate as budget_gate
-from store.report import status_json
+from store.judges.budget import clock_stopped
+from store.judges.budget import gate as budget_gate
+from store.reading.cli_json import status_json
 
 LONG = 10**7  # leases that never expire in these tests
 

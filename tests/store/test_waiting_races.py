@@ -17,7 +17,7 @@ import traceback
 import pytest
 
 from store import Ledger, NodeSpec
-from store.db import is_sqlite
+from store.storage.db import is_sqlite
 from tests.store.test_action_races import BARRIER_TIMEOUT, _collect, _jitter
 
 ROUNDS = 150

@@ -11,8 +11,8 @@ import os
 import pytest
 
 from store import Ledger, NodeSpec, Refused
-from store.report import graph_json, status_json
-from store.signals import Thresholds, signals_for_task
+from store.reading.cli_json import graph_json, status_json
+from store.reading.signals import Thresholds, signals_for_task
 
 LONG = 10**7
 
@@ -202,7 +202,7 @@ def test_a_read_only_reader_sees_the_wake_but_writes_nothing(ledger_path, ledger
 
 
 def test_a_failed_auto_resume_is_recorded_and_said(ledger, two_tasks, clock, monkeypatch):
-    from store import wake
+    from store.parks import wake
 
     _park(ledger, wake_on="at:1m", auto_resume=True)
     clock.advance(61)

@@ -21,7 +21,7 @@ import pytest
 
 from store import Ledger, Refused
 from store.errors import InvalidValue
-from store import wake_conditions as wc
+from store.parks import conditions as wc
 from tests.support import not_regular
 
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -166,7 +166,7 @@ def test_bytes_and_time_bounds(parked_ready, tmp_path, monkeypatch):
 def test_a_reader_never_blocks_on_a_fifo_swapped_in_between_its_lstat_and_open(tmp_path, monkeypatch):
     """The race: lstat sees a regular file, then it becomes a FIFO before the open. O_NONBLOCK
     opens it without waiting for a writer, and fstat refuses it."""
-    from store import lockguard
+    from store.storage import lockguard
 
     p = tmp_path / "racy"
     p.write_text("x")

@@ -11,7 +11,7 @@ import pytest
 
 from console.cli import main as warden
 from store import Ledger
-from store.db import write_tx
+from store.storage.db import write_tx
 from store.worker import LeaseKeeper, StepFailed, StepResult, work_once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,4 +1,4 @@
-"""SQLite writers queue at the write gate (store/writegate.py) — with real processes.
+"""SQLite writers queue at the write gate (store/storage/writegate.py) — with real processes.
 
 A process holding ``<ledger>-writers`` holds back every Warden write to that ledger until it lets
 go; one that holds it past ``busy_timeout_s`` makes a write ``LedgerBusy`` (nothing written) and
@@ -17,7 +17,7 @@ import pytest
 
 from store import Ledger, NodeSpec
 from store.errors import LedgerBusy
-from store.writegate import GATE_SUFFIX
+from store.storage.writegate import GATE_SUFFIX
 
 HOLDER = r"""
 import fcntl, os, sys
@@ -211,7 +211,7 @@ def test_a_writer_that_loses_the_race_to_make_the_gate_queues_at_the_one_made(tm
     writes without it (SQLite's busy handler alone: claims of 0.5-1.4 s at a fleet's start). What
     was made in its place that cannot be a gate (a symlink, a FIFO) is neither followed nor waited
     on: writing goes on under SQLite's lock alone, as for a gate found that way."""
-    from store import writegate
+    from store.storage import writegate
 
     path = str(tmp_path / "l.db")
     gate = path + GATE_SUFFIX
@@ -247,7 +247,7 @@ def test_a_writer_that_loses_the_race_to_make_the_gate_queues_at_the_one_made(tm
 def test_writers_starting_at_once_on_a_ledger_at_rest_all_queue_at_one_gate(tmp_path):
     """Threads of one process (each write opens the gate on its own descriptor, as processes do)
     told to go at once, 30 times on a ledger at rest: every one holds the same gate, never none."""
-    from store import writegate
+    from store.storage import writegate
 
     path = str(tmp_path / "l.db")
     gate = path + GATE_SUFFIX

@@ -32,15 +32,17 @@ Predicate = Callable[[pyte.Screen], bool]
 class Terminal:
     """A process on a pty of ``cols``×``rows``; its output drawn on a pyte screen."""
 
-    def __init__(self, argv: list[str], cols: int = 100, rows: int = 30, env: dict | None = None) -> None:
+    def __init__(self, argv: list[str], cols: int = 100, rows: int = 30, env: dict | None = None,
+                 cwd: str | os.PathLike[str] | None = None, clean_env: bool = False) -> None:
         self.screen = pyte.Screen(cols, rows)
         self.stream = pyte.ByteStream(self.screen)
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        full_env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(cols), LINES=str(rows),
-                        PYTHONPATH=str(ROOT), **(env or {}))
+        base = {} if clean_env else dict(os.environ)  # clean_env: only ``env`` (a client under test)
+        full_env = {**base, "TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows),
+                    "PYTHONPATH": str(ROOT), **(env or {})}
         self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=full_env,
-                                     start_new_session=True, cwd=ROOT)
+                                     start_new_session=True, cwd=cwd or ROOT)
         os.close(slave)
         self.master = master
         self.lock = threading.Lock()

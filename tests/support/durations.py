@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from store import Ledger, ManualClock, NodeSpec
-from store.estimates import DurationHistory, estimate_task
+from store.estimation.estimates import DurationHistory, estimate_task
 
 STAGES = (0.10, 0.25, 0.50, 0.75, 0.90)
 
@@ -199,7 +199,7 @@ WORKLOADS: dict[str, Maker] = {
     "rich bimodal history (10 s / 60 s, even)": _simple(bimodal(10, 60, p_a=0.5, sigma=0.2), history=400),
     "rich bimodal history (30 s / 300 s, σ0.5)": _simple(bimodal(30, 300, p_a=0.7, sigma=0.5), history=250,
                                                         workers=3, deps="layered", n=50),
-    # issue 25, held-out style: a fresh mixture every trial (store/mixture.py's clusters)
+    # issue 25, held-out style: a fresh mixture every trial (store/estimation/mixture.py's clusters)
     "mixtures: 2 clusters 3-20×, 20/80-50/50, 60-400 runs": _mixtures(),
     "mixtures: 3 clusters, 60-400 runs": _mixtures(three=True),
     "mixtures: 2 clusters, short history (20-60 runs)": _mixtures(history=(20, 60)),
@@ -327,7 +327,7 @@ def expected_coverage(make: Maker, *, trials: int, seed: int, draws: int = 200,
     ``draws`` fresh runs of its pending nodes (drawn by the workload itself) whose remaining time
     stayed within it — a late figure of a clustered kind rests on a few draws, so whether it held
     says little about that chance."""
-    from store.estimates import NodeState, dists_for, task_estimate
+    from store.estimation.estimates import NodeState, dists_for, task_estimate
 
     rng = random.Random(seed)
     out = []

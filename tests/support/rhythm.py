@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from store import Ledger, ManualClock, NodeSpec
-from store.estimates import DurationHistory
-from store.signals import signals_for_task
+from store.estimation.estimates import DurationHistory
+from store.reading.signals import signals_for_task
 
 from .wording import narrative
 

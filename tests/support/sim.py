@@ -8,7 +8,7 @@ still new); some fall into a *loop*: from a random point their observations stop
 (either the same text again, or old lines reshuffled) and their units stop moving, until the agent
 gives up after ``loop_giveup_obs`` observations and the node is retried.
 
-While the tasks run, a :class:`store.analysis.TaskAnalysis` is fed the journal like the console
+While the tasks run, a :class:`store.reading.analysis.TaskAnalysis` is fed the journal like the console
 would, and after every heartbeat the node's signals are read. At 25 / 50 / 75 % of a task's nodes
 finished, the task's P50/P80 (``estimates.estimate_task``, what ``warden status`` shows) is
 recorded; when the task completes, each is checked against the time that was actually left.
@@ -29,9 +29,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.analysis import TaskAnalysis
+from store.reading.analysis import TaskAnalysis
 from store.clock import ManualClock
-from store.estimates import DurationHistory, estimate_task
+from store.estimation.estimates import DurationHistory, estimate_task
 from store import Ledger
 from store.views import NodeSpec
 

@@ -3,7 +3,7 @@
 A *trial* is one task whose node ``a`` follows a script of heartbeats — gaps, observations, units,
 declared waits, attempts that fail and are retried — while neighbour nodes of the same task
 heartbeat at their own rates. After every heartbeat of ``a`` (and at the end of each of its
-silences) ``store.signals.signals_for_task`` — what ``warden status`` shows — is read.
+silences) ``store.reading.signals.signals_for_task`` — what ``warden status`` shows — is read.
 
 * **Loops** (``tests/support/observations.LOOPS``): a healthy prefix of 0-6 observations, then the
   loop. Recall = trials alarmed (severity ``alarm``) within 5 observations of the loop's start;
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from store import Ledger, ManualClock, NodeSpec
-from store.estimates import DurationHistory
-from store.signals import signals_for_task
+from store.estimation.estimates import DurationHistory
+from store.reading.signals import signals_for_task
 
 from .observations import LOOPS, PREAMBLE, PROGRESS, Gen, sentence, text
 
