@@ -11,8 +11,10 @@ screen, never by the size of a task:
   in the worker, then fed the journal's events): the **task figure** (the same as ``warden
   status``), **per-node P80s only for the rows on screen** and a screen either side (a few dozen
   nodes, not 100k), **signals** of the running and parked nodes and the task's own;
-* a run that asks only for the rows' P80s of a graph the worker does not follow yet (the first
-  screen of a graph still loading) gets them from the ledger (``estimate_graph`` of those rows);
+* while the console is still loading the graph, the same figures from the ledger, without reading
+  the graph (``estimate_task``, ``estimate_graph`` of the rows on screen, ``signals_for_task``): the
+  worker reads it once the console has (two reads of a 100k-node graph at once, on a machine of two
+  cores, kept both waiting);
 * the other tasks of the task list with ``estimate_task`` / ``signals_for_task``.
 
 :class:`Analyst` is the worker's memory between runs. It follows the journal itself (the same
@@ -58,10 +60,11 @@ GraphFigures = tuple[str, "EtaJson | None", "Mapping[str, EtaJson] | None", "Seq
 @dataclass(frozen=True)
 class GraphRequest:
     """What the open graph needs: its task, and the rows on screen (and a screen either side)
-    whose P80 is shown."""
+    whose P80 is shown; ``loaded``: the console has the whole graph (the worker may read it too)."""
 
     task_id: str
     window: tuple[GraphRow, ...] = ()
+    loaded: bool = True
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ def graph_request(g: GraphModel, visible: range) -> GraphRequest:
     h = max(1, len(visible))
     lo, hi = max(0, visible.start - h), min(g.row_count(), visible.stop + h)
     window = tuple(n for n in (g.node_at(p) for p in range(lo, hi)) if n is not None) if len(visible) else ()
-    return GraphRequest(task_id=g.task_id, window=window)
+    return GraphRequest(task_id=g.task_id, window=window, loaded=g.complete)
 
 
 def window_covers(g: GraphModel, visible: range, keys: frozenset[str]) -> bool:
@@ -284,17 +287,8 @@ class Analyst:
                history: estimates.DurationHistory) -> GraphFigures:
         task = self.task_row(req.task_id, now)
         an = self.graph.analysis if self.graph.task_id == req.task_id else None
-        if an is None and parts == {"nodes"}:
-            # the first screen of a graph the worker does not follow yet: its rows' P80s from the
-            # ledger — estimate_graph of those rows alone, the task marked finished so that it
-            # skips the task figure (computed from the whole task, not from these rows)
-            node_etas: dict[str, EtaJson] | None = None
-            if req.window:
-                rows: tuple[Any, ...] = tuple(req.window)  # NodeRows carry what the estimates read
-                done = GraphView(task=replace(task, status="completed"), nodes=rows)
-                est = self.feed.read(lambda ledger: estimates.estimate_graph(ledger, done, history=history, now=now))
-                node_etas = {k: e.to_json() for k, e in est.nodes.items()}
-            return req.task_id, None, node_etas, None
+        if an is None and (parts == {"nodes"} or not req.loaded):
+            return self._graph_from_ledger(req, task, now, parts, history)
         if an is None:
             an = self.graph.build(self.feed, task)
         an.task = task
@@ -310,6 +304,26 @@ class Analyst:
             node_etas = {k: got[k].to_json() if k in got else none for k in keys}
         if "signals" in parts:
             sigs = [signal_json(s) for s in self.feed.read(lambda ledger: an.signals(now))]
+        return req.task_id, eta, node_etas, sigs
+
+    def _graph_from_ledger(self, req: GraphRequest, task: TaskView, now: float, parts: frozenset[str],
+                           history: estimates.DurationHistory) -> GraphFigures:
+        """The open graph's figures without its incremental analysis (not read yet): the task's
+        figure and signals as ``warden status`` gives them, and the rows on screen alone through
+        ``estimate_graph``, their task marked finished so that it skips the task figure."""
+        eta: EtaJson | None = None
+        node_etas: dict[str, EtaJson] | None = None
+        sigs: list[SignalJson] | None = None
+        if "eta" in parts:
+            eta = self.feed.read(lambda ledger: estimates.estimate_task(ledger, task, history=history, now=now)).to_json()
+        if "nodes" in parts and req.window:
+            rows: tuple[Any, ...] = tuple(req.window)  # NodeRows carry what the estimates read
+            done = GraphView(task=replace(task, status="completed"), nodes=rows)
+            est = self.feed.read(lambda ledger: estimates.estimate_graph(ledger, done, history=history, now=now))
+            node_etas = {k: e.to_json() for k, e in est.nodes.items()}
+        if "signals" in parts:
+            sigs = [signal_json(s) for s in self.feed.read(
+                lambda ledger: signals.signals_for_task(ledger, task, history=history, now=now))]
         return req.task_id, eta, node_etas, sigs
 
 

@@ -103,7 +103,7 @@ class AnalysisWorker:
         self.in_flight = req
         if req.graph is None:
             self.following = None
-        elif req.parts != frozenset({"nodes"}):
+        elif req.parts != frozenset({"nodes"}) and req.graph.loaded:
             self.following = req.graph.task_id
         self._send(encode(("run", req)), run=True)
         self._kick.set()

@@ -20,6 +20,7 @@ the dialog's workers; the views follow from the feed.
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
 from typing import Callable, Sequence
@@ -271,6 +272,8 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
             self.follower.analysis_dirty.update(t.task_id for t in p.all_tasks)
             if first and self.analysis_enabled:
                 self.analysis.run_analysis()
+            if first:
+                self.call_after_refresh(settle_heap)
         self.alerts.took(p)
 
     @on(LedgerStatus)
@@ -341,6 +344,17 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
             err = event.worker.error
             msg = str(err) if isinstance(err, WardenError) else f"{type(err).__name__}: {err}"
             self.notify(safe_line(msg, limit=300), title="error", severity="error", timeout=8, markup=False)
+
+
+def settle_heap() -> None:
+    """The console has drawn its first screen: what it holds now — its code, Textual's widgets and
+    styles, the task list — lives as long as it does. Python's full garbage collections walk every
+    object they track, and a Textual app's frames promote enough short-lived objects to run one
+    every few seconds while the screen moves: over the ~100k objects a console holds, each held the
+    interpreter the UI draws with for 300–800 ms on a loaded machine (tests/bench/bench_tmux.py
+    ``--trace``). Moved out of the collector's walks here (``gc.freeze``), once, a full collection
+    walks what changed since. (A graph's rows need nothing of the kind: ``console.model.Rows``.)"""
+    gc.freeze()
 
 
 def console_app(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",

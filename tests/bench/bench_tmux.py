@@ -167,6 +167,9 @@ def run(a: argparse.Namespace) -> dict:
                  "load1_start": round(os.getloadavg()[0], 2), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     argv = [sys.executable, "-m", "console", "console", "--ledger", str(target), "--runs", str(work)]
     env = {"PYTHONPATH": str(ROOT), "TERM": "xterm-256color"}
+    if a.trace:  # the console's timeline (tests/bench/console_trace.py), on the clock the gaps are stamped with
+        argv = [sys.executable, str(ROOT / "tests" / "bench" / "console_trace.py"), *argv[3:]]
+        env["WARDEN_BENCH_TRACE"] = str(Path(a.trace).resolve())
     tmux = Tmux(argv, a.cols, a.rows, env)
     server = tmux.server_pid()
     try:
@@ -206,6 +209,7 @@ def run(a: argparse.Namespace) -> dict:
             tmux.keys("Enter")
         interval, nxt = 1.0 / a.rate, time.monotonic()
         commits_t0 = nxt
+        out["commits_t0"] = round(commits_t0, 3)  # (the monotonic clock: a --trace file's)
         done: list[float] = []
         for _ in range(n):
             t = writer.send("commit")
@@ -277,6 +281,7 @@ def main() -> None:
     ap.add_argument("--cols", type=int, default=100)
     ap.add_argument("--rows", type=int, default=30)
     ap.add_argument("--burn", type=int, default=0, help="busy loops run beside the console (a loaded machine)")
+    ap.add_argument("--trace", help="run the console under tests/bench/console_trace.py, its timeline to this file")
     ap.add_argument("--out", help="also write the JSON report here")
     a = ap.parse_args()
     result = run(a)

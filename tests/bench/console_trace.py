@@ -9,7 +9,8 @@ trace), journal reads (``read>``/``read<`` with the thread's CPU time; inside th
 ``tally``), a delta posted to the app (``changed``), deltas applied (``apply>``/``apply<``), the once-a-second ``tick``, analysis runs
 sent to the worker process (``analyse>``: kind and tasks) and their results applied (``analysed>``/``analysed<``
 with the run's time in the worker), keys, frames (``frame>``/``frame<``: the compositor's update) and
-every write to the terminal (``out`` bytes). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
+every write to the terminal (``out`` bytes), and every garbage collection of the oldest generation
+or longer than 5 ms (``gc`` generation, ms, objects it walked). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
 sleeps 2 ms at a time notes each wake-up later than 4 ms (``late``) with where every other thread
 was then (``at``): who held the interpreter.
 
@@ -82,6 +83,20 @@ def gil_probe() -> None:
                     note("at", f"{names.get(ident, ident)}: {where}")
 
 
+_gc_started = [0.0]
+
+
+def gc_note(phase: str, info: dict) -> None:
+    if phase == "start":
+        _gc_started[0] = time.perf_counter()
+        return
+    ms = (time.perf_counter() - _gc_started[0]) * 1000
+    if info.get("generation") == 2 or ms > 5.0:
+        import gc  # noqa: PLC0415
+
+        note("gc", f"gen{info.get('generation')} {ms:.1f} ms, {sum(gc.get_count())} young, collected {info.get('collected')}")
+
+
 def install() -> None:
     from textual.drivers._writer_thread import WriterThread  # noqa: PLC0415 (a benchmark aid)
     from textual.screen import Screen
@@ -142,6 +157,9 @@ def install() -> None:
         await real_on_event(self, event)
 
     app_mod.WardenApp.on_event = on_event
+    import gc  # noqa: PLC0415
+
+    gc.callbacks.append(gc_note)
     threading.Thread(target=flush_every_second, daemon=True, name="trace-flush").start()
     if os.environ.get("WARDEN_BENCH_GIL_PROBE"):
         threading.Thread(target=gil_probe, daemon=True, name="gil-probe").start()

@@ -85,8 +85,15 @@ async def test_the_workers_figures_are_the_store_functions_figures(ledger_path):
         ids = [t.task_id for t in ledger.tasks()]
         window = list(ledger.graph_pages("report-001"))[0].nodes
     async with Client(ledger_path) as c:
+        loading = await c.run(RunRequest(NOW, GraphRequest("report-001", tuple(window), loaded=False),
+                                         ("report-001",), kind="full"))
+        assert c.worker.stats["graph_builds"] == 0  # the console is still loading it: not read twice at once
         got = await c.run(everything(ids, "report-001", window))
-    assert got.error is None and got.kind == "full"
+        assert c.worker.stats["graph_builds"] == 1 and c.worker.stats["following"] == "report-001"
+    assert got.error is None and got.kind == "full" and loading.error is None
+    # the same figures, from the ledger, while it loads (its rows' figures: the unfinished ones')
+    assert loading.graph[1] == got.graph[1] and loading.graph[3] == got.graph[3]
+    assert loading.graph[2] and all(got.graph[2][k] == e for k, e in loading.graph[2].items())
     with Ledger.open(ledger_path, create=False, read_only=True, clock=ManualClock(NOW)) as ledger:
         for tid in ids:
             if tid == "report-001":

@@ -38,22 +38,40 @@ def model_of(ledger: Ledger) -> GraphModel:
     return g
 
 
-def test_the_analysis_shares_the_models_rows(tmp_path):
+def test_an_analysis_built_from_lean_rows_shares_them(tmp_path):
     with ledger_with(tmp_path / "l.db") as ledger:
-        g = model_of(ledger)
-        an = TaskAnalysis(ledger, "t", rows=g.nodes, task=g.task, cursor=g.loaded_at)
-        assert len(an.nodes) == len(g.nodes) == 300
-        shared = sum(1 for n in g.nodes if an.nodes[n.key] is n)
-        running = [n for n in g.nodes if n.status == "running"]
+        pages = list(ledger.graph_pages("t", first=50, page=100))
+        rows = [n for p in pages for n in p.nodes]
+        an = TaskAnalysis(ledger, "t", rows=rows, task=pages[0].task, cursor=pages[0].at)
+        assert len(an.nodes) == len(rows) == 300
+        shared = sum(1 for n in rows if an.nodes[n.key] is n)
+        running = [n for n in rows if n.status == "running"]
         assert shared == 300 - len(running) == 295  # the same tuple objects, not copies
         # running nodes are re-read whole (signals read more of them); nothing else is
         assert all(type(an.nodes[n.key]) is NodeView for n in running)
-        assert all(type(n) is NodeRow for n in g.nodes)
+        assert an.signals() == TaskAnalysis(ledger, "t").signals()  # and the same figures
+
+
+def test_the_graph_models_rows_are_lean_and_the_collector_does_not_walk_them(tmp_path):
+    import gc
+
+    with ledger_with(tmp_path / "l.db") as ledger:
+        g = model_of(ledger)
+        assert all(type(n) is NodeRow for n in g.nodes) and len(g.nodes) == 300
         # a lean row: one tuple of references per node
         assert sys.getsizeof(g.nodes[0]) <= sys.getsizeof(tuple(range(len(NodeRow._fields))))
         # one dependent per node here: kept as the key itself, not a list per node
         assert all(isinstance(v, str) for v in g.dependents._by.values())
-        assert an.signals() == TaskAnalysis(ledger, "t").signals()  # and the same figures
+        gc.collect()
+        held = g.nodes._items
+        untracked = [r for r in held if not gc.is_tracked(r)]
+        assert len(untracked) == 300  # plain tuples of plain values: a full collection skips them
+        # a node updated since is held whole, and read back as it was given
+        view = ledger.nodes("t", [g.nodes[7].key])[0]
+        g.apply([view], as_of=ledger.last_event_id() + 1)
+        assert g.nodes[7] is view and g.node_at(7) is view
+        g.set_filter("status:run")
+        assert [g.node_at(p).status for p in range(g.row_count())] == ["running"] * 5
 
 
 def test_the_workers_open_graph_reads_the_graph_once_then_follows_the_journal(tmp_path):
