@@ -267,6 +267,13 @@ def run_hook(argv: Sequence[str], alert: Alert, *, timeout: float = HOOK_TIMEOUT
             proc.kill()
         proc.wait()
         return f"--on-alert {argv[0]}: still running after {timeout:g}s, killed"
+    # What it left running in its process group (``sh -c 'notify &'``) ends with it: a console
+    # running for days must not gather one stray process per alert, nor leave them when it quits.
+    # (The group's id stays reserved while any member lives, so this reaches only the hook's own.)
+    try:
+        os.killpg(proc.pid, signals_mod.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
     if proc.returncode != 0:
         lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
         last = f": {safe_line(lines[-1].strip(), limit=200)}" if lines else ""

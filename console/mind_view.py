@@ -153,6 +153,9 @@ def memory_line(m: MemoryView, now: float) -> Text:
     out.append(f"  ({where}; from ", style="dim")
     out.append_text(_t(f"{m.task_id}/{m.node}", 120, "dim"))
     out.append(f", {age_label(now - m.proposed_at)})", style="dim")
+    if m.source:
+        out.append("  source: ", style="dim")
+        out.append_text(_t(m.source, 200, "dim"))
     if m.decided_by:
         out.append("  ")
         out.append_text(_t(f"{m.status} by {m.decided_by}: {m.decision_reason or ''}", 200, "dim"))

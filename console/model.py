@@ -33,7 +33,26 @@ def status_cell(status: str, glyphs: Mapping[str, str]) -> Cell:
     return (f"{glyphs.get(status, '?')} {safe_line(status)}", status if status in glyphs else "")
 
 
+# Signals that say what a node waits on, not that something is wrong: shown where the node is
+# (the graph's lease column, the node detail), never counted as a warning.
+WAITS = ("quota_wait",)
+
+
+def alerting(signals: Sequence[SignalJson]) -> list[SignalJson]:
+    return [s for s in signals if s.get("kind") not in WAITS]
+
+
+def quota_waited(signals: Sequence[SignalJson]) -> str | None:
+    """The quota a node waits on (its ``quota_wait`` signal's evidence: "waiting on quota NAME (…"), or None."""
+    for s in signals:
+        if s.get("kind") == "quota_wait":
+            words = str(s.get("evidence") or "").split()
+            return words[3] if len(words) > 3 and words[:3] == ["waiting", "on", "quota"] else "?"
+    return None
+
+
 def signals_cell(signals: Sequence[SignalJson]) -> Cell:
+    signals = alerting(signals)
     if not signals:
         return (MARKS["dash"], "dim")
     sev = {(s.get("severity") or "warn") for s in signals}
@@ -403,12 +422,18 @@ class GraphModel:
         if not n.has_lease:
             if n.status == "pending" and n.next_retry_at and n.next_retry_at > self.clock():
                 return (f"retry {duration_label(n.next_retry_at - self.clock())}", "dim")
+            quota = self.quota_wait(n.key) if n.status == "pending" else None
+            if quota is not None:
+                return (f"quota {safe_line(quota, limit=10)}", "dim")
             return (MARKS["dash"], "dim")
         left = (n.lease_until or 0) - self.clock()
         owner = safe_line(n.lease_owner or "?", limit=8)
         if left <= 0:
             return (f"{owner} expired", "alarm")
         return (f"{owner} {duration_label(left)}", "")
+
+    def quota_wait(self, key: str) -> str | None:
+        return quota_waited(self.signals.get(key, ()))
 
     def row_cells(self, pos: int) -> list[Cell]:
         n = self.node_at(pos)

@@ -61,8 +61,18 @@ def report_text(r: JsonMapping) -> Text:
         head.append(" from node ")
         head.append_text(Text(safe_line(best["node"])))
         head.append(f", {best['bytes']} bytes, sha256 {best['sha256']}, at {best['at']}")
-        if not best["current"]:
+        check = best.get("verification") or {}
+        if check.get("status") == "failed":
+            head.append("  UNVERIFIED: failed verification by ", style="bold")
+            head.append_text(Text(safe_line(check.get("by")), style="bold"))
+            head.append(": ")
+            head.append_text(Text(safe_line(check.get("verdict"), limit=200)))
+            head.append("  (warden export refuses it without --unverified)", style="dim")
+        elif not best["current"]:
             head.append("  (superseded: its node was rewound or failed since)", style="bold")
+        elif check.get("status") == "passed":
+            head.append("  verified by ")
+            head.append_text(Text(safe_line(check.get("by"))))
         put(head)
     put(Text("budget:", style="bold"))
     for text in budget_lines(r["budget"]):

@@ -38,7 +38,8 @@ from store.reading.cli_json import budget_json, empty_eta
 from store.views import EventView, TaskView
 
 from .glyphs import MARKS, TASK_GLYPHS, age_label, eta_label, task_label
-from .model import FINISHED_TASK, TASK_COLUMNS, EtaJson, SignalJson, progress_text, signals_cell, status_cell
+from .model import (FINISHED_TASK, TASK_COLUMNS, EtaJson, SignalJson, alerting, progress_text, signals_cell,
+                    status_cell)
 from .text import safe_line
 from .widgets.figures import gauge
 from .widgets.rowlist import Cell
@@ -108,7 +109,7 @@ def severities(view: TaskView, signals: Sequence[SignalJson]) -> tuple[int, int,
     """(alarms, warnings, budget gate, budget ratio) of a task row: its signals, and its budget's
     gate as the row shows it (a hard or stop gate is an alarm, a soft one a warning)."""
     alarms = warns = 0
-    for s in signals:
+    for s in alerting(signals):
         if s.get("severity") == "alarm":
             alarms += 1
         else:

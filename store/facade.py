@@ -53,9 +53,11 @@ from store.views import (
     NodeView,
     ObservationView,
     Pulse,
+    QuotaUse,
     TaskView,
 )
 from store.ledger import build, claims, fenced, queries, unsafe, waits
+from store.ledger import quotas as quotas_mod
 from store.checked import checked
 from store.storage.core import LedgerCore
 
@@ -122,18 +124,39 @@ class Ledger(LedgerCore):
         max_claims: int | None = None,
         actor: str = "",
         serves: Sequence[str] = (),
+        quotas: Sequence[str] = (),
+        failure_class: str | None = None,
     ) -> NodeView:
         """Add one node. Unknown dependencies and cycles are refused; re-adding the same node
         with the same dependencies is a no-op (an agent may die between deciding and adding).
-        ``serves``: the task's requirement ids this node's work serves (unknown ids are refused)."""
+        ``serves``: the task's requirement ids this node's work serves (unknown ids are refused).
+        ``quotas``: the declared quotas its claims draw on (``declare_quota``; undeclared names are
+        refused). ``failure_class="irreversible_write"``: its work cannot be undone — not retryable,
+        and each effect waits for a person's confirmation (docs/agents.md "Irreversible effects")."""
         spec = NodeSpec(key, kind, tuple(deps), title, preconditions, est_wall_s, est_tokens,
-                        always_admit, retryable, units_total, max_claims, tuple(serves))
+                        always_admit, retryable, units_total, max_claims, tuple(serves), tuple(quotas), failure_class)
         build.add_nodes(self, task_id, [spec], actor)
         return self.node(task_id, key)
 
     def add_nodes(self, task_id: str, specs: Iterable[NodeSpec], *, actor: str = "") -> int:
         """Add many nodes in one transaction (any order among themselves). Returns how many were new."""
         return build.add_nodes(self, task_id, list(specs), actor)
+
+    # ------------------------------------------------------------------ shared quotas
+    def declare_quota(self, name: str, capacity: int, *, window_s: float | None = None,
+                      task_id: str | None = None, actor: str = "") -> QuotaUse:
+        """Declare (or change) a shared external quota nodes draw on (``add_node(..., quotas=[name])``):
+        with ``window_s``, at most ``capacity`` claims start in any ``window_s`` seconds (a rate
+        limit); without, at most ``capacity`` nodes hold it at once (a licence, a GPU). On the whole
+        ledger, or on one task (``task_id``: its own quota of that name wins). Claims in every
+        process respect it; a node waiting on it stays pending (docs/agents.md "Shared quotas")."""
+        quotas_mod.declare(self, name, int(capacity), window_s=window_s, task_id=task_id, actor=actor)
+        return run_read(self.db, lambda: quotas_mod.quota(self, name, task_id))
+
+    @retry_read
+    def quotas(self, task_id: str | None = None) -> list[QuotaUse]:
+        """The ledger's quotas (and ``task_id``'s own), each with how much is in use now."""
+        return quotas_mod.quotas(self, task_id)
 
     # ------------------------------------------------------------------ claims and the budget
     @retry_read
@@ -307,23 +330,25 @@ class Ledger(LedgerCore):
         fenced.confirm_effect(self, claim, effect_key, external_id=external_id, compensation=compensation)
         return queries.effect(self, claim.task_id, effect_key)
 
-    def note(self, claim: Claim, text: str, *, layer: str = "decision") -> int:
-        """Journal a note from the agent (a decision, an observation worth keeping)."""
-        return fenced.note(self, claim, text, layer=layer)
+    def note(self, claim: Claim, text: str, *, layer: str = "decision", data: JsonMapping | None = None) -> int:
+        """Journal a note from the agent (a decision, an observation worth keeping); ``data``: more
+        keys for the event's payload."""
+        return fenced.note(self, claim, text, layer=layer, data=data)
 
     # ------------------------------------------------------------------ the task's mind (store/mind/)
     def conclude(self, claim: Claim, text: str, *, source: str | None = None, kind: str = "finding",
                  reason: str | None = None) -> int:
         """Record what this step found (``kind="finding"``) or a path it tried and abandoned
-        (``kind="rejected"``, ``reason`` required), with where it came from (``source``: a file, a
-        command). Later claims are handed them (``inputs["memory"]``). Returns the entry's id."""
+        (``kind="rejected"``, ``reason`` required), with where it came from (``source``, required: a
+        file, a command's output). Later claims are handed them (``inputs["memory"]``). Returns the entry's id."""
         return mind_agent.conclude(self, claim, text, source=source, kind=kind, reason=reason)
 
-    def propose_memory(self, claim: Claim, text: str, *, scope: str = "kind") -> str:
+    def propose_memory(self, claim: Claim, text: str, *, scope: str = "kind", source: str | None = None) -> str:
         """Propose a memory for later tasks of this workflow (``scope="kind"``: nodes of this
-        node's kind; ``"workflow"``: every node). Pending until a person confirms it; never handed
-        out before. Returns its id (the same text again returns the same id)."""
-        return mind_agent.propose_memory(self, claim, text, scope=scope)
+        node's kind; ``"workflow"``: every node), with where it came from (``source``, required: a
+        file, a command's output). Pending until a person — not a worker of the task — confirms it;
+        never handed out before. Returns its id (the same text again returns the same id)."""
+        return mind_agent.propose_memory(self, claim, text, scope=scope, source=source)
 
     def replan(self, task_id: str, *, add: Sequence[NodeSpec] = (), remove: Sequence[str] = (),
                reorder: Sequence[str] = (), narrow: JsonMapping | None = None, trigger: str,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple
 
 from store import validate as v
+from store.clock import duration_text
 from store.jsontypes import JsonMapping, JsonValue
 from store.mind import rules as mind_rules
 from store.mind.views import MindState, NodeMind
@@ -50,12 +51,22 @@ class NodeSpec:
     units_total: float | None = None
     max_claims: int | None = None
     serves: tuple[str, ...] = ()  # the task's requirement ids this node serves
+    quotas: tuple[str, ...] = ()  # the shared quotas its claims draw on (store/ledger/quotas.py)
+    # "irreversible_write": its effects cannot be undone (implies retryable=False): a person
+    # confirms each effect before it is intended (store/ledger/confirm.py)
+    failure_class: str | None = None
 
     def __post_init__(self) -> None:
         """Check every field (``InvalidValue`` names the bad one); ``deps`` and ``serves`` become tuples."""
         check_node_spec(self)
         object.__setattr__(self, "deps", tuple(self.deps))
+        object.__setattr__(self, "quotas", tuple(self.quotas or ()))
         object.__setattr__(self, "serves", mind_rules.serves("serves", self.serves, "NodeSpec"))
+
+
+# What a node may be declared to be: "irreversible_write" — its work cannot safely run twice
+# (retryable=False), and each effect it intends waits for a person's confirmation.
+DECLARED_CLASSES = ("irreversible_write",)
 
 
 def check_node_spec(spec: NodeSpec, where: str = "NodeSpec") -> None:
@@ -75,6 +86,10 @@ def check_node_spec(spec: NodeSpec, where: str = "NodeSpec") -> None:
     v.number("units_total", f("units_total"), where, hi=v.UNITS_MAX)
     v.number("max_claims", f("max_claims"), where, lo=1, hi=v.COUNT_MAX, integer=True)
     mind_rules.serves("serves", f("serves"), where)
+    v.strings("quotas", f("quotas"), where, each=lambda a, x, w: v.name(a, x, w, limit=v.KIND_MAX))
+    if f("failure_class") is not None and f("failure_class") not in DECLARED_CLASSES:
+        raise v.refuse("failure_class", f"declared on a node must be one of {', '.join(DECLARED_CLASSES)}",
+                       f("failure_class"), where=where)
 
 
 @dataclass(frozen=True)
@@ -388,3 +403,29 @@ class NodeDetail:
     events: tuple[EventView, ...]  # decision layer first, then the rest, each newest first
     failure: EventView | None = None  # the node's last ``node.failed`` event (its own class and flags)
     mind: NodeMind | None = None  # what it serves, what its next claim is handed (store/mind/read.py)
+
+QUOTA_LEDGER = ""  # the scope of a quota every task of the ledger shares
+
+
+@dataclass(frozen=True)
+class QuotaUse:
+    """A quota as it stands now: its declaration, how much of it is in use and, for a windowed
+    one, when the oldest draw in the window leaves it (when a place frees)."""
+
+    scope: str  # "" the ledger, else the task id
+    name: str
+    capacity: int
+    window_s: float | None
+    in_use: int
+    frees_at: float | None
+
+    @property
+    def full(self) -> bool:
+        return self.in_use >= self.capacity
+
+    def describe(self) -> str:
+        where = "ledger" if self.scope == QUOTA_LEDGER else f"task {self.scope}"
+        if self.window_s is None:
+            return f"{self.in_use} of {self.capacity} held at once ({where} quota)"
+        return (f"{self.in_use} of {self.capacity} claims in the last {duration_text(self.window_s)} "
+                f"({where} quota)")

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store.actions", "store.parks", "store.recovery"),  # operator actions, parks and their wake-ups, recovery
     ("store.facade", "store.checked", "store.worker"),   # the typed Ledger and the agent helpers
     ("store.reading",),                        # the read side: feed, signals, analysis, tallies, reports
-    ("store.adapters",),                       # agent integrations (warden run, mcp, hooks, LangGraph)
+    ("store.adapters", "store.notify"),        # integrations: agents (warden run, mcp, hooks, LangGraph); notifications
     ("store",),                                # the public face and the public import paths
 )
 

@@ -179,10 +179,21 @@ def run_action(args: argparse.Namespace, make_plan: Callable[[Ledger], Plan], *,
         if args.json:
             print_json(done.to_json())
         else:
-            out_console().print(
-                Text(f"applied (action {done.action_id}, revision {done.revision} → {done.revision_after}): ")
-                + Text(safe_line(done.summary())))
+            c = out_console()
+            c.print(Text(f"applied (action {done.action_id}, revision {done.revision} → {done.revision_after}): ")
+                    + Text(safe_line(done.summary())))
+            render_differed(done, c)
         return 0
+
+
+def render_differed(done: Plan, c: Console) -> None:
+    """What the applied plan found changed since the preview, one line each (nothing when it was
+    applied exactly as previewed)."""
+    if not done.differed:
+        return
+    c.print("  differed from the preview (within what it promised):")
+    for note in done.differed.notes:
+        c.print(Text("    ") + Text(safe_line(note)), soft_wrap=True)
 
 
 def _keys(keys: Iterable[str]) -> str:
@@ -290,4 +301,4 @@ def _resumed(ledger: Ledger, wake: JsonMapping) -> bool:
 
 
 __all__ = ["add_action", "cmd_action", "cmd_check_wakes", "plan_arguments", "register", "registrar_after",
-           "render_plan", "run_action"]
+           "render_differed", "render_plan", "run_action"]

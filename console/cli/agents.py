@@ -47,10 +47,11 @@ def register(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "run", parents=flags(*shared), formatter_class=argparse.RawDescriptionHelpFormatter,
         help="supervise any command as one node: heartbeats, output, park/abort/rewind signals",
-        description="Run CMD as one ledger node: its own process group, stdin on /dev/null, its output\n"
-                    "recorded as observations. park → SIGSTOP, resume → SIGCONT, abort → SIGTERM then\n"
-                    "SIGKILL, rewind → restart with $WARDEN_REWIND_REASON. Exit 0 commits; any other\n"
-                    "status fails the node (docs/agents.md, \"warden run\").",
+        description="Run CMD as one ledger node: stdin on /dev/null, its output recorded as observations.\n"
+                    "park stops every process it started (never inside a ledger write), resume continues\n"
+                    "them, abort → SIGTERM then SIGKILL to all of them, rewind → restart with\n"
+                    "$WARDEN_REWIND_REASON; if warden run dies, its keeper ends the command. Exit 0\n"
+                    "commits; any other status fails the node (docs/agents.md, \"warden run\").",
         epilog=RUN_EXAMPLE)
     p.add_argument("--task", metavar="T", help="the task (made, origin 'run', when missing; default: a new one "
                                                "named after the command)")
@@ -131,7 +132,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         def stop(signum: int, _frame: FrameType | None) -> None:
             sup.stop_requested = f"received {signal.Signals(signum).name}"
 
+        def suspend(_signum: int, _frame: FrameType | None) -> None:
+            sup.suspend_requested = True  # acted on between ledger writes (a stopped writer holds the lock)
+
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        old[signal.SIGTSTP] = signal.signal(signal.SIGTSTP, suspend)
         try:
             outcome = sup.run()
         finally:

@@ -40,7 +40,7 @@ from typing import Callable, Sequence
 from store import WardenError
 from store.storage.db import masked
 
-from . import actions, agents, inspection, meta, mind, recovery, report, serve
+from . import actions, agents, inspection, meta, mind, notify, quotas, recovery, report, serve
 from .common import (GLOBALS, CliParser, Subcommands, alert_hook, command, connect_timeout, fill_globals, flags, honours,
                      ledger_target, operator_of, runs_dir)
 from .errors import CliFailure, UsageError
@@ -58,8 +58,10 @@ REGISTRARS: tuple[Registrar, ...] = (
     inspection.register_handoffs,
     actions.registrar_after("handoffs"),  # resolve
     mind.register,               # mind, plans, memory (the task's mind)
+    quotas.register,             # quotas, quota (shared external quotas)
     recovery.register,           # recover, verify-record
     serve.register,              # serve (the console in a browser)
+    notify.register,             # notify (push notifications through apprise)
     agents.register,             # run, mcp, hook (the agent side: integrations of agents people run)
 )
 
@@ -140,8 +142,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         argv = ["console", *argv]
     try:
         args, extra = parser.parse_known_args(argv)
-    except UsageError:
-        _misplaced_shared_flag(parser, argv)  # a clearer line than "required: TASK" when there is one
+    except UsageError as refused:
+        try:
+            _misplaced_shared_flag(parser, argv)
+        except UsageError as misplaced:  # both named: what is missing, and the flag that does not apply
+            raise UsageError(f"{refused}; {str(misplaced).split(': ', 1)[-1]}") from None
         raise
     if getattr(args, "version", False) and not extra:
         return args
@@ -180,7 +185,7 @@ def _misplaced_shared_flag(parser: CliParser, argv: list[str]) -> None:
     i = _first_command(argv, parser.subcommand_names)
     if i >= len(argv) or argv[i] == "--":
         return
-    command, allowed = argv[i], parser.honoured.get(argv[i])
+    command, allowed = argv[i], _nested_honours(parser, argv[i + 1:]).get(argv[i], parser.honoured.get(argv[i]))
     if allowed is None:
         return
     flags_of = {flag: name for name, (flag, _, _) in GLOBALS.items()}
@@ -189,6 +194,21 @@ def _misplaced_shared_flag(parser: CliParser, argv: list[str]) -> None:
              if a.split("=", 1)[0] in flags_of and flags_of[a.split("=", 1)[0]] not in allowed]
     if wrong:
         raise UsageError(f"warden {command}: {', '.join(dict.fromkeys(wrong))} does not apply to {command}")
+
+
+def _nested_honours(parser: CliParser, rest: list[str]) -> dict[str, frozenset[str] | None]:
+    """The shared flags a command's own subcommand takes (``memory confirm`` takes ``--yes``,
+    ``memory`` does not), when ``rest`` names one: {command: its flags}."""
+    out: dict[str, frozenset[str] | None] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sp in action.choices.items():
+                for inner in sp._actions:
+                    if isinstance(inner, argparse._SubParsersAction):
+                        word = next((a for a in rest if a in inner.choices), None)
+                        if word is not None:
+                            out[name] = inner.choices[word].get_default("_honours")
+    return out
 
 
 def _first_command(argv: list[str], names: frozenset[str]) -> int:

@@ -1,5 +1,6 @@
-"""``warden hook claude``: one Claude Code hook event on stdin, the protocol's answer on stdout
-(store/adapters/claude_hooks.py does the work; docs/agents.md "Claude Code hooks").
+"""``warden hook claude|codex``: one Claude Code or Codex hook event on stdin, the answer the
+client honours on stdout (store/adapters/claude_hooks.py does the work; docs/agents.md "Claude
+Code hooks", "Codex hooks").
 
 Claude Code runs it before and after every tool call, so it starts lean: ``warden hook claude …``
 is dispatched here by ``console.cli.main`` without building the whole ``warden`` parser or loading
@@ -17,16 +18,16 @@ import sys
 from typing import Sequence
 
 from store import Ledger, validate
-from store.adapters.claude_hooks import PAYLOAD_CAP, HookConfig, run_hook
+from store.adapters.claude_hooks import PAYLOAD_CAP, HookConfig, run_hook, safe_default
 from store.adapters.sessions import SessionStore
 from store.storage.db import CONNECT_TIMEOUT_S
 from store.errors import InvalidValue
 from store.text import safe_line
 
-DESCRIPTION = ("Read one Claude Code hook event on stdin and answer as the hooks protocol expects:\n"
-               "SessionStart claims a turn, Pre/PostToolUse heartbeat it, PermissionRequest waits for\n"
-               "the operator (deny when nobody answers), Notification raises an alert, Stop commits\n"
-               "the turn (docs/agents.md, \"Claude Code hooks\", has the settings.json snippet).")
+DESCRIPTION = ("Read one Claude Code or Codex hook event on stdin and answer as its hooks protocol\n"
+               "expects: a prompt starts a turn, Pre/PostToolUse heartbeat it, PermissionRequest waits\n"
+               "for the operator (deny when nobody answers), Notification raises an alert, Stop commits\n"
+               "the turn (docs/agents.md, \"Claude Code hooks\" and \"Codex hooks\", has the settings).")
 EXAMPLE = """example (.claude/settings.json runs it for each event; docs/agents.md has the whole snippet):
   echo '{"session_id": "s1", "hook_event_name": "SessionStart", "cwd": "."}' | warden hook claude"""
 SESSIONS_HELP = ("where sessions are kept between processes (default $WARDEN_SESSIONS, else "
@@ -44,7 +45,8 @@ def seconds(text: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("agent", choices=("claude",), metavar="AGENT", help="whose hook protocol: claude (Claude Code)")
+    p.add_argument("agent", choices=("claude", "codex"), metavar="AGENT",
+                   help="whose hook protocol: claude (Claude Code) or codex (Codex CLI)")
     p.add_argument("--task", metavar="T", help="one task for every session (default: a task per session, "
                                                "claude-<session>)")
     p.add_argument("--lease", metavar="S", type=seconds, default=900.0,
@@ -61,19 +63,37 @@ def cmd_hook(args: argparse.Namespace) -> int:
     """One event in, one answer out; never a traceback: whatever fails gets the event's safe default."""
     if args.task:
         validate.task_id("--task", args.task)
-    raw = sys.stdin.buffer.read(PAYLOAD_CAP + 1)
+    raw, unread = _read_stdin()
+    # Claude Code tells its hooks how it runs: "cli" interactive, "sdk-cli" for claude -p (the
+    # answer that stops it before a tool call differs: docs/agents.md "What each control does")
+    interactive = os.environ.get("CLAUDE_CODE_ENTRYPOINT", "cli") == "cli"
     cfg = HookConfig(task=args.task, lease_s=args.lease, permission_wait_s=args.permission_wait,
-                     park_wait_s=args.park_wait)
+                     park_wait_s=args.park_wait, client=args.agent, interactive=interactive)
     target = args.ledger or os.environ.get("WARDEN_LEDGER") or "ledger.db"  # as console.cli.common.ledger_target
     timeout = getattr(args, "connect_timeout", None) or CONNECT_TIMEOUT_S
-    answer = run_hook(lambda: Ledger.open(target, application_name="warden-hook", connect_timeout_s=timeout),
-                      SessionStore(args.sessions), cfg, raw)
+    if unread is not None:  # no event to read: the safe default of an unknown event
+        answer = safe_default(None, unread, args.agent)
+    else:
+        answer = run_hook(lambda: Ledger.open(target, application_name="warden-hook", connect_timeout_s=timeout),
+                          SessionStore(args.sessions), cfg, raw)
     if answer.output is not None:
         sys.stdout.write(json.dumps(answer.output, ensure_ascii=True) + "\n")
         sys.stdout.flush()
     if answer.message:
         print(safe_line(answer.message, limit=500), file=sys.stderr)
     return answer.exit_code
+
+
+def _read_stdin() -> tuple[bytes, str | None]:
+    """The event's bytes (at most one past the cap), or why there are none: stdin closed (``exec
+    0<&-``), a directory, unreadable."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return b"", "no hook input: stdin is closed"
+    try:
+        return stream.read(PAYLOAD_CAP + 1), None
+    except (OSError, ValueError) as e:
+        return b"", f"the hook input cannot be read ({safe_line(getattr(e, 'strerror', None) or e, limit=80)})"
 
 
 def _connect_timeout(text: str) -> float:

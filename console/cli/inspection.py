@@ -4,7 +4,8 @@
     warden graph TASK [--json]                     a task's nodes with status, deps, lease, estimate, signals
     warden events [--task T] [--since ID] [--follow] [--json]   the journal (JSON Lines with --json)
     warden handoffs [--task T] [--all] [--json]    open needs_human handoffs
-    warden export TASK --output FILE               a task's latest committed artifact (never overwrites)
+    warden export TASK --output FILE [--unverified] a task's latest committed artifact (never overwrites; a
+                                                   draft that failed verification only marked, with --unverified)
     warden migrate                                 the schema upgrade in place
 
 (``export`` and ``migrate`` write, but they are not operator actions on the graph: no plan, no
@@ -30,7 +31,8 @@ from store.clock import iso
 from store.errors import Refused
 from store.reading.feed import Feed
 from store.jsontypes import JsonMapping, JsonObject
-from store.views import EventView, HandoffView
+from store.reading import verified
+from store.views import ArtifactView, EventView, HandoffView
 
 from ..glyphs import age_label, budget_label, duration_label, eta_label, node_status_label, pause_label, signals_label
 from ..glyphs import MARKS, task_label, task_status_label
@@ -70,6 +72,8 @@ def register(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
                 examples=("warden export nightly --output report.md",))
     p.add_argument("task", metavar="TASK", help=TASK_HELP)
     p.add_argument("--output", required=True, metavar="FILE", help="where to write it (never overwritten)")
+    p.add_argument("--unverified", action="store_true",
+                   help="write a draft that failed verification anyway, marked as such on its first line")
     honours(p, *READ)
     p.set_defaults(func=cmd_export)
 
@@ -325,6 +329,10 @@ def cmd_handoffs(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     with open_ledger(args, read_only=True) as ledger:
         view, data = ledger.latest_artifact(args.task)
+        check = verified.verification(ledger, view)
+        now = ledger.now()
+    if check["status"] == verified.FAILED:
+        data = _marked(view, check, data, now, unverified=args.unverified)
     path = args.output
     shown = safe_line(path)
     try:
@@ -344,17 +352,35 @@ def cmd_export(args: argparse.Namespace) -> int:
         except OSError:
             pass
         raise Refused(f"cannot write {shown}: {e.strerror}") from None
+    failed = check["status"] == verified.FAILED
     if args.json:
         print_json({"task_id": args.task, "artifact": view.name, "node": view.node, "sha256": view.sha256,
-                    "bytes": view.size, "output": path})
+                    "bytes": view.size, "output": path, "verification": check, "unverified": failed})
     else:
         # The artifact's name and node are the agent's words: escaped, never raw (an OSC title, C1...).
-        print(safe_line(f"wrote {path}: {view.name} from {view.node}, {view.size} bytes, sha256 {view.sha256}"))
+        print(safe_line(f"wrote {path}: {view.name} from {view.node}, {view.size} bytes, sha256 {view.sha256}"
+                        + (f" — UNVERIFIED (failed verification by {check['by']}; marked on its first line)"
+                           if failed else "")))
     return 0
 
 
+def _marked(view: ArtifactView, check: JsonMapping, data: bytes, now: float, *, unverified: bool) -> bytes:
+    """A draft that failed verification: refused, or (``--unverified``) its bytes under a first
+    line saying so. A binary draft cannot carry that line: refused either way."""
+    why = (f"{view.name} (node {view.node}) failed verification by node {check['by']}: {check['verdict']}")
+    if not unverified:
+        raise Refused(f"{why}; not exported (warden export --unverified writes it, marked as unverified)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:
+        raise Refused(f"{why}; it is not text, so it cannot be marked as unverified: not exported")
+    return (verified.marker(view, dict(check), now) + "\n\n").encode("utf-8") + data
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from store.storage.db import connect_checked, open_database
+    from store.storage.db import close_database, connect_checked, open_database
     from store.storage.schema import migrate
 
     db = open_database(ledger_target(args), create=False, application_name=APPLICATION_NAME)
@@ -362,7 +388,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     try:
         before, after = migrate(db)
     finally:
-        db.close()
+        close_database(db)  # a refused migration leaves the directory as it found it
     if args.json:
         print_json({"from": before, "to": after})
     elif before == after:

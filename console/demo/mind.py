@@ -117,7 +117,8 @@ class MindSteps:
             self.ledger.conclude(claim, "Sampling the profile at 1 kHz", kind="rejected",
                                  reason="the profiler's own overhead (+30 %) hid the query pattern: switched to "
                                         "tracing spans", source="py-spy record --rate 1000")
-            self.ledger.propose_memory(claim, MEMORY_TEXT, scope="workflow")
+            self.ledger.propose_memory(claim, MEMORY_TEXT, scope="workflow",
+                                       source="profiles of /search, /exports and /account (py-spy, tracing spans)")
         self.ledger.conclude(claim, f"/{ep}: p95 {p95} ms; {queries} SQL queries per request (N+1 lazy loads "
                                     "in the ORM)", source=f"load test /{ep}, staging, 200 rps")
         self.ledger.commit(claim, output={"endpoint": ep, "p95_ms": p95, "queries": queries, "shape": "n+1"},

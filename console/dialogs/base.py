@@ -13,10 +13,13 @@ Every action dialog follows one pattern (docs/contracts.md "Dialogs"):
    disabled until the plan is ready and the reason — and for abort the exact task id — is filled.
    ``ctrl+s`` or the Apply button applies; ``enter`` in an input never does; ``escape`` cancels.
    The Apply button names the effect ("Rewind 5 nodes", "Abort task maint-1", "Park task").
-4. Apply runs in a thread worker (``ledger.apply``). On ``StaleRevision`` the dialog recomputes
-   the plan, shows the fresh one under a banner ("the ledger changed since this preview — review
-   again") and waits for Apply to be pressed again. Nothing is applied on that path.
-5. The result is notified; the views follow from the change feed.
+4. Apply runs in a thread worker (``ledger.apply``). Agents' work while the operator read keeps
+   the preview's promise and applies (store/actions/promise.py). On ``StaleRevision`` (another
+   operator's action, the graph changed under it) the dialog recomputes the plan, shows the fresh
+   one under a banner ("the ledger changed since this preview — review again") with the change
+   that made it unsafe, and waits for Apply to be pressed again. Nothing is applied on that path.
+5. The result is notified — with what differed from the preview, when something did; the views
+   follow from the change feed.
 
 The plan is computed with a placeholder reason (the store requires one) and the operator's reason
 is put into that same plan at apply time: the impact applied is exactly the impact previewed.
@@ -44,7 +47,7 @@ from store.errors import StaleRevision, WardenError
 from ..glyphs import READ_ONLY_NOTICE
 from ..host import ConsoleHost, host_of
 from ..operator import resolve_operator
-from ..text import literal, safe_line
+from ..text import literal, safe, safe_line
 from ..typeahead import TypeAhead, after_pending_keys
 from .plan import PlanPreview
 
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
 MODAL_TCSS = Path(__file__).with_name("modal.tcss")  # the layout of every modal screen
 PREVIEW_PLACEHOLDER = "(preview)"  # the store requires a reason to plan; the operator's replaces it
 STALE_BANNER = "⚠ the ledger changed since this preview — review again"
+DIFFERED_NOTICE_S = 20.0  # … when it says what differed from the preview: long enough to read it
 
 ResultType = TypeVar("ResultType")
 
@@ -399,12 +403,23 @@ class ActionDialog(WardenModal["Plan | None"]):
             return
         done = msg.plan
         self.result = done
-        self.app.notify(safe_line(f"applied (action {done.action_id}): {done.summary()}", limit=300),
-                        title=safe_line(self.params.title), markup=False)
+        # what differed stays long enough to read (the app's own notice time, when longer)
+        self.app.notify(safe(applied_notice(done)), title=safe_line(self.params.title), markup=False,
+                        timeout=max(self.app.NOTIFICATION_TIMEOUT, DIFFERED_NOTICE_S) if done.differed else None)
         self.dismiss(done)
+
+
+def applied_notice(done: "Plan") -> str:
+    """The notice of an applied action: what it did and, when the ledger moved while the operator
+    read, what differed from the preview (each line made safe; the notice is never markup)."""
+    lines = [safe_line(f"applied (action {done.action_id}): {done.summary()}", limit=300)]
+    if done.differed:
+        lines.append("differed from the preview:")
+        lines += [safe_line(f"· {note}", limit=200) for note in done.differed.notes]
+    return "\n".join(lines)
 
 
 __all__ = [
     "ActionDialog", "ApplyDone", "MODAL_TCSS", "PREVIEW_PLACEHOLDER", "PlanReady", "STALE_BANNER",
-    "WardenModal", "read_only_notice",
+    "WardenModal", "applied_notice", "read_only_notice",
 ]

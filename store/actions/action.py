@@ -5,8 +5,11 @@ and its plan function — plus one line in ``registry.py`` (docs/architecture.md
 action"). The params class carries everything about the action beside its plan:
 
 * ``apply(tx)``: its own changes, inside the shared revision-checked write (``apply.py``);
-* ``stale(core, plan, task)``: what, beside the task revision and the planned node versions,
-  makes its preview stale (a handoff resolved meanwhile, an effect confirmed meanwhile);
+* ``stale(core, plan, task)``: what makes its preview stale whatever else happened (a handoff
+  answered meanwhile, an effect confirmed meanwhile);
+* ``replan(core, plan)`` and ``keeps(approved, current, since)``: when anything the plan was
+  computed at moved, the action planned again on the current state with the approved params, and
+  its rule for whether that current plan keeps the approved one's promise (store/actions/promise.py);
 * ``arguments``: the rule (``store/ledger/rules.py``) of each argument of its plan function: the facade
   checks them, in ``Ledger.plan_<action>`` and in ``Ledger.plan(action, arguments)``;
 * ``title``, ``key`` (:class:`Key` or :class:`NoKey`) and ``cli`` (:class:`Command` or
@@ -27,6 +30,7 @@ from store.ledger.rules import Rule
 from store.actions.changes import ApplyTx, Outcome
 from store.actions.plan import ActionParams, Plan
 from store.actions.planning import TaskState
+from store.actions.promise import Since, shared_rule
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,23 @@ class Action(ActionParams):
         """At apply, under the task row's lock, before the shared checks: why the preview no
         longer holds for this action's own reasons, or None."""
         return None
+
+    def refuse_operator(self, core: LedgerCore, plan: Plan, operator: str) -> str | None:
+        """At apply, under the task row's lock: why ``operator`` may not take this decision (an
+        agent of the task deciding what only a person may), or None. Refused, it is audited."""
+        return None
+
+    def replan(self, core: LedgerCore, plan: Plan) -> Plan:
+        """At apply, under the task row's lock, when the ledger moved since ``plan`` (the approved
+        one, with these params) was computed: the same action planned again on the current state,
+        with the approved reason. ``Refused`` when it cannot be applied now (said as stale)."""
+        raise Refused(f"a {plan.action} cannot be planned again")
+
+    def keeps(self, approved: Plan, current: Plan, since: Sequence[Since]) -> str | None:
+        """Whether ``current`` (:meth:`replan`'s) keeps the promise ``approved`` made: None, or
+        why not (one line, the change that broke it). ``since``: the actions applied to the task
+        since the preview. Default: :func:`~store.actions.promise.shared_rule`."""
+        return shared_rule(approved, current, since)
 
     def apply(self, tx: ApplyTx) -> Outcome:
         """The action's own changes (its node updates; the task fields and event keys it adds)."""

@@ -1,11 +1,15 @@
-"""Applying a Plan: exactly the previewed change in one write transaction, or nothing.
+"""Applying a Plan: what the preview promised, in one write transaction, or nothing.
 
-Under the task row's lock (FOR UPDATE on PostgreSQL; BEGIN IMMEDIATE on SQLite) the task
-``revision`` and every planned node ``version`` are checked; when one moved, only a refused
-Action row is written and :class:`StaleRevision` raised. Otherwise the action's own apply
-(``plan.params.apply``: each action's params class carries it) makes its changes, and this module adds what
-every action shares: open handoffs withdrawn, one revision bump, the Action audit row, the
-operator-layer journal event, and the completion check where the graph decides.
+Under the task row's lock (FOR UPDATE on PostgreSQL; BEGIN IMMEDIATE on SQLite) the action's own
+stale check runs first (a handoff answered meanwhile, an effect confirmed meanwhile). When the task
+revision and every planned node version are as previewed, the plan applies exactly. When they moved,
+the action is planned again on the current state and the two plans compared by the action's rule
+(store/actions/promise.py): a current plan that keeps the preview's promise is applied, with what
+differed; otherwise only a refused Action row is written and :class:`StaleRevision` raised, naming
+the change. The action's own apply (``plan.params.apply``: each action's params class carries it)
+makes its changes, and this module adds what every action shares: open handoffs withdrawn, one
+revision bump, the Action audit row (the plan as applied, what differed), the operator-layer
+journal event, and the completion check where the graph decides.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Mapping
 
 from store.storage import sql
 from store.storage.db import register_result, retry_write, write_tx
-from store.errors import Refused, StaleRevision
+from store.errors import NotFound, Refused, StaleRevision
 from store.jsontypes import JsonMapping, JsonObject
 from store.storage import budget_clock
 from store.storage.core import LedgerCore
@@ -23,15 +27,17 @@ from store.storage.models import Action as ActionRow
 from store.storage.models import Handoff
 from store.actions.action import Action
 from store.actions.changes import ApplyTx
-from store.actions.plan import Plan
+from store.actions.plan import Differed, Plan
 from store.actions.planning import TaskState, read_task, require_reason
 from store.actions.registry import is_registered
+from store.actions.promise import actions_since, differences, nodes_touched, refused, task_moved
 
 
 @retry_write
 def apply(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
-    """Apply exactly ``plan`` in one write transaction, or raise ``StaleRevision`` (writing only a
-    refused Action row) when the ledger changed since the plan was computed."""
+    """Apply ``plan`` in one write transaction — exactly, or as planned again now when what changed
+    since the preview keeps its promise (the result's ``differed`` says what differed) — or raise
+    ``StaleRevision`` (writing only a refused Action row) naming the change that broke it."""
     if not isinstance(plan, Plan):
         raise Refused("apply needs a Plan from ledger.plan_*")
     if plan.applied:
@@ -47,16 +53,18 @@ def apply(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
         # FOR UPDATE on PostgreSQL: the task row first (the one lock order), excluding claims (KEY
         # SHARE) and agent writes (NO KEY UPDATE) while the revision is checked and the plan applied.
         task = read_task(core, plan.task_id, lock="exclusive")
-        ids = _ids(core, plan)
-        stale = _stale(core, plan, task, ids)
+        not_yours = _registered(plan).refuse_operator(core, plan, operator)
+        current, stale = (plan, not_yours) if not_yours else _settle(core, plan, task)
         if stale is None:
-            return _apply(ApplyTx(core, plan, task, ids, operator, now))
-        # Refused: only the audit row, committed with this transaction, then StaleRevision.
+            return _apply(ApplyTx(core, current, task, _ids(core, current), operator, now))
+        # Refused: only the audit row, committed with this transaction, then the refusal.
         core.bind(ActionRow.insert(
             at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target,
             reason=plan.reason, plan=plan.to_json(), result="refused", refused_why=stale,
             revision_before=plan.revision, revision_after=int(task.revision),
         )).execute()
+    if not_yours is not None:
+        raise Refused(not_yours)
     raise StaleRevision(stale)
 
 
@@ -95,45 +103,57 @@ def _ids(core: LedgerCore, plan: Plan) -> dict[str, int]:
 def apply_within(core: LedgerCore, plan: Plan, *, operator: str) -> Plan:
     """Apply ``plan`` inside the caller's write transaction, which already holds the task row's
     lock: a system action decided in that transaction (an auto-resume on a wake condition,
-    store/parks/wake.py). The revision check still runs; stale raises without an audit row (the caller
-    decides). Not for operators: they use :func:`apply`."""
+    store/parks/wake.py). The same checks run; stale raises without an audit row (the caller decides).
+    Not for operators: they use :func:`apply`."""
     _registered(plan)
     task = read_task(core, plan.task_id)
-    ids = _ids(core, plan)
-    stale = _stale(core, plan, task, ids)
+    current, stale = _settle(core, plan, task)
     if stale is not None:
         raise StaleRevision(stale)
-    return _apply(ApplyTx(core, plan, task, ids, operator, core.now()))
+    return _apply(ApplyTx(core, current, task, _ids(core, current), operator, core.now()))
 
 
-def _stale(core: LedgerCore, plan: Plan, task: TaskState, ids: Mapping[str, int]) -> str | None:
-    """Why the plan no longer describes the ledger, or None: the action's own reasons first, then
-    a task aborted meanwhile, then the task revision and the planned node versions."""
+def _settle(core: LedgerCore, plan: Plan, task: TaskState) -> tuple[Plan, str | None]:
+    """The plan to apply now and None, or the approved plan and why it no longer holds: the action's
+    own reasons first, then — when the task revision or a planned node version moved — the task
+    aborted meanwhile, then the action planned again and compared with the approved plan by its rule."""
     params = _registered(plan)
     own = params.stale(core, plan, task)
     if own is not None or not params.revision_checked:
-        return own
+        return plan, own
+    if _unmoved(core, plan, task):
+        return plan, None
+    since = actions_since(core, plan)
     if task.status == "aborted" and plan.task_status[0] != "aborted":
-        return f"task {plan.task_id} was aborted since the preview; nothing changed"
-    rev = int(task.revision)
+        by = next((s for s in since if s.action == "abort"), None)
+        return plan, refused(f"task {plan.task_id} was " + (by.done() if by else "aborted"))
+    try:
+        current = replace(params.replan(core, plan), reason=plan.reason)
+    except (Refused, NotFound) as e:
+        # said by the operator action that caused it when there is one, else by what the plan met
+        named = task_moved(since, plan.task_id) or nodes_touched(since, plan.changes)
+        return plan, named or f"the ledger changed since the preview: {e}; review again"
+    why = params.keeps(plan, current, since)
+    if why is not None:
+        return plan, why
+    return replace(current, differed=differences(core, plan, current)), None
+
+
+def _unmoved(core: LedgerCore, plan: Plan, task: TaskState) -> bool:
+    """Whether the task revision and every planned node version are as when the plan was computed
+    (then the plan is exactly what applies). A heartbeat moves neither."""
+    if int(task.revision) != plan.revision:
+        return False
+    ids = _ids(core, plan)
     keys = list(plan.versions)
-    id_list = [ids[k] for k in keys if k in ids]
-    missing = [k for k in keys if k not in ids]
+    if any(k not in ids for k in keys):
+        return False
     current: dict[int, int] = {}
-    for chunk in sql.chunks(id_list):
+    for chunk in sql.chunks([ids[k] for k in keys]):
         for i, v in sql.fetch_all(core.db, f"SELECT id, version FROM node WHERE id IN ({sql.marks(len(chunk))})",
                                   chunk):
             current[i] = int(v)
-    key_of = {i: k for k, i in ids.items()}
-    moved = [(key_of[i], plan.versions[key_of[i]], current.get(i)) for i in id_list
-             if current.get(i) != plan.versions[key_of[i]]]
-    if rev == plan.revision and not moved and not missing:
-        return None
-    detail = ""
-    if moved:
-        k, a, b = moved[0]
-        detail = f"; node {k} version {a} → {b}" + (f" and {len(moved) - 1} more" if len(moved) > 1 else "")
-    return f"the ledger changed since the preview (revision {plan.revision} → {rev}{detail}); review again"
+    return all(current.get(ids[k]) == plan.versions[k] for k in keys)
 
 
 def _apply(tx: ApplyTx) -> Plan:
@@ -149,7 +169,8 @@ def _apply(tx: ApplyTx) -> Plan:
     rev_after = int(tx.task.revision) + 1
     action_id = int(core.bind(ActionRow.insert(
         at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target, reason=plan.reason,
-        plan=plan.to_json(), result="applied", revision_before=plan.revision, revision_after=rev_after,
+        plan={**plan.to_json(), "differed": (plan.differed or Differed()).to_json()}, result="applied",
+        revision_before=plan.revision, revision_after=rev_after,
     )).execute())
     payload: JsonObject = {
         "nodes": list(plan.changes), "action_id": action_id, "reason": plan.reason,
@@ -169,7 +190,8 @@ def _apply(tx: ApplyTx) -> Plan:
             rev_after = final
             core.bind(ActionRow.update(revision_after=final).where(ActionRow.id == action_id)).execute()
     done = plan if outcome.params is None else replace(plan, params=outcome.params)
-    return replace(done, applied=True, action_id=action_id, revision_after=rev_after)
+    return replace(done, applied=True, action_id=action_id, revision_after=rev_after,
+                   differed=plan.differed or Differed())
 
 
 def _event_summary(plan: Plan) -> str:

@@ -64,6 +64,15 @@ def set_nodes(tx: ApplyTx, ids: Sequence[int], fields: Mapping[str, object]) -> 
         sql.execute(tx.core.db, f"UPDATE node SET {sets} WHERE id IN ({sql.marks(len(chunk))})", [*values, *chunk])
 
 
+def refund_claims(tx: ApplyTx, ids: Sequence[int]) -> None:
+    """Give back the claim of each node whose lease the operator revoked (park ``--now``): the
+    claim after the resume does not spend the agent's ``max_claims`` (a rewind starts a fresh
+    allowance, ``FRESH``)."""
+    for chunk in sql.chunks(list(ids)):
+        sql.execute(tx.core.db, f"UPDATE node SET claim_count = claim_count - 1 WHERE id IN ({sql.marks(len(chunk))}) "
+                                "AND claim_count > 0", list(chunk))
+
+
 def append_rejections(tx: ApplyTx, ids: Sequence[int], reason: str, fields: Mapping[str, object]) -> None:
     """Set ``fields`` and append ``reason`` to each node's rejections: one UPDATE per distinct
     current list."""

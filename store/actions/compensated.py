@@ -5,6 +5,11 @@ compensation node that has not finished, that node → abandoned (its lease revo
 compensations after it in the chain can run. Works on any task, aborted ones included (that is
 where compensations run). Revision-checked like every action: the effect's status and the
 compensation node's version are those previewed, or the apply is stale.
+
+The promise (store/actions/promise.py): this effect marked undone, its compensation node (if it has
+not finished) abandoned. That node claimed meanwhile is abandoned all the same (its lease revoked).
+Refused: the effect marked compensated (or changed) since the preview; another action since changed
+the task's status or the compensation node.
 """
 
 from __future__ import annotations
@@ -51,6 +56,9 @@ class CompensatedParams(Action):
     def stale(self, core: LedgerCore, plan: Plan, task: pl.TaskState) -> str | None:
         """The effect was marked compensated (or changed) since the preview."""
         return still_confirmed(core, plan)
+
+    def replan(self, core: LedgerCore, plan: Plan) -> Plan:
+        return plan_compensated(core, plan.task_id, self.effect_key, reason=plan.reason)
 
     def apply(self, tx: ApplyTx) -> Outcome:
         set_nodes(tx, tx.changed_to("abandoned"), {"status": "abandoned", "finished_at": tx.now,

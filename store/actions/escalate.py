@@ -1,7 +1,11 @@
 """escalate: raise a needs_human handoff on a node from the operator's side (e.g. the recovery
 wizard found a run linked to it whose evidence is incomplete): the node → blocked, a running lease
 is revoked, and an ``exception`` handoff asks what should happen. Resolving it makes the node
-pending again, with the resolution in its next claim's inputs."""
+pending again, with the resolution in its next claim's inputs.
+
+The promise (store/actions/promise.py): this node stops and waits for the question. Claimed
+meanwhile, its lease is revoked all the same. Refused: the node asked a human itself, finished or
+was parked since the preview; another action since changed the task's status or the node."""
 
 from __future__ import annotations
 
@@ -56,6 +60,10 @@ class EscalateParams(Action):
     def node_target(self, target: str) -> str | None:
         return target
 
+    def replan(self, core: LedgerCore, plan: Plan) -> Plan:
+        return _plan(core, pl.open_task(core, plan.task_id), self.node, plan.reason, self.question,
+                     self.context)
+
     def apply(self, tx: ApplyTx) -> Outcome:
         # What the node was doing is a rejected path, with the operator's reason (store/mind/record.py).
         mind_record.rejected_for_nodes(tx.core, tx.plan.task_id, [tx.ids[tx.plan.target]], tx.plan.reason,
@@ -80,22 +88,28 @@ def plan_escalate(core: LedgerCore, task_id: str, node: str, *, reason: str, que
     with read_tx(core.db):
         task = pl.open_task(core, task_id)
         reason = pl.require_reason(reason, "escalate")
-        n = pl.node_one(core, task_id, node)
-        if n.status == "blocked" or (n.status == "failed" and n.id in pl.nodes_with_open_handoffs(core, task_id)):
-            raise Refused(f"node {node} is already waiting for a human (see `warden handoffs`)")
-        if n.status in ("succeeded", "abandoned", "parked"):
-            raise Refused(f"node {node} is {n.status}: "
-                          + ("rewind it first if its result is in doubt" if n.status == "succeeded"
-                             else "there is nothing to ask about"))
         q = (question or "").strip() or f"What should happen to node {node}?"
         ctx = dict(context or {})
         dumps(ctx)
-        warnings = []
-        if n.status == "running":
-            warnings.append(f"node {node} is running: its lease ({n.owner or 'unknown'}) is revoked; "
-                            "the agent's next write is refused")
-        params = EscalateParams(node=node, question=q, context=ctx, kind="exception",
-                                options=[dict(o) for o in ESCALATE_OPTIONS], recommendation="replay")
-        return pl.make_plan(core, params, task, node, reason, [n], {n.key: (n.status, "blocked")}, versions_of=[n],
-                            warnings=warnings)
+        return _plan(core, task, node, reason, q, ctx)
+
+
+def _plan(core: LedgerCore, task: pl.TaskState, node: str, reason: str, q: str, ctx: JsonMapping) -> Plan:
+    """The escalation's plan on the task as it is."""
+    task_id = task.task_id
+    n = pl.node_one(core, task_id, node)
+    if n.status == "blocked" or (n.status == "failed" and n.id in pl.nodes_with_open_handoffs(core, task_id)):
+        raise Refused(f"node {node} is already waiting for a human (see `warden handoffs`)")
+    if n.status in ("succeeded", "abandoned", "parked"):
+        raise Refused(f"node {node} is {n.status}: "
+                      + ("rewind it first if its result is in doubt" if n.status == "succeeded"
+                         else "there is nothing to ask about"))
+    warnings = []
+    if n.status == "running":
+        warnings.append(f"node {node} is running: its lease ({n.owner or 'unknown'}) is revoked; "
+                        "the agent's next write is refused")
+    params = EscalateParams(node=node, question=q, context=ctx, kind="exception",
+                            options=[dict(o) for o in ESCALATE_OPTIONS], recommendation="replay")
+    return pl.make_plan(core, params, task, node, reason, [n], {n.key: (n.status, "blocked")}, versions_of=[n],
+                        warnings=warnings)
 

@@ -8,6 +8,8 @@ The plan changes no node: it is checked at apply against the memory's status (an
 have decided it since the preview) — not against the proposing task's revision: what that task's
 agents do meanwhile does not change what the person decides (``revision_checked = False``).
 Applied, the proposing task's revision is bumped and the decision audited like every action.
+The operator may not be the worker that proposed the memory nor any worker of its task
+(``store/actions/identity.py``): refused, the attempt is audited.
 Opened from the memory inbox (``M``: ``y`` / ``x``) and ``warden memory confirm|reject ID``.
 """
 
@@ -28,6 +30,7 @@ from store.validate import show
 from store.actions import planning as pl
 from store.actions.action import Action, Command, Flag, NoKey
 from store.actions.changes import ApplyTx, Outcome
+from store.actions.identity import agent_refusal
 from store.actions.plan import Plan
 
 _AFTER = {"confirm": "confirmed", "reject": "rejected"}
@@ -79,6 +82,13 @@ class MemoryDecision(Action):
         except NotFound:
             return f"memory {self.memory} no longer exists"
         return None if row.status == self.status_before else f"{decided(row)} since the preview; review again"
+
+    def refuse_operator(self, core: LedgerCore, plan: Plan, operator: str) -> str | None:
+        """A memory is decided by a person: not the worker that proposed it, nor any worker of
+        its task (store/actions/identity.py)."""
+        row = memory_row(core, self.memory)
+        return agent_refusal(core, row.task_id, operator, f"{self.decision}ing memory {self.memory}",
+                             also=[row.proposed_by])
 
     def apply(self, tx: ApplyTx) -> Outcome:
         n = sql.execute_count(tx.core.db, "UPDATE memory SET status = ?, decided_by = ?, decided_at = ?, "

@@ -2,10 +2,16 @@
 
 Task: → parked (+ parked_at, reason, until, wake_on). Without ``now`` running nodes keep their
 leases and may commit their current step (a heartbeat answers ``parked=True``); nothing new is
-claimed. With ``now`` running nodes → parked and their leases are revoked. Either way the plan
-records the version of every unfinished node, so a node claimed (or otherwise changed) after the
-preview makes the apply stale: the park applies exactly what was previewed.
+claimed. With ``now`` running nodes → parked and their leases are revoked.
 Node: pending/blocked → parked; a running node needs ``now`` (its lease is revoked).
+
+The promise (store/actions/promise.py): the task stops — what ran at the preview finishes its
+step (or is parked with ``now``), nothing else runs. Agents' work meanwhile keeps it: a node
+claimed since the preview is parked too (its lease revoked, with ``now`` or without: it started
+after the operator said stop), one that finished or failed is left as it is, one added waits
+with the rest. A node park parks its node whatever it is doing now (claimed meanwhile: its lease
+is revoked). Refused: the task's status changed by another action (parked, resumed, aborted),
+the task or node has nothing left to park.
 
 ``wake_on``: wake conditions (store/parks/conditions.py), checked when planned; when one is met a
 ``wake`` signal says so, and with ``auto_resume`` the park is resumed by the system (store/parks/wake.py).
@@ -25,8 +31,9 @@ from store.storage.core import LedgerCore
 from store.ledger.rules import FLAG, ID, ID_OPT, TEXT_OPT, UNTIL, WAKE_ON_OPT
 from store.actions import planning as pl
 from store.actions.action import Action, Command, Flag, Key
-from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
+from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, refund_claims, set_nodes
 from store.actions.plan import Plan
+from store.actions.promise import Since, task_moved
 
 # How a refusal or warning names the way out, in the CLI's words; the park dialog says the same with
 # its checkboxes (console/dialogs/park.py dialog_words replaces exactly these).
@@ -69,10 +76,24 @@ class ParkParams(Action):
     def node_target(self, target: str) -> str | None:
         return target if self.node else None
 
+    def replan(self, core: LedgerCore, plan: Plan) -> Plan:
+        return _plan(core, self, pl.open_task(core, plan.task_id), plan.reason, (), approved=plan)
+
+    def keeps(self, approved: Plan, current: Plan, since: Sequence[Since]) -> str | None:
+        """A task park: only another action that changed the task's status refuses (a node park
+        refuses as every action does)."""
+        if self.node:
+            return super().keeps(approved, current, since)
+        return task_moved(since, approved.task_id)
+
     def apply(self, tx: ApplyTx) -> Outcome:
         park = {"parked_at": tx.now, "park_reason": tx.plan.reason, "park_until": self.until_ts,
                 "wake_on": self.wake_on}
         set_nodes(tx, tx.changed_to("parked"), {"status": "parked", **park, **REVOKE, **BUMP})
+        # The claim an operator stopped is given back: max_claims counts an agent failing to
+        # finish, not a person stopping it (each resume's claim would spend one: five park/resume
+        # cycles failed the node).
+        refund_claims(tx, [tx.ids[k] for k, (was, to) in tx.plan.changes.items() if was == "running" and to == "parked"])
         watch = wc.entry(self.wake_conditions, self.auto_resume, tx.now) if self.wake_conditions else None
         state = wc.with_target(tx.task.wake_state, self.node, watch)
         if self.node:
@@ -92,37 +113,50 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
             raise Refused("--auto-resume needs a wake condition (--wake-on)")
         params = ParkParams(node=node, until_ts=until_ts, wake_on=wc.texts(conditions) or None, now=bool(now),
                             wake_conditions=tuple(conditions), auto_resume=bool(auto_resume))
-        if node is not None:
-            n = pl.node_one(core, task_id, node)
-            if task.status == "completed":
-                raise Refused(f"task {task_id} is completed: nothing to park")
-            if n.status == "running" and not now:
-                raise Refused(f"node {node} is running: {USE_NOW} to stop it (its lease is revoked)")
-            if n.status == "parked":
-                raise Refused(f"node {node} is already parked")
-            if n.status not in ("pending", "blocked", "running"):
-                raise Refused(f"node {node} is {n.status}: nothing to park")
-            warnings = list(wake_warnings)
-            if n.status == "blocked":
-                warnings.append(f"node {node} has an open handoff; it stays open while the node is parked")
-            return pl.make_plan(core, params, task, node, reason, [n], {n.key: (n.status, "parked")},
-                                warnings=warnings)
-        if task.status == "parked":
-            raise Refused(f"task {task_id} is already parked (to stop a running node: {PARK_NODE_NOW})")
-        if task.status in ("completed", "failed"):
-            raise Refused(f"task {task_id} is {task.status}: nothing runs, nothing to park")
-        nodes = pl.all_nodes(core, task_id)
-        running = [n for n in nodes if n.status == "running"]
-        changes: dict[str, tuple[str, str]] = {}
-        warnings = list(wake_warnings)
-        if now:
-            changes = {n.key: ("running", "parked") for n in running}
-        elif running:
-            warnings.append(f"{len(running)} running node(s) keep their leases and may finish their current step: "
-                            f"{pl.names([n.key for n in running])} ({USE_NOW} to stop them)")
-        kept = [n.key for n in nodes if n.key not in changes]
-        # Every unfinished node's version: a claim (or any change) after the preview makes it stale.
-        unfinished = [n for n in nodes if n.status not in pl.FINISHED]
-        return pl.make_plan(core, params, task, task_id, reason, nodes, changes, kept=kept, status_after="parked",
-                            versions_of=unfinished, warnings=warnings)
+        return _plan(core, params, task, reason, wake_warnings)
 
+
+def _plan(core: LedgerCore, params: ParkParams, task: pl.TaskState, reason: str, wake_warnings: Sequence[str],
+          *, approved: Plan | None = None) -> Plan:
+    """The park's plan on the task as it is. ``approved``: the plan the operator approved, when
+    planning again at its apply — then a node claimed since is parked too, ``now`` or not."""
+    task_id, node = task.task_id, params.node
+    if node is not None:
+        n = pl.node_one(core, task_id, node)
+        if task.status == "completed":
+            raise Refused(f"task {task_id} is completed: nothing to park")
+        if n.status == "running" and not params.now and approved is None:
+            raise Refused(f"node {node} is running: {USE_NOW} to stop it (its lease is revoked)")
+        if n.status == "parked":
+            raise Refused(f"node {node} is already parked")
+        if n.status not in ("pending", "blocked", "running"):
+            raise Refused(f"node {node} is {n.status}: nothing to park")
+        warnings = list(wake_warnings)
+        if n.status == "blocked":
+            warnings.append(f"node {node} has an open handoff; it stays open while the node is parked")
+        return pl.make_plan(core, params, task, node, reason, [n], {n.key: (n.status, "parked")},
+                            warnings=warnings)
+    if task.status == "parked":
+        raise Refused(f"task {task_id} is already parked (to stop a running node: {PARK_NODE_NOW})")
+    if task.status in ("completed", "failed"):
+        raise Refused(f"task {task_id} is {task.status}: nothing runs, nothing to park")
+    nodes = pl.all_nodes(core, task_id)
+    running = [n for n in nodes if n.status == "running"]
+    if params.now:
+        stopped = running
+    elif approved is None:
+        stopped = []
+    else:  # running under the claim the preview showed: finishes its step; claimed since: parked
+        stopped = [n for n in running if not (approved.statuses.get(n.key) == "running"
+                                               and approved.versions.get(n.key) == n.version)]
+    changes = {n.key: ("running", "parked") for n in stopped}
+    warnings = list(wake_warnings)
+    left = [n.key for n in running if n.key not in changes]
+    if left:
+        warnings.append(f"{len(left)} running node(s) keep their leases and may finish their current step: "
+                        f"{pl.names(left)} ({USE_NOW} to stop them)")
+    kept = [n.key for n in nodes if n.key not in changes]
+    # Every unfinished node's version and status: what the promise is checked against at apply.
+    unfinished = [n for n in nodes if n.status not in pl.FINISHED]
+    return pl.make_plan(core, params, task, task_id, reason, nodes, changes, kept=kept, status_after="parked",
+                        versions_of=unfinished, warnings=warnings)

@@ -4,7 +4,9 @@ data a plan holds; :class:`~store.actions.action.Action` adds the rest of a regi
 A :class:`Plan` is a pure value: the exact impact of an action (node status changes, leases
 revoked, handoffs withdrawn, effects not undone, warnings) and the task ``revision`` and node
 ``versions`` it was computed at. Its JSON shape (:meth:`Plan.to_json`) is a contract
-(docs/contracts.md "JSON shapes"; the CLI's ``--json`` and the Action audit row).
+(docs/contracts.md "JSON shapes"; the CLI's ``--json`` and the Action audit row). An applied plan is
+the plan as applied, and :class:`Differed` says what it found changed since the preview
+(store/actions/promise.py).
 """
 
 from __future__ import annotations
@@ -36,6 +38,36 @@ class ActionParams:
 
 
 @dataclass(frozen=True)
+class Differed:
+    """What an applied plan found changed since its preview — changes that kept the preview's
+    promise (a refused apply says what broke it instead). Empty when nothing differed."""
+
+    notes: tuple[str, ...] = ()  # one line each: "2 nodes finished meanwhile (left as they are): a, b"
+    # one entry per node that differed: {"node", "previewed", "promised", "found", "applied"} — its
+    # status at the preview (None: not there yet), what the preview said it would become, its
+    # status at the apply, what the apply made it
+    nodes: tuple[Mapping[str, str | None], ...] = ()
+    preview: JsonMapping = field(default_factory=dict)  # {"revision", "planned_at", "summary"} of the preview
+
+    @property
+    def summary(self) -> str:
+        """The notes as one line ("" when nothing differed)."""
+        return "; ".join(self.notes)
+
+    def __bool__(self) -> bool:
+        return bool(self.notes or self.nodes)
+
+    def to_json(self) -> JsonObject:
+        return {"summary": self.summary, "notes": list(self.notes), "nodes": [dict(n) for n in self.nodes],
+                "preview": dict(self.preview)}
+
+    @classmethod
+    def from_json(cls, data: JsonMapping) -> "Differed":
+        return cls(notes=tuple(str(n) for n in data.get("notes") or ()),
+                   nodes=tuple(dict(n) for n in data.get("nodes") or ()), preview=dict(data.get("preview") or {}))
+
+
+@dataclass(frozen=True)
 class Plan:
     """The exact impact of an operator action, computed at ``revision`` / ``versions``."""
 
@@ -63,7 +95,10 @@ class Plan:
     applied: bool = False
     action_id: int | None = None
     revision_after: int | None = None
+    differed: Differed | None = None  # once applied: what it found changed since the preview
     node_ids: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
+    # the status of each node in ``versions`` when planned: what the preview showed of it
+    statuses: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def node_target(self) -> str | None:
@@ -98,6 +133,7 @@ class Plan:
             out["applied"] = True
             out["action_id"] = self.action_id
             out["revision_after"] = self.revision_after
+            out["differed"] = (self.differed or Differed()).to_json()
         return out
 
     def summary(self) -> str:

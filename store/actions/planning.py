@@ -11,6 +11,7 @@ from store.clock import iso, parse_time
 from store.errors import InvalidValue, NotFound, Refused
 from store.jsontypes import JsonMapping, JsonObject, JsonValue
 from store.storage.core import TASK_LOCKS, UNFINISHED_SQL, LedgerCore, TaskLock
+from store.storage.core import drifting as core_drifting
 from store.validate import TIME_MAX, TIME_MIN, show
 from store.actions.plan import ActionParams, Plan
 
@@ -173,13 +174,17 @@ def effects(core: LedgerCore, task_id: str, node_ids: set[int] | None) -> tuple[
     return confirmed, warnings
 
 
-def reopened_status(core: LedgerCore, task: TaskState, changes: Mapping[str, tuple[str, str]]) -> str:
+def reopened_status(core: LedgerCore, task: TaskState, changes: Mapping[str, tuple[str, str]], *,
+                    drifting: bool | None = None) -> str:
     """Task status after a narrow / rewind / resolve (parked stays parked; the task completes when
-    nothing unfinished is left; a completed or failed task with new work reopens)."""
+    nothing unfinished is left and no ``drifting`` alignment verdict waits for its answer — the
+    task's own, or ``drifting`` as the action leaves it; a completed or failed task with new work
+    reopens)."""
     before = task.status
     if before == "parked":
         return before
-    if not any(b == "pending" for _, b in changes.values()):
+    drift = core_drifting(task.mind) if drifting is None else drifting
+    if not drift and not any(b == "pending" for _, b in changes.values()):
         unfinished = count(core, task.task_id, f" AND n.status IN {UNFINISHED_SQL}")
         unfinished -= sum(1 for a, b in changes.values() if a not in FINISHED and b in FINISHED)
         if unfinished == 0:
@@ -233,4 +238,5 @@ def make_plan(core: LedgerCore, params: ActionParams, task: TaskState, target: s
         resolutions_reapplied=tuple(reapplied), effects_not_undone=tuple(effects), warnings=tuple(warnings),
         changes=dict(changes), task_status=(task.status, status_after or task.status),
         params=params, planned_at=core.now(), node_ids={n.key: n.id for n in vs},
+        statuses={n.key: n.status for n in vs},
     )

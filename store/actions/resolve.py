@@ -1,12 +1,17 @@
 """resolve: answer a needs_human handoff — the handoff → resolved (option, answer, by, at); its
 node blocked → pending, with the resolution in its next claim's inputs. A failed node asking a
 human (work that could not safely run twice, store/ledger/unsafe.py) → pending as a fresh retry,
-unless the answer is ``leave_failed``. Two operators racing: one wins, the other is told who did."""
+unless the answer is ``leave_failed``. Two operators racing: one wins, the other is told who did.
+
+The promise (store/actions/promise.py): this answer to this question. Whatever else happened to
+the node or the task meanwhile, the answer is recorded and the node goes on from where it is now
+(parked meanwhile: it stays parked and runs with the answer once resumed). Refused: the handoff was
+answered or withdrawn since the preview, or the task aborted."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 from store.storage import sql
 from store.clock import iso
@@ -24,6 +29,7 @@ from store.actions import planning as pl
 from store.actions.action import Action, Command, Flag, NoKey
 from store.actions.changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
 from store.actions.plan import Plan
+from store.actions.promise import Since
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,13 @@ class ResolveParams(Action):
         """The handoff was resolved or withdrawn since the preview (two operators racing: one
         wins, the other is told who did)."""
         return still_open(core, plan)
+
+    def replan(self, core: LedgerCore, plan: Plan) -> Plan:
+        return plan_resolve(core, self.handoff, option=self.option, answer=self.answer)
+
+    def keeps(self, approved: Plan, current: Plan, since: Sequence[Since]) -> str | None:
+        """The handoff still open (:meth:`stale`) is the promise."""
+        return None
 
     def apply(self, tx: ApplyTx) -> Outcome:
         # a failed node asking a human (store/ledger/unsafe.py) goes back as a fresh retry
@@ -153,7 +166,11 @@ def plan_resolve(core: LedgerCore, handoff_id: str, *, option: str | None = None
             warnings.append(f"node {n.key} is parked: it stays parked until resumed, then runs with this resolution")
         else:
             warnings.append(f"node {n.key} is {n.status}: the resolution is recorded for its next claim")
-        after = pl.reopened_status(core, task, changes)
+        verdict = option if n.key in changes and changes[n.key][1] == "succeeded" else None
+        after = pl.reopened_status(core, task, changes, drifting=None if verdict is None else verdict == "drifting")
+        if verdict == "drifting" and pl.reopened_status(core, task, changes, drifting=False) == "completed":
+            warnings.append("nothing is left to run, but a drifting verdict keeps the task active (drift_suspected) "
+                            "until a replan or a narrow answers it")
         params = ResolveParams(handoff=hid, node=n.key, option=option, answer=answer, question=h.question)
         return pl.make_plan(core, params, task, hid, reason, [n], changes, status_after=after, versions_of=[n],
                             warnings=warnings)

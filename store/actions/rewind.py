@@ -5,6 +5,14 @@ to each reset node's ``rejections`` (so the agent does not repeat the rejected p
 ``claim_count`` restarts (a fresh ``max_claims`` allowance); abandoned and parked nodes in the
 closure are kept as they are; upstream is untouched; a completed or failed task reopens. A failed
 node rewound is a retry.
+
+The promise (store/actions/promise.py): this node and the downstream closure the preview showed
+start again. Agents' work meanwhile keeps it: a node of the closure claimed, finished, failed or
+asking a human since is reset as well (its lease revoked, its new handoff withdrawn); the node
+itself gone back to pending (its step failed and waits for a retry) is still rewound. Refused:
+another action since the preview changed the task's status or a node the rewind resets (rewound,
+narrowed, parked, resumed or answered by someone else); the closure changed (a node added below it
+or moved out of it); the node parked or abandoned since.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from store.actions import planning as pl
 from store.actions.action import Action, Command, Flag, Key
 from store.actions.changes import FRESH, ApplyTx, Outcome, append_rejections
 from store.actions.plan import Plan
+from typing import Sequence
+from store.actions.promise import Since, refused
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,19 @@ class RewindParams(Action):
     def node_target(self, target: str) -> str | None:
         return target
 
+    def replan(self, core: LedgerCore, plan: Plan) -> Plan:
+        return _plan(core, pl.open_task(core, plan.task_id), self.node, plan.reason, approved=plan)
+
+    def keeps(self, approved: Plan, current: Plan, since: Sequence[Since]) -> str | None:
+        """The shared rule, and the closure the preview showed."""
+        why = super().keeps(approved, current, since)
+        if why is None and set(current.versions) != set(approved.versions):
+            added = sorted(set(current.versions) - set(approved.versions))
+            where = (f"node {added[0]} was added below {self.node}" if added else
+                     f"node {sorted(set(approved.versions) - set(current.versions))[0]} is no longer below {self.node}")
+            why = refused(where)
+        return why
+
     def apply(self, tx: ApplyTx) -> Outcome:
         # The rewound node's path is rejected, with the operator's reason (store/mind/record.py).
         mind_record.rejected_for_nodes(tx.core, tx.plan.task_id, [tx.ids[self.node]], tx.plan.reason,
@@ -58,36 +81,43 @@ def plan_rewind(core: LedgerCore, task_id: str, node: str, *, reason: str) -> Pl
     """Rewind a node: it and everything downstream → pending, the reason fed back to the agent."""
     with read_tx(core.db):
         task = pl.open_task(core, task_id)
-        reason = pl.require_reason(reason, "rewind")
-        n = pl.node_one(core, task_id, node)
-        if n.status == "pending":
-            raise Refused(f"node {node} is pending: nothing to rewind")
-        if n.status == "parked":
-            raise Refused(f"node {node} is parked and has nothing to rewind: resume it instead")
-        if n.status == "abandoned":
-            raise Refused(f"node {node} is abandoned (out of scope): it cannot be rewound")
-        closure = pl.closure_nodes(core, [n.id])
-        changes: dict[str, tuple[str, str]] = {}
-        kept, parked = [], []
-        for c in closure:
-            if c.status in ("succeeded", "failed", "running", "blocked"):
-                changes[c.key] = (c.status, "pending")
-            else:
-                kept.append(c.key)
-                if c.status == "parked":
-                    parked.append(c.key)
-        ids = {c.id for c in closure if c.key in changes}
-        # blocked nodes, and failed ones asking a human (store/ledger/unsafe.py), have open handoffs
-        blocked_ids = {c.id for c in closure if changes.get(c.key, ("",))[0] in ("blocked", "failed")}
-        effects, ewarn = pl.effects(core, task_id, ids)
-        warnings = []
-        if parked:
-            warnings.append(f"parked node(s) downstream stay parked: {pl.names(parked)}")
-        warnings += ewarn
-        warnings += pl.asked_again(core, task_id, ids, {c.id: c.key for c in closure})
-        after = pl.reopened_status(core, task, changes)
-        return pl.make_plan(core, RewindParams(node=node), task, node, reason, closure, changes, kept=kept,
-                            status_after=after, versions_of=closure,
-                            handoffs=pl.open_handoffs(core, task_id, blocked_ids),
-                            reapplied=pl.resolved_latest(core, task_id, ids), effects=effects, warnings=warnings)
+        return _plan(core, task, node, pl.require_reason(reason, "rewind"))
+
+
+def _plan(core: LedgerCore, task: pl.TaskState, node: str, reason: str, *, approved: Plan | None = None) -> Plan:
+    """The rewind's plan on the task as it is. ``approved``: the plan the operator approved, when
+    planning again at its apply — then the node gone back to pending since is rewound still."""
+    task_id = task.task_id
+    n = pl.node_one(core, task_id, node)
+    again = approved is not None and n.status == "pending" and approved.statuses.get(node) not in (None, "pending")
+    if n.status == "pending" and not again:
+        raise Refused(f"node {node} is pending: nothing to rewind")
+    if n.status == "parked":
+        raise Refused(f"node {node} is parked and has nothing to rewind: resume it instead")
+    if n.status == "abandoned":
+        raise Refused(f"node {node} is abandoned (out of scope): it cannot be rewound")
+    closure = pl.closure_nodes(core, [n.id])
+    changes: dict[str, tuple[str, str]] = {}
+    kept, parked = [], []
+    for c in closure:
+        if c.status in ("succeeded", "failed", "running", "blocked") or (again and c.id == n.id):
+            changes[c.key] = (c.status, "pending")
+        else:
+            kept.append(c.key)
+            if c.status == "parked":
+                parked.append(c.key)
+    ids = {c.id for c in closure if c.key in changes}
+    # blocked nodes, and failed ones asking a human (store/ledger/unsafe.py), have open handoffs
+    blocked_ids = {c.id for c in closure if changes.get(c.key, ("",))[0] in ("blocked", "failed")}
+    effects, ewarn = pl.effects(core, task_id, ids)
+    warnings = []
+    if parked:
+        warnings.append(f"parked node(s) downstream stay parked: {pl.names(parked)}")
+    warnings += ewarn
+    warnings += pl.asked_again(core, task_id, ids, {c.id: c.key for c in closure})
+    after = pl.reopened_status(core, task, changes)
+    return pl.make_plan(core, RewindParams(node=node), task, node, reason, closure, changes, kept=kept,
+                        status_after=after, versions_of=closure,
+                        handoffs=pl.open_handoffs(core, task_id, blocked_ids),
+                        reapplied=pl.resolved_latest(core, task_id, ids), effects=effects, warnings=warnings)
 

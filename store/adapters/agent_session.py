@@ -30,8 +30,10 @@ from store.errors import LeaseLost, NotFound, Refused
 from store.facade import Ledger
 from store.jsontypes import JsonObject, JsonValue
 from store.reading.task_report import task_report
+from store.validate import json_value, show
 from store.views import Claim
 from store.worker import LeaseKeeper
+from store.adapters import questions
 from store.adapters.sessions import SessionBusy, SessionStore, claim_from_json, claim_to_json
 from store.adapters.steering import Steer, clean, pulse, reclaim, steer
 from store.adapters.streams import summarize
@@ -54,9 +56,10 @@ class SessionConfig:
     lock_wait_s: float = 10.0
 
 
-def _normal(value: object) -> JsonValue:
-    """``value`` as the ledger will give it back (a JSON round trip)."""
-    return json.loads(json.dumps(value, allow_nan=False))
+def _normal(value: object, arg: str) -> JsonValue:
+    """``value`` as the ledger will give it back (a JSON round trip); one the ledger cannot keep
+    (not finite, too deep, a lone surrogate) is refused first, with its one line."""
+    return json.loads(json.dumps(json_value(arg, value), allow_nan=False))
 
 
 OPTIONS_MAX = 20  # options of one question
@@ -98,7 +101,9 @@ class AgentSession:
         self.task: str | None = None
         self.claim: Claim | None = None
         self.keeper: LeaseKeeper | None = None
-        self.handoff: str | None = None
+        self.questions: dict[str, str] = {}  # open questions: handoff id -> its node
+        self.asked = 0  # questions asked so far (their nodes' numbers)
+        self.last_answer: JsonObject | None = None
         self.last_commit: JsonObject | None = None
         if cfg.task:
             self._bind(cfg.task)
@@ -121,15 +126,18 @@ class AgentSession:
         self.key, self.task = key, task
         saved = self.store.load(key)
         self.claim = claim_from_json(saved.get("claim"))
-        self.handoff = saved.get("handoff") if isinstance(saved.get("handoff"), str) else None
+        asked = saved.get("questions")
+        self.questions = {str(k): str(v) for k, v in asked.items()} if isinstance(asked, dict) else {}
+        self.asked = saved.get("asked") if isinstance(saved.get("asked"), int) else 0  # type: ignore[assignment]
         self.last_commit = saved.get("last_commit") if isinstance(saved.get("last_commit"), dict) else None
-        if self.claim is not None and self.handoff is None:
+        if self.claim is not None:
             self._keep(self.claim)
 
     def _save(self) -> None:
         if self.key is not None:
             self.store.save(self.key, {"claim": claim_to_json(self.claim) if self.claim else None,
-                                       "handoff": self.handoff, "last_commit": self.last_commit})
+                                       "questions": dict(self.questions), "asked": self.asked,
+                                       "last_commit": self.last_commit})
 
     def _keep(self, claim: Claim | None) -> None:
         """Hold ``claim``'s lease from a thread (stopping the keeper of the previous one)."""
@@ -192,9 +200,6 @@ class AgentSession:
     def _check(self) -> JsonObject | None:
         """None when the held claim is good to use (taken back by key after a resume or an
         expiry); else the answer to give."""
-        if self.handoff is not None:
-            return {"status": "waiting_for_human", "handoff": self.handoff,
-                    "message": "A question waits for a person: call wait_for_human(handoff)."}
         if self.claim is None:
             return {"status": "no_claim", "message": "Call claim_next first."}
         if self.keeper is not None and not self.keeper.lost:
@@ -220,7 +225,7 @@ class AgentSession:
             if self.key is None:
                 self._bind(task)
             elif task != self.task:
-                raise Refused(f"this session works on task {self.task}; start another warden mcp for {task}")
+                raise Refused(f"this session works on task {self.task}; start another warden mcp for {show(task)}")
             if self.claim is not None:
                 stop = self._check()
                 if stop is None:
@@ -276,11 +281,14 @@ class AgentSession:
 
     def commit(self, output: object) -> JsonObject:
         with self.lock:
-            value = _normal(output)
+            value = _normal(output, "output")
             if self.claim is None:
                 if self.last_commit is not None and self.last_commit.get("output") == value:
                     return {"status": "committed", "already": True, **self.last_commit["where"]}
                 return {"status": "no_claim", "message": "Call claim_next first."}
+            waiting = self._open_question()
+            if waiting is not None:
+                return waiting
             claim = self.claim
             where = {"task": claim.task_id, "node": claim.node_key, "attempt": claim.attempt}
             if self.keeper is not None:
@@ -313,9 +321,24 @@ class AgentSession:
         self._save()
         return {"status": "committed", "already": already, **where, **({"event": event} if event else {})}
 
+    def _open_question(self) -> JsonObject | None:
+        """A question of this step still waiting for a person (answered ones are closed here)."""
+        for hid, key in list(self.questions.items()):
+            try:
+                status = self.ledger.handoff(hid).status
+            except NotFound:
+                status = "gone"
+            if status == "open":
+                return {"status": "waiting_for_human", "handoff": hid,
+                        "message": "A question waits for a person: call wait_for_human(handoff) first."}
+            if questions.close(self.ledger, self.task or "", key, worker=self.worker, output={"status": status}):
+                self.questions.pop(hid, None)
+                self._save()
+        return None
+
     def fail(self, error: str, failure_class: str = "transient", retryable: bool | None = None) -> JsonObject:
         with self.lock:
-            stop = self._check()
+            stop = self._check() or self._open_question()
             if stop is not None:
                 return stop
             assert self.claim is not None
@@ -338,7 +361,7 @@ class AgentSession:
             if stop is not None:
                 return stop
             assert self.claim is not None
-            eff = self.ledger.intend_effect(self.claim, key, payload=_normal(payload))
+            eff = self.ledger.intend_effect(self.claim, key, payload=_normal(payload, "payload"))
             return {"status": eff.status, "effect": key, "external_id": eff.external_id,
                     "message": "Already done: do not make this call again." if eff.status == "confirmed" else
                     "Intended: make the external call, then confirm_effect."}
@@ -353,29 +376,26 @@ class AgentSession:
             return {"status": eff.status, "effect": key, "external_id": eff.external_id}
 
     def ask_human(self, question: str, options: Sequence[JsonValue] | None = None, kind: str | None = None) -> JsonObject:
+        """A question of its own (store/adapters/questions.py): the step keeps its claim, and
+        questions asked at once (from several threads of the client) are each their own handoff."""
         with self.lock:
             stop = self._check()
             if stop is not None:
                 return stop
             assert self.claim is not None
             claim = self.claim
-            if self.keeper is not None:
-                self.keeper.stop()
-            try:
-                hid = self.ledger.request_human(claim, kind=kind or "direction", question=clean(question, 4000),
-                                                options=_options(options), context={"via": "mcp", "worker": self.worker})
-            except LeaseLost as e:
-                stop = self._lost(e)
-                if stop is not None:
-                    return stop
-                return self.ask_human(question, options, kind)
-            except Refused:
-                self._keep(claim)
-                raise
-            self.handoff = hid
-            self.keeper = None
+            opts = _options(options)
+            self.asked += 1
+            key = f"{claim.node_key}.ask-{self.asked}"
+            self._save()  # the number is taken before anything is written: never reused
+            asked = questions.ask(self.ledger, claim.task_id, key, worker=self.worker, kind=kind or "direction",
+                                  node_kind="question", title=f"question: {clean(question, 150)}",
+                                  question=clean(question, 4000), options=opts,
+                                  context={"via": "mcp", "worker": self.worker, "step": claim.node_key},
+                                  lease_s=self.cfg.lease_s)
+            self.questions[asked.handoff] = asked.node
             self._save()
-        return self._wait(hid)
+        return self._wait(asked.handoff)
 
     def wait_for_human(self, handoff: str) -> JsonObject:
         with self.lock:
@@ -391,22 +411,21 @@ class AgentSession:
             if res is None:
                 return {"status": "pending", "handoff": hid,
                         "message": "No answer yet. Call wait_for_human with this handoff to keep waiting."}
-            ours = hid == self.handoff
-            if ours:
-                self.handoff = None
-            answer = {"handoff": hid, "option": res.get("option"), "answer": res.get("answer"), "by": res.get("by")}
-            if not ours or self.claim is None:
+            answer: JsonObject = {"handoff": hid, "option": res.get("option"), "answer": res.get("answer"),
+                                  "by": res.get("by")}
+            key = self.questions.get(hid)
+            if key is not None and questions.close(self.ledger, str(res.get("task_id") or self.task or ""), key,
+                                                   worker=self.worker, output=answer):
+                self.questions.pop(hid, None)
                 self._save()
-                return {"status": res["status"], **answer}
             if res["status"] == "resolved":
-                again = reclaim(self.ledger, self.claim, lease_s=self.cfg.lease_s)
-                if again is not None:
-                    self._keep(again)
-                    self._save()
-                    return {"status": "answered", **answer}
+                self.last_answer = answer
+                return {"status": "answered" if key is not None else "resolved", **answer}
+            if key is None or self.claim is None:
+                return {"status": res["status"], **answer}
             st = steer(self.ledger, self.claim)
-            if st.state == "running":  # resolved meanwhile and taken back by another call of ours
-                return {"status": "answered", **answer}
+            if st.state == "running":
+                return {"status": res["status"], **answer}
             out = self._answer(st)
             return {**out, "handoff_status": res["status"], **answer}
 
@@ -417,7 +436,7 @@ class AgentSession:
                 raise Refused("no task yet: call claim_next first")
             data = task_report(self.ledger, task)
             data["session"] = {"worker": self.worker, "claim": self._describe(self.claim) if self.claim else None,
-                               "handoff": self.handoff}
+                               "questions": sorted(self.questions)}
             return data
 
     # ------------------------------------------------------------------ resources
@@ -428,4 +447,7 @@ class AgentSession:
 
     def inputs(self) -> JsonObject:
         with self.lock:
-            return dict(self.claim.inputs) if self.claim is not None else {}
+            out = dict(self.claim.inputs) if self.claim is not None else {}
+            if self.last_answer is not None:
+                out["last_answer"] = self.last_answer  # the latest answer to one of this session's questions
+            return out

@@ -9,35 +9,40 @@ outcome = supervise_command(Ledger.open("ledger.db"), RunSpec(argv=("make", "tes
 
 The node (``--node``, default ``main``, kind ``--kind``, default ``command``) is added to the task
 (made with origin ``run`` when it does not exist) and claimed by key; nothing starts unless the
-claim is ours. The command runs in its own process group with stdin on ``/dev/null``, its
-output passed through to our stdout, logged in the run directory (store/adapters/rundir.py) and
-sent as observations: every heartbeat (each ``lease_s / 3``) carries the lines printed since the
-previous one (cleaned, the newest ``OBSERVATION_CAP`` characters). With ``json_stream`` the lines
-are a Claude Code or Codex event stream (store/adapters/streams.py): each finished tool call is
-one heartbeat with its action and result, and tokens, progress and cost are reported.
+claim is ours, and not before what the node's previous attempt left on this host is ended
+(store/adapters/leftovers.py). The command is started by a keeper (store/adapters/keeper.py)
+that ends it if we die, in a cgroup of its own where the machine has one (store/adapters/
+process.py): "the command" below is every process it started, whatever its session or group.
+Its output is passed through to our stdout, logged in the run directory (rundir.py) and sent as
+observations each heartbeat (each ``lease_s / 3``: the lines since the previous one, cleaned,
+the newest ``OBSERVATION_CAP`` characters). With ``json_stream`` each line is a Claude Code or
+Codex event, parsed whole (up to ``STREAM_EVENT_CAP``) before anything is cut (streams.py).
 
-What an operator does reaches the command within a heartbeat:
+What an operator does reaches the command within a heartbeat, and ``warden run`` says it on
+stderr in one line (who, why):
 
-* **park** (task or node, with or without ``--now``) → ``SIGSTOP`` to the group; the lease is
-  kept while the task park keeps it, else the node is taken back by key once resumed; **resume**
-  → ``SIGCONT``. An escalation (the node blocked on a handoff) stops it the same way until
-  resolved.
-* **abort** (or the node abandoned) → ``SIGTERM`` to the group, ``SIGKILL`` after ``grace_s``.
-* **rewind** → the group ended the same way, the node claimed again and the command started
-  afresh with ``$WARDEN_REWIND_REASON`` (and a new run directory).
+* **park** (task or node, with or without ``--now``) → every process stopped, once none is
+  inside a ledger write (store/storage/stopguard.py); the lease is kept while the task park keeps it,
+  else the node is taken back by key once resumed; **resume** → continued. An escalation (the
+  node blocked on a handoff) stops it the same way until resolved.
+* **abort** (or the node abandoned) → ``SIGTERM`` to every process, ``SIGKILL`` after ``grace_s``.
+* **rewind** → ended the same way, the node claimed again and the command started afresh with
+  ``$WARDEN_REWIND_REASON`` (and a new run directory).
 
-When the command ends on its own, what it left running in its group is ended too, then:
-exit 0 → ``commit`` (output: ``exit_code``, ``last_lines``, the ``artifacts`` taken from
-``artifacts`` and copied into the run directory, ``run``, ``cwd``, ``command``; the artifact
-itself when there is exactly one file); otherwise ``fail`` with the class :func:`failure_for`
-gives. Our own SIGINT/SIGTERM/SIGHUP end the command the same way and fail the node
-``transient`` (retryable): the supervisor was stopped, not the work judged.
+When the command's first process ends, whatever it left running is ended too (its output then
+ends), then: exit 0 → ``commit`` (runoutput.py bounds it: ``exit_code``, ``last_lines``,
+``artifacts``, ``run``, ``cwd``, ``command``; the artifact itself when there is exactly one
+file); otherwise ``fail`` with the class :func:`failure_for` gives. Our own SIGINT/SIGTERM/SIGHUP
+end the command the same way and fail the node ``transient`` (retryable); a terminal's ctrl+z
+(SIGTSTP) stops the command, then us, between two ledger writes.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+import signal
+import socket
 import sys
 import time
 from collections import deque
@@ -47,10 +52,12 @@ from typing import Callable
 
 from store.errors import LeaseLost, LedgerUnavailable, NotFound, Refused, WardenError
 from store.facade import Ledger
-from store.jsontypes import JsonObject
+from store.jsontypes import JsonMapping, JsonObject
 from store.views import Claim
+from store.adapters import leftovers
 from store.adapters.process import Child
 from store.adapters.rundir import Artifacts, RunDir, collect_artifacts, run_name
+from store.adapters.runoutput import bounded_output, command_summary, exec_status, failure_for
 from store.adapters.steering import Steer, clean, clean_lines, pulse, reclaim, steer
 from store.adapters.streams import StreamParser, parser_for
 
@@ -63,6 +70,8 @@ TICK_S = 0.25  # the loop wakes at least this often (output, the command's end, 
 FLOOD_LINES = 500  # lines taken at once; past them a heartbeat goes out (at most every FLOOD_BEAT_S)
 FLOOD_BEAT_S = 0.2
 LINES_KEPT = 2000  # lines held between two heartbeats (the newest; the rest are counted as left out)
+STREAM_EVENT_CAP = 1024 * 1024  # bytes of one JSON event read whole before it is parsed
+PLAIN_LINE_READ = 16 * 1024  # bytes of one plain output line read (an observation keeps LINE_CAP characters)
 
 
 @dataclass(frozen=True)
@@ -97,20 +106,6 @@ class RunOutcome:
     attempts: int = 0
 
 
-def failure_for(code: int) -> tuple[str, bool]:
-    """The failure class and retryability of an exit status (docs/agents.md "warden run"):
-
-    * killed by a signal (``-N``), 75 EX_TEMPFAIL, 124 (``timeout``'s), 69/70/71/74 (sysexits:
-      unavailable, software, os error, io error) → ``transient``, retryable;
-    * 126 (not executable), 127 (not found), 64/65/66/78 (usage, bad data, no input, config) →
-      ``spec``, not retryable: the same command would fail the same way;
-    * anything else → ``transient``, retryable (the node's ``max_claims`` bounds the retries).
-    """
-    if code in (126, 127, 64, 65, 66, 78):
-        return "spec", False
-    return "transient", True
-
-
 class _Stop(Exception):
     def __init__(self, outcome: RunOutcome) -> None:
         self.outcome = outcome
@@ -129,6 +124,7 @@ class Supervisor:
         self.out = out if out is not None else _stdout
         self.say = say if say is not None else _stderr
         self.stop_requested: str | None = None
+        self.suspend_requested = False  # a terminal's ctrl+z (SIGTSTP), acted on between ledger writes
         self.claim: Claim | None = None
         self.attempts = 0
 
@@ -198,25 +194,64 @@ class Supervisor:
             if s.echo:
                 self.out(data)
 
-        child = Child(s.argv, cwd=cwd, env=self._env(claim, rundir, rewind_reason), sink=sink)
+        refused = self._settle_previous(claim)
+        if refused is not None:
+            rundir.finish("failed", exit_code=None, why=refused)
+            self.fail_node(claim, refused, "transient", True)
+            return RunOutcome("refused", refused, run=rundir.name)
+        self.keep(claim)
+        child = Child(s.argv, cwd=cwd, env=self._env(claim, rundir, rewind_reason), sink=sink,
+                      line_cap=STREAM_EVENT_CAP if s.json_stream else PLAIN_LINE_READ, grace_s=s.grace_s,
+                      run_dir=os.path.abspath(rundir.path), ledger=str(self.ledger.target))
         try:
             child.start()
         except OSError as e:
-            why = f"cannot start {s.argv[0]!r}: {e.strerror or e}"
-            rundir.finish("failed", exit_code=127, why=why)
+            code = exec_status(s.argv[0], e)
+            why = f"cannot start {clean(s.argv[0], 200)!r}: {e.strerror or e}"
+            rundir.finish("failed", exit_code=code, why=why)
             self.fail_node(claim, why, "spec", False)
-            return RunOutcome("failed", why, exit_code=127, run=rundir.name)
-        self.note(claim, f"warden run: pid {child.pid}, run directory {rundir.name}, cwd {cwd}"
-                   + (f"; restarted after a rewind: {rewind_reason}" if rewind_reason is not None else ""))
+            return RunOutcome("failed", why, exit_code=code, run=rundir.name)
+        child.tell_claim(claim)
+        self.keep(claim)
+        self.note(claim, f"warden run: pid {child.pid} ({child.containment_used}), run directory {rundir.name}, "
+                         f"cwd {cwd}" + (f"; restarted after a rewind: {rewind_reason}" if rewind_reason is not None
+                                          else ""),
+                  data={leftovers.PROCESS_KEY: {**child.identity(), "host": socket.gethostname()}})
         watch = _Watch(self, child, rundir, parser_for(s.json_stream) if s.json_stream else None)
-        return watch.loop(claim)
-
-    # ------------------------------------------------------------------ ledger writes (lost leases tolerated)
-    def note(self, claim: Claim, text: str) -> None:
         try:
-            self.ledger.note(claim, text, layer="execution")
+            return watch.loop(claim)
+        finally:
+            child.close()
+
+    def _settle_previous(self, claim: Claim) -> str | None:
+        """What the node's previous attempt left on this host ended first (leftovers.settle_previous)."""
+        return leftovers.settle_previous(self.ledger, claim, self.spec.grace_s,
+                                         note=lambda text: self.note(claim, text), say=self.say)
+
+    def keep(self, claim: Claim) -> None:
+        """A heartbeat outside the loop (a start takes some of a short lease); its news waits for
+        the loop's next beat."""
+        try:
+            self.ledger.heartbeat(claim)
         except WardenError:
             pass
+
+    # ------------------------------------------------------------------ ledger writes (lost leases tolerated)
+    def note(self, claim: Claim, text: str, *, data: JsonMapping | None = None) -> None:
+        try:
+            self.ledger.note(claim, text, layer="execution", data=data)
+        except WardenError:
+            pass
+
+    def by(self, task_id: str, action: str) -> str:
+        """`` by OPERATOR`` of the newest applied ``action`` on the task ('' when none is found)."""
+        try:
+            for a in self.ledger.actions(task_id, limit=20):
+                if a.action == action and a.result == "applied":
+                    return f" by {clean(a.operator, 80)}"
+        except WardenError:
+            pass
+        return ""
 
     def fail_node(self, claim: Claim, error: str, failure_class: str, retryable: bool) -> bool:
         try:
@@ -248,20 +283,30 @@ class _Watch:
         self.task_park = False  # stopped by a task park that kept our lease
         self.last_beat = time.monotonic()
         self.output_ended = False
+        self.too_big = 0  # JSON events over STREAM_EVENT_CAP (reported, not parsed)
+        self.token = ""  # the claim the keeper was last handed
 
     # ------------------------------------------------------------------ output
     def _take_line(self, raw: bytes) -> None:
-        line = clean(raw)
         if len(self.lines) == LINES_KEPT:
             self.dropped += 1
         if self.parser is None:
+            line = clean(raw)
             self.lines.append(line)
             self.last.append(line)
             return
-        for step in self.parser.feed(line):
+        if raw.endswith(b" [line cut]") and len(raw) > STREAM_EVENT_CAP:  # an event too big to read whole
+            self.too_big += 1
+            note = f"[an event of more than {STREAM_EVENT_CAP} bytes was not read: {clean(raw[:200], 200)}]"
+            self.lines.append(note)
+            self.last.append(note)
+            return
+        # parsed whole (up to STREAM_EVENT_CAP bytes), cut only once it is read
+        for step in self.parser.feed(raw.decode("utf-8", errors="replace")):
             if step.line is not None:
-                self.lines.append(step.line)
-                self.last.append(step.line)
+                line = clean(step.line)
+                self.lines.append(line)
+                self.last.append(line)
             if step.action is not None:
                 self.pairs.append((step.action, step.result or ""))
             if step.text is not None:
@@ -277,17 +322,20 @@ class _Watch:
         a flood is sent in pieces rather than held)."""
         deadline = time.monotonic() + wait
         taken = 0
-        while not self.output_ended and taken < FLOOD_LINES:
-            left = deadline - time.monotonic()
-            try:
-                raw = self.child.lines.get(timeout=left) if left > 0 else self.child.lines.get_nowait()
-            except Empty:
-                return
-            if raw is None:
-                self.output_ended = True
-                return
-            self._take_line(raw)
-            taken += 1
+        try:
+            while not self.output_ended and taken < FLOOD_LINES:
+                left = deadline - time.monotonic()
+                try:
+                    raw = self.child.lines.get(timeout=left) if left > 0 else self.child.lines.get_nowait()
+                except Empty:
+                    return
+                if raw is None:
+                    self.output_ended = True
+                    return
+                self._take_line(raw)
+                taken += 1
+        finally:
+            self.dropped += self.child.lines.take_dropped()  # beyond the queue's bound: counted, never queued
 
     # ------------------------------------------------------------------ heartbeats
     def _beat(self, claim: Claim) -> Claim:
@@ -317,10 +365,20 @@ class _Watch:
         if p.parked and not self.child.stopped:
             self.child.pause()
             self.task_park = True
+            self.sup.say(f"warden run: parked{self.sup.by(claim.task_id, 'park')}{self._park_reason(claim)} "
+                         "(the command is stopped; the lease is kept)")
         elif not p.parked and self.task_park:
             self.child.resume()
             self.task_park = False
+            self.sup.say(f"warden run: resumed{self.sup.by(claim.task_id, 'resume')} (the command continues)")
         return claim
+
+    def _park_reason(self, claim: Claim) -> str:
+        try:
+            why = self.ledger.task(claim.task_id).park_reason
+        except WardenError:
+            return ""
+        return f": {clean(why, 300)}" if why else ""
 
     def _spend(self) -> int:
         t, self.tokens = self.tokens, 0
@@ -333,9 +391,13 @@ class _Watch:
         if st.state in ("parked", "blocked"):
             return self._wait_paused(claim, st)
         if st.state == "aborted":
+            self.sup.say(f"warden run: aborted{self.sup.by(claim.task_id, 'abort')}"
+                         f"{': ' + clean(st.reason, 300) if st.reason else ''} (ending the command)")
             self._end("interrupted", f"aborted: {st.reason}")
             raise _Stop(RunOutcome("aborted", st.reason or "the task was aborted", run=self.rundir.name))
         if st.state == "rewound":
+            self.sup.say(f"warden run: rewound{self.sup.by(claim.task_id, 'rewind')}"
+                         f"{': ' + clean(st.reason, 300) if st.reason else ''} (the command starts again)")
             self._end("interrupted", f"rewound: {st.reason}")
             raise _Restart(self._take_back(claim), st.reason)
         again = reclaim(self.ledger, claim, lease_s=self.sup.spec.lease_s) if "expired" in st.reason else None
@@ -365,10 +427,11 @@ class _Watch:
     def _wait_paused(self, claim: Claim, st: Steer) -> Claim:
         """Parked (lease revoked) or escalated: the group is stopped until the node can run again."""
         self.child.pause()
-        what = "parked" if st.state == "parked" else "waiting on a handoff"
-        self.sup.say(f"warden run: {what}{': ' + st.reason if st.reason else ''} (the command is stopped)")
+        what = f"parked{self.sup.by(claim.task_id, 'park')}" if st.state == "parked" else "waiting on a handoff"
+        self.sup.say(f"warden run: {what}{': ' + clean(st.reason, 300) if st.reason else ''} (the command is stopped)")
         while True:
             self._check_stop()
+            self._suspend_if_asked(claim, resume=False)
             time.sleep(self.sup.interval)  # the ledger has no wake-up for "resumed": look each beat
             self._drain(0)
             now = steer(self.ledger, claim)
@@ -382,7 +445,8 @@ class _Watch:
                     return self._steer(claim, now)
                 continue
             self.child.resume()
-            self.sup.say("warden run: resumed (the command continues)")
+            self.child.tell_claim(again)
+            self.sup.say(f"warden run: resumed{self.sup.by(claim.task_id, 'resume')} (the command continues)")
             return again
 
     def _check_stop(self) -> None:
@@ -413,8 +477,12 @@ class _Watch:
         try:
             while True:
                 self.sup.claim = claim
+                if claim.token != self.token:
+                    self.child.tell_claim(claim)
+                    self.token = claim.token
                 if self.sup.stop_requested is not None:
                     claim = self._interrupted(claim)
+                claim = self._suspend_if_asked(claim, resume=True)
                 self._drain(min(TICK_S, max(0.0, next_beat - time.monotonic())))
                 if self.child.poll() is not None:
                     break
@@ -438,6 +506,35 @@ class _Watch:
             return (r.claim, r.reason)
         return self._finish(claim, code)
 
+    def _suspend_if_asked(self, claim: Claim, *, resume: bool) -> Claim:
+        """A terminal's ctrl+z: the command stopped (between its ledger writes), then ourselves;
+        once continued (``fg``), the lease is checked before the command goes on."""
+        if not self.sup.suspend_requested:
+            return claim
+        self.sup.suspend_requested = False
+        was_stopped = self.child.stopped
+        if not was_stopped:
+            self.child.pause()
+        self.sup.say("warden run: suspended (ctrl+z): the command is stopped; `fg` continues it")
+        os.kill(os.getpid(), signal.SIGSTOP)
+        self.sup.say("warden run: continued")
+        if not resume or was_stopped:
+            return claim
+        try:
+            p = self.ledger.heartbeat(claim)
+        except LeaseLost as e:
+            claim = self._steer(claim, steer(self.ledger, claim, lost_why=str(e)))
+            if self.child.stopped:
+                self.child.resume()
+            return claim
+        except LedgerUnavailable:
+            p = None
+        if p is None or not p.parked:
+            self.child.resume()
+        else:
+            self.task_park = True
+        return claim
+
     def _interrupted(self, claim: Claim) -> Claim:
         why = self.sup.stop_requested or "stopped"
         self._end("interrupted", why, keep=claim)
@@ -452,7 +549,9 @@ class _Watch:
             raise _Stop(RunOutcome("lost", f"rewound as the command ended ({r.reason}); run it again",
                                    run=self.rundir.name)) from None
         output: JsonObject = {"exit_code": code, "last_lines": list(self.last), "run": self.rundir.name,
-                                  "cwd": self.rundir.state["cwd"], "command": list(s.argv)}
+                              "cwd": self.rundir.state["cwd"], "command": command_summary(s.argv)}
+        if self.too_big:
+            output["events_not_read"] = self.too_big
         if self.final is not None:
             output["final"] = self.final
         if self.cost is not None:
@@ -471,6 +570,7 @@ class _Watch:
             output["artifact_problems"] = arts.problems[:20]
         ref = self.rundir.finish("completed", exit_code=0, why=None, artifacts=arts)
         single = next(iter(arts.files.items())) if len(arts.files) == 1 else None
+        output = bounded_output(output)
         try:
             self.ledger.commit(claim, output=output, output_ref=ref or f"run:{self.rundir.name}",
                                artifact=(single[0], single[1]) if single else None, tokens=self._spend())

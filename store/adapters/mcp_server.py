@@ -21,6 +21,7 @@ from mcp.server.mcpserver import MCPServer
 
 from store.jsontypes import JsonArray, JsonObject
 from store.adapters.agent_session import AgentSession
+from store.adapters.mcp_wire import AnsweringServer
 
 __all__ = ["build_server", "serve"]
 
@@ -37,7 +38,7 @@ INSTRUCTIONS = (
 
 def build_server(session: AgentSession) -> MCPServer[object]:
     """An MCPServer whose tools and resources are ``session``'s."""
-    server: MCPServer[object] = MCPServer("warden", instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer[object] = AnsweringServer("warden", instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(description="Claim the next ready step of a task (created with one node when it does not "
                              "exist). Answers status claimed (with the step's inputs), none, parked or aborted.")

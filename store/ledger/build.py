@@ -8,6 +8,7 @@ from typing import Mapping, Sequence
 import peewee as pw
 
 from store.ledger import graph as graph_mod
+from store.ledger import quotas
 from store.storage import sql
 from store.storage.db import is_sqlite, retry_write, write_tx
 from store.errors import Refused
@@ -125,6 +126,8 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
         return 0
     new_keys = {s.key for s in new_specs}
     mind_record.check_serves(core, task_id, new_specs)
+    drawing = {s.key: tuple(getattr(s, "quotas", None) or ()) for s in new_specs if getattr(s, "quotas", None)}
+    quotas.check_declared(core, task_id, sorted({q for names in drawing.values() for q in names}))
     for s in new_specs:
         for d in s.deps:
             if d not in existing and d not in new_keys:
@@ -142,14 +145,18 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
         pos += 1
         serves = tuple(getattr(s, "serves", None) or ())
         rows.append((task_id, s.key, pos, s.kind, s.title, "pending", dumps(dict(s.preconditions or {})),
-                     s.est_wall_s, s.est_tokens, bool(s.always_admit), bool(s.retryable), s.units_total,
-                     s.max_claims, "[]", 1, dumps(list(serves)) if serves else None))
+                     s.est_wall_s, s.est_tokens, bool(s.always_admit),
+                     bool(s.retryable) and getattr(s, "failure_class", None) is None, s.units_total,
+                     s.max_claims, "[]", 1, dumps(list(serves)) if serves else None,
+                     getattr(s, "failure_class", None)))
     sql.execute_many(
         core.db,
         "INSERT INTO node (task_id, key, position, kind, title, status, preconditions, est_wall_s, est_tokens, "
-        "always_admit, retryable, units_total, max_claims, rejections, version, serves, attempt, tokens_used, "
-        "wall_used_s, claim_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0)", rows)
+        "always_admit, retryable, units_total, max_claims, rejections, version, serves, failure_class, attempt, "
+        "tokens_used, wall_used_s, claim_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0)",
+        rows)
     ids = core.ids_for_keys(task_id, list(new_keys) + [d for s in new_specs for d in s.deps])
+    quotas.add_node_quotas(core, ids, drawing)
     edges = [(task_id, ids[d], ids[s.key]) for s in new_specs for d in dict.fromkeys(s.deps)]
     if edges:
         sql.execute_many(core.db, "INSERT INTO edge (task_id, src_id, dst_id) VALUES (?, ?, ?)", edges)

@@ -23,6 +23,7 @@ lease is never extended and every write is refused (``fenced.fence``).
 from __future__ import annotations
 
 import secrets
+from functools import partial
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 from store.judges import budget as budget_mod
@@ -36,13 +37,14 @@ from store.mind import recall, replan
 from store.storage.sql import Inc
 from store.storage.tables import NodeRecord, TaskRecord
 from store.views import Claim
-from store.ledger import compensation, cost, unsafe
+from store.ledger import compensation, cost, quotas, unsafe
 from store.storage import budget_clock
 from store.storage.core import LedgerCore, digest_json
 from store.ledger.observe import ATTEMPT_RESET
 from store.storage.rows import wall_used
 
 CLAIM_ROUNDS = 1000  # each round either claims, fails an over-claimed node, or ends
+QUOTA_PASSES = 100  # ready nodes one round passes over when their quota filled since its first look
 
 
 def admit(core: LedgerCore, task_id: str, node_key: str) -> str:
@@ -167,7 +169,8 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
             if task.status == "aborted":  # only its compensations, whatever the budget
                 if kinds and compensation.KIND not in kinds:
                     continue
-                row = _find_claimable(core, tid, now, False, [compensation.KIND], key, worker, None)
+                full = quotas.full_names(core, tid, now)
+                finder = partial(_find_claimable, core, tid, now, False, [compensation.KIND], key, worker, None, full)
                 gate = "ok"
             elif task.status != "active":
                 continue
@@ -176,14 +179,32 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
                     continue
                 gate = core.task_gate(task, now)
                 fit = budget_mod.left(task.tokens_used, task.token_cap, wall_used(task, now), task.wall_cap_s)
-                # past the hard gate (stop included) only the closing whitelist: always_admit nodes
-                row = _find_claimable(core, tid, now, gate in ("hard", "stop"), kinds, key, worker, fit)
+                # past the hard gate (stop included) only the closing whitelist: always_admit nodes;
+                # a node drawing on a full quota waits (store/ledger/quotas.py)
+                full = quotas.full_names(core, tid, now)
+                finder = partial(_find_claimable, core, tid, now, gate in ("hard", "stop"), kinds, key, worker, fit,
+                                 full)
+            row = finder([])
             if row is None:
                 continue
             why = _not_handed_out(core, task, row)
             if why is not None:
                 return _Judge(why, tid, row.id)
-            return _take(core, task, row, worker, lease_s, now, gate, max_step_s)
+            token = secrets.token_hex(16)
+            drawn = quotas.draw(core, tid, row.id, token, now)
+            passed: list[int] = []
+            while drawn is None and len(passed) < QUOTA_PASSES:  # its quota filled since the first look
+                passed.append(row.id)
+                row = finder(passed)
+                if row is None:
+                    break
+                why = _not_handed_out(core, task, row)
+                if why is not None:
+                    return _Judge(why, tid, row.id)
+                drawn = quotas.draw(core, tid, row.id, token, now)
+            if row is None or drawn is None:
+                continue
+            return _take(core, task, row, worker, lease_s, now, gate, max_step_s, token, [u.name for u in drawn])
         return None
 
 
@@ -203,11 +224,20 @@ def _not_handed_out(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> str 
 
 def _find_claimable(core: LedgerCore, task_id: str, now: float, only_admit: bool,
                     kinds: Sequence[str] | None, key: str | None = None, worker: str = "",
-                    fit: tuple[float | None, float | None] | None = None) -> NodeRecord | None:
+                    fit: tuple[float | None, float | None] | None = None, full: Sequence[str] = (),
+                    passed: Sequence[int] = ()) -> NodeRecord | None:
     """The next claimable node: an expired lease first, else the first ready pending node (under
-    ``fit`` = (tokens left, wall seconds left), one whose estimate fits or that is always_admit)."""
+    ``fit`` = (tokens left, wall seconds left), one whose estimate fits or that is always_admit);
+    none drawing on a ``full`` quota, none of the ``passed`` ids."""
     extra = ""
     params: list[object] = []
+    if full:
+        extra += (" AND NOT EXISTS (SELECT 1 FROM node_quota q WHERE q.node_id = n.id "
+                  f"AND q.name IN ({sql.marks(len(full))}))")
+        params.extend(full)
+    if passed:
+        extra += f" AND n.id NOT IN ({sql.marks(len(passed))})"
+        params.extend(passed)
     held = ""
     held_params: list[object] = []
     if key is not None:
@@ -288,8 +318,7 @@ _SETTLE: dict[str, Callable[[LedgerCore, str, int, str], object]] = {
 
 
 def _take(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, lease_s: float,
-          now: float, gate: str, max_step_s: float | None = None) -> Claim:
-    token = secrets.token_hex(16)
+          now: float, gate: str, max_step_s: float | None, token: str, drawn: Sequence[str]) -> Claim:
     # The step's deadline (seed 002): the lease never reaches past it, and every write after it is
     # refused (fenced.fence), however diligently the step heartbeats.
     deadline = None if max_step_s is None else now + max_step_s
@@ -321,6 +350,8 @@ def _take(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, leas
         payload["max_step_s"] = max_step_s
     if reclaim:
         payload["previous_owner"] = row.lease_owner
+    if drawn:
+        payload["quotas"] = list(drawn)
     core.journal(task.task_id, row.key, "execution", "node.claimed", worker,
                  f"{row.key} claimed by {worker} (attempt {attempt}){' after lease expiry' if reclaim else ''}",
                  payload)
@@ -347,13 +378,15 @@ def _claim_inputs(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> JsonOb
     """The task inputs, the dependencies' outputs, the rejections and the latest resolution."""
     deps = {}
     dep_ids: list[int] = []
-    for dep_id, key, output, ref, dig, status in sql.fetch_all(
-            core.db, "SELECT s.id, s.key, s.output, s.output_ref, s.output_digest, s.status FROM edge e "
+    for dep_id, key, output, ref, dig, status, finished in sql.fetch_all(
+            core.db, "SELECT s.id, s.key, s.output, s.output_ref, s.output_digest, s.status, s.finished_at FROM edge e "
                      "JOIN node s ON s.id = e.src_id WHERE e.dst_id = ? ORDER BY s.position", [row.id]):
         dep_ids.append(dep_id)
         deps[key] = {
             "output": sql.json_value(output),
             "output_ref": ref, "digest": dig, "status": status,
+            # when the output was committed: how old what this step reads is (seed 004)
+            "committed_at": iso(finished) if status == "succeeded" else None,
         }
     h = sql.fetch_row(core.db, _Resolved, f"SELECT {sql.columns(_Resolved)} FROM handoff WHERE node_id = ? "
                                           "AND status = 'resolved' ORDER BY id DESC LIMIT 1", [row.id])

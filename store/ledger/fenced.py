@@ -526,12 +526,16 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
 
 
 @retry_write
-def note(core: LedgerCore, claim: Claim, text: str, *, layer: str) -> int:
-    """Journal a note from the agent (a decision, an observation worth keeping)."""
+def note(core: LedgerCore, claim: Claim, text: str, *, layer: str, data: JsonMapping | None = None) -> int:
+    """Journal a note from the agent (a decision, an observation worth keeping); ``data``: keys
+    added to the event's payload beside ``text`` (``warden run``'s ``process``)."""
     if layer not in ("decision", "execution"):
         raise Refused("an agent note's layer is decision or execution")
+    payload: JsonObject = {**(data or {}), "text": str(text)[:8000]}
+    if len(dumps(payload)) > 16 * 1024:
+        raise Refused("a note's data is over 16 KiB")
     now = core.now()
     with write_tx(core.db):
         fence(core, claim, now, lock=True)
         return core.journal(claim.task_id, claim.node_key, layer, "node.note", claim.worker, str(text)[:2000],
-                            {"text": str(text)[:8000]}, at=now)
+                            payload, at=now)

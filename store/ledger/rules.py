@@ -20,7 +20,7 @@ from store.errors import NotFound
 from store.jsontypes import JsonObject
 from store.mind import rules as mind
 from store.storage.models import FAILURE_CLASSES, HANDOFF_KINDS, HANDOFF_STATUSES
-from store.views import Budget, Claim, NodeSpec, check_node_spec
+from store.views import DECLARED_CLASSES, Budget, Claim, NodeSpec, check_node_spec
 
 
 class Ctx:
@@ -420,3 +420,21 @@ def COMMITS(c: Ctx, a: str, x: object) -> list[tuple[Claim, Mapping[object, obje
                                 f"{', '.join(sorted(COMMIT_RULES))}")
             rule(c, f"{at}.{key}", value)
     return items
+
+
+def DECLARED_CLASS(c: Ctx, a: str, x: object) -> str | None:  # what a node is declared to be
+    if x is None:
+        return None
+    return v.one_of(a, x, DECLARED_CLASSES, c.where)
+
+
+def QUOTA_NAME(c: Ctx, a: str, x: object) -> str | None:
+    return v.name(a, x, c.where, limit=v.KIND_MAX)
+
+
+def CAPACITY(c: Ctx, a: str, x: object) -> float | None:
+    return v.number(a, x, c.where, lo=1, hi=v.COUNT_MAX, integer=True, optional=False)
+
+
+def WINDOW_OPT(c: Ctx, a: str, x: object) -> float | None:
+    return v.number(a, x, c.where, lo=0, lo_open=True, hi=366 * 86400.0)

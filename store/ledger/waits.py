@@ -79,7 +79,9 @@ def wait_until(core: LedgerCore, check: Callable[[], _T | None], timeout: float 
         raise Refused("waiting blocks: call it from a thread (asyncio.to_thread) in async code")
     if not core.target:
         raise Refused("this ledger was not opened from a target (Ledger.open): it cannot wait")
-    wake = Wakeups(core.target, fallback_poll_s=fallback_poll_s, application_name="warden-agent")
+    # its LISTEN connection is named as the ledger's own (warden-mcp, warden-hook…), not warden-agent
+    wake = Wakeups(core.target, fallback_poll_s=fallback_poll_s,
+                   application_name=str(getattr(core.db, "application_name", None) or "warden-agent"))
     return asyncio.run(_wait(wake, check, timeout))
 
 

@@ -21,6 +21,7 @@ def conclude(core: LedgerCore, claim: Claim, text: str, *, source: str | None, k
     reason). Returns the entry's id."""
     if kind not in ENTRY_KINDS:
         raise Refused(f"unknown conclusion kind {kind!r}: one of {', '.join(ENTRY_KINDS)}")
+    _need_source(source, "a conclusion", "conclude")
     if kind == "rejected" and not (reason or "").strip():
         raise Refused("a rejected path needs its reason (why it was abandoned): conclude(..., reason=...)")
     now = core.now()
@@ -37,9 +38,19 @@ def conclude(core: LedgerCore, claim: Claim, text: str, *, source: str | None, k
     return entry_id
 
 
+def _need_source(source: str | None, what: str, call: str) -> str:
+    """Every conclusion and memory says where it came from (seed 004: a memory carries when it
+    was made and its source — which file, which command's output — so a reader can judge it)."""
+    if source is None or not str(source).strip():
+        raise Refused(f"{what} needs its source: where it came from (a file, a command's output, a URL): "
+                      f"{call}(..., source=...)")
+    return str(source)
+
+
 @retry_write
-def propose_memory(core: LedgerCore, claim: Claim, text: str, *, scope: str) -> str:
+def propose_memory(core: LedgerCore, claim: Claim, text: str, *, scope: str, source: str | None) -> str:
     """Propose a memory for later tasks; it is used only once a person confirms it. Returns its id."""
+    src = _need_source(source, "a memory", "propose_memory")
     if scope not in MEMORY_SCOPES:
         raise Refused(f"unknown memory scope {scope!r}: one of {', '.join(MEMORY_SCOPES)}")
     if not text.strip():
@@ -49,11 +60,11 @@ def propose_memory(core: LedgerCore, claim: Claim, text: str, *, scope: str) -> 
         fence(core, claim, now, lock=True)
         workflow = str(sql.scalar(core.db, "SELECT workflow FROM task WHERE task_id = ?", [claim.task_id]) or "")
         memory_id, new = record.propose(core, claim.task_id, workflow, claim.node_key, claim.kind, claim.attempt,
-                                        text, scope, claim.worker, now)
+                                        text, scope, claim.worker, now, src)
         if new:
             where = f"kind {claim.kind} in " if scope == "kind" else ""
             core.journal(claim.task_id, claim.node_key, "decision", "memory.proposed", claim.worker,
                          f"{claim.node_key} proposes a memory for {where}workflow {workflow or '(none)'}: "
                          f"{' '.join(text.split())[:120]}",
-                         {"memory": memory_id, "scope": scope, "nodes": [claim.node_key]}, at=now)
+                         {"memory": memory_id, "scope": scope, "source": src, "nodes": [claim.node_key]}, at=now)
     return memory_id

@@ -65,6 +65,7 @@ class MemoryRow(NamedTuple):
     decided_by: str | None
     decided_at: float | None
     decision_reason: str | None
+    source: str | None
 
 
 _ENTRY = sql.columns(EntryRow)
@@ -79,7 +80,7 @@ def entry_view(r: EntryRow) -> MindEntry:
 def memory_view(r: MemoryRow) -> MemoryView:
     return MemoryView(str(r.id), r.scope, r.workflow or "", r.kind, r.text, r.status, r.task_id, r.node_key,
                       int(r.attempt or 0), r.proposed_by or "", r.proposed_at, r.decided_by, r.decided_at,
-                      r.decision_reason)
+                      r.decision_reason, r.source)
 
 
 def requirements(core: LedgerCore, task_id: str) -> list[Requirement]:

@@ -7,19 +7,28 @@
  "rejected":     [ENTRY],  rejected paths of this node and its ancestors, and the task's own (replans)
  "conclusions":  [ENTRY],  findings of the nodes it depends on (directly)
  "memories":     [{"id", "text", "scope", "at", "source"}],   confirmed memories of its kind / workflow
+ "open_problems": [PROBLEM], what the task has not solved: its open handoffs and failed nodes
  "alignment":    {"verdict", "at"} | null,                    the task's latest alignment verdict
- "omitted":      {"rejected": n, "conclusions": n, "memories": n},   left out by the bounds below
+ "omitted":      {"rejected": n, "conclusions": n, "memories": n, "open_problems": n, "constraints": n,
+                  "requirements": n},
+                                                              left out by the bounds below
  "limits":       {...the bounds...}}
 ENTRY = {"id", "node", "kind", "text", "reason", "source", "origin", "at"}   (source: where it came from —
         a file, a command — or, when the writer named none, the step that wrote it)
+PROBLEM = {"kind": "handoff", "id", "node", "handoff_kind", "question", "at"}   a question open to a person
+        | {"kind": "failed", "node", "error", "failure_class", "at"}           a node that failed for good
 ```
 
 Every list is newest first; ``at`` is ISO-8601 UTC and ``source`` says where it came from, so an
 agent can judge a stale one. Bounds (:data:`LIMITS`): at most 20 rejected paths, 20 conclusions
-and 10 memories, each text cut to 1000 characters, and the whole block at most 48 KB of JSON —
-past that the oldest conclusions, then rejected paths, then memories are left out (counted in
-``omitted``). Constraints and requirements are never left out (they are bounded when the task is
-made). A pending or rejected memory is never handed out.
+10 memories and 20 open problems, each text cut to 1000 characters, and the whole block at most
+48 KB of JSON — past that the oldest conclusions, then rejected paths, then memories, then open
+problems are left out (counted in ``omitted``; seed 004: what survives a compaction keeps the
+unsolved problems, so they go after the history). Constraints and requirements are handed out whole while they fit; when they alone
+pass the 48 KB, their longest texts are cut to 1000 characters (``cut`` in the entry: how many
+characters went; the whole texts stay in the task), then requirements this node does not serve,
+the others, and last constraints are left out from the end (counted in ``omitted``). A pending
+or rejected memory is never handed out.
 """
 
 from __future__ import annotations
@@ -35,7 +44,8 @@ from store.storage.tables import NodeRecord, TaskRecord
 from store.mind.alignment import KIND as ALIGNMENT, material
 from store.mind.views import MindState
 
-LIMITS = {"rejected": 20, "conclusions": 20, "memories": 10, "text_chars": 1000, "bytes": 48 * 1024}
+LIMITS = {"rejected": 20, "conclusions": 20, "memories": 10, "open_problems": 20, "text_chars": 1000,
+          "bytes": 48 * 1024}
 
 
 class _Counted(Protocol):
@@ -70,6 +80,7 @@ class _MemoryRow(NamedTuple):
     task_id: str
     node_key: str
     decided_by: str | None
+    source: str | None
     total: int
 
 
@@ -122,6 +133,7 @@ def memory_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord,
             "WHERE status = "
             "'confirmed' AND workflow = ? AND (scope = 'workflow' OR kind = ?) ORDER BY decided_at DESC, id DESC "
             "LIMIT ?", [task.workflow or "", node.kind, n_mem])
+    problems, n_problems = _open_problems(core, tid, node.id)
     out: JsonObject = {
         "constraints": constraints,
         "requirements": requirements,
@@ -129,14 +141,43 @@ def memory_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord,
         "conclusions": [_entry(r) for r in conclusions],
         "memories": [{"id": str(m.id), "text": _cut(m.text, LIMITS["text_chars"]), "scope": m.scope,
                       "kind": m.kind, "at": iso(m.decided_at),
-                      "source": f"proposed by task {m.task_id} node {m.node_key}, confirmed by {m.decided_by}"}
+                      "source": (f"{m.source}; " if m.source else "")
+                      + f"proposed by task {m.task_id} node {m.node_key}, confirmed by {m.decided_by}"}
                      for m in memories],
+        "open_problems": problems,
         "alignment": ({"verdict": state.verdict, "at": iso(state.checked_at)} if state.verdict else None),
-        "omitted": {"rejected": _left(rejected), "conclusions": _left(conclusions), "memories": _left(memories)},
+        "omitted": {"rejected": _left(rejected), "conclusions": _left(conclusions), "memories": _left(memories),
+                    "open_problems": n_problems - len(problems),
+                    "constraints": 0, "requirements": 0},
         "limits": dict(LIMITS),
     }
     _fit(out)
     return out
+
+
+def _open_problems(core: LedgerCore, task_id: str, node_id: int) -> tuple[list[JsonObject], int]:
+    """The task's open handoffs and failed nodes (but the claimed node's own), newest first, at
+    most the bound; and how many there are in all."""
+    n = LIMITS["open_problems"]
+    cut = LIMITS["text_chars"]
+    out: list[tuple[JsonObject, float]] = []
+    for hid, key, kind, question, at in sql.fetch_all(
+            core.db, "SELECT h.id, n.key, h.kind, h.question, h.opened_at FROM handoff h JOIN node n ON n.id = h.node_id "
+                     "WHERE h.task_id = ? AND h.status = 'open' AND h.node_id <> ? ORDER BY h.id DESC LIMIT ?",
+            [task_id, node_id, n]):
+        out.append(({"kind": "handoff", "id": str(hid), "node": key, "handoff_kind": kind,
+                     "question": _cut(question, cut), "at": iso(at)}, float(at)))
+    for key, error, fclass, at in sql.fetch_all(
+            core.db, "SELECT key, error, failure_class, finished_at FROM node WHERE task_id = ? AND status = 'failed' "
+                     "AND id <> ? ORDER BY finished_at DESC, id DESC LIMIT ?", [task_id, node_id, n]):
+        out.append(({"kind": "failed", "node": key, "error": _cut(error, cut), "failure_class": fclass,
+                     "at": iso(at)}, float(at or 0.0)))
+    out.sort(key=lambda p: p[1], reverse=True)
+    total = int(sql.scalar(core.db, "SELECT COUNT(*) FROM handoff WHERE task_id = ? AND status = 'open' "
+                                    "AND node_id <> ?", [task_id, node_id]) or 0) \
+        + int(sql.scalar(core.db, "SELECT COUNT(*) FROM node WHERE task_id = ? AND status = 'failed' AND id <> ?",
+                         [task_id, node_id]) or 0)
+    return [p for p, _ in out[:n]], total
 
 
 def _left(found: Sequence[_Counted]) -> int:
@@ -144,16 +185,44 @@ def _left(found: Sequence[_Counted]) -> int:
     return int(found[0].total) - len(found) if found else 0
 
 
+def _size(value: object) -> int:
+    return len(dumps(value).encode("utf-8"))
+
+
 def _fit(out: JsonObject) -> None:
-    """Leave out the oldest conclusions, then rejected paths, then memories until the block is at
-    most ``LIMITS["bytes"]`` of JSON."""
-    size = len(dumps(out).encode("utf-8"))
-    for part in ("conclusions", "rejected", "memories"):
+    """Make the block at most ``LIMITS["bytes"]`` of JSON: leave out the oldest conclusions, then
+    rejected paths, then memories; if the task's own constraints and requirements are still too
+    big, cut their longest texts to ``LIMITS["text_chars"]`` (the entry's ``cut`` says how many
+    characters went), then leave out requirements this node does not serve, the others, and last
+    constraints, from the end of each list. Everything left out is counted in ``omitted``."""
+    limit = LIMITS["bytes"]
+    size = _size(out)
+    for part in ("conclusions", "rejected", "memories", "open_problems"):
         items = out[part]
-        while items and size > LIMITS["bytes"]:
+        while items and size > limit:
             gone = items.pop()
-            size -= len(dumps(gone).encode("utf-8")) + 1
+            size -= _size(gone) + 1
             out["omitted"][part] += 1
+    if size <= limit:
+        return
+    keep = LIMITS["text_chars"]
+    rules = [e for part in ("requirements", "constraints") for e in out[part]]
+    for e in sorted(rules, key=lambda e: len(e["text"]), reverse=True):
+        if size <= limit or len(e["text"]) <= keep:
+            break
+        before = _size(e)
+        e["cut"] = len(e["text"]) - (keep - 1)
+        e["text"] = _cut(e["text"], keep)
+        size -= before - _size(e)
+    for part, which in (("requirements", False), ("requirements", True), ("constraints", None)):
+        items = out[part]
+        for e in reversed(list(items)):
+            if size <= limit:
+                return
+            if which is None or e["serves"] is which:
+                items.remove(e)
+                size -= _size(e) + 1
+                out["omitted"][part] += 1
 
 
 def alignment_inputs(core: LedgerCore, task: TaskRecord, node: NodeRecord) -> JsonObject | None:

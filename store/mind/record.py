@@ -96,7 +96,7 @@ def on_fail(core: LedgerCore, task_id: str, node: NodeRecord, attempt: int, erro
 
 
 def propose(core: LedgerCore, task_id: str, workflow: str, node_key: str, node_kind: str, attempt: int, text: str,
-            scope: str, worker: str, now: float) -> tuple[str, bool]:
+            scope: str, worker: str, now: float, source: str) -> tuple[str, bool]:
     """A proposed memory (pending until a person confirms it). The same scope, workflow, kind and
     text again returns the existing memory whatever its status (a rejected one is not asked again).
     Returns (id, whether it is new)."""
@@ -111,7 +111,8 @@ def propose(core: LedgerCore, task_id: str, workflow: str, node_key: str, node_k
         raise Refused(f"task {task_id} already has {PENDING_PER_TASK} memories waiting for a person: "
                       "propose the ones a later task would act on")
     cur = sql.execute(core.db, "INSERT INTO memory (scope, workflow, kind, text, digest, task_id, node_key, attempt, "
-                               "proposed_by, proposed_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') "
-                               "RETURNING id",
-                      [scope, workflow, kind, text, digest, task_id, node_key, int(attempt), worker, now])
+                               "proposed_by, proposed_at, status, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                               "'pending', ?) RETURNING id",
+                      [scope, workflow, kind, text, digest, task_id, node_key, int(attempt), worker, now,
+                       source[:SOURCE_MAX]])
     return str(cur.fetchone()[0]), True

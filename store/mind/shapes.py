@@ -29,7 +29,7 @@ def memory_json(m: MemoryView) -> JsonObject:
     return {"id": m.id, "scope": m.scope, "workflow": m.workflow, "kind": m.kind, "text": m.text,
             "status": m.status, "task_id": m.task_id, "node": m.node, "attempt": m.attempt,
             "proposed_by": m.proposed_by, "proposed_at": iso(m.proposed_at), "decided_by": m.decided_by,
-            "decided_at": iso(m.decided_at), "reason": m.decision_reason}
+            "decided_at": iso(m.decided_at), "reason": m.decision_reason, "source": m.source}
 
 
 def state_json(s: MindState) -> JsonObject:

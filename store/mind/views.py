@@ -148,6 +148,7 @@ class MemoryView:
     decided_by: str | None
     decided_at: float | None
     decision_reason: str | None
+    source: str | None = None  # where it came from (a file, a command's output), as its agent said
 
 
 @dataclass(frozen=True)

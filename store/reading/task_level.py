@@ -1,4 +1,4 @@
-"""Task-level signals: ``wake``, ``budget_insufficient`` and ``park_expired`` for a park
+"""Task-level signals: ``wake``, ``budget_insufficient``, ``quota_wait`` and ``park_expired`` for a park
 without an until (and, from store/mind/signals.py, ``drift_suspected`` and ``alignment_due``). Computed from the ledger as it is now (nothing stored), like every signal;
 ``store.reading.signals`` adds them to the others (:func:`extra`).
 
@@ -30,10 +30,12 @@ from store.storage import sql
 from store.parks import conditions as wc
 from store.clock import duration_text
 from store.storage.core import LedgerCore
+from store.ledger import quotas
 from store.mind import signals as mind_signals
 from store.views import TaskView
 
 BUDGET_INSUFFICIENT_NODES = 20
+QUOTA_WAIT = "quota_wait"  # a waiting state shown as a signal, never counted as a warning (console/model.py)
 PARK_EXPIRY_S = 48 * 3600.0  # a park without an until asks to be re-confirmed after this long
 
 SignalTuple = tuple[str, str, "str | None", "float | None", str, str]
@@ -49,6 +51,22 @@ def extra(ledger: LedgerCore, task: TaskView, now: float, thresholds: object = N
     out += budget_insufficient(ledger, task, now)
     out += cost_density_acted(ledger, task)
     out += mind_signals.signals(task, now)  # drift_suspected, alignment_due (store/mind/signals.py)
+    out += quota_waits(ledger, task, now)
+    return out
+
+
+# ---------------------------------------------------------------------- shared quotas
+def quota_waits(ledger: LedgerCore, task: TaskView, now: float) -> list[SignalTuple]:
+    """``quota_wait`` (info): a ready node a claim passes over because a quota it draws on is full
+    (store/ledger/quotas.py). Not a stall: the node holds no lease and its clocks stand still."""
+    if task.status != "active":
+        return []
+    waits = quotas.waiting(ledger, task.task_id, now)
+    out: list[SignalTuple] = [(QUOTA_WAIT, task.task_id, w.node, None, "info", quotas.wait_text(w, now))
+                              for w in waits[:quotas.WAIT_NODES]]
+    if len(waits) > quotas.WAIT_NODES:
+        out.append((QUOTA_WAIT, task.task_id, None, None, "info",
+                    f"more than {quotas.WAIT_NODES} ready nodes wait on a quota (serialised by quota policy)"))
     return out
 
 

@@ -3,7 +3,9 @@ or after an abort, when nothing more will run (seed 004: "output the best result
 of what is unfinished"). A pure read, in one snapshot.
 
 JSON keys (contract): ``best_artifact`` (name, sha256, node, at — the newest artifact whose node's
-result still stands, else the newest at all, marked ``current: false``; null when none),
+result still stands, else the newest at all, marked ``current: false``; null when none; its
+``verification``: ``{"status": failed|passed|unchecked, "by", "verdict", "at"}``, store/reading/verified.py
+— a draft that failed verification is never ``current``),
 ``unfinished`` (every node not succeeded or abandoned, with its status), ``budget`` (used against
 the caps, the gate, and for each gate the figures at which it starts and whether it is reached),
 ``handoffs_open``, ``effects_unconfirmed`` (intended, never confirmed: check whether they
@@ -23,7 +25,8 @@ from store.facade import Ledger
 from store.storage.core import UNFINISHED_SQL
 from store.jsontypes import JsonObject
 from store.reading.cli_json import budget_json
-from store.views import TaskView
+from store.reading import verified
+from store.views import ArtifactView, TaskView
 
 
 def task_report(ledger: Ledger, task_id: str) -> JsonObject:
@@ -69,6 +72,7 @@ def _task_report(ledger: Ledger, task_id: str) -> JsonObject:
 
 
 class _BestArtifact(NamedTuple):
+    id: int
     name: str
     sha256: str
     size: int
@@ -88,8 +92,12 @@ def _best_artifact(ledger: Ledger, task_id: str) -> JsonObject | None:
                                                   "a.id DESC LIMIT 1", [task_id])
     if row is None:
         return None
+    check = verified.verification(ledger, ArtifactView(row.id, task_id, row.node, int(row.attempt), row.name,
+                                                       row.sha256, int(row.size), None, row.at))
     return {"name": row.name, "sha256": row.sha256, "node": row.node, "at": iso(row.at),
-            "bytes": int(row.size), "attempt": int(row.attempt), "current": bool(row.current)}
+            "bytes": int(row.size), "attempt": int(row.attempt),
+            # a draft that failed verification is not the current result, whatever its node's status
+            "current": bool(row.current) and check["status"] != verified.FAILED, "verification": check}
 
 
 def _gates(task: TaskView) -> dict[str, JsonObject]:

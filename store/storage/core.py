@@ -19,7 +19,7 @@ from typing import Literal, Mapping, Self, Sequence, TypeVar
 import peewee as pw
 
 from store.judges import budget as budget_mod
-from store.storage import sql, sqlite_file, writegate
+from store.storage import sql
 from store import validate
 from store.clock import Clock, system_clock
 from store.storage.db import (
@@ -27,7 +27,7 @@ from store.storage.db import (
     CONNECT_TIMEOUT_S,
     RECONNECT_BUDGET_S,
     Backoff,
-    WardenSqlite,
+    close_database,
     connect_checked,
     is_sqlite,
     open_database,
@@ -89,13 +89,10 @@ register_result("pulse", Pulse, lambda p: {"lease_until": p.lease_until, "parked
                 lambda data, _args, _kwargs: Pulse(**data))
 
 
-def _close(db: pw.Database) -> None:
-    if not db.is_closed():
-        db.close()
-    if getattr(db, "tidy_on_close", False):  # a read leaves the directory as it found it
-        sqlite_file.tidy(str(getattr(db, "path", "")))
-    elif isinstance(db, WardenSqlite) and db.gate_ours:
-        writegate.tidy(db.path)  # the last one out: a ledger at rest is one file
+def drifting(mind: object) -> bool:
+    """Whether a task's mind counters (``task.mind``, store/mind/views.py MindState) hold an
+    alignment verdict of ``drifting`` that no replan or narrow has answered yet."""
+    return isinstance(mind, Mapping) and mind.get("verdict") == "drifting"
 
 
 class LedgerCore:
@@ -154,7 +151,7 @@ class LedgerCore:
         try:
             check_version(db, create=create and not read_only)
         except Exception:
-            _close(db)
+            close_database(db)
             raise
         return cls(db, clock or system_clock, os.fspath(target))
 
@@ -167,7 +164,7 @@ class LedgerCore:
         return bool(getattr(self.db, "read_only", False))
 
     def close(self) -> None:
-        _close(self.db)
+        close_database(self.db)
 
     def __enter__(self) -> Self:
         return self
@@ -279,12 +276,15 @@ class LedgerCore:
         return budget_mod.gate(ratio, task.soft_ratio)
 
     def maybe_complete_task(self, task_id: str, now: float) -> None:
-        """Inside a write: the task completes when every node is succeeded or abandoned."""
+        """Inside a write: the task completes when every node is succeeded or abandoned — and no
+        alignment check's ``drifting`` verdict waits for its answer (a replan or a narrow): drift is
+        judged before a task can complete, so its alarm shows on an active task."""
         left = sql.scalar(self.db, f"SELECT 1 FROM node WHERE task_id = ? AND status IN {UNFINISHED_SQL} LIMIT 1",
                           [task_id])
         if left is not None:
             return
-        if self.task_record(task_id).status in ("active", "failed"):
+        task = self.task_record(task_id)
+        if task.status in ("active", "failed") and not drifting(task.mind):
             self.bump_task(task_id, {"status": "completed", "finished_at": now})
             budget_clock.settle(self.db, task_id, now)  # a finished task's clock stands still
             self.journal(task_id, None, "system", "task.completed", "warden", f"task {task_id} completed", {})
@@ -300,6 +300,9 @@ class LedgerCore:
             [task_id],
         ).fetchone()
         if movable:
+            return
+        # nothing moves and no node failed: every node finished, held open by a drifting verdict
+        if sql.scalar(self.db, "SELECT 1 FROM node WHERE task_id = ? AND status = 'failed' LIMIT 1", [task_id]) is None:
             return
         if self.task_record(task_id).status == "active":
             self.bump_task(task_id, {"status": "failed", "finished_at": now})

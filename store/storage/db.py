@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlparse
 
 import peewee as pw
 
-from store.storage import checkpoints, lockguard, sqlite_file, write_requests, writegate
+from store.storage import checkpoints, lockguard, sqlite_file, stopguard, write_requests, writegate
 from store import errors
 from store.storage.backends import (
     BUSY_TIMEOUT_S,
@@ -58,7 +58,7 @@ from store.storage.write_requests import register_result
 __all__ = [
     "BUSY_TIMEOUT_S", "CONNECT_TIMEOUT_S", "RECONNECT_BUDGET_S", "Backoff", "ConnectionLost", "LedgerBusy", "Target", "WardenPostgres",
     "check_pg_url", "masked",
-    "WardenSqlite", "connect_checked", "is_sqlite", "open_database", "parse_target", "pg_client_args", "pg_connect_args", "read_tx",
+    "WardenSqlite", "close_database", "connect_checked", "is_sqlite", "open_database", "parse_target", "pg_client_args", "pg_connect_args", "read_tx",
     "warden_params",
     "register_result", "retry_conflicts", "retry_read", "retry_write", "run_read", "run_write", "sqlstate", "write_tx",
 ]
@@ -152,6 +152,18 @@ def check_pg_url(url: str) -> None:
             raise LedgerUnavailable(f"{bad}: the query part {safe_line(repr(part[:40]))} is not key=value")
 
 
+def close_database(db: pw.Database) -> None:
+    """Close ``db`` and leave its directory as the open found it: a read tidies the ``-wal``/``-shm``
+    it made; a database that made its write gate or wrote through it removes the gate when it is
+    the last one out (store/storage/writegate.py). A command that only failed leaves nothing new."""
+    if not db.is_closed():
+        db.close()
+    if getattr(db, "tidy_on_close", False):  # a read leaves the directory as it found it
+        sqlite_file.tidy(str(getattr(db, "path", "")))
+    elif isinstance(db, WardenSqlite) and db.gate_ours:
+        writegate.tidy(db.path)  # the last one out: a ledger at rest is one file
+
+
 def open_database(
     target: str | os.PathLike[str],
     *,
@@ -242,6 +254,7 @@ def _open_postgres(t: Target, *, read_only: bool, busy_timeout_s: float, applica
     db.url = t.url
     db.busy_timeout_s = busy_timeout_s
     db.connect_timeout_s = connect_timeout_s
+    db.application_name = kwargs["application_name"]  # a wait's LISTEN connection is named the same
     if backoff is not None:
         db.backoff = backoff
     return db
@@ -358,16 +371,18 @@ def write_tx(db: pw.Database) -> Iterator[None]:
             f"nested write transaction (depth {depth}): a write must begin IMMEDIATE at depth 0, "
             "not as a savepoint inside another transaction"
         )
-    if isinstance(db, WardenSqlite):
-        # writers take turns through store/storage/writegate.py before SQLite's lock (its busy handler is unfair)
-        with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours), db.atomic("IMMEDIATE"):
-            yield
-    elif is_sqlite(db):
-        with db.atomic("IMMEDIATE"):
-            yield
-    else:
-        with db.atomic():
-            yield
+    with stopguard.for_db(db):  # a supervised process is never stopped inside a write
+        if isinstance(db, WardenSqlite):
+            # writers take turns through store/storage/writegate.py before SQLite's lock (its busy handler is unfair)
+            with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours, db.sqlite_wait), \
+                    db.atomic("IMMEDIATE"):
+                yield
+        elif is_sqlite(db):
+            with db.atomic("IMMEDIATE"):
+                yield
+        else:
+            with db.atomic():
+                yield
 
 
 STRICT_READS_ENV = "WARDEN_STRICT_READS"
@@ -429,7 +444,7 @@ def _owned(db: WardenPostgres, fn: Callable[[], object], rid: str, now: Callable
     req.rid, req.joined, req.body_done = rid, False, False
     raised: BaseException | None = None
     try:
-        with db.atomic():
+        with stopguard.for_db(db), db.atomic():
             try:
                 result = fn()
             except Exception as e:

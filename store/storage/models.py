@@ -404,11 +404,64 @@ class Memory(BaseModel):
     decided_by = pw.TextField(null=True)
     decided_at = pw.DoubleField(null=True)
     decision_reason = pw.TextField(null=True)
+    source = pw.TextField(null=True)  # where it came from (a file, a command's output); schema 5
 
     class Meta:
         indexes = ((("status", "workflow"), False), (("digest",), False))
 
 
+class Quota(BaseModel):
+    """A shared external quota (an API's rate limit, a licence, a GPU) that nodes draw on
+    (store/ledger/quotas.py). ``scope`` "" is the whole ledger, else the task id it belongs to;
+    ``window_s`` None: at most ``capacity`` nodes hold it at once; else at most ``capacity``
+    claims start in any ``window_s`` seconds."""
+
+    scope = pw.CharField(max_length=64)
+    name = pw.CharField(max_length=64)
+    capacity = pw.IntegerField()
+    window_s = pw.DoubleField(null=True)
+    declared_at = pw.DoubleField()
+    declared_by = pw.TextField(default="")
+
+    class Meta:
+        primary_key = pw.CompositeKey("scope", "name")
+
+
+class NodeQuota(BaseModel):
+    """A quota a node draws on (``add_node(..., quotas=[...])``)."""
+
+    node = pw.ForeignKeyField(Node, column_name="node_id", on_delete="CASCADE")
+    name = pw.CharField(max_length=64)
+
+    class Meta:
+        primary_key = pw.CompositeKey("node", "name")
+
+
+class QuotaDraw(BaseModel):
+    """One claim's draw on a quota: counted in the window, or while that lease is held."""
+
+    id = pw.BigAutoField()
+    scope = pw.CharField(max_length=64)
+    name = pw.CharField(max_length=64)
+    node = pw.ForeignKeyField(Node, column_name="node_id", on_delete="CASCADE")
+    token = pw.CharField(max_length=32)
+    at = pw.DoubleField()
+
+    class Meta:
+        indexes = ((("scope", "name", "at"), False),)
+
+
+class ConfirmKind(BaseModel):
+    """A node kind whose effects a person confirms first in this task (``create_task(confirm_kinds=)``)."""
+
+    task = pw.ForeignKeyField(Task, column_name="task_id", field="task_id", on_delete="CASCADE")
+    kind = pw.CharField(max_length=64)
+
+    class Meta:
+        primary_key = pw.CompositeKey("task", "kind")
+
+
 MIND_MODELS = (Requirement, Conclusion, PlanVersion, Memory)
+SEED_MODELS = (Quota, NodeQuota, QuotaDraw, ConfirmKind)
 MODELS = (Meta, Task, Node, Edge, Event, Observation, SeenLine, Effect, Artifact, Handoff, Action, WriteRequest,
-          *MIND_MODELS)
+          *MIND_MODELS, *SEED_MODELS)

@@ -15,10 +15,10 @@ import peewee as pw
 from store.storage import sql
 from store.storage.db import is_sqlite, retry_conflicts, write_tx
 from store.errors import LedgerUnavailable, SchemaMismatch
-from store.storage.models import MIND_MODELS, MODELS, Meta, WriteRequest
+from store.storage.models import MIND_MODELS, MODELS, SEED_MODELS, Meta, WriteRequest
 from store.storage.sqlite_file import checked_version
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _add_columns(db: pw.Database, table: str, columns: list[tuple[str, str, str]]) -> None:
@@ -138,8 +138,30 @@ def _migrate_3_to_4(db: pw.Database) -> None:
         part(db)
 
 
+def _quotas_and_people(db: pw.Database) -> None:
+    """Part "quotas and people": tables ``quota``, ``node_quota``, ``quota_draw`` (shared
+    external quotas), ``confirm_kind`` (kinds whose effects a person confirms first); memory
+    ``source``. Nullable: an existing memory has no source recorded."""
+    with db.bind_ctx(SEED_MODELS):
+        db.create_tables(SEED_MODELS, safe=True)
+    _add_columns(db, "memory", [("source", "TEXT", "TEXT")])
+
+
+# Schema 5 is made of named parts like schema 4 (each idempotent).
+SCHEMA_5_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
+    ("quotas and people", _quotas_and_people),
+]
+
+
+def _migrate_4_to_5(db: pw.Database) -> None:
+    """Schema 5: the parts listed in ``SCHEMA_5_PARTS``."""
+    for _name, part in SCHEMA_5_PARTS:
+        part(db)
+
+
 # MIGRATIONS[n] upgrades a ledger from version n to n + 1, inside one write transaction.
-MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
+MIGRATIONS: dict[int, Callable[[pw.Database], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4,
+                                                        4: _migrate_4_to_5}
 
 
 def _read_version(db: pw.Database) -> int | None:

@@ -109,7 +109,14 @@ def inspect(path: str, *, read_only: bool) -> Inspection:
     # Immutable (creates, locks and writes nothing) unless a writer may be at work: then a plain
     # mode=ro reader, which shares the WAL index and needs no file that is not there already.
     live = nonempty(path + "-wal") or (os.path.lexists(path + "-wal") and os.path.lexists(path + "-shm"))
-    version = _probe(path, shown, st, immutable=not live)
+    try:
+        version = _probe(path, shown, st, immutable=not live)
+    except LedgerUnavailable:
+        # A writer started between the look at -wal and the probe (the file changed under an
+        # immutable read: a header newer than the size seen): probe again as a live reader.
+        if live or not _changed(path, st):
+            raise
+        version = _probe(path, shown, os.stat(path), immutable=False)
     snapshot = read_only and not _can_share_wal_index(path)
     return Inspection(exists=True, version=version, snapshot=snapshot, quiescent=quiescent)
 
@@ -187,6 +194,15 @@ def _probe(path: str, shown: str, st: os.stat_result, *, immutable: bool) -> int
     if row is None:
         raise LedgerUnavailable(f"{shown} has no schema_version: not a Warden ledger")
     return checked_version(row[0], shown)
+
+
+def _changed(path: str, st: os.stat_result) -> bool:
+    """Whether the file (or its -wal) changed since ``st`` (a stat: no descriptor is opened)."""
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    return (now.st_size, now.st_mtime_ns) != (st.st_size, st.st_mtime_ns) or os.path.lexists(path + "-wal")
 
 
 SQLITE_CORRUPT, SQLITE_NOTADB = 11, 26

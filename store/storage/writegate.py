@@ -16,11 +16,12 @@ streak of unlucky tries.
   descriptors of the file; ``flock`` locks belong to one open file, so two connections of one
   process queue like two processes do. The gate is its own file: the ledger itself is never
   opened outside SQLite (:mod:`store.storage.lockguard`).
-* Bounded: a writer waits at most ``busy_timeout_s`` for the gate, then gets ``LedgerBusy`` as it
-  would from SQLite (a writer stopped with its transaction open — ``kill -STOP`` — holds both).
-  The wait runs in a helper thread so it can be abandoned; an abandoned wait stays in the queue
-  for the next writer at that gate to take over (a holder stopped for an hour leaves one waiting
-  thread, not one per retry), and lets the gate go the moment it gets it if nobody did.
+* Bounded: a writer waits at most ``busy_timeout_s`` in all — at the gate, then for SQLite's lock
+  with what is left of it — then gets ``LedgerBusy`` as it would from SQLite (a writer stopped
+  with its transaction open — ``kill -STOP`` — holds both). The wait runs in a helper thread so
+  it can be abandoned; an abandoned wait stays in the queue for the next writer at that gate to
+  take over (a holder stopped for an hour leaves one waiting thread, not one per retry), and lets
+  the gate go the moment it gets it if nobody did.
 * Best effort: a ledger whose directory cannot hold the file (read-only, a symlink or a FIFO in
   its place) writes as before, under SQLite's busy handler alone. Other programs (the ``sqlite3``
   shell) do not know the gate; SQLite's own lock still excludes them.
@@ -33,6 +34,7 @@ import fcntl
 import os
 import stat
 import threading
+import time
 from typing import Callable, Iterator
 
 __all__ = ["GATE_SUFFIX", "held", "tidy"]
@@ -127,22 +129,37 @@ def _wait_for(gate: str, fd: int, timeout_s: float) -> int | None:
 
 
 @contextlib.contextmanager
-def held(path: str, timeout_s: float, busy: Callable[[], Exception], ours: Callable[[], None]) -> Iterator[None]:
+def held(path: str, timeout_s: float, busy: Callable[[], Exception], ours: Callable[[], None],
+         sqlite_wait: Callable[[float], None] | None = None) -> Iterator[None]:
     """Hold the gate of the SQLite ledger at ``path`` for the ``with`` body (a write transaction);
     raise ``busy()`` when it is not had within ``timeout_s``. ``ours()`` is called when this made
     the gate file or a write went through it: the caller may then :func:`tidy` it when it closes
-    (one that only failed leaves the directory as it found it)."""
+    (one that only failed leaves the directory as it found it).
+
+    ``timeout_s`` is the whole wait, gate and SQLite's lock together: after waiting at the gate,
+    ``sqlite_wait(left)`` gives SQLite's busy handler what is left of it for this transaction (a
+    process outside Warden may hold SQLite's lock, and a writer queued behind another that waited
+    on it would otherwise wait twice), and ``sqlite_wait(timeout_s)`` puts it back afterwards."""
     fd = _open_gate(path, ours) if path else None
     if fd is None:
         yield
         return
+    shortened = False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        start = time.monotonic()
         got = _wait_for(path + GATE_SUFFIX, fd, timeout_s)
         if got is None:
             raise busy() from None  # the wait goes on in its thread and lets the gate go once it has it
         fd = got
+        if sqlite_wait is not None:
+            try:
+                sqlite_wait(max(0.001, timeout_s - (time.monotonic() - start)))
+                shortened = True
+            except BaseException:
+                os.close(fd)
+                raise
     except OSError:  # flock not supported here (some network file systems): SQLite alone
         os.close(fd)
         yield
@@ -151,7 +168,11 @@ def held(path: str, timeout_s: float, busy: Callable[[], Exception], ours: Calla
         yield
         ours()  # a write went through it
     finally:
-        os.close(fd)  # closing the file lets the gate go
+        try:
+            if shortened and sqlite_wait is not None:
+                sqlite_wait(timeout_s)
+        finally:
+            os.close(fd)  # closing the file lets the gate go
 
 
 def tidy(path: str) -> None:

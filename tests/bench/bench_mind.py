@@ -54,10 +54,10 @@ def run_first_half(led: Ledger, task: str, n: int, mind: bool) -> None:
             led.conclude(c, f"finding {i}a " + "y" * 300, source=f"file{i}.py")
             led.conclude(c, f"finding {i}b", source="cmd")
             if i % 10 == 0:
-                led.conclude(c, f"path {i}", kind="rejected", reason="z" * 200)
+                led.conclude(c, f"path {i}", kind="rejected", reason="z" * 200, source="tests")
             if i == 0:
                 for m in range(40):
-                    led.propose_memory(c, f"memory {m} " + "m" * 100, scope="workflow")
+                    led.propose_memory(c, f"memory {m} " + "m" * 100, scope="workflow", source="tests")
         led.commit(c, output={"i": i})
     if mind:
         for m in led.memories(status="pending"):

@@ -44,6 +44,8 @@ def problems(r: Registered) -> list[str]:
         out.append(f"{name}: no title")
     if p.apply is Action.apply:
         out.append(f"{name}: no apply of its own")
+    if p.revision_checked and p.replan is Action.replan:  # how a preview the ledger moved under is kept
+        out.append(f"{name}: no replan of its own (or revision_checked = False)")
     # the plan function's arguments each have a rule, and nothing else has one
     plan_args = list(inspect.signature(r.plan).parameters)[1:]
     rules = dict(getattr(p, "arguments", {}) or {})
@@ -138,7 +140,7 @@ class _Declared(Action):
 
 def test_the_check_names_everything_a_bare_action_lacks() -> None:
     found = "\n".join(problems(Registered(_Bare, _plan_demo)))
-    for part in ("no title", "no apply of its own", "argument rules", "no dialog registered",
+    for part in ("no title", "no apply of its own", "no replan of its own", "argument rules", "no dialog registered",
                  "neither a Key nor NoKey", "neither a Command nor NoCommand"):
         assert part in found, (part, found)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 import sys
 from pathlib import Path
 from typing import Any
@@ -178,6 +180,30 @@ def test_hook_failures_are_one_line(tmp_path: Path) -> None:
     assert slow is not None and "killed" in slow
     missing = run_hook([str(tmp_path / "nope")], a)
     assert missing is not None and "nope" in missing
+
+
+def test_what_a_hook_leaves_running_ends_with_it(tmp_path: Path) -> None:
+    """A hook that exits 0 leaving a background child: the child is ended when the hook exits
+    (it outlived the console before)."""
+    a = Alert("handoff", "t", "n", None, "alarm", NOW, "x")
+    pidfile = tmp_path / "child.pid"
+    argv = ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; exit 0"]
+    assert run_hook(argv, a) is None
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 30
+    try:
+        while True:  # ended (a condition with a deadline: the kill is sent before run_hook returns)
+            try:
+                state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except FileNotFoundError:
+                break
+            if state == "Z":
+                break
+            assert time.monotonic() < deadline, f"the hook's child {child} still runs"
+            time.sleep(0.01)
+    except AssertionError:
+        os.kill(child, 9)  # still running: this test's own child, ended here
+        raise
 
 
 # ---------------------------------------------------------------------- the desk, with a stand-in app

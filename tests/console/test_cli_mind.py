@@ -28,8 +28,8 @@ def db(new_target):
         c = led.claim("t", "w", lease_s=LONG, key="a")
         clock.advance(30)
         led.conclude(c, "a imports b for a type " + NASTY, source="src/a.py")
-        led.conclude(c, "renaming the module", kind="rejected", reason="breaks " + NASTY)
-        led.propose_memory(c, "build before tests " + NASTY)
+        led.conclude(c, "renaming the module", kind="rejected", reason="breaks " + NASTY, source="tests")
+        led.propose_memory(c, "build before tests " + NASTY, source="tests")
         led.commit(c, output={})
         led.replan("t", remove=["b"], add=[NodeSpec("root", serves=("r1",))], trigger="pattern",
                    reason="one root cause", actor="w")
@@ -76,7 +76,7 @@ def test_mind_plans_and_memory_json_shapes(db, capsys):
     mem = json.loads(capsys.readouterr().out)["memories"]
     assert len(mem) == 1 and set(mem[0]) == {"id", "scope", "workflow", "kind", "text", "status", "task_id", "node",
                                              "attempt", "proposed_by", "proposed_at", "decided_by", "decided_at",
-                                             "reason"}
+                                             "reason", "source"}
 
 
 def test_not_found_and_usage_errors_have_their_exit_codes(db, capsys):
@@ -86,6 +86,10 @@ def test_not_found_and_usage_errors_have_their_exit_codes(db, capsys):
     assert warden(["memory", "confirm", "999", "--reason", "x", "--yes", "--ledger", db]) == 3
     assert warden(["memory", "confirm", "--ledger", db]) == 2
     assert warden(["memory", "confirm", "1", "--ledger", db]) == 2  # --reason is required
+    capsys.readouterr()
+    assert warden(["memory", "confirm", "1", "--yes", "--ledger", db]) == 2  # --yes is its flag: the reason is missing
+    err = capsys.readouterr().err
+    assert "required: --reason" in err and "does not apply" not in err
     assert warden(["memory", "--yes", "--ledger", db]) == 2
     assert warden(["memory", "maybe", "1", "--ledger", db]) == 2
     assert warden(["memory", "confirm", "1", "--pending", "--reason", "x", "--ledger", db]) == 2

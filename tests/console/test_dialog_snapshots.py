@@ -56,7 +56,8 @@ async def _stale(pilot) -> None:
     await _open("rewind", "report-001", "outline", "wrong outline")(pilot)
     dlg = pilot.app.screen
     with Ledger.open("ledger.db", create=False, clock=ManualClock(NOW)) as ledger:
-        ledger.apply(ledger.plan_park("report-001", node="figures", reason="outside"), operator="other@elsewhere")
+        # another operator rewinds a node the rewind resets: the preview no longer holds
+        ledger.apply(ledger.plan_rewind("report-001", "section-1", reason="outside"), operator="other@elsewhere")
     await pilot.press("ctrl+s")
     await wait_for(pilot, lambda: dlg.stale is not None and not dlg.planning and not dlg.applying, timeout=30)
     await pilot.pause()

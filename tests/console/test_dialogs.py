@@ -234,6 +234,29 @@ async def test_cancel_changes_nothing_apply_changes_exactly_the_plan(lp, case, c
         assert dlg.apply_attempts == 1 and console_applies == [(action, plan.target)]  # the spy sees applies
 
 
+def _confirm_an_effect(ledger: Ledger) -> None:
+    c = ledger.claim("report-001", "erin", lease_s=60, kinds=["tool"])
+    ledger.intend_effect(c, "pr:9", compensation="close PR 9")
+    ledger.confirm_effect(c, "pr:9")
+
+
+# Per case, what makes its preview stale (store/actions/promise.py): agents' progress never does.
+OUTSIDE_CHANGE = {
+    # another operator parks and resumes the task: its status moved under the park
+    "park": lambda led: [led.apply(led.plan_park("report-001", reason="outside"), operator=OUTSIDE),
+                         led.apply(led.plan_resume("report-001"), operator=OUTSIDE)],
+    # another operator parks a node the resume would resume
+    "resume": lambda led: led.apply(led.plan_park("idle-002", node="rebuild", reason="outside"), operator=OUTSIDE),
+    # another narrow changes the scope
+    "narrow": lambda led: led.apply(led.plan_narrow("scope-003", set={"module": ["a", "b", "c"]}, reason="outside"),
+                                    operator=OUTSIDE),
+    # another operator rewinds a node the rewind resets
+    "rewind": lambda led: led.apply(led.plan_rewind("report-001", "section-1", reason="outside"), operator=OUTSIDE),
+    # an effect with a compensation is confirmed: the abort would run a compensation the preview did not list
+    "abort": _confirm_an_effect,
+}
+
+
 @pytest.mark.parametrize("case", list(CASES))
 async def test_stale_plan_shows_banner_applies_nothing_then_the_fresh_plan(lp, case):
     action, task, node = CASES[case]
@@ -242,10 +265,9 @@ async def test_stale_plan_shows_banner_applies_nothing_then_the_fresh_plan(lp, c
         dlg = await open_dialog(pilot, action, task, node)
         await fill(pilot, dlg)
         old = dlg.plan
-        # Another operator acts on the task between the preview and Apply.
-        other = {"report-001": "figures", "idle-002": "rebuild", "scope-003": "merge"}[task]
+        # Between the preview and Apply, a change the preview's promise does not cover.
         with Ledger.open(lp, create=False, clock=ManualClock(NOW)) as ledger:
-            ledger.apply(ledger.plan_park(task, node=other, reason="outside"), operator=OUTSIDE)
+            OUTSIDE_CHANGE[case](ledger)
         moved = state(lp, task)
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: dlg.stale is not None and not dlg.planning and not dlg.applying,
@@ -257,7 +279,7 @@ async def test_stale_plan_shows_banner_applies_nothing_then_the_fresh_plan(lp, c
         assert statuses(after_refusal) == statuses(moved)  # nothing applied
         assert after_refusal["actions"][0][:2] == (action, "refused")
         fresh = dlg.plan
-        assert fresh is not None and fresh.revision == moved["task"][1] != old.revision
+        assert fresh is not None and fresh.revision == moved["task"][1] and fresh.to_json() != old.to_json()
         assert not apply_button(dlg).disabled  # the reason is kept; Apply must be pressed again
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.screen is not dlg, what="dialog closed")
@@ -265,6 +287,7 @@ async def test_stale_plan_shows_banner_applies_nothing_then_the_fresh_plan(lp, c
         assert done["actions"][0][:2] == (action, "applied")
         expect = statuses(moved)
         expect.update({k: b for k, (_, b) in fresh.changes.items()})
+        expect.update({str(c["node"]): "pending" for c in fresh.compensations})  # abort: the one it now lists
         assert statuses(done) == expect
 
 

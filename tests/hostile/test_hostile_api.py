@@ -57,7 +57,7 @@ class World:
         cr = ledger.claim("t", "w1", lease_s=10**6)
         self.hr = ledger.request_human(cr, kind="confirm", question="done?", options=[{"id": "ok"}])
         ledger.apply(ledger.plan_resolve(self.hr, option="ok"), operator="op")
-        self.mid = ledger.propose_memory(self.ca, "the build comes first")  # the task's mind (issue 27)
+        self.mid = ledger.propose_memory(self.ca, "the build comes first", source="tests")  # the task's mind (issue 27)
 
     def target(self) -> str:
         return self.l.db.display if self.l.db.backend == "sqlite" else self.l.db.url

@@ -167,8 +167,8 @@ def test_a_stale_plan_is_code_stale(led: str, capsys: Any, monkeypatch: pytest.M
     def racing(args: Any, make_plan: Any, **kw: Any) -> int:
         def plan_then_race(ledger: Any) -> Any:
             plan = make_plan(ledger)
-            with Ledger.open(led) as other:  # another operator acts between preview and apply
-                other.apply(other.plan_park("t", reason="first"), operator="bob")
+            with Ledger.open(led) as other:  # another operator aborts it between preview and apply
+                other.apply(other.plan_abort("t", reason="first"), operator="bob")
             return plan
         return real(args, plan_then_race, **kw)
 

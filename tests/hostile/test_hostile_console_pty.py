@@ -79,8 +79,8 @@ def build(tmp: Path) -> Path:
         led.add_node("mindful", "m1", serves=["r1"])
         c = led.claim("mindful", worker="w4", lease_s=10**6, key="m1")
         led.conclude(c, tagged("CONCL"), source="src \x1b]52;c;QQ==\x07[/]SRC")
-        led.conclude(c, "tried", kind="rejected", reason=tagged("RREASON"))
-        led.propose_memory(c, tagged("MEMO"))
+        led.conclude(c, "tried", kind="rejected", reason=tagged("RREASON"), source="tests")
+        led.propose_memory(c, tagged("MEMO"), source="tests")
         led.commit(c, output={})
         led.replan("mindful", add=[NodeSpec("m2")], trigger="pattern", reason=tagged("PLANWHY"), actor="w4")
     # A ledger from elsewhere: ids and a status no Warden would write, straight into the tables.

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from tests.support.observed import said
+from tests.support.waiting import wait_until
 from store import Ledger, NodeSpec
 from store.adapters.agent_session import AgentSession, SessionConfig
 from store.adapters.sessions import SessionStore
@@ -176,14 +177,38 @@ def test_ask_human_waits_then_answers_pending_and_the_answer_comes_later(ledger,
     hid = got["handoff"]
     h = ledger.handoff(hid)
     assert (h.kind, h.question, [o["id"] for o in h.options]) == ("confirm", "Open the PR?", ["yes", "no"])
-    assert ledger.node("t", "main").status == "blocked"
-    assert s.heartbeat()["status"] == "waiting_for_human"
-    assert s.commit({"x": 1})["status"] == "waiting_for_human"
+    assert h.node == "main.ask-1" and ledger.node("t", "main").status == "running"  # the step keeps its claim
+    assert s.heartbeat()["status"] == "ok"
+    assert s.commit({"x": 1})["status"] == "waiting_for_human"  # not while its question is open
     apply(ledger, ledger.plan_resolve(hid, option="yes", answer="go ahead"))
     got = s.wait_for_human(hid)
     assert (got["status"], got["option"], got["answer"], got["by"]) == ("answered", "yes", "go ahead", "op@test")
-    assert ledger.node("t", "main").status == "running"
+    assert ledger.node("t", "main").status == "running" and ledger.node("t", "main").attempt == 1
+    assert s.inputs()["last_answer"]["answer"] == "go ahead"
     assert s.commit({"pr": 42})["status"] == "committed"
+    assert ledger.node("t", "main.ask-1").status == "succeeded" and ledger.task("t").status == "completed"
+
+
+def test_concurrent_questions_are_each_their_own_handoff_answered_to_its_own_call(ledger_path, clock, store):
+    with Ledger.open(ledger_path, clock=clock) as led:
+        s = AgentSession(led, store, SessionConfig(worker="w", task="t", ask_wait_s=60.0))
+        s.claim_next()
+        got: dict[int, dict] = {}
+        threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, s.ask_human(f"question {i}?",
+                                                                                       options=["a", "b"])))
+                   for i in range(20)]
+        for t in threads:
+            t.start()
+        wait_until(lambda: len(led.handoffs(task_id="t")) == 20, "20 questions open")
+        for h in led.handoffs(task_id="t"):
+            i = int(h.question.split()[1].rstrip("?"))
+            apply(led, led.plan_resolve(h.id, option="a" if i % 2 else "b", answer=f"for {i}"))
+        for t in threads:
+            t.join(60)
+        assert all(got[i]["status"] == "answered" and got[i]["answer"] == f"for {i}"
+                   and got[i]["option"] == ("a" if i % 2 else "b") for i in range(20))
+        assert led.node("t", "main").status == "running"
+        s.close()
 
 
 def test_ask_human_answered_while_it_waits(ledger, store):

@@ -103,7 +103,10 @@ def _spawn_supervised(argv: list[str]) -> None:
     from store.adapters.process import Child
 
     child = Child(argv, cwd=os.getcwd(), env=ENV, sink=lambda _line: None).start()
-    assert child.proc is not None and child.proc.wait(60) == 0
+    try:
+        assert child.wait(60) == 0
+    finally:
+        child.close()
 
 
 def _spawn_passing_every_descriptor(argv: list[str]) -> None:

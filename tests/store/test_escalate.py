@@ -57,11 +57,13 @@ def test_escalate_refusals_change_nothing(two, clock):
     assert len(two.handoffs()) == 1
 
 
-def test_escalate_preview_goes_stale_when_the_agent_moves(two):
+def test_escalate_goes_through_a_claim_made_since_the_preview(two):
+    """The node claimed while the operator read: its lease is revoked all the same (the promise:
+    this node stops and waits for the question)."""
     plan = two.plan_escalate("t", "a", reason="x")
-    two.claim("t", "w")
-    from store import StaleRevision
-
-    with pytest.raises(StaleRevision):
-        two.apply(plan, operator="op")
-    assert two.node("t", "a").status == "running" and two.handoffs() == []
+    claim = two.claim("t", "w")
+    done = two.apply(plan, operator="op")
+    assert two.node("t", "a").status == "blocked" and len(two.handoffs()) == 1
+    assert done.differed.summary == "1 node was claimed meanwhile and is blocked too: a"
+    with pytest.raises(LeaseLost):
+        two.heartbeat(claim)

@@ -144,3 +144,32 @@ def test_without_the_sdk_warden_mcp_says_which_extra(monkeypatch, capsys, tmp_pa
     assert warden(["mcp", "--ledger", str(tmp_path / "l.db")]) == 1
     assert "pip install 'warden[mcp]'" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "l.db")
+
+
+async def test_concurrent_ask_human_calls_are_each_their_own_handoff(ledger_path, sessions):
+    """A client that asks two questions at once (two tool calls in flight): two handoffs, each
+    answer back to its own call, the step's claim kept throughout."""
+    import asyncio
+    import threading
+
+    from tests.support.waiting import wait_until
+
+    async with server(ledger_path, sessions, "--task", "t", "--worker", "w", "--ask-wait", "60") as client:
+        await call(client, "claim_next")
+
+        def answer() -> None:
+            with Ledger.open(ledger_path) as led:
+                wait_until(lambda: len(led.handoffs(task_id="t")) == 2, "both questions open", timeout=60)
+                assert led.node("t", "main").status == "running"
+                for h in led.handoffs(task_id="t"):
+                    led.apply(led.plan_resolve(h.id, option="a", answer=f"for {h.question}"), operator="op")
+        operator = threading.Thread(target=answer)
+        operator.start()
+        one, two = await asyncio.gather(call(client, "ask_human", question="Q1?", options=["a", "b"]),
+                                        call(client, "ask_human", question="Q2?", options=["a", "b"]))
+        operator.join(60)
+        assert (one["status"], one["answer"], two["status"], two["answer"]) == ("answered", "for Q1?", "answered",
+                                                                                  "for Q2?")
+        assert (await call(client, "commit", output={"ok": True}))["status"] == "committed"
+    with Ledger.open(ledger_path) as led:
+        assert led.node("t", "main").attempt == 1 and led.task("t").status == "completed"

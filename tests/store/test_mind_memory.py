@@ -31,9 +31,9 @@ def memories_of(ledger, task, key, kind="tool", workflow="repo-fix"):
 
 def test_only_a_confirmed_memory_reaches_the_next_tasks_claims(ledger, clock):
     c = first_claim(ledger, "t1", "build")
-    kind_id = ledger.propose_memory(c, "the tests need `make build` first")
-    wf_id = ledger.propose_memory(c, "CI takes 20 minutes on this repository", scope="workflow")
-    never = ledger.propose_memory(c, "the flaky test is test_net")
+    kind_id = ledger.propose_memory(c, "the tests need `make build` first", source="tests")
+    wf_id = ledger.propose_memory(c, "CI takes 20 minutes on this repository", scope="workflow", source="tests")
+    never = ledger.propose_memory(c, "the flaky test is test_net", source="tests")
     ledger.commit(c, output={})
     assert {m.id: m.status for m in ledger.memories()} == {kind_id: "pending", wf_id: "pending", never: "pending"}
     assert memories_of(ledger, "t2", "n1") == []  # pending: never handed out
@@ -59,7 +59,7 @@ def test_only_a_confirmed_memory_reaches_the_next_tasks_claims(ledger, clock):
     got = ledger.claim("t3", "w", lease_s=LONG)
     assert got is None
     c3 = ledger.node_mind("t3", "n1").memory["memories"]
-    assert all(x["source"].startswith("proposed by task t1 node build, confirmed by alice") for x in c3)
+    assert all(x["source"].startswith("tests; proposed by task t1 node build, confirmed by alice") for x in c3)
 
     # retracting a confirmed memory: later claims stop getting it
     ledger.apply(ledger.plan_memory(kind_id, decision="reject", reason="fixed upstream"), operator="alice")
@@ -68,11 +68,11 @@ def test_only_a_confirmed_memory_reaches_the_next_tasks_claims(ledger, clock):
 
 def test_proposals_are_idempotent_and_a_rejected_one_is_not_asked_again(ledger):
     c = first_claim(ledger, "t1", "a")
-    a = ledger.propose_memory(c, "same words")
-    assert ledger.propose_memory(c, "same words") == a
-    assert ledger.propose_memory(c, "same words", scope="workflow") != a  # another scope: another memory
+    a = ledger.propose_memory(c, "same words", source="tests")
+    assert ledger.propose_memory(c, "same words", source="tests") == a
+    assert ledger.propose_memory(c, "same words", scope="workflow", source="tests") != a  # another scope: another memory
     ledger.apply(ledger.plan_memory(a, decision="reject", reason="no"), operator="op")
-    assert ledger.propose_memory(c, "same words") == a and ledger.memory(a).status == "rejected"
+    assert ledger.propose_memory(c, "same words", source="tests") == a and ledger.memory(a).status == "rejected"
     with pytest.raises(Refused, match="not asked again"):
         ledger.plan_memory(a, decision="confirm", reason="changed my mind")
     with pytest.raises(Refused, match="already rejected"):
@@ -83,7 +83,7 @@ def test_proposals_are_idempotent_and_a_rejected_one_is_not_asked_again(ledger):
 
 def test_a_decision_needs_a_reason_and_an_existing_memory(ledger):
     c = first_claim(ledger, "t1", "a")
-    mid = ledger.propose_memory(c, "m")
+    mid = ledger.propose_memory(c, "m", source="tests")
     with pytest.raises(Refused, match="needs a reason"):
         ledger.plan_memory(mid, decision="confirm", reason="  ")
     for bad in ("999", "abc", "1; DROP TABLE memory", 0):
@@ -94,16 +94,16 @@ def test_a_decision_needs_a_reason_and_an_existing_memory(ledger):
     with pytest.raises(Refused, match="not an argument"):
         ledger.plan("memory-confirm", {"memory_id": mid, "reason": "x", "task_id": "t1"})
     with pytest.raises(Refused, match="memory scope"):
-        ledger.propose_memory(c, "m", scope="global")
+        ledger.propose_memory(c, "m", scope="global", source="tests")
     with pytest.raises(Refused, match="longer than"):
-        ledger.propose_memory(c, "x" * (rules.MEMORY_TEXT_MAX + 1))
+        ledger.propose_memory(c, "x" * (rules.MEMORY_TEXT_MAX + 1), source="tests")
     assert ledger.memory(mid).status == "pending" and ledger.actions() == []
 
 
 def test_two_operators_deciding_the_same_memory_one_is_told_who_won(ledger_path, clock):
     with Ledger.open(ledger_path, clock=clock) as a, Ledger.open(ledger_path, clock=clock) as b:
         c = first_claim(a, "t1", "n")
-        mid = a.propose_memory(c, "shared")
+        mid = a.propose_memory(c, "shared", source="tests")
         pa = a.plan_memory(mid, decision="confirm", reason="yes")
         pb = b.plan_memory(mid, decision="reject", reason="no")
         a.apply(pa, operator="alice")
@@ -118,7 +118,7 @@ def test_a_memory_decision_is_not_stale_because_the_proposing_task_moved_on(ledg
     """The person decides about the memory, not the task's graph: agents adding nodes meanwhile do
     not make the preview stale (an action on the graph would be)."""
     c = first_claim(ledger, "t1", "n")
-    mid = ledger.propose_memory(c, "x")
+    mid = ledger.propose_memory(c, "x", source="tests")
     plan = ledger.plan_memory(mid, decision="confirm", reason="ok")
     ledger.commit(c, output={}, next_nodes=[NodeSpec("more")])
     assert ledger.task("t1").revision > plan.revision
@@ -129,7 +129,7 @@ def test_a_memory_decision_is_not_stale_because_the_proposing_task_moved_on(ledg
 def test_a_task_may_not_flood_the_inbox(ledger):
     c = first_claim(ledger, "t1", "n")
     for i in range(rules.PENDING_PER_TASK):
-        ledger.propose_memory(c, f"memory {i}")
+        ledger.propose_memory(c, f"memory {i}", source="tests")
     with pytest.raises(Refused, match="waiting for a person"):
-        ledger.propose_memory(c, "one more")
+        ledger.propose_memory(c, "one more", source="tests")
     assert len(ledger.memories(status="pending")) == rules.PENDING_PER_TASK

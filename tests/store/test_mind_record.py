@@ -84,9 +84,9 @@ def test_conclusions_and_rejected_paths_carry_time_source_and_reason(ledger, clo
                          source="grep -r import")
     assert e2 > e1
     with pytest.raises(Refused, match="needs its reason"):
-        ledger.conclude(c, "guessing", kind="rejected")
+        ledger.conclude(c, "guessing", kind="rejected", source="tests")
     with pytest.raises(InvalidValue, match="conclusion kind"):
-        ledger.conclude(c, "x", kind="idea")
+        ledger.conclude(c, "x", kind="idea", source="tests")
     with pytest.raises(InvalidValue, match="one line"):
         ledger.conclude(c, "x", source="a\nb")
     found = ledger.conclusions("t")
@@ -105,9 +105,9 @@ def test_a_conclusion_under_a_lost_lease_writes_nothing(ledger, clock):
     clock.advance(11)
     before = ledger.last_event_id()
     with pytest.raises(LeaseLost):
-        ledger.conclude(c, "late finding")
+        ledger.conclude(c, "late finding", source="tests")
     with pytest.raises(LeaseLost):
-        ledger.propose_memory(c, "late memory")
+        ledger.propose_memory(c, "late memory", source="tests")
     assert ledger.conclusions("t") == [] and ledger.memories() == [] and ledger.last_event_id() == before
 
 
@@ -116,11 +116,11 @@ def test_an_agent_cannot_write_unbounded_entries_on_one_node(ledger):
     ledger.add_node("t", "a")
     c = claim_of(ledger, "t", "a")
     for i in range(rules.ENTRIES_PER_NODE):
-        ledger.conclude(c, f"finding {i}")
+        ledger.conclude(c, f"finding {i}", source="tests")
     with pytest.raises(Refused, match=f"already has {rules.ENTRIES_PER_NODE}"):
-        ledger.conclude(c, "one too many")
+        ledger.conclude(c, "one too many", source="tests")
     with pytest.raises(InvalidValue, match="longer than"):
-        ledger.conclude(c, "x" * (rules.ENTRY_TEXT_MAX + 1))
+        ledger.conclude(c, "x" * (rules.ENTRY_TEXT_MAX + 1), source="tests")
     assert len(ledger.conclusions("t", limit=1000)) == rules.ENTRIES_PER_NODE
 
 
@@ -152,7 +152,7 @@ def test_a_claim_gets_its_own_and_its_ancestors_rejected_paths_and_its_dependenc
         clock.advance(1)
         ledger.conclude(c, f"found by {key}", source=f"{key}.log")
         ledger.conclude(c, f"tried by {key}", kind="rejected", reason=f"{key} said no",
-                        source=None if key == "side" else f"{key}.cmd.log")
+                        source=f"{key}.cmd.log")
         ledger.commit(c, output={})
     c = claim_of(ledger, "t", "leaf")
     mem = c.inputs["memory"]
@@ -163,7 +163,7 @@ def test_a_claim_gets_its_own_and_its_ancestors_rejected_paths_and_its_dependenc
     assert [e["text"] for e in mem["conclusions"]] == ["found by side", "found by mid"]
     for e in mem["rejected"] + mem["conclusions"]:
         assert e["at"].endswith("Z") and e["origin"] == "agent"
-        assert e["source"].endswith(".log") or e["source"] == "node side, attempt 1 (w)", e
+        assert e["source"].endswith(".log"), e
     assert [e["at"] for e in mem["rejected"]] == sorted((e["at"] for e in mem["rejected"]), reverse=True)
     c_mid = ledger.claim("t", "w2", lease_s=LONG)
     assert c_mid is None  # nothing else ready
@@ -174,7 +174,7 @@ def test_a_sibling_never_sees_anothers_rejected_path_but_a_replan_reason_reaches
     ledger.create_task("t")
     ledger.add_nodes("t", [NodeSpec("x"), NodeSpec("y"), NodeSpec("z")])
     c = claim_of(ledger, "t", "x")
-    ledger.conclude(c, "x's dead end", kind="rejected", reason="nope")
+    ledger.conclude(c, "x's dead end", kind="rejected", reason="nope", source="tests")
     ledger.replan("t", remove=["z"], trigger="evidence_conflict", reason="z's premise was refuted by x", actor="w")
     c2 = claim_of(ledger, "t", "y")
     texts = [(e["node"], e["origin"], e["reason"]) for e in c2.inputs["memory"]["rejected"]]
@@ -192,7 +192,7 @@ def test_the_memory_block_is_bounded_in_count_and_bytes_and_keeps_the_newest(led
     for i in range(n_found):
         ledger.conclude(c, f"f{i:03d} " + "x" * size, source=f"s{i}")
     for i in range(n_rej):
-        ledger.conclude(c, f"r{i:03d} " + "y" * size, kind="rejected", reason="z" * rnd.choice([5, 1999]))
+        ledger.conclude(c, f"r{i:03d} " + "y" * size, kind="rejected", reason="z" * rnd.choice([5, 1999]), source="tests")
     ledger.commit(c, output={})
     mem = claim_of(ledger, "t", "n").inputs["memory"]
     found, rej = mem["conclusions"], mem["rejected"]
@@ -205,13 +205,57 @@ def test_the_memory_block_is_bounded_in_count_and_bytes_and_keeps_the_newest(led
     assert rej or found  # the bounds never leave nothing when there is something
 
 
+def _block_bytes(mem) -> int:
+    return len(json.dumps(mem, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+@pytest.mark.parametrize("shape", ["one huge constraint", "many constraints", "wide requirements", "both"])
+def test_the_memory_block_stays_within_its_bytes_when_constraints_and_requirements_are_huge(ledger, shape):
+    """Constraints and requirements are handed out whole while they fit; past the 48 KB their
+    longest texts are cut (``cut`` counts what went), then requirements this node does not serve,
+    the others, and constraints are left out from the end, counted in ``omitted``."""
+    constraints = {"one huge constraint": ["c" * 100_000, "never push to main"],
+                   "many constraints": ["never push to main"] + [f"rule {i}: " + "r" * 900 for i in range(200)],
+                   "wide requirements": ["never push to main"],
+                   "both": ["\x1b" * 30_000, "中" * 20_000, "never push to main"]}[shape]
+    reqs = ([{"id": f"r{i}", "text": "需" * rules.REQUIREMENT_TEXT_MAX} for i in range(rules.REQUIREMENTS_MAX)]
+            if shape in ("wide requirements", "both") else [])
+    ledger.create_task("t", constraints=constraints, requirements=reqs)
+    ledger.add_node("t", "a", **({"serves": ["r5"]} if reqs else {}))
+    c = claim_of(ledger, "t", "a")
+    mem = c.inputs["memory"]
+    assert _block_bytes(mem) <= LIMITS["bytes"]
+    kept_c, kept_r = mem["constraints"], mem["requirements"]
+    assert len(kept_c) + mem["omitted"]["constraints"] == len(constraints)
+    assert len(kept_r) + mem["omitted"]["requirements"] == len(reqs)
+    for e in kept_c + kept_r:  # a cut text says how much went; the rest are whole
+        full = next(t for t in constraints + [r["text"] for r in reqs] if t.startswith(e["text"].rstrip("…")))
+        assert e.get("cut", 0) == len(full) - len(e["text"]) + (1 if e.get("cut") else 0)
+        assert len(e["text"]) <= max(LIMITS["text_chars"], len(full) if "cut" not in e else 0)
+    if reqs:
+        assert "r5" in [r["id"] for r in kept_r]  # the one this node serves is left out last
+    assert "never push to main" in [e["text"] for e in kept_c]  # a short rule is never cut
+    assert ledger.task("t").constraints == tuple(constraints)  # the task keeps them whole
+
+
+def test_a_memory_block_that_fits_hands_out_every_constraint_whole(ledger):
+    rule = "keep the public API stable: " + "x" * 3000
+    ledger.create_task("t", constraints=[rule], requirements=[{"id": "r1", "text": "y" * 1500}])
+    ledger.add_node("t", "a", serves=["r1"])
+    mem = claim_of(ledger, "t", "a").inputs["memory"]
+    assert [e["text"] for e in mem["constraints"]] == [rule] and "cut" not in mem["constraints"][0]
+    assert mem["requirements"][0]["text"] == "y" * 1500
+    assert mem["omitted"] == {"rejected": 0, "conclusions": 0, "memories": 0, "open_problems": 0, "constraints": 0,
+                             "requirements": 0}
+
+
 def test_hostile_text_is_stored_and_handed_back_as_written(ledger):
     nasty = "\x1b[31mred\x1b[0m [b]bold[/b] \u202eevil\u202c \u200bzw\x07 $(rm -rf /)"
     ledger.create_task("t", requirements=[{"id": "r1", "text": nasty}])
     ledger.add_node("t", "a", serves=["r1"])
     c = claim_of(ledger, "t", "a")
     ledger.conclude(c, nasty, source="[link=file:///etc/passwd]x[/link]", kind="rejected", reason=nasty)
-    mid = ledger.propose_memory(c, nasty)
+    mid = ledger.propose_memory(c, nasty, source="tests")
     assert ledger.requirements("t")[0].text == nasty
     e = ledger.conclusions("t", kind="rejected")[0]
     assert (e.text, e.reason, e.source) == (nasty, nasty, "[link=file:///etc/passwd]x[/link]")

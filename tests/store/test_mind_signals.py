@@ -131,6 +131,58 @@ def test_a_drifting_verdict_raises_an_alarm_until_a_replan(ledger, clock):
     assert "drift_suspected" not in kinds(ledger)
 
 
+def _status_signals(ledger, task="t"):
+    return [s["kind"] for t in status_json(ledger)["tasks"] if t["task_id"] == task for s in t.get("signals", [])]
+
+
+def test_a_drifting_verdict_on_the_last_open_node_keeps_the_task_active_with_its_alarm(ledger, clock):
+    """The alignment check is the plan's last open node: a person answering "drifting" used to
+    complete the task (no alarm anywhere). Drift is judged first: the task stays active, the alarm
+    shows, the preview says so; a narrow answers it and the task completes."""
+    ledger.create_task("t", requirements=REQS, alignment_every=3, drift_after=0)
+    run(ledger, clock, "t", [True, False, True])
+    assert ledger.node("t", "alignment-1").status == "blocked"
+    h = ledger.handoffs(task_id="t")[0]
+    plan = ledger.plan_resolve(h.id, option="drifting", answer="it polishes one query")
+    assert plan.task_status == ("active", "active")
+    assert any("drifting verdict keeps the task active" in w for w in plan.warnings)
+    ledger.apply(plan, operator="bob")
+    assert ledger.node("t", "alignment-1").status == "succeeded"
+    assert ledger.task("t").status == "active"
+    s = signal(ledger, "drift_suspected")
+    assert s is not None and s["severity"] == "alarm"
+    assert "drift_suspected" in _status_signals(ledger)
+    # the operator narrows the task: that answers the verdict, and with nothing left it completes
+    narrow = ledger.plan_narrow("t", reason="the one query was the scope after all", set={"scope": "one-query"})
+    assert narrow.task_status == ("active", "completed")
+    ledger.apply(narrow, operator="bob")
+    assert ledger.task("t").status == "completed" and ledger.task("t").mind.verdict is None
+
+
+def test_an_agents_drifting_verdict_holds_the_task_open_until_a_replan(ledger, clock):
+    ledger.create_task("t", requirements=REQS, alignment_every=2, drift_after=0, alignment_by="agent")
+    run(ledger, clock, "t", [True, False])
+    a = ledger.claim("t", "aligner", lease_s=LONG, kinds=["alignment"])
+    ledger.commit(a, output={"verdict": "drifting", "notes": "one query is not the whole service"})
+    assert ledger.task("t").status == "active" and signal(ledger, "drift_suspected")["severity"] == "alarm"
+    ledger.replan("t", add=[NodeSpec("profile-all", serves=("r1",))], trigger="operator",
+                  reason="profile the whole service", actor="w")
+    assert "drift_suspected" not in kinds(ledger) and ledger.task("t").status == "active"
+    c = ledger.claim("t", "w", lease_s=LONG, key="profile-all")
+    ledger.commit(c, output={})
+    assert ledger.task("t").status == "completed"
+
+
+def test_work_finishing_after_a_drifting_verdict_does_not_complete_the_task(ledger, clock):
+    """Mid-plan "drifting", then the rest of the plan runs to its end without a replan."""
+    open_task(ledger, alignment_every=2, drift_after=0)
+    run(ledger, clock, "t", [True, False])
+    ledger.apply(ledger.plan_resolve(ledger.handoffs(task_id="t")[0].id, option="drifting"), operator="bob")
+    c = ledger.claim("t", "w", lease_s=LONG, key="anchor")
+    ledger.commit(c, output={})
+    assert ledger.task("t").status == "active" and signal(ledger, "drift_suspected")["severity"] == "alarm"
+
+
 def test_an_agent_answers_alignment_checks_when_the_task_says_so(ledger, clock):
     open_task(ledger, alignment_every=4, alignment_by="agent")
     run(ledger, clock, "t", [True, True, False, True])

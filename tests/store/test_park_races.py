@@ -2,10 +2,10 @@
 
 Each round: the operator plans a park of a task whose node ``x`` is pending (with ``--now`` on
 even rounds, without on odd ones); then, released together by a Barrier with random jitter, an
-agent claims ``x`` and the operator applies the plan. Exactly one wins: either the claim took
-``x`` and the apply is stale (the plan recorded ``x``'s version), or the park applied and the claim
-found nothing. Never a parked task with a node claimed after the preview still running under a
-live lease (the bug: the plan recorded only running nodes' versions).
+agent claims ``x`` and the operator applies the plan. The park applies every round, in one order
+or the other: the claim first — ``x`` was claimed after the preview, so it is parked too (its lease
+revoked, ``--now`` or not) and the result says so; the park first — the claim finds nothing. Never
+a parked task with a node claimed after the preview still running under a live lease.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def _operator(path: str, rounds: int, seed: int, barrier, q) -> None:
             barrier.wait()  # 1
             _jitter(rng)
             try:
-                led.apply(plan, operator="op")
-                q.put(("op", i, "applied", ""))
+                done = led.apply(plan, operator="op")
+                q.put(("op", i, "applied", done.differed.summary if done.differed else ""))
             except StaleRevision as e:
                 q.put(("op", i, "stale", str(e)))
         led.close()
@@ -61,7 +61,7 @@ def _operator(path: str, rounds: int, seed: int, barrier, q) -> None:
         barrier.abort()
 
 
-def test_a_claim_after_the_preview_makes_a_park_stale(new_target):
+def test_a_claim_after_the_preview_is_parked_too(new_target):
     path = new_target("park")
     _prepare(path, ROUNDS, "p", [NodeSpec("done", "done"), NodeSpec("x", "x"), NodeSpec("y", "y", ("x",))])
     with _open(path) as led:  # one finished node, so the plan's versions are "every unfinished node"
@@ -82,18 +82,17 @@ def test_a_claim_after_the_preview_makes_a_park_stale(new_target):
         for i in range(ROUNDS):
             tid = f"p{i}"
             (a, _), (o, msg) = by[("agent", i)], by[("op", i)]
-            assert (a == "claimed") != (o == "applied"), (seed, i, a, o)
+            assert o == "applied", (seed, i, a, o, msg)
             t = led.task(tid)
             x = led.node(tid, "x")
             [row] = led.actions(tid)
+            assert t.status == "parked" and x.lease_owner is None and row.result == "applied"
             if a == "claimed":
                 wins["agent"] += 1
-                assert "changed since the preview" in msg and "node x version" in msg
-                assert t.status == "active" and x.status == "running" and x.lease_owner == "agent"
-                assert row.result == "refused"
+                assert x.status == "parked" and msg == "1 node was claimed meanwhile and is parked too: x"
+                assert row.plan["differed"]["summary"] == msg
             else:
                 wins["op"] += 1
-                assert t.status == "parked" and x.status == "pending" and x.lease_owner is None
-                assert row.result == "applied"
+                assert x.status == "pending" and msg == ""
     print("wins", wins)
     assert wins["agent"] > 0 and wins["op"] > 0, (seed, wins)

@@ -144,9 +144,9 @@ def _operator_abort(url: str, q) -> None:
         q.put(("pid", led.db.execute_sql("SELECT pg_backend_pid()").fetchone()[0]))
         plan = led.plan_abort("t", reason="stop")
         try:
-            led.apply(plan, operator="op")
-            q.put(("applied", None))
-        except Exception as e:  # StaleRevision: the claim committed first
+            done = led.apply(plan, operator="op")
+            q.put(("applied", done.differed.summary if done.differed else ""))
+        except Exception as e:  # StaleRevision: a change the abort's promise does not cover
             q.put(("refused", f"{type(e).__name__}: {e}"))
         led.close()
     except BaseException:
@@ -155,7 +155,8 @@ def _operator_abort(url: str, q) -> None:
 
 def test_an_operator_action_waits_for_an_open_claim_then_sees_it(own_database):
     """Task, then node: the claim holds KEY SHARE on the task row, the operator's FOR UPDATE waits
-    for it (no deadlock, no lost update) and then refuses its plan as stale."""
+    for it (no deadlock, no lost update) and then sees it: the abort goes through the claim made
+    since its preview (the claimed node is abandoned too) and says so."""
     url = own_database
     with Ledger.open(url) as led:
         led.create_task("t")
@@ -179,10 +180,12 @@ def test_an_operator_action_waits_for_an_open_claim_then_sees_it(own_database):
     claimer.join(WAIT)
     op.join(WAIT)
     results = [q2.get(timeout=WAIT)]
-    assert results[0][0] == "refused" and "changed since the preview" in results[0][1], results
+    assert results[0][0] == "applied", results
+    claimed = [g[2] for g in [q.get(timeout=WAIT) for _ in range(3)] if g[0] == "claimed"]  # pid, holding, claimed
+    assert results[0][1] == f"1 node was claimed meanwhile and is abandoned too: {claimed[0]}", results
     with Ledger.open(url, create=False) as led:
-        assert led.task("t").status == "active"
-        assert [n.status for n in led.graph("t").nodes] == ["running", "pending"]
+        assert led.task("t").status == "aborted"
+        assert [(n.status, n.lease_owner) for n in led.graph("t").nodes] == [("abandoned", None)] * 2
     assert _deadlocks(url) == deadlocks  # ordered locks, not a deadlock resolved by a retry
 
 

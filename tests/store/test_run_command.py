@@ -22,6 +22,7 @@ import pytest
 
 from store import Ledger
 from tests.support.observed import all_said  # noqa: E402
+from tests.support.procstate import gone, running, state_of, stopped
 from store.adapters.command import RunSpec, Supervisor, failure_for
 from store.adapters.process import LINE_READ_CAP, Child
 
@@ -41,18 +42,6 @@ def wait_for(predicate, timeout: float, what: str, every: float = 0.05):
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(every)  # the pause between two polls of the condition
-
-
-def state_of(pid: int) -> str | None:
-    """The process's state letter (R, S, T, Z...), None when it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
-
-
-def gone(pid: int) -> bool:
-    return state_of(pid) in (None, "Z", "X")
 
 
 class Run:
@@ -90,19 +79,8 @@ class Run:
             self.proc.wait()
 
 
-@pytest.fixture
-def workdir(tmp_path):
-    d = tmp_path / "work"
-    d.mkdir()
-    return d
 
 
-@pytest.fixture
-def runs_started():
-    started: list[Run] = []
-    yield started
-    for r in started:
-        r.kill()
 
 
 def apply(ledger_path: str, planner, **kw):
@@ -121,7 +99,7 @@ def test_park_stops_the_process_group_and_resume_continues_it(ledger_path, workd
     run = Run(ledger_path, workdir, TICKING)
     runs_started.append(run)
     pid = run.pid()
-    wait_for(lambda: node(ledger_path).status == "running" and state_of(pid) in ("R", "S"), 30, "running")
+    wait_for(lambda: node(ledger_path).status == "running" and running(pid), 30, "running")
     with Ledger.open(ledger_path) as led:
         if how == "task":
             plan = led.plan_park("t", reason="waiting for the CI quota")
@@ -131,7 +109,7 @@ def test_park_stops_the_process_group_and_resume_continues_it(ledger_path, workd
             plan = led.plan_park("t", node="main", reason="this node only", now=True)
         parked_at = time.monotonic()
         led.apply(plan, operator="op@test")
-    wait_for(lambda: state_of(pid) == "T", NOTICE_S, "the command stopped (state T)")
+    wait_for(lambda: stopped(pid), NOTICE_S, "the command stopped (state T)")
     assert time.monotonic() - parked_at < NOTICE_S
     log = workdir / "runs"
     ticks = lambda: sum(p.read_bytes().count(b"tick") for p in log.glob("*/output.log"))  # noqa: E731
@@ -143,10 +121,10 @@ def test_park_stops_the_process_group_and_resume_continues_it(ledger_path, workd
     else:
         assert n.status == "parked"
     before = ticks()
-    assert state_of(pid) == "T" and ticks() == before  # stopped: nothing more printed
+    assert stopped(pid) and ticks() == before  # stopped: nothing more printed
     with Ledger.open(ledger_path) as led:
         led.apply(led.plan_resume("t", node="main" if how == "node-now" else None), operator="op@test")
-    wait_for(lambda: state_of(pid) in ("R", "S"), NOTICE_S, "the command continued")
+    wait_for(lambda: running(pid), NOTICE_S, "the command continued")
     wait_for(lambda: ticks() > before + 3, 10, "more output after the resume")
     n = node(ledger_path)
     assert n.status == "running" and n.lease_owner.startswith("run:")
@@ -216,7 +194,7 @@ def test_a_rewind_while_the_task_is_parked_restarts_once_it_is_resumed(tmp_path,
         wait_for(lambda: starts.exists() and node(ledger).status == "running", 30, "the first start")
         pid = int(wait_for(lambda: (workdir / "pid").read_text().strip(), 10, "the pid"))
         led.apply(led.plan_park("t", reason="hold on"), operator="op")
-        wait_for(lambda: state_of(pid) == "T", NOTICE_S, "stopped by the park")
+        wait_for(lambda: stopped(pid), NOTICE_S, "stopped by the park")
         led.apply(led.plan_rewind("t", "main", reason="other approach"), operator="op")
         wait_for(lambda: gone(pid), NOTICE_S + 5, "the old command ended")
         assert starts.read_text().count("\n") == 1  # not restarted while the task is parked
@@ -416,7 +394,8 @@ def test_a_line_longer_than_the_read_cap_is_one_cut_line(size):
     got = []
     while (line := child.lines.get(timeout=60)) is not None:
         got.append(line)
-    child.proc.wait(60)
+    assert child.wait(60) == 0
+    child.close()
     assert [g[:6] for g in got] == [b"before", b"x" * 6, b"after"]
     assert got[1] == b"x" * LINE_READ_CAP + b" [line cut]"
 

@@ -48,6 +48,21 @@ def test_a_newer_schema_is_refused_naming_both_versions(ledger_path, capsys):
     assert warden(["migrate", "--ledger", ledger_path]) == 4  # migrate refuses too
 
 
+@pytest.mark.parametrize("version", [schema.SCHEMA_VERSION + 95, 0])
+def test_a_refused_migrate_leaves_the_directory_as_it_found_it(tmp_path, capsys, version):
+    """Schema 99 (newer) or 0 (no migration from it): exit 4 with the line, and no ``-writers``
+    gate, ``-wal`` or ``-shm`` left beside the ledger."""
+    path = str(tmp_path / "ledger.db")
+    make(path)
+    set_version(path, version)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert before == ["ledger.db"]
+    assert warden(["migrate", "--ledger", path]) == 4
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"schema {version}" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_an_older_schema_asks_for_migrate_and_migrate_upgrades(ledger_path, monkeypatch, capsys):
     make(ledger_path)
     # Pretend this Warden is one schema ahead with one registered migration step.
@@ -192,7 +207,8 @@ STEP_COLUMNS[4].setdefault("observation", []).extend(["action", "result", "actio
 STEP_COLUMNS[4].setdefault("node", []).extend(["progress_at", "beat_gaps", "beat_long_s", "paused_s"])  # "novelty"
 STEP_COLUMNS[4].setdefault("node", []).extend(["step_deadline", "density", "repair"])  # seed rules
 STEP_COLUMNS[4].setdefault("task", []).append("density_limit")  # seed rules
-STEP_TABLES = {2: ["write_request"], 3: [], 4: []}
+STEP_COLUMNS[5] = {"memory": ["source"]}  # part "quotas and people"
+STEP_TABLES = {2: ["write_request"], 3: [], 4: [], 5: ["quota", "node_quota", "quota_draw", "confirm_kind"]}
 STEP_TABLES[4] += ["requirement", "conclusion", "plan_version", "memory"]  # part "mind" (issue 27)
 
 
@@ -228,7 +244,7 @@ def _downgrade(path: str, to: int) -> None:
 
 def test_a_new_ledger_is_written_at_the_current_schema(ledger_path):
     make(ledger_path)
-    assert schema.SCHEMA_VERSION == max(STEP_COLUMNS) == 4 and _stored_version(ledger_path) == "4"
+    assert schema.SCHEMA_VERSION == max(STEP_COLUMNS) == 5 and _stored_version(ledger_path) == "5"
     shape = _shape(ledger_path)
     for step in STEP_COLUMNS:
         for table, cols in STEP_COLUMNS[step].items():
@@ -236,7 +252,7 @@ def test_a_new_ledger_is_written_at_the_current_schema(ledger_path):
         assert set(STEP_TABLES[step]) <= set(shape)
 
 
-@pytest.mark.parametrize("start", [1, 2, 3])
+@pytest.mark.parametrize("start", [1, 2, 3, 4])
 def test_migrate_takes_every_older_schema_to_the_current_one_with_every_column(ledger_path, clock, start, capsys):
     fresh = None
     with Ledger.open(ledger_path, clock=clock) as led:

@@ -258,7 +258,7 @@ def small(ledger, clock):
         if k == "a":
             ledger.intend_effect(c, "pr:a", compensation="close the PR")
             ledger.confirm_effect(c, "pr:a", external_id="#1")
-            ledger.propose_memory(c, "the build comes before the tests", scope="workflow")
+            ledger.propose_memory(c, "the build comes before the tests", scope="workflow", source="tests")
         ledger.commit(c, output={k: 1})
     c = ledger.claim("t", "w", lease_s=60, kinds=["h"])
     hid = ledger.request_human(c, kind="confirm", question="go?", options=[{"id": "yes"}, {"id": "no"}])
@@ -297,10 +297,12 @@ def test_each_action_has_typed_params_and_the_plan_json_shape_is_unchanged(ledge
         plan.params.node = "x"  # type: ignore[misc, union-attr]
     done = ledger.apply(plan, operator="op")
     jd = done.to_json()
-    assert list(jd) == PLAN_KEYS + ["applied", "action_id", "revision_after"]
+    assert list(jd) == PLAN_KEYS + ["applied", "action_id", "revision_after", "differed"]
+    assert jd["differed"] == {"summary": "", "notes": [], "nodes": [], "preview": {}}  # applied as previewed
     extra = ["handoff"] if action == "escalate" else []
     assert list(jd["params"]) == PARAM_KEYS[action] + extra
-    assert ledger.actions(limit=1)[0].plan == j  # the audit row holds the plan as shown
+    # the audit row holds the plan as applied (here: as shown) and what differed
+    assert ledger.actions(limit=1)[0].plan == {**j, "differed": jd["differed"]}
 
 
 def test_a_plan_whose_params_no_action_applies_is_refused_and_changes_nothing(ledger, small) -> None:

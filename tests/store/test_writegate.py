@@ -270,3 +270,47 @@ def test_writers_starting_at_once_on_a_ledger_at_rest_all_queue_at_one_gate(tmp_
         [t.start() for t in ts]
         [t.join(30) for t in ts]
         assert None not in got and len(set(got)) == 1, got
+
+
+SQLITE_HOLDER = r"""
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("BEGIN IMMEDIATE")  # SQLite's own write lock, taken by a program that knows no gate
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_the_busy_timeout_is_the_whole_wait_gate_and_sqlite_together(tmp_path):
+    """A program outside Warden holds SQLite's lock; a Warden writer queued at the gate behind
+    another waits what is left of busy_timeout_s for SQLite's lock, not all of it again."""
+    path = str(tmp_path / "l.db")
+    with Ledger.open(path) as setup:
+        setup.create_task("t")
+        setup.add_nodes("t", [NodeSpec("a")])
+    busy_s, at_gate_s = 2.0, 1.2
+    led = Ledger.open(path, busy_timeout_s=busy_s)
+    outside = subprocess.Popen([sys.executable, "-c", SQLITE_HOLDER, path], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    assert outside.stdout is not None and outside.stdout.readline().strip() == "held"
+    gate = _hold(path + GATE_SUFFIX)  # a writer ahead at the gate (it waits on SQLite's lock too)
+    released = threading.Timer(at_gate_s, _release, args=(gate,))
+    try:
+        before = led.last_event_id()
+        start = time.monotonic()
+        released.start()
+        with pytest.raises(LedgerBusy, match=r"nothing was written"):
+            led.claim("t", "w")
+        waited = time.monotonic() - start
+        # busy_s in all: twice as long before (1.2 s at the gate, then 2 s more inside SQLite)
+        assert busy_s * 0.95 <= waited < busy_s + 0.9, waited
+    finally:
+        released.join(60)
+        assert outside.stdin is not None
+        outside.stdin.close()
+        outside.wait(30)
+    assert led.last_event_id() == before
+    c = led.claim("t", "w")  # and SQLite's full busy timeout is back for the next write
+    assert c is not None and c.node_key == "a"
+    assert led.db.execute_sql("PRAGMA busy_timeout").fetchone()[0] == int(busy_s * 1000)
+    led.close()

@@ -26,7 +26,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 SCRIPT_DONE = "(the scripted model has nothing more to say)"
 BODY_CAP = 64 * 1024 * 1024
@@ -61,6 +61,9 @@ class Reply:
     error: tuple[int, str] | None = None
     hold: bool = False
     released: threading.Event = field(default_factory=threading.Event)
+    # given again (the script does not move on) while this holds for the next request: a model that
+    # waits for something (Claude Code's WaitForMcpServers until a server is connected)
+    again_while: Callable[["Request"], bool] | None = None
 
     def release(self) -> None:
         self.released.set()
@@ -84,6 +87,13 @@ def edit(path: str, old: str, new: str) -> Call:
 
 def read(path: str) -> Call:
     return Call("Read", {"file_path": path})
+
+
+def wait_for_mcp(server: str) -> Reply:
+    """Claude Code connects MCP servers in the background: a model that needs one calls its
+    ``WaitForMcpServers`` tool, again while the answer says it is still connecting."""
+    return Reply(calls=(Call("WaitForMcpServers", {"servers": [server]}),),
+                 again_while=lambda r: any("ready: false" in t for t in r.tool_results()[-1:]))
 
 
 def shell(command: str, justification: str | None = None, escalate: bool = False) -> Call:
@@ -143,6 +153,7 @@ class ModelServer:
     def __init__(self, script: list[Reply] | None = None) -> None:
         self.script: list[Reply] = list(script or [])
         self.requests: list[Request] = []
+        self.position = 0  # the next reply of the script
         self.lock = threading.Condition()
         self.ids = itertools.count(1)
         self.closing = threading.Event()
@@ -189,12 +200,19 @@ class ModelServer:
     # ------------------------------------------------------------------ the script
     def _next(self, api: str, path: str, body: dict[str, Any]) -> Reply:
         main = bool(body.get("tools"))
+        request = Request(api, path, body, main)
         with self.lock:
             reply = None
             if main:
-                used = len([r for r in self.requests if r.scripted])
-                reply = self.script[used] if used < len(self.script) else Reply(text=SCRIPT_DONE)
-            self.requests.append(Request(api, path, body, main))
+                last = self.script[self.position - 1] if 0 < self.position <= len(self.script) else None
+                if last is not None and last.again_while is not None and last.again_while(request):
+                    reply = last
+                elif self.position < len(self.script):
+                    reply = self.script[self.position]
+                    self.position += 1
+                else:
+                    reply = Reply(text=SCRIPT_DONE)
+            self.requests.append(request)
             self.lock.notify_all()
         if reply is None:
             return Reply(text="Scripted side answer.", usage=Usage(10, 5))
@@ -360,4 +378,4 @@ def _chunks(text: str, size: int) -> list[str]:
 
 
 __all__ = ["Call", "ModelServer", "Reply", "Request", "SCRIPT_DONE", "Usage", "bash", "edit", "read", "shell",
-           "write"]
+           "wait_for_mcp", "write"]
