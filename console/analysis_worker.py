@@ -40,6 +40,9 @@ HEADER = struct.Struct(">I")
 FRAME_MAX = 256 * 1024 * 1024  # a frame longer than this is not ours: the stream is broken
 RSS_MAX_MB = 768  # the worker leaves after a run that left it above this (the console starts another)
 PARENT_CHECK_S = 0.5
+# The worker's CPU priority below the console's (nice): on a busy machine the UI's frames, keys and
+# journal reads get the CPU first, the figures after them; on an idle one it has a core to itself.
+NICE = 5
 APPLICATION_NAME = "warden-analysis"
 
 
@@ -158,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     _die_with(a.parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C is the console's to handle
+    try:
+        os.nice(NICE)
+    except (OSError, AttributeError):
+        pass
     # Frames go out on a private copy of the standard output; anything printed goes to stderr.
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)

@@ -401,7 +401,7 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
             return lat, written
 
         lat, written = isolated(a.isolated, 1.2)
-        out["isolated"] = summary(lat, written) | {"load1": load1()}
+        out["isolated"] = summary(lat, written) | {"load1": load1(), "samples_ms": [round(x, 1) for x in lat]}
         lat, written = isolated(a.spaced, 6.0)
         out["spaced_6s"] = summary(lat, written) | {"load1": load1()}
 
@@ -436,7 +436,8 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
         c0, w0 = term.cpu_seconds(), time.monotonic()
         time.sleep(a.idle)
         out["idle_cpu_pct"] = round((term.cpu_seconds() - c0) / (time.monotonic() - w0) * 100, 2)
-        out["rss_mb_end"] = round(term.rss_mb(), 1)
+        out["rss_mb_end"] = round(term.rss_mb(), 1)  # the console and its analysis worker
+        out["rss_mb_end_console_alone"] = round(term.rss_mb(own=True), 1)
         out["terminal_bytes"] = term.bytes
         out["load1_end"] = load1()
     finally:
