@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from store import Ledger
 from store.errors import NotFound
+from store.storage.events import NodeCommitted
 from store.estimation import estimates
 from store.reading import signals
 from store.reading.analysis import TaskAnalysis
@@ -221,7 +222,7 @@ class Analyst:
             events = list(delta.events)
             if events:
                 feed.read(lambda ledger: self.tally.apply(ledger, events))
-                if any(e.kind == "node.committed" for e in events):
+                if any(e.kind == NodeCommitted.KIND for e in events):
                     self._stale = True  # a duration was added: the estimates re-read them
                 tid = self.graph.task_id
                 self.graph.take(feed, events, self.tally.view(tid) if tid is not None else None)

@@ -24,11 +24,17 @@ from store import Ledger, ManualClock
 
 # Hypothesis profiles of the model-based tests with real processes (tests/store/test_ledger_model.py),
 # chosen with WARDEN_MODEL_PROFILE: "model-ci" (the default: bounded to keep CI at a few minutes)
-# or "model-deep" (a long run before a release). Other hypothesis tests keep their own settings.
+# or "model-deep" (a long run before a release).
 _MODEL = dict(deadline=None, print_blob=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 settings.register_profile("model-ci", max_examples=8, stateful_step_count=30, database=None, **_MODEL)
 settings.register_profile("model-deep", max_examples=300, stateful_step_count=80, **_MODEL)
+# Every other hypothesis test: no per-example deadline and no "too slow" health check. Both time an
+# example on the wall clock (200 ms by default), so on a loaded machine an example descheduled for a
+# moment fails — or passes on the re-run and is reported "flaky" — though the code is right. What
+# these tests check is behaviour, never speed; their own @settings (max_examples…) apply on top.
+settings.register_profile("warden", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("warden")
 
 # A fixed instant (2027-01-15T08:00:00Z) so snapshots and JSON are deterministic.
 T0 = 1_800_000_000.0
@@ -139,6 +145,45 @@ def ledger(ledger_path, clock):
     led.close()
 
 
+# ---------------------------------------------------------------------- a loaded machine
+# No test may depend on the machine being idle: waits are on conditions, their deadlines are
+# safety nets stretched by the machine's slowdown (tests/support/waiting.py), and a bound that is
+# the point of a test is scaled the same way or compared with a baseline of the same test. The
+# machine's speed is measured once, here, and handed to the workers (and the processes tests start)
+# through the environment, so every part of the session scales by the same figure.
+def pytest_configure(config) -> None:
+    from tests.support import waiting
+
+    os.environ[waiting.SPEED_ENV] = f"{waiting.machine_speed():.3f}"
+    _stretch_textual_pilot(waiting.stretch)
+
+
+def _stretch_textual_pilot(stretch: Callable[[float], float]) -> None:
+    """Textual's pilot (``app.run_test``) waits up to 30 s on the wall clock for the screen to take
+    its pending messages after each key and pause, then raises ``WaitForScreenTimeout``: a safety
+    net like ours, stretched the same way."""
+    try:
+        from textual.pilot import Pilot
+    except ImportError:  # pragma: no cover - textual is a dependency
+        return
+    real = Pilot._wait_for_screen
+    if getattr(real, "stretched", False):
+        return
+
+    async def wait_for_screen(self, timeout: float = 30.0) -> bool:
+        return await real(self, stretch(timeout))
+
+    wait_for_screen.stretched = True  # type: ignore[attr-defined]
+    Pilot._wait_for_screen = wait_for_screen  # type: ignore[method-assign]
+
+
+def pytest_report_header(config) -> str:
+    from tests.support import waiting
+
+    return (f"machine: {waiting.machine_speed():.2f}× the reference's CPU time, load {os.getloadavg()[0]:.1f} "
+            f"on {waiting.cpus()} CPUs (safety nets ×{waiting.slowdown():.1f} now; tests/support/waiting.py)")
+
+
 # ---------------------------------------------------------------------- parallel runs (pytest-xdist)
 # The suite runs on two workers (pyproject addopts: -n 2 --dist loadgroup). Tests that drive a real
 # terminal, a browser or the demo's process tree measure nothing but still wait on screens with
@@ -149,6 +194,7 @@ SERIAL_FILES = frozenset({
     "test_serve_browser.py", "test_serve_http.py", "test_serve_cli.py", "test_sizes_terminals.py",
     "test_terminal_safety.py", "test_typeahead.py", "test_console_connections.py", "test_postgres_console.py",
     "test_cli_conventions.py", "test_hostile_console_pty.py", "test_outage_line.py", "test_demo_alarms.py",
+    "test_control_pty.py", "test_plain_terminal.py",
 })
 
 

@@ -40,7 +40,7 @@ from typing import Callable, Sequence
 from store import WardenError
 from store.storage.db import masked
 
-from . import actions, agents, inspection, meta, mind, notify, quotas, recovery, report, serve
+from . import actions, agents, inspection, meta, mind, notify, otel, quotas, recovery, report, serve
 from .common import (GLOBALS, CliParser, Subcommands, alert_hook, command, connect_timeout, fill_globals, flags, honours,
                      ledger_target, operator_of, runs_dir)
 from .errors import CliFailure, UsageError
@@ -62,6 +62,7 @@ REGISTRARS: tuple[Registrar, ...] = (
     recovery.register,           # recover, verify-record
     serve.register,              # serve (the console in a browser)
     notify.register,             # notify (push notifications through apprise)
+    otel.register,               # otel export (spans to an OpenTelemetry collector)
     agents.register,             # run, mcp, hook (the agent side: integrations of agents people run)
 )
 
@@ -251,11 +252,16 @@ def cmd_console(args: argparse.Namespace) -> int:
         return run_lines(args, bell=not args.no_bell, hook=hook)
     from ..app import run_console  # imported when used: the other subcommands never load Textual
 
-    return run_console(
-        ledger=ledger_target(args), runs=runs_dir(args), read_only=args.read_only,
-        operator=operator_of(args), project=args.project, records=args.records,
-        bell=not args.no_bell, on_alert=hook, connect_timeout_s=connect_timeout(args),
-    )
+    background = notify.in_console(ledger_target(args))  # the notifier, when configured to run here
+    try:
+        return run_console(
+            ledger=ledger_target(args), runs=runs_dir(args), read_only=args.read_only,
+            operator=operator_of(args), project=args.project, records=args.records,
+            bell=not args.no_bell, on_alert=hook, connect_timeout_s=connect_timeout(args),
+        )
+    finally:
+        if background is not None:
+            background.stop()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

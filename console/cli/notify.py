@@ -14,15 +14,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import os
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from store.clock import iso
+from store.errors import WardenError
 from store.jsontypes import JsonObject
 from store.notify.config import ConfigError, NotifyConfig, check_url, load, masked, with_cli
 from store.notify.state import State, StateError, default_path
 from store.text import safe_line
+
+from ..glyphs import SERVED_ENV
+if TYPE_CHECKING:
+    from store.notify.follow import Background
 
 from .common import Subcommands, UsageError, command, flags, honours, ledger_target, print_json
 
@@ -168,3 +175,26 @@ def _follow(args: argparse.Namespace, cfg: NotifyConfig) -> int:
 
 
 __all__ = ["register"]
+
+
+def in_console(target: str) -> Background | None:
+    """``warden console`` runs the notifier too when the configuration says ``console = true`` (and
+    names routes): started here, stopped when the console ends (``stop()``). Not in a console that
+    `warden serve` runs for a browser (the server's own machine is not the operator's)."""
+    if os.environ.get(SERVED_ENV) or importlib.util.find_spec(EXTRA) is None:
+        return None
+    try:
+        cfg = load(None)
+    except ConfigError as e:
+        print(f"warden console: the notifier is off: {e}", file=sys.stderr)
+        return None
+    if not cfg.console or not cfg.routes:
+        return None
+    from store.notify.follow import Background as Running  # apprise: the notify extra
+
+    try:
+        background = Running(target, cfg, State(default_path(target, cfg.state)))
+    except (StateError, WardenError) as e:
+        print(f"warden console: the notifier is off: {e}", file=sys.stderr)
+        return None
+    return background if background.start() else None

@@ -15,6 +15,9 @@ import importlib.util
 import os
 import sys
 
+from store.notify.config import state_setting
+from store.notify.state import default_path
+
 from .common import Subcommands, UsageError, command, flags, honours, ledger_target, open_ledger, runs_dir
 
 EXTRA_MODULES = ("textual_serve", "aiohttp")
@@ -90,6 +93,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         allow_actions=args.allow_actions, project=args.project, records=args.records,
         max_sessions=args.max_sessions, print_token=given is None and not args.tokens,
         connect_timeout_s=args.connect_timeout,
+        links_state=default_path(ledger_target(args), state_setting()),
     )
     try:
         return WardenServer(config).run()

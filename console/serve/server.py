@@ -17,6 +17,7 @@ import signal
 import socket
 import string
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Awaitable, Callable, TextIO
@@ -28,6 +29,8 @@ from textual_serve.server import Server
 from ..glyphs import SERVED_ENV
 from ..text import safe_line
 from .auth import Credential, TokenBook, cookie_name, is_loopback, request_token, same_origin
+from .handoffs import LINK_PATHS, HandoffDesk
+from .handoffs import routes as handoff_routes
 from .session import SessionService
 
 STATIC = Path(__file__).parent / "static"
@@ -43,6 +46,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
        "frame-ancestors 'none'")
 SESSION_STOP_S = 5.0
+# The handoffs page's own files (no token: a notification's link opens it).
+PHONE_FILES = ("handoffs.js", "handoffs.css", "fonts/noto-emoji-fallback.woff2", "fonts/dejavu-sans-mono-fallback.woff2")
 
 
 class ServeError(Exception):
@@ -65,6 +70,7 @@ class ServeConfig:
     print_token: bool = True  # a generated token is printed in the URL; one the operator chose is not
     title: str = "Warden"
     connect_timeout_s: float | None = None  # passed on to each session's console (--connect-timeout)
+    links_state: Path | None = None  # the notifier's state file, where its links to handoffs are checked
 
     def session_argv(self, cred: Credential) -> list[str]:
         """The command line of a session's console: read-only unless actions are allowed, and
@@ -99,11 +105,15 @@ class WardenServer(Server):
         self.session_count = 0
         self.bound_port = config.port
         self.page = string.Template((STATIC / "page.html").read_text(encoding="utf-8"))
+        self.desk = HandoffDesk(config.ledger, config.links_state, allow_actions=config.allow_actions,
+                                clock=time.time)
 
     # ------------------------------------------------------------------ the web application
     def make_app(self) -> web.Application:
         app = web.Application(middlewares=[self.guard], client_max_size=64 * 1024)
         app.add_routes([
+            *handoff_routes(self.desk),
+            *(web.get(f"/m/assets/{name}", self.file_handler(STATIC / name)) for name in PHONE_FILES),
             web.get("/", self.handle_index),
             web.get("/ws", self.handle_session),
             *(web.get(f"/static/{name}", self.file_handler(TEXTUAL_SERVE_STATIC / name))
@@ -111,7 +121,11 @@ class WardenServer(Server):
             web.static("/assets", STATIC, show_index=False, follow_symlinks=False),
         ])
         app.on_shutdown.append(self.close_sessions)
+        app.on_cleanup.append(self.close_desk)
         return app
+
+    async def close_desk(self, app: web.Application) -> None:
+        await asyncio.to_thread(self.desk.close)
 
     @staticmethod
     def file_handler(path: Path) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
@@ -126,6 +140,10 @@ class WardenServer(Server):
         """Every request: same origin, a known token; a token in the page's URL is set as a cookie."""
         if not same_origin(request.headers.get("Origin"), request.host):
             return refusal(403, "warden serve: refused: a request from another site")
+        if request.path.startswith(LINK_PATHS):  # a notification's link: checked by the handoffs page itself
+            resp = await handler(request)
+            secure_headers(resp, cache=False)
+            return resp
         cookie = cookie_name(self.bound_port)
         token, where = request_token(request.query, request.cookies, request.headers, cookie)
         cred = self.config.book.lookup(token)
@@ -142,8 +160,8 @@ class WardenServer(Server):
             raise
         if isinstance(resp, web.WebSocketResponse):
             return resp
-        secure_headers(resp, cache=request.path != "/")
-        if where == "query" and request.path == "/":
+        secure_headers(resp, cache=request.path != "/" and not request.path.startswith("/m/"))
+        if where == "query" and request.path in ("/", "/m/"):
             # Remember the token in a cookie so the websocket, the assets and reloads carry it;
             # page.js then takes it out of the address bar (history.replaceState).
             resp.set_cookie(cookie, token or "", path="/", httponly=True, samesite="Strict",
@@ -237,6 +255,8 @@ class WardenServer(Server):
                      "front, see docs/deployment.md)")
         self.say("open this URL in a browser (the token is the password):")
         self.say(f"    {self.url(self.bound_port)}")
+        self.say(f"handoffs on a phone: {self.url(self.bound_port).replace('/?token=', '/m/?token=')}"
+                 + ("" if c.allow_actions else " (read-only: shown, not answered)"))
         if not c.print_token:
             self.say("    (with your token after ?token=)")
         self.say("Ctrl+C stops the server and every session.")

@@ -46,7 +46,7 @@ from store.facade import Ledger
 from store.jsontypes import JsonMapping, JsonObject
 from store.judges import budget
 from store.views import Claim
-from store.adapters import questions
+from store.adapters import permission_rules, questions
 from store.adapters.hook_answers import Dialect, HookAnswer, dialect
 from store.adapters.hook_session import HookSession, call_digest
 from store.adapters.hook_transcript import read_new
@@ -464,6 +464,7 @@ class _Hook:
                                    "session": self.sid, "permission_mode": _text(self.p.get("permission_mode"), 40)}
             if self.p.get("permission_suggestions"):
                 context["suggestions"] = summarize(self.p.get("permission_suggestions"), 1000)
+            permission_rules.offer(options, context, self.p, client=self.cfg.client)  # "always allow", an edit's diff
             call_id = s.call_for(str(self.p.get("tool_name")), tool_input)
             try:
                 hid = s.ask(kind="permission", title=f"{tool}: permission", options=options, context=context,
@@ -482,11 +483,11 @@ class _Hook:
             status, option = res.get("status"), res.get("option")
             s.close_ask(hid, {"decision": option if status == "resolved" else status, "answer": res.get("answer"),
                               "by": res.get("by")})
-            if status == "resolved" and option == "allow":
+            if status == "resolved" and (option == "allow" or permission_rules.is_rule(option)):
                 if res.get("answer") and res.get("by") != s.worker:
                     s.notes[call_id or call_digest(self.p.get("tool_name"), tool_input)] = {"answer": res["answer"]}
                     s.save()
-                return self.say.permission(True)
+                return self.say.permission(True, rules=permission_rules.granted(option, context))
             if status == "resolved":
                 said = "nobody answered in time" if res.get("timeout") else "the operator denied it"
                 answer = _text(res.get("answer"), 500) if res.get("answer") and not res.get("timeout") else ""

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from store.jsontypes import JsonObject
+from store.jsontypes import JsonArray, JsonObject
 from store.text import safe_line
 
 __all__ = ["HookAnswer", "Dialect", "dialect"]
@@ -81,8 +81,11 @@ class Dialect:
     def context(self, event: str, text: str) -> HookAnswer:
         return HookAnswer(_specific(event, additionalContext=text))
 
-    def permission(self, allow: bool, message: str = "", *, interrupt: bool = False) -> HookAnswer:
+    def permission(self, allow: bool, message: str = "", *, interrupt: bool = False,
+                   rules: JsonArray | None = None) -> HookAnswer:
         decision: JsonObject = {"behavior": "allow" if allow else "deny"}
+        if allow and rules and self.client == "claude":  # "always allow": the rule Claude Code suggested
+            decision["updatedPermissions"] = rules
         if not allow:
             decision["message"] = message
             if interrupt and self.client == "claude":

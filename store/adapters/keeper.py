@@ -30,7 +30,12 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # types only: the keeper starts without the store (it loads it later, in a thread)
+    from store.facade import Ledger
+    from store.jsontypes import JsonObject
+    from store.views import Claim
 
 if __package__:
     from store.adapters.proctree import Cgroup, Tree, start_time
@@ -50,7 +55,7 @@ def _subreaper() -> bool:
         return False
 
 
-def _say(msg: dict[str, Any]) -> None:
+def _say(msg: JsonObject) -> None:
     try:
         os.write(1, (json.dumps(msg) + "\n").encode())
     except OSError:  # the supervisor is gone: nobody to tell
@@ -62,15 +67,15 @@ def _status(raw: int) -> int:
 
 
 class Keeper:
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: JsonObject) -> None:
         self.spec = spec
-        self.claim: dict[str, Any] | None = None
+        self.claim: JsonObject | None = None
         self.cmd = 0
         self.code: int | None = None
         cg = spec.get("cgroup")
         self.cgroup = Cgroup(cg["path"], int(cg["version"])) if isinstance(cg, dict) else None
         self.tree = Tree(os.getpid(), self.cgroup)
-        self.store: dict[str, Any] = {}
+        self.store: JsonObject = {}  # Ledger, WardenError and Claim once loaded, or error
         self.loaded = threading.Event()
 
     def start(self) -> bool:
@@ -104,7 +109,7 @@ class Keeper:
         if root not in sys.path:
             sys.path.append(root)
         try:
-            from store import Ledger
+            from store.facade import Ledger
             from store.errors import WardenError
             from store.views import Claim
             self.store.update(Ledger=Ledger, WardenError=WardenError, Claim=Claim)
@@ -188,7 +193,7 @@ class Keeper:
         finally:
             ledger.close()
 
-    def _open_ledger(self) -> tuple[Any, Any]:
+    def _open_ledger(self) -> tuple[Ledger | None, Claim | None]:
         c, target = self.claim, self.spec.get("ledger")
         if c is None or not target or not self.loaded.wait(30.0):
             return None, None
@@ -205,7 +210,7 @@ class Keeper:
             print(f"warden run keeper: not recorded in the ledger: {e}", file=sys.stderr)
             return None, None
 
-    def _beat(self, ledger: Any, claim: Any) -> None:
+    def _beat(self, ledger: Ledger | None, claim: Claim | None) -> None:
         if ledger is None or claim is None:
             return
         try:

@@ -28,14 +28,15 @@ import json
 import os
 import re
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedResourceError
 from mcp.shared.message import SessionMessage
 from mcp.types import (
@@ -43,6 +44,7 @@ from mcp.types import (
     PARSE_ERROR,
     CallToolResult,
     ErrorData,
+    InputRequiredResult,
     JSONRPCError,
     JSONRPCMessage,
     JSONRPCNotification,
@@ -51,8 +53,10 @@ from mcp.types import (
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
+from pydantic.networks import AnyUrl
 
 from store.errors import WardenError
+from store.jsontypes import JsonObject
 from store.text import safe_line
 from store.validate import JSON_MAX_DEPTH, show
 
@@ -195,7 +199,7 @@ def _first_problem(e: ValidationError) -> str:
     return f"{where + ': ' if where else ''}{first.get('msg', 'invalid')}"
 
 
-def _bad_id(obj: dict[str, Any]) -> JSONRPCMessage:
+def _bad_id(obj: JsonObject) -> JSONRPCMessage:
     return _refusal({}, f"the id must be a string or an integer (got {safe_line(repr(obj['id']), limit=60)})",
                     INVALID_REQUEST)
 
@@ -402,7 +406,8 @@ class AnsweringServer(MCPServer[object]):
     and an argument the tool's schema refuses (pydantic) are tool errors carrying their one line;
     any other exception is left to the SDK (a crash: its text stays on the server)."""
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+    async def call_tool(self, name: str, arguments: JsonObject,
+                        context: Context[object, object] | None = None) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
@@ -416,7 +421,8 @@ class AnsweringServer(MCPServer[object]):
                 raise ToolError(one_line(str(e))) from cause
             raise
 
-    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+    async def read_resource(self, uri: AnyUrl | str, context: Context[object, object] | None = None,
+                            ) -> Iterable[ReadResourceContents] | InputRequiredResult:
         try:
             return await super().read_resource(uri, context)
         except UnexpectedResourceError as e:

@@ -31,8 +31,9 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
+from store.jsontypes import JsonObject
 from store.storage import stopguard
 from store.views import Claim
 from store.adapters import keeper as _keeper
@@ -173,7 +174,7 @@ class Child:
     def containment_used(self) -> str:
         return self.tree.containment if self.tree is not None else "none"
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> JsonObject:
         """Who the command is, for a later run on this host to check it has gone."""
         return {"boot_id": boot_id(), "pid": self.pid, "start": self.start_time,
                 "keeper": self.keeper.pid if self.keeper is not None else None,
@@ -196,7 +197,7 @@ class Child:
                               "worker": claim.worker, "token": claim.token, "attempt": claim.attempt,
                               "lease_until": claim.lease_until, "lease_s": claim.lease_s}})
 
-    def _status_line(self) -> dict[str, Any] | None:
+    def _status_line(self) -> JsonObject | None:
         assert self.keeper is not None and self.keeper.stdout is not None
         line = self.keeper.stdout.readline()
         try:

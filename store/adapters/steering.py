@@ -9,7 +9,8 @@ parked, or a write raises ``LeaseLost``, they ask :func:`steer` what happened an
 * ``aborted`` — the task was aborted (or the node abandoned by a narrow);
 * ``rewound`` — the node was rewound (it is pending again with one more rejection: its reason);
 * ``blocked`` — the node waits on a handoff (the integration's own question, or an escalation);
-* ``lost``    — anything else: the lease expired and another worker holds the node, it finished...
+* ``lost``    — anything else: the lease expired (whether or not another worker holds the node now),
+  it finished...
 
 :func:`reclaim` takes the node back by key once it can run again (resumed, rewound, expired),
 and :func:`clean` turns what an agent printed into bounded observation text.
@@ -87,7 +88,12 @@ def steer(ledger: Ledger, claim: Claim, *, lost_why: str = "") -> Steer:
         mine = [h for h in open_ if h.node == claim.node_key]
         return Steer("blocked", mine[-1].question if mine else "", mine[-1].id if mine else None)
     if node.status == "running" and node.lease_owner == claim.worker and node.attempt == claim.attempt:
-        return Steer("running")
+        if node.lease_until is not None and node.lease_until > ledger.now():
+            return Steer("running")
+        # Still ours on paper, but the lease ran out (a suspended machine, a loaded one that kept
+        # the heartbeat from running in time) and nobody took the node: every write of the claim is
+        # refused now, so the integration takes the node back (reclaim) rather than carry on with it.
+        return Steer("lost", "the lease expired; the node can be claimed again")
     if node.status == "running":
         return Steer("lost", lost_why or f"another worker holds the node now ({node.lease_owner}, attempt "
                                           f"{node.attempt})")

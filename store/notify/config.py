@@ -236,6 +236,18 @@ def load(given: str | None, env: Mapping[str, str] = os.environ) -> NotifyConfig
     return parse(text, str(path))
 
 
+def state_setting(env: Mapping[str, str] = os.environ) -> str | None:
+    """Only the file's ``state`` (``warden serve`` checks links there): no route is checked, so a
+    server without apprise, or with a configuration it cannot use, still finds the links."""
+    path = config_path(None, env)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8")) if path is not None else {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    state = raw.get("state")
+    return state if isinstance(state, str) and state.strip() else None
+
+
 def with_cli(cfg: NotifyConfig, to: Sequence[str], link_base: str | None) -> NotifyConfig:
     """The configuration plus the command line: ``--to`` URLs as the route ``cli`` (every event),
     ``--link-base`` over the file's."""

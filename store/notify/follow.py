@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 import time
 from typing import Callable, Sequence
 
@@ -234,4 +235,53 @@ class Notifier:
             self.feed.close()
 
 
-__all__ = ["Notifier", "ALARM_EVERY_S"]
+
+
+class Background:
+    """A notifier in a thread of its own (``warden console`` with ``console = true`` in the
+    configuration): it follows while the console runs and stops with it. When another notifier
+    already follows the same state it does nothing (that one sends)."""
+
+    def __init__(self, target: str, cfg: NotifyConfig, state: State) -> None:
+        self.notifier = Notifier(target, cfg, state)
+        self.state = state
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stop_event: asyncio.Event | None = None
+        self.ready = threading.Event()
+        self.running = False
+        self.thread = threading.Thread(target=self._main, name="warden-notify", daemon=True)
+
+    def start(self) -> bool:
+        """Start following; False when another notifier follows this state already."""
+        self.thread.start()
+        self.ready.wait(30)
+        return self.running
+
+    def _main(self) -> None:
+        with self.state.follower() as mine:
+            self.running = mine
+            if not mine:
+                self.ready.set()
+                return
+
+            async def main() -> None:
+                self.loop = asyncio.get_running_loop()
+                self.stop_event = asyncio.Event()
+                self.ready.set()
+                await self.notifier.run(self.stop_event)
+
+            try:
+                asyncio.run(main())
+            except WardenError:
+                pass  # the ledger went away: what is owed stays in the state for the next notifier
+            finally:
+                self.ready.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.loop is not None and self.stop_event is not None:
+            self.loop.call_soon_threadsafe(self.stop_event.set)
+        self.thread.join(timeout)
+        self.state.close()
+
+
+__all__ = ["Notifier", "Background", "ALARM_EVERY_S"]

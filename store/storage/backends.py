@@ -233,11 +233,6 @@ class WardenSqlite(pw.SqliteDatabase):
         the gate when it closes."""
         self.gate_ours = True
 
-    def sqlite_wait(self, seconds: float) -> None:
-        """SQLite's busy timeout on this thread's connection: what is left of ``busy_timeout_s``
-        after a wait at the write gate (store/writegate.py), then the whole of it again."""
-        self.execute_sql(f"PRAGMA busy_timeout = {max(1, int(seconds * 1000))}")
-
     def busy(self) -> LedgerBusy:
         return LedgerBusy(f"the ledger {self.display} is busy: another process held its lock for more than "
                           f"{self.busy_timeout_s:g}s (busy_timeout_s); nothing was written")

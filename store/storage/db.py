@@ -51,7 +51,7 @@ from store.storage.backends import (
 )
 from store.errors import LedgerUnavailable, ReadOnly, WardenError, WriteConflict
 from store.storage.pgshared import SharedPostgres
-from store.storage.sql import is_sqlite
+from store.storage.sql import is_sqlite, sqlite_busy_timeout
 from store.text import safe_line
 from store.storage.write_requests import register_result
 
@@ -367,14 +367,13 @@ def write_tx(db: pw.Database) -> Iterator[None]:
         req.body_done = True
         return
     if depth != 0:
-        raise RuntimeError(
-            f"nested write transaction (depth {depth}): a write must begin IMMEDIATE at depth 0, "
-            "not as a savepoint inside another transaction"
-        )
+        raise RuntimeError(f"nested write transaction (depth {depth}): a write must begin IMMEDIATE at depth 0, "
+                           "not as a savepoint inside another transaction")
     with stopguard.for_db(db):  # a supervised process is never stopped inside a write
         if isinstance(db, WardenSqlite):
             # writers take turns through store/storage/writegate.py before SQLite's lock (its busy handler is unfair)
-            with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours, db.sqlite_wait), \
+            with writegate.held(db.path, db.busy_timeout_s, db.busy, db.gate_is_ours,
+                              functools.partial(sqlite_busy_timeout, db)), \
                     db.atomic("IMMEDIATE"):
                 yield
         elif is_sqlite(db):

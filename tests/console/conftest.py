@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 from store import Budget, Ledger, ManualClock
+from tests.support.waiting import Deadline
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 NOW = T0 + 600.0
@@ -112,12 +112,11 @@ def make_app(target: Any = "ledger.db", **kw: Any):
 
 
 async def wait_for(pilot: Any, cond: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    """Pump the app until ``cond()`` holds (a condition, not a sleep); fail after ``timeout`` (a
-    safety net for a loaded machine, never a measurement)."""
-    deadline = time.monotonic() + timeout
+    """Pump the app until ``cond()`` holds (a condition, not a sleep); fail after ``timeout`` idle
+    seconds (a safety net that stretches with the machine's load, never a measurement)."""
+    deadline = Deadline(timeout)
     while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or cond}")
+        deadline.check(what or str(cond))
         await pilot.pause(0.01)
 
 
@@ -155,15 +154,14 @@ async def settle(pilot: Any) -> None:
 async def workers_done(pilot: Any, node: Any, timeout: float = 30.0) -> None:
     """Wait until every worker ``node`` started (a dialog's plan, apply, resolve or record
     worker) has finished: an apply that was started has written by then. A condition, not a sleep."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while True:
         running = [w for w in pilot.app.workers if w.node is node and not w.is_finished]
         if not running:
             break
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for the workers of {node}")
+        deadline.check(f"the workers of {node}")
         try:  # an empty list would mean "every worker", the feed's included: never passed
-            await asyncio.wait_for(pilot.app.workers.wait_for_complete(running), max(0.1, deadline - time.monotonic()))
+            await asyncio.wait_for(pilot.app.workers.wait_for_complete(running), max(0.1, deadline.left()))
         except Exception:  # noqa: BLE001 - failed or cancelled workers are finished too
             pass
     await pilot.pause()

@@ -22,6 +22,7 @@ from console.screens.resolve import ResolveHandoffScreen
 from store import Ledger
 
 from conftest import make_app, settle, wait_for
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 SID = "5c0ffee5-1234-4abc-9def-0123456789ab"
@@ -35,12 +36,12 @@ def open_handoffs(ledger: str) -> list[Any]:
 
 async def until(pilot: Any, cond, timeout: float = 120.0, what: str = "") -> Any:
     """Pump the app while an agent process works; the condition is read in a thread."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while True:
         got = await asyncio.to_thread(cond)
         if got:
             return got
-        if time.monotonic() > deadline:
+        if deadline.expired():
             raise AssertionError(f"timed out waiting for {what}")
         await pilot.pause(0.1)
 

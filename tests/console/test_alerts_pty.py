@@ -11,10 +11,10 @@ import pty
 import re
 import select
 import shlex
+import signal
 import struct
 import sys
 import termios
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -22,6 +22,7 @@ import pytest
 
 from conftest import build_ledger
 from store import Ledger
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 OSC = re.compile(rb"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")  # a terminal's OSC sequence (may end in BEL)
@@ -36,16 +37,21 @@ class Pty:
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], size: tuple[int, int] = (80, 24)) -> None:
         pid, fd = pty.fork()
         if pid == 0:  # child: the console, exactly as an operator starts it
+            # Ctrl-C's default back: a suite started in the background by a shell without job
+            # control (``… &`` in a script) ignores SIGINT, and the console would inherit that.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.chdir(cwd)
             os.execve(sys.executable, [sys.executable, "-m", "console", *argv], env)
         self.pid, self.fd = pid, fd
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         self.out = bytearray()
-        self.deadline = time.monotonic() + 120
 
     def pump_until(self, pred: Callable[[], bool], what: str) -> None:
+        """Read until ``pred`` holds; each wait's safety net is 60 idle seconds, stretched by the
+        machine's load (tests/support/waiting.py), not a budget for the whole test."""
+        deadline = Deadline(60)
         while not pred():
-            assert time.monotonic() < self.deadline, f"timed out waiting for {what}; got {bytes(self.out[-600:])!r}"
+            assert not deadline.expired(), f"timed out waiting for {what}; got {bytes(self.out[-600:])!r}"
             r, _, _ = select.select([self.fd], [], [], 0.2)
             if r:
                 try:

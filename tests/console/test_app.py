@@ -23,7 +23,7 @@ from console.screens import (
 )
 from console.widgets import RowList
 
-from conftest import graph_loaded, make_app, settle, wait_for, graph_of
+from conftest import build_ledger, graph_loaded, make_app, settle, wait_for, graph_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -285,7 +285,6 @@ async def test_unopenable_ledger_shows_a_clear_screen(tmp_path, case):
     if case == "corrupt":
         path.write_bytes(b"this is not a database" * 100)
     elif case == "newer":
-        from conftest import build_ledger
 
         build_ledger(path)
         con = sqlite3.connect(path)

@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from console.cli import main as warden
 from console.cli.entry import build_parser
 from console.cli.meta import walk
 from store import Ledger, NodeSpec
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = "a title far longer than eighty columns " + "word " * 40 + "THE-END"
@@ -77,9 +77,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _read_until(fd: int, buf: bytearray, pred, what: str, deadline: float) -> None:
+def _read_until(fd: int, buf: bytearray, pred, what: str, net_s: float = 60) -> None:
+    """Read ``fd`` until ``pred`` holds (a safety net of ``net_s`` idle seconds stretched by the
+    machine's load: tests/support/waiting.py)."""
+    deadline = Deadline(net_s)
     while not pred(bytes(buf)):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}; got {bytes(buf[-800:])!r}"
+        assert not deadline.expired(), f"timed out waiting for {what}; got {bytes(buf[-800:])!r}"
         r, _, _ = select.select([fd], [], [], 0.2)
         if r:
             try:
@@ -103,12 +106,11 @@ def test_watch_piped_prints_a_snapshot_per_change_and_stops_quietly_on_ctrl_c(le
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
                             preexec_fn=ctrl_c_heard)
     out = bytearray()
-    deadline = time.monotonic() + 120
     try:
-        _read_until(proc.stdout.fileno(), out, lambda b: b"THE-END" in b, "the first snapshot", deadline)
+        _read_until(proc.stdout.fileno(), out, lambda b: b"THE-END" in b, "the first snapshot")
         with Ledger.open(led) as ledger:
             ledger.create_task("t2", title="second")
-        _read_until(proc.stdout.fileno(), out, lambda b: b"second" in b, "the snapshot after a change", deadline)
+        _read_until(proc.stdout.fileno(), out, lambda b: b"second" in b, "the snapshot after a change")
         proc.send_signal(signal.SIGINT)
         rest, err = proc.communicate(timeout=60)
     finally:
@@ -138,7 +140,7 @@ def test_watch_on_a_terminal_redraws_and_ctrl_c_ends_it_without_a_traceback(led)
         os.execve(sys.executable, [sys.executable, "-m", "console", "status", "--watch", "--ledger", led], _env())
     out = bytearray()
     try:
-        _read_until(fd, out, lambda b: b"Ctrl-C stops" in b and b"t1" in b, "the screen", time.monotonic() + 120)
+        _read_until(fd, out, lambda b: b"Ctrl-C stops" in b and b"t1" in b, "the screen")
         assert b"\x1b[2J" in out  # the screen is cleared and redrawn, not scrolled
         os.kill(pid, signal.SIGINT)
         try:

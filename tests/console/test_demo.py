@@ -27,6 +27,7 @@ from store import Ledger, ManualClock
 
 from conftest import settle, graph_of
 from conftest import wait_for as pilot_wait_for
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -35,12 +36,12 @@ SEED = 7
 
 def wait_for(predicate, timeout: float, what: str, every: float = 0.1):
     """Poll ``predicate`` until it returns something truthy; fail with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while True:
         got = predicate()
         if got:
             return got
-        if time.monotonic() > deadline:
+        if deadline.expired():
             pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(every)  # the pause between two polls of the condition
 
@@ -74,8 +75,8 @@ def test_headless_demo_runs_every_task_to_its_end_and_leaves_no_process(tmp_path
 
     def operator() -> None:  # answers the confirm handoff through the actions API, like the console
         ledger_path = root / "ledger.db"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not resolved:
+        deadline = Deadline(60)
+        while not deadline.expired() and not resolved:
             if ledger_path.exists() and "agents started" in out.getvalue():
                 with open_ledger(ledger_path) as led:
                     for h in led.handoffs():
@@ -147,9 +148,9 @@ def test_headless_demo_stops_on_sigint_and_leaves_no_process(tmp_path):
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
     seen = []
     try:
-        deadline = time.monotonic() + 30
+        deadline = Deadline(30)
         while not any("agents started" in line for line in seen):
-            seen.append(lines.get(timeout=max(0.1, deadline - time.monotonic())))
+            seen.append(lines.get(timeout=max(0.1, deadline.left())))
         wait_for(lambda: len(processes_mentioning(str(root / "ledger.db"))) == len(ROSTER), 15, "every worker")
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=15) == 130

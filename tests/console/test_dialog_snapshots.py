@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Select
 
-from conftest import make_app, settle, wait_for
+from conftest import NOW, make_app, settle, wait_for
 from test_dialogs import add_scope_task
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
@@ -50,8 +50,6 @@ def _open(action: str, task: str, node: str | None = None, reason: str = ""):
 
 async def _stale(pilot) -> None:
     from store import Ledger, ManualClock
-
-    from conftest import NOW
 
     await _open("rewind", "report-001", "outline", "wrong outline")(pilot)
     dlg = pilot.app.screen

@@ -16,6 +16,7 @@ from store import Ledger
 from store.errors import LedgerUnavailable
 from store.reading.feed import Feed, changed_nodes, graph_at, graph_pages, tail_at
 from tests.support.commit_writer import Writer, strace_can_delay
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,9 +145,9 @@ async def test_each_isolated_commit_wakes_the_reader(ledger_path, inotify, slow_
             if wrote is None:
                 continue
             eid = wrote[0]
-            deadline = time.monotonic() + 30  # << the 600 s fallback poll
+            deadline = Deadline(30)  # << the 600 s fallback poll
             while eid not in seen:
-                assert time.monotonic() < deadline, f"{cmd} (event {eid}) never reached the reader"
+                assert not deadline.expired(), f"{cmd} (event {eid}) never reached the reader"
                 arrived.clear()
                 try:
                     await asyncio.wait_for(arrived.wait(), 1.0)

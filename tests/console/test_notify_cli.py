@@ -176,3 +176,28 @@ def test_test_to_a_service_that_is_down_says_why(tmp_path) -> None:
     r = warden("notify", "--test", "json://127.0.0.1:9/hook")
     assert r.returncode == 1 and r.stderr.startswith("warden notify: could not send to json://127.0.0.1:9/…")
     assert r.stderr.count("\n") == 1
+
+
+def test_the_console_runs_the_notifier_when_configured(setup, sink, tmp_path, monkeypatch) -> None:
+    from console.cli.notify import in_console
+    from console.glyphs import SERVED_ENV
+
+    path, cfg, ledger = setup
+    conf = tmp_path / "console.toml"
+    conf.write_text(CONFIG + f'console = true\n[[route]]\nname = "desk"\nto = "{sink.url("json", "desk")}"\n')
+    monkeypatch.setenv("WARDEN_NOTIFY_CONFIG", str(conf))
+    monkeypatch.setenv(SERVED_ENV, "1")
+    assert in_console(path) is None  # a console warden serve runs for a browser does not notify
+    monkeypatch.delenv(SERVED_ENV)
+    running = in_console(path)
+    assert running is not None
+    try:
+        assert in_console(path) is None  # one notifier per ledger: a second console leaves it to the first
+        ask(ledger, 0, "Asked while the console is open?")
+        [got] = sink.wait_for(lambda r: len(r) == 1)
+        assert got.path == "/desk" and "Asked while the console is open?" in got.text
+    finally:
+        running.stop()
+    assert not running.thread.is_alive()
+    conf.write_text(CONFIG + f'[[route]]\nname = "desk"\nto = "{sink.url("json", "desk")}"\n')
+    assert in_console(path) is None  # not configured to run in the console

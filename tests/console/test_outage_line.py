@@ -18,6 +18,7 @@ from console.widgets.statusbar import RECONNECTED_SHOWN_S
 from store import Ledger
 from conftest import make_app, wait_for
 from tests.support.tcpproxy import TcpProxy
+from tests.support.waiting import stretch
 
 
 def _header(app) -> str:
@@ -42,7 +43,7 @@ async def test_the_header_says_unreachable_within_2s_then_reconnected(pg_target,
             proxy.refuse() if cut == "server-gone" else proxy.freeze()
             await wait_for(pilot, lambda: "UNREACHABLE" in _header(app), timeout=30, what="the outage said")
             took = time.monotonic() - t0
-            assert took <= 2.0, took
+            assert took <= stretch(2.0), took  # 2 s on an idle machine (tests/support/waiting.py)
             assert "unreachable" in (app.unavailable or "")
             proxy.restore()
             await wait_for(pilot, lambda: app.unavailable is None, timeout=60, what="back")
@@ -84,7 +85,7 @@ async def test_a_sqlite_ledger_that_goes_away_is_said_and_its_return_followed(tm
         t0 = time.monotonic()
         await wait_for(pilot, lambda: "UNAVAILABLE" in _header(app), timeout=60, what="the outage said")
         took = time.monotonic() - t0
-        assert took <= 2.0, took
+        assert took <= stretch(2.0), took  # 2 s on an idle machine (tests/support/waiting.py)
         come(path)
         await wait_for(pilot, lambda: app.unavailable is None, timeout=60, what="back")
         assert "reconnected" in _header(app)

@@ -108,8 +108,6 @@ def test_term_linux_gets_only_characters_of_its_font(tmp_path: Path) -> None:
         env.pop(name, None)
     term = Pty(["console", "--ledger", "ledger.db"], tmp_path, env)
     try:
-        term.deadline += 180  # a loaded machine: six screens to visit
-
         def see(word: bytes, what: str) -> None:  # painted since the last key (escape sequences aside)
             start = len(term.out)
             term.pump_until(lambda: word.decode() in ESCAPES.sub("", bytes(term.out[start:]).decode(errors="replace")),

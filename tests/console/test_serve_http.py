@@ -17,6 +17,7 @@ pytest.importorskip("textual_serve", reason="warden serve needs the serve extra:
 aiohttp = pytest.importorskip("aiohttp")
 
 from tests.support.serve import Served, cmdline, environ, serving  # noqa: E402
+from tests.support.waiting import Deadline  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -67,9 +68,9 @@ async def session_output(served: Served, *, keys: str = "", cookie: str | None =
     async with aiohttp.ClientSession() as http:
         async with http.ws_connect(served.ws_url + "?width=100&height=30", headers=hdrs) as ws:
             sent = not keys
-            deadline = time.monotonic() + timeout
+            deadline = Deadline(timeout)
             while True:
-                msg = await asyncio.wait_for(ws.receive(), max(0.1, deadline - time.monotonic()))
+                msg = await asyncio.wait_for(ws.receive(), max(0.1, deadline.left()))
                 if msg.type == aiohttp.WSMsgType.BINARY:
                     received.extend(msg.data)
                     if not sent and when in received:
@@ -181,8 +182,8 @@ async def test_session_command_line_and_environment(ledger_path: Path) -> None:
                     m = served.wait_line(r"session 1 started for (\S+) \(pid (\d+)")
                     pid = int(m[2])
                     # the shell textual-serve starts execs the console: wait for that (same pid)
-                    deadline = time.monotonic() + 30
-                    while "console" not in (argv := cmdline(pid))[1:3] and time.monotonic() < deadline:
+                    deadline = Deadline(30)
+                    while "console" not in (argv := cmdline(pid))[1:3] and not deadline.expired():
                         await asyncio.sleep(0.02)
                     child_env = environ(pid)
                     await ws.send_str(json.dumps(["stdin", "q"]))
@@ -261,9 +262,9 @@ async def test_stopping_the_server_ends_open_sessions(ledger_path: Path) -> None
                     got.extend(msg.data)
                 assert served.proc.wait(30) == 0
         assert b"The console ended (exit status 0).\r\nThe server stopped" in got
-        deadline = time.monotonic() + 10
+        deadline = Deadline(10)
         while Path(f"/proc/{pid}").exists() and _alive(pid):
-            assert time.monotonic() < deadline, "the session's console outlived the server"
+            assert not deadline.expired(), "the session's console outlived the server"
             time.sleep(0.05)
 
 

@@ -20,7 +20,8 @@ from console.screens import TaskListScreen
 from console.tasklist import TaskListModel
 from store import Ledger, ManualClock
 from store.errors import WardenError
-from store.reading.tally import NAMED_KINDS, OPERATOR, current
+from store.reading.tally import current
+from store.storage.events import names_nodes
 from tests.console.conftest import make_app, settle, wait_for
 from tests.store.test_tally import T0, Fleet, without_time
 
@@ -126,7 +127,7 @@ async def test_task_rows_follow_every_change_without_a_recount(new_target, backe
             events = writer.events(start, limit=100_000)
             named = {e.task_id for e in events if e.task_id is not None}
             unknown = sum(1 for e in events if e.task_id is not None
-                          and not (e.kind in NAMED_KINDS or e.kind.startswith(OPERATOR)))
+                          and not names_nodes(e.kind))
             assert steps > 3 * len(named)  # far more changes than tasks: a recount per change would show
             assert app.follower.tally.whole_reads - whole <= len(named) + unknown
             assert calls == []  # no task row read whole (Ledger.task counts every node of the task)

@@ -6,12 +6,12 @@ import os
 import pty
 import select
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import build_ledger
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,17 +31,14 @@ def _run_console(tmp_path: Path, keys: list[tuple[bytes, bytes]], want: bytes) -
 
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     out = bytearray()
-    deadline = time.monotonic() + 120
 
-    def pump_until(pred, resend: bytes | None = None) -> None:
-        quiet_since = time.monotonic()
+    def pump_until(pred) -> None:
+        # Each wait's safety net is 60 idle seconds stretched by the machine's load
+        # (tests/support/waiting.py). A key is sent once: sent again while the first is still on its
+        # way (a loaded machine), a j would move the cursor twice and the enter open another task.
+        deadline = Deadline(60)
         while not pred():
-            assert time.monotonic() < deadline, f"timed out; got {bytes(out[-400:])!r}"
-            if resend is not None and time.monotonic() - quiet_since > 8:
-                # What the key shows never came: it was not taken (the app was still starting up on
-                # a loaded machine). A key that is taken shows it at once, so sending it again is safe.
-                os.write(fd, resend)
-                quiet_since = time.monotonic()
+            assert not deadline.expired(), f"timed out; got {bytes(out[-400:])!r}"
             r, _, _ = select.select([fd], [], [], 0.5)
             if r:
                 try:
@@ -57,7 +54,7 @@ def _run_console(tmp_path: Path, keys: list[tuple[bytes, bytes]], want: bytes) -
         for k, then in keys:
             mark = len(out)
             os.write(fd, k)
-            pump_until(lambda: then in out[mark:], resend=k)
+            pump_until(lambda: then in out[mark:])
         pump_until(lambda: b"\\x1b]52;c;" in out)
         os.write(fd, b"q")
         pump_until(lambda: False if _alive(pid) else True)

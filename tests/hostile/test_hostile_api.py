@@ -145,6 +145,8 @@ class World:
             "memories": lambda: {"status": "pending", "limit": 5},
             "memory": lambda: {"memory_id": self.mid},
             "plan_memory": lambda: {"memory_id": self.mid, "decision": "reject", "reason": "r"},
+            "declare_quota": lambda: {"name": "api", "capacity": 2, "window_s": 60.0, "task_id": t, "actor": "me"},
+            "quotas": lambda: {"task_id": t},
         }[method]()
 
 

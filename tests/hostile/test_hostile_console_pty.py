@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from store import Ledger, ManualClock, NodeSpec
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000.0
@@ -115,7 +116,16 @@ def runs(tmp: Path) -> Path:
 
 
 class Terminal:
-    """The console in a pty, 120×40, exactly as an operator starts it."""
+    """The console in a pty, 120×40, exactly as an operator starts it.
+
+    Each step waits for what it expects on screen, with a safety net of ``STEP_S`` idle seconds
+    stretched by the machine's load (tests/support/waiting.py) — no budget for the whole test, which
+    a loaded machine can exceed while every step is healthy. A key is sent once: the console takes
+    keys typed ahead (console/typeahead.py), and a key sent again while the first is still on its way
+    (a loaded machine) would act twice — an escape more leaves one screen more.
+    """
+
+    STEP_S = 60.0
 
     def __init__(self, cwd: Path, *argv: str) -> None:
         self.out = bytearray()
@@ -126,22 +136,34 @@ class Terminal:
             env.pop("NO_COLOR", None)
             os.execve(sys.executable, [sys.executable, "-m", "console", *argv], env)
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        self.deadline = time.monotonic() + 240
         self.status: int | None = None
+        self.started = time.monotonic()
+        self.steps: list[str] = []  # what was sent and seen, when (said when a wait fails)
 
-    def pump(self, pred, *, resend: bytes | None = None, what: str = "") -> None:
-        quiet = time.monotonic()
+    def _log(self, what: str) -> None:
+        self.steps.append(f"{time.monotonic() - self.started:7.2f}s {what} (at byte {len(self.out)})")
+
+    def screen(self) -> str:
+        """The screen as a terminal would show it now (the output so far through pyte)."""
+        import pyte
+
+        screen = pyte.Screen(120, 40)
+        pyte.ByteStream(screen).feed(bytes(self.out))
+        return "\n".join(line.rstrip() for line in screen.display)
+
+    def pump(self, pred, *, what: str = "") -> None:
+        deadline = Deadline(self.STEP_S)
         while not pred():
-            assert time.monotonic() < self.deadline, f"timed out waiting for {what}; got {bytes(self.out[-600:])!r}"
+            if deadline.expired():
+                raise AssertionError(f"timed out waiting for {what} ({deadline.waited():.0f} s); the steps:\n"
+                                     + "\n".join(self.steps) + "\nthe screen:\n" + self.screen()
+                                     + f"\nthe last bytes: {bytes(self.out[-600:])!r}")
             if self.status is None:
                 done, st = os.waitpid(self.pid, os.WNOHANG)
                 if done:
                     self.status = os.waitstatus_to_exitcode(st)
                     assert pred(), f"the console exited ({self.status}) before {what}: {bytes(self.out[-800:])!r}"
                     return
-            if resend is not None and time.monotonic() - quiet > 8:
-                os.write(self.fd, resend)  # not taken yet (still starting on a loaded machine): a key that
-                quiet = time.monotonic()   # is taken shows its effect at once, so sending again is safe
             r, _, _ = select.select([self.fd], [], [], 0.3)
             if r:
                 try:
@@ -150,32 +172,47 @@ class Terminal:
                     chunk = b""
                 if chunk:
                     self.out.extend(chunk)
+        self._log(f"saw {what}")
+
+    def write(self, data: bytes) -> None:
+        self._log(f"sent {data!r}")
+        os.write(self.fd, data)
 
     def wait_for(self, text: bytes, what: str = "") -> None:
         self.pump(lambda: text in self.out, what=what or repr(text))
 
     def key(self, k: bytes, then: bytes, what: str = "") -> None:
         mark = len(self.out)
-        os.write(self.fd, k)
-        self.pump(lambda: then in self.out[mark:], resend=k, what=what or f"{k!r} → {then!r}")
+        self.write(k)
+        self.pump(lambda: then in self.out[mark:], what=what or f"{k!r} → {then!r}")
 
     def back_to(self, screen: bytes) -> None:
-        """escape, until the status bar names ``screen``. (A key sent before the escape is taken
-        would make it alt+key: the status bar's new title says it was.)"""
+        """escape, until the status bar names ``screen`` — its whole title, so the node detail's
+        "task evil › fetch" is not taken for the graph's "task evil". Only then is the next key
+        sent: one that follows an escape within Textual's escape delay (0.1 s) makes it alt+key."""
         mark = len(self.out)
-        pattern = re.compile(rb" warden .{0,60}?" + re.escape(screen), re.S)
-        os.write(self.fd, b"\x1b")
-        self.pump(lambda: pattern.search(self.out, mark) is not None, resend=b"\x1b", what=f"back to {screen!r}")
+        pattern = re.compile(rb" warden .{0,60}?" + re.escape(screen) + rb"(?:\x1b\[[0-9;]*m)*  \xc2\xb7", re.S)
+        self.write(b"\x1b")
+        self.pump(lambda: pattern.search(self.out, mark) is not None, what=f"back to {screen!r}")
+
+    def leave_filter(self) -> None:
+        """escape out of the list's filter input, until the list's own footer is back (the input's
+        says only "esc Leave filter"): the screen stays the same, so its title says nothing. (Call
+        it once the input's footer was seen: while the input opens, the screen is laid out again
+        with the list's footer still in it, which would pass for this.)"""
+        mark = len(self.out)
+        self.write(b"\x1b")
+        self.pump(lambda: b"Sort" in self.out[mark:], what="the filter left")
 
     def press(self, k: bytes) -> None:
         """One key, and whatever it repainted (a scroll)."""
         mark = len(self.out)
-        os.write(self.fd, k)
+        self.write(k)
         self.pump(lambda: len(self.out) > mark, what=f"a repaint after {k!r}")
 
     def quit(self) -> int:
-        os.write(self.fd, b"q")
-        self.pump(lambda: self.status is not None, resend=b"q", what="exit")
+        self.write(b"q")
+        self.pump(lambda: self.status is not None, what="exit")
         os.close(self.fd)
         return int(self.status or 0)
 
@@ -203,9 +240,9 @@ def assert_clean_with_markup_shown(out: bytes) -> None:
 def open_graph(t: Terminal, title: bytes, seen: bytes) -> None:
     """From the task list: filter on ``title``, leave the filter input, open the first task's graph."""
     t.wait_for(title, "the task list")
-    t.key(b"/", b"filter")
-    os.write(t.fd, title)
-    t.back_to(b"tasks")  # leaves the filter input
+    t.key(b"/", b"Leave filter", "the filter input's footer")
+    t.write(title)
+    t.leave_filter()
     t.key(b"\r", seen, "the graph")
 
 
@@ -294,7 +331,7 @@ def test_a_ledger_from_elsewhere_runs_and_the_palette(world: Path) -> None:
     try:
         t.wait_for(b"tampered")
         t.key(b"\x10", b"Search", "the command palette")
-        os.write(t.fd, b"Open task T\\x1b")  # only the tampered task's entry has a backslash in it
+        t.write(b"Open task T\\x1b")  # only the tampered task's entry has a backslash in it
         t.wait_for(b"TAMPER", "the tampered task in the palette, its title as help")
         t.key(b"\r", b"EY", "the tampered task's graph, opened from the palette")
         t.wait_for(b"odd\\x9b2J", "its node's status, escaped")
@@ -303,7 +340,7 @@ def test_a_ledger_from_elsewhere_runs_and_the_palette(world: Path) -> None:
         t.wait_for(b"run-\\x1b]52;c;", "the hostile run name, escaped")
         t.key(b"\r", b"check 1", "the recovery wizard")
         for _ in range(5):
-            os.write(t.fd, b"\r")
+            t.write(b"\r")
         t.wait_for(b"decision", "the decision")
         t.back_to(b"runs and recovery")
         assert t.quit() == 0

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import time
@@ -174,17 +173,40 @@ PROCESS_CASES = [
 ]
 
 
+MEASURE = """
+import os, sys
+fd = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, str(usage.ru_maxrss).encode())
+sys.exit(os.waitstatus_to_exitcode(status) % 256)
+"""
+
+
 @pytest.mark.parametrize("name,data,code", PROCESS_CASES, ids=[c[0] for c in PROCESS_CASES])
 def test_the_hook_process_answers_hostile_input_in_one_line(tmp_path: Path, name: str, data: bytes | None,
                                                            code: int | None) -> None:
     args = [sys.executable, "-m", "console", "hook", "claude", "--ledger", str(tmp_path / "l.db"), "--sessions",
             str(tmp_path / "s"), "--permission-wait", "1", "--park-wait", "1"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    if data is None:
-        argv = ["sh", "-c", 'exec 0<&- && exec "$@"', "sh", *args]
-        done = subprocess.run(argv, capture_output=True, env=env, timeout=300)
-    else:
-        done = subprocess.run(args, input=data, capture_output=True, env=env, timeout=300)
+    peak_r, peak_w = os.pipe()
+    # the hook's own peak, reaped by a small parent (RUSAGE_CHILDREN here would be the largest of
+    # every process this test worker ever waited for, a real CLI's included)
+    measured = [sys.executable, "-c", MEASURE, str(peak_w)]
+    try:
+        if data is None:
+            argv = [*measured, "sh", "-c", 'exec 0<&- && exec "$@"', "sh", *args]
+            done = subprocess.run(argv, capture_output=True, env=env, timeout=300, pass_fds=(peak_w,))
+        else:
+            done = subprocess.run([*measured, *args], input=data, capture_output=True, env=env, timeout=300,
+                                  pass_fds=(peak_w,))
+    finally:
+        os.close(peak_w)
+    with os.fdopen(peak_r, "rb") as f:
+        peak_kb = int(f.read() or b"0")
     if code is not None:
         assert done.returncode == code, (done.returncode, done.stderr[-500:])
     else:
@@ -197,5 +219,5 @@ def test_the_hook_process_answers_hostile_input_in_one_line(tmp_path: Path, name
     assert out == "" or (out.endswith("\n") and out.count("\n") == 1 and isinstance(json.loads(out), dict))
     if code == 2:
         assert out == "" and "allow" not in out
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    peak_mb = peak_kb / 1024
     assert peak_mb < RSS_MAX_MB, f"a hook process peaked at {peak_mb:.0f} MB"

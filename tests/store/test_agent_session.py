@@ -148,6 +148,20 @@ def test_a_reconnected_server_goes_on_with_the_claim_and_never_commits_twice(led
         s4.close()
 
 
+def test_a_lease_that_ran_out_unclaimed_is_taken_back_and_the_agent_goes_on(ledger, clock, store):
+    """The heartbeats stopped for longer than the lease (a suspended or loaded machine) and nobody
+    took the node: the next call takes it back — not "lost", which would send the agent off to
+    claim_next with its step half done."""
+    s = session(ledger, store, lease_s=30.0)
+    assert s.claim_next()["status"] == "claimed"
+    claims = ledger.node("t", "main").claim_count
+    clock.advance(31)  # past the lease, on the ledger's clock
+    got = s.heartbeat(progress=0.5, observation="still at it")
+    assert got["status"] == "ok", got
+    assert ledger.node("t", "main").claim_count == claims + 1
+    assert s.commit({"summary": "done"})["status"] == "committed"
+
+
 def test_a_commit_that_happened_before_the_session_was_saved_is_recognised(ledger, store):
     s1 = session(ledger, store)
     s1.claim_next()

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from store.adapters.permission_rules import rules_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +26,7 @@ from store import Budget, Ledger
 from store.adapters.claude_hooks import HookConfig, handle, parse, run_hook, tool_output
 from store.adapters.sessions import SessionStore
 from tests.support.observed import all_said  # noqa: E402
-from tests.support.waiting import wait_until
+from tests.support.waiting import Deadline, stretch, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "tests" / "fixtures" / "agents" / "claude_hooks"
@@ -146,7 +148,7 @@ def test_a_permission_request_is_a_question_of_its_own_and_the_turn_goes_on(ledg
         assert t.is_alive()  # waits on the operator
         assert h.kind == "permission" and "Allow Claude Code to use Bash?" in h.question
         assert "rm -rf build/" in h.question and h.context["tool"] == "Bash"
-        assert [o["id"] for o in h.options] == ["allow", "deny"]
+        assert [o["id"] for o in h.options] == ["allow", "deny", "always-1"]  # the rule Claude Code suggests
         assert h.node == "turn-1.ask-1" and led.node(TASK, "turn-1").status == "running"  # the turn is not blocked
         apply(led, led.plan_resolve(h.id, option=option, answer="not the cache" if option == "deny" else None))
         t.join(60)
@@ -157,6 +159,58 @@ def test_a_permission_request_is_a_question_of_its_own_and_the_turn_goes_on(ledg
         one = led.node(TASK, "turn-1")
         assert (one.status, one.attempt) == ("running", 1)  # an answered question is not another attempt
         assert led.node(TASK, "turn-1.ask-1").status == "succeeded"  # the question closed
+
+
+SUGGESTED = [{"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}], "behavior": "allow",
+              "destination": "session"},
+             {"type": "addDirectories", "directories": ["/work/other"], "destination": "localSettings"},
+             {"type": "setMode", "mode": "acceptEdits", "destination": "session"}]
+
+
+def test_always_allow_offers_claudes_suggestions_and_answers_with_the_rule_chosen(ledger_path, clock, store):
+    with Ledger.open(ledger_path, clock=clock) as led:
+        turn(led, store)
+        t, got = permission_in_thread(ledger_path, clock, store, FAST, permission_suggestions=SUGGESTED,
+                                      tool_input={"command": "npm test -- parser", "description": "Run the tests"})
+        [h] = open_permissions(led)
+        assert [(o["id"], o["label"]) for o in h.options][2:] == [
+            ("always-1", "Always: allow Bash(npm test:*) — this session"),
+            ("always-2", "Always: allow access to /work/other — this project, for you"),
+            ("always-3", "Always: switch to acceptEdits mode — this session")]
+        apply(led, led.plan_resolve(h.id, option="always-1"))
+        t.join(60)
+        decision = got["answer"].output["hookSpecificOutput"]["decision"]
+        assert decision == {"behavior": "allow", "updatedPermissions": [SUGGESTED[0]]}  # as Claude Code gave it
+        [granted] = rules_for(led, TASK)
+        assert granted["text"] == "allow Bash(npm test:*) — this session" and granted["rule"] == SUGGESTED[0]
+        assert granted["by"] == "op@console" and granted["session"] == event("permission_request")["session_id"]
+        assert granted["tool"] == "Bash"
+
+
+def test_allow_once_gives_back_no_rule(ledger_path, clock, store):
+    with Ledger.open(ledger_path, clock=clock) as led:
+        turn(led, store)
+        t, got = permission_in_thread(ledger_path, clock, store, FAST, permission_suggestions=SUGGESTED)
+        [h] = open_permissions(led)
+        apply(led, led.plan_resolve(h.id, option="allow"))
+        t.join(60)
+        assert got["answer"].output["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+        assert rules_for(led, TASK) == []
+
+
+def test_an_edit_asks_with_its_diff(ledger_path, clock, store):
+    with Ledger.open(ledger_path, clock=clock) as led:
+        turn(led, store)
+        edit = {"file_path": "/work/repo/parser.py", "old_string": "def parse(x):\n    return x\n",
+                "new_string": "def parse(x):\n    return x.strip()\n"}
+        t, got = permission_in_thread(ledger_path, clock, store, FAST, tool_name="Edit", tool_input=edit,
+                                      permission_suggestions=[])
+        [h] = open_permissions(led)
+        assert h.context["file"] == "/work/repo/parser.py"
+        assert h.context["diff"].splitlines()[-2:] == ["-    return x", "+    return x.strip()"]
+        assert [o["id"] for o in h.options] == ["allow", "deny"]
+        apply(led, led.plan_resolve(h.id, option="deny"))
+        t.join(60)
 
 
 def test_the_allow_answer_reaches_claude_beside_the_calls_result(ledger_path, clock, store):
@@ -465,6 +519,24 @@ def test_a_notification_is_an_alert_and_closes_when_the_session_goes_on(ledger, 
     assert ledger.handoffs(task_id=TASK) == []
 
 
+def test_a_lease_that_ran_out_between_two_hooks_is_taken_back_and_the_turn_commits(ledger, clock, store):
+    """No hook ran for longer than the turn's lease (Claude thought for a long while on a suspended
+    or loaded machine) and nobody took the node: the next hook takes the turn back and the stop
+    commits it — it was left running with every write refused."""
+    hook(ledger, store, "session_start")
+    hook(ledger, store, "user_prompt_submit")
+    claims = ledger.node(TASK, "turn-1").claim_count
+    clock.advance(HookConfig().lease_s + 1)
+    got: list = []  # (in a thread: it looped forever on the dead claim before)
+    t = threading.Thread(target=lambda: got.append(hook(ledger, store, "pre_tool_use")), daemon=True)
+    t.start()
+    t.join(stretch(30))
+    assert got and got[0].output is None, "the hook never answered"
+    assert ledger.node(TASK, "turn-1").claim_count == claims + 1
+    hook(ledger, store, "stop")
+    assert ledger.node(TASK, "turn-1").status == "succeeded"
+
+
 def test_session_end_mid_turn_fails_the_turn(ledger, store):
     turn(ledger, store)
     hook(ledger, store, "session_end")
@@ -527,12 +599,12 @@ def test_an_unavailable_ledger_denies_a_permission(tmp_path, store):
 
 # ---------------------------------------------------------------------- end to end: a fake Claude Code
 def wait_lines(path: Path, n: int, timeout: float = 120) -> list[dict]:
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while True:
         lines = path.read_text().splitlines() if path.exists() else []
         if len(lines) >= n:
             return [json.loads(x) for x in lines]
-        if time.monotonic() > deadline:
+        if deadline.expired():
             pytest.fail(f"timed out waiting for {n} hook answers (have {len(lines)})")
         time.sleep(0.1)  # the pause between two looks at the answers file
 

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 import pytest
 
 from store import Ledger
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.postgres
@@ -176,14 +177,14 @@ def test_every_connection_a_warden_process_opens_is_named_after_its_role(pg_targ
     seen: list[tuple[str, str]] = []
     try:
         with pg_admin() as admin:
-            deadline = time.monotonic() + SETTLE_S
+            deadline = Deadline(SETTLE_S)
             while True:
                 assert popen.poll() is None, f"{start.__name__} exited with {popen.returncode}"
                 seen = names_of(admin, client_ports(popen.pid, server_port))
                 listening = any("LISTEN" in q or q.strip() == "SELECT 1" for _, q in seen)
                 if len(seen) >= keeps and (listening or keeps == 1):
                     break
-                assert time.monotonic() < deadline, f"{start.__name__} held {seen} after {SETTLE_S:g}s"
+                assert not deadline.expired(), f"{start.__name__} held {seen} after {SETTLE_S:g}s"
                 time.sleep(0.2)
             # a little longer: connections opened after the first ones (a worker, a probe) are named too
             later = time.monotonic() + 2.0

@@ -25,6 +25,7 @@ from store import Refused  # noqa: E402
 from store.adapters.langgraph import supervise  # noqa: E402
 from store.reading.signals import signals_for_task  # noqa: E402
 from store.worker import StepFailed  # noqa: E402
+from tests.support.waiting import Deadline  # noqa: E402
 
 QUESTION = {
     "question": "Publish this draft?",
@@ -159,10 +160,10 @@ def test_a_stuck_loop_raises_a_stall_signal_and_park_stops_it(ledger):
     out: list[Any] = []
     th = threading.Thread(target=lambda: out.append(s.run({"x": 0})))
     th.start()
-    deadline = time.monotonic() + 60
+    deadline = Deadline(60)
     kinds: set[str] = set()
     while not kinds & {"repeating", "no_new_info"}:
-        assert time.monotonic() < deadline and th.is_alive(), out
+        assert not deadline.expired() and th.is_alive(), out
         kinds = {g.kind for g in signals_for_task(ledger, ledger.task("loop")) if g.node == "spin"}
         time.sleep(0.01)  # polling a condition with a deadline
     assert ledger.node("loop", "spin").status == "running"  # held: one ledger node, many observations
@@ -188,9 +189,9 @@ def test_abort_stops_a_running_graph(ledger):
     out: list[Any] = []
     th = threading.Thread(target=lambda: out.append(s.run({"x": 0})))
     th.start()
-    deadline = time.monotonic() + 60
+    deadline = Deadline(60)
     while len(ledger.observations("ab", "spin")) < 3 if _has(ledger, "ab", "spin") else True:
-        assert time.monotonic() < deadline and th.is_alive(), out
+        assert not deadline.expired() and th.is_alive(), out
         time.sleep(0.01)
     ledger.apply(ledger.plan_abort("ab", reason="not needed"), operator="op")
     th.join(60)

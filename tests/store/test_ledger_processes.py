@@ -16,6 +16,7 @@ from console.cli import main as warden
 from store import Ledger, NodeSpec
 from store.storage.core import sha256_hex
 from tests.support.fileclock import FileClockCtl
+from tests.support.waiting import Deadline
 
 
 AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_proc.py")
@@ -150,10 +151,10 @@ def test_a_process_killed_inside_commit_leaves_no_partial_state(tmp_path, fclock
     marker = tmp_path / "inside"
     p = subprocess.Popen([sys.executable, AGENT, "hang-in-commit", db, "t", "w1", "--marker", str(marker),
                           "--clock", fclock.path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
+    deadline = Deadline(60)
     while not marker.exists():  # the agent writes the marker from inside the transaction
         assert p.poll() is None, p.stderr.read()
-        assert time.monotonic() < deadline, "agent never reached commit"
+        assert not deadline.expired(), "agent never reached commit"
         time.sleep(0.01)  # polling a file the other process writes; not used to order events
     before_kill_reader = Ledger.open(db, clock=fclock, create=False)
     # A reader sees the state before the commit while the writer holds its transaction.

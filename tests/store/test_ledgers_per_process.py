@@ -27,6 +27,7 @@ import pytest
 
 from store import Ledger, NodeSpec
 from tests.support.fileclock import FileClockCtl
+from tests.support.waiting import Deadline
 
 AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_proc.py")
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -164,9 +165,9 @@ def test_claim_race_with_several_ledgers_per_process(tmp_path, k, style):
     committed: dict[str, list[str]] = {}
     state = ["running"] * len(procs)
     pauses = 0
-    deadline = time.monotonic() + 300
+    deadline = Deadline(300)
     while "running" in state or "paused" in state:
-        assert time.monotonic() < deadline, f"the drainers did not finish: {state}"
+        assert not deadline.expired(), f"the drainers did not finish: {state}"
         try:
             i, ev = events.get(timeout=0.2)
         except queue.Empty:
@@ -227,10 +228,10 @@ def test_kill_9_inside_commit_with_several_ledgers_per_process(tmp_path, fclock,
         p = _spawn("hang-in-commit", path, "t", f"w{round_}", "--marker", str(marker), "--ledgers", str(k),
                    "--style", "ro-beside" if k > 1 else "threads", clock=fclock)
         try:
-            deadline = time.monotonic() + 120
+            deadline = Deadline(120)
             while not marker.exists():
                 assert p.poll() is None, p.stderr.read()
-                assert time.monotonic() < deadline, "agent never reached commit"
+                assert not deadline.expired(), "agent never reached commit"
                 churn.step()
                 time.sleep(0.01)  # polling a file the other process writes; not used to order events
             assert beside.node("t", f"n{round_}").status == "running"  # the commit is not visible yet

@@ -32,9 +32,10 @@ from store import Ledger, LedgerUnavailable
 from store.reading.feed import Feed
 from tests.support import pgcluster
 from tests.support.tcpproxy import TcpProxy
+from tests.support.waiting import Deadline, stretch
 
 ROOT = str(Path(__file__).resolve().parents[2])
-SAID_WITHIN_S = 2.0
+SAID_WITHIN_S = 2.0  # on an idle machine; a loaded one stretches it (tests/support/waiting.py)
 
 pytestmark = pytest.mark.postgres
 
@@ -66,7 +67,7 @@ def test_an_unreachable_server_at_open_fails_within_the_connect_timeout():
             Ledger.open("postgresql://postgres@127.0.0.1:1/x", **kwargs)
         took = time.monotonic() - t0
         msg = str(e.value)
-        assert took <= expect + 0.5, (timeout, took)
+        assert took <= expect + stretch(0.5), (timeout, took)  # the timeout, plus the work around it
         assert msg.startswith("cannot reach the server postgresql://127.0.0.1:1/x") and "refused" in msg, msg
         assert "lost the connection" not in msg and "\n" not in msg
 
@@ -79,7 +80,7 @@ def test_an_unknown_host_and_a_silent_one_are_said_too(proxied):
     t0 = time.monotonic()
     with pytest.raises(LedgerUnavailable, match="cannot reach the server .*no answer within 3s"):
         Ledger.open(url, connect_timeout_s=3)
-    assert time.monotonic() - t0 <= 3.5 + 1.0  # libpq counts whole seconds
+    assert time.monotonic() - t0 <= 3.5 + stretch(1.0)  # libpq counts whole seconds
 
 
 def test_the_cli_says_cannot_reach_and_exits_4():
@@ -90,7 +91,7 @@ def test_the_cli_says_cannot_reach_and_exits_4():
     assert r.returncode == 4, r
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot reach the server postgresql://127.0.0.1:1/x" in lines[0], r.stderr
-    assert time.monotonic() - t0 < 2 + 30  # the flag was honoured (the interpreter's start is the rest)
+    assert time.monotonic() - t0 < 2 + stretch(30)  # the flag was honoured (the interpreter's start is the rest)
     r = subprocess.run([sys.executable, "-m", "console", "status", "--connect-timeout", "-1"], capture_output=True,
                        text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
     assert r.returncode == 2 and "--connect-timeout" in r.stderr and len(r.stderr.strip().splitlines()) == 1
@@ -109,9 +110,9 @@ def test_a_server_that_comes_up_within_the_timeout_is_waited_for(proxied):
 
     t = threading.Thread(target=opener)
     t.start()
-    deadline = time.monotonic() + 60
+    deadline = Deadline(60)
     while proxy.refused < 3 and t.is_alive():  # the open has been refused a few times already
-        assert time.monotonic() < deadline
+        assert not deadline.expired()
         time.sleep(0.02)  # polling the proxy's count; nothing is ordered by this pause
     proxy.restore()  # the server comes back while the open waits
     t.join(timeout=60)
@@ -141,8 +142,8 @@ def _watch(feed: Feed, until: "threading.Event", log: list[tuple[float, str]]) -
 
 
 def _wait_for(log: list[tuple[float, str]], reason: str, after: float, limit_s: float) -> float:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
+    deadline = Deadline(limit_s)
+    while not deadline.expired():
         for at, r in list(log):
             if r == reason and at >= after:
                 return at - after
@@ -166,7 +167,7 @@ def test_the_feed_says_an_outage_within_2s_and_follows_again_after(proxied, cut)
         else:
             proxy.freeze()
         took = _wait_for(log, "lost", t0, 30)
-        assert took <= SAID_WITHIN_S, took
+        assert took <= stretch(SAID_WITHIN_S), took
         assert feed.outage is not None and "unreachable" in feed.outage
         if cut == "server-gone":
             # A read meanwhile fails fast and says so, instead of re-trying for 30 s. (On a silent
@@ -175,15 +176,15 @@ def test_the_feed_says_an_outage_within_2s_and_follows_again_after(proxied, cut)
             t1 = time.monotonic()
             with pytest.raises(LedgerUnavailable, match="cannot reach the server|cannot read the ledger"):
                 feed.since(cursor)
-            assert time.monotonic() - t1 <= 8.0
+            assert time.monotonic() - t1 <= stretch(8.0)
         back = time.monotonic()
         proxy.restore()
         _wait_for(log, "change", back, 30)  # listening again: the reader catches up from its cursor
         with Ledger.open(url, create=False) as agent:
             agent.create_task("after")
-        deadline = time.monotonic() + 30
+        deadline = Deadline(30)
         while not any(e.task_id == "after" for e in feed.since(cursor).events):
-            assert time.monotonic() < deadline, "the feed did not follow changes after the outage"
+            assert not deadline.expired(), "the feed did not follow changes after the outage"
             time.sleep(0.05)  # polling the feed's read; nothing is ordered by this pause
         assert feed.outage is None
     finally:
@@ -219,16 +220,16 @@ def test_a_real_server_stop_is_said_within_2s_and_its_return_followed(cluster):
         cursor = feed.last_event_id()
         t0 = time.monotonic()
         cluster.down("immediate")  # returns once the postmaster is gone (the connections went first)
-        assert _wait_for(log, "lost", t0, 30) <= SAID_WITHIN_S
+        assert _wait_for(log, "lost", t0, 30) <= stretch(SAID_WITHIN_S)
         assert time.monotonic() - t0 > 0  # (the stop itself may take longer than saying it did)
         t1 = time.monotonic()
         cluster.up()
         _wait_for(log, "change", t1, 60)
         with Ledger.open(cluster.url, create=False) as agent:
             agent.create_task("after")
-        deadline = time.monotonic() + 30
+        deadline = Deadline(30)
         while not any(e.task_id == "after" for e in feed.since(cursor).events):
-            assert time.monotonic() < deadline
+            assert not deadline.expired()
             time.sleep(0.05)  # polling the feed's read; nothing is ordered by this pause
     finally:
         stop.set()

@@ -26,6 +26,7 @@ from store import Ledger, LedgerUnavailable, NodeSpec
 from store.storage import checkpoints
 from store.storage.db import Backoff, ConnectionLost, LedgerBusy, WardenPostgres
 from tests.support import pgcluster
+from tests.support.waiting import Deadline
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -50,9 +51,9 @@ def _schema_url(cluster, name: str) -> str:
 
 
 def _wait_until(cond, what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while not cond():
-        if time.monotonic() > deadline:
+        if deadline.expired():
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
 
@@ -75,9 +76,9 @@ def _held_commit(cluster, marker) -> int | None:
 
 
 def _wait_for_held_commit(cluster, marker, key: str) -> int:
-    deadline = time.monotonic() + WAIT
+    deadline = Deadline(WAIT)
     while (pid := _held_commit(cluster, marker)) is None:
-        if time.monotonic() > deadline:
+        if deadline.expired():
             raise AssertionError(f"timed out waiting for {key}'s commit to wait for its answer")
         time.sleep(0.02)  # polling the server's state
     return pid

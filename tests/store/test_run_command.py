@@ -25,6 +25,7 @@ from tests.support.observed import all_said  # noqa: E402
 from tests.support.procstate import gone, running, state_of, stopped
 from store.adapters.command import RunSpec, Supervisor, failure_for
 from store.adapters.process import LINE_READ_CAP, Child
+from tests.support.waiting import Deadline, stretch
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "agents"
@@ -34,12 +35,12 @@ TICKING = 'echo $$ > pid; i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.0
 
 
 def wait_for(predicate, timeout: float, what: str, every: float = 0.05):
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while True:
         got = predicate()
         if got:
             return got
-        if time.monotonic() > deadline:
+        if deadline.expired():
             pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(every)  # the pause between two polls of the condition
 
@@ -110,7 +111,7 @@ def test_park_stops_the_process_group_and_resume_continues_it(ledger_path, workd
         parked_at = time.monotonic()
         led.apply(plan, operator="op@test")
     wait_for(lambda: stopped(pid), NOTICE_S, "the command stopped (state T)")
-    assert time.monotonic() - parked_at < NOTICE_S
+    assert time.monotonic() - parked_at < stretch(NOTICE_S)
     log = workdir / "runs"
     ticks = lambda: sum(p.read_bytes().count(b"tick") for p in log.glob("*/output.log"))  # noqa: E731
     n = node(ledger_path)
@@ -206,6 +207,50 @@ def test_a_rewind_while_the_task_is_parked_restarts_once_it_is_resumed(tmp_path,
     assert outcome["o"].status == "committed" and outcome["o"].attempts == 2
 
 
+def test_a_lease_that_ran_out_unclaimed_is_taken_back_and_the_command_goes_on(tmp_path, workdir):
+    """The supervisor's heartbeats did not run for longer than the lease (a suspended machine, or a
+    loaded one): nobody took the node meanwhile, so warden run takes it back and the command's
+    success is committed — not "lost" with a commit refused. The ledger's clock jumps past the
+    lease here, as a suspend makes it."""
+    ledger = str(tmp_path / "l.db")
+    script = 'echo $$ > pid; while [ ! -e finish ]; do sleep 0.05; done; echo done'
+    spec = RunSpec(argv=("sh", "-c", script), task_id="t", lease_s=1.5, grace_s=2, runs=str(workdir / "runs"),
+                   cwd=str(workdir), worker="run:test")
+    jump = [0.0]
+    outcome = {}
+    with Ledger.open(ledger, clock=lambda: time.time() + jump[0]) as led:
+        t = threading.Thread(target=lambda: outcome.update(o=Supervisor(led, spec, out=lambda b: None,
+                                                                       say=lambda s: None).run()))
+        t.start()
+        try:
+            wait_for(lambda: (workdir / "pid").exists() and node(ledger).status == "running", 30, "the command")
+            first = node(ledger).claim_count
+            jump[0] = 60.0  # past the 1.5 s lease: the next heartbeat finds it expired
+            wait_for(lambda: node(ledger).claim_count > first, 30, "the node taken back")
+        finally:
+            (workdir / "finish").touch()  # the command ends whatever happened (the thread with it)
+            t.join(60)
+    assert outcome["o"].status == "committed", outcome["o"]
+    n = node(ledger)
+    assert n.status == "succeeded" and n.output["last_lines"][-1] == "done"
+
+
+def test_steer_says_an_expired_lease_is_lost_even_while_the_node_is_still_ours_on_paper(tmp_path):
+    from store import ManualClock
+    from store.adapters.steering import steer
+
+    clock = ManualClock(1_800_000_000.0)
+    with Ledger.open(str(tmp_path / "l.db"), clock=clock) as led:
+        led.create_task("t")
+        led.add_node("t", "main")
+        c = led.claim("t", "w", lease_s=1.5)
+        assert steer(led, c).state == "running"
+        clock.advance(2)
+        st = steer(led, c)
+        assert st.state == "lost" and "expired" in st.reason
+        assert led.node("t", "main").status == "running"  # (nobody took it: lazily expired)
+
+
 # ---------------------------------------------------------------------- how it ends on its own
 # The supervisor in this process (the CLI's start-up is seconds on a busy machine), real children.
 def supervise(ledger: str, workdir: Path, script: str = "", *, argv: list[str] | None = None, **kw):
@@ -283,11 +328,22 @@ def test_output_lines_are_bounded_cleaned_observations(tmp_path, workdir):
 
 def test_a_flood_of_output_stays_bounded(tmp_path, workdir):
     ledger = str(tmp_path / "l.db")
+    t0 = time.monotonic()
     outcome, _, _ = supervise(ledger, workdir, "i=0; while [ $i -lt 20000 ]; do echo line $i; i=$((i+1)); done")
+    took = time.monotonic() - t0
     assert outcome.status == "committed"
     with Ledger.open(ledger) as led:
         obs = led.observations("t", "main", limit=10_000)
-    assert 1 < len(obs) <= 20000 // 500 + 5 and all(len(o.text) <= 4200 for o in obs)  # in pieces, bounded
+    # In pieces, bounded: at most a piece per 500 lines of the flood, plus the heartbeats due by time
+    # (one each lease_s / 3 = 0.5 s) that carried what had come since the one before. On an idle
+    # machine the loop prints for a moment (a beat or two); on a loaded one the shell prints slower,
+    # spread over more heartbeats: their number is counted from this run's own duration, not
+    # assumed. How many pieces depends on how the flood and the loop interleave: one, when the loop
+    # took the lines only as the flood ended (seen on a loaded machine; those past the bounds are
+    # counted as left out) — the bound is the point.
+    beats = took / 0.5 + 1
+    assert 1 <= len(obs) <= 20000 // 500 + beats + 3, (len(obs), took)
+    assert all(len(o.text) <= 4200 for o in obs)
     assert any("line 19999" in o.text for o in obs) and node(ledger).output["last_lines"][-1] == "line 19999"
 
 

@@ -207,7 +207,8 @@ STEP_COLUMNS[4].setdefault("observation", []).extend(["action", "result", "actio
 STEP_COLUMNS[4].setdefault("node", []).extend(["progress_at", "beat_gaps", "beat_long_s", "paused_s"])  # "novelty"
 STEP_COLUMNS[4].setdefault("node", []).extend(["step_deadline", "density", "repair"])  # seed rules
 STEP_COLUMNS[4].setdefault("task", []).append("density_limit")  # seed rules
-STEP_COLUMNS[5] = {"memory": ["source"]}  # part "quotas and people"
+STEP_COLUMNS[5] = {"memory": ["source"],  # schema 5's parts (SCHEMA_5_PARTS): "quotas and people",
+                  "event": ["observation_id"]}  # "one observation"
 STEP_TABLES = {2: ["write_request"], 3: [], 4: [], 5: ["quota", "node_quota", "quota_draw", "confirm_kind"]}
 STEP_TABLES[4] += ["requirement", "conclusion", "plan_version", "memory"]  # part "mind" (issue 27)
 

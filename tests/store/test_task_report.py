@@ -99,6 +99,7 @@ NEW["node"] += ["progress_at", "beat_gaps", "beat_long_s", "paused_s"]  # schema
 NEW["observation"] = ["action", "result", "action_key", "content", "flags", "concepts"]  # schema 4, "novelty"
 NEW["node"] = NEW["node"] + ["step_deadline", "density", "repair"]  # schema 4's part "seed rules"
 NEW["task"] = NEW["task"] + ["density_limit"]  # schema 4's part "seed rules"
+NEW["event"] = ["observation_id"]  # schema 5's part "one observation"
 
 
 def _make_schema_1(path: str, clock) -> None:

@@ -18,6 +18,7 @@ import pytest
 from store import Ledger, NodeSpec
 from store.errors import LedgerBusy
 from store.storage.writegate import GATE_SUFFIX
+from tests.support.waiting import Deadline
 
 HOLDER = r"""
 import fcntl, os, sys
@@ -82,9 +83,9 @@ def test_a_write_waits_for_the_process_holding_the_gate_then_goes(led, tmp_path)
     t.start()
     try:
         # the write queues: its wait for the gate runs in a helper thread (a condition, not a sleep)
-        deadline = time.monotonic() + 30
+        deadline = Deadline(30)
         while not any(th.name == "warden-write-gate" and th not in earlier for th in threading.enumerate()):
-            assert time.monotonic() < deadline, "the write never queued at the gate"
+            assert not deadline.expired(), "the write never queued at the gate"
             time.sleep(0.005)
         assert not done.is_set(), "the write went through a held gate"
         assert [e.kind for e in led.events(0, task_id="t")].count("node.claimed") == 0

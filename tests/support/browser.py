@@ -7,10 +7,10 @@ every request its page makes and aborts any to another host.
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
 from tests.support.serve import Served
+from tests.support.waiting import Deadline
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -69,12 +69,12 @@ class Tab:
 
     def wait_screen(self, cond: Callable[[str], bool] | str, what: str = "", timeout: float = 60.0) -> str:
         check = (lambda s: cond in s) if isinstance(cond, str) else cond
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)
         while True:
             text = self.screen()
             if check(text):
                 return text
-            if time.monotonic() > deadline:
+            if deadline.expired():
                 raise AssertionError(f"timed out waiting for {what or cond!r}; the terminal shows:\n{text}")
             self.page.wait_for_timeout(100)
 

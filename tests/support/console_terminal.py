@@ -24,6 +24,8 @@ from typing import Callable
 
 import pyte
 
+from tests.support.waiting import Deadline
+
 ROOT = Path(__file__).resolve().parents[2]
 
 Predicate = Callable[[pyte.Screen], bool]
@@ -87,14 +89,16 @@ class Terminal:
         return out
 
     def wait(self, out: list[float], timeout: float, what: str = "") -> float | None:
-        deadline = time.monotonic() + timeout
+        """The read time at which ``out``'s predicate held; None after ``timeout`` idle seconds (a
+        safety net stretched by the machine's load: tests/support/waiting.py)."""
+        deadline = Deadline(timeout)
         with self.lock:
             while not out:
-                left = deadline - time.monotonic()
+                left = deadline.left()
                 if left <= 0:
                     self.waiters = [w for w in self.waiters if w[1] is not out]
                     return None
-                self.changed.wait(left)
+                self.changed.wait(min(left, 1.0))  # (a second at most: the load is looked at again)
             self.waiters = [w for w in self.waiters if w[1] is not out]
             return out[0]
 

@@ -1,4 +1,4 @@
-"""Heartbeat rhythms and parks, through the real Ledger API on an injected clock (issue 25).
+"""Heartbeat rhythms and parks, through the real Ledger API on an injected clock.
 
 * **Healthy rhythms** (no ``heartbeat_stale``, no ``orphaned`` may fire): bursts of a few beats
   seconds apart then a long stretch of work, the burst and work lengths drawn per trial (the

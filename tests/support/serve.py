@@ -12,11 +12,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
+
+from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 URL = re.compile(r"(http://[^/\s]+)/\?token=(\S+)")
@@ -50,13 +51,13 @@ class Served:
 
     def wait_line(self, pattern: str | re.Pattern[str], timeout: float = 60.0, start: int = 0) -> re.Match[str]:
         rx = re.compile(pattern) if isinstance(pattern, str) else pattern
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)
         with self.cond:
             while True:
                 for line in self.lines[start:]:
                     if m := rx.search(line):
                         return m
-                left = deadline - time.monotonic()
+                left = deadline.left()
                 if left <= 0 or self.proc.poll() is not None and not self._reading:
                     raise AssertionError(f"no line matching {rx.pattern!r} in:\n" + "".join(self.lines))
                 self.cond.wait(min(left, 0.5))
