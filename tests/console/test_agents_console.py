@@ -1,4 +1,4 @@
-"""One operator view of the agents people run (issue 28): a Claude Code permission request and an
+"""One operator view of the agents people run: a Claude Code permission request and an
 MCP client's question, both asked by real agent-side processes, ring the console's alert (the
 bell's count and the ``--on-alert`` hook) and are answered in its resolve screen; the agent then
 gets the answer (the hook prints the allow decision; the MCP tool answers ``answered``)."""

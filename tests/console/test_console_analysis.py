@@ -1,4 +1,4 @@
-"""The open graph's estimates and signals come from the incremental ``store.analysis.TaskAnalysis``
+"""The open graph's estimates and signals come from the incremental ``store.reading.analysis.TaskAnalysis``
 the analysis worker keeps (the graph read once, then fed the journal's events) and are the figures
 ``warden graph --json`` and ``warden status --json`` give for the same ledger state — before and
 after agents write while the graph is open."""

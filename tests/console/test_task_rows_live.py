@@ -1,4 +1,4 @@
-"""The task list as live as the graph (issue 29 item 1), on both backends: the real app follows a
+"""The task list as live as the graph, on both backends: the real app follows a
 random workload (tests/store/test_tally.py's ``Fleet``: tasks made and grown, claims, heartbeats,
 commits, failures, handoffs, parks, rewinds, narrows, aborts, escalations, effects, leases left to
 expire) and, whenever it has read to the end of the journal, every task row it holds equals what
@@ -139,7 +139,7 @@ async def test_task_rows_follow_every_change_without_a_recount(new_target, backe
 async def test_a_cursor_move_redraws_the_two_rows_it_touches_not_the_list(tmp_path, monkeypatch, keys):
     """Each step of the cursor repaints the row it leaves and the row it lands on — not every line
     of the list (a whole-list redraw per key was 16 KB of output and doubled key → frame in a
-    terminal: docs/performance.md, session 5)."""
+    terminal: docs/performance.md)."""
     clock = ManualClock(T0)
     target = str(tmp_path / "l.db")
     with Ledger.open(target, clock=clock) as led:

@@ -1,4 +1,4 @@
-"""Task rows kept from the journal (``store/reading/tally.py``, issue 29) equal what a full read says.
+"""Task rows kept from the journal (``store/reading/tally.py``) equal what a full read says.
 
 Random sequences of every operation — tasks made and grown (a finished task reopened by growth),
 claims (of a task and of any), heartbeats, commits with follow-up nodes, retryable and final

@@ -90,9 +90,9 @@ def test_a_task_without_anything(ledger):
 NEW = {"task": ["paused_s", "paused_since", "wake_state"],
        "effect": ["compensation_node_id", "compensated_at", "compensated_by", "compensation_note"],
        "node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]}  # schema 3's
-NEW["task"] += ["origin"]  # schema 4 part "origin" (issue 28)
+NEW["task"] += ["origin"]  # schema 4 part "origin": which integration made the task
 NEW_TABLES = ["write_request"]  # schema 2's
-NEW["task"] += ["mind"]  # schema 4 part "mind" (issue 27)
+NEW["task"] += ["mind"]  # schema 4 part "mind": requirements, conclusions, plan versions
 NEW["node"] += ["serves", "removed_in", "removed_mode"]
 NEW_TABLES += ["requirement", "conclusion", "plan_version", "memory"]
 NEW["node"] += ["progress_at", "beat_gaps", "beat_long_s", "paused_s"]  # schema 4, part "novelty"
