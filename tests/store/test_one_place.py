@@ -10,12 +10,14 @@ import pytest
 
 from console.cli import main as warden
 from store import Ledger, NodeSpec, SchemaMismatch
+from store.judges.novelty import excerpt
 from store.mind.rules import ENTRIES_PER_NODE
 from store.reading.signals import read_observations
 from store.storage import schema
 from store.storage.db import is_sqlite, open_database
 from store.storage.events import NodeHeartbeat, payload_of
 from store.storage.models import dumps
+from store.views import FLAG_RESULT
 
 LONG = 3600.0
 OBSERVED_KEYS = {"new_units", "digest", "lines", "action_key", "action", "content", "result", "flags"}
@@ -137,3 +139,18 @@ def test_a_schema_4_ledger_reads_as_it_did_and_migrates_without_a_rewrite(ledger
         assert new.observation is not None and new.payload["digest"] == new.observation.digest
         led.apply(led.plan_rewind("t", "a", reason="and again"), operator="ana")
         assert led.node("t", "a").rejections == ("use the other API", "and again")  # old text, then an id
+
+
+def test_a_plain_report_judged_as_a_tools_output_shows_its_text_as_the_result_to_every_reader(ledger, clock):
+    ledger.create_task("t")
+    ledger.add_nodes("t", [NodeSpec("a")])
+    c = ledger.claim("t", "w", lease_s=LONG, key="a")
+    text = "$ pytest -q\n3 passed, 1 failed\nFAILED tests/test_x.py::test_y - AssertionError"
+    ledger.heartbeat(c, observation=text)
+    [beat] = [e for e in ledger.events(0) if e.kind == NodeHeartbeat.KIND]
+    [(flags, result)] = _stored(ledger, "SELECT flags, result FROM observation", [])
+    assert int(flags) & FLAG_RESULT and result is None  # judged as output; no result column of its own
+    assert beat.payload["result"] == excerpt(text) and beat.payload["content"]
+    node_id = ledger.node("t", "a").id
+    [seen] = read_observations(ledger, [node_id], 12)[node_id]
+    assert (seen.result, seen.content) == (beat.payload["result"], beat.payload["content"])
