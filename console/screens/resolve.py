@@ -2,8 +2,9 @@
 
 The screen shows what the agent asks, what is done and where it is stuck (the handoff's context),
 each option with its consequence, and the recommendation with its why. Arrows move through the
-options and `enter` chooses one; the answer input is optional (required when the handoff offers
-no options); `ctrl+s` resolves. Resolving plans (``ledger.plan_resolve``) and applies in one
+options and `enter` chooses one and moves to the answer — the words typed after `enter` are the
+answer, and so are words typed while the options have the focus; the answer is optional (required
+when the handoff offers no options); `ctrl+s` resolves. Resolving plans (``ledger.plan_resolve``) and applies in one
 thread worker; a handoff resolved elsewhere meanwhile is refused by the store and the screen shows
 its message (who resolved it, when, with which option). After a resolution the next open handoff
 of the same task is offered in place, so all of a task's questions can be answered in one pass.
@@ -33,6 +34,7 @@ from ..dialogs.registry import dialog_for
 from ..operator import resolve_operator
 from ..glyphs import MARKS, NODE_GLYPHS, age_label
 from ..text import literal, safe, safe_line
+from ..typeahead import after_pending_keys
 
 if TYPE_CHECKING:
     from store import Ledger
@@ -97,6 +99,15 @@ def render_handoff(h: "HandoffView", now: float, granted: "list[JsonObject] | No
     out.append(safe(h.question, limit=2000) + "\n", style="bold")
     ctx = dict(h.context or {})
     shown: set[str] = set()
+    eff = ctx.get("effect")
+    if isinstance(eff, dict) and isinstance(eff.get("key"), str):  # an irreversible effect to confirm: first
+        shown.add("effect")
+        out.append("\nIrreversible effect (cannot be undone)\n", style="bold underline")
+        out.append(safe_line(eff["key"], limit=300) + "\n", style="bold")
+        details = eff.get("details")
+        for k, v in (details.items() if isinstance(details, dict) else [("details", details)]):
+            out.append(f"{safe_line(k, limit=40)}: ", style="dim")
+            out.append(_value_text(v) + "\n")
     for title, keys in (("What is done", DONE_KEYS), ("Where it is stuck", STUCK_KEYS)):
         k, v = _pick(ctx, keys)
         if k is not None:
@@ -174,7 +185,8 @@ class ResolveHandoffScreen(WardenModal[bool]):
                 yield Static(Text("— (arrows to move, enter to choose)", style="dim"), id="chosen", markup=False)
             with Horizontal(classes="field"):
                 yield Label("answer", classes="field-label")
-                yield Input(placeholder="optional: free text for the agent", id="answer", compact=True)
+                yield Input(placeholder="optional: free text for the agent", id="answer", compact=True,
+                            select_on_focus=False)  # words typed on the options add to it, never replace it
             yield Static("", id="dialog-error", markup=False, classes="-empty")
             with Horizontal(id="buttons"):
                 yield Button("Close", id="cancel", variant="primary", compact=True)
@@ -252,10 +264,16 @@ class ResolveHandoffScreen(WardenModal[bool]):
     # ---- choosing
     @on(OptionList.OptionSelected, "#options")
     def _selected(self, event: OptionList.OptionSelected) -> None:
+        """enter chose an option: the focus moves to the answer, and the words typed right after
+        enter (in the same burst) go into it, in order."""
         event.stop()
         self.chosen = self.option_ids[event.option_index] if 0 <= event.option_index < len(self.option_ids) else None
         self._show_chosen()
         self.update_buttons()
+        self.type_into(self.query_one("#answer", Input))
+
+    def text_field(self) -> Input:
+        return self.query_one("#answer", Input)
 
     def _show_chosen(self) -> None:
         w = self.query_one("#chosen", Static)
@@ -331,6 +349,13 @@ class ResolveHandoffScreen(WardenModal[bool]):
         self.action_resolve()
 
     def action_resolve(self) -> None:
+        """ctrl+s (a priority binding, run as soon as the app reads it) or Resolve: resolved once the
+        keys typed before it have landed, so the answer is the one typed in full."""
+        after_pending_keys(self, self._resolve_now)
+
+    def _resolve_now(self) -> None:
+        if self.busy or not self.is_attached:
+            return
         if self.host.read_only:
             read_only_notice(self.host)
             return
