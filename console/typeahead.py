@@ -220,15 +220,29 @@ class TypeAheadApp(App[int]):
 def after_pending_keys(dialog: "Screen[_R]", callback: Callable[[], object]) -> None:
     """Run ``callback`` once every key the app read before now has been handled: the keys on
     their way through the screen underneath (its focused widget, then the screen) and those
-    queued for the dialog's focused input. Each hop is a ``call_later`` on that widget, which
-    runs after the messages already in its queue."""
+    queued for the dialog's focused input, and what their bindings posted; then the keys the
+    dialog took meanwhile, applied. Each hop is a ``call_later`` on that widget, which runs after
+    the messages already in its queue."""
     hops: list[MessagePump] = []
     stack = list(dialog.app.screen_stack)
     if dialog in stack and stack.index(dialog) > 0:
         below = stack[stack.index(dialog) - 1]
         hops += way_up(below.focused or below)
-    hops += way_up(dialog.focused or dialog)
-    _after(hops, callback)
+    way = way_up(dialog.focused or dialog)
+    hops += way + way  # a key's way up to the app's bindings, then what a binding posts (a Selected)
+
+    rounds = itertools.count()
+
+    def when_taken() -> None:
+        # a key on that way may have moved the focus and made the dialog take the keys typed after
+        # it (enter on an option, then the answer): they are applied first, the callback after
+        taker = taker_of(dialog)
+        if taker is not None and dialog.is_attached and next(rounds) < 100:
+            _after(way_up(dialog.focused or dialog), when_taken)
+            return
+        callback()
+
+    _after(hops, when_taken)
 
 
 __all__ = ["KeyTaker", "TakesKeys", "TypeAhead", "TypeAheadApp", "after_pending_keys", "mark", "redirect_key", "taker_of"]

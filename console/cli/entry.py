@@ -40,7 +40,7 @@ from typing import Callable, Sequence
 from store import WardenError
 from store.storage.db import masked
 
-from . import actions, agents, inspection, meta, mind, notify, quotas, recovery, report, serve
+from . import actions, agents, inspection, meta, mind, notify, otel, quotas, recovery, report, serve
 from .common import (GLOBALS, CliParser, Subcommands, alert_hook, command, connect_timeout, fill_globals, flags, honours,
                      ledger_target, operator_of, runs_dir)
 from .errors import CliFailure, UsageError
@@ -62,6 +62,7 @@ REGISTRARS: tuple[Registrar, ...] = (
     recovery.register,           # recover, verify-record
     serve.register,              # serve (the console in a browser)
     notify.register,             # notify (push notifications through apprise)
+    otel.register,               # otel export (spans to an OpenTelemetry collector)
     agents.register,             # run, mcp, hook (the agent side: integrations of agents people run)
 )
 

@@ -48,7 +48,7 @@ from ..glyphs import READ_ONLY_NOTICE
 from ..host import ConsoleHost, host_of
 from ..operator import resolve_operator
 from ..text import literal, safe, safe_line
-from ..typeahead import TypeAhead, after_pending_keys
+from ..typeahead import TypeAhead, after_pending_keys, redirect_key
 from .plan import PlanPreview
 
 if TYPE_CHECKING:
@@ -106,10 +106,33 @@ class WardenModal(ModalScreen[ResultType]):
     def action_previous_field(self) -> None:
         self.focus_previous()
 
+    def text_field(self) -> Input | None:
+        """The field the operator's words go to (a reason, an answer), if the modal has one."""
+        return None
+
+    def type_into(self, field: Input, first: events.Key | None = None) -> None:
+        """Move the focus to ``field``; the keys typed meanwhile (``first`` and those still on
+        their way) go into it in order once it has the focus (console/typeahead.py)."""
+        before = self.focused or self
+        field.focus()
+        self.typeahead.start(before)
+        if first is not None:
+            self.typeahead.take(first)
+
     def on_key(self, event: events.Key) -> None:
-        """A character that reaches the modal itself (nothing in it has focus) and is not one of
-        its keys is nobody's: never the screen's underneath."""
-        if self.focused is None and event.is_printable and event.key not in self.active_bindings:
+        """A key that comes up to the modal unhandled is never dropped, nor the screen's underneath:
+        while the modal takes keys it is taken; a character typed on a list, a box or a button goes
+        into the modal's text field (:meth:`text_field`: what the operator types is never lost);
+        any other character is nobody's."""
+        if redirect_key(self, event):
+            return
+        if not (event.is_printable and event.character) or event.key in self.active_bindings:
+            return
+        field = self.text_field()
+        if field is not None and self.focused is not field and field.display and not field.disabled:
+            self.type_into(field, event)
+            return
+        if self.focused is None:
             event.stop()
             event.prevent_default()
 
@@ -208,6 +231,9 @@ class ActionDialog(WardenModal["Plan | None"]):
 
     def compose_confirm(self) -> Iterable[Widget]:
         return ()
+
+    def text_field(self) -> Input | None:
+        return self.query_one("#reason", Input) if self.needs_reason else None
 
     def on_mount(self) -> None:
         if self.needs_reason:

@@ -41,7 +41,7 @@ class CompensatedDialog(ActionDialog):
                  effect_key: str | None = None) -> None:
         super().__init__(task_id, node, reason=reason)
         self.effects: list[EffectView] = []
-        self.loading = True
+        self.listing = True  # not `loading`: that is every Textual widget's own (a full-screen spinner on a screen)
         self.wanted = effect_key
 
     def target_label(self) -> str:
@@ -66,7 +66,7 @@ class CompensatedDialog(ActionDialog):
     @on(EffectsLoaded)
     def _effects_loaded(self, msg: EffectsLoaded) -> None:
         msg.stop()
-        self.loading = False
+        self.listing = False
         mine = [e for e in msg.effects if e.node == self.node]
         self.effects = mine + [e for e in msg.effects if e.node != self.node]
         ol = self.query_one("#effects", OptionList)
@@ -82,7 +82,7 @@ class CompensatedDialog(ActionDialog):
 
     @on(OptionList.OptionHighlighted, "#effects")
     def _picked(self) -> None:
-        if not self.loading:
+        if not self.listing:
             self.replan()
 
     def selected_effect(self) -> str | None:
@@ -91,11 +91,11 @@ class CompensatedDialog(ActionDialog):
         return self.effects[i].effect_key if i is not None and 0 <= i < len(self.effects) else None
 
     def plan_args(self) -> dict[str, object] | None:
-        key = None if self.loading else self.selected_effect()
+        key = None if self.listing else self.selected_effect()
         return None if key is None else {"effect_key": key}
 
     def waiting_text(self) -> str:
-        if self.loading:
+        if self.listing:
             return "listing the task's confirmed effects…"
         return "no confirmed effect to mark: nothing was done outside that needs undoing"
 

@@ -2,8 +2,9 @@
 
 The screen shows what the agent asks, what is done and where it is stuck (the handoff's context),
 each option with its consequence, and the recommendation with its why. Arrows move through the
-options and `enter` chooses one; the answer input is optional (required when the handoff offers
-no options); `ctrl+s` resolves. Resolving plans (``ledger.plan_resolve``) and applies in one
+options and `enter` chooses one and moves to the answer — the words typed after `enter` are the
+answer, and so are words typed while the options have the focus; the answer is optional (required
+when the handoff offers no options); `ctrl+s` resolves. Resolving plans (``ledger.plan_resolve``) and applies in one
 thread worker; a handoff resolved elsewhere meanwhile is refused by the store and the screen shows
 its message (who resolved it, when, with which option). After a resolution the next open handoff
 of the same task is offered in place, so all of a task's questions can be answered in one pass.
@@ -25,13 +26,15 @@ from textual.widgets.option_list import Option
 
 from store.actions import ResolveParams
 from store.errors import Refused, StaleRevision, WardenError
-from store.jsontypes import JsonMapping, JsonValue
+from store.adapters.permission_rules import rules_for
+from store.jsontypes import JsonMapping, JsonObject, JsonValue
 
 from ..dialogs.base import WardenModal, read_only_notice
 from ..dialogs.registry import dialog_for
 from ..operator import resolve_operator
-from ..glyphs import MARKS, age_label
+from ..glyphs import MARKS, NODE_GLYPHS, age_label
 from ..text import literal, safe, safe_line
+from ..typeahead import after_pending_keys
 
 if TYPE_CHECKING:
     from store import Ledger
@@ -44,9 +47,10 @@ STUCK_KEYS = ("stuck", "where_stuck", "blocked_on", "problem")
 WHY_KEYS = ("why", "recommendation_why")
 
 class HandoffLoaded(Message):
-    def __init__(self, handoff: "HandoffView | None", remaining: int, error: str | None = None) -> None:
+    def __init__(self, handoff: "HandoffView | None", remaining: int, error: str | None = None,
+                 granted: "list[JsonObject] | None" = None) -> None:
         super().__init__()
-        self.handoff, self.remaining, self.error = handoff, remaining, error
+        self.handoff, self.remaining, self.error, self.granted = handoff, remaining, error, granted or []
 
 
 class ResolveDone(Message):
@@ -71,8 +75,22 @@ def _value_text(v: JsonValue) -> str:
     return safe(json.dumps(v, ensure_ascii=False, indent=1, default=str), limit=2000)
 
 
-def render_handoff(h: "HandoffView", now: float) -> Text:
-    """What the operator needs to decide: the question, what is done, where it is stuck, why."""
+def render_granted(granted: "list[JsonObject]", now: float) -> Text:
+    """The "always allow" rules already granted in the task: the rule, its session, who, when."""
+    out = Text("\nRules granted in this task\n", style="bold underline")
+    for g in granted:
+        out.append(NODE_GLYPHS["succeeded"] + " " + safe_line(g.get("text"), limit=120), style="bold")
+        at = g.get("at")
+        when = age_label(now - at) if isinstance(at, (int, float)) else "?"
+        session = g.get("session")
+        out.append(f"  · by {safe_line(g.get('by'), limit=60)} {when}"
+                   + (f" · session {safe_line(session, limit=40)}" if session else "") + "\n", style="dim")
+    return out
+
+
+def render_handoff(h: "HandoffView", now: float, granted: "list[JsonObject] | None" = None) -> Text:
+    """What the operator needs to decide: the question, what is done, where it is stuck, why, and
+    for a permission request the rules already granted in its task."""
     out = Text()
     out.append(f"#{safe_line(h.id)} ", style="bold")
     out.append(f"{safe_line(h.kind)} · task {safe_line(h.task_id)} › node {safe_line(h.node)} · "
@@ -81,6 +99,15 @@ def render_handoff(h: "HandoffView", now: float) -> Text:
     out.append(safe(h.question, limit=2000) + "\n", style="bold")
     ctx = dict(h.context or {})
     shown: set[str] = set()
+    eff = ctx.get("effect")
+    if isinstance(eff, dict) and isinstance(eff.get("key"), str):  # an irreversible effect to confirm: first
+        shown.add("effect")
+        out.append("\nIrreversible effect (cannot be undone)\n", style="bold underline")
+        out.append(safe_line(eff["key"], limit=300) + "\n", style="bold")
+        details = eff.get("details")
+        for k, v in (details.items() if isinstance(details, dict) else [("details", details)]):
+            out.append(f"{safe_line(k, limit=40)}: ", style="dim")
+            out.append(_value_text(v) + "\n")
     for title, keys in (("What is done", DONE_KEYS), ("Where it is stuck", STUCK_KEYS)):
         k, v = _pick(ctx, keys)
         if k is not None:
@@ -97,12 +124,16 @@ def render_handoff(h: "HandoffView", now: float) -> Text:
             shown.add(k)
             out.append("why: ", style="dim")
             out.append(_value_text(v) + "\n")
+    if h.kind == "permission" and isinstance(ctx.get("rules"), list):
+        shown.add("rules")  # the rules offered are the options below, in words
     rest = [k for k in ctx if k not in shown]
     if rest:
         out.append("\nContext\n", style="bold underline")
         for k in rest:
             out.append(f"{safe_line(k, limit=40)}: ", style="dim")
             out.append(_value_text(ctx[k]) + "\n")
+    if granted:
+        out.append_text(render_granted(granted, now))
     return out
 
 
@@ -154,7 +185,8 @@ class ResolveHandoffScreen(WardenModal[bool]):
                 yield Static(Text("— (arrows to move, enter to choose)", style="dim"), id="chosen", markup=False)
             with Horizontal(classes="field"):
                 yield Label("answer", classes="field-label")
-                yield Input(placeholder="optional: free text for the agent", id="answer", compact=True)
+                yield Input(placeholder="optional: free text for the agent", id="answer", compact=True,
+                            select_on_focus=False)  # words typed on the options add to it, never replace it
             yield Static("", id="dialog-error", markup=False, classes="-empty")
             with Horizontal(id="buttons"):
                 yield Button("Close", id="cancel", variant="primary", compact=True)
@@ -167,17 +199,17 @@ class ResolveHandoffScreen(WardenModal[bool]):
     # ---- loading
     @work(thread=True, exclusive=True, exit_on_error=False, group="handoff")
     def _load(self, hid: str) -> None:
-        def read(ledger: "Ledger") -> "tuple[HandoffView, int]":
+        def read(ledger: "Ledger") -> "tuple[HandoffView, int, list[JsonObject]]":
             h = ledger.handoff(hid)
             others = [x for x in ledger.handoffs(task_id=h.task_id) if x.id != h.id]
-            return h, len(others)
+            return h, len(others), rules_for(ledger, h.task_id) if h.kind == "permission" else []
 
         try:
-            h, remaining = self.host.feed.read(read)
+            h, remaining, granted = self.host.feed.read(read)
         except WardenError as e:
             self.post_message(HandoffLoaded(None, 0, error=str(e)))
         else:
-            self.post_message(HandoffLoaded(h, remaining))
+            self.post_message(HandoffLoaded(h, remaining, granted=granted))
 
     @on(HandoffLoaded)
     def _loaded(self, msg: HandoffLoaded) -> None:
@@ -193,7 +225,7 @@ class ResolveHandoffScreen(WardenModal[bool]):
         self.remaining = msg.remaining
         self.chosen = None
         self.closed_reason = None
-        body.update(render_handoff(h, self.host.now()))
+        body.update(render_handoff(h, self.host.now(), msg.granted))
         self.query_one("#handoff-scroll", VerticalScroll).scroll_home(animate=False)
         title = Text("Resolve handoff ", style="bold")
         title.append(f"#{safe_line(h.id)} of task {safe_line(h.task_id)}")
@@ -232,10 +264,16 @@ class ResolveHandoffScreen(WardenModal[bool]):
     # ---- choosing
     @on(OptionList.OptionSelected, "#options")
     def _selected(self, event: OptionList.OptionSelected) -> None:
+        """enter chose an option: the focus moves to the answer, and the words typed right after
+        enter (in the same burst) go into it, in order."""
         event.stop()
         self.chosen = self.option_ids[event.option_index] if 0 <= event.option_index < len(self.option_ids) else None
         self._show_chosen()
         self.update_buttons()
+        self.type_into(self.query_one("#answer", Input))
+
+    def text_field(self) -> Input:
+        return self.query_one("#answer", Input)
 
     def _show_chosen(self) -> None:
         w = self.query_one("#chosen", Static)
@@ -311,6 +349,13 @@ class ResolveHandoffScreen(WardenModal[bool]):
         self.action_resolve()
 
     def action_resolve(self) -> None:
+        """ctrl+s (a priority binding, run as soon as the app reads it) or Resolve: resolved once the
+        keys typed before it have landed, so the answer is the one typed in full."""
+        after_pending_keys(self, self._resolve_now)
+
+    def _resolve_now(self) -> None:
+        if self.busy or not self.is_attached:
+            return
         if self.host.read_only:
             read_only_notice(self.host)
             return

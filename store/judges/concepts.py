@@ -19,10 +19,7 @@ that set:
    ``connect``) and **synonyms** (a small built-in list: error/failure/crash → ``fail``; db →
    ``database``; rejected/denied/declined → ``refus``; locate/discover → ``find`` …).
 
-It also reads **progress toward a stated total** from raw text (:func:`fractions`): ``41/100``,
-``page 3 of 9``, ``3 out of 9``, ``45%``, ``12 files left``. A number next to a retry word
-(attempt, try, retry, poll, round, restart, wait …: within three words before it or two after)
-or a gauge (cpu, memory, load, rate …) is not progress.
+Progress toward a stated total is read by ``store/judges/fields.py``.
 """
 
 from __future__ import annotations
@@ -230,70 +227,4 @@ def concepts(normalised_line: str, drop: Iterable[str] = ()) -> frozenset[str]:
     return frozenset(out)
 
 
-# ---------------------------------------------------------------------- progress toward a total
-_RETRY = re.compile(r"\b(?:attempts?|try|tries|tried|trying|retry|retries|retrying|retried|reattempts?|polls?|"
-                    r"polling|polled|rounds?|restarts?|restarting|reconnect\w*|reruns?|re-runs?|backoff|back-off|"
-                    r"waits?|waiting|cpu|memory|mem|ram|gpu|load|disk|usage|utili[sz]ation|util|temperature|temp|"
-                    r"battery|swap|rate)\b")
-_FRACTION = re.compile(
-    r"(?<![\w./:\\-])(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)(?![\w/\\]|\.\d)"
-    r"|\b(\d+)\s+(?:of|out\s+of)\s+(\d+)\b"
-    r"|(?<![\w.])(\d+(?:\.\d+)?)\s?%"
-    r"|\b(\d+)\s+(?:[a-z]+\s+)?(?:left|remaining|to\s+go)\b"
-    r"|\b(?:remaining|left)\s*:?\s*(\d+)\b")
-FRACTIONS_CHARS = 4096  # characters of an observation read for its fractions
-
-
-def fractions(text: str) -> tuple[tuple[str, float, float], ...]:
-    """Numbers in ``text`` that count toward a stated total, in order: ``("up", n, total)`` for
-    ``n/total``, ``n of total``, ``n%`` (total 100); ``("down", n, 0)`` for ``n left`` /
-    ``remaining: n``. Numbers next to a retry word or a gauge (within the three words before, or
-    the word after) are left out: an attempt count is not progress. Reads the first
-    ``FRACTIONS_CHARS`` characters."""
-    t = text[:FRACTIONS_CHARS].casefold()
-    out = []
-    for m in _FRACTION.finditer(t):
-        before = t[max(0, m.start() - 40):m.start()].split()[-3:]
-        after = t[m.end():m.end() + 40].split()[:2]
-        if any(_RETRY.search(w) for w in before + after):
-            continue
-        g = m.groups()
-        if g[0] is not None:
-            n, total = float(g[0]), float(g[1])
-        elif g[2] is not None:
-            n, total = float(g[2]), float(g[3])
-        elif g[4] is not None:
-            n, total = float(g[4]), 100.0
-        else:
-            out.append(("down", float(g[5] if g[5] is not None else g[6]), 0.0))
-            continue
-        if total >= 2 and 0 <= n <= total:
-            out.append(("up", n, total))
-    return tuple(out)
-
-
-def advanced(before: tuple[tuple[str, float, float], ...], now: tuple[tuple[str, float, float], ...]) -> bool:
-    """True when ``now``'s numbers moved toward their totals since ``before``: numbers are paired
-    by their kind and total, in order (the second "of 9" with the second "of 9"); at least one
-    moved toward its total and none moved back."""
-    if not now or not before:
-        return False
-    slots: dict[tuple[str, float], list[float]] = {}
-    for k, n, total in before:
-        slots.setdefault((k, total), []).append(n)
-    seen: dict[tuple[str, float], int] = {}
-    moved = False
-    for k, n, total in now:
-        i = seen.get((k, total), 0)
-        seen[(k, total)] = i + 1
-        old = slots.get((k, total), [])
-        if i >= len(old):
-            continue
-        step = n - old[i] if k == "up" else old[i] - n
-        if step < 0:
-            return False
-        moved = moved or step > 0
-    return moved
-
-
-__all__ = ["FRACTIONS_CHARS", "MAX_CONCEPTS", "WEAK", "advanced", "concepts", "fractions", "is_specific", "stem", "word_concept"]
+__all__ = ["MAX_CONCEPTS", "WEAK", "concepts", "is_specific", "stem", "word_concept"]

@@ -2,182 +2,102 @@
 
 A heartbeat may say what the step did (``action``), what it learned (``result``) and how it goes
 (``observation``). What is **judged** is the result when there is one, else the observation, else
-the action: new information is what the agent learned, not what it tried. The judged text is split
-into lines; each line is **normalised** so that what changes without meaning does not look new:
-case folded, white space collapsed, volatile tokens replaced by a placeholder — UUIDs, timestamps
-and dates, times of day, durations, temporary paths, hex and random ids, numbers (counters
-included; a lone ``0`` is kept: "0 results" is not "12 results"), runs of one symbol. Digits
-inside a **file name** (``part-0004.parquet``, ``tests/test_17.py``) are kept: another file is
-another thing. The original text is kept for display; only the judgement uses the normalised form.
+the action: new information is what the agent learned, not what it tried. A plain observation laid
+out as a note, a command and its output (``store/judges/roles.py``) is judged the same way: its
+output is the result, its command the action. The judged text is cut into **units** (lines; a long
+paragraph into its sentences) and each is **normalised** by what its fields use
+(``store/judges/units.py``, ``store/judges/fields.py``): numbers in any format, drawn ids, temporary
+paths and every timestamp or duration come out as the same skeleton each time; digits inside a
+file name with one short number are kept (another file is another thing). The original text is
+kept for display; only the judgement uses the normalised form.
 
-A line is **new** when, within the same attempt (a retry starts afresh: every digest includes the
+A unit is **new** when, within the same attempt (a retry starts afresh: every digest includes the
 attempt), it is none of:
 
-* a line seen before (its normalised form), or a **near copy** (difflib ratio ≥ ``NEAR``) of a
-  line of the last ``RECENT_TEXT`` observations;
-* a **paraphrase**: its concepts (``store/judges/concepts.py``: content words, stemmed, synonyms, order
-  ignored) bring no new name of a thing (a *specific* token: ``test_login``, ``src/a.py``), at most
-  one new word per ``NEW_WORDS_PER`` beyond the first (none in a line of one to four), and match an earlier line's concepts — the same set, or
-  one word added, dropped or swapped (indexed in the seen memory, so the whole attempt is
-  searched at a constant cost), or an overlap of at least ``PARA`` with a line of the last
-  ``RECENT`` observations.
+* a unit seen before (its normalised form), or a **near copy** (similarity ≥ ``NEAR``) of a
+  unit of the last ``RECENT_TEXT`` observations;
+* an **instance of a template** learnt from the stream (Drain-style, ``units.template_match``)
+  whose fields hold nothing new: the values that differ only echo the step's action — unless the
+  step is one the attempt had not taken and it did not fail (the next file converted, the next
+  page fetched: doing a new step that works is news);
+* a **paraphrase**: its concepts (``store/judges/concepts.py``: content words, stemmed, synonyms,
+  order ignored) bring no new name of a thing (a *specific* token: ``test_login``, ``src/a.py``), at
+  most one new word per ``NEW_WORDS_PER`` beyond the first (none in a unit of one to four), and
+  match an earlier unit's concepts — the same set, or one word added, dropped or swapped (indexed
+  in the seen memory, so the whole attempt is searched at a constant cost), or an overlap of at
+  least ``PARA`` with a unit of the last ``RECENT`` observations.
 
 A **result** (a tool's output) is judged more strictly than a narrative: one whose every concept
-the attempt has met before taught nothing, whatever its wording (a narrative must also match an
-earlier line). The most general concepts (``concepts.WEAK``: failed, none, result …) never make a
-narrative's line new by themselves. Its concepts are judged **without
-the action's**: a result that repeats the query it answered ("no results for 'moth index'") adds
-nothing by echoing it.
+the attempt has met before taught nothing, whatever its wording — unless it is an instance of a
+known template with new values in its fields (the next product page, the next ticket: new
+values are news). The most general concepts (``concepts.WEAK``: failed, none, result …) never make
+a narrative's unit new by themselves. Its concepts are judged **without the action's**: a result
+that repeats the query it answered ("no results for 'moth index'") adds nothing by echoing it.
 
 An observation's **identity** (what ``repeating`` and the cycle check compare) is its normalised
 text's digest — or, when it adds nothing new and matches (exactly, nearly or as a paraphrase)
-≥ ``OBS_NEAR`` of the lines of one of the last ``RECENT`` observations both ways, that
+≥ ``OBS_NEAR`` of the units of one of the last ``RECENT`` observations both ways, that
 observation's identity. With an action, the identity is the pair (action, result identity): the
 same action with the same result repeats; other actions with the same result do not (they are
 judged by ``no_new_info``, which names the result and how many actions got it).
 
-The work per observation is bounded whatever the agent sends: at most ``MAX_LINES`` lines are
-examined, each cut to ``MAX_LINE_CHARS`` characters, at most ``CONCEPT_LINES`` of them judged by
-their concepts (the rest by their form), at most ``MAX_COMPARISONS`` character comparisons; what
-is left out is counted (``Prepared.dropped_lines``, ``cut_lines``).
+**Progress** read from the judged text and the note (never from the action: a page number the
+agent asked for is not a page it got): numbers moving toward a stated total, in any format
+(``fields.fractions``), and the next name of a numbered series (``fields.enumerations``).
+
+The work per observation is bounded whatever the agent sends: at most ``MAX_LINES`` units are
+examined, each line read up to ``units.LINE_READ`` characters and each unit cut to
+``MAX_LINE_CHARS``, at most ``CONCEPT_LINES`` of them judged by their concepts (the rest by their
+form), at most ``MAX_COMPARISONS`` similarity comparisons; what is left out is counted
+(``Prepared.dropped_lines``, ``cut_lines``).
 
 The memory is a set of digests (``seen_line`` in the ledger, a ``set`` in :class:`Tracker`):
 :func:`prepare` works out which digests matter (pure), the caller looks them up, and
-:func:`judge` decides with what was found. ``judge_sequence`` reads a sequence of identities
-(oldest first) for a repeat (period 1) or a cycle (period 2-8).
+:func:`judge` decides with what was found. ``judge_sequence`` (``store/judges/sequence.py``)
+reads a sequence of identities (oldest first) for a repeat (period 1) or a cycle (period 2-8).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from typing import Iterable, Sequence
 
-from store.judges.concepts import MAX_CONCEPTS, WEAK, advanced, concepts, fractions, is_specific
+from store.judges.concepts import MAX_CONCEPTS, WEAK, concepts, is_specific
+from store.judges.fields import advanced, echo_tokens, mask_action, progress_marks
+from store.judges.roles import split_report
+from store.judges.sequence import Repeat, judge_sequence
+from store.judges.units import (MAX_COMPARISONS, MAX_LINE_CHARS, MAX_LINES, NEAR, iter_lines, near_match, normalise_line,
+                                normalise_lines, template_match)
 
-MAX_LINES = 1000  # lines of one observation examined (the rest counted as dropped)
-MAX_LINE_CHARS = 512  # characters of a line that make its identity
-MAX_COMPARISONS = 600  # character similarity comparisons per observation
 MAX_CONCEPT_VISITS = 20_000  # concept index entries visited per observation (recent paraphrases)
-CONCEPT_LINES = 64  # lines of one observation judged by their concepts (the rest by their form)
+CONCEPT_LINES = 64  # units of one observation judged by their concepts (the rest by their form)
 RECENT = 8  # observations an observation is compared with (paraphrases, echoes, cycles up to 8)
-RECENT_TEXT = 4  # … of which these are also compared character by character (near copies)
-NEAR = 0.9  # similarity (difflib ratio) from which two lines are near-duplicates …
-NEAR_MIN_CHARS = 16  # … when the line has at least this many characters (shorter: exact only)
-OBS_NEAR = 0.9  # share of lines matched both ways from which two observations are near copies
+RECENT_TEXT = 4  # … of which these are also compared character by character (near copies, templates)
+OBS_NEAR = 0.9  # share of units matched both ways from which two observations are near copies
 NEW_WORDS_PER = 4  # a paraphrase brings at most one new concept word per 4 beyond the first (none in 1-4)
-PARA = 0.6  # concept overlap |a ∩ b| / max(|a|, |b|) from which two lines say the same
+PARA = 0.6  # concept overlap |a ∩ b| / max(|a|, |b|) from which two units say the same
 EDIT_SIZES = (3, 12)  # concept sets of these sizes are indexed for one-word edits
-STORED_KEYS = 256  # lines of an observation whose keys are stored for later comparisons
-# digests one observation may add to the memory: its lines, and for each concept-judged line its
+STORED_KEYS = 256  # units of an observation whose keys are stored for later comparisons
+FAILED = frozenset({"fail", "none", "missing", "refus", "denied", "timeout", "oom"})  # concepts of a failed or empty outcome
+# digests one observation may add to the memory: its units, and for each concept-judged unit its
 # words, its set and (sizes within EDIT_SIZES) the set less each word
 MAX_MEMORY = MAX_LINES + CONCEPT_LINES * (2 * MAX_CONCEPTS + 1)
 
-_MONTHS = (r"(?:jan|january|feb|february|mar|march|apr|april|may|jun|june|jul|july|aug|august|sep|sept|september|"
-           r"oct|october|nov|november|dec|december)")
-_DAYS = r"(?:mon|monday|tue|tues|tuesday|wed|wednesday|thu|thur|thurs|thursday|fri|friday|sat|saturday|sun|sunday)"
-_UNITS = r"(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?|d|days?)"
-_DIGITS = str.maketrans("0123456789", "".join(chr(0xE000 + i) for i in range(10)))
-_UNDIGITS = str.maketrans({chr(0xE000 + i): str(i) for i in range(10)})
-# a file name: letters/digits/_/- (and directories) ending in .ext (a letter first); not a temp name
-_FILE = re.compile(r"(?<![\w.])(?:[\w-]+[/\\])*[\w-]*[a-z_-][\w-]*\.[a-z][a-z0-9]{0,7}\b")
-_RANDOM = re.compile(r"tmp[a-z0-9_]{5,}|[0-9a-f]{7,}|[0-9a-f]{8}-[0-9a-f]{4}")
-# Order matters: the specific shapes first, plain numbers last.
-_VOLATILE: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
-    (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uuid>"),
-    # ISO 8601 and friends: 2027-01-15T08:00:00.123Z, 2027/01/15 08:00:00 +0100
-    (r"\b\d{4}[-/]\d{1,2}[-/]\d{1,2}(?:[t ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?(?:z|\s?[+-]\d{2}:?\d{2}\b)?", "<time>"),
-    # 15/01/2027, 01-15-27; 15/jan/2027:08:00:00 (access logs); jan 15 2027; 15 jan 2027
-    (r"\b\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b", "<time>"),
-    (r"\b\d{1,2}[-/ ]" + _MONTHS + r"[-/ ,]+\d{2,4}(?::\d{2}:\d{2}:\d{2})?", "<time>"),
-    (r"\b(?:" + _DAYS + r",?\s+)?" + _MONTHS + r"\s+\d{1,2}(?:st|nd|rd|th)?\b,?(?:\s+\d{4}\b)?", "<time>"),
-    (r"\b\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:\s?[ap]m\b)?(?:\s?(?:z|utc|[+-]\d{2}:?\d{2}))?", "<time>"),
-    # temporary paths: /tmp/…, /var/folders/…, C:\Users\x\AppData\Local\Temp\…, tmpa1b2c3d4
-    (r"(?:/private)?/(?:var/)?(?:tmp|folders|shm)/[^\s'\"<>|,;)]*", "<tmp>"),
-    (r"/dev/shm/[^\s'\"<>|,;)]*", "<tmp>"),
-    (r"[a-z]:\\(?:[^\s\\]+\\)*?(?:temp|tmp)\\[^\s'\"<>|,;)]*", "<tmp>"),
-    (r"\btmp[a-z0-9_]{5,}\b", "<tmp>"),
-    # hex ids (git, object ids, addresses): 7+ hex digits with a digit; long random tokens
-    (r"\b(?:0x)?(?=[0-9a-f]*\d)[0-9a-f]{7,}\b", "<hex>"),
-    (r"\b(?=[a-z0-9_-]*\d)(?=[a-z0-9_-]*[a-z])[a-z0-9_-]{16,}\b", "<id>"),
-    # durations: 1.5s, 950ms, 2m30s, 1h 2m, 3 minutes
-    (r"\b\d+(?:[.,]\d+)?\s?" + _UNITS + r"(?:\s?\d+(?:[.,]\d+)?\s?" + _UNITS + r")*\b", "<dur>"),
-    (r"\b\d+(?:st|nd|rd|th)\b", "<n>"),
-    (r"(?<![\w.,])0+(?![\w.,])", "0"),  # a lone zero stays: "0 results" is not "12 results"
-    (r"[-+]?(?<![\d])(?!0+(?![\w.,]))\d+(?:[.,]\d+)*(?:e[-+]?\d+)?", "<n>"),
-    # runs of one symbol: progress bars, spinners, rules
-    (r"([^\w\s<>])\1{2,}", r"\1\1\1"),
-))
-
-
-def _keep_file_digits(m: re.Match[str]) -> str:
-    name = m.group(0)
-    return name if _RANDOM.search(name) else name.translate(_DIGITS)
-
-
-def normalise_line(line: str) -> str:
-    """One line's normalised form ('' for a blank line)."""
-    s = " ".join(line.casefold().split())
-    if "." in s:
-        s = _FILE.sub(_keep_file_digits, s)
-    for pattern, repl in _VOLATILE:
-        s = pattern.sub(repl, s)
-    return " ".join(s.translate(_UNDIGITS).split())
-
-
-def iter_lines(text: str, max_lines: int = MAX_LINES, max_chars: int = MAX_LINE_CHARS) -> tuple[list[str], int, int]:
-    """(the first ``max_lines`` raw lines, each cut to ``max_chars``; lines not examined; lines cut).
-
-    Never splits the whole text: a megabyte line or a million lines cost what ``max_lines`` do."""
-    out: list[str] = []
-    cut = 0
-    pos = 0
-    n = len(text)
-    while pos <= n and len(out) < max_lines:
-        end = text.find("\n", pos)
-        if end < 0:
-            end = n
-        if end - pos > max_chars:
-            cut += 1
-            out.append(text[pos:pos + max_chars])
-        else:
-            out.append(text[pos:end])
-        pos = end + 1
-    dropped = text.count("\n", pos) + 1 if pos <= n else 0
-    return out, dropped, cut
-
-
-def normalise_lines(text: str, cache: dict[str, str] | None = None) -> list[str]:
-    """Text → its normalised, non-blank lines (the examined ones). ``cache``: raw line → its
-    normalised form, shared by the texts of one judgement (a growing log repeats its lines)."""
-    lines, _, _ = iter_lines(str(text))
-    if cache is None:
-        return [x for x in (normalise_line(line) for line in lines) if x]
-    out = []
-    for line in lines:
-        x = cache.get(line)
-        if x is None:
-            x = cache[line] = normalise_line(line)
-        if x:
-            out.append(x)
-    return out
-
 
 def line_digest(attempt: int, line: str) -> str:
-    """The identity of a normalised line within one attempt (32 hex; ``seen_line.digest``)."""
+    """The identity of a normalised unit within one attempt (32 hex; ``seen_line.digest``)."""
     return hashlib.blake2b(f"{int(attempt)}\x00{line}".encode("utf-8"), digest_size=16).hexdigest()
 
 
 def _memo(attempt: int, kind: str, words: Iterable[str]) -> str:
-    """A digest of the memory that is not a line: a concept word (``w``), a concept set (``c``), a
-    set less one word (``o``); attempt-scoped like lines, in the same ``seen_line`` table."""
+    """A digest of the memory that is not a unit: a concept word (``w``), a concept set (``c``), a
+    set less one word (``o``); attempt-scoped like units, in the same ``seen_line`` table."""
     return line_digest(attempt, f"\x01{kind}\x00" + "\x00".join(sorted(words)))
 
 
 def line_key(line: str) -> str:
-    """A short attempt-free key of a normalised line (stored with an observation's concepts)."""
+    """A short attempt-free key of a normalised unit (stored with an observation's concepts)."""
     return hashlib.blake2b(line.encode("utf-8"), digest_size=6).hexdigest()
 
 
@@ -193,11 +113,13 @@ def pair_digest(action_key: str | None, content: str) -> str:
 
 
 def action_key(action: str | None) -> str | None:
-    """What an action is, once normalised (``search('moth v2')`` and ``search('moth v3')`` differ;
-    a timestamp in it does not make it another action)."""
+    """What an action is, once normalised (``fields.mask_action``: ``search('moth v2')`` and
+    ``search('moth v3')`` differ, so do two dates or pages asked for; a drawn id in it does not make
+    it another action)."""
     if action is None:
         return None
-    return text_digest(normalise_lines(action))[:32]
+    lines, _, _ = iter_lines(str(action))
+    return text_digest([x for x in (mask_action(line) for line in lines) if x])[:32]
 
 
 def excerpt(text: str | None, cap: int = 80) -> str | None:
@@ -209,26 +131,74 @@ def excerpt(text: str | None, cap: int = 80) -> str | None:
     return t if len(t) <= cap else t[: cap - 1] + "…"
 
 
+@dataclass(frozen=True)
+class Judged:
+    """What of a report is judged: the text (the result, a plain report's output, else the
+    observation, else the action), whether it is a result, the action it answers, and the note
+    (the agent's own words beside it, read for progress only)."""
+
+    text: str
+    result: bool
+    action: str | None
+    note: str | None
+
+
+def judged_parts(text: str | None, action: str | None = None, result: str | None = None) -> Judged:
+    """The parts of a report as they are judged (module doc)."""
+    if result is not None:
+        return Judged(str(result), True, action, text)
+    if text is not None and action is None:
+        parts = split_report(str(text))
+        if parts is not None:
+            out = parts.output if parts.output.strip() else (parts.command or "")
+            return Judged(out, bool(parts.output.strip()), parts.command, parts.note)
+        return Judged(str(text), False, None, None)
+    return Judged(str(text) if text is not None else action or "", False, action, None)
+
+
+def judged_lines(j: Judged, cache: dict[str, str] | None = None) -> list[str]:
+    """The normalised units of what is judged of a report (an output keeps what its action named)."""
+    return normalise_lines(j.text, cache, echo_tokens(j.action) if j.result else frozenset())
+
+
+def measures_of(text: str | None, action: str | None = None, result: str | None = None) -> str:
+    """The values a report measured (``fields.mask_line(measures=True)``: a loss, a count, a size —
+    not a duration, a clock time or an id), as a digest: two reports with the same content identity
+    and the same measures did the same step and measured the same, and a counter rising beside them
+    is not progress."""
+    j = judged_parts(text, action, result)
+    raw, _, _ = iter_lines(j.text)
+    values = [t for line in raw for t in normalise_line(line, measures=True).split() if any(c.isdigit() for c in t)]
+    return text_digest(values)[:16]
+
+
+def progress_of(text: str | None, action: str | None = None, result: str | None = None) -> tuple[tuple[str, float, float], ...]:
+    """What a report states of its progress (module doc): read from its judged text and its note."""
+    j = judged_parts(text, action, result)
+    return progress_marks("\n".join(t for t in (j.note, j.text) if t))
+
+
 # ---------------------------------------------------------------------- recent observations
 @dataclass(frozen=True)
 class Recent:
     """One of the last observations of the same attempt, as far as a later one is compared with it:
-    its identity, its content's identity, its normalised lines (for character comparisons; may be
-    empty), its line keys with their concepts, and the fractions it stated."""
+    its identity, its normalised units (for character comparisons; may be empty), its content's
+    identity, its unit keys with their concepts, the progress it stated, and its action's key."""
 
     digest: str
     lines: tuple[str, ...] = ()
     content: str | None = None  # the judged content's identity (the digest when no action)
     keys: tuple[str, ...] = ()
-    sets: tuple[frozenset[str], ...] = ()  # the concepts of its first lines (≤ CONCEPT_LINES)
+    sets: tuple[frozenset[str], ...] = ()  # the concepts of its first units (≤ CONCEPT_LINES)
     fractions: tuple[tuple[str, float, float], ...] = ()
+    action: str | None = None
 
     @classmethod
     def of_lines(cls, digest: str, lines: Sequence[str], content: str | None = None,
-                 fracs: tuple[tuple[str, float, float], ...] = ()) -> "Recent":
+                 fracs: tuple[tuple[str, float, float], ...] = (), action: str | None = None) -> "Recent":
         lines = tuple(dict.fromkeys(lines))
         return cls(digest, lines, content, tuple(line_key(x) for x in lines[:STORED_KEYS]),
-                   tuple(concepts(x) for x in lines[:CONCEPT_LINES]), fracs)
+                   tuple(concepts(x) for x in lines[:CONCEPT_LINES]), fracs, action)
 
     @property
     def size(self) -> int:
@@ -236,8 +206,8 @@ class Recent:
 
 
 def encode_concepts(p: "Prepared") -> str:
-    """An observation's line keys and concepts as stored (``observation.concepts``): a line per
-    examined line (≤ ``STORED_KEYS``), its key then its concepts (≤ ``CONCEPT_LINES`` lines)."""
+    """An observation's unit keys and concepts as stored (``observation.concepts``): a line per
+    examined unit (≤ ``STORED_KEYS``), its key then its concepts (≤ ``CONCEPT_LINES`` units)."""
     out = []
     for i, line in enumerate(p.lines[:STORED_KEYS]):
         words = " ".join(sorted(p.sets[i])) if i < len(p.sets) else ""
@@ -246,11 +216,11 @@ def encode_concepts(p: "Prepared") -> str:
 
 
 def decode_concepts(digest: str, content: str | None, stored: str | None, lines: Sequence[str] = (),
-                    fracs: tuple[tuple[str, float, float], ...] = ()) -> Recent:
+                    fracs: tuple[tuple[str, float, float], ...] = (), action: str | None = None) -> Recent:
     """A stored observation (its identity, content identity, ``concepts`` column, and — for the
-    newest few — its normalised lines) → :class:`Recent`."""
+    newest few — its normalised units) → :class:`Recent`."""
     if not stored:
-        return Recent.of_lines(digest, lines, content, fracs)
+        return Recent.of_lines(digest, lines, content, fracs, action)
     keys: list[str] = []
     sets: list[frozenset[str]] = []
     for row in stored.split("\n"):
@@ -258,7 +228,7 @@ def decode_concepts(digest: str, content: str | None, stored: str | None, lines:
         keys.append(key)
         if len(sets) < CONCEPT_LINES:
             sets.append(frozenset(words.split()))
-    return Recent(digest, tuple(lines), content, tuple(keys), tuple(sets), fracs)
+    return Recent(digest, tuple(lines), content, tuple(keys), tuple(sets), fracs, action)
 
 
 # ---------------------------------------------------------------------- one observation
@@ -266,29 +236,33 @@ def decode_concepts(digest: str, content: str | None, stored: str | None, lines:
 class Prepared:
     """What a heartbeat's report brings, before looking up what the attempt has seen."""
 
-    lines: list[str]  # the judged text: normalised, non-blank, examined, distinct (in first-seen order)
+    lines: list[str]  # the judged units: normalised, non-blank, examined, distinct (in first-seen order)
     line_digests: list[str]  # attempt-scoped, parallel to ``lines``
-    sets: list[frozenset[str]]  # concepts of the first CONCEPT_LINES lines
-    near: list[bool]  # line i nearly copies (characters) or is a line of a recent observation
-    window: list[bool]  # line i's concepts overlap a recent line's by ≥ PARA
-    where: list[set[int]]  # line i matches (exactly, nearly, by concepts) these recent observations
-    own_digest: str  # the digest of the judged text's normalised lines
-    action: str | None  # the action's key (None: no action)
+    sets: list[frozenset[str]]  # concepts of the first CONCEPT_LINES units
+    near: list[bool]  # unit i nearly copies (characters) or is a unit of a recent observation
+    window: list[bool]  # unit i's concepts overlap a recent unit's by ≥ PARA
+    where: list[set[int]]  # unit i matches (exactly, nearly, by concepts) these recent observations
+    own_digest: str  # the digest of the judged units
+    action: str | None  # the action's key (None: no action; a plain report's command counts)
     attempt: int
     result: bool  # the judged text is a result (a tool's output), not a narrative
     recent_digests: list[str] = field(default_factory=list)
     recent_contents: list[str] = field(default_factory=list)
     recent_sizes: list[int] = field(default_factory=list)
     fractions: tuple[tuple[str, float, float], ...] = ()
-    text_progress: bool = False  # a number moved toward its stated total since the last observation
-    examined: int = 0  # non-blank lines examined (repeats included)
+    text_progress: bool = False  # a number moved toward its stated total, or a series moved on
+    examined: int = 0  # non-blank units examined (repeats included)
     dropped_lines: int = 0  # raw lines past MAX_LINES, not examined
-    cut_lines: int = 0  # lines cut to MAX_LINE_CHARS
+    cut_lines: int = 0  # units cut to MAX_LINE_CHARS
     comparisons: int = 0
+    fields: list[str | None] = field(default_factory=list)  # unit i as a template instance (``_template``)
+    failed: list[bool] = field(default_factory=list)  # unit i says the step failed or found nothing
 
     def lookups(self) -> list[str]:
         """Every digest of the memory whose presence :func:`judge` reads."""
         out = list(self.line_digests)
+        if self.action is not None:
+            out.append(_memo(self.attempt, "a", (self.action,)))
         for s in self.sets:
             out.extend(_memo(self.attempt, "w", (w,)) for w in s)
             out.extend(_queries(self.attempt, s))
@@ -296,7 +270,7 @@ class Prepared:
 
 
 def _queries(attempt: int, s: frozenset[str]) -> list[str]:
-    """Digests that say an earlier line's concepts equal ``s`` up to one word added, dropped or swapped."""
+    """Digests that say an earlier unit's concepts equal ``s`` up to one word added, dropped or swapped."""
     if not s:
         return []
     out = [_memo(attempt, "c", s)]
@@ -312,7 +286,7 @@ def _queries(attempt: int, s: frozenset[str]) -> list[str]:
 
 
 def _entries(attempt: int, s: frozenset[str]) -> list[str]:
-    """What a line's concepts add to the memory (its set; each set less one word)."""
+    """What a unit's concepts add to the memory (its set; each set less one word)."""
     if not s:
         return []
     out = [_memo(attempt, "c", s)]
@@ -329,63 +303,121 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
 
 def prepare(text: str | None, attempt: int, recent: Sequence[Recent] = (), *, action: str | None = None,
             result: str | None = None, cache: dict[str, str] | None = None) -> Prepared:
-    """The judged text (the result, else ``text`` — the observation —, else the action) normalised
-    and compared with the last observations of its attempt (``recent`` newest last). Pure and
-    bounded (see the module doc). ``cache``: see :func:`normalise_lines`."""
-    judged = result if result is not None else text if text is not None else action or ""
-    raw, dropped, cut = iter_lines(str(judged))
+    """The judged text (module doc) normalised and compared with the last observations of its
+    attempt (``recent`` newest last). Pure and bounded (see the module doc). ``cache``: see
+    :func:`units.normalise_lines`."""
+    j = judged_parts(text, action, result)
+    raw, dropped, cut = iter_lines(j.text)
     cache = {} if cache is None else cache
+    keep = echo_tokens(j.action) if j.result else frozenset()
+    tag = "\x00" + "\x00".join(sorted(keep)) if keep else ""
     examined = []
     for text_line in raw:
-        x = cache.get(text_line)
+        x = cache.get(text_line + tag)
         if x is None:
-            x = cache[text_line] = normalise_line(text_line)
+            x = cache[text_line + tag] = normalise_line(text_line, keep)
         if x:
             examined.append(x)
     lines = list(dict.fromkeys(examined))
-    drop = concepts(" ".join(normalise_lines(action))) if result is not None and action else frozenset()
+    act = j.action
+    drop = concepts(" ".join(normalise_lines(act))) if j.result and act else frozenset()
     sets = [concepts(x, drop) for x in lines[:CONCEPT_LINES]]
     recent = list(recent)[-RECENT:]
     near = [False] * len(lines)
     window = [False] * len(lines)
+    fields_: list[str | None] = [None] * len(lines)
     where: list[set[int]] = [set() for _ in lines]
     budget = [MAX_COMPARISONS]
+    key = action_key(act)
     if recent and lines:
-        index: dict[str, list[int]] = {}  # concept word → the recent lines (ids in ``owners``) holding it
+        index: dict[str, list[int]] = {}  # concept word → the recent units (ids in ``owners``) holding it
         owners: list[tuple[int, frozenset[str]]] = []
-        for j, r in enumerate(recent):
+        for j_, r in enumerate(recent):
             for s in r.sets:
                 if s:
                     for w in s:
                         index.setdefault(w, []).append(len(owners))
-                    owners.append((j, s))
+                    owners.append((j_, s))
         visits = [MAX_CONCEPT_VISITS]
         key_sets = [set(r.keys) for r in recent]
         line_sets = [set(r.lines) for r in recent]
+        texts = recent[-RECENT_TEXT:]
+        first_text = len(recent) - len(texts)
+        shapes: dict[int, list[tuple[int, tuple[str, ...]]]] = {}  # token count → (recent index, tokens)
+        if j.result:
+            for k, r in enumerate(texts, start=first_text):
+                for other in r.lines:
+                    toks = tuple(other.split())
+                    shapes.setdefault(len(toks), []).append((k, toks))
+        echoes = {t.lower() for t in keep}
         for i, line in enumerate(lines):
-            k = line_key(line)
-            for j in range(len(recent)):
-                if k in key_sets[j] or line in line_sets[j]:
-                    where[i].add(j)
-            for j, r in enumerate(recent[-RECENT_TEXT:], start=len(recent) - min(RECENT_TEXT, len(recent))):
-                if j not in where[i] and r.lines and _near_match(line, r.lines, budget):
-                    where[i].add(j)
+            k_ = line_key(line)
+            for jj in range(len(recent)):
+                if k_ in key_sets[jj] or line in line_sets[jj]:
+                    where[i].add(jj)
+            # a unit naming what this step's action named is judged as an instance of its template
+            # (the same outcome for another thing), never as a near copy of the last thing's
+            named = bool(echoes) and any(t in echoes for t in line.split())
+            for jj, r in enumerate(texts, start=first_text):
+                if not named and jj not in where[i] and r.lines and near_match(line, r.lines, budget):
+                    where[i].add(jj)
             near[i] = bool(where[i])
+            if not near[i] and j.result:
+                fields_[i] = _template(line, shapes, recent, key, drop, echoes, budget)
             if i < len(sets) and sets[i] and visits[0] > 0:
                 found = _overlapping(sets[i], index, owners, visits)
                 window[i] = bool(found - where[i]) or (bool(found) and not near[i])
                 where[i] |= found
-    fracs = fractions("\n".join(t for t in (text, action, result) if t))
-    progress = bool(recent) and advanced(recent[-1].fractions, fracs)
+    fracs = progress_marks("\n".join(t for t in (j.note, j.text) if t))
+    progress = False
+    kinds = {(k, total) for k, _, total in fracs}
+    for r in reversed(recent):  # the last observation that stated the same kind of progress
+        if kinds & {(k, total) for k, _, total in r.fractions} or (
+                any(k.startswith("key:") for k, _ in kinds) and any(k.startswith("total:") for k, _, _ in r.fractions)):
+            progress = advanced(r.fractions, fracs)
+            break
+    if not progress and j.result and lines and recent:
+        progress = _shrank(lines, where, recent, key)
+    failed = [bool(concepts(x) & FAILED) for x in lines[:CONCEPT_LINES]]
     return Prepared(lines, [line_digest(attempt, x) for x in lines], sets, near, window, where, text_digest(lines),
-                    action_key(action), attempt, result is not None, [r.digest for r in recent],
-                    [r.content or r.digest for r in recent], [r.size for r in recent], fracs, progress, len(examined),
-                    dropped, cut, MAX_COMPARISONS - budget[0])
+                    key, attempt, j.result, [r.digest for r in recent], [r.content or r.digest for r in recent],
+                    [r.size for r in recent], fracs, progress, len(examined), dropped, cut, MAX_COMPARISONS - budget[0],
+                    fields_, failed)
+
+
+def _shrank(lines: Sequence[str], where: Sequence[set[int]], recent: Sequence[Recent], key: str | None) -> bool:
+    """A result that lists part of what the same step listed last time, and nothing else, with other
+    steps taken between the two: something went away (an error fixed, a finding cleared) —
+    progress, though no unit is new. (The same step re-run at once showing less is not.)"""
+    for j in range(len(recent) - 1, -1, -1):
+        r = recent[j]
+        if r.action != key or r.digest == recent[-1].digest and j < len(recent) - 1:
+            continue
+        return j < len(recent) - 1 and all(j in w for w in where) and len(lines) < r.size
+    return False
+
+
+def _template(line: str, shapes: dict[int, list[tuple[int, tuple[str, ...]]]], recent: Sequence[Recent],
+              key: str | None, drop: frozenset[str], echoes: set[str], budget: list[int]) -> str | None:
+    """A result unit as an instance of a template learnt from the recent units (Drain's match):
+    ``"new"`` (new values in its fields: the next resource created, the next product page) or
+    ``"echo"`` (its values only echo the action), or None (no instance)."""
+    toks = tuple(line.split())
+    cands = shapes.get(len(toks))
+    if not cands:
+        return None
+    diff = template_match(toks, [c for _, c in cands], budget)
+    if diff is None:
+        return None
+    values = [toks[i] for i in diff]
+    if all(v in echoes or (drop and concepts(v) <= drop) for v in values):
+        return "echo"  # the fields only echo what the action asked for
+    return "new"
 
 
 def _overlapping(mine: frozenset[str], index: dict[str, list[int]], owners: Sequence[tuple[int, frozenset[str]]],
                  visits: list[int]) -> set[int]:
-    """The recent observations holding a line whose concepts overlap ``mine`` by ≥ PARA (an
+    """The recent observations holding a unit whose concepts overlap ``mine`` by ≥ PARA (an
     inverted index: the work is the postings visited, capped by ``visits``)."""
     counts: dict[int, int] = {}
     for w in mine:
@@ -403,40 +435,15 @@ def _overlapping(mine: frozenset[str], index: dict[str, list[int]], owners: Sequ
     return out
 
 
-_DIGIT_RUN = re.compile(r"\d+")
-
-
-def _near_match(line: str, others: Sequence[str], budget: list[int]) -> bool:
-    """True when ``line`` nearly copies one of ``others`` (difflib ratio ≥ NEAR). Two lines that
-    differ only in the digits a normalised line keeps (a file's number: ``part-0004.parquet``)
-    name two things: not a near copy."""
-    if len(line) < NEAR_MIN_CHARS:
-        return False
-    masked = _DIGIT_RUN.sub("#", line) if any(c.isdigit() for c in line) else None
-    for other in others:
-        if budget[0] <= 0:
-            return False
-        lo, hi = sorted((len(line), len(other)))
-        if 2 * lo / (lo + hi) < NEAR:  # the length bound of the ratio
-            continue
-        if masked is not None and masked == _DIGIT_RUN.sub("#", other):
-            continue
-        budget[0] -= 1
-        sm = SequenceMatcher(None, line, other, autojunk=False)
-        if sm.quick_ratio() >= NEAR and sm.ratio() >= NEAR:
-            return True
-    return False
-
-
 @dataclass(frozen=True)
 class Verdict:
     """What one observation brought, judged against the attempt's memory."""
 
-    new_units: int  # lines that are new information
+    new_units: int  # units that are new information
     digest: str  # the observation's identity (repeats and cycles compare it)
     content: str  # the judged content's identity (the result's, with an action)
     remember: tuple[str, ...]  # digests the memory should hold from now on (not there yet)
-    paraphrases: int = 0  # lines that were old only as paraphrases (their concepts)
+    paraphrases: int = 0  # units that were old only as paraphrases (their concepts)
     echo_lag: int | None = None  # how many observations back the echoed one is (1 = the previous)
 
 
@@ -445,20 +452,29 @@ def judge(p: Prepared, seen: Iterable[str]) -> Verdict:
     ``p.lookups()`` found there)."""
     seen = set(seen)
     memo = lambda kind, words: _memo(p.attempt, kind, words)  # noqa: E731
-    said: set[str] = set()  # concept words of earlier lines of this observation
+    said: set[str] = set()  # concept words of earlier units of this observation
     earlier: list[frozenset[str]] = []
     new = paraphrases = 0
     remember: list[str] = []
+    # a step never taken before in this attempt that did not fail: doing it is news, even when its
+    # output echoes it in a known form (the next page fetched, the next field filled)
+    fresh_step = p.action is not None and memo("a", (p.action,)) not in seen
+    if p.action is not None:
+        remember.append(memo("a", (p.action,)))
     for i, line in enumerate(p.lines):
         d = p.line_digests[i]
         s = p.sets[i] if i < len(p.sets) else frozenset()
         old = d in seen or p.near[i]
-        if not old and s:
+        instance = p.fields[i] if i < len(p.fields) else None
+        worked = fresh_step and not (p.failed[i] if i < len(p.failed) else False)
+        if not old and instance == "echo":
+            old = not worked
+        elif not old and s and instance is None:
             unseen = [w for w in s if w not in said and memo("w", (w,)) not in seen]
             fresh = [w for w in unseen if w not in WEAK]
             if p.result and not unseen:
-                old = True  # a tool's output that names nothing new taught nothing new
-                paraphrases += 1
+                old = not worked  # a tool's output that names nothing new taught nothing new
+                paraphrases += old
             elif not any(is_specific(w) for w in fresh) and len(fresh) <= (len(s) - 1) // NEW_WORDS_PER:
                 if (p.window[i] or any(q in seen for q in _queries(p.attempt, s))
                         or any(_overlap(s, e) >= PARA for e in earlier)):
@@ -501,7 +517,7 @@ def _echo(p: Prepared) -> tuple[str, int | None]:
 
 class Tracker:
     """The novelty bookkeeping of one node kept in memory (the ledger keeps the same in its tables):
-    ``observe(text, attempt, action=, result=)`` → (new lines, identity, Prepared)."""
+    ``observe(text, attempt, action=, result=)`` → (new units, identity, Prepared)."""
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
@@ -519,41 +535,8 @@ class Tracker:
         self.last = v
         self.recent = (self.recent + [Recent(v.digest, tuple(p.lines), v.content,
                                              tuple(line_key(x) for x in p.lines[:STORED_KEYS]), tuple(p.sets),
-                                             p.fractions)])[-RECENT:]
+                                             p.fractions, p.action)])[-RECENT:]
         return v.new_units, v.digest, p
-
-
-# ---------------------------------------------------------------------- sequences of identities
-@dataclass(frozen=True)
-class Repeat:
-    period: int  # 1: the same observation again; 2-8: a cycle over that many
-    run: int  # how many observations in a row repeat the one ``period`` before them
-    start: int  # index (in the sequence given) of the first observation of the repeating stretch
-
-    @property
-    def observations(self) -> int:
-        return self.run + self.period
-
-
-def judge_sequence(digests: Sequence[str], *, min_repeat: int = 3, max_period: int = RECENT,
-                   min_cycle_run: int = 2, long_cycle_run: int = 3, long_from: int = 5) -> Repeat | None:
-    """The repeat ending at the newest observation, if there is one worth an alarm: the same
-    identity ``min_repeat`` times in a row (period 1), or a cycle of 2..``max_period`` distinct
-    identities whose newest ``min_cycle_run`` observations (``long_cycle_run`` from a period of
-    ``long_from``) each repeat the one a period before. The shortest period wins."""
-    n = len(digests)
-    for p in range(1, max_period + 1):
-        run = 0
-        while run < n - p and digests[n - 1 - run] == digests[n - 1 - run - p]:
-            run += 1
-        if p == 1:
-            if run + 1 >= min_repeat:
-                return Repeat(1, run, n - 1 - run)
-            continue
-        need = long_cycle_run if p >= long_from else min_cycle_run
-        if run >= need and len(set(digests[n - p:])) == p:
-            return Repeat(p, run, n - run - p)
-    return None
 
 
 def left_out(p: Prepared) -> str:
@@ -564,3 +547,9 @@ def left_out(p: Prepared) -> str:
     if p.cut_lines:
         parts.append(f"{p.cut_lines:,} lines cut to {MAX_LINE_CHARS} characters")
     return "; ".join(parts)
+
+
+__all__ = ["CONCEPT_LINES", "MAX_COMPARISONS", "MAX_LINES", "MAX_LINE_CHARS", "MAX_MEMORY", "NEAR", "Prepared", "Recent",
+           "Repeat", "Tracker", "Verdict", "action_key", "decode_concepts", "encode_concepts", "excerpt", "iter_lines",
+           "judge", "judge_sequence", "judged_lines", "judged_parts", "left_out", "line_digest", "line_key", "measures_of", "normalise_line",
+           "normalise_lines", "pair_digest", "prepare", "progress_of", "text_digest"]

@@ -38,11 +38,11 @@ import peewee as pw
 
 from store.judges import novelty
 from store.storage import sql
-from store.judges.concepts import fractions
 from store.errors import InvalidValue
-from store.jsontypes import JsonObject
 from store.storage.tables import NodeRecord
 from store.storage.core import LedgerCore
+from store.storage.events import NodeHeartbeat, WaitJson
+from store import views
 
 OBSERVATION_TEXT_CAP = 4096  # characters of an observation (and of an action, a result) kept for display
 DEFAULT_WAIT_S = 600.0  # a wait declared without wait_s
@@ -52,8 +52,11 @@ BEAT_CLIP = math.log(4.0)
 GAPS_KEPT = 16  # heartbeat gaps a node keeps for its rhythm
 GAPS_LEARNED = 8  # gaps before the rhythm says anything (before: only the lease speaks)
 LONG_DECAY = 0.97  # per heartbeat: a long gap seen long ago weighs less and less
-FLAG_PROGRESS = 1
-FLAG_PARKED = 2
+FLAG_PROGRESS = 1  # the attempt showed progress with this observation …
+FLAG_PARKED = 2  # made while the task was parked
+FLAG_RESULT = views.FLAG_RESULT  # what was judged is a tool's output (a result, or a plain report's output)
+FLAG_UNITS_ONLY = 8  # … by its units_done alone, beside the same step measuring the same: not counted
+FLAG_FAILED = 16  # what was judged says the step failed or found nothing
 
 ATTEMPT_RESET: Mapping[str, object] = {"beat_interval_s": None, "units_at": None, "wait_on": None, "wait_since": None,
                                     "wait_until": None, "progress_at": None, "beat_gaps": None, "beat_long_s": None,
@@ -81,6 +84,10 @@ class Report:
     result: str | None
     prepared: novelty.Prepared
     verdict: novelty.Verdict
+    # a rising units_done beside this report counts as progress: the node reports by its counter (its
+    # reports brought nothing new since its first), or this report measured something the last ones
+    # did not (a loss, a count) — not the same step getting the same result again
+    units_count: bool = True
 
 
 def _cap(text: str | None) -> str | None:
@@ -90,44 +97,57 @@ def _cap(text: str | None) -> str | None:
 
 
 def judge_report(core: LedgerCore, task_id: str, key: str, attempt: int, observation: str | None,
-                 action: str | None, result: str | None) -> Report | None:
+                 action: str | None, result: str | None, units_done: float | None = None) -> Report | None:
     """Outside the write transaction: the report compared with the attempt's last observations and
     judged against its memory (module doc). None when the heartbeat reports nothing."""
     if observation is None and action is None and result is None:
         return None
     node_id = sql.scalar(core.db, "SELECT id FROM node WHERE task_id = ? AND key = ?", [task_id, key])
     node_id = -1 if node_id is None else int(node_id)
-    rows = sql.fetch_all(core.db, "SELECT text, action, result, digest, content, concepts FROM observation "
-                                  "WHERE node_id = ? AND attempt = ? ORDER BY id DESC LIMIT ?",
+    rows = sql.fetch_all(core.db, "SELECT text, action, result, digest, content, concepts, action_key, new_units "
+                                  "FROM observation WHERE node_id = ? AND attempt = ? ORDER BY id DESC LIMIT ?",
                          [node_id, attempt, novelty.RECENT])
     recent = []
     cache: dict[str, str] = {}  # raw line → normalised: a growing log repeats its lines
-    for i, (text, act, res, digest, content, stored) in enumerate(reversed(rows)):
+    for i, (text, act, res, digest, content, stored, key_, _) in enumerate(reversed(rows)):
         newest = i >= len(rows) - novelty.RECENT_TEXT
-        judged = res if res is not None else text if text or act is None else act
-        lines = novelty.normalise_lines(judged or "", cache) if newest or not stored else ()
-        fracs = fractions("\n".join(t for t in (text, act, res) if t)) if i == len(rows) - 1 else ()
-        recent.append(novelty.decode_concepts(digest, content, stored, lines, fracs))
+        said = text if text or act is None else None
+        parts = novelty.judged_parts(said, act, res)
+        lines = novelty.judged_lines(parts, cache) if newest or not stored else ()
+        recent.append(novelty.decode_concepts(digest, content, stored, lines, novelty.progress_of(said, act, res), key_))
     p = novelty.prepare(observation, attempt, recent, action=action, result=result, cache=cache)
     seen: set[str] = set()
     for chunk in sql.chunks(p.lookups()):
         seen.update(r[0] for r in sql.fetch_all(
             core.db, f"SELECT digest FROM seen_line WHERE node_id = ? AND digest IN ({sql.marks(len(chunk))})",
             [node_id, *chunk]))
-    return Report(observation, action, result, p, novelty.judge(p, seen))
+    v = novelty.judge(p, seen)
+    counts = True
+    if units_done is not None and rows and not v.new_units:
+        # the attempt's first observation is the oldest row only while fewer than RECENT were read
+        news = [r[7] for r in (rows[:-1] if len(rows) < novelty.RECENT else rows)]
+        if any(n for n in news):
+            mine = novelty.measures_of(observation, action, result)
+            counts = all(c != v.content or novelty.measures_of(t if t or a is None else None, a, r) != mine
+                         for t, a, r, _, c, *_ in rows)
+    return Report(observation, action, result, p, v, counts)
 
 
-def record_observation(core: LedgerCore, node_id: int, attempt: int, report: Report, flags: int, now: float) -> None:
-    """Inside the write transaction: remember what the report added, store it."""
+def record_observation(core: LedgerCore, node_id: int, attempt: int, report: Report, flags: int, now: float) -> int:
+    """Inside the write transaction: remember what the report added, store it (its one place: the
+    heartbeat's event names it). Returns its id."""
     v, p = report.verdict, report.prepared
     for chunk in sql.chunks(list(v.remember), 400):
         values = ", ".join(["(?, ?)"] * len(chunk))
         sql.execute(core.db, f"INSERT INTO seen_line (node_id, digest) VALUES {values} ON CONFLICT DO NOTHING",
                     [x for h in chunk for x in (node_id, h)])
-    sql.execute(core.db, "INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines, action, "
-                         "result, action_key, content, flags, concepts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [node_id, now, attempt, _cap(report.observation) or "", v.digest, v.new_units, p.examined,
-                 _cap(report.action), _cap(report.result), p.action, v.content, flags, novelty.encode_concepts(p)])
+    cur = sql.execute(core.db, "INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines, action, "
+                               "result, action_key, content, flags, concepts) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                      [node_id, now, attempt, _cap(report.observation) or "", v.digest, v.new_units, p.examined,
+                       _cap(report.action), _cap(report.result), p.action, v.content, flags,
+                       novelty.encode_concepts(p)])
+    return int(cur.fetchone()[0])
 
 
 # ---------------------------------------------------------------------- heartbeat figures
@@ -154,6 +174,17 @@ def long_gap(gaps: list[float], previous: float | None) -> float | None:
     # forgets a rhythm whose long gaps are fewer than its bursts' beats: 5 quick beats, 1 long one)
     carried = max(gaps) if previous is None else max(previous * LONG_DECAY, gaps[-1])
     return max(high, carried)
+
+
+def observation_flags(beat: Mapping[str, object], parked: bool, report: Report | None) -> int:
+    """The flags an observation row carries (``FLAG_*``), from the node columns the heartbeat moved."""
+    progress = "progress_at" in beat
+    text = report is not None and report.prepared.text_progress
+    counted = text or report is None or report.units_count
+    return ((FLAG_PROGRESS if progress else 0) | (FLAG_PARKED if parked else 0)
+            | (FLAG_RESULT if report is not None and report.prepared.result else 0)
+            | (FLAG_UNITS_ONLY if progress and not counted else 0)
+            | (FLAG_FAILED if report is not None and any(report.prepared.failed) else 0))
 
 
 def beat_fields(row: NodeRecord, now: float, units_done: float | None, wait: tuple[str, float] | None,
@@ -194,36 +225,30 @@ def beat_fields(row: NodeRecord, now: float, units_done: float | None, wait: tup
     return out
 
 
-PAYLOAD_COLUMNS = ("beat_interval_s", "units_at", "progress_at", "beat_long_s")
+def beat_payload(row: NodeRecord, fields: Mapping[str, object], *, lease_until: float, units_done: float | None,
+                 units_total: float | None, tokens: int | None, report: Report | None) -> NodeHeartbeat:
+    """The heartbeat's event: the figures it moved, the node's own heartbeat figures after it (so a
+    reader — the console's ``TaskAnalysis`` — follows the node without reading it again) and what
+    its judgement left out; what its report brought is its observation row (``record_observation``),
+    which the event names."""
+    def after(col: str) -> float | None:
+        v = fields.get(col, getattr(row, col))
+        return float(v) if isinstance(v, (int, float)) else None
 
-
-def beat_payload(row: NodeRecord, fields: Mapping[str, object]) -> JsonObject:
-    """What the heartbeat event carries of these figures, so a reader (the console's
-    ``TaskAnalysis``) can follow the node without re-reading it."""
-    merged = {k: fields.get(k, getattr(row, k)) for k in ATTEMPT_RESET}
-    out: JsonObject = {}
-    for col in PAYLOAD_COLUMNS:
-        if merged[col] is not None:
-            out[col] = merged[col]
-    if "wait_on" in fields or merged["wait_on"]:
-        out["wait"] = {"on": merged["wait_on"], "since": merged["wait_since"], "until": merged["wait_until"]}
-    return out
-
-
-def report_payload(report: Report) -> JsonObject:
-    """What the heartbeat event says of the report (the console's analysis reads it)."""
-    v, p = report.verdict, report.prepared
-    out: JsonObject = {"new_units": v.new_units, "digest": v.digest, "lines": p.examined}
-    if p.action is not None:
-        out.update(action_key=p.action, action=novelty.excerpt(report.action))
-    if report.result is not None:
-        out.update(content=v.content, result=novelty.excerpt(report.result))
-    if v.paraphrases:
-        out["paraphrases"] = v.paraphrases
-    left_out = novelty.left_out(p)
-    if left_out:
-        out.update(unexamined_lines=p.dropped_lines, cut_lines=p.cut_lines)
-    return out
+    wait_on = fields.get("wait_on", row.wait_on)
+    wait = None
+    if "wait_on" in fields or wait_on:
+        wait = WaitJson(on=None if wait_on is None else str(wait_on), since=after("wait_since"), until=after("wait_until"))
+    paraphrases = unexamined = cut = None
+    if report is not None:
+        v, p = report.verdict, report.prepared
+        paraphrases = v.paraphrases or None
+        if novelty.left_out(p):
+            unexamined, cut = p.dropped_lines, p.cut_lines
+    return NodeHeartbeat(lease_until=lease_until, units_done=units_done, units_total=units_total, tokens=tokens,
+                         beat_interval_s=after("beat_interval_s"), units_at=after("units_at"),
+                         progress_at=after("progress_at"), beat_long_s=after("beat_long_s"), wait=wait,
+                         paraphrases=paraphrases, unexamined_lines=unexamined, cut_lines=cut)
 
 
 # ---------------------------------------------------------------------- parks

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import replace
-from typing import AbstractSet, Callable, Sequence, TypedDict
+from typing import AbstractSet, Sequence, TypedDict
 
 from store.estimation.estimates import (
     DEFAULT_PARAMS,
@@ -52,8 +52,8 @@ from store.estimation.estimates import (
 )
 from store.reading import task_level
 from store.facade import Ledger
-from store.jsontypes import JsonMapping
 from store.estimation import evidence
+from store.storage.events import HandoffOpened, NodeClaimed, NodeCommitted, NodeHeartbeat, payload_of, task_wide
 from store.reading.signals import (
     DEFAULT_THRESHOLDS,
     Obs,
@@ -66,9 +66,6 @@ from store.reading.signals import (
     task_signals,
 )
 from store.views import EventView, GraphRow, NodeView, TaskView
-
-TASK_EVENT_PREFIXES = ("task.", "operator.", "graph.", "budget.")
-
 
 class BeatColumns(TypedDict, total=False):
     """The node columns a heartbeat changes, as :meth:`TaskAnalysis.apply_event` replaces them."""
@@ -87,20 +84,26 @@ class BeatColumns(TypedDict, total=False):
     wait_until: float | None
 
 
-def beat_columns(payload: JsonMapping) -> BeatColumns:
-    """The node's own heartbeat figures a heartbeat event carries (``ledger/observe.beat_payload``)."""
-    out = BeatColumns()
-    if payload.get("beat_interval_s") is not None:
-        out["beat_interval_s"] = float(payload["beat_interval_s"])
-    if payload.get("units_at") is not None:
-        out["units_at"] = float(payload["units_at"])
-    if payload.get("progress_at") is not None:
-        out["progress_at"] = float(payload["progress_at"])
-    if payload.get("beat_long_s") is not None:
-        out["beat_long_s"] = float(payload["beat_long_s"])
-    wait = payload.get("wait")
-    if isinstance(wait, dict):
-        out.update(BeatColumns(wait_on=wait.get("on"), wait_since=wait.get("since"), wait_until=wait.get("until")))
+def beat_columns(beat: NodeHeartbeat, at: float, tokens_used: int) -> BeatColumns:
+    """The node columns a heartbeat event moves (``ledger/observe.beat_payload``), given the node's
+    tokens before it."""
+    out = BeatColumns(heartbeat_at=at, lease_until=beat.lease_until)
+    if beat.units_done is not None:
+        out["units_done"] = beat.units_done
+    if beat.units_total is not None:
+        out["units_total"] = beat.units_total
+    if beat.tokens:
+        out["tokens_used"] = tokens_used + beat.tokens
+    if beat.beat_interval_s is not None:
+        out["beat_interval_s"] = beat.beat_interval_s
+    if beat.units_at is not None:
+        out["units_at"] = beat.units_at
+    if beat.progress_at is not None:
+        out["progress_at"] = beat.progress_at
+    if beat.beat_long_s is not None:
+        out["beat_long_s"] = beat.beat_long_s
+    if beat.wait is not None:
+        out.update(BeatColumns(wait_on=beat.wait["on"], wait_since=beat.wait["since"], wait_until=beat.wait["until"]))
     return out
 
 
@@ -109,22 +112,16 @@ BASES_MAX = 256  # … and shared distributions by kind and est_wall_s (each ~3 
 ROW_READ_CHUNK = 500  # running nodes re-read as whole nodes at a time (``from_rows``)
 
 
-def _no_pause() -> None:
-    return None
-
-
 class TaskAnalysis:
     def __init__(self, ledger: Ledger, task_id: str, *, history: DurationHistory | None = None,
                  params: EstimateParams = DEFAULT_PARAMS, thresholds: Thresholds = DEFAULT_THRESHOLDS,
                  rows: Sequence[GraphRow] | None = None, task: TaskView | None = None,
-                 cursor: int | None = None, pause: Callable[[], object] | None = None) -> None:
+                 cursor: int | None = None) -> None:
         """Read the task once. ``rows`` (with its ``task`` view and the journal ``cursor`` they are
         as of): the task's nodes as the caller already holds them — the console's graph rows
         (``store.views.NodeRow``, which carry what the estimates read) — instead of reading the
         graph again; the running nodes are re-read as whole nodes (signals read more of them) and
-        the events after ``cursor`` are the caller's to apply. ``pause``: called between the reads
-        (the console's analysis worker waits there while the live path has a turn)."""
-        step = pause if pause is not None else _no_pause
+        the events after ``cursor`` are the caller's to apply."""
         self.ledger = ledger
         self.task_id = task_id
         self.params = params
@@ -142,15 +139,13 @@ class TaskAnalysis:
         # two: those events must not add them again.
         self._history_at = ledger.last_event_id() if rows is not None else 0
         self.history = history if history is not None else DurationHistory(params.history_cap, params)
-        self.history.load_kinds(ledger, {n.kind for n in nodes}, pause)
-        step()
+        self.history.load_kinds(ledger, {n.kind for n in nodes})
         running = [n for n in nodes if n.status == "running"]
         if rows is not None and running:
             running = []
             keys = sorted(n.key for n in nodes if n.status == "running")
             for i in range(0, len(keys), ROW_READ_CHUNK):
                 running.extend(ledger.nodes(task_id, keys[i:i + ROW_READ_CHUNK]))
-                step()
             for n in running:
                 self.nodes[n.key] = n
         th = thresholds
@@ -158,13 +153,11 @@ class TaskAnalysis:
         by_id = read_observations(ledger, [n.id for n in running], th.observations_per_node)
         for n in running:
             self.obs[n.key] = deque(by_id.get(n.id, ()), maxlen=th.observations_per_node)
-        step()
         self.handoffs = list(ledger.handoffs(task_id=task_id, status="open"))
         self.claims: dict[str, float] = {}
         for actor, at in evidence.recent_claims(ledger, task_id, 500):
             if actor and actor not in self.claims:
                 self.claims[actor] = at
-        step()
         # aggregates kept up to date by apply_event
         self._live: Counter[tuple[str, float | None]] = Counter()  # unfinished, not running
         self._norm = [0.0, 0.0, 0]  # tokens, units, nodes over succeeded nodes that reported units
@@ -229,40 +222,28 @@ class TaskAnalysis:
             self._update_node(n)
             changed.add(n.key)
         key = event.node
-        p = event.payload or {}
+        p = payload_of(event)
         kind = event.kind
         before = event.id <= self._history_at  # the observations and durations read hold it already
-        if kind == "node.claimed":
+        if isinstance(p, NodeClaimed):
             if event.actor:
                 self.claims[event.actor] = max(event.at, self.claims.get(event.actor, event.at))
             if key and not before:
                 self.obs[key] = deque(maxlen=self.thresholds.observations_per_node)
-        elif kind == "node.heartbeat" and key in self.nodes:
+        elif isinstance(p, NodeHeartbeat) and key in self.nodes:
             held = self.nodes[key]
             if not changed_nodes and fresh and held.status == "running" and isinstance(held, NodeView) and (
                     held.heartbeat_at is None or held.heartbeat_at < event.at):
                 # A heartbeat changes only these columns: no need to re-read the node. (A view read
                 # after this heartbeat already shows it: its heartbeat_at is not older.)
-                upd = BeatColumns(heartbeat_at=event.at)
-                if "lease_until" in p:
-                    upd["lease_until"] = p["lease_until"]
-                if p.get("units_done") is not None:
-                    upd["units_done"] = float(p["units_done"])
-                if p.get("units_total") is not None:
-                    upd["units_total"] = float(p["units_total"])
-                if p.get("tokens"):
-                    upd["tokens_used"] = held.tokens_used + int(p["tokens"])
-                upd.update(beat_columns(p))
-                self.nodes[key] = replace(held, **upd)
+                self.nodes[key] = replace(held, **beat_columns(p, event.at, held.tokens_used))
                 changed.add(key)
-            if "digest" in p and not before:
+            if p.observation is not None and not before:
                 seen = self.obs.setdefault(key, deque(maxlen=self.thresholds.observations_per_node))
-                o = Obs(event.at, self.nodes[key].attempt, p["digest"], int(p.get("new_units") or 0),
-                        int(p.get("flags") or 0), p.get("content") if "result" in p else None, p.get("result"),
-                        p.get("action"), p.get("action_key"))
+                o = Obs.seen(p.observation, event.at, self.nodes[key].attempt)
                 if o not in seen:  # read with the node's observations already (``rows``)
                     seen.append(o)
-        elif kind == "node.committed" and key in self.nodes and fresh:
+        elif isinstance(p, NodeCommitted) and key in self.nodes and fresh:
             # The memory learns the duration once per commit event: from the node's own row when
             # it still shows this commit (exact), else from the event (rounded to the millisecond).
             held = self.nodes[key]
@@ -270,15 +251,16 @@ class TaskAnalysis:
                 pass  # the history was loaded after this commit: it holds its duration already
             elif held.status == "succeeded" and held.finished_at == event.at and held.claimed_at is not None:
                 self.history.add(held.kind, held.finished_at - held.claimed_at, self.task_id, held.position)
-            elif "wall_s" in p:
-                self.history.add(held.kind, float(p["wall_s"]), self.task_id, held.position)
-        elif kind.startswith("handoff."):
+            else:
+                self.history.add(held.kind, p.commit.wall_s, self.task_id, held.position)
+        elif isinstance(p, HandoffOpened):
             self.handoffs = list(self.ledger.handoffs(task_id=self.task_id, status="open"))
+        wide = task_wide(kind)
         if task is not None:
             self.task = task
-        elif key is None or kind.startswith(TASK_EVENT_PREFIXES):
+        elif key is None or wide:
             self.task = self.ledger.task(self.task_id)
-        if key is None or kind.startswith(TASK_EVENT_PREFIXES):
+        if key is None or wide:
             return self.nodes.keys()
         if key:
             changed.add(key)
@@ -351,10 +333,8 @@ class TaskAnalysis:
         who.update(owner for owner in (self.nodes[k].lease_owner for k in self._running_set) if owner)
         return max(1, len(who))
 
-    def estimate(self, now: float | None = None, *, pause: Callable[[], object] | None = None) -> GraphEstimate:
-        """Every unfinished node's figure and the task's (``pause``: called before every node's
-        distribution — the first of a kind builds the kind's model — and every Monte Carlo trial,
-        ``estimates.task_estimate``)."""
+    def estimate(self, now: float | None = None) -> GraphEstimate:
+        """Every unfinished node's figure and the task's."""
         now = self.ledger.now() if now is None else now
         nodes = self._ordered()
         dists: dict[str, NodeDist | None] = {}
@@ -364,8 +344,6 @@ class TaskAnalysis:
             if n.status in FINISHED:
                 continue
             unfinished += 1
-            if pause is not None:
-                pause()
             d = self._dist(n, now)
             dists[n.key] = d
             hit = self._est_cache.get(n.key)
@@ -375,10 +353,10 @@ class TaskAnalysis:
         workers = self.workers(now)
         if unfinished <= self.params.mc_max_nodes:
             states = [NodeState.of(n) for n in nodes if n.status not in FINISHED]
-            return GraphEstimate(task_estimate(states, dists, workers, self.params, pause), per_node)
+            return GraphEstimate(task_estimate(states, dists, workers, self.params), per_node)
         return GraphEstimate(self._approx(now, workers), per_node)
 
-    def task_estimate(self, now: float | None = None, *, pause: Callable[[], object] | None = None) -> Estimate:
+    def task_estimate(self, now: float | None = None) -> Estimate:
         """Only the task's figure: O(kinds + running nodes) on a large graph."""
         now = self.ledger.now() if now is None else now
         if self.task.status not in ("active", "parked"):
@@ -387,7 +365,7 @@ class TaskAnalysis:
         if unfinished == 0:
             return Estimate(0.0, 0.0, 0, "none")
         if unfinished <= self.params.mc_max_nodes:
-            return self.estimate(now, pause=pause).task
+            return self.estimate(now).task
         return self._approx(now, self.workers(now))
 
     def _running(self) -> list[GraphRow]:
@@ -411,10 +389,8 @@ class TaskAnalysis:
             running.append(d)
         return approximate_estimate(groups, running, workers)
 
-    def signals(self, now: float | None = None, *, pause: Callable[[], object] | None = None,
-                every: int = 200) -> list[Signal]:
-        """Every signal of the task. ``pause`` is called after every ``every`` running nodes (the
-        console hands the interpreter to its UI thread there)."""
+    def signals(self, now: float | None = None) -> list[Signal]:
+        """Every signal of the task."""
         now = self.ledger.now() if now is None else now
         parked = [self.nodes[k] for k in sorted(self._parked_set)]
         out = task_signals(self.task, self.handoffs, now, thresholds=self.thresholds, parked_nodes=parked)
@@ -427,9 +403,7 @@ class TaskAnalysis:
             tokens, units, count = self._norm
             norm = tokens / units if count >= self.thresholds.cost_density_min_nodes and units > 0 else None
             p80s: dict[tuple[str, float | None], tuple[float | None, int]] = {}  # the same for a kind and est
-            for i, n in enumerate(self._running()):
-                if pause is not None and i and not i % every:
-                    pause()
+            for n in self._running():
                 assert isinstance(n, NodeView), "a running node is held whole (read again in __init__)"
                 p80 = p80s.get((n.kind, n.est_wall_s))
                 if p80 is None:

@@ -36,17 +36,18 @@ from store.judges import budget as budget_mod
 from store.reading import task_level
 from store.clock import duration_text, iso
 from store.estimation.estimates import DurationHistory, kind_p80
+from store.views import Observed
 from store.facade import Ledger
 from store.jsontypes import JsonObject
 from store.estimation import evidence
 from store.storage.core import LedgerCore
-from store.judges.novelty import excerpt, judge_sequence
+from store.judges.novelty import Repeat, judge_sequence
 from store.views import GraphRow, GraphView, HandoffView, NodeView, TaskView
 
 SEVERITIES = ("info", "warn", "alarm")
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
 TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired", "wake",
-              "budget_insufficient", "drift_suspected", "alignment_due")
+              "budget_insufficient", "drift_suspected", "alignment_due", "failure_pattern")
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,12 @@ class Thresholds:
     repeating_observations: int = 3  # the same observation 3 times in a row → alarm
     cycle_max_period: int = 8  # a cycle over 2..8 observations …
     cycle_repeats: int = 2  # … whose newest 2 observations each repeat the one a period before → alarm
-    cycle_repeats_long: int = 3  # … 3 for a period of 5 or more (all within two periods + 2)
-    heartbeat_stale_factor: float = 2.0  # silent for > 2 × the node's usual long gap …
+    cycle_repeats_long: int = 2  # … (the same from a period of 5: a cycle is caught at its period + 2)
+    failure_recurs: int = 3  # the same failed result this many times since the last progress, other steps between → alarm
+    heartbeat_stale_factor: float = 3.0  # silent for > 3 × the node's usual long gap …
     heartbeat_stale_min_s: float = 10.0  # … and at least 10 s …
-    heartbeat_stale_lease_fraction: float = 0.5  # … and never before the lease's renewal point (half of it)
+    heartbeat_stale_lease_fraction: float = 0.5  # … or past the lease's renewal point (half of it), whichever is sooner …
+    heartbeat_stale_floor: float = 2.0  # … but never within 2 × its usual long gap
     no_progress_min_s: float = 300.0  # units_done unchanged for 5 minutes …
     no_progress_heartbeats: int = 8  # … and for 8 of its own heartbeat intervals, while it beats → warn
     overdue_margin: float = 0.5  # running longer than 1.5 × its kind's P80 → warn
@@ -95,11 +98,18 @@ class Obs:
     attempt: int
     digest: str
     new_units: int
-    flags: int = 0  # 1: it showed progress; 2: made while the task was parked
+    flags: int = 0  # store/ledger/observe.py FLAG_*: 1 progress (8: by units_done alone, not counted), 2 parked, 4 a result, 16 failed
     content: str | None = None  # the result's identity (None: no result)
     result: str | None = None  # the result as evidence shows it (≤ 80 characters)
     action: str | None = None  # the action as evidence shows it (≤ 80 characters)
     action_key: str | None = None
+
+    @classmethod
+    def seen(cls, o: Observed, at: float, attempt: int) -> Obs:
+        """An observation as every reader reads it (``storage/rows.observed``: a heartbeat event's,
+        the evidence's)."""
+        return cls(at, attempt, o.digest, o.new_units, o.flags, o.content if o.result is not None else None,
+                   o.result, o.action, o.action_key)
 
 
 @dataclass(frozen=True)
@@ -250,14 +260,18 @@ def node_signals(
 
 def stale_signal(task_id: str, node: NodeView, act: Activity, now: float, th: Thresholds) -> list[Signal]:
     """``heartbeat_stale``: silent for clearly longer than the node's usual long gap (× the
-    factor), and never before the lease's renewal point (a fraction of the lease its last
-    heartbeat took). Before the node's rhythm is learned (``observe.GAPS_LEARNED`` gaps) only the
+    factor, at least ``heartbeat_stale_min_s``), or past the lease's renewal point (a fraction of
+    the lease its last heartbeat took) when that comes sooner — yet never within 2 × its usual
+    long gap (a node whose rhythm outruns its renewal point is judged by its rhythm): stale on the
+    node's own clock. Before the node's rhythm is learned (``observe.GAPS_LEARNED`` gaps) only the
     lease speaks: nothing until it ends (then ``orphaned``)."""
     if node.heartbeat_at is None or node.lease_until is None or act.long_s is None:
         return []
     lease_s = max(0.0, node.lease_until - node.heartbeat_at)
     renewal = th.heartbeat_stale_lease_fraction * lease_s
-    limit = max(th.heartbeat_stale_factor * act.long_s, th.heartbeat_stale_min_s, renewal)
+    own = max(th.heartbeat_stale_factor * act.long_s, th.heartbeat_stale_min_s)
+    # never below 2 × its usual long gap: a node whose own rhythm outruns its renewal point is read by it
+    limit = max(min(own, renewal), th.heartbeat_stale_floor * act.long_s)
     silent = now - node.heartbeat_at
     if limit >= lease_s or silent <= limit:
         return []
@@ -266,10 +280,26 @@ def stale_signal(task_id: str, node: NodeView, act: Activity, now: float, th: Th
                    f"lease ends in {dur(node.lease_until - now)}")]
 
 
+def loop_start(node: NodeView, act: Activity, observations: Sequence[Obs]) -> float:
+    """When the attempt last showed progress, as far as a loop is concerned. A number moving toward
+    its total in what the node reports always counts. ``units_done`` rising counts when it is how
+    the node reports (its reports have brought nothing new since its first: a status line beside a
+    counter), or beside a report that measured something new (a loss, a count); beside the same
+    step getting the same result again it does not (``observe.FLAG_UNITS_ONLY``): a counter that
+    rises while the same actions repeat with the same results does not hide the loop."""
+    mine = [o for o in observations if o.attempt == node.attempt]
+    if act.progress_at is None:
+        return float("-inf")
+    if not any(o.new_units > 0 for o in mine[1:]):
+        return act.progress_at  # the counter is the report
+    counted = [o.at for o in mine if o.flags & 1 and not o.flags & 8]
+    return max(counted) if counted else float("-inf")
+
+
 def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequence[Obs], th: Thresholds) -> list[Signal]:
     """``no_new_info`` and ``repeating`` from the attempt's observations since it last showed
-    progress — none made during a declared wait or while the task was parked."""
-    start = act.progress_at if act.progress_at is not None else float("-inf")
+    progress (:func:`loop_start`) — none made during a declared wait or while the task was parked."""
+    start = loop_start(node, act, observations)
     obs = [o for o in observations if o.attempt == node.attempt and o.at > start and not o.flags & 2
            and not _in_wait(o.at, act)]
     out: list[Signal] = []
@@ -295,6 +325,17 @@ def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequ
     rep = judge_sequence([o.digest for o in obs], min_repeat=th.repeating_observations,
                          max_period=th.cycle_max_period, min_cycle_run=th.cycle_repeats,
                          long_cycle_run=th.cycle_repeats_long)
+    by_result = False
+    if rep is None and len(obs) > 2:
+        # the same results coming round again by other actions (the same pages re-read with new
+        # tracking ids, two fixes that each bring back the other's error): a cycle of outcomes
+        again = judge_sequence([o.content or o.digest for o in obs], min_repeat=len(obs) + 1,
+                               max_period=th.cycle_max_period, min_cycle_run=th.cycle_repeats,
+                               long_cycle_run=th.cycle_repeats_long)
+        if again is not None and all(o.new_units == 0 for o in obs[len(obs) - max(again.run, again.period):]):
+            rep, by_result = again, True
+    if rep is None and th.failure_recurs > 0:
+        rep, by_result = _recurring_failure(obs, th.failure_recurs), True
     if rep is not None:
         first = obs[rep.start]
         last = obs[-1]
@@ -303,11 +344,39 @@ def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequ
                     f"{_one_line(last.action, 40)!r} → {_one_line(last.result, 40)!r}")
         elif rep.period == 1:
             what = f"the same observation {rep.observations} times in a row (digest {first.digest[:8]})"
+        elif by_result and rep.period == 0:
+            last = obs[-1] if obs[-1].flags & 16 else next(o for o in reversed(obs) if o.flags & 16)
+            between = len(obs) - rep.start - rep.run
+            what = (f"the same failure came back {rep.run} times since the last progress, with {between} other "
+                    f"step{'s' if between != 1 else ''} between: {_one_line(last.result or last.digest[:8], 60)!r}")
+        elif by_result:
+            shown = "; ".join(_one_line(o.result or o.digest[:8], 30) for o in obs[len(obs) - rep.period:])
+            what = (f"the same {rep.period} results come round again, {rep.observations} in a row, from other "
+                    f"actions: {shown}")
         else:
             cycle = ", ".join(o.digest[:8] for o in obs[len(obs) - rep.period:])
             what = f"a cycle of {rep.period} observations, {rep.observations} in a row (digests {cycle})"
         out.append(Signal("repeating", task_id, node.key, first.at, "alarm", what))
     return out
+
+
+def _recurring_failure(obs: Sequence[Obs], times: int) -> Repeat | None:
+    """The same failed result coming back at a steady beat — every 2nd to 4th step, ``times`` times
+    in a row in the stretch — with other steps between (fixes tried that change nothing): a
+    ``Repeat`` of period 0 whose ``run`` is the count and ``start`` the first occurrence. Only while
+    the newest observation is one of them or follows the last one."""
+    counts: dict[str, list[int]] = {}
+    for i, o in enumerate(obs):
+        if o.flags & 16 and o.content is not None:
+            counts.setdefault(o.content, []).append(i)
+    for where in counts.values():
+        if len(where) < times or where[-1] < len(obs) - 2:
+            continue
+        last = where[-times:]
+        gaps = {b - a for a, b in zip(last, last[1:])}
+        if len(gaps) == 1 and 2 <= gaps.pop() <= 4:
+            return Repeat(0, times, last[0])
+    return None
 
 
 def _in_wait(at: float, act: Activity) -> bool:
@@ -370,9 +439,7 @@ def read_observations(ledger: LedgerCore, node_ids: Sequence[int], per_node: int
     """The last ``per_node`` observations of each node, oldest first (store/estimation/evidence.py)."""
     out: dict[int, list[Obs]] = {}
     for o in evidence.last_observations(ledger, node_ids, per_node):
-        out.setdefault(o.node_id, []).append(Obs(o.at, o.attempt, o.digest, o.new_units, o.flags or 0,
-                                                 o.content if o.result is not None else None,
-                                                 excerpt(o.result), excerpt(o.action), o.action_key))
+        out.setdefault(o.node_id, []).append(Obs.seen(o.seen, o.at, o.attempt))
     return out
 
 

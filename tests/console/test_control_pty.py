@@ -1,10 +1,14 @@
-"""The shipped ``warden console`` on a real pty parks a busy task on the first ``ctrl+s``.
+"""The shipped ``warden console`` on a real pty: a busy task parked on the first ``ctrl+s``, and an
+answer typed right after choosing an option kept.
 
 Three agent processes (tests/support/step_agent.py) work one task at about ten steps a second
 each. The operator presses ``p`` on it, waits until the agents have claimed and finished nodes
 since the preview was drawn (read from the ledger: the reading time of a person), types a reason
 and presses ``ctrl+s``: the park applies on that first press — no "review again" banner — and
 the notice says what differed from the preview. The ledger then holds what the result said.
+
+On the resolve screen, ``enter`` on an option, the answer and ``ctrl+s`` written in one burst (as
+they arrive over SSH) resolve with that option and that answer, not ``answer: null``.
 
 Synchronised on the screen and the ledger only; the agents' pauses only pace their writes.
 """
@@ -17,6 +21,7 @@ from typing import Iterator
 
 import pytest
 
+from conftest import build_ledger
 from store import Ledger, NodeSpec
 from tests.support import step_agent
 from tests.support.console_terminal import Terminal, console_argv, shows
@@ -108,3 +113,22 @@ def test_p_parks_a_busy_task_on_the_first_ctrl_s_and_says_what_differed(ledger_p
         parked_at = next(e.id for e in ledger.events(0, task_id=TASK, limit=100_000) if e.kind == "operator.park")
         wait_until(lambda: not _running(ledger), "the steps the park let finish to finish", WAIT_S)
         assert "node.claimed" not in _kinds_since(ledger, parked_at)
+
+
+def test_enter_then_the_answer_in_one_burst_resolves_with_that_answer(tmp_path: Path) -> None:
+    path = build_ledger(tmp_path / "ledger.db")  # report-001: section-2 asks, options yes / no ("no" recommended)
+    term = Terminal(console_argv(str(path)), cols=100, rows=30)
+    try:
+        term.wait_for(shows("report-001"), WAIT_S, "the task list")
+        term.press(b"h")
+        term.wait_for(shows("Include the unaudited Q3 figures?"), WAIT_S, "the inbox")
+        term.press(b"\r")
+        term.wait_for(shows("the cursor starts on the recommended option"), WAIT_S, "the resolve screen")
+        term.press(b"\x1b[A" + b"\r" + b"deny: the figures are unaudited" + CTRL_S)  # up to "yes", enter, words, ctrl+s
+        term.wait_for(shows("resolved handoff"), WAIT_S, "the resolution")
+    finally:
+        term.close()
+    with Ledger.open(path, create=False) as ledger:
+        [h] = ledger.handoffs(status=None, task_id="report-001")
+        assert (h.status, h.resolution_option, h.resolution_answer) == (
+            "resolved", "yes", "deny: the figures are unaudited")

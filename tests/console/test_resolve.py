@@ -248,3 +248,50 @@ async def test_advice_for_a_node_with_nothing_to_recover(ledger_path):
         dlg = await advice_for(pilot, "report-001", "collect")  # succeeded
         assert dlg.advice is None and "advice is for failed" in dlg.error
         assert dlg.query_one("#accept", Button).disabled
+
+
+RULE = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}], "behavior": "allow",
+        "destination": "session"}
+
+
+def permission(ledger: Ledger, node: str, command: str) -> str:
+    ledger.add_node("claude-9b2e", node, kind="step")
+    c = ledger.claim("claude-9b2e", worker="claude", lease_s=600)
+    return ledger.request_human(
+        c, kind="permission", question="Allow Claude Code to use Bash?",
+        context={"tool": "Bash", "input": command, "session": "9b2e4c1a",
+                 "rules": [{"option": "always-1", "rule": RULE, "text": "allow Bash(npm test:*) — this session"}]},
+        options=[{"id": "allow", "label": "Allow Bash"}, {"id": "deny", "label": "Deny"},
+                 {"id": "always-1", "label": "Always: allow Bash(npm test:*) — this session"}])
+
+
+async def test_a_permission_request_shows_the_rules_already_granted_in_its_task(ledger_path):
+    with Ledger.open(ledger_path, create=False, clock=ManualClock(NOW - 600)) as ledger:
+        ledger.create_task("claude-9b2e")
+        first = permission(ledger, "turn-1.ask-1", "npm test -- parser")
+        ledger.apply(ledger.plan_resolve(first, option="always-1"), operator="ana (phone page from 10.0.0.7)")
+        second = permission(ledger, "turn-2.ask-1", "npm test -- lexer")
+        denied = permission(ledger, "turn-3.ask-1", "rm -rf build")
+        ledger.apply(ledger.plan_resolve(denied, option="deny"), operator="ana@console")
+    app = make_app(ledger_path, operator="ana@console")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        scr = ResolveHandoffScreen(second)
+        app.push_screen(scr)
+        await wait_for(pilot, lambda: scr.handoff is not None, what="the handoff")
+        await pilot.pause()
+        body = " ".join(str(scr.query_one("#handoff", Static).render()).split())
+        assert "Rules granted in this task" in body
+        assert "✔ allow Bash(npm test:*) — this session · by ana (phone page from 10.0.0.7) 10m ago · session 9b2e4c1a" \
+            in body
+        assert body.count("allow Bash(npm test:*) — this session ·") == 1  # the deny granted nothing
+        scr2 = ResolveHandoffScreen(handoffs_of(ledger_path, "report-001")[0].id)
+        app.push_screen(scr2)
+        await wait_for(pilot, lambda: scr2.handoff is not None, what="the other task's handoff")
+        await pilot.pause()
+        assert "Rules granted" not in str(scr2.query_one("#handoff", Static).render())  # not a permission request
+
+
+def handoffs_of(path: Path, task: str) -> list[Any]:
+    with Ledger.open(path, create=False) as ledger:
+        return ledger.handoffs(status="open", task_id=task)

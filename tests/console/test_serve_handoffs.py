@@ -126,6 +126,13 @@ def test_a_link_answers_its_handoff_once_from_a_phone(browser, desk, tmp_path) -
             status, doc = post(served, f"/m/api/link/{ids['bash']}/answer", {"option": "deny"},
                                {"X-Warden-Link": link})
             assert status == 403 and "this link was already used" in doc["error"] and "oncall link" in doc["error"]
+            # the rule granted shows on the task's other permission request, with who and the session
+            page.goto(f"{served.origin}/m/?token={TOKEN}")
+            page.wait_for_selector(f".card[data-handoff='{ids['edit']}'] ul.rules")
+            rules = page.locator(f".card[data-handoff='{ids['edit']}'] ul.rules li").all_inner_texts()
+            assert rules == ["allow Bash(npm test:*) — this session · by oncall link (phone page from 127.0.0.1) "
+                             "· session 9b2e4c1a"]
+            assert page.locator(f".card[data-handoff='{ids['confirm']}'] ul.rules").count() == 0  # not a permission
         finally:
             ctx.close()
     h = led.handoff(ids["bash"])

@@ -29,10 +29,12 @@ def task(ledger):
 
 
 # ---------------------------------------------------------------------- heartbeat_stale: its own history
-@pytest.mark.parametrize("own,neighbour", [(20.0, 2.0), (5.0, 1.0), (30.0, 0.5), (12.0, 60.0)])
-def test_heartbeat_stale_follows_the_nodes_own_interval(ledger, clock, task, own, neighbour):
-    # lease 3 × own: the lease's renewal point (1.5 × own) is below 2 × its usual long gap
-    a = ledger.claim("t", "wa", lease_s=3 * own)
+@pytest.mark.parametrize("own,neighbour,lease", [(20.0, 2.0, 15), (5.0, 1.0, 15), (30.0, 0.5, 20), (12.0, 60.0, 10),
+                                                 (20.0, 2.0, 5), (30.0, 0.5, 3)])
+def test_heartbeat_stale_follows_the_nodes_own_interval(ledger, clock, task, own, neighbour, lease):
+    # stale after 3 × its own long gap (at least 10 s), or at the lease's renewal point (half the
+    # lease) when that is sooner: every 20 s under a 300 s lease is stale after 60 s, not 150 s
+    a = ledger.claim("t", "wa", lease_s=lease * own)
     b = ledger.claim("t", "wb", lease_s=600)
     t0 = clock()
     t_a, t_b = t0 + own, t0 + neighbour
@@ -46,7 +48,7 @@ def test_heartbeat_stale_follows_the_nodes_own_interval(ledger, clock, task, own
             ledger.heartbeat(b, observation=f"neighbour step {t_b}")
             t_b += neighbour
     last = t_a - own
-    limit = max(2 * own, 10.0)
+    limit = max(min(max(3 * own, 10.0), lease * own / 2), 2 * own)
     for at in (last + limit - 0.5, last + limit + 0.5):  # the neighbour keeps beating meanwhile
         while t_b <= at:
             clock.set(t_b)

@@ -122,7 +122,8 @@ def test_heartbeat_records_progress_tokens_and_new_information(chain, clock):
 
 def test_normalise_lines():
     # numbers are volatile (a counter alone is not new information): store/judges/novelty.py
-    assert normalise_lines("  Hello   World \n\n\tB  2 \r\n") == ["hello world", "b <n>"]
+    assert normalise_lines("  Hello   World \n\n\tB  2 \r\n") == ["hello world", "b #"]
+    assert normalise_lines("B 2") == normalise_lines("b 17")
 
 
 def test_fail_retryable_persists_back_off_then_retries_with_next_attempt(chain, clock):

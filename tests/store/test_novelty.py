@@ -44,7 +44,8 @@ def test_words_stay_words(a, b):
 
 def test_the_original_text_is_kept_for_display_only_the_judgement_normalises():
     p = N.prepare("Retry #7 at 2027-01-15T08:00:00Z", attempt=1)
-    assert p.lines == ["retry #<n> at <time>"]
+    assert p.lines == [N.normalise_line("retry #8 at 2031-12-01T23:59:59Z")]
+    assert not any(c.isdigit() for c in p.lines[0]) and p.lines[0].startswith("retry")
 
 
 def test_line_identity_is_per_attempt():

@@ -108,7 +108,7 @@
       d.appendChild(dl);
       c.appendChild(d);
     }
-    if (h.rules && h.rules.length) {
+    if (h.kind === "permission" && h.rules && h.rules.length) { // what a permission request may already be covered by
       c.appendChild(el("div", "label", "Rules granted in " + h.task_id));
       var ul = el("ul", "rules");
       h.rules.forEach(function (r) {
