@@ -55,12 +55,16 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol, Sequenc
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 
+from store.actions.resolve import ResolveParams
 from store.clock import iso
+from store.storage.events import OPERATOR, HandoffOpened, OperatorActed, payload_of
 from store.jsontypes import JsonObject
 from store.views import EventView
 
 from .glyphs import MARKS
 from .text import safe, safe_line
+
+RESOLVED = OperatorActed.kind_of(ResolveParams.action)
 
 if TYPE_CHECKING:
     from textual.notifications import SeverityLevel
@@ -148,9 +152,9 @@ class AlertWatch:
             self.last_event = e.id
             if e.task_id is not None and e.task_id not in self.known:
                 self.known.add(e.task_id)  # created while the console is open: no baseline
-            payload = e.payload if isinstance(e.payload, Mapping) else {}
-            if e.kind == "handoff.opened" and e.task_id:
-                hid = str(payload.get("handoff") or "")
+            payload = payload_of(e)
+            if e.kind == HandoffOpened.KIND and e.task_id:
+                hid = payload.handoff if isinstance(payload, HandoffOpened) else ""
                 if (e.task_id, hid) in self.handoffs:
                     continue
                 self.handoffs.add((e.task_id, hid))
@@ -159,12 +163,12 @@ class AlertWatch:
                           handoff=hid or None, evidence=e.summary, event_id=e.id)
                 self.open[a.key] = a
                 out.append(a)
-            elif e.kind.startswith("operator."):
-                gone = {str(h) for h in payload.get("handoffs_withdrawn") or ()}
+            elif e.kind.startswith(OPERATOR):
+                gone = set(payload.handoffs_withdrawn) if isinstance(payload, OperatorActed) else set()
                 for k, a in list(self.open.items()):
                     if a.kind != "handoff" or a.task != e.task_id:
                         continue
-                    if a.handoff in gone or (e.kind == "operator.resolve" and a.node == e.node):
+                    if a.handoff in gone or (e.kind == RESOLVED and a.node == e.node):
                         del self.open[k]
         return out
 
@@ -330,8 +334,6 @@ class AlertDesk:
         self.bell = bell
         self.hook = list(hook) if hook else None
         self.hook_timeout = hook_timeout
-        self.delivered: list[Alert] = []  # every alert raised (tests)
-        self.bells = 0
         self._rang_at: float | None = None
         self._shown_at: float | None = None
         self._unshown: list[Alert] = []  # alerts raised during a burst, for the next notification
@@ -414,11 +416,9 @@ class AlertDesk:
     def _deliver(self, new: list[Alert], before: int) -> None:
         self._watch_screens()
         if new:
-            self.delivered.extend(new)
             now = self.app.now()
             if self.bell and (self._rang_at is None or now - self._rang_at >= BELL_EVERY_S):
                 self._rang_at = now
-                self.bells += 1
                 self.app.bell()  # once per batch, and not again within BELL_EVERY_S
             self._unshown.extend(new)
             wait = 0.0 if self._shown_at is None else BELL_EVERY_S - (now - self._shown_at)

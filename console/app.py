@@ -30,6 +30,7 @@ from textual.worker import Worker, WorkerState
 from store.storage.db import CONNECT_TIMEOUT_S
 from store.errors import WardenError
 from store.reading.feed import FALLBACK_POLL_S, Feed
+from store.storage.events import NodeCommitted
 
 from .action_keys import ACTION_KEYS
 from .alerts import AlertDesk
@@ -259,7 +260,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
             return
         if self.analysis_enabled and (p.events or p.nodes):
             self.analyst.graph.delta(p.events, p.nodes)  # the open graph's incremental analysis
-        if any(e.kind == "node.committed" for e in p.events):
+        if any(e.kind == NodeCommitted.KIND for e in p.events):
             self.analyst.forget_history()  # a duration was added: the estimates re-read them
         was_unavailable = self.hub.unavailable
         first = self.hub.apply(p)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from typing import NamedTuple, Sequence
+from types import MappingProxyType
+from typing import Mapping, Sequence
 
 from store.clock import iso
 from store.views import EventView
@@ -44,39 +45,30 @@ EVENT_COLUMNS = [
 ]
 
 
-class LogEvent(NamedTuple):
-    """An event as the log keeps it: what a row shows, without the payload (the log never shows
-    it, and the payloads of 20,000 EventViews were most of the ring's memory)."""
-
-    id: int
-    at: float
-    task_id: str | None
-    node: str | None
-    layer: str
-    kind: str
-    actor: str
-    summary: str
+NO_PAYLOAD: Mapping[str, object] = MappingProxyType({})
+"""The log keeps each event without its payload (the log never shows it, and the payloads of
+20,000 events were most of the ring's memory): this one empty mapping stands for it."""
 
 
-def log_event(e: EventView, words: dict[str, str]) -> LogEvent:
-    """``e`` (an EventView) as a LogEvent; repeated names kept once (``words``)."""
+def log_event(e: EventView, words: dict[str, str]) -> EventView:
+    """``e`` as the log keeps it: without its payload, repeated names kept once (``words``)."""
     w = words.setdefault
-    return LogEvent(e.id, e.at, None if e.task_id is None else w(e.task_id, e.task_id), e.node, w(e.layer, e.layer), w(e.kind, e.kind),
-                    w(e.actor, e.actor), e.summary)
+    return EventView(e.id, e.at, None if e.task_id is None else w(e.task_id, e.task_id), e.node, w(e.layer, e.layer),
+                     w(e.kind, e.kind), w(e.actor, e.actor), e.summary, NO_PAYLOAD)
 
 
 class EventLogModel:
-    """The tail of the journal (a bounded ring of :class:`LogEvent`), filtered by layer and task."""
+    """The tail of the journal (a bounded ring of events without their payload), filtered by layer and task."""
 
     def __init__(self, capacity: int = 20000) -> None:
         self.capacity = capacity
-        self.events: deque[LogEvent] = deque(maxlen=capacity)
+        self.events: deque[EventView] = deque(maxlen=capacity)
         self.layer: str | None = None
         self.task_id: str | None = None
-        self.rows: list[LogEvent] = []
+        self.rows: list[EventView] = []
         self._words: dict[str, str] = {}
 
-    def _keep(self, e: LogEvent) -> bool:
+    def _keep(self, e: EventView) -> bool:
         return (self.layer is None or e.layer == self.layer) and (self.task_id is None or e.task_id == self.task_id)
 
     def reset(self, events: Sequence[EventView]) -> None:

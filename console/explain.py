@@ -16,6 +16,7 @@ from typing import Sequence
 from rich.text import Text
 
 from store.clock import iso
+from store.storage.events import NodeFailed, payload_of
 from store.views import EventView, NodeView, ObservationView
 
 from .glyphs import MARKS, age_label, duration_label
@@ -69,6 +70,9 @@ SUGGESTED_ACTIONS: dict[str, tuple[str, str]] = {
     # an alignment check a person answers is a handoff
     "drift_suspected": ("narrow", "narrow the task to what serves its requirements (m: its mind)"),
     "alignment_due": ("resolve", "answer the alignment check"),
+    # siblings failing the same way (store/mind/patterns.py): the agent replans; the operator can
+    # cut the failing branch meanwhile
+    "failure_pattern": ("narrow", "narrow the task without the failing siblings (or let the agent replan)"),
 }
 
 
@@ -250,20 +254,19 @@ def failure_facts(node: NodeView, failure: EventView | None) -> FailureFacts | N
     """The node's last failure as ``fail()`` recorded it (its ``node.failed`` event), not the node's
     declared ``retryable``; from the node's columns when the event is gone."""
     if failure is not None:
-        p = failure.payload or {}
-        retryable = p.get("retryable")
-        exhausted = bool(p.get("exhausted"))
+        decoded = payload_of(failure)
+        p = decoded if isinstance(decoded, NodeFailed) else NodeFailed()
+        retryable = p.retryable
+        exhausted = bool(p.exhausted)
         if retryable is None:  # written before the flag was journalled: the summary says it
-            if p.get("retry"):
+            if p.retry:
                 retryable = True
             elif "retries exhausted" in (failure.summary or ""):
                 retryable, exhausted = True, True
             elif "not retryable" in (failure.summary or ""):
                 retryable = False
-        return FailureFacts(str(p.get("failure_class") or node.failure_class or "—"),
-                            None if retryable is None else bool(retryable), exhausted,
-                            str(p.get("error") if p.get("error") is not None else node.error or ""),
-                            p.get("attempt"), failure.at)
+        return FailureFacts(p.failure_class or node.failure_class or "—", retryable, exhausted,
+                            p.error if p.error is not None else node.error or "", p.attempt, failure.at)
     if node.error or node.failure_class:
         return FailureFacts(node.failure_class or "—", None, False, node.error or "", None, None)
     return None

@@ -32,9 +32,10 @@ import time
 from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 from store.reading.cli_json import budget_json, empty_eta
+from store.storage.events import NodeClaimed, NodeHeartbeat, payload_of
 from store.views import EventView, TaskView
 
 from .glyphs import MARKS, TASK_GLYPHS, age_label, eta_label, task_label
@@ -190,8 +191,9 @@ class AgentsAlive:
         for e in events:
             if e.layer != "execution" or not e.actor:
                 continue
-            lease = e.payload.get("lease_until") if isinstance(e.payload, Mapping) else None
-            t = max(float(lease) if isinstance(lease, (int, float)) else 0.0, e.at + ALIVE_AFTER_WRITE_S)
+            p = payload_of(e)
+            lease = p.lease_until if isinstance(p, (NodeClaimed, NodeHeartbeat)) else 0.0
+            t = max(lease, e.at + ALIVE_AFTER_WRITE_S)
             if t > until.get(e.actor, 0.0):
                 until[e.actor] = t
 

@@ -57,6 +57,7 @@ from store.views import (
     TaskView,
 )
 from store.ledger import build, claims, fenced, queries, unsafe, waits
+from store.ledger import effect_asks
 from store.ledger import quotas as quotas_mod
 from store.checked import checked
 from store.storage.core import LedgerCore
@@ -87,6 +88,7 @@ class Ledger(LedgerCore):
         drift_after: int = DRIFT_AFTER,
         alignment_every: int = ALIGNMENT_EVERY,
         alignment_by: str = "human",
+        confirm_kinds: Sequence[str] = (),
     ) -> TaskView:
         """Create a task. With ``exist_ok`` an existing task is returned unchanged (idempotent).
 
@@ -98,12 +100,15 @@ class Ledger(LedgerCore):
         (``add_node(serves=...)``). With requirements the task judges drift: ``drift_suspected``
         after ``drift_after`` completed nodes in a row serve none, an alignment check every
         ``alignment_every`` completed nodes, answered by ``alignment_by`` (``human``: a handoff;
-        ``agent``: a claim of kind ``alignment``); 0 turns either off."""
+        ``agent``: a claim of kind ``alignment``); 0 turns either off.
+
+        ``confirm_kinds``: node kinds whose effects a person confirms before they are intended
+        (``payment``, ``delete``: docs/agents.md "Irreversible effects wait for a person")."""
         reqs = check_requirements("requirements", requirements)
         build.create_task(self, task_id, title=title, workflow=workflow, workflow_version=workflow_version,
                           inputs=inputs, constraints=constraints, preconditions=preconditions, budget=budget,
                           max_claims=max_claims, max_repairs=max_repairs, exist_ok=exist_ok, actor=actor,
-                          origin=origin, requirements=reqs,
+                          origin=origin, requirements=reqs, confirm_kinds=tuple(confirm_kinds),
                           mind=mind_record.initial_mind(len(reqs), drift_after, alignment_every, alignment_by))
         return self.task(task_id)
 
@@ -312,6 +317,16 @@ class Ledger(LedgerCore):
         handoff id."""
         return fenced.request_human(self, claim, kind=kind, question=question, options=options,
                                     recommendation=recommendation, context=context, tokens=tokens)
+
+    def request_effect_confirmation(self, claim: Claim, effect_key: str, *, details: JsonMapping, done: str,
+                                    why: str, question: str | None = None, stuck: str | None = None,
+                                    tokens: float | None = 0) -> str:
+        """Ask a person to confirm an irreversible effect before ``intend_effect``: a ``confirm``
+        handoff (options ``proceed`` / ``stop``, recommended ``proceed`` because ``why``) whose
+        context carries ``done``, ``stuck`` and the effect's key and ``details``. The node is
+        blocked until it is answered; claim it again and intend the effect. Returns the handoff id."""
+        return effect_asks.request_effect_confirmation(self, claim, effect_key, details=details, done=done, why=why,
+                                                       question=question, stuck=stuck, tokens=tokens)
 
     def intend_effect(self, claim: Claim, effect_key: str, *, payload: object = None,
                       compensation: str | None = None) -> EffectView:

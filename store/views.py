@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple
+from typing import Annotated, Mapping, NamedTuple
 
 from store import validate as v
 from store.clock import duration_text
-from store.jsontypes import JsonMapping, JsonValue
+from store.columns import AUTO, BIG, BIG_AUTO, Char, Default, Json, Ref
+from store.jsontypes import JsonMapping, JsonObject, JsonValue
 from store.mind import rules as mind_rules
 from store.mind.views import MindState, NodeMind
 
@@ -123,42 +124,56 @@ class Pulse:
     density: str = "continue"
 
 
-@dataclass(frozen=True)
-class TaskView:
-    task_id: str
-    title: str
-    workflow: str
-    workflow_version: str
-    status: str
-    revision: int
-    inputs: JsonValue
-    constraints: tuple[str, ...]
-    preconditions: JsonMapping
-    token_cap: int | None
+@dataclass(frozen=True, kw_only=True)
+class TaskColumns:
+    """The ``task`` table's columns a :class:`TaskView` shows as they are stored, each declared
+    once here with what the database needs of it (store/columns.py); the table is these and the
+    ledger's own (``store/storage/tables.py`` ``TaskRecord``)."""
+
+    task_id: Annotated[str, Char(64, key=True)]
+    title: Annotated[str, Default("")]
+    workflow: Annotated[str, Default("")]
+    workflow_version: Annotated[str, Default("")]
+    status: Annotated[str, Char(16, "active")]
+    inputs: Annotated[JsonValue, Json(dict)]
+    preconditions: Annotated[JsonMapping, Json(dict)]
+    token_cap: Annotated[int | None, BIG]
     wall_cap_s: float | None
-    soft_ratio: float
-    tokens_used: int
+    soft_ratio: Annotated[float, Default(0.7)]
+    tokens_used: Annotated[int, BIG, Default(0)]
     started_at: float | None
-    wall_used_s: float
-    max_claims: int
-    max_repairs: int
-    repair_count: int
-    claim_count: int
+    max_claims: Annotated[int, Default(5)]
+    max_repairs: Annotated[int, Default(3)]
+    repair_count: Annotated[int, Default(0)]
+    claim_count: Annotated[int, Default(0)]
     parked_at: float | None
     park_reason: str | None
     park_until: float | None
     wake_on: str | None
+    # The budget clock (docs/ledger.md "Waiting is not work"): seconds it stood still so far, and
+    # since when it stands still now (None while it runs). Kept in the transactions that change
+    # what the task waits on; ``rows.wall_used`` derives wall_used_s from them.
+    paused_s: Annotated[float, Default(0.0)] = 0.0
+    paused_since: float | None = None
+    # Wake conditions of the task's park and of its parked nodes (store/parks/wake.py), JSON or None.
+    wake_state: Annotated[JsonMapping | None, Json()] = None
+    # Tokens per unit of progress a node may spend (``Budget(density_limit=)``; None: the ledger
+    # judges nothing — store/judges/density.py).
+    density_limit: float | None = None
+    revision: Annotated[int, BIG, Default(1)]
     created_at: float
     updated_at: float
     finished_at: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskView(TaskColumns):
+    constraints: tuple[str, ...]
+    wall_used_s: float  # the wall clock of work: from the first claim to the end (or now), less the waits
     counts: Mapping[str, int] = field(default_factory=dict)
     handoffs_open: int = 0
-    paused_s: float = 0.0  # seconds the budget clock stood still (waiting is not work)
-    paused_since: float | None = None  # the clock stands still since then (None: it runs)
     waited_s: float = 0.0  # all the time the clock stood still, the current stop included (at read time)
-    wake_state: JsonMapping | None = None  # wake conditions of parks (store/parks/wake.py)
     origin: str = "python"  # which integration made it: python, langgraph, mcp, run, claude (rows.task_origin)
-    density_limit: float | None = None  # tokens per unit a node may spend (Budget(density_limit=))
     mind: MindState = MindState()  # requirements, drift and alignment counters, plan version (store/mind/)
 
     @property
@@ -180,58 +195,72 @@ class TaskView:
         return "handoff" if self.counts.get("blocked") or self.handoffs_open else "parked node"
 
 
-@dataclass(frozen=True)
-class NodeView:
-    id: int
-    task_id: str
-    key: str
-    kind: str
-    title: str
-    status: str
-    deps: tuple[str, ...]
-    position: int
-    preconditions: JsonMapping
-    input_digest: str | None
-    output: JsonValue
+@dataclass(frozen=True, kw_only=True)
+class NodeColumns:
+    """The ``node`` table's columns a :class:`NodeView` shows as they are stored (the lease's
+    owner and end only while a token is held), each declared once here; the table is these and the
+    ledger's own (``store/storage/tables.py`` ``NodeRecord``)."""
+
+    id: Annotated[int, AUTO]
+    task_id: Annotated[str, Ref("task", "task_id")]
+    key: Annotated[str, Char(200)]
+    position: int  # insertion order; a topological order by construction
+    kind: Annotated[str, Char(64, "tool")]
+    title: Annotated[str, Default("")]
+    status: Annotated[str, Char(16, "pending")]
+    preconditions: Annotated[JsonMapping, Json(dict)]
+    input_digest: Annotated[str | None, Char(64)]
+    output: Annotated[JsonValue | None, Json()]
     output_ref: str | None
-    output_digest: str | None
-    attempt: int
-    retryable: bool
-    failure_class: str | None
+    output_digest: Annotated[str | None, Char(64)]
+    attempt: Annotated[int, Default(0)]
+    retryable: Annotated[bool, Default(True)]
+    failure_class: Annotated[str | None, Char(32)]
     error: str | None
-    est_tokens: int | None
+    est_tokens: Annotated[int | None, BIG]
     est_wall_s: float | None
-    always_admit: bool
-    max_claims: int | None
-    tokens_used: int
-    wall_used_s: float
+    always_admit: Annotated[bool, Default(False)]
+    max_claims: int | None  # None: the task's max_claims
+    tokens_used: Annotated[int, BIG, Default(0)]
+    wall_used_s: Annotated[float, Default(0.0)]
     units_done: float | None
     units_total: float | None
     lease_owner: str | None
     lease_until: float | None
     heartbeat_at: float | None
     claimed_at: float | None
-    claim_count: int
+    claim_count: Annotated[int, Default(0)]
     next_retry_at: float | None
-    rejections: tuple[str, ...]
     parked_at: float | None
     park_reason: str | None
     park_until: float | None
     wake_on: str | None
     started_at: float | None
     finished_at: float | None
-    version: int
-    beat_interval_s: float | None = None  # the running attempt's usual heartbeat interval
-    units_at: float | None = None  # when its units_done last moved
-    wait_on: str | None = None  # what it declared it is waiting on (``heartbeat(waiting_on=…)``) …
+    version: Annotated[int, BIG, Default(1)]
+    # What the running attempt's own heartbeats say (reset by every claim): its usual heartbeat
+    # interval, when its units_done last moved, and the wait it declared (``heartbeat(waiting_on=…)``;
+    # past ``wait_until``: overdue).
+    beat_interval_s: float | None = None
+    units_at: float | None = None
+    wait_on: str | None = None
     wait_since: float | None = None
-    wait_until: float | None = None  # … and until when (past it: ``overdue``)
-    progress_at: float | None = None  # when the attempt last showed progress (loops are judged after it)
-    beat_long_s: float | None = None  # its usual long gap between heartbeats (``heartbeat_stale``)
-    paused_s: float | None = None  # seconds the attempt spent under a park (its clocks stood still)
+    wait_until: float | None = None
+    # When the attempt last showed progress (loops are judged after it), its usual long gap between
+    # heartbeats (``heartbeat_stale``) and the seconds it spent under a park (its clocks stood still).
+    progress_at: float | None = None
+    beat_long_s: float | None = None
+    paused_s: float | None = None
+    # The plan version that removed it while it ran, and what happens when it ends (wait | discard).
+    removed_in: int | None = None
+    removed_mode: Annotated[str | None, Char(16)] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeView(NodeColumns):
+    deps: tuple[str, ...]  # the keys of the nodes it depends on
+    rejections: tuple[str, ...]  # the operators' reasons from rewinds that reset it
     serves: tuple[str, ...] = ()  # the requirement ids it serves (store/mind/)
-    removed_in: int | None = None  # the plan version that removed it while it ran …
-    removed_mode: str | None = None  # … and what happens when it ends (wait | discard)
 
     @property
     def has_lease(self) -> bool:
@@ -276,31 +305,91 @@ GraphRow = NodeView | NodeRow
 attributes both have: what the estimates and the task-level signals read)."""
 
 
-@dataclass(frozen=True)
-class EventView:
-    id: int
+@dataclass(frozen=True, slots=True)
+class EventColumns:
+    """The journal's columns (the ``event`` table), as an :class:`EventView` shows them."""
+
+    id: Annotated[int, BIG_AUTO]
     at: float
-    task_id: str | None
-    node: str | None
-    layer: str
-    kind: str
-    actor: str
-    summary: str
-    payload: JsonMapping
+    task_id: Annotated[str | None, Char(64)]
+    node: Annotated[str | None, Char(200)]
+    layer: Annotated[str, Char(16)]
+    kind: Annotated[str, Char(64)]
+    actor: Annotated[str, Default("")]
+    summary: Annotated[str, Default("")]
+    payload: Annotated[JsonMapping, Json(dict)]  # its kind's declaration reads it (store/storage/events.py)
 
 
-@dataclass(frozen=True)
-class ObservationView:
-    id: int
-    at: float
-    attempt: int
-    text: str
-    digest: str
+FLAG_RESULT = 4  # an observation's flag: what was judged is a tool's output (a result, or a plain report's output)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observed:
+    """What a heartbeat's report was judged to bring, as the journal shows it: the figures of its
+    observation row (store/judges/novelty.py), the action and the result as one line of at most 80
+    characters. A heartbeat event shows these keys in its payload (``to_json``)."""
+
     new_units: int
+    digest: str
     lines: int
+    flags: int = 0  # 1: it showed progress; 2: made while the task was parked (key left out when 0)
+    action_key: str | None = None
+    action: str | None = None  # with an action only
+    content: str | None = None  # the judged result's identity: with a result (FLAG_RESULT) only
+    result: str | None = None  # None: what was judged was no tool's output
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"new_units": self.new_units, "digest": self.digest, "lines": self.lines}
+        if self.action_key is not None:
+            out.update(action_key=self.action_key, action=self.action)
+        if self.result is not None:
+            out.update(content=self.content, result=self.result)
+        if self.flags:
+            out["flags"] = self.flags
+        return out
+
+    @classmethod
+    def from_json(cls, raw: JsonMapping) -> Observed | None:
+        """From a heartbeat payload written before the observation was stored once (its keys in
+        the payload); None when it has none."""
+        digest, flags, new, lines = raw.get("digest"), raw.get("flags") or 0, raw.get("new_units") or 0, raw.get("lines") or 0
+        if not isinstance(digest, str) or not all(isinstance(x, int) for x in (flags, new, lines)):
+            return None
+
+        def text(key: str) -> str | None:
+            v = raw.get(key)
+            return v if isinstance(v, str) else None
+        return cls(new_units=new, digest=digest, lines=lines, flags=flags, action_key=text("action_key"),
+                   action=text("action"), content=text("content"), result=text("result"))
+
+
+@dataclass(frozen=True, slots=True)
+class EventView(EventColumns):
+    # A heartbeat's observation, read with it (the observation row the event names); None for
+    # every other event.
+    observation: Observed | None = None
+
+
+@dataclass(frozen=True)
+class ObservationColumns:
+    """The ``observation`` table's columns an :class:`ObservationView` shows (what a heartbeat
+    reported, capped, and how it was judged); the table adds the ledger's own."""
+
+    id: Annotated[int, BIG_AUTO]
+    at: float
+    attempt: Annotated[int, Default(0)]
+    text: Annotated[str, Default("")]
+    digest: Annotated[str, Char(64)]
+    new_units: Annotated[int, Default(0)]
+    lines: Annotated[int, Default(0)]
     action: str | None = None  # what the step did (``heartbeat(action=)``)
     result: str | None = None  # what it learned (``heartbeat(result=)``): the judged text
-    flags: int = 0  # 1: it showed progress; 2: made while the task was parked
+    flags: Annotated[int, Default(0)] = 0  # 1: it showed progress; 2: made while the task was parked
+
+
+@dataclass(frozen=True)
+class ObservationView(ObservationColumns):
+    pass
 
 
 @dataclass(frozen=True)
@@ -357,18 +446,20 @@ class HandoffView:
 
 @dataclass(frozen=True)
 class ActionView:
-    id: int
+    """An operator action as audited: the ``action`` table's row, declared here once."""
+
+    id: Annotated[int, AUTO]
     at: float
     operator: str
-    action: str
-    task_id: str | None
+    action: Annotated[str, Char(16)]
+    task_id: Annotated[str | None, Char(64)]
     target: str
-    reason: str
-    plan: JsonMapping
-    result: str
+    reason: Annotated[str, Default("")]
+    plan: Annotated[JsonMapping, Json(dict)]
+    result: Annotated[str, Char(16)]
     refused_why: str | None
-    revision_before: int | None
-    revision_after: int | None
+    revision_before: Annotated[int | None, BIG]
+    revision_after: Annotated[int | None, BIG]
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ MAX_LINES = 600
 
 # The store's layers, bottom first. A module belongs to the longest prefix that names it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # the vocabulary every room speaks: errors, text, time, JSON, values, the frozen views
-    ("store.errors", "store.text", "store.clock", "store.jsontypes", "store.validate", "store.views",
-     "store.mind.views", "store.mind.rules"),
+    # the vocabulary every room speaks: errors, text, time, JSON, values, columns, the frozen views
+    ("store.errors", "store.text", "store.clock", "store.jsontypes", "store.validate", "store.columns",
+     "store.views", "store.mind.views", "store.mind.rules"),
     ("store.judges",),                         # pure judgements: novelty, budget gates, cost density
     ("store.storage", "store.runs"),           # databases, SQL, schema, locks, the journal; run directories
     ("store.estimation",),                     # P80 estimates from the ledger's history

@@ -25,6 +25,7 @@ from typing import Sequence
 
 from store.reading import cli_json as report
 from store.reading.feed import Feed
+from store.storage.events import NodeHeartbeat
 
 from ..alerts import Alert, AlertWatch, run_hook
 from ..text import safe_line
@@ -34,7 +35,7 @@ from .inspection import event_line, print_status
 NOTICE = ("warden: this terminal (TERM={term}) cannot show the full-screen console: the tasks, then new events "
           "(heartbeats left out: `warden events --follow` has them) and alerts as lines. Ctrl+C stops; a terminal "
           "such as xterm or tmux shows the console.")
-QUIET_KINDS = ("node.heartbeat",)  # one every few seconds per running node: they would bury the rest
+QUIET_KINDS = (NodeHeartbeat.KIND,)  # one every few seconds per running node: they would bury the rest
 
 
 def run_lines(args: argparse.Namespace, *, bell: bool, hook: Sequence[str] | None) -> int:

@@ -9,7 +9,9 @@ from textual import on
 from textual.binding import Binding
 from textual.widget import Widget
 
-from ..event_log import EVENT_COLUMNS, LAYERS, LogEvent
+from store.views import EventView
+
+from ..event_log import EVENT_COLUMNS, LAYERS
 from ..hub import EventsChanged
 from ..text import safe_line
 from ..widgets import InfoLine, RowList
@@ -100,7 +102,7 @@ class EventLogScreen(ListScreen):
         self._to_end()
         self.update_info()
 
-    def selected_event(self) -> LogEvent | None:
+    def selected_event(self) -> EventView | None:
         m = self.wapp.events_model
         c = self.row_list.cursor
         return m.rows[c] if 0 <= c < len(m.rows) else None

@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from store.runs import RunSummary, list_runs
+from store.storage.events import HandoffOpened
 from store.views import HandoffView
 
 from ..glyphs import age_label
@@ -140,8 +141,8 @@ class HandoffInboxScreen(LoadedListScreen[HandoffView]):
         return self.wapp.feed.read(lambda ledger: ledger.handoffs())
 
     def _events_changed(self, change: EventsChanged) -> None:
-        if any(e.kind.startswith("handoff.") for e in change.events):
-            self.reload()  # opened, resolved or withdrawn by someone
+        if any(e.kind == HandoffOpened.KIND for e in change.events):
+            self.reload()  # one opened
 
     def show(self, items: Sequence[HandoffView]) -> None:
         self.source.items = tuple(items)

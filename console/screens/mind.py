@@ -30,7 +30,9 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from store import Ledger
+from store.actions.memory import ConfirmMemoryParams, RejectMemoryParams
 from store.errors import WardenError
+from store.storage.events import MemoryProposed, OperatorActed
 from store.mind.views import MemoryView, MindView
 
 from ..dialogs.memory import DECISION_DIALOGS
@@ -51,7 +53,8 @@ MEMORY_COLUMNS = [
     Column("AGE", 8, priority=1),
     Column("MEMORY", 20, flex=True),
 ]
-MEMORY_EVENTS = frozenset({"memory.proposed", "operator.memory-confirm", "operator.memory-reject"})
+MEMORY_EVENTS = frozenset({MemoryProposed.KIND, OperatorActed.kind_of(ConfirmMemoryParams.action),
+                           OperatorActed.kind_of(RejectMemoryParams.action)})
 DETAIL_LINES = 4  # lines of the selected row's full text under the list
 
 

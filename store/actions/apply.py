@@ -24,13 +24,13 @@ from store.jsontypes import JsonMapping, JsonObject
 from store.storage import budget_clock
 from store.storage.core import LedgerCore
 from store.storage.models import Action as ActionRow
-from store.storage.models import Handoff
 from store.actions.action import Action
 from store.actions.changes import ApplyTx
 from store.actions.plan import Differed, Plan
 from store.actions.planning import TaskState, read_task, require_reason
 from store.actions.registry import is_registered
 from store.actions.promise import actions_since, differences, nodes_touched, refused, task_moved
+from store.storage.events import OperatorActed, RevokedLease
 
 
 @retry_write
@@ -161,8 +161,8 @@ def _apply(tx: ApplyTx) -> Plan:
     outcome = _registered(plan).apply(tx)
     if plan.handoffs_withdrawn:
         for chunk in sql.chunks([int(h) for h in plan.handoffs_withdrawn]):
-            core.bind(Handoff.update(status="withdrawn", resolved_by=operator, resolved_at=now)
-                      .where(Handoff.id.in_(list(chunk)) & (Handoff.status == "open"))).execute()
+            sql.execute(core.db, "UPDATE handoff SET status = 'withdrawn', resolved_by = ?, resolved_at = ? "
+                                 f"WHERE id IN ({sql.marks(len(chunk))}) AND status = 'open'", [operator, now, *chunk])
     # the task row: one revision bump for the action itself
     core.bump_task(plan.task_id, {"updated_at": now, **outcome.task_fields})
     budget_clock.settle(core.db, plan.task_id, now)  # what the task waits on changed: its budget clock follows
@@ -172,15 +172,13 @@ def _apply(tx: ApplyTx) -> Plan:
         plan={**plan.to_json(), "differed": (plan.differed or Differed()).to_json()}, result="applied",
         revision_before=plan.revision, revision_after=rev_after,
     )).execute())
-    payload: JsonObject = {
-        "nodes": list(plan.changes), "action_id": action_id, "reason": plan.reason,
-        "revoked_leases": [dict(r) for r in plan.revoked_leases],
-        "handoffs_withdrawn": list(plan.handoffs_withdrawn),
-        "task_status": list(plan.task_status), "revision": rev_after,
-        **outcome.payload,
-    }
-    core.journal(plan.task_id, plan.node_target, "operator", f"operator.{plan.action}", operator,
-                 _event_summary(plan), payload, at=now)
+    extra = dict(outcome.payload)
+    nodes = extra.pop("nodes", None)  # an action that changes more than it planned (abort's compensations)
+    core.journal(plan.task_id, plan.node_target, operator, _event_summary(plan), OperatorActed(
+        action=plan.action, nodes=list(plan.changes) if nodes is None else list(nodes), action_id=action_id,
+        reason=plan.reason, revoked_leases=[RevokedLease(node=r["node"], owner=r["owner"]) for r in plan.revoked_leases],
+        handoffs_withdrawn=list(plan.handoffs_withdrawn), task_status=list(plan.task_status), revision=rev_after,
+        extra=extra), at=now)
     if outcome.settle:
         # Consequences the action itself does not choose: the task completes or fails as the graph says.
         core.maybe_complete_task(plan.task_id, now)
@@ -188,7 +186,7 @@ def _apply(tx: ApplyTx) -> Plan:
         final = int(sql.scalar(core.db, "SELECT revision FROM task WHERE task_id = ?", [plan.task_id]))
         if final != rev_after:
             rev_after = final
-            core.bind(ActionRow.update(revision_after=final).where(ActionRow.id == action_id)).execute()
+            sql.execute(core.db, "UPDATE action SET revision_after = ? WHERE id = ?", [final, action_id])
     done = plan if outcome.params is None else replace(plan, params=outcome.params)
     return replace(done, applied=True, action_id=action_id, revision_after=rev_after,
                    differed=plan.differed or Differed())

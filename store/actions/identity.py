@@ -16,6 +16,7 @@ from typing import Iterable
 
 from store.storage import sql
 from store.storage.core import LedgerCore
+from store.storage.events import NodeClaimed
 
 AGENT_PREFIXES = ("run:", "mcp:", "claude:", "codex:", "langgraph:")
 
@@ -27,7 +28,7 @@ def _norm(name: str | None) -> str:
 def task_workers(core: LedgerCore, task_id: str) -> set[str]:
     """Every worker name that has held a lease on a node of ``task_id`` (normalised)."""
     names = {r[0] for r in sql.fetch_all(core.db, "SELECT DISTINCT actor FROM event WHERE task_id = ? AND kind = ?",
-                                         [task_id, "node.claimed"])}
+                                         [task_id, NodeClaimed.KIND])}
     names |= {r[0] for r in sql.fetch_all(core.db, "SELECT DISTINCT lease_owner FROM node WHERE task_id = ? "
                                                    "AND lease_owner IS NOT NULL", [task_id])}
     return {_norm(n) for n in names if n}

@@ -24,6 +24,7 @@ from typing import Sequence
 
 from store.parks import conditions as wc
 from store.clock import iso
+from store.storage import sql
 from store.storage.db import read_tx
 from store.errors import Refused
 from store.jsontypes import JsonMapping, JsonObject
@@ -34,6 +35,26 @@ from store.actions.action import Action, Command, Flag, Key
 from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, refund_claims, set_nodes
 from store.actions.plan import Plan
 from store.actions.promise import Since, task_moved
+
+# What a park without ``now`` does to a running node, by the integration that drives it (the task's
+# origin; docs/agents.md "the operator's park / abort / rewind reach it as").
+STOPPED_AT_ONCE = ("run",)
+_FATE = {
+    "run": "keep their leases; warden run stops the command's processes at once (never inside a ledger "
+           "write) and continues them on resume",
+    "mcp": "keep their leases; the agent's next warden mcp call answers parked (it saves its state and "
+           "stops), what it is doing now may finish",
+    "claude": "keep their leases; Claude Code's next tool call waits until the task is resumed (a tool "
+              "running now may finish)",
+    "codex": "keep their leases; Codex's next tool call waits until the task is resumed (a tool running "
+             "now may finish)",
+}
+
+
+def running_fate(origin: str | None) -> str:
+    """What happens to the task's running nodes when it is parked without ``now``."""
+    return _FATE.get(origin or "", "keep their leases and may finish their current step")
+
 
 # How a refusal or warning names the way out, in the CLI's words; the park dialog says the same with
 # its checkboxes (console/dialogs/park.py dialog_words replaces exactly these).
@@ -116,11 +137,18 @@ def plan_park(core: LedgerCore, task_id: str, *, reason: str, node: str | None =
         return _plan(core, params, task, reason, wake_warnings)
 
 
+WATCHED_ONLY = ("this agent is only watched through its spans (warden otel receive): the park is recorded, but "
+                "nothing here can stop it; parking it needs a controlling integration (warden run, warden hook, "
+                "the Python API)")
+
+
 def _plan(core: LedgerCore, params: ParkParams, task: pl.TaskState, reason: str, wake_warnings: Sequence[str],
           *, approved: Plan | None = None) -> Plan:
     """The park's plan on the task as it is. ``approved``: the plan the operator approved, when
     planning again at its apply — then a node claimed since is parked too, ``now`` or not."""
     task_id, node = task.task_id, params.node
+    if sql.scalar(core.db, "SELECT origin FROM task WHERE task_id = ?", [task_id]) == "otel":
+        wake_warnings = [*wake_warnings, WATCHED_ONLY]
     if node is not None:
         n = pl.node_one(core, task_id, node)
         if task.status == "completed":
@@ -153,8 +181,8 @@ def _plan(core: LedgerCore, params: ParkParams, task: pl.TaskState, reason: str,
     warnings = list(wake_warnings)
     left = [n.key for n in running if n.key not in changes]
     if left:
-        warnings.append(f"{len(left)} running node(s) keep their leases and may finish their current step: "
-                        f"{pl.names(left)} ({USE_NOW} to stop them)")
+        warnings.append(f"{len(left)} running node(s) {running_fate(task.origin)}: {pl.names(left)}"
+                        + ("" if task.origin in STOPPED_AT_ONCE else f" ({USE_NOW} to stop them)"))
     kept = [n.key for n in nodes if n.key not in changes]
     # Every unfinished node's version and status: what the promise is checked against at apply.
     unfinished = [n for n in nodes if n.status not in pl.FINISHED]

@@ -30,6 +30,7 @@ class TaskState(NamedTuple):
     parked_at: float | None
     wake_state: JsonObject | None  # the parks' wake conditions (store/parks/conditions.py)
     mind: JsonValue  # the task's mind counters (store/mind/views.py MindState; an alignment verdict moves them)
+    origin: str | None  # which integration made the task (run, mcp, claude, codex, python…); None before schema 4
 
 
 def read_task(core: LedgerCore, task_id: str, *, lock: TaskLock | None = None) -> TaskState:

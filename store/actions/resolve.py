@@ -18,16 +18,16 @@ from store.clock import iso
 from store.storage.db import read_tx
 from store.errors import NotFound, Refused
 from store.jsontypes import JsonArray, JsonObject
-from store.ledger import unsafe
+from store.ledger import confirm, unsafe
 from store.storage.core import LedgerCore, digest_json
 from store.mind import alignment
 from store.mind.views import MindState
-from store.storage.models import Handoff
 from store.ledger.rules import HANDOFF, NAME_OPT, TEXT_OPT
 from store.validate import HANDOFF_ID_RE, show
 from store.actions import planning as pl
 from store.actions.action import Action, Command, Flag, NoKey
 from store.actions.changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
+from store.actions.identity import agent_refusal
 from store.actions.plan import Plan
 from store.actions.promise import Since
 
@@ -67,6 +67,15 @@ class ResolveParams(Action):
     def replan(self, core: LedgerCore, plan: Plan) -> Plan:
         return plan_resolve(core, self.handoff, option=self.option, answer=self.answer)
 
+    def refuse_operator(self, core: LedgerCore, plan: Plan, operator: str) -> str | None:
+        """An irreversible effect is confirmed by a person, not by an agent of its task
+        (store/ledger/confirm.py, store/actions/identity.py)."""
+        asked = sql.fetch_all(core.db, "SELECT context, opened_by FROM handoff WHERE id = ?", [int(self.handoff)])
+        if not asked or confirm.effect_of(sql.json_value(asked[0][0])) is None:
+            return None
+        return agent_refusal(core, plan.task_id, operator, f"answering handoff {self.handoff} (an irreversible "
+                             "effect)", also=[asked[0][1]])
+
     def keeps(self, approved: Plan, current: Plan, since: Sequence[Since]) -> str | None:
         """The handoff still open (:meth:`stale`) is the promise."""
         return None
@@ -83,9 +92,9 @@ class ResolveParams(Action):
                                      "finished_at": tx.now, **REVOKE, **BUMP})
             alignment.on_verdict(tx.core, tx.plan.task_id, alignment.CheckNode(answered[0], self.node, 0), output,
                                  tx.now, tx.operator, MindState.of(tx.task.mind))
-        n = tx.core.bind(Handoff.update(status="resolved", resolution_option=self.option,
-                                        resolution_answer=self.answer, resolved_by=tx.operator, resolved_at=tx.now)
-                         .where((Handoff.id == int(tx.plan.target)) & (Handoff.status == "open"))).execute()
+        n = sql.execute_count(tx.core.db, "UPDATE handoff SET status = 'resolved', resolution_option = ?, "
+                              "resolution_answer = ?, resolved_by = ?, resolved_at = ? WHERE id = ? AND status = 'open'",
+                              [self.option, self.answer, tx.operator, tx.now, int(tx.plan.target)])
         if n != 1:  # cannot happen under the write lock after the check; refuse rather than double-resolve
             raise RuntimeError("handoff changed under the write lock")
         return Outcome(task_fields=tx.reopens(), payload={"handoff": tx.plan.target, "option": self.option,

@@ -30,10 +30,12 @@ from store.errors import LeaseLost, NotFound, Refused
 from store.facade import Ledger
 from store.jsontypes import JsonObject, JsonValue
 from store.reading.task_report import task_report
+from store import validate
 from store.validate import json_value, show
 from store.views import Claim
 from store.worker import LeaseKeeper
 from store.adapters import questions
+from store.ledger import confirm
 from store.adapters.sessions import SessionBusy, SessionStore, claim_from_json, claim_to_json
 from store.adapters.steering import Steer, clean, pulse, reclaim, steer
 from store.adapters.streams import summarize
@@ -355,16 +357,59 @@ class AgentSession:
             return {"status": "failed", "task": claim.task_id, "node": claim.node_key, "node_status": node.status,
                     "next_retry_at": iso(node.next_retry_at) if node.status == "pending" else None}
 
-    def intend_effect(self, key: str, payload: object = None) -> JsonObject:
+    def intend_effect(self, key: str, payload: object = None, why: str | None = None) -> JsonObject:
+        """Log the effect; when the step's work is irreversible and nobody has confirmed this
+        effect yet (store/ledger/confirm.py), first ask a person — a confirm question of its own
+        carrying the effect's details (``payload``) — and intend it once they answer proceed."""
         with self.lock:
             stop = self._check()
             if stop is not None:
                 return stop
             assert self.claim is not None
-            eff = self.ledger.intend_effect(self.claim, key, payload=_normal(payload, "payload"))
-            return {"status": eff.status, "effect": key, "external_id": eff.external_id,
-                    "message": "Already done: do not make this call again." if eff.status == "confirmed" else
-                    "Intended: make the external call, then confirm_effect."}
+            claim = self.claim
+            value = _normal(payload, "payload")
+            validate.name("key", key)
+            validate.text("why", why, optional=True, nul=False)
+            need = confirm.needed(self.ledger, claim.task_id, claim.node_key, key)
+            if need is None:
+                return self._intend(key, value)
+            if value is None or value == {} or value == []:
+                raise Refused(f"{key}: {need}, so a person confirms it from its details: call intend_effect "
+                              "again with payload={what, to whom, how much}")
+            details = value if isinstance(value, dict) else {"payload": value}
+            node = self.ledger.node(claim.task_id, claim.node_key)
+            self.asked += 1
+            ask_key = f"{claim.node_key}.ask-{self.asked}"
+            self._save()
+            ctx = confirm.context(key, details, done=f"step {claim.node_key} ({clean(node.title, 200)}) reached it",
+                                  stuck=None, why=clean(why, 2000) if why else "the agent's step needs it done",
+                                  extra={"via": "mcp", "worker": self.worker, "step": claim.node_key})
+            asked = questions.ask(self.ledger, claim.task_id, ask_key, worker=self.worker, kind="confirm",
+                                  node_kind="question", title=f"confirm: {clean(key, 150)}",
+                                  question=f"Perform {clean(key, 500)}? It cannot be undone.",
+                                  options=confirm.options(clean(key, 500)), context=ctx, lease_s=self.cfg.lease_s,
+                                  recommendation=confirm.PROCEED)
+            self.questions[asked.handoff] = asked.node
+            self._save()
+        got = self._wait(asked.handoff)
+        if got.get("status") in ("answered", "resolved") and got.get("option") == confirm.PROCEED:
+            with self.lock:
+                stop = self._check()
+                return stop if stop is not None else {**self._intend(key, value), "confirmed_by": got.get("by")}
+        if got.get("status") in ("answered", "resolved"):
+            return {**got, "status": "declined", "effect": key,
+                    "message": "A person said not to: do not make this call. Finish the step without it, or fail."}
+        if got.get("status") == "pending":
+            return {**got, "effect": key, "message": "A person confirms this effect first. Call "
+                    "wait_for_human with this handoff; once answered proceed, call intend_effect again."}
+        return got
+
+    def _intend(self, key: str, value: JsonValue) -> JsonObject:
+        assert self.claim is not None
+        eff = self.ledger.intend_effect(self.claim, key, payload=value)
+        return {"status": eff.status, "effect": key, "external_id": eff.external_id,
+                "message": "Already done: do not make this call again." if eff.status == "confirmed" else
+                "Intended: make the external call, then confirm_effect."}
 
     def confirm_effect(self, key: str, external_id: str | None = None) -> JsonObject:
         with self.lock:

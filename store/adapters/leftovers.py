@@ -22,6 +22,7 @@ from typing import Callable
 from store.errors import WardenError
 from store.facade import Ledger
 from store.jsontypes import JsonMapping
+from store.storage.events import NodeNote, payload_of
 from store.text import safe_line
 from store.views import Claim
 from store.adapters.proctree import Cgroup, boot_id, descendants, is_alive, marked
@@ -36,7 +37,8 @@ def last_identity(ledger: Ledger, task_id: str, node_key: str) -> JsonMapping | 
     detail = ledger.node_detail(task_id, node_key, events_limit=200, observations_limit=1)
     best: tuple[int, JsonMapping] | None = None
     for e in detail.events:
-        proc = e.payload.get(PROCESS_KEY) if e.kind == "node.note" else None
+        said = payload_of(e)
+        proc = said.data.get(PROCESS_KEY) if isinstance(said, NodeNote) else None
         if isinstance(proc, dict) and (best is None or e.id > best[0]):
             best = (e.id, proc)
     return best[1] if best else None

@@ -64,9 +64,12 @@ def build_server(session: AgentSession) -> MCPServer[object]:
         return session.fail(error, failure_class, retryable)
 
     @server.tool(description="Before an external side effect (a PR, an email, a deploy): log it by a stable key. "
-                             "Answers confirmed when it already happened: then do not make it again.")
-    def intend_effect(key: str, payload: object = None) -> JsonObject:
-        return session.intend_effect(key, payload)
+                             "Answers confirmed when it already happened: then do not make it again. When the "
+                             "step's work is irreversible (a payment, a deletion) a person confirms it first from "
+                             "payload (its details: what, to whom, how much) and why: answers intended once they "
+                             "said proceed, declined (do not make the call) or pending with a handoff to wait on.")
+    def intend_effect(key: str, payload: object = None, why: str | None = None) -> JsonObject:
+        return session.intend_effect(key, payload, why)
 
     @server.tool(description="After the external side effect happened: confirm it with its external id.")
     def confirm_effect(key: str, external_id: str | None = None) -> JsonObject:

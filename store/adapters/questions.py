@@ -52,7 +52,8 @@ def check(kind: str, question: str, options: Sequence[JsonMapping]) -> None:
 
 
 def ask(ledger: Ledger, task: str, key: str, *, worker: str, kind: str, node_kind: str, title: str,
-        question: str, options: Sequence[JsonMapping], context: JsonMapping, lease_s: float = 60.0) -> Asked:
+        question: str, options: Sequence[JsonMapping], context: JsonMapping, lease_s: float = 60.0,
+        recommendation: str | None = None) -> Asked:
     """Add the question's node, claim it and open the handoff on it. Raises ``Refused`` when the
     question is not one the ledger takes (nothing written) or the node cannot be claimed (the task
     parked or aborted meanwhile)."""
@@ -65,7 +66,8 @@ def ask(ledger: Ledger, task: str, key: str, *, worker: str, kind: str, node_kin
     if claim is None:
         raise Refused(f"the question's node {key} cannot be claimed now (task {ledger.task(task).status})")
     try:
-        hid = ledger.request_human(claim, kind=kind, question=question, options=options, context=context)
+        hid = ledger.request_human(claim, kind=kind, question=question, options=options, context=context,
+                                   recommendation=recommendation)
     except Refused as e:  # a bad kind or option: the question's node closes with why, nothing is left open
         ledger.commit(claim, output={"refused": str(e)})
         raise

@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 import peewee as pw
 
 from store.ledger import graph as graph_mod
-from store.ledger import quotas
+from store.ledger import confirm, quotas
 from store.storage import sql
 from store.storage.db import is_sqlite, retry_write, write_tx
 from store.errors import Refused
@@ -18,12 +18,14 @@ from store.storage.models import Task, dumps
 from store.views import Budget, NodeSpec
 from store.storage import budget_clock
 from store.storage.core import LedgerCore, validate_key, validate_task_id
+from store.storage.events import NodesAdded, TaskCreated
 
 
 def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, workflow_version: str, inputs: object,
                 constraints: Sequence[str] | None, preconditions: JsonMapping | None, budget: Budget | None,
                 max_claims: int, max_repairs: int, exist_ok: bool, actor: str, origin: str | None = None,
-                requirements: Sequence[Mapping[str, str]] = (), mind: JsonMapping | None = None) -> None:
+                requirements: Sequence[Mapping[str, str]] = (), mind: JsonMapping | None = None,
+                confirm_kinds: Sequence[str] = ()) -> None:
     """Create a task. With ``exist_ok`` an existing task is left unchanged (idempotent).
     ``requirements`` (checked by ``store.mind.rules.requirements``) become its requirement rows;
     ``mind`` is its initial ``task.mind`` (``store.mind.record.initial_mind``)."""
@@ -34,7 +36,8 @@ def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, wo
     dumps(inputs)  # refuse what cannot be stored before writing anything
     dumps(precondition_map)
     args = (task_id, title, workflow, workflow_version, inputs, constraint_list, precondition_map, budget, max_claims,
-            max_repairs, exist_ok, actor, origin, list(requirements), dict(mind) if mind is not None else None)
+            max_repairs, exist_ok, actor, origin, list(requirements), dict(mind) if mind is not None else None,
+            tuple(confirm_kinds))
     try:
         return _create_task(core, *args)
     except pw.IntegrityError:
@@ -49,7 +52,7 @@ def create_task(core: LedgerCore, task_id: str, *, title: str, workflow: str, wo
 def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, workflow_version: str, inputs: object,
                  constraints: list[str], preconditions: JsonObject, budget: Budget, max_claims: int,
                  max_repairs: int, exist_ok: bool, actor: str, origin: str | None,
-                 requirements: list[Mapping[str, str]], mind: JsonObject | None) -> None:
+                 requirements: list[Mapping[str, str]], mind: JsonObject | None, confirm_kinds: Sequence[str]) -> None:
     now = core.now()
     with write_tx(core.db):
         existing = sql.scalar(core.db, "SELECT task_id FROM task WHERE task_id = ?", [task_id])
@@ -81,9 +84,11 @@ def _create_task(core: LedgerCore, task_id: str, title: str, workflow: str, work
             )
         ).execute()
         mind_record.write_requirements(core, task_id, requirements, now)
-        core.journal(task_id, None, "system", "task.created", actor, f"task created: {title or task_id}",
-                     {"workflow": workflow, "workflow_version": workflow_version, "origin": origin or "python",
-                      "requirements": [r["id"] for r in requirements]})
+        confirm.set_kinds(core, task_id, confirm_kinds)
+        core.journal(task_id, None, actor, f"task created: {title or task_id}",
+                     TaskCreated(workflow=workflow, workflow_version=workflow_version, origin=origin or "python",
+                                 requirements=[r["id"] for r in requirements],
+                                 confirm_kinds=sorted(set(confirm_kinds)) if confirm_kinds else None))
 
 
 @retry_write
@@ -168,8 +173,8 @@ def add_nodes_tx(core: LedgerCore, task_id: str, specs: list[NodeSpec], *, actor
         budget_clock.settle(core.db, task_id, core.now())  # reopened: the clock runs again from now
     summary = (f"node added: {new_specs[0].key}" if len(new_specs) == 1
                else f"{len(new_specs)} nodes added")
-    core.journal(task_id, new_specs[0].key if len(new_specs) == 1 else None, "system", "graph.nodes_added",
-                 actor, summary, {"nodes": [s.key for s in new_specs]})
+    core.journal(task_id, new_specs[0].key if len(new_specs) == 1 else None, actor, summary,
+                 NodesAdded(nodes=[s.key for s in new_specs]))
     return len(new_specs)
 
 

@@ -22,6 +22,8 @@ lease is never extended and every write is refused (``fenced.fence``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import secrets
 from functools import partial
 from typing import Callable, Mapping, NamedTuple, Sequence
@@ -41,7 +43,9 @@ from store.ledger import compensation, cost, quotas, unsafe
 from store.storage import budget_clock
 from store.storage.core import LedgerCore, digest_json
 from store.ledger.observe import ATTEMPT_RESET
+from store.storage import rows
 from store.storage.rows import wall_used
+from store.storage.events import NodeClaimed, NodeFailed, VersionMismatch
 
 CLAIM_ROUNDS = 1000  # each round either claims, fails an over-claimed node, or ends
 QUOTA_PASSES = 100  # ready nodes one round passes over when their quota filled since its first look
@@ -116,10 +120,10 @@ def _wrong_version(core: LedgerCore, task_id: str, worker: str, version: str) ->
 @retry_write
 def _journal_version(core: LedgerCore, task_id: str, worker: str, version: str, have: str) -> None:
     with write_tx(core.db):
-        core.journal(task_id, None, "system", "claim.version_mismatch", worker,
+        core.journal(task_id, None, worker,
                      f"{worker} runs workflow version {version or '(none)'}, task {task_id} is version "
                      f"{have or '(none)'}: nothing claimed",
-                     {"worker": worker, "workflow_version": version, "task_workflow_version": have})
+                     VersionMismatch(worker=worker, workflow_version=version, task_workflow_version=have))
 
 
 def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str, now: float) -> list[str]:
@@ -303,8 +307,8 @@ def _fail_over_claimed(core: LedgerCore, task_id: str, node_id: int, worker: str
             lease_owner=None, lease_token=None, lease_until=None, finished_at=now, version=Inc(1),
         ))
         budget_clock.settle(core.db, task.task_id, now, agent_write=True)
-        core.journal(task.task_id, row.key, "system", "node.failed", worker,
-                     f"{row.key} failed: max claims reached", {"error": err, "max_claims": limit})
+        core.journal(task.task_id, row.key, worker, f"{row.key} failed: max claims reached",
+                     NodeFailed(error=err, max_claims=limit), layer="system")
         core.maybe_fail_task(task.task_id, now)
 
 
@@ -344,17 +348,11 @@ def _take(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, leas
         sql.execute(core.db, "UPDATE task SET started_at = ? WHERE task_id = ? AND started_at IS NULL",
                     [now, task.task_id])
     budget_clock.end_on_claim(core.db, task, now)  # a clock stopped while the task waited runs again
-    payload: JsonObject = {"worker": worker, "attempt": attempt, "lease_until": until, "reclaimed": reclaim}
-    if deadline is not None:
-        payload["step_deadline"] = deadline
-        payload["max_step_s"] = max_step_s
-    if reclaim:
-        payload["previous_owner"] = row.lease_owner
-    if drawn:
-        payload["quotas"] = list(drawn)
-    core.journal(task.task_id, row.key, "execution", "node.claimed", worker,
+    core.journal(task.task_id, row.key, worker,
                  f"{row.key} claimed by {worker} (attempt {attempt}){' after lease expiry' if reclaim else ''}",
-                 payload)
+                 NodeClaimed(worker=worker, attempt=attempt, lease_until=until, reclaimed=reclaim,
+                             step_deadline=deadline, max_step_s=None if deadline is None else max_step_s,
+                             previous_owner=row.lease_owner if reclaim else None, quotas=list(drawn) or None))
     return Claim(
         task_id=task.task_id, node_key=row.key, kind=row.kind, worker=worker, token=token,
         attempt=attempt, lease_until=until, inputs=inputs,
@@ -403,7 +401,9 @@ def _claim_inputs(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> JsonOb
         "preconditions": dict(task.preconditions or {}),
         "node_preconditions": dict(row.preconditions or {}),
         "deps": deps,
-        "rejections": list(row.rejections or []),
+        # the reasons of the rewinds that reset it: stored once, as rejected paths (``memory``'s
+        # ``rejected`` hands them too, with the rest of its rejected paths)
+        "rejections": list(rows.rejections(row.rejections, core.rejection_reasons([row.rejections]))),
         "resolution": resolution,
         "attempt": int(row.attempt) + 1,
         "repair": row.repair,
@@ -432,7 +432,7 @@ def _claim_replayed(data: JsonMapping, args: tuple[object, ...], kwargs: Mapping
     with read_tx(core.db):
         task = core.task_record(data["task_id"])
         row = core.node_record(data["task_id"], data["node_key"])
-    row = row._replace(attempt=int(data["attempt"]) - 1)  # the inputs as they were when it was claimed
+    row = replace(row, attempt=int(data["attempt"]) - 1)  # the inputs as they were when it was claimed
     return Claim(inputs=_claim_inputs(core, task, row), **data)
 
 

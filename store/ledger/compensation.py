@@ -22,6 +22,7 @@ from store.storage import sql
 from store.jsontypes import JsonMapping, JsonObject
 from store.views import Claim
 from store.storage.core import NODE_KEY_RE, LedgerCore, sha256_hex
+from store.storage.events import EffectCompensated
 
 KIND = "compensation"
 KEY_PREFIX = "compensate:"
@@ -107,9 +108,8 @@ def on_commit(core: LedgerCore, claim: Claim, node_id: int, now: float) -> str |
                          "compensation_note = ? WHERE id = ? AND status = 'confirmed'",
                 [now, claim.worker, f"compensation node {claim.node_key} committed (attempt {claim.attempt})",
                  eff.id])
-    core.journal(claim.task_id, claim.node_key, "execution", "effect.compensated", claim.worker,
-                 f"{eff.effect_key} compensated by {claim.node_key}",
-                 {"effect_key": eff.effect_key, "by": claim.worker, "node": claim.node_key}, at=now)
+    core.journal(claim.task_id, claim.node_key, claim.worker, f"{eff.effect_key} compensated by {claim.node_key}",
+                 EffectCompensated(effect_key=eff.effect_key, by=claim.worker, node=claim.node_key), at=now)
     return str(eff.effect_key)
 
 

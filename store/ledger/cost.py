@@ -22,12 +22,11 @@ from __future__ import annotations
 
 from store.judges import density as rule
 from store.storage import sql
-from store.jsontypes import JsonMapping, JsonObject
 from store.storage.sql import Inc
 from store.storage.tables import NodeRecord, TaskRecord
 from store.storage.core import LedgerCore
+from store.storage.events import NodeCostDensity
 
-EVENT = "node.cost_density"
 
 
 def holding(core: LedgerCore, task_id: str, now: float) -> bool:
@@ -60,19 +59,18 @@ def after_beat(row: NodeRecord, tokens_added: int, units_done: float | None,
 
 
 def journal_change(core: LedgerCore, row: NodeRecord, j: rule.Judgement, worker: str, now: float,
-                   extra: JsonMapping | None = None) -> None:
-    """Journal a verdict that differs from the one on the node (once per change)."""
+                   parked: list[str] | None = None) -> None:
+    """Journal a verdict that differs from the one on the node (once per change); ``parked``: the
+    successors a hold parked (then journalled even when the verdict stays)."""
     before = row.density or rule.CONTINUE
-    if j.verdict == before and not extra:
+    if j.verdict == before and parked is None:
         return
-    payload: JsonObject = {"verdict": j.verdict, "before": before, "tokens": j.tokens, "units": j.units,
-                               "density": j.density, "worker": worker}
-    if j.limit is not None:
-        payload.update(limit=j.limit.tokens_per_unit)
-    payload.update(extra or {})
     summary = j.evidence(row.key) if j.verdict != rule.CONTINUE else (
         f"{row.key}: cost density back within the limit ({before} lifted)")
-    core.journal(row.task_id, row.key, "system", EVENT, "warden", summary, payload, at=now)
+    core.journal(row.task_id, row.key, "warden", summary, NodeCostDensity(
+        verdict=j.verdict, before=before, tokens=j.tokens, units=j.units, density=j.density, worker=worker,
+        limit=None if j.limit is None else j.limit.tokens_per_unit,
+        nodes=None if parked is None else [row.key, *parked], parked=parked), at=now)
 
 
 def abort_fields(row: NodeRecord, j: rule.Judgement, now: float) -> dict[str, object]:

@@ -16,8 +16,9 @@ from store.judges import novelty
 from store.judges import density as density_rule
 from store.storage.db import retry_write, write_tx
 from store.errors import LeaseLost, Refused, WardenError
-from store.jsontypes import JsonMapping, JsonObject
-from store.storage.models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, Task, dumps
+from store.clock import iso
+from store.jsontypes import JsonMapping
+from store.storage.models import FAILURE_CLASSES, HANDOFF_KINDS, Artifact, Effect, Handoff, dumps
 from store.storage.sql import Inc
 from store.storage.tables import NodeRecord, TaskRecord
 from store.views import Claim, NodeSpec, Pulse
@@ -26,13 +27,15 @@ from store.mind import alignment as mind_alignment
 from store.mind import record as mind_record
 from store.mind import state as mind_state
 from store.ledger import compensation as compensations
-from store.ledger import cost, lost
+from store.ledger import confirm, cost, lost
 from store.storage import budget_clock
 from store.ledger import repair as repairs
 from store.ledger.build import add_nodes_tx
 from store.ledger import observe
 from store.storage.core import NODE_COLUMNS, LedgerCore, digest_json, retry_delay, sha256_hex
 from store.ledger.observe import OBSERVATION_TEXT_CAP  # noqa: F401  (its old home)
+from store.storage.events import (ArtifactJson, Commit, ConfirmedBy, EffectConfirmed, EffectIntended, GraphRewired, HandoffOpened, NodeCommitted,
+                      NodeDiscarded, NodeFailed, NodeNote)
 OUTPUT_CAP = 64 * 1024
 ARTIFACT_INLINE_CAP = 64 * 1024 * 1024
 COMMIT_ARGS = frozenset({"output", "output_ref", "tokens", "artifact", "units_done", "next_nodes", "repair",
@@ -149,8 +152,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
         beat = observe.beat_fields(row, now, units_done, wait, new_units,
                                    report is not None and report.prepared.text_progress)
         flags = observe.observation_flags(beat, parked, report)
-        if report is not None:
-            observe.record_observation(core, row.id, claim.attempt, report, flags, now)
+        seen = None if report is None else observe.record_observation(core, row.id, claim.attempt, report, flags, now)
         judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, units_total), task=task)
         if judged.verdict == density_rule.ABORT:
             return _stopped(core, claim, row, judged, now, {**fields, **beat})
@@ -158,25 +160,15 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
             fields["density"] = None if judged.verdict == density_rule.CONTINUE else judged.verdict
             cost.journal_change(core, row, judged, claim.worker, now)
         cas_update(core, row, claim, now, **fields, **beat)
-        payload: JsonObject = {"lease_until": until}
-        if units_done is not None:
-            payload["units_done"] = units_done
-        if units_total is not None:
-            payload["units_total"] = units_total
-        if t:
-            payload["tokens"] = t
-        payload.update(observe.beat_payload(row, beat))
         summary = f"{claim.node_key} heartbeat"
         if report is not None:
-            payload.update(observe.report_payload(report))
-            if flags:
-                payload["flags"] = flags
             left_out = novelty.left_out(report.prepared)
             summary += f" (+{new_units} new" + (f"; {left_out})" if left_out else ")")
         if wait is not None:
             summary += f", waiting on {wait[0]}"
-        core.journal(claim.task_id, claim.node_key, "execution", "node.heartbeat", claim.worker, summary,
-                     payload, at=now)
+        payload = observe.beat_payload(row, beat, lease_until=until, units_done=units_done, units_total=units_total,
+                                       tokens=t or None, report=report)
+        core.journal(claim.task_id, claim.node_key, claim.worker, summary, payload, at=now, observation=seen)
     return Pulse(lease_until=until, parked=parked, new_units=new_units, gate=core.task_gate(task, now),
                  density=judged.verdict)
 
@@ -196,7 +188,7 @@ def _step_lease(row: NodeRecord, claim: Claim, now: float, until: float, max_ste
     deadline = _step_deadline(row, now, max_step_s)
     if deadline is None:
         return until
-    late = step_limit_why(row._replace(step_deadline=deadline), now)
+    late = step_limit_why(replace(row, step_deadline=deadline), now)
     if late:
         raise LeaseLost(f"lease lost on {claim.task_id}/{claim.node_key}: {late}")
     return min(until, deadline)
@@ -210,11 +202,11 @@ def _stopped(core: LedgerCore, claim: Claim, row: NodeRecord, judged: density_ru
     cas_update(core, row, claim, now, **keep, **cost.abort_fields(row, judged, now))
     budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
     cost.journal_change(core, row, judged, claim.worker, now)
-    core.journal(claim.task_id, claim.node_key, "system", "node.failed", "warden",
+    core.journal(claim.task_id, claim.node_key, "warden",
                  f"{claim.node_key} stopped by the ledger: cost density over {density_rule.ABORT_FACTOR:g}× its limit",
-                 {"error": f"stopped by the ledger for its cost density: {judged.evidence(claim.node_key)}",
-                  "failure_class": "conclusion", "retry": False, "attempt": claim.attempt,
-                  "cost_density": judged.verdict}, at=now)
+                 NodeFailed(error=f"stopped by the ledger for its cost density: {judged.evidence(claim.node_key)}",
+                            failure_class="conclusion", retry=False, attempt=claim.attempt,
+                            cost_density=judged.verdict), at=now, layer="system")
     core.maybe_fail_task(claim.task_id, now)
     return Pulse(lease_until=now, parked=task.status == "parked", gate=core.task_gate(task, now),
                  density=judged.verdict)
@@ -301,38 +293,41 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output
     if units_done is not None:
         fields["units_done"] = float(units_done)
     cas_update(core, row, claim, now, **fields)
-    payload: JsonObject = {"attempt": claim.attempt, "output_digest": digest_json(output),
-                               "wall_s": round(wall, 3)}
-    if output_ref:
-        payload["output_ref"] = output_ref
-    if t:
-        payload["tokens"] = t
+    artifact = None
     if art is not None:
         core.bind(Artifact.insert(task=claim.task_id, node=row.id, attempt=claim.attempt, name=art[0],
                                   sha256=art[2], size=len(art[1]), content=art[1], ref=output_ref,
                                   at=now)).execute()
-        payload["artifact"] = {"name": art[0], "sha256": art[2], "bytes": len(art[1])}
+        artifact = ArtifactJson(name=art[0], sha256=art[2], bytes=len(art[1]))
+    done = Commit(output_digest=digest_json(output), wall_s=round(wall, 3), output_ref=output_ref or None,
+                  tokens=t or None, artifact=artifact)
     if how == repairs.EXHAUSTED:  # the round is not made: the node and the task fail
         budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
-        return repairs.exhaust(core, task, row, claim.worker, payload, now)
+        return repairs.exhaust(core, task, row, claim.worker, claim.attempt, done, now)
     if how == repairs.IN_PLACE:
-        event_id = repairs.in_place(core, task, row, claim.worker, output, repair_from, payload, now)
+        event_id = repairs.in_place(core, task, row, claim.worker, output, repair_from, claim.attempt, done, now)
         if next_nodes:
             add_nodes_tx(core, claim.task_id, list(next_nodes), actor=claim.worker)
         return event_id
     budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
-    if how == repairs.UNROLLED:
-        core.bind(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == claim.task_id)).execute()
-        payload.update(repair=task.repair_count + 1, max_repairs=task.max_repairs, mode=repairs.UNROLLED)
+    unrolled = how == repairs.UNROLLED
+    if unrolled:
+        sql.execute(core.db, "UPDATE task SET repair_count = repair_count + 1 WHERE task_id = ?", [claim.task_id])
+    round_ = task.repair_count + 1 if unrolled else None  # an unrolled round: its number, budget and mode
+    budget = task.max_repairs if unrolled else None
+    mode = repairs.UNROLLED if unrolled else None
     if discard:  # its result is kept for audit only: dependents do not get it, follow-ups are not added
-        payload.update(removed_in=row.removed_in, next_nodes_dropped=[s.key for s in next_nodes])
-        discarded = core.journal(claim.task_id, claim.node_key, "execution", "node.discarded", claim.worker,
+        discarded = core.journal(claim.task_id, claim.node_key, claim.worker,
                                  f"{claim.node_key} finished; result discarded (plan v{row.removed_in} removed it)",
-                                 payload, at=now)
+                                 NodeDiscarded(attempt=claim.attempt, commit=done, repair=round_, max_repairs=budget, mode=mode,
+                                               removed_in=row.removed_in,
+                                               next_nodes_dropped=[s.key for s in next_nodes]), at=now)
         core.maybe_complete_task(claim.task_id, now)
         return discarded
-    event_id = core.journal(claim.task_id, claim.node_key, "execution", "node.committed", claim.worker,
-                            summary or f"{claim.node_key} succeeded (attempt {claim.attempt})", payload, at=now)
+    event_id = core.journal(claim.task_id, claim.node_key, claim.worker,
+                            summary or f"{claim.node_key} succeeded (attempt {claim.attempt})",
+                            NodeCommitted(attempt=claim.attempt, commit=done, repair=round_, max_repairs=budget,
+                                          mode=mode), at=now)
     if row.kind == compensations.KIND:
         compensations.on_commit(core, claim, row.id, now)
     if next_nodes:
@@ -340,10 +335,10 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output
     if how == repairs.UNROLLED:
         rewired = repairs.rewire(core, claim.task_id, row, next_nodes)
         if rewired:
-            core.journal(claim.task_id, claim.node_key, "system", "graph.rewired", "warden",
+            core.journal(claim.task_id, claim.node_key, "warden",
                          f"repair round {task.repair_count + 1}: {', '.join(rewired)} now wait for "
                          f"{', '.join(next(iter(rewired.values())))} instead of {claim.node_key}",
-                         {"nodes": sorted(rewired), "rewired": rewired, "from": claim.node_key}, at=now)
+                         GraphRewired(nodes=sorted(rewired), rewired=rewired, from_=claim.node_key), at=now)
     _successors_by_cost(core, claim, task, row, t, units_done, now)
     mind_state.on_commit(core, task, row, output, now, claim.worker)  # drift run, alignment checks
     core.maybe_complete_task(claim.task_id, now)
@@ -365,7 +360,7 @@ def _successors_by_cost(core: LedgerCore, claim: Claim, task: TaskRecord, row: N
         judged = replace(judged, verdict=density_rule.FINISH_NO_SUCCESSOR)
     parked = cost.park_successors(core, row, judged, now)
     core.update_node(row.id, {"density": density_rule.FINISH_NO_SUCCESSOR})
-    cost.journal_change(core, row, judged, claim.worker, now, {"nodes": [claim.node_key, *parked], "parked": parked})
+    cost.journal_change(core, row, judged, claim.worker, now, parked)
     if parked:
         budget_clock.settle(core.db, claim.task_id, now, agent_write=True)
 
@@ -397,30 +392,30 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
         if removed:
             cas_update(core, row, claim, now, status="abandoned", finished_at=now, **common)
             budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
-            eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
+            eid = core.journal(claim.task_id, claim.node_key, claim.worker,
                                f"{claim.node_key} failed ({failure_class}); abandoned: plan v{row.removed_in} "
-                               "removed it", {"error": str(error)[:2000], "failure_class": failure_class,
-                                              "retry": False, "removed_in": row.removed_in,
-                                              "attempt": claim.attempt}, at=now)
+                               "removed it", NodeFailed(error=str(error)[:2000], failure_class=failure_class,
+                                                        retry=False, removed_in=row.removed_in,
+                                                        attempt=claim.attempt), at=now)
             core.maybe_complete_task(claim.task_id, now)
             return eid
         if can_retry and not exhausted:
             delay = float(retry_after_s) if retry_after_s is not None else retry_delay(claim.attempt)
             cas_update(core, row, claim, now, status="pending", next_retry_at=now + delay, **common)
             budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
-            return core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
+            return core.journal(claim.task_id, claim.node_key, claim.worker,
                                 f"{claim.node_key} failed ({failure_class}); retry in {delay:.0f}s",
-                                {"error": str(error)[:2000], "failure_class": failure_class, "retry": True,
-                                 "retryable": True, "next_retry_at": now + delay, "attempt": claim.attempt},
+                                NodeFailed(error=str(error)[:2000], failure_class=failure_class, retry=True,
+                                           retryable=True, next_retry_at=now + delay, attempt=claim.attempt),
                                 at=now)
         cas_update(core, row, claim, now, status="failed", finished_at=now, **common)
         budget_clock.settle(core.db, claim.task_id, now, agent_write=True, task=task)
         why = "retries exhausted" if (can_retry and exhausted) else "not retryable"
-        eid = core.journal(claim.task_id, claim.node_key, "execution", "node.failed", claim.worker,
+        eid = core.journal(claim.task_id, claim.node_key, claim.worker,
                            f"{claim.node_key} failed ({failure_class}, {why})",
-                           {"error": str(error)[:2000], "failure_class": failure_class, "retry": False,
-                            "retryable": bool(can_retry), "exhausted": bool(can_retry and exhausted),
-                            "attempt": claim.attempt}, at=now)
+                           NodeFailed(error=str(error)[:2000], failure_class=failure_class, retry=False,
+                                      retryable=bool(can_retry), exhausted=bool(can_retry and exhausted),
+                                      attempt=claim.attempt), at=now)
         core.maybe_fail_task(claim.task_id, now)
     return eid
 
@@ -462,9 +457,9 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
         hid = core.bind(Handoff.insert(task=claim.task_id, node=row.id, kind=kind, question=str(question),
                                        context=ctx, options=opts, recommendation=recommendation, status="open",
                                        opened_at=now, opened_by=claim.worker, attempt=claim.attempt)).execute()
-        core.journal(claim.task_id, claim.node_key, "decision", "handoff.opened", claim.worker,
+        core.journal(claim.task_id, claim.node_key, claim.worker,
                      f"{claim.node_key} asks a human ({kind}): {str(question)[:120]}",
-                     {"handoff": str(hid), "kind": kind, "options": ids, "recommendation": recommendation},
+                     HandoffOpened(handoff=str(hid), kind=kind, options=ids, recommendation=recommendation),
                      at=now)
     return str(hid)
 
@@ -493,12 +488,17 @@ def intend_effect(core: LedgerCore, claim: Claim, effect_key: str, *, payload: o
         checkpoints.reach("effect.fenced", claim.task_id, claim.node_key)
         existing = _effect(core, claim.task_id, effect_key)
         if existing is None:
+            person = confirm.required(core, row, effect_key)  # irreversible: a person said proceed first
             pd = digest_json(payload) if payload is not None else None
             core.bind(Effect.insert(task=claim.task_id, node=row.id, effect_key=effect_key, status="intended",
                                     payload_digest=pd, compensation=compensation, attempt=claim.attempt,
                                     intended_at=now)).execute()
-            core.journal(claim.task_id, claim.node_key, "execution", "effect.intended", claim.worker,
-                         f"{claim.node_key} intends {effect_key}", {"effect_key": effect_key}, at=now)
+            confirmed = None
+            if person is not None:
+                confirmed = ConfirmedBy(handoff=person.handoff, by=person.by, at=iso(person.at))
+            core.journal(claim.task_id, claim.node_key, claim.worker, f"{claim.node_key} intends {effect_key}"
+                         + (f" (confirmed by {person.by}, handoff {person.handoff})" if person else ""),
+                         EffectIntended(effect_key=effect_key, confirmed_by=confirmed), at=now)
 
 
 @retry_write
@@ -516,11 +516,12 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
             fields: dict[str, object] = dict(status="confirmed", external_id=external_id, confirmed_at=now)
             if compensation is not None:
                 fields["compensation"] = compensation
-            core.bind(Effect.update(**fields).where(Effect.id == existing.id)).execute()
-            core.journal(claim.task_id, claim.node_key, "execution", "effect.confirmed", claim.worker,
+            sets, values = sql.set_clause(fields)
+            sql.execute(core.db, f"UPDATE effect SET {sets} WHERE id = ?", [*values, existing.id])
+            core.journal(claim.task_id, claim.node_key, claim.worker,
                          f"{claim.node_key} confirmed {effect_key}" + (f" ({external_id})" if external_id else ""),
-                         {"effect_key": effect_key, "external_id": external_id,
-                          "compensation": compensation or existing.compensation}, at=now)
+                         EffectConfirmed(effect_key=effect_key, external_id=external_id,
+                                         compensation=compensation or existing.compensation), at=now)
             if task.wake_state:
                 wake.check_tx(core, claim.task_id, now)
 
@@ -529,13 +530,14 @@ def confirm_effect(core: LedgerCore, claim: Claim, effect_key: str, *, external_
 def note(core: LedgerCore, claim: Claim, text: str, *, layer: str, data: JsonMapping | None = None) -> int:
     """Journal a note from the agent (a decision, an observation worth keeping); ``data``: keys
     added to the event's payload beside ``text`` (``warden run``'s ``process``)."""
-    if layer not in ("decision", "execution"):
+    as_layer = next((x for x in NodeNote.LAYERS if x == layer), None)
+    if as_layer is None:
         raise Refused("an agent note's layer is decision or execution")
-    payload: JsonObject = {**(data or {}), "text": str(text)[:8000]}
-    if len(dumps(payload)) > 16 * 1024:
+    said = NodeNote(text=str(text)[:8000], data=dict(data or {}))
+    if len(dumps(said.to_json())) > 16 * 1024:
         raise Refused("a note's data is over 16 KiB")
     now = core.now()
     with write_tx(core.db):
         fence(core, claim, now, lock=True)
-        return core.journal(claim.task_id, claim.node_key, layer, "node.note", claim.worker, str(text)[:2000],
-                            payload, at=now)
+        return core.journal(claim.task_id, claim.node_key, claim.worker, str(text)[:2000], said, at=now,
+                            layer=as_layer)

@@ -19,12 +19,15 @@ import json
 from typing import NamedTuple
 
 from store.storage import sql
-from store.jsontypes import JsonMapping, JsonObject, JsonValue
+from store.jsontypes import JsonObject, JsonValue
 from store.text import safe_line
 from store.storage.tables import NodeRecord
 from store.views import Claim
 from store.ledger import compensation as compensations
 from store.storage.core import LedgerCore
+from store.storage.events import (OPERATOR, HandoffOpened, NodeClaimed, NodeCommitted, NodeFailed, NodeRepair, OperatorActed,
+                      decode)
+from store.storage.payloads import Payload
 
 SCAN = 500  # events of the task read after the claim, at most (the cause is nearly always the next few)
 
@@ -33,9 +36,11 @@ def reason(core: LedgerCore, row: NodeRecord, claim: Claim, task_status: str | N
     """Why ``claim`` no longer holds ``row`` (the node now), as one line."""
     since = None
     for event_id, payload in sql.fetch_all(
-            core.db, "SELECT id, payload FROM event WHERE task_id = ? AND node = ? AND kind = 'node.claimed' "
-                     "AND actor = ? ORDER BY id DESC LIMIT 50", [claim.task_id, claim.node_key, claim.worker]):
-        if _payload(payload).get("attempt") == claim.attempt:  # this claim's own event
+            core.db, "SELECT id, payload FROM event WHERE task_id = ? AND node = ? AND kind = ? "
+                     "AND actor = ? ORDER BY id DESC LIMIT 50",
+            [claim.task_id, claim.node_key, NodeClaimed.KIND, claim.worker]):
+        claimed = decode(NodeClaimed.KIND, _payload(payload))
+        if isinstance(claimed, NodeClaimed) and claimed.attempt == claim.attempt:  # this claim's own event
             since = int(event_id)
             break
     cause = _first_cause(core, claim, since) if since is not None else None
@@ -56,15 +61,11 @@ def _payload(value: JsonValue) -> JsonObject:
     return out if isinstance(out, dict) else {}
 
 
-def _names(payload: JsonMapping, key: str) -> bool:
-    """Does an operator event's payload name the node ``key`` (its changes or revoked leases)?"""
-    nodes = payload.get("nodes")
-    if isinstance(nodes, (list, tuple)) and key in nodes:
+def _names(payload: Payload, key: str) -> bool:
+    """Does an event's payload name the node ``key`` (its changes, an operator's revoked leases)?"""
+    if key in payload.node_keys():
         return True
-    if isinstance(nodes, dict) and any(isinstance(v, (list, tuple)) and key in v for v in nodes.values()):
-        return True
-    revoked = payload.get("revoked_leases")
-    return isinstance(revoked, list) and any(isinstance(r, dict) and r.get("node") == key for r in revoked)
+    return isinstance(payload, OperatorActed) and any(r.get("node") == key for r in payload.revoked_leases)
 
 
 class _Event(NamedTuple):
@@ -79,27 +80,28 @@ def _first_cause(core: LedgerCore, claim: Claim, since: int) -> str | None:
     key = claim.node_key
     for r in sql.fetch_rows(core.db, _Event, f"SELECT {sql.columns(_Event)} FROM event WHERE task_id = ? "
                                              f"AND id > ? ORDER BY id LIMIT {SCAN}", [claim.task_id, since]):
-        p = _payload(r.payload)
+        p = decode(r.kind, _payload(r.payload))
         actor = safe_line(str(r.actor or "?"), limit=80)
-        if r.node == key and r.kind == "node.claimed":
-            return f"reclaimed by {actor} after it expired (attempt {p.get('attempt', '?')})"
+        if r.node == key and r.kind == NodeClaimed.KIND:
+            return f"reclaimed by {actor} after it expired (attempt {p.attempt if isinstance(p, NodeClaimed) else '?'})"
         if r.layer == "operator" and (r.node == key or _names(p, key)):
-            action = str(r.kind).removeprefix("operator.")
-            why = safe_line(str(p.get("reason") or ""), limit=120)
-            n = p.get("action_id")
-            return (f"revoked by operator action {n if n is not None else '?'} ({action} by {actor}"
+            action = str(r.kind).removeprefix(OPERATOR)
+            acted = p if isinstance(p, OperatorActed) else None
+            why = safe_line(acted.reason if acted else "", limit=120)
+            return (f"revoked by operator action {acted.action_id if acted else '?'} ({action} by {actor}"
                     + (f": {why})" if why else ")"))
-        if r.node == key and r.kind == "node.failed":
-            err = safe_line(str(p.get("error") or ""), limit=120)
+        if r.node == key and r.kind == NodeFailed.KIND:
+            err = safe_line(str(p.error or "") if isinstance(p, NodeFailed) else "", limit=120)
             who = "this claim" if r.actor == claim.worker else actor
             return f"the node failed ({who}{': ' + err if err else ''})"
-        if r.node == key and r.kind == "node.committed" and r.actor == claim.worker:
+        if r.node == key and r.kind == NodeCommitted.KIND and r.actor == claim.worker:
             return "already committed by this claim"
-        if r.kind == "node.repair" and (r.node == key or _names(p, key)):  # store/ledger/repair.py
+        if r.kind == NodeRepair.KIND and (r.node == key or _names(p, key)):  # store/ledger/repair.py
             if r.node == key and r.actor == claim.worker:
                 return "already committed by this claim (a repair: it runs again)"
-            return f"revoked by the repair round {p.get('repair', '?')} of {safe_line(str(r.node), limit=80)}"
-        if r.node == key and r.kind == "handoff.opened" and r.actor == claim.worker:
+            return (f"revoked by the repair round {p.repair if isinstance(p, NodeRepair) else '?'} of "
+                    f"{safe_line(str(r.node), limit=80)}")
+        if r.node == key and r.kind == HandoffOpened.KIND and r.actor == claim.worker:
             return "this claim handed the node to a human (blocked)"
     return None
 

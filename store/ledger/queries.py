@@ -8,6 +8,8 @@ seconds and hundreds of megabytes.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from typing import Final, Generator, Iterator, NamedTuple, Sequence
 
 from store.storage import sql
@@ -16,6 +18,7 @@ from store.errors import NotFound, Refused
 from store.mind.read import node_mind
 from store.storage.tables import TaskRecord
 from store.validate import HANDOFF_ID_RE, show
+from store.storage.events import NodeFailed
 from store.views import (
     ActionView,
     ArtifactView,
@@ -45,7 +48,7 @@ def tasks(core: LedgerCore) -> list[TaskView]:
         hopen = dict(sql.fetch_all(core.db, "SELECT task_id, COUNT(id) FROM handoff WHERE status = 'open' "
                                             "GROUP BY task_id"))
     now = core.now()
-    return [rows.task_view(r._replace(claim_count=int(claims.get(r.task_id, 0))), now, counts.get(r.task_id, {}),
+    return [rows.task_view(replace(r, claim_count=int(claims.get(r.task_id, 0))), now, counts.get(r.task_id, {}),
                            hopen.get(r.task_id, 0)) for r in task_rows]
 
 
@@ -54,7 +57,7 @@ def task(core: LedgerCore, task_id: str) -> TaskView:
         r = core.task_record(task_id)
         # A task's claim count is the sum of its nodes' attempts (every claim adds exactly one; a
         # rewind does not reset it), so a claim never writes the task row.
-        r = r._replace(claim_count=int(sql.scalar(core.db, "SELECT COALESCE(SUM(attempt), 0) FROM node "
+        r = replace(r, claim_count=int(sql.scalar(core.db, "SELECT COALESCE(SUM(attempt), 0) FROM node "
                                                            "WHERE task_id = ?", [task_id]) or 0))
         counts = _counts(core, task_id)
         hopen = sql.scalar(core.db, "SELECT COUNT(id) FROM handoff WHERE task_id = ? AND status = 'open'", [task_id])
@@ -75,14 +78,15 @@ def graph(core: LedgerCore, task_id: str) -> GraphView:
     """The task and all its nodes in topological order, each with its dependency keys."""
     with read_tx(core.db):
         the_task = task(core, task_id)
-        make = tuple.__new__
-        node_rows = [make(rows.NodeViewRow, r) for r in sql.fetch_all(
-            core.db, f"SELECT {rows.NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? ORDER BY position", [task_id])]
+        node_rows = sql.fetch_all(core.db, f"SELECT {rows.NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? "
+                                           "ORDER BY position", [task_id])
         deps = _deps_by_id(core, task_id)
-    key_of = {r.id: r.key for r in node_rows}
+        reasons = core.rejection_reasons(rows.rejections_named(node_rows))
+    key_of = {r[0]: r[2] for r in node_rows}  # id → key (rows.RawNodeView)
     cache: dict[str, object] = {}
     return GraphView(task=the_task, nodes=tuple(
-        rows.node_view(r, tuple(key_of[x] for x in deps[r.id]) if r.id in deps else (), cache) for r in node_rows))
+        rows.node_view(r, tuple(key_of[x] for x in deps[r[0]]) if r[0] in deps else (), cache, reasons)
+        for r in node_rows))
 
 
 def _deps_by_id(core: LedgerCore, task_id: str, dst_ids: Sequence[int] | None = None) -> dict[int, list[int]]:
@@ -100,21 +104,21 @@ def _deps_by_id(core: LedgerCore, task_id: str, dst_ids: Sequence[int] | None = 
 
 def nodes(core: LedgerCore, task_id: str, keys: Sequence[str]) -> list[NodeView]:
     """Just these nodes (for applying a feed delta), in topological order; unknown keys skipped."""
-    found: list[rows.NodeViewRow] = []
-    make = tuple.__new__
+    found: list[rows.RawNodeView] = []
     with read_tx(core.db):
         for chunk in sql.chunks(list(dict.fromkeys(keys))):
-            found.extend(make(rows.NodeViewRow, r) for r in sql.fetch_all(
+            found.extend(sql.fetch_all(
                 core.db, f"SELECT {rows.NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? "
                          f"AND key IN ({sql.marks(len(chunk))})", [task_id, *chunk]))
-        deps = _deps_by_id(core, task_id, [r.id for r in found])
+        deps = _deps_by_id(core, task_id, [r[0] for r in found])
         src_ids = list({x for v in deps.values() for x in v})
         keys_of: dict[int, str] = {}
         for ids in sql.chunks(src_ids):
             keys_of.update(sql.fetch_all(core.db, f"SELECT id, key FROM node WHERE id IN ({sql.marks(len(ids))})",
                                          ids))
-    found.sort(key=lambda r: r.position)
-    return [rows.node_view(r, tuple(keys_of[x] for x in deps.get(r.id, ()))) for r in found]
+        reasons = core.rejection_reasons(rows.rejections_named(found))
+    found.sort(key=lambda r: r[3])  # the position
+    return [rows.node_view(r, tuple(keys_of[x] for x in deps.get(r[0], ())), None, reasons) for r in found]
 
 
 def node(core: LedgerCore, task_id: str, key: str) -> NodeView:
@@ -208,28 +212,28 @@ def node_detail(core: LedgerCore, task_id: str, key: str, *, events_limit: int,
     db = core.db
     with read_tx(db):
         the_node = node(core, task_id, key)
-        obs = sql.fetch_rows(db, rows.ObservationRecord, f"{rows.OBSERVATION_SELECT} WHERE node_id = ? "
+        obs = sql.fetch_rows(db, ObservationView, f"{rows.OBSERVATION_SELECT} WHERE node_id = ? "
                                                          "ORDER BY id DESC LIMIT ?", [the_node.id, observations_limit])
         obs.reverse()
-        effects_ = [rows.effect_view(r) for r in sql.fetch_rows(
-            db, rows.EffectRecord, f"{rows.EFFECT_SELECT} WHERE e.node_id = ? ORDER BY e.id", [the_node.id])]
-        arts = [rows.artifact_view(r) for r in sql.fetch_rows(
-            db, rows.ArtifactRecord, f"{rows.ARTIFACT_SELECT} WHERE a.node_id = ? ORDER BY a.id", [the_node.id])]
+        effects_ = [r for r in sql.fetch_rows(
+            db, EffectView, f"{rows.EFFECT_SELECT} WHERE e.node_id = ? ORDER BY e.id", [the_node.id])]
+        arts = [r for r in sql.fetch_rows(
+            db, ArtifactView, f"{rows.ARTIFACT_SELECT} WHERE a.node_id = ? ORDER BY a.id", [the_node.id])]
         hand = [rows.handoff_view(r) for r in sql.fetch_rows(
-            db, rows.HandoffRecord, f"{rows.HANDOFF_SELECT} WHERE h.node_id = ? ORDER BY h.id", [the_node.id])]
-        evs = [rows.event_view(r) for r in sql.fetch_rows(
-            db, rows.EventRecord, f"{rows.EVENT_SELECT} WHERE task_id = ? AND node = ? ORDER BY id DESC LIMIT ?",
+            db, HandoffView, f"{rows.HANDOFF_SELECT} WHERE h.node_id = ? ORDER BY h.id", [the_node.id])]
+        evs = [rows.event_view(r) for r in sql.fetch_all(
+            db, f"{rows.EVENT_SELECT} WHERE e.task_id = ? AND e.node = ? ORDER BY e.id DESC LIMIT ?",
             [task_id, key, events_limit])]
         deps_on = dependents(core, task_id, key)
-        failure = next((e for e in evs if e.kind == "node.failed"), None)
+        failure = next((e for e in evs if e.kind == NodeFailed.KIND), None)
         if failure is None and (the_node.failure_class or the_node.error):  # older than the events read
-            failure = next((rows.event_view(r) for r in sql.fetch_rows(
-                db, rows.EventRecord, f"{rows.EVENT_SELECT} WHERE task_id = ? AND node = ? AND kind = 'node.failed' "
-                                      "ORDER BY id DESC LIMIT 1", [task_id, key])), None)
+            failure = next((rows.event_view(r) for r in sql.fetch_all(
+                db, f"{rows.EVENT_SELECT} WHERE e.task_id = ? AND e.node = ? AND e.kind = ? ORDER BY e.id DESC LIMIT 1",
+                [task_id, key, NodeFailed.KIND])), None)
         mind = node_mind(core, task_id, key)  # its requirements and the memory its next claim gets
     evs.sort(key=lambda e: (e.layer != "decision", -e.id))
     return NodeDetail(
-        node=the_node, dependents=deps_on, observations=tuple(rows.observation_view(o) for o in obs),
+        node=the_node, dependents=deps_on, observations=tuple(obs),
         effects=tuple(effects_), artifacts=tuple(arts), handoffs=tuple(hand), events=tuple(evs),
         failure=failure, mind=mind,
     )
@@ -237,18 +241,18 @@ def node_detail(core: LedgerCore, task_id: str, key: str, *, events_limit: int,
 
 def observations(core: LedgerCore, task_id: str, key: str, limit: int) -> list[ObservationView]:
     the_node = core.node_record(task_id, key)
-    found = sql.fetch_rows(core.db, rows.ObservationRecord, f"{rows.OBSERVATION_SELECT} WHERE node_id = ? "
+    found = sql.fetch_rows(core.db, ObservationView, f"{rows.OBSERVATION_SELECT} WHERE node_id = ? "
                                                             "ORDER BY id DESC LIMIT ?", [the_node.id, limit])
     found.reverse()
-    return [rows.observation_view(o) for o in found]
+    return found
 
 
 # ---------------------------------------------------------------------- the journal
 def events(core: LedgerCore, since: int, *, task_id: str | None, limit: int) -> list[EventView]:
     """Journal events with ``id > since`` in id order (the tail cursor)."""
-    where, params = ("id > ? AND task_id = ?", [since, task_id]) if task_id is not None else ("id > ?", [since])
-    return [rows.event_view(r) for r in sql.fetch_rows(core.db, rows.EventRecord, f"{rows.EVENT_SELECT} WHERE {where} "
-                                                                                   "ORDER BY id LIMIT ?", [*params, limit])]
+    where, params = ("e.id > ? AND e.task_id = ?", [since, task_id]) if task_id is not None else ("e.id > ?", [since])
+    return [rows.event_view(r) for r in sql.fetch_all(core.db, f"{rows.EVENT_SELECT} WHERE {where} ORDER BY e.id LIMIT ?",
+                                                      [*params, limit])]
 
 
 def last_event_id(core: LedgerCore) -> int:
@@ -257,16 +261,16 @@ def last_event_id(core: LedgerCore) -> int:
 
 # ---------------------------------------------------------------------- effects, handoffs, audit, artifacts
 def effect(core: LedgerCore, task_id: str, effect_key: str) -> EffectView:
-    r = sql.fetch_row(core.db, rows.EffectRecord, f"{rows.EFFECT_SELECT} WHERE e.task_id = ? AND e.effect_key = ?",
+    r = sql.fetch_row(core.db, EffectView, f"{rows.EFFECT_SELECT} WHERE e.task_id = ? AND e.effect_key = ?",
                       [task_id, effect_key])
     if r is None:
         raise NotFound(f"unknown effect {effect_key!r}")
-    return rows.effect_view(r)
+    return r
 
 
 def effects(core: LedgerCore, task_id: str) -> list[EffectView]:
-    return [rows.effect_view(r) for r in sql.fetch_rows(core.db, rows.EffectRecord,
-                                                         f"{rows.EFFECT_SELECT} WHERE e.task_id = ? ORDER BY e.id", [task_id])]
+    return [r for r in sql.fetch_rows(core.db, EffectView,
+                                      f"{rows.EFFECT_SELECT} WHERE e.task_id = ? ORDER BY e.id", [task_id])]
 
 
 def handoffs(core: LedgerCore, *, status: str | None, task_id: str | None) -> list[HandoffView]:
@@ -281,13 +285,13 @@ def handoffs(core: LedgerCore, *, status: str | None, task_id: str | None) -> li
         params.append(task_id)
     clause = f" WHERE {' AND '.join(where)}" if where else ""
     return [rows.handoff_view(r) for r in sql.fetch_rows(
-        core.db, rows.HandoffRecord, f"{rows.HANDOFF_SELECT}{clause} ORDER BY h.opened_at, h.id", params)]
+        core.db, HandoffView, f"{rows.HANDOFF_SELECT}{clause} ORDER BY h.opened_at, h.id", params)]
 
 
 def handoff(core: LedgerCore, handoff_id: str) -> HandoffView:
     if not HANDOFF_ID_RE.fullmatch(str(handoff_id)):  # " 5\n" is not handoff 5
         raise NotFound(f"unknown handoff {show(handoff_id)}")
-    r = sql.fetch_row(core.db, rows.HandoffRecord, f"{rows.HANDOFF_SELECT} WHERE h.id = ?", [int(str(handoff_id))])
+    r = sql.fetch_row(core.db, HandoffView, f"{rows.HANDOFF_SELECT} WHERE h.id = ?", [int(str(handoff_id))])
     if r is None:
         raise NotFound(f"unknown handoff {handoff_id!r}")
     return rows.handoff_view(r)
@@ -295,13 +299,13 @@ def handoff(core: LedgerCore, handoff_id: str) -> HandoffView:
 
 def actions(core: LedgerCore, task_id: str | None, limit: int) -> list[ActionView]:
     where, params = (" WHERE task_id = ?", [task_id]) if task_id is not None else ("", [])
-    return [rows.action_view(r) for r in sql.fetch_rows(
-        core.db, rows.ActionRecord, f"{rows.ACTION_SELECT}{where} ORDER BY id DESC LIMIT ?", [*params, limit])]
+    return [r for r in sql.fetch_rows(
+        core.db, ActionView, f"{rows.ACTION_SELECT}{where} ORDER BY id DESC LIMIT ?", [*params, limit])]
 
 
 def artifacts(core: LedgerCore, task_id: str) -> list[ArtifactView]:
-    return [rows.artifact_view(r) for r in sql.fetch_rows(
-        core.db, rows.ArtifactRecord, f"{rows.ARTIFACT_SELECT} WHERE a.task_id = ? ORDER BY a.id", [task_id])]
+    return [r for r in sql.fetch_rows(
+        core.db, ArtifactView, f"{rows.ARTIFACT_SELECT} WHERE a.task_id = ? ORDER BY a.id", [task_id])]
 
 
 class _Stored(NamedTuple):
@@ -311,7 +315,7 @@ class _Stored(NamedTuple):
 def latest_artifact(core: LedgerCore, task_id: str) -> tuple[ArtifactView, bytes]:
     """The task's latest committed artifact and its bytes, after checking its sha256."""
     core.task_record(task_id)
-    r = sql.fetch_row(core.db, rows.ArtifactRecord, f"{rows.ARTIFACT_SELECT} WHERE a.task_id = ? ORDER BY a.id DESC "
+    r = sql.fetch_row(core.db, ArtifactView, f"{rows.ARTIFACT_SELECT} WHERE a.task_id = ? ORDER BY a.id DESC "
                                                     "LIMIT 1", [task_id])
     if r is None:
         raise NotFound(f"task {task_id!r} has no committed artifact")
@@ -319,4 +323,4 @@ def latest_artifact(core: LedgerCore, task_id: str) -> tuple[ArtifactView, bytes
     data = bytes(stored.content or b"") if stored is not None else b""
     if sha256_hex(data) != r.sha256 or len(data) != r.size:
         raise Refused(f"artifact {r.name!r} of {task_id} does not match its recorded sha256; not exported")
-    return rows.artifact_view(r), data
+    return r, data

@@ -31,6 +31,7 @@ from store.errors import NotFound, Refused
 from store.storage import sql
 from store.storage.core import LedgerCore, validate_task_id
 from store.storage.db import retry_write, write_tx
+from store.storage.events import QuotaDeclared
 from store.validate import show
 from store.views import QUOTA_LEDGER, QuotaUse
 
@@ -82,9 +83,8 @@ def declare(core: LedgerCore, name: str, capacity: int, *, window_s: float | Non
             sql.execute(core.db, "UPDATE quota SET capacity = ?, window_s = ?, declared_at = ?, declared_by = ? "
                                  "WHERE scope = ? AND name = ?", [int(capacity), window, now, actor, scope, name])
         per = "at once" if window is None else f"per {duration_text(window)}"
-        core.journal(task_id, None, "system", "quota.declared", actor,
-                     f"quota {name}: {capacity} {per}" + (f" (was {had.capacity})" if had else ""),
-                     {"quota": name, "scope": scope, "capacity": int(capacity), "window_s": window})
+        core.journal(task_id, None, actor, f"quota {name}: {capacity} {per}" + (f" (was {had.capacity})" if had else ""),
+                     QuotaDeclared(quota=name, scope=scope, capacity=int(capacity), window_s=window))
 
 
 def _row(core: LedgerCore, scope: str, name: str, *, lock: bool = False) -> QuotaRow | None:

@@ -28,12 +28,12 @@ from store.storage import sql
 from store.clock import iso
 from store.errors import Refused
 from store.jsontypes import JsonObject
-from store.storage.models import Task
 from store.storage.sql import Inc
 from store.storage.tables import NodeRecord, TaskRecord
 from store.views import NodeSpec
 from store.storage import budget_clock
 from store.storage.core import LedgerCore
+from store.storage.events import Commit, NodeFailed, NodeRepair, TaskFailed
 
 IN_PLACE = "in_place"
 UNROLLED = "unrolled"
@@ -98,7 +98,7 @@ def in_place_fields(task: TaskRecord, row: NodeRecord, output: object, now: floa
 
 
 def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, output: object,
-             repair_from: Sequence[str], payload: JsonObject, now: float) -> int:
+             repair_from: Sequence[str], attempt: int, done: Commit, now: float) -> int:
     """Send the round back (see the module docstring); returns the journal event id."""
     task_id, key = task.task_id, row.key
     starts = list(repair_from) or [k for (k,) in sql.fetch_all(
@@ -128,16 +128,17 @@ def in_place(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, o
                                      "WHERE node_id = ? AND status = 'open'", [now, node_id])
         else:
             kept.append(k)
-    core.bind(Task.update(repair_count=Task.repair_count + 1).where(Task.task_id == task_id)).execute()
+    sql.execute(core.db, "UPDATE task SET repair_count = repair_count + 1 WHERE task_id = ?", [task_id])
     budget_clock.settle(core.db, task_id, now, agent_write=True)
     again_keys = [k for k in starts if k in ids]
-    payload.update(repair=again["round"], max_repairs=again["of"], mode=IN_PLACE, again=again_keys,
-                   nodes=[key, *reset], reset=reset, revoked=revoked, kept=kept, waiting=waiting)
     waits = [k for k in reset if k not in again_keys] + waiting
-    return core.journal(task_id, key, "execution", "node.repair", worker,
+    return core.journal(task_id, key, worker,
                         f"{key} asks for repair round {again['round']} of {again['of']}: "
                         f"{', '.join(again_keys + [key]) if again_keys else key} run again"
-                        + (f"; {', '.join(waits)} wait for it" if waits else ""), payload, at=now)
+                        + (f"; {', '.join(waits)} wait for it" if waits else ""),
+                        NodeRepair(attempt=attempt, commit=done, repair=again["round"], max_repairs=again["of"], mode=IN_PLACE,
+                                   again=again_keys, nodes=[key, *reset], reset=reset, revoked=revoked, kept=kept,
+                                   waiting=waiting), at=now)
 
 
 # ---------------------------------------------------------------------- unrolled
@@ -184,19 +185,19 @@ def exhausted_fields(task: TaskRecord, now: float) -> dict[str, object]:
 
 
 def exhaust(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str,
-            payload: JsonObject, now: float) -> int:
+            attempt: int, done: Commit, now: float) -> int:
     """Journal the refused round and mark the task failed; returns the node's event id."""
     task_id, key = task.task_id, row.key
-    payload.update(repair_refused=True, repair_count=task.repair_count, max_repairs=task.max_repairs,
-                   failure_class="conclusion", retry=False)
-    event_id = core.journal(task_id, key, "execution", "node.failed", worker,
+    event_id = core.journal(task_id, key, worker,
                             f"{key} failed: repair budget exhausted ({task.repair_count}/{task.max_repairs}); "
-                            "its result still fails its check", payload, at=now)
+                            "its result still fails its check",
+                            NodeFailed(attempt=attempt, commit=done, repair_refused=True, repair_count=task.repair_count,
+                                       max_repairs=task.max_repairs, failure_class="conclusion", retry=False), at=now)
     if task.status == "active":
         core.bump_task(task_id, {"status": "failed", "finished_at": now})
         budget_clock.settle(core.db, task_id, now)
-        core.journal(task_id, None, "system", "task.failed", "warden",
+        core.journal(task_id, None, "warden",
                      f"task {task_id} failed: repair budget exhausted ({task.repair_count}/{task.max_repairs}) "
-                     f"at {key}", {"node": key, "repair_count": task.repair_count,
-                                    "max_repairs": task.max_repairs}, at=now)
+                     f"at {key}", TaskFailed(node=key, repair_count=task.repair_count, max_repairs=task.max_repairs),
+                     at=now)
     return event_id

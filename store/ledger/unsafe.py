@@ -33,6 +33,7 @@ from store.storage.sql import Inc
 from store.storage.tables import NodeRecord
 from store.storage import budget_clock
 from store.storage.core import LedgerCore
+from store.storage.events import HandoffOpened, NodeFailed
 
 RERUN = "rerun"
 LEAVE_FAILED = "leave_failed"
@@ -123,17 +124,16 @@ def fail_unsafe(core: LedgerCore, task_id: str, node_id: int, noticed_by: str) -
                                        status="open", opened_at=now, opened_by="warden",
                                        attempt=row.attempt)).execute()
         budget_clock.settle(core.db, task_id, now, agent_write=True, task=task)
-        core.journal(task_id, key, "system", "node.failed", "warden",
+        core.journal(task_id, key, "warden",
                      f"{key} failed: its worker {owner} was lost and it cannot safely run twice ({why}); "
                      f"asking a human (handoff {hid})",
-                     {"error": error, "failure_class": FAILURE_CLASS, "retry": False, "unsafe_rerun": True,
-                      "retryable": bool(row.retryable), "attempt": row.attempt, "worker": owner,
-                      "effects_unconfirmed": [e["effect_key"] for e in effects], "handoff": str(hid),
-                      "noticed_by": noticed_by, "advice": said}, at=now)
-        core.journal(task_id, key, "decision", "handoff.opened", "warden",
-                     f"{key} asks a human (exception): {question[:120]}",
-                     {"handoff": str(hid), "kind": "exception", "options": [RERUN, LEAVE_FAILED],
-                      "recommendation": None}, at=now)
+                     NodeFailed(error=error, failure_class=FAILURE_CLASS, retry=False, unsafe_rerun=True,
+                                retryable=bool(row.retryable), attempt=row.attempt, worker=owner,
+                                effects_unconfirmed=[e["effect_key"] for e in effects], handoff=str(hid),
+                                noticed_by=noticed_by, advice=said), at=now, layer="system")
+        core.journal(task_id, key, "warden", f"{key} asks a human (exception): {question[:120]}",
+                     HandoffOpened(handoff=str(hid), kind="exception", options=[RERUN, LEAVE_FAILED],
+                                   recommendation=None), at=now)
         core.maybe_fail_task(task_id, now)
         return key, str(hid), why
 

@@ -12,6 +12,7 @@ from store.ledger.fenced import fence
 from store.views import Claim
 from store.mind import record
 from store.mind.rules import ENTRY_KINDS, MEMORY_SCOPES
+from store.storage.events import MemoryProposed, MindConcluded, MindRejected
 
 
 @retry_write
@@ -31,10 +32,9 @@ def conclude(core: LedgerCore, claim: Claim, text: str, *, source: str | None, k
                                 source=source, reason=reason, origin="agent", actor=claim.worker, now=now,
                                 strict=True)
         assert entry_id is not None
-        label = "rejected" if kind == "rejected" else "concluded"
-        core.journal(claim.task_id, claim.node_key, "decision", f"mind.{label}", claim.worker,
-                     f"{claim.node_key} {label}: {' '.join(text.split())[:160]}",
-                     {"entry": entry_id, "kind": kind, "source": source, "nodes": [claim.node_key]}, at=now)
+        label, said = ("rejected", MindRejected) if kind == "rejected" else ("concluded", MindConcluded)
+        core.journal(claim.task_id, claim.node_key, claim.worker, f"{claim.node_key} {label}: {' '.join(text.split())[:160]}",
+                     said(entry=entry_id, kind=kind, source=source, nodes=[claim.node_key]), at=now)
     return entry_id
 
 
@@ -63,8 +63,8 @@ def propose_memory(core: LedgerCore, claim: Claim, text: str, *, scope: str, sou
                                         text, scope, claim.worker, now, src)
         if new:
             where = f"kind {claim.kind} in " if scope == "kind" else ""
-            core.journal(claim.task_id, claim.node_key, "decision", "memory.proposed", claim.worker,
+            core.journal(claim.task_id, claim.node_key, claim.worker,
                          f"{claim.node_key} proposes a memory for {where}workflow {workflow or '(none)'}: "
                          f"{' '.join(text.split())[:120]}",
-                         {"memory": memory_id, "scope": scope, "source": src, "nodes": [claim.node_key]}, at=now)
+                         MemoryProposed(memory=memory_id, scope=scope, source=src, nodes=[claim.node_key]), at=now)
     return memory_id

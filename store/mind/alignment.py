@@ -35,6 +35,7 @@ from store.storage.tables import TaskRecord
 from store.views import NodeSpec
 from store.mind.rules import VERDICTS
 from store.mind.views import MindState
+from store.storage.events import HandoffOpened, MindAlignment
 
 KIND = "alignment"
 
@@ -118,10 +119,9 @@ def open_check(core: LedgerCore, task: TaskRecord, state: MindState, now: float)
             attempt=0, question=(f"Alignment check: {counted} nodes completed since the last check. Run to its "
                                  "end, does the current plan still meet the requirement?"),
             context=material_, options=[dict(o) for o in OPTIONS], recommendation=recommendation)).execute()
-        core.journal(task_id, key, "decision", "handoff.opened", "warden",
-                     f"{key} asks a human (alignment): does the plan still serve the requirement?",
-                     {"handoff": str(hid), "kind": KIND, "options": [o["id"] for o in OPTIONS],
-                      "recommendation": recommendation}, at=now)
+        core.journal(task_id, key, "warden", f"{key} asks a human (alignment): does the plan still serve the requirement?",
+                     HandoffOpened(handoff=str(hid), kind=KIND, options=[o["id"] for o in OPTIONS],
+                                   recommendation=recommendation), at=now)
     return state
 
 
@@ -148,5 +148,5 @@ def on_verdict(core: LedgerCore, task_id: str, node: CheckNode, output: object, 
     sql.execute(core.db, "INSERT INTO conclusion (task_id, node_id, node_key, attempt, kind, text, source, reason, "
                          "origin, actor, at) VALUES (?, ?, ?, ?, 'finding', ?, ?, NULL, ?, ?, ?)",
                 [task_id, node.id, node.key, node.attempt, text, f"answered by {actor}", KIND, actor, now])
-    core.journal(task_id, node.key, "decision", "mind.alignment", actor, text[:500],
-                 {"verdict": verdict, "notes": notes, "nodes": [node.key]}, at=now)
+    core.journal(task_id, node.key, actor, text[:500], MindAlignment(verdict=verdict, notes=notes, nodes=[node.key]),
+                 at=now)

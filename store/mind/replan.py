@@ -53,6 +53,7 @@ from store.storage.tables import NodeRecord, TaskRecord
 from store.views import NodeSpec
 from store.mind import record, state as mind_state
 from store.mind.views import MindState, PlanVersionView
+from store.storage.events import GraphReplanned, NodeAbandoned
 
 
 UNSTARTED = ("pending", "failed", "blocked", "parked")
@@ -125,10 +126,10 @@ def _replan(core: LedgerCore, task_id: str, add: Sequence[NodeSpec], remove: Seq
                          f"plan version {version} removed {len(removed)} node(s): {_names(removed)}",
                          source=f"replan v{version} ({trigger})", reason=reason, origin="replan", actor=actor, now=now)
         changed = list(dict.fromkeys(added + removed + reordered))
-        core.journal(task_id, None, "decision", "graph.replanned", actor,
+        core.journal(task_id, None, actor,
                      f"plan v{version} ({trigger}): {_summary(diff, fates)} — {' '.join(reason.split())[:200]}",
-                     {"version": version, "trigger": trigger, "in_flight": in_flight, "reason": reason,
-                      "diff": diff, "in_flight_nodes": fates, "nodes": changed}, at=now)
+                     GraphReplanned(version=version, trigger=trigger, in_flight=in_flight, reason=reason, diff=diff,
+                                    in_flight_nodes=fates, nodes=changed), at=now)
         if fields:
             budget_clock.settle(core.db, task_id, now)
         core.maybe_complete_task(task_id, now)
@@ -228,9 +229,8 @@ def end_removed(core: LedgerCore, task_id: str, node_id: int, worker: str) -> No
         core.update_node(node_id, {"status": "abandoned", "finished_at": now, "lease_token": None,
                                    "lease_until": None, "version": Inc(1)})
         budget_clock.settle(core.db, task_id, now, agent_write=True)
-        core.journal(task_id, row.key, "system", "node.abandoned", worker,
-                     f"{row.key} abandoned: plan v{row.removed_in} removed it and its lease expired",
-                     {"removed_in": row.removed_in, "previous_owner": row.lease_owner}, at=now)
+        core.journal(task_id, row.key, worker, f"{row.key} abandoned: plan v{row.removed_in} removed it and its lease expired",
+                     NodeAbandoned(removed_in=row.removed_in, previous_owner=row.lease_owner), at=now)
         core.maybe_complete_task(task_id, now)
 
 

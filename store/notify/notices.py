@@ -26,6 +26,7 @@ from typing import Iterable, Sequence
 from store.jsontypes import JsonMapping
 from store.notify.config import NotifyConfig
 from store.notify.state import Notice, NoticeRow
+from store.storage.events import HandoffOpened, TaskCompleted, TaskFailed, payload_of
 from store.reading.signals import Signal
 from store.text import safe_line
 from store.views import EventView, HandoffView
@@ -71,18 +72,16 @@ def handoff_fact(h: HandoffView) -> Fact:
 
 def event_fact(e: EventView) -> Fact | None:
     """A fact from a journal event other than a handoff (those need the handoff's row: :func:`handoff_fact`)."""
-    if e.kind == "task.failed":
+    if e.kind == TaskFailed.KIND:
         return Fact("failed", "alarm", e.task_id, e.node, None, None, _short(f"{e.task_id} failed: {e.summary}"))
-    if e.kind == "task.completed":
+    if e.kind == TaskCompleted.KIND:
         return Fact("finished", "info", e.task_id, e.node, None, None, _short(f"{e.task_id} finished: {e.summary}"))
     return None
 
 
 def opened_handoff(e: EventView) -> str | None:
-    if e.kind != "handoff.opened":
-        return None
-    hid = e.payload.get("handoff") if isinstance(e.payload, dict) else None
-    return str(hid) if hid is not None else None
+    said = payload_of(e)
+    return said.handoff if isinstance(said, HandoffOpened) else None
 
 
 GATES = ("budget_soft", "budget_hard", "budget_stop")

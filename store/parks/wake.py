@@ -36,6 +36,7 @@ from store.jsontypes import JsonMapping, JsonObject, JsonValue
 from store.storage.core import LedgerCore
 from store.storage.models import loads
 from store.storage.tables import TaskRecord
+from store.storage.events import ParkWake
 
 SYSTEM = "system"  # the operator name of actions the system takes on its own
 
@@ -73,10 +74,9 @@ def check_tx(core: LedgerCore, task_id: str, now: float, files: Mapping[str, str
                 cond["evidence"] = evidence
                 entry.update(woken_at=now, woken_by=cond["text"], evidence=evidence)
                 what = f"node {node}" if node else f"task {task_id}"
-                core.journal(task_id, node, "system", "park.wake", "warden",
-                             f"wake: {evidence} ({cond['text']}): {what} can resume",
-                             {"condition": cond["text"], "evidence": evidence, "node": node,
-                              "auto_resume": bool(entry.get("auto_resume"))}, at=now)
+                core.journal(task_id, node, "warden", f"wake: {evidence} ({cond['text']}): {what} can resume",
+                             ParkWake(condition=cond["text"], evidence=evidence, node=node,
+                                      auto_resume=bool(entry.get("auto_resume"))), at=now)
                 woken.append({"task_id": task_id, "node": node, "condition": cond["text"], "evidence": evidence,
                               "auto_resume": bool(entry.get("auto_resume"))})
                 new_state = wc.with_target(new_state, node, entry)

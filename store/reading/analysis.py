@@ -52,8 +52,8 @@ from store.estimation.estimates import (
 )
 from store.reading import task_level
 from store.facade import Ledger
-from store.jsontypes import JsonMapping
 from store.estimation import evidence
+from store.storage.events import HandoffOpened, NodeClaimed, NodeCommitted, NodeHeartbeat, payload_of, task_wide
 from store.reading.signals import (
     DEFAULT_THRESHOLDS,
     Obs,
@@ -66,9 +66,6 @@ from store.reading.signals import (
     task_signals,
 )
 from store.views import EventView, GraphRow, NodeView, TaskView
-
-TASK_EVENT_PREFIXES = ("task.", "operator.", "graph.", "budget.")
-
 
 class BeatColumns(TypedDict, total=False):
     """The node columns a heartbeat changes, as :meth:`TaskAnalysis.apply_event` replaces them."""
@@ -87,20 +84,26 @@ class BeatColumns(TypedDict, total=False):
     wait_until: float | None
 
 
-def beat_columns(payload: JsonMapping) -> BeatColumns:
-    """The node's own heartbeat figures a heartbeat event carries (``ledger/observe.beat_payload``)."""
-    out = BeatColumns()
-    if payload.get("beat_interval_s") is not None:
-        out["beat_interval_s"] = float(payload["beat_interval_s"])
-    if payload.get("units_at") is not None:
-        out["units_at"] = float(payload["units_at"])
-    if payload.get("progress_at") is not None:
-        out["progress_at"] = float(payload["progress_at"])
-    if payload.get("beat_long_s") is not None:
-        out["beat_long_s"] = float(payload["beat_long_s"])
-    wait = payload.get("wait")
-    if isinstance(wait, dict):
-        out.update(BeatColumns(wait_on=wait.get("on"), wait_since=wait.get("since"), wait_until=wait.get("until")))
+def beat_columns(beat: NodeHeartbeat, at: float, tokens_used: int) -> BeatColumns:
+    """The node columns a heartbeat event moves (``ledger/observe.beat_payload``), given the node's
+    tokens before it."""
+    out = BeatColumns(heartbeat_at=at, lease_until=beat.lease_until)
+    if beat.units_done is not None:
+        out["units_done"] = beat.units_done
+    if beat.units_total is not None:
+        out["units_total"] = beat.units_total
+    if beat.tokens:
+        out["tokens_used"] = tokens_used + beat.tokens
+    if beat.beat_interval_s is not None:
+        out["beat_interval_s"] = beat.beat_interval_s
+    if beat.units_at is not None:
+        out["units_at"] = beat.units_at
+    if beat.progress_at is not None:
+        out["progress_at"] = beat.progress_at
+    if beat.beat_long_s is not None:
+        out["beat_long_s"] = beat.beat_long_s
+    if beat.wait is not None:
+        out.update(BeatColumns(wait_on=beat.wait["on"], wait_since=beat.wait["since"], wait_until=beat.wait["until"]))
     return out
 
 
@@ -229,40 +232,28 @@ class TaskAnalysis:
             self._update_node(n)
             changed.add(n.key)
         key = event.node
-        p = event.payload or {}
+        p = payload_of(event)
         kind = event.kind
         before = event.id <= self._history_at  # the observations and durations read hold it already
-        if kind == "node.claimed":
+        if isinstance(p, NodeClaimed):
             if event.actor:
                 self.claims[event.actor] = max(event.at, self.claims.get(event.actor, event.at))
             if key and not before:
                 self.obs[key] = deque(maxlen=self.thresholds.observations_per_node)
-        elif kind == "node.heartbeat" and key in self.nodes:
+        elif isinstance(p, NodeHeartbeat) and key in self.nodes:
             held = self.nodes[key]
             if not changed_nodes and fresh and held.status == "running" and isinstance(held, NodeView) and (
                     held.heartbeat_at is None or held.heartbeat_at < event.at):
                 # A heartbeat changes only these columns: no need to re-read the node. (A view read
                 # after this heartbeat already shows it: its heartbeat_at is not older.)
-                upd = BeatColumns(heartbeat_at=event.at)
-                if "lease_until" in p:
-                    upd["lease_until"] = p["lease_until"]
-                if p.get("units_done") is not None:
-                    upd["units_done"] = float(p["units_done"])
-                if p.get("units_total") is not None:
-                    upd["units_total"] = float(p["units_total"])
-                if p.get("tokens"):
-                    upd["tokens_used"] = held.tokens_used + int(p["tokens"])
-                upd.update(beat_columns(p))
-                self.nodes[key] = replace(held, **upd)
+                self.nodes[key] = replace(held, **beat_columns(p, event.at, held.tokens_used))
                 changed.add(key)
-            if "digest" in p and not before:
+            if p.observation is not None and not before:
                 seen = self.obs.setdefault(key, deque(maxlen=self.thresholds.observations_per_node))
-                o = Obs(event.at, self.nodes[key].attempt, p["digest"], int(p.get("new_units") or 0),
-                        int(p.get("flags") or 0), p.get("content") if "result" in p else None, p.get("result"),
-                        p.get("action"), p.get("action_key"))
+                o = Obs.seen(p.observation, event.at, self.nodes[key].attempt)
                 if o not in seen:  # read with the node's observations already (``rows``)
                     seen.append(o)
-        elif kind == "node.committed" and key in self.nodes and fresh:
+        elif isinstance(p, NodeCommitted) and key in self.nodes and fresh:
             # The memory learns the duration once per commit event: from the node's own row when
             # it still shows this commit (exact), else from the event (rounded to the millisecond).
             held = self.nodes[key]
@@ -270,15 +261,16 @@ class TaskAnalysis:
                 pass  # the history was loaded after this commit: it holds its duration already
             elif held.status == "succeeded" and held.finished_at == event.at and held.claimed_at is not None:
                 self.history.add(held.kind, held.finished_at - held.claimed_at, self.task_id, held.position)
-            elif "wall_s" in p:
-                self.history.add(held.kind, float(p["wall_s"]), self.task_id, held.position)
-        elif kind.startswith("handoff."):
+            else:
+                self.history.add(held.kind, p.commit.wall_s, self.task_id, held.position)
+        elif isinstance(p, HandoffOpened):
             self.handoffs = list(self.ledger.handoffs(task_id=self.task_id, status="open"))
+        wide = task_wide(kind)
         if task is not None:
             self.task = task
-        elif key is None or kind.startswith(TASK_EVENT_PREFIXES):
+        elif key is None or wide:
             self.task = self.ledger.task(self.task_id)
-        if key is None or kind.startswith(TASK_EVENT_PREFIXES):
+        if key is None or wide:
             return self.nodes.keys()
         if key:
             changed.add(key)

@@ -51,6 +51,7 @@ from store.storage.backends import one_line
 from store.clock import Clock
 from store.storage.db import CONNECT_TIMEOUT_S, NO_LEDGER_HINT, read_tx, run_read
 from store.errors import LedgerUnavailable, WardenError
+from store.storage.events import payload_of
 from store.facade import Ledger
 from store.ledger.queries import GRAPH_FIRST_PAGE, GRAPH_PAGE
 from store.text import safe_line
@@ -87,7 +88,7 @@ class Delta:
         return {e.task_id for e in self.events if e.task_id is not None}
 
     def node_keys(self, task_id: str) -> set[str]:
-        """Every node of ``task_id`` these events name (``.node`` and ``payload["nodes"]``)."""
+        """Every node of ``task_id`` these events name (``.node`` and their payload's ``node_keys``)."""
         return changed_nodes(self.events, task_id)
 
 
@@ -98,13 +99,7 @@ def changed_nodes(events: Iterable[EventView], task_id: str) -> set[str]:
             continue
         if e.node:
             keys.add(e.node)
-        listed = e.payload.get("nodes") if isinstance(e.payload, dict) or hasattr(e.payload, "get") else None
-        if isinstance(listed, (list, tuple)):
-            keys.update(str(k) for k in listed if isinstance(k, str))
-        elif isinstance(listed, dict):  # {"reset": [...], "abandoned": [...]} style payloads
-            for v in listed.values():
-                if isinstance(v, (list, tuple)):
-                    keys.update(str(k) for k in v if isinstance(k, str))
+        keys.update(payload_of(e).node_keys())
     return keys
 
 

@@ -36,17 +36,18 @@ from store.judges import budget as budget_mod
 from store.reading import task_level
 from store.clock import duration_text, iso
 from store.estimation.estimates import DurationHistory, kind_p80
+from store.views import Observed
 from store.facade import Ledger
 from store.jsontypes import JsonObject
 from store.estimation import evidence
 from store.storage.core import LedgerCore
-from store.judges.novelty import Repeat, excerpt, judge_sequence
+from store.judges.novelty import Repeat, judge_sequence
 from store.views import GraphRow, GraphView, HandoffView, NodeView, TaskView
 
 SEVERITIES = ("info", "warn", "alarm")
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
 TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired", "wake",
-              "budget_insufficient", "drift_suspected", "alignment_due")
+              "budget_insufficient", "drift_suspected", "alignment_due", "failure_pattern")
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,13 @@ class Obs:
     result: str | None = None  # the result as evidence shows it (≤ 80 characters)
     action: str | None = None  # the action as evidence shows it (≤ 80 characters)
     action_key: str | None = None
+
+    @classmethod
+    def seen(cls, o: Observed, at: float, attempt: int) -> Obs:
+        """An observation as every reader reads it (``storage/rows.observed``: a heartbeat event's,
+        the evidence's)."""
+        return cls(at, attempt, o.digest, o.new_units, o.flags, o.content if o.result is not None else None,
+                   o.result, o.action, o.action_key)
 
 
 @dataclass(frozen=True)
@@ -512,9 +520,7 @@ def read_observations(ledger: LedgerCore, node_ids: Sequence[int], per_node: int
     """The last ``per_node`` observations of each node, oldest first (store/estimation/evidence.py)."""
     out: dict[int, list[Obs]] = {}
     for o in evidence.last_observations(ledger, node_ids, per_node):
-        out.setdefault(o.node_id, []).append(Obs(o.at, o.attempt, o.digest, o.new_units, o.flags or 0,
-                                                 o.content if o.result is not None else None,
-                                                 excerpt(o.result), excerpt(o.action), o.action_key))
+        out.setdefault(o.node_id, []).append(Obs.seen(o.seen, o.at, o.attempt))
     return out
 
 

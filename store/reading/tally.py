@@ -5,8 +5,8 @@ the task (50 ms at 100,000 nodes), which the console used to repeat, throttled, 
 a commit reached the task list a quarter of a second or more after it reached the graph.
 
 :class:`TaskTally` keeps what a task row needs and changes only what the journal says changed.
-Every event names every node it changed (``EventView.node`` and the ``payload["nodes"]`` of
-operator actions and graph growth: ``store.reading.feed.changed_nodes``), so for a batch of events it
+Every event names every node it changed (``EventView.node`` and the ``nodes`` of operator
+actions and graph growth: ``store.reading.feed.changed_nodes``), so for a batch of events it
 reads, in one snapshot:
 
 * the rows of the tasks the events name (by key: one row each);
@@ -43,18 +43,12 @@ from store.storage.tables import TaskRecord
 from store.storage import rows
 from store.storage.core import LedgerCore
 from store.views import EventView, TaskView
+from store.storage.events import names_nodes, status_neutral
 
-# Event kinds whose node changes are all named by the event (and that change nothing else of a
-# node's status or attempts): anything else reads the task's nodes whole.
-NAMED_KINDS = frozenset({
-    "node.claimed", "node.heartbeat", "node.committed", "node.failed", "node.note", "handoff.opened",
-    "effect.intended", "effect.confirmed", "effect.compensated", "graph.nodes_added", "task.created",
-    "task.completed", "task.failed", "claim.version_mismatch", "park.wake",
-})
-# Kinds that name a node without changing its status or attempts: its task's row is read again
-# (tokens, the last heartbeat), the node is not. A fleet's heartbeats are most of its writes.
-STATUS_NEUTRAL = frozenset({"node.heartbeat", "node.note"})
-OPERATOR = "operator."  # operator actions name their nodes in payload["nodes"]
+# Which events name every node change they make (their declaration's ``names_nodes``: the rest
+# read the task's nodes whole) and which name a node without changing its status or attempts
+# (``status_neutral``: its task's row is read again — tokens, the last heartbeat —, the node is
+# not; a fleet's heartbeats are most of its writes) is said by each kind in store/storage/events.py.
 
 
 class TaskTally:
@@ -99,9 +93,9 @@ class TaskTally:
             if e.task_id is None:
                 continue
             named.setdefault(e.task_id, set())
-            if not (e.kind in NAMED_KINDS or e.kind.startswith(OPERATOR)):
+            if not names_nodes(e.kind):
                 whole.add(e.task_id)
-        moving = [e for e in events if e.kind not in STATUS_NEUTRAL]
+        moving = [e for e in events if not status_neutral(e.kind)]
         for tid in named:
             named[tid] = changed_nodes(moving, tid)
         if not named:
@@ -122,7 +116,7 @@ class TaskTally:
                     continue
                 if tid not in self._loaded or tid in whole or not self._read_keys(db, tid, keys):
                     self._read_whole(db, tid)
-                view = rows.task_view(r._replace(claim_count=self._claims[tid]), ledger.now(), self._counts[tid],
+                view = rows.task_view(replace(r, claim_count=self._claims[tid]), ledger.now(), self._counts[tid],
                                       handoffs.get(tid, 0))
                 self._views[tid] = view
                 out.append(view)
@@ -233,4 +227,4 @@ def current(view: TaskView, now: float) -> TaskView:
     return replace(view, wall_used_s=used, waited_s=max(0.0, span - used))
 
 
-__all__ = ["NAMED_KINDS", "TaskTally", "current", "live_leases"]
+__all__ = ["TaskTally", "current", "live_leases"]

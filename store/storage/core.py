@@ -14,7 +14,7 @@ import hashlib
 import os
 import traceback
 from types import TracebackType
-from typing import Literal, Mapping, Self, Sequence, TypeVar
+from typing import Iterable, Literal, Mapping, Self, Sequence, TypeVar
 
 import peewee as pw
 
@@ -34,13 +34,14 @@ from store.storage.db import (
     register_result,
 )
 from store.errors import NotFound
-from store.jsontypes import JsonMapping
-from store.storage.models import LAYERS, Task, dumps
+from store.storage.models import dumps
 from store.storage.schema import check_version
 from store.storage.tables import NodeRecord, TaskRecord
 from store.views import Pulse
 from store.storage import budget_clock
 from store.storage.rows import wall_used
+from store.storage.events import TaskCompleted, TaskFailed
+from store.storage.payloads import Layer, Payload
 
 TASK_ID_RE = validate.TASK_ID_RE  # matched whole (fullmatch): a trailing newline never passes
 NODE_KEY_RE = validate.NODE_KEY_RE
@@ -192,31 +193,38 @@ class LedgerCore:
         return query.bind(self.db)
 
     # ------------------------------------------------------------------ the journal
-    def journal(
-        self,
-        task_id: str | None,
-        node: str | None,
-        layer: str,
-        kind: str,
-        actor: str,
-        summary: str,
-        payload: JsonMapping | None = None,
-        at: float | None = None,
-    ) -> int:
-        """Append one journal event inside the caller's write transaction; returns its id."""
-        assert layer in LAYERS, layer
+    def journal(self, task_id: str | None, node: str | None, actor: str, summary: str, payload: Payload, *,
+                at: float | None = None, layer: Layer | None = None, observation: int | None = None) -> int:
+        """Append one journal event inside the caller's write transaction; returns its id. Its kind
+        and layer come with its payload (``store/storage/events.py``); ``layer``: another of the
+        layers its kind is declared in; ``observation``: the observation row a heartbeat made (the
+        event names it: what the report brought is stored there only)."""
+        layer = payload.LAYERS[0] if layer is None else layer
+        assert layer in payload.LAYERS, (payload.KIND, layer)
         if not is_sqlite(self.db):
             # Ids from a sequence can become visible out of commit order; holding this lock until
             # commit makes journal inserts commit in id order, so `id > cursor` never skips one.
             sql.execute(self.db, "SELECT pg_advisory_xact_lock(?)", (PG_JOURNAL_LOCK,))
         cur = sql.execute(
             self.db,
-            "INSERT INTO event (at, task_id, node, layer, kind, actor, summary, payload) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            [self.now() if at is None else at, task_id, node, layer, kind, actor or "", summary,
-             dumps(dict(payload or {}))],
+            "INSERT INTO event (at, task_id, node, layer, kind, actor, summary, payload, observation_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            [self.now() if at is None else at, task_id, node, layer, payload.event_kind(), actor or "", summary,
+             dumps(payload.to_json()), observation],
         )
         return int(cur.fetchone()[0])
+
+    # ------------------------------------------------------------------ rejections
+    def rejection_reasons(self, lists: Iterable[Sequence[object]]) -> dict[int, str]:
+        """The reasons the rewinds named in these nodes' ``rejections`` gave, by rejected path: a
+        rewind's reason is stored once, as its rejected path (a ``conclusion`` row), and a node
+        lists the ids of those that reset it. One read, only when a list names one."""
+        ids = sorted({x for values in lists for x in values if isinstance(x, int) and not isinstance(x, bool)})
+        out: dict[int, str] = {}
+        for chunk in sql.chunks(ids):
+            out.update((int(i), str(r or "")) for i, r in sql.fetch_all(
+                self.db, f"SELECT id, reason FROM conclusion WHERE id IN ({sql.marks(len(chunk))})", chunk))
+        return out
 
     # ------------------------------------------------------------------ rows
     def task_record(self, task_id: str, *, lock: TaskLock | None = None) -> TaskRecord:
@@ -253,8 +261,8 @@ class LedgerCore:
 
     def bump_task(self, task_id: str, fields: Mapping[str, object]) -> None:
         """Update the task row with ``fields`` and bump its revision (``updated_at`` defaults to now)."""
-        values = {"updated_at": self.now(), **fields}
-        self.bind(Task.update(revision=Task.revision + 1, **values).where(Task.task_id == task_id)).execute()
+        sets, values = sql.set_clause({"updated_at": self.now(), **fields, "revision": sql.Inc(1)})
+        sql.execute(self.db, f"UPDATE task SET {sets} WHERE task_id = ?", [*values, task_id])
 
     def ids_for_keys(self, task_id: str, keys: Sequence[str]) -> dict[str, int]:
         """Node ids by key (unknown keys are left out)."""
@@ -287,7 +295,7 @@ class LedgerCore:
         if task.status in ("active", "failed") and not drifting(task.mind):
             self.bump_task(task_id, {"status": "completed", "finished_at": now})
             budget_clock.settle(self.db, task_id, now)  # a finished task's clock stands still
-            self.journal(task_id, None, "system", "task.completed", "warden", f"task {task_id} completed", {})
+            self.journal(task_id, None, "warden", f"task {task_id} completed", TaskCompleted())
 
     def maybe_fail_task(self, task_id: str, now: float) -> None:
         """Inside a write: a task with a terminally failed node and nothing left that can move fails
@@ -307,5 +315,5 @@ class LedgerCore:
         if self.task_record(task_id).status == "active":
             self.bump_task(task_id, {"status": "failed", "finished_at": now})
             budget_clock.settle(self.db, task_id, now)
-            self.journal(task_id, None, "system", "task.failed", "warden",
-                         f"task {task_id} failed: a node failed and nothing else can run", {})
+            self.journal(task_id, None, "warden", f"task {task_id} failed: a node failed and nothing else can run",
+                         TaskFailed())

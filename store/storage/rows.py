@@ -2,31 +2,40 @@
 
 Two node shapes: the whole :class:`NodeView` (detail, signals, dialogs) and the lean
 :class:`NodeRow` a graph list shows (a plain tuple: a 100k-node graph as NodeViews took 250 MB).
-Both are read with the raw column lists below (``NODE_VIEW_COLUMNS``, ``NODE_ROW_SELECT``) and
-decoded here; the lease shows only while a token is held.
+Both are read with column lists derived from their fields (``NODE_VIEW_COLUMNS`` from
+``views.NodeColumns``, ``NODE_ROW_SELECT`` from ``NodeRow``, checked at import to be node columns)
+and decoded here; the lease shows only while a token is held. The other views are read straight
+into their classes (``sql.fetch_rows(db, EventView, EVENT_SELECT ...)``).
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import fields as dataclass_fields
-from typing import Final, Mapping, NamedTuple, Protocol, Sequence, TypeAlias
+from dataclasses import replace
+from typing import Final, Mapping, Protocol, Sequence, TypeAlias, TypeVar, get_type_hints
 
 from store.judges import budget
+from store.judges.novelty import excerpt
+from store.storage.events import NodeHeartbeat
 from store.storage import sql
-from store.jsontypes import JsonArray, JsonObject, JsonValue
 from store.storage.sql import json_value
 from store.mind.views import MindState
 from store.storage.tables import TaskRecord
 from store.views import (
+    FLAG_RESULT,
     ActionView,
     ArtifactView,
     EffectView,
     EventView,
     HandoffView,
+    EventColumns,
+    NodeColumns,
     NodeRow,
     NodeView,
+    Observed,
     ObservationView,
+    TaskColumns,
     TaskView,
 )
 
@@ -45,114 +54,73 @@ def task_origin(r: TaskRecord) -> str:
     return "langgraph" if r.workflow == "langgraph" else "python"
 
 
+_TASK_SHOWN = tuple(f.name for f in dataclass_fields(TaskColumns))  # as stored
+_TASK_MADE = ("constraints", "wall_used_s", "counts", "handoffs_open", "waited_s", "origin", "mind")
+assert {f.name for f in dataclass_fields(TaskView)} == {*_TASK_SHOWN, *_TASK_MADE}, "TaskView: a field made nowhere"
+
+
 def task_view(r: TaskRecord, now: float, counts: Mapping[str, int], handoffs_open: int) -> TaskView:
+    """The task row as a TaskView: its shown columns as stored, and what is made from the rest."""
     used = wall_used(r, now)
     span = 0.0 if r.started_at is None else (r.finished_at if r.finished_at is not None else now) - r.started_at
-    return TaskView(
-        task_id=r.task_id, title=r.title, workflow=r.workflow, workflow_version=r.workflow_version,
-        status=r.status, revision=int(r.revision), inputs=r.inputs, constraints=tuple(r.constraints or ()),
-        preconditions=dict(r.preconditions or {}), token_cap=r.token_cap, wall_cap_s=r.wall_cap_s,
-        soft_ratio=r.soft_ratio, tokens_used=int(r.tokens_used), started_at=r.started_at,
-        wall_used_s=used, max_claims=r.max_claims, max_repairs=r.max_repairs,
-        repair_count=r.repair_count, claim_count=r.claim_count, parked_at=r.parked_at,
-        park_reason=r.park_reason, park_until=r.park_until, wake_on=r.wake_on, created_at=r.created_at,
-        updated_at=r.updated_at, finished_at=r.finished_at, counts=dict(counts), handoffs_open=int(handoffs_open),
-        paused_s=float(r.paused_s or 0.0), paused_since=r.paused_since, wake_state=r.wake_state,
-        density_limit=r.density_limit,
-        waited_s=max(0.0, span - used), origin=task_origin(r), mind=MindState.of(r.mind),
-    )
+    return _made(TaskView, [*(getattr(r, f) for f in _TASK_SHOWN), tuple(r.constraints or ()), used, dict(counts),
+                            int(handoffs_open), max(0.0, span - used), task_origin(r), MindState.of(r.mind)],
+                 _TASK_SHOWN + _TASK_MADE)
+
+
+_V = TypeVar("_V")
+
+
+def _made(cls: type[_V], values: Sequence[object], names: Sequence[str]) -> _V:
+    """A frozen view built without its generated ``__init__`` (which sets each field through
+    ``object.__setattr__``: reading a 100k-node graph took seconds). An ordinary, equal, frozen
+    view (it has no ``__post_init__`` to run); ``names`` are all its fields (checked at import)."""
+    view = object.__new__(cls)
+    view.__dict__.update(zip(names, values))
+    return view
 
 
 # ---------------------------------------------------------------------- the whole node
-class NodeViewRow(NamedTuple):
-    """A node row as read for a NodeView (``NODE_VIEW_COLUMNS``), its JSON columns still as stored
-    (``json_value`` decodes them, sharing one copy of a repeated text); made from the database
-    row by ``tuple.__new__`` (C code: a graph reads up to 100k of them)."""
-
-    id: int
-    task_id: str
-    key: str
-    kind: str
-    title: str
-    status: str
-    lease_token: str | None
-    position: int
-    preconditions: JsonValue
-    input_digest: str | None
-    output: JsonValue
-    output_ref: str | None
-    output_digest: str | None
-    attempt: int
-    retryable: bool | int
-    failure_class: str | None
-    error: str | None
-    est_tokens: int | None
-    est_wall_s: float | None
-    always_admit: bool | int
-    max_claims: int | None
-    tokens_used: int
-    wall_used_s: float
-    units_done: float | None
-    units_total: float | None
-    lease_owner: str | None
-    lease_until: float | None
-    heartbeat_at: float | None
-    claimed_at: float | None
-    claim_count: int
-    next_retry_at: float | None
-    rejections: JsonValue
-    parked_at: float | None
-    park_reason: str | None
-    park_until: float | None
-    wake_on: str | None
-    started_at: float | None
-    finished_at: float | None
-    version: int
-    beat_interval_s: float | None
-    units_at: float | None
-    wait_on: str | None
-    wait_since: float | None
-    wait_until: float | None
-    progress_at: float | None
-    beat_long_s: float | None
-    paused_s: float | None
-    serves: JsonValue
-    removed_in: int | None
-    removed_mode: str | None
+# A NodeView is read as its shown columns as stored (the lease's owner and end only while a token
+# is held), then the rejections and the requirements served; its dependencies are read apart.
+_NODE_SHOWN = tuple(f.name for f in dataclass_fields(NodeColumns))
+_NODE_LEASE = {f: f"CASE WHEN lease_token IS NOT NULL THEN {f} END AS {f}" for f in ("lease_owner", "lease_until")}
+NODE_VIEW_COLUMNS = ", ".join([_NODE_LEASE.get(f, f) for f in _NODE_SHOWN] + ["rejections", "serves"])
+_NODE_VIEW_FIELDS = (*_NODE_SHOWN, "deps", "rejections", "serves")
+assert {f.name for f in dataclass_fields(NodeView)} == set(_NODE_VIEW_FIELDS), "NodeView: a field read nowhere"
+_PRE, _OUT, _RETRY, _ADMIT, _WALL = (
+    _NODE_SHOWN.index(f) for f in ("preconditions", "output", "retryable", "always_admit", "wall_used_s"))
+assert _NODE_SHOWN[:4] == ("id", "task_id", "key", "position")
+RawNodeView: TypeAlias = "tuple[int, str, str, int, *tuple[object, ...]]"
+"""A NODE_VIEW_COLUMNS row as the database gives it: its id, task, key and position first, its
+rejections (JSON text) next to last."""
 
 
-# Column order of the raw node reads; node_view turns one such row into a NodeView.
-NODE_VIEW_COLUMNS = ", ".join(NodeViewRow._fields)
-_NODE_VIEW_FIELDS = tuple(f.name for f in dataclass_fields(NodeView))
+def rejections_named(raws: Sequence[RawNodeView]) -> list[list[object]]:
+    """The rejections of these rows that name something (most name nothing: ``[]``)."""
+    return [json_value(r[-2]) or [] for r in raws if r[-2] not in (None, "[]")]
 
 
-def node_view(r: NodeViewRow, deps: tuple[str, ...], cache: dict[str, object] | None = None) -> NodeView:
-    """A NODE_VIEW_COLUMNS row and its dependency keys → NodeView (``cache``: see ``json_value``)."""
-    (id_, task_id, key, kind, title, status, token, position, pre, input_digest, output, output_ref, output_digest,
-     attempt, retryable, failure_class, error, est_tokens, est_wall_s, always_admit, max_claims, tokens_used,
-     wall_used_s, units_done, units_total, lease_owner, lease_until, heartbeat_at, claimed_at, claim_count,
-     next_retry_at, rejections, parked_at, park_reason, park_until, wake_on, started_at, finished_at, version,
-     beat_interval_s, units_at, wait_on, wait_since, wait_until, progress_at, beat_long_s, paused_s, serves, removed_in,
-     removed_mode) = r
-    return _fast_node_view((
-        id_, task_id, key, kind, title, status, deps, position, json_value(pre, cache) or {}, input_digest,
-        json_value(output),
-        output_ref, output_digest, attempt, bool(retryable), failure_class, error, est_tokens, est_wall_s,
-        bool(always_admit), max_claims, int(tokens_used), float(wall_used_s), units_done, units_total,
-        lease_owner if token else None, lease_until if token else None, heartbeat_at, claimed_at, claim_count,
-        next_retry_at, tuple(json_value(rejections) or ()), parked_at, park_reason, park_until, wake_on, started_at,
-        finished_at, int(version), beat_interval_s, units_at, wait_on, wait_since, wait_until, progress_at,
-        beat_long_s, paused_s, tuple(json_value(serves, cache) or ()), removed_in, removed_mode,
-    ))
+def rejections(values: Sequence[object], reasons: Mapping[int, str]) -> tuple[str, ...]:
+    """A node's ``rejections`` as the reasons they stand for: a rejected path's id (the rewind's
+    reason is stored there: ``reasons``, from ``LedgerCore.rejection_reasons``), or — written before
+    reasons were stored once — the reason itself."""
+    return tuple(reasons.get(x, "") if isinstance(x, int) else str(x) for x in values)
 
 
-def _fast_node_view(values: tuple[object, ...]) -> NodeView:
-    """Build a NodeView without its generated ``__init__``: a frozen dataclass sets each of its 39
-    fields through ``object.__setattr__``, which made reading a 100k-node graph take seconds. The
-    result is an ordinary, equal, frozen NodeView (it has no ``__post_init__`` or defaults to run)."""
-    view = object.__new__(NodeView)
-    view.__dict__.update(zip(_NODE_VIEW_FIELDS, values))
-    return view
+def node_view(r: RawNodeView, deps: tuple[str, ...], cache: dict[str, object] | None = None,
+              reasons: Mapping[int, str] | None = None) -> NodeView:
+    """A NODE_VIEW_COLUMNS row and its dependency keys → NodeView (``cache``: see ``json_value``;
+    ``reasons``: the rejected paths its rejections name)."""
+    v = list(r)
+    serves, rejected = v.pop(), v.pop()
+    v[_PRE] = json_value(v[_PRE], cache) or {}
+    v[_OUT] = json_value(v[_OUT])
+    v[_RETRY], v[_ADMIT] = bool(v[_RETRY]), bool(v[_ADMIT])  # SQLite's 0/1
+    wall = v[_WALL]
+    v[_WALL] = float(wall) if isinstance(wall, int) else wall  # a REAL column: a float on both backends
+    v += (deps, rejections(json_value(rejected) or (), reasons or {}), tuple(json_value(serves, cache) or ()))
+    return _made(NodeView, v, _NODE_VIEW_FIELDS)
 
 
 # ---------------------------------------------------------------------- the lean node
@@ -163,6 +131,19 @@ _NODE_ROW_SQL = {
     "lease_until": "CASE WHEN lease_token IS NOT NULL THEN lease_until END",
 }
 NODE_ROW_SELECT = "SELECT " + ", ".join(_NODE_ROW_SQL.get(f, f) for f in NodeRow._fields[:-1]) + " FROM node"
+_NODE_TYPES = get_type_hints(NodeColumns, localns={"JsonValue": object})
+
+
+def node_projection(row: type, *, besides: tuple[str, ...] = ()) -> type:
+    """Check at import that a lean node row (a NamedTuple read for speed: ``NodeRow``, the
+    estimator's ``LeanNode``) holds node columns of their declared types (``besides``: its fields
+    that are not columns); returns it."""
+    wrong = [f for f, t in get_type_hints(row).items() if f not in besides and _NODE_TYPES.get(f) != t]
+    assert not wrong, f"{row.__name__}: {wrong} are not node columns of the same type (views.NodeColumns)"
+    return row
+
+
+node_projection(NodeRow, besides=("deps",))
 NODE_ROW_POSITION: Final = 5
 _KIND, _STATUS = NodeRow._fields.index("kind"), NodeRow._fields.index("status")
 assert (_KIND, _STATUS, NodeRow._fields.index("position")) == (2, 4, NODE_ROW_POSITION)
@@ -187,144 +168,66 @@ def node_rows(rows: Sequence[RawNodeRow], deps: Mapping[int, list[str]], words: 
 
 
 # ---------------------------------------------------------------------- the rest
-# Each read into a NamedTuple whose fields are its columns (docs/architecture.md "Reading rows");
-# a field from a joined table has its expression in the *_SELECT list (``n.key AS node_key``).
-class EventRecord(NamedTuple):
-    id: int
-    at: float
-    task_id: str | None
-    node: str | None
-    layer: str
-    kind: str
-    actor: str
-    summary: str
-    payload: JsonObject | None
+# Each read into its view, or a NamedTuple whose fields are its columns (docs/architecture.md
+# "Reading rows"); a field from a joined table has its expression in the *_SELECT list
+# (``n.key AS node_key``).
+# ---------------------------------------------------------------------- what a heartbeat observed
+# An observation is stored once, as its row; every reader of what a heartbeat brought — the
+# journal's heartbeat events (EVENT_SELECT), the stall signals' evidence (estimation/evidence.py) —
+# reads these columns of it and decodes them with ``observed``.
+EXCERPT_CHARS = 1000  # of its action and its result, read for their one-line excerpt (≤ 80 shown)
+OBSERVED_COLUMNS = ("o.digest AS digest, o.new_units AS new_units, o.lines AS lines, o.flags AS flags, "
+                    f"o.action_key AS action_key, SUBSTR(o.action, 1, {EXCERPT_CHARS}) AS action, "
+                    f"o.content AS content, SUBSTR(o.result, 1, {EXCERPT_CHARS}) AS result, "
+                    f"SUBSTR(o.text, 1, {EXCERPT_CHARS}) AS text")
 
 
-EVENT_SELECT = f"SELECT {sql.columns(EventRecord)} FROM event"
+def observed(digest: str | None, new_units: int | None, lines: int | None, flags: int | None, action_key: str | None,
+             action: str | None, content: str | None, result: str | None, text: str | None) -> Observed | None:
+    """OBSERVED_COLUMNS as read → what the report brought (None: no observation). The result shown
+    is the tool's output that was judged: the report's result, else its text when the report was
+    judged as a plain report's output (FLAG_RESULT)."""
+    if digest is None:
+        return None
+    judged = result if result is not None else text if int(flags or 0) & FLAG_RESULT else None
+    return Observed(new_units=int(new_units or 0), digest=digest, lines=int(lines or 0), flags=int(flags or 0),
+                    action_key=action_key, action=None if action_key is None else excerpt(action),
+                    content=None if judged is None else content, result=excerpt(judged))
 
 
-def event_view(r: EventRecord) -> EventView:
-    return EventView(int(r.id), r.at, r.task_id, r.node, r.layer, r.kind, r.actor, r.summary, r.payload or {})
+# The journal, each event with the observation it names (a heartbeat's).
+EVENT_SELECT = (f"SELECT {sql.columns(EventColumns, 'e')}, {OBSERVED_COLUMNS} "
+                "FROM event e LEFT JOIN observation o ON o.id = e.observation_id")
+_EVENT_WIDTH = len(dataclass_fields(EventColumns))
 
 
-class EffectRecord(NamedTuple):
-    id: int
-    task_id: str
-    node_key: str
-    effect_key: str
-    status: str
-    payload_digest: str | None
-    external_id: str | None
-    compensation: str | None
-    attempt: int
-    intended_at: float
-    confirmed_at: float | None
-    compensation_node_key: str | None
-    compensated_at: float | None
-    compensated_by: str | None
-    compensation_note: str | None
+def event_view(r: tuple[int, float, str | None, str | None, str, str, str, str, str | None,
+                        *tuple[str | int | None, ...]]) -> EventView:
+    """An EVENT_SELECT row → EventView. A heartbeat's payload shows what its observation brought,
+    key for key as the journal always showed it (a heartbeat written before the observation was
+    stored once carries those keys itself)."""
+    payload = json_value(r[8])
+    payload = payload if isinstance(payload, dict) else {}
+    seen = observed(*r[_EVENT_WIDTH:])  # type: ignore[arg-type]  # OBSERVED_COLUMNS' types, in order
+    if seen is not None:
+        payload = dict(sorted({**payload, **seen.to_json()}.items()))
+    elif r[5] == NodeHeartbeat.KIND:
+        seen = Observed.from_json(payload)
+    return EventView(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], payload, seen)
 
 
 # Effects with the key of the node that made each and of its compensation node (if any).
-EFFECT_SELECT = (f"SELECT {sql.columns(EffectRecord, 'e', {'node_key': 'n.key', 'compensation_node_key': 'c.key'})} "
+EFFECT_SELECT = (f"SELECT {sql.columns(EffectView, 'e', {'node': 'n.key', 'compensation_node': 'c.key'})} "
                  "FROM effect e JOIN node n ON n.id = e.node_id LEFT JOIN node c ON c.id = e.compensation_node_id")
+HANDOFF_SELECT = (f"SELECT {sql.columns(HandoffView, 'h', {'node': 'n.key', 'id': 'CAST(h.id AS TEXT)'})} "
+                  "FROM handoff h JOIN node n ON n.id = h.node_id")
 
 
-def effect_view(r: EffectRecord) -> EffectView:
-    return EffectView(*r)
+def handoff_view(h: HandoffView) -> HandoffView:
+    """A handoff as read (HANDOFF_SELECT), its options a tuple."""
+    return replace(h, options=tuple(h.options or ()), context=h.context or {})
 
 
-class HandoffRecord(NamedTuple):
-    id: int
-    task_id: str
-    node_key: str
-    kind: str
-    question: str
-    context: JsonObject | None
-    options: JsonArray | None
-    recommendation: str | None
-    status: str
-    opened_at: float
-    opened_by: str
-    attempt: int
-    resolution_option: str | None
-    resolution_answer: str | None
-    resolved_by: str | None
-    resolved_at: float | None
-
-
-HANDOFF_SELECT = f"SELECT {sql.columns(HandoffRecord, 'h', {'node_key': 'n.key'})} FROM handoff h JOIN node n ON n.id = h.node_id"
-
-
-def handoff_view(r: HandoffRecord) -> HandoffView:
-    return HandoffView(
-        id=str(r.id), task_id=r.task_id, node=r.node_key, kind=r.kind, question=r.question,
-        context=r.context or {}, options=tuple(r.options or ()), recommendation=r.recommendation,
-        status=r.status, opened_at=r.opened_at, opened_by=r.opened_by, attempt=r.attempt,
-        resolution_option=r.resolution_option, resolution_answer=r.resolution_answer,
-        resolved_by=r.resolved_by, resolved_at=r.resolved_at,
-    )
-
-
-class ArtifactRecord(NamedTuple):
-    id: int
-    task_id: str
-    node_key: str
-    attempt: int
-    name: str
-    sha256: str
-    size: int
-    ref: str | None
-    at: float
-
-
-ARTIFACT_SELECT = f"SELECT {sql.columns(ArtifactRecord, 'a', {'node_key': 'n.key'})} FROM artifact a JOIN node n ON n.id = a.node_id"
-
-
-def artifact_view(r: ArtifactRecord) -> ArtifactView:
-    return ArtifactView(*r)
-
-
-class ObservationRecord(NamedTuple):
-    id: int
-    at: float
-    attempt: int
-    text: str
-    digest: str
-    new_units: int
-    lines: int
-    action: str | None
-    result: str | None
-    flags: int | None
-
-
-OBSERVATION_SELECT = f"SELECT {sql.columns(ObservationRecord)} FROM observation"
-
-
-def observation_view(o: ObservationRecord) -> ObservationView:
-    return ObservationView(o.id, o.at, o.attempt, o.text, o.digest, o.new_units, o.lines, o.action, o.result,
-                           int(o.flags or 0))
-
-
-class ActionRecord(NamedTuple):
-    id: int
-    at: float
-    operator: str
-    action: str
-    task_id: str | None
-    target: str
-    reason: str
-    plan: JsonObject | None
-    result: str
-    refused_why: str | None
-    revision_before: int | None
-    revision_after: int | None
-
-
-ACTION_SELECT = f"SELECT {sql.columns(ActionRecord)} FROM action"
-
-
-def action_view(r: ActionRecord) -> ActionView:
-    return ActionView(r.id, r.at, r.operator, r.action, r.task_id, r.target, r.reason, r.plan or {}, r.result,
-                      r.refused_why, r.revision_before, r.revision_after)
+ARTIFACT_SELECT = f"SELECT {sql.columns(ArtifactView, 'a', {'node': 'n.key'})} FROM artifact a JOIN node n ON n.id = a.node_id"
+OBSERVATION_SELECT = f"SELECT {sql.columns(ObservationView)} FROM observation"
+ACTION_SELECT = f"SELECT {sql.columns(ActionView)} FROM action"

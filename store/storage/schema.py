@@ -15,19 +15,43 @@ import peewee as pw
 from store.storage import sql
 from store.storage.db import is_sqlite, retry_conflicts, write_tx
 from store.errors import LedgerUnavailable, SchemaMismatch
-from store.storage.models import MIND_MODELS, MODELS, SEED_MODELS, Meta, WriteRequest
+from store.storage.models import MIND_MODELS, MODELS, SEED_MODELS, Meta, WriteRequest, specs
+from store.storage.tables import TABLE
 from store.storage.sqlite_file import checked_version
 
 SCHEMA_VERSION = 5
 
 
-def _add_columns(db: pw.Database, table: str, columns: list[tuple[str, str, str]]) -> None:
-    """ALTER TABLE … ADD COLUMN for each (name, SQLite type, PostgreSQL type); defaults in the type."""
+def column_sql(table: str, name: str, *, sqlite: bool) -> str:
+    """A column's type as ``ALTER TABLE … ADD COLUMN`` writes it, from its declaration
+    (``store/storage/tables.py``): a column that may not be NULL takes its default (existing rows
+    get it)."""
+    [spec] = [s for s in specs(TABLE[table].record) if s.name == name]
+    c = spec.column
+    if c.width:
+        kind = f"VARCHAR({c.width})"
+    elif c.json or spec.type is str:
+        kind = "TEXT"
+    elif spec.type is float:
+        kind = "REAL" if sqlite else "DOUBLE PRECISION"
+    elif spec.type is int and not c.big:
+        kind = "INTEGER"
+    else:
+        raise TypeError(f"{table}.{name}: no ADD COLUMN for {spec.type!r}")
+    if spec.nullable:
+        return kind
+    if not isinstance(c.default, (int, float)) or isinstance(c.default, bool):
+        raise TypeError(f"{table}.{name}: a column added NOT NULL needs a numeric default")
+    return f"{kind} NOT NULL DEFAULT {c.default:g}"
+
+
+def _add_columns(db: pw.Database, table: str, columns: list[str]) -> None:
+    """ALTER TABLE … ADD COLUMN for each column named, typed as its declaration says (``column_sql``)."""
     sqlite = is_sqlite(db)
     have = {c.name for c in db.get_columns(table)}
-    for name, lite, pg in columns:
+    for name in columns:
         if name not in have:  # a step re-run after a partial upgrade adds only what is missing
-            sql.execute(db, f"ALTER TABLE {table} ADD COLUMN {name} {lite if sqlite else pg}")
+            sql.execute(db, f"ALTER TABLE {table} ADD COLUMN {name} {column_sql(table, name, sqlite=sqlite)}")
 
 
 def _migrate_1_to_2(db: pw.Database) -> None:
@@ -41,17 +65,8 @@ def _migrate_1_to_2(db: pw.Database) -> None:
     """
     with db.bind_ctx([WriteRequest]):
         db.create_tables([WriteRequest], safe=True)
-    _add_columns(db, "task", [
-        ("paused_s", "REAL NOT NULL DEFAULT 0", "DOUBLE PRECISION NOT NULL DEFAULT 0"),
-        ("paused_since", "REAL", "DOUBLE PRECISION"),
-        ("wake_state", "TEXT", "TEXT"),
-    ])
-    _add_columns(db, "effect", [
-        ("compensation_node_id", "INTEGER", "INTEGER"),
-        ("compensated_at", "REAL", "DOUBLE PRECISION"),
-        ("compensated_by", "TEXT", "TEXT"),
-        ("compensation_note", "TEXT", "TEXT"),
-    ])
+    _add_columns(db, "task", ["paused_s", "paused_since", "wake_state"])
+    _add_columns(db, "effect", ["compensation_node_id", "compensated_at", "compensated_by", "compensation_note"])
     sql.execute(db, "UPDATE task SET paused_since = parked_at WHERE status = 'parked' AND started_at IS NOT NULL")
     sql.execute(db, "UPDATE task SET paused_since = finished_at WHERE status IN ('completed', 'failed', 'aborted') "
                     "AND started_at IS NOT NULL AND finished_at IS NOT NULL")
@@ -60,13 +75,7 @@ def _migrate_1_to_2(db: pw.Database) -> None:
 def _migrate_2_to_3(db: pw.Database) -> None:
     """Schema 3: the node's own heartbeat figures and its declared wait: five nullable
     columns, so existing rows need no rewrite."""
-    _add_columns(db, "node", [
-        ("beat_interval_s", "REAL", "DOUBLE PRECISION"),
-        ("units_at", "REAL", "DOUBLE PRECISION"),
-        ("wait_on", "TEXT", "TEXT"),
-        ("wait_since", "REAL", "DOUBLE PRECISION"),
-        ("wait_until", "REAL", "DOUBLE PRECISION"),
-    ])
+    _add_columns(db, "node", ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"])
 
 
 # Schema 4 is made of named parts, one per capability, each idempotent (a column or a
@@ -75,26 +84,14 @@ def _novelty(db: pw.Database) -> None:
     """Part "novelty": an observation's action, result, their identities, flags and
     concepts; a node's progress time, heartbeat rhythm and paused seconds. All nullable or with a
     default, so existing rows stay valid (an old observation is judged as an observation)."""
-    _add_columns(db, "observation", [
-        ("action", "TEXT", "TEXT"),
-        ("result", "TEXT", "TEXT"),
-        ("action_key", "VARCHAR(32)", "VARCHAR(32)"),
-        ("content", "VARCHAR(64)", "VARCHAR(64)"),
-        ("flags", "INTEGER NOT NULL DEFAULT 0", "INTEGER NOT NULL DEFAULT 0"),
-        ("concepts", "TEXT", "TEXT"),
-    ])
-    _add_columns(db, "node", [
-        ("progress_at", "REAL", "DOUBLE PRECISION"),
-        ("beat_gaps", "TEXT", "TEXT"),
-        ("beat_long_s", "REAL", "DOUBLE PRECISION"),
-        ("paused_s", "REAL", "DOUBLE PRECISION"),
-    ])
+    _add_columns(db, "observation", ["action", "result", "action_key", "content", "flags", "concepts"])
+    _add_columns(db, "node", ["progress_at", "beat_gaps", "beat_long_s", "paused_s"])
 
 
 def _origin(db: pw.Database) -> None:
     """task.origin: which integration made the task. Nullable: a task made before is
     derived (``rows.task_origin``: ``langgraph`` for the adapter's workflow, else ``python``)."""
-    _add_columns(db, "task", [("origin", "VARCHAR(32)", "VARCHAR(32)")])
+    _add_columns(db, "task", ["origin"])
 
 
 SCHEMA_4_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
@@ -106,12 +103,8 @@ SCHEMA_4_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
 def _seed_rules(db: pw.Database) -> None:
     """The seed rules: a step's deadline, the cost-density verdict and the repair request
     on the node; the task's cost-density limit. All nullable: existing rows need no rewrite."""
-    _add_columns(db, "node", [
-        ("step_deadline", "REAL", "DOUBLE PRECISION"),
-        ("density", "VARCHAR(32)", "VARCHAR(32)"),
-        ("repair", "TEXT", "TEXT"),
-    ])
-    _add_columns(db, "task", [("density_limit", "REAL", "DOUBLE PRECISION")])
+    _add_columns(db, "node", ["step_deadline", "density", "repair"])
+    _add_columns(db, "task", ["density_limit"])
 
 
 SCHEMA_4_PARTS.append(("seed rules", _seed_rules))
@@ -121,12 +114,8 @@ def _mind(db: pw.Database) -> None:
     nullable: an existing task has no requirements, an existing node serves none."""
     with db.bind_ctx(MIND_MODELS):
         db.create_tables(MIND_MODELS, safe=True)
-    _add_columns(db, "task", [("mind", "TEXT", "TEXT")])
-    _add_columns(db, "node", [
-        ("serves", "TEXT", "TEXT"),
-        ("removed_in", "INTEGER", "INTEGER"),
-        ("removed_mode", "VARCHAR(16)", "VARCHAR(16)"),
-    ])
+    _add_columns(db, "task", ["mind"])
+    _add_columns(db, "node", ["serves", "removed_in", "removed_mode"])
 
 
 SCHEMA_4_PARTS.append(("mind", _mind))
@@ -144,17 +133,34 @@ def _quotas_and_people(db: pw.Database) -> None:
     ``source``. Nullable: an existing memory has no source recorded."""
     with db.bind_ctx(SEED_MODELS):
         db.create_tables(SEED_MODELS, safe=True)
-    _add_columns(db, "memory", [("source", "TEXT", "TEXT")])
+    _add_columns(db, "memory", ["source"])
 
 
-# Schema 5 is made of named parts like schema 4 (each idempotent).
+def _one_observation(db: pw.Database) -> None:
+    """Part "one observation": ``event.observation_id``, the observation row a heartbeat made. What
+    a report brought is stored there only; a heartbeat written before keeps it in its payload (read
+    as such: nothing is rewritten). Nullable: every other event names none."""
+    _add_columns(db, "event", ["observation_id"])
+
+
+def _rejections_by_reference(db: pw.Database) -> None:
+    """Part "rejections by reference": a rewind's reason is stored once, as its rejected path (a
+    ``conclusion`` row); a node's ``rejections`` lists those rows' ids from now on (an older
+    ledger's reasons, written as text, are read as they are). No column changes: the version says
+    the list may hold ids, which an older Warden would show as numbers."""
+
+
+# Schema 5 is made of named parts like schema 4 (each idempotent; a capability's part is appended
+# where it is declared).
 SCHEMA_5_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
     ("quotas and people", _quotas_and_people),
+    ("one observation", _one_observation),
+    ("rejections by reference", _rejections_by_reference),
 ]
 
 
 def _migrate_4_to_5(db: pw.Database) -> None:
-    """Schema 5: the parts listed in ``SCHEMA_5_PARTS``."""
+    """Schema 5: the parts listed in ``SCHEMA_5_PARTS`` (each says what it adds)."""
     for _name, part in SCHEMA_5_PARTS:
         part(db)
 
@@ -284,5 +290,5 @@ def migrate(db: pw.Database) -> tuple[int, int]:
                 raise SchemaMismatch(f"no migration from schema {version} to {version + 1}")
             step(db)
             version += 1
-        Meta.update(value=str(version)).where(Meta.key == "schema_version").bind(db).execute()
+        sql.execute(db, "UPDATE meta SET value = ? WHERE key = ?", [str(version), "schema_version"])
     return start, version

@@ -21,20 +21,18 @@ be several times faster than the same statements built with Peewee. They all go 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, TypeVar, cast
 
 import peewee as pw
 
-from store.storage.models import dumps, loads
+from store.storage.models import BOOL_COLUMNS, JSON_COLUMNS, dumps, loads
 
-_Row = TypeVar("_Row", bound=tuple[object, ...])  # a NamedTuple row type (fetch_rows)
+_Row = TypeVar("_Row")  # a row type: a NamedTuple, or a table's dataclass (fetch_rows)
 _T = TypeVar("_T")
 
 CHUNK = 500  # ids or keys per ``IN (...)`` list
 
-JSON_COLUMNS = frozenset({"inputs", "constraints", "preconditions", "output", "rejections", "payload", "context",
-                          "options", "wake_state", "repair", "serves", "mind", "diff", "in_flight_nodes", "plan"})
-BOOL_COLUMNS = frozenset({"retryable", "always_admit"})
 
 
 class DriverConnection(Protocol):
@@ -151,7 +149,7 @@ def fetch_all(db: pw.Database, sql: str, params: Sequence[object] = ()) -> list[
     return list(execute(db, sql, params).fetchall())
 
 
-def columns(row: type[tuple[object, ...]], alias: str = "", computed: Mapping[str, str] | None = None) -> str:
+def columns(row: type, alias: str = "", computed: Mapping[str, str] | None = None) -> str:
     """The SELECT list of a row type: its fields, in order (``n.id, n.key`` with ``alias="n"``), so
     a statement and the row it is read into cannot disagree. ``computed``: a field read from an
     expression (another table's column, a CASE...), written ``expr AS field``."""
@@ -167,22 +165,50 @@ def fetch_rows(db: pw.Database, row: type[_Row], sql: str, params: Sequence[obje
     """Every row as a ``row`` (a NamedTuple whose fields are the statement's columns, in order:
     see :func:`columns`), JSON and boolean columns decoded. Read by attribute, so a renamed
     column is a type error (docs/architecture.md, "Reading rows")."""
-    fields = _fields(row)
-    make = cast(Callable[..., _Row], row)
-    return [make(*_decoded(fields, r)) for r in fetch_all(db, sql, params)]
+    fields, make = _fields(row), _maker(row)
+    return [make(_decoded(fields, r)) for r in fetch_all(db, sql, params)]
 
 
 def fetch_row(db: pw.Database, row: type[_Row], sql: str, params: Sequence[object] = ()) -> _Row | None:
     """The first row as a ``row`` (:func:`fetch_rows`), or None."""
     found = execute(db, sql, params).fetchone()
-    return None if found is None else cast(Callable[..., _Row], row)(*_decoded(_fields(row), found))
+    return None if found is None else _maker(row)(_decoded(_fields(row), found))
 
 
-def _fields(row: type[tuple[object, ...]]) -> tuple[str, ...]:
-    fields = getattr(row, "_fields", None)
-    if not isinstance(fields, tuple):
-        raise TypeError(f"{row.__name__} is not a NamedTuple row type")
-    return fields
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(row: type) -> tuple[str, ...]:
+    """A row type's fields: a NamedTuple's, or a dataclass's (a table's record, a view)."""
+    got = _FIELDS.get(row)
+    if got is None:
+        fields = getattr(row, "_fields", None)
+        if isinstance(fields, tuple):
+            got = fields
+        elif dataclasses.is_dataclass(row):
+            got = tuple(f.name for f in dataclasses.fields(row))
+        else:
+            raise TypeError(f"{row.__name__} is not a row type (a NamedTuple or a dataclass)")
+        got = _FIELDS[row] = got
+    return got
+
+
+def _maker(row: type[_Row]) -> Callable[[list[object]], _Row]:
+    """How a row of ``row`` is made from its decoded values: a NamedTuple by position; a frozen
+    dataclass (a table's record, a view) field by field, without its generated ``__init__`` (its
+    fields may be keyword-only; it has no ``__post_init__``), every field from the statement."""
+    if not dataclasses.is_dataclass(row):
+        make = cast(Callable[..., _Row], row)
+        return lambda values: make(*values)
+    names = _fields(row)
+
+    def made(values: list[object]) -> _Row:
+        assert len(values) == len(names), (row.__name__, len(values))
+        obj = object.__new__(row)
+        for name, value in zip(names, values):
+            object.__setattr__(obj, name, value)
+        return obj
+    return made
 
 
 def _decoded(fields: Sequence[str], values: Sequence[object]) -> list[object]:

@@ -15,6 +15,7 @@ import pytest
 
 from console.cli import main as warden
 from store import Budget, Ledger
+from store.adapters.permission_rules import rules_for
 from tests.support.clients import (ClaudeSetup, CodexSetup, claude_hooks, codex_hooks, run_claude_p, run_codex_exec,
                                    stream_events)
 from tests.support.console_terminal import Terminal, shows
@@ -399,3 +400,30 @@ def test_the_measured_table_holds_for_these_versions():
     from tests.support.clients import CLAUDE_VERSION, CODEX_VERSION
     guide = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text()
     assert f"Claude Code {CLAUDE_VERSION}" in guide and f"Codex {CODEX_VERSION}" in guide
+
+
+def test_interactive_always_allow_grants_claudes_own_rule_for_the_session(where, interactive):
+    """The rule Claude Code suggests, chosen in Warden, is applied by Claude Code itself: the same
+    command later in the session runs without asking (no second question, no dialog)."""
+    cmd = "python3 -c \"open('always-1.txt', 'w').close()\""  # (for touch, Claude suggests a directory, not a rule)
+    script = [Reply(calls=(bash(cmd),)), Reply(text="first done"), Reply(calls=(bash(cmd),)), Reply(text="second done")]
+    with ModelServer(script) as model:
+        claude = interactive(setup_claude(where, model))
+        claude.prompt("first")
+        with Ledger.open(where["ledger"]) as led:
+            [h] = open_permission(led)
+            offered = {r["option"]: r["rule"] for r in h.context["rules"]}  # what Claude Code suggested
+            assert {str(o["id"]) for o in h.options} >= {"allow", "deny", *offered}, h.options
+            option, rule = next((k, r) for k, r in offered.items() if r["type"] == "addRules")
+            assert rule["rules"][0]["toolName"] == "Bash", rule
+            led.apply(led.plan_resolve(h.id, option=option), operator="ana (phone page from 10.0.0.7)")
+            claude.term.wait_for(shows("first done"), 60)
+            assert (claude.setup.project / "always-1.txt").exists()
+            (claude.setup.project / "always-1.txt").unlink()
+            claude.prompt("again")
+            claude.term.wait_for(shows("second done"), 60, "the second call run without asking")
+            assert (claude.setup.project / "always-1.txt").exists()
+            task = claude_task(led)
+            assert [x.id for x in led.handoffs(status=None, task_id=task) if x.kind == "permission"] == [h.id]
+            [granted] = rules_for(led, task)
+            assert granted["by"] == "ana (phone page from 10.0.0.7)" and granted["rule"] == rule

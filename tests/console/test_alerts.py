@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from console.alerts import BELL_EVERY_S, REARM_S, Alert, AlertDesk, AlertWatch, run_hook
+from store.storage.events import HandoffOpened, OperatorActed
 from store.views import EventView
 from tests.support.waiting import Deadline
 
@@ -23,8 +24,15 @@ def ev(i: int, event_kind: str, task: str = "t", node: str | None = "n", summary
 
 
 def opened(i: int, hid: str, task: str = "t", node: str = "n") -> EventView:
-    return ev(i, "handoff.opened", task, node, f"{node} asks a human (confirm): Open the PR?", handoff=hid,
-              kind="confirm")
+    said = HandoffOpened(handoff=hid, kind="confirm", options=["yes", "no"], recommendation=None)
+    return ev(i, said.KIND, task, node, f"{node} asks a human (confirm): Open the PR?", **said.to_json())
+
+
+def acted(i: int, action: str, node: str | None, withdrawn: list[str]) -> EventView:
+    """An operator action's event as the shared apply writes it (store/actions/apply.py)."""
+    did = OperatorActed(action=action, nodes=[node] if node else [], action_id=i, reason="why",
+                        revoked_leases=[], handoffs_withdrawn=withdrawn, task_status=["active", "active"], revision=2)
+    return ev(i, did.event_kind(), node=node, **did.to_json())
 
 
 def sig(kind: str, node: str | None = "n", severity: str = "alarm", since: str | None = "2027-01-15T08:00:00.000Z",
@@ -75,9 +83,9 @@ def test_a_resolved_or_withdrawn_handoff_is_no_longer_open() -> None:
     w = started("t")
     w.events([opened(10, "7", node="a"), opened(11, "8", node="b"), opened(12, "9", node="c")], NOW)
     assert w.open_count == 3
-    w.events([ev(13, "operator.resolve", node="a", handoffs_withdrawn=[])], NOW)
+    w.events([acted(13, "resolve", "a", [])], NOW)
     assert {a.node for a in w.open.values()} == {"b", "c"}
-    w.events([ev(14, "operator.abort", node=None, handoffs_withdrawn=["8", "9"])], NOW)
+    w.events([acted(14, "abort", None, ["8", "9"])], NOW)
     assert w.open_count == 0
 
 

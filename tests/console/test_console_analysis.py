@@ -1,4 +1,4 @@
-"""Issue 14: the open graph's estimates and signals come from the incremental
+"""The open graph's estimates and signals come from the incremental
 ``store.reading.analysis.TaskAnalysis`` (built from the graph rows the console already holds, fed the
 feed's deltas) and are the figures ``warden graph --json`` and ``warden status --json`` give for the
 same ledger state — before and after agents write while the graph is open."""
@@ -133,18 +133,18 @@ def test_a_non_finite_figure_shows_as_unknown_not_a_crash():
 
 
 def test_the_event_log_keeps_lean_rows_not_payloads():
-    """The log's ring keeps what a row shows (a LogEvent tuple), never the EventView and its payload:
-    20,000 payloads were most of its memory."""
+    """The log's ring keeps what a row shows (the event without its payload): 20,000 payloads were
+    most of its memory."""
     import sys
 
-    from console.event_log import EventLogModel, LogEvent
+    from console.event_log import NO_PAYLOAD, EventLogModel
     from store.views import EventView
 
     m = EventLogModel(capacity=100)
     payload = {"observation": "x" * 5000, "lines": list(range(100))}
     m.extend([EventView(i, T0 + i, "t", f"n{i}", "execution", "node.heartbeat", "w", "beat", payload)
               for i in range(150)])
-    assert len(m.events) == 100 and all(type(e) is LogEvent for e in m.events)
+    assert len(m.events) == 100 and all(e.payload is NO_PAYLOAD for e in m.events)
     assert m.events[-1].id == 149 and m.rows[-1].kind == "node.heartbeat"
-    assert sys.getsizeof(m.events[-1]) < 200  # a tuple of 8 references, no payload
+    assert sys.getsizeof(m.events[-1]) < 200  # 9 slots of references, no payload
     assert len({id(e.kind) for e in m.events}) == 1  # repeated names kept once

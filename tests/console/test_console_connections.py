@@ -1,4 +1,4 @@
-"""The console holds at most two PostgreSQL connections whatever the fleet does (issue 29): its
+"""The console holds at most two PostgreSQL connections whatever the fleet does: its
 feed's LISTEN connection and one connection every reading thread shares (``store/storage/pgshared.py``).
 
 Real agent processes write while the console follows them, opens a graph, a node, the handoff

@@ -1,4 +1,4 @@
-"""Issue 14, memory and the UI thread, as structure (not timings): the open graph's incremental
+"""Memory and the UI thread, as structure (not timings): the open graph's incremental
 analysis shares the console's lean rows instead of holding a second copy of the graph; the UI
 thread hands it deltas by reference; its signal pass hands the interpreter back in slices."""
 

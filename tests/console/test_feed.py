@@ -114,7 +114,7 @@ def slow_fsync_params() -> list:
 @pytest.mark.parametrize("slow_ms", slow_fsync_params())
 @pytest.mark.parametrize("inotify", [True, False], ids=["inotify", "watchfiles"])
 async def test_each_isolated_commit_wakes_the_reader(ledger_path, inotify, slow_ms, spacing_s):
-    """Issue 14: a commit with nothing written after it reaches the reader on its own wake-up, not
+    """A commit with nothing written after it reaches the reader on its own wake-up, not
     on the fallback poll (set far beyond the test's deadline) or the next write. The writer waits
     for each commit to be read before it writes the next; with its fsync delayed the commit becomes
     visible well after its last file event — what a reader woken by file events alone missed."""
@@ -164,7 +164,7 @@ async def test_each_isolated_commit_wakes_the_reader(ledger_path, inotify, slow_
 
 @pytest.mark.parametrize("rate", [150, 600])
 async def test_spaced_wake_ups_under_a_write_stream_miss_nothing(ledger_path, rate):
-    """Issue 29: with ``spacing_s`` a stream of commits wakes the reader at most once per spacing
+    """With ``spacing_s`` a stream of commits wakes the reader at most once per spacing
     (the file events gather in the kernel meanwhile), and every commit is still read on a wake-up
     of its own stream — none waits for the fallback poll, the last one included."""
     spacing = 0.04

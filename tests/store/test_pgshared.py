@@ -1,4 +1,4 @@
-"""One PostgreSQL connection shared by a process's threads (``store/storage/pgshared.py``, issue 29): the
+"""One PostgreSQL connection shared by a process's threads (``store/storage/pgshared.py``): the
 threads take turns per transaction, never land a statement inside another thread's transaction,
 and a lost connection is re-made once for all of them."""
 

@@ -31,6 +31,7 @@ import pytest
 from store import Ledger, NodeSpec, ReadOnly
 from store.storage import checkpoints
 from store.storage.db import run_write, write_tx
+from store.storage.events import NodeNote
 from store.errors import WriteConflict
 from store.reading.feed import Feed
 from tests.support.waiting import Deadline
@@ -263,7 +264,7 @@ def _journal_writer(url: str, name: str, n: int, seed: int, start, q) -> None:
         start.wait(WAIT)
         for i in range(n):
             with write_tx(led.db):
-                led.journal("t", None, "system", "test.write", name, f"{name} {i}", {"i": i})
+                led.journal("t", None, name, f"{name} {i}", NodeNote(text=f"{name} {i}", data={"i": i}))
                 # Hold the transaction open after the insert for a random while, so that without
                 # serialised journal inserts a later id would often commit before an earlier one.
                 x = 0

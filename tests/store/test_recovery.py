@@ -641,10 +641,10 @@ def _sql(ledger, text, *params):
 
 
 def test_advice_row_effect_unconfirmed_beats_a_safe_failure_class(ledger) -> None:
-    _task(ledger)
+    _task(ledger, retryable=True)  # (a node added irreversible asks a person before it intends anything)
     c = _claim(ledger)
     ledger.intend_effect(c, "pr:repo/fix:create", compensation="close the PR")
-    ledger.fail(c, error="socket closed", failure_class="transient")
+    ledger.fail(c, error="socket closed", failure_class="transient", retryable=False)
     a = rv.advise(ledger, "t", "b")
     assert (a.recommendation, a.reason) == ("needs_human", "effect_unconfirmed")
     assert a.evidence[0].startswith("may have happened: check the outside system")

@@ -35,8 +35,8 @@ from store.actions import (
 )
 from store.storage.db import WardenPostgres, WardenSqlite
 from store.storage.core import LedgerCore
-from store.storage.models import MODELS, JSONField, Node, Task, dumps
-from store.storage.tables import NodeRecord, TaskRecord
+from store.storage.models import MODELS, dumps
+from store.storage.tables import TABLES, NodeRecord, TaskRecord
 
 STORE = Path(__file__).resolve().parents[2] / "store"
 OWNED = [STORE / "storage" / "sql.py", STORE / "reading" / "feed.py", STORE / "reading" / "cli_json.py",
@@ -291,7 +291,7 @@ def test_each_action_has_typed_params_and_the_plan_json_shape_is_unchanged(ledge
     assert list(j) == PLAN_KEYS
     assert list(j["params"]) == PARAM_KEYS[action]
     assert plan.params.to_json() == j["params"]
-    assert not isinstance(plan.params, typing.Mapping)  # read by attribute, not as a mapping (issue 24)
+    assert not isinstance(plan.params, typing.Mapping)  # read by attribute, not as a mapping
     json.dumps(j)
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.params.node = "x"  # type: ignore[misc, union-attr]
@@ -321,9 +321,14 @@ def test_a_plan_whose_params_no_action_applies_is_refused_and_changes_nothing(le
     assert ledger.actions() == []
 
 
-def test_the_models_and_the_raw_layer_agree_on_json_columns() -> None:
-    json_cols = {f.column_name for m in MODELS for f in m._meta.sorted_fields if isinstance(f, JSONField)}
-    assert json_cols == sql.JSON_COLUMNS
+def test_a_json_column_is_stored_as_canonical_text_and_read_decoded(ledger) -> None:
+    """A column declared Json() (store/storage/tables.py) is written by the models as canonical JSON
+    text and decoded by the raw layer by its name (sql.JSON_COLUMNS, derived from the declarations)."""
+    ledger.create_task("t", inputs={"b": 1, "a": [1, 2]}, constraints=["x"])
+    assert {"inputs", "constraints", "preconditions", "payload", "rejections", "plan"} <= sql.JSON_COLUMNS
+    raw = sql.scalar(ledger.db, "SELECT inputs FROM task WHERE task_id = ?", ["t"])
+    assert raw == dumps({"a": [1, 2], "b": 1}) == '{"a":[1,2],"b":1}'
+    assert ledger.task_record("t").inputs == {"a": [1, 2], "b": 1} and ledger.task("t").constraints == ("x",)
 
 
 # ---------------------------------------------------------------------- no package cycle
@@ -401,7 +406,7 @@ def test_no_package_cycle_in_the_store() -> None:
 
 # ---------------------------------------------------------------------- test hooks live in tests
 def test_named_points_are_a_module_function_tests_replace_not_a_ledger_attribute(ledger, monkeypatch) -> None:
-    """Issue 24: the points where a test holds a transaction open (store/storage/checkpoints.py) are
+    """The points where a test holds a transaction open (store/storage/checkpoints.py) are
     reached through a module function, which tests replace; a Ledger carries no hook table."""
     from store.storage import checkpoints
 
@@ -422,7 +427,7 @@ def test_named_points_are_a_module_function_tests_replace_not_a_ledger_attribute
 
 def test_no_store_module_imports_or_re_exports_another_modules_private_names() -> None:
     """``from .wakeups import _inotify`` (re-exported by feed.py) was a private name made public by
-    accident (issue 24): a name another module needs is public where it is defined."""
+    accident: a name another module needs is public where it is defined."""
     bad = []
     for path in sorted(STORE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -544,11 +549,13 @@ def test_the_row_style_check_sees_the_old_styles() -> None:
     assert row_key_reads(new) == [] and other_row_styles(new) == []
 
 
-def test_the_task_and_node_records_are_the_tables_columns() -> None:
-    """store/storage/tables.py: a column added to the task or node model is added to its record (the
-    ledger's writes read it typed); the records hold nothing the tables do not."""
-    assert TaskRecord._fields == tuple(f.column_name for f in Task._meta.sorted_fields)
-    assert NodeRecord._fields == tuple(f.column_name for f in Node._meta.sorted_fields)
+def test_a_new_ledger_has_exactly_the_declared_columns(ledger) -> None:
+    """store/storage/tables.py declares every table once: a new ledger's tables (made from the models
+    derived from it) have exactly its records' fields, and the task and node records read a row whole."""
+    have = {t: [c.name for c in ledger.db.get_columns(t)] for t in ledger.db.get_tables()}
+    assert have == {t.name: [f.name for f in dataclasses.fields(t.record)] for t in TABLES}
+    assert [f.name for f in dataclasses.fields(TaskRecord)] == have["task"]
+    assert {f.name for f in dataclasses.fields(NodeRecord)} == set(have["node"])
 
 
 def test_a_row_type_reads_its_columns_decoded(ledger) -> None:

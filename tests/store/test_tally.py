@@ -1,4 +1,4 @@
-"""Task rows kept from the journal (``store/reading/tally.py``, issue 29) equal what a full read says.
+"""Task rows kept from the journal (``store/reading/tally.py``) equal what a full read says.
 
 Random sequences of every operation — tasks made and grown (a finished task reopened by growth),
 claims (of a task and of any), heartbeats, commits with follow-up nodes, retryable and final
@@ -23,8 +23,14 @@ from store import Budget, Ledger, ManualClock, NodeSpec
 from store.errors import LeaseLost, WardenError
 from store.reading.cli_json import status_json, task_json
 from store.reading.tally import TaskTally, current
+from store.storage.payloads import Payload
 
 T0 = 1_800_000_000.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _FutureKind(Payload, kind="future.kind", layer="system"):
+    """A kind a later Warden journals: declared after this Warden's list was made, so not in it."""
 
 
 class Fleet:
@@ -269,7 +275,7 @@ def test_an_unknown_event_kind_reads_its_task_whole(tmp_path):
         # a future writer changes a node and journals a kind of its own, naming nothing
         with led.db.atomic():
             sql.execute(led.db, "UPDATE node SET status = 'abandoned' WHERE task_id = 't' AND key = 'n4'")
-            led.journal("t", None, "system", "future.kind", "x", "changed something", {})
+            led.journal("t", None, "x", "changed something", _FutureKind())
         events = led.events(cursor)
         [view] = tally.apply(led, events)
         assert view.counts == {"succeeded": 1, "pending": 3, "abandoned": 1} == led.task("t").counts

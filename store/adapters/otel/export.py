@@ -340,9 +340,9 @@ class Follower:
                 raise
             self.state.save(self.mapper)
             if done or started:
-                self.say(f"sent {len(done)} finished span{'s' if len(done) != 1 else ''}"
-                         + (f" and {len(started)} pending" if started else "")
-                         + f" (journal event {self.mapper.cursor})")
+                said = [f"{n} {what}{'s' if n != 1 else ''}" for n, what in
+                        ((len(done), "finished span"), (len(started), "pending span")) if n]
+                self.say(f"sent {' and '.join(said)} (journal event {self.mapper.cursor})")
             yield len(done)
             if not delta.more:
                 return

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from store.jsontypes import JsonObject
+from store.storage.events import (NodeAbandoned, NodeClaimed, NodeCommitted, NodeDiscarded, NodeFailed, NodeHeartbeat,
+                                  NodeRepair, TaskCompleted, TaskCreated, TaskFailed)
 from store.views import EventView
 
 # The GenAI semantic conventions' names (tests check them against opentelemetry-semantic-conventions).
@@ -147,14 +149,14 @@ class _Open:
 
 # How an attempt ends, by event kind: (outcome, is an error).
 _ENDS = {
-    "node.committed": ("succeeded", False),
-    "node.failed": ("failed", True),
-    "node.discarded": ("discarded", False),
-    "node.abandoned": ("abandoned", False),
+    NodeCommitted.KIND: ("succeeded", False),
+    NodeFailed.KIND: ("failed", True),
+    NodeDiscarded.KIND: ("discarded", False),
+    NodeAbandoned.KIND: ("abandoned", False),
 }
 # Operator actions that end the open attempts of the nodes they change.
 _ENDING_ACTIONS = {"rewind": "rewound", "abort": "aborted", "narrow": "excluded"}
-_TASK_ENDS = {"task.completed": ("completed", False), "task.failed": ("failed", True)}
+_TASK_ENDS = {TaskCompleted.KIND: ("completed", False), TaskFailed.KIND: ("failed", True)}
 
 
 class Mapper:
@@ -206,7 +208,7 @@ class Mapper:
     def _one(self, e: EventView, done: list[SpanRecord], started: list[int]) -> None:
         task = str(e.task_id)
         wf = self.workflows.get(task)
-        if e.kind == "task.created":
+        if e.kind == TaskCreated.KIND:
             wf = self._start_workflow(task, e)
             started.append(wf.record.span_id)
             return
@@ -214,7 +216,7 @@ class Mapper:
             outcome, bad = _TASK_ENDS[e.kind]
             self._end_task(task, e, outcome, bad, done)
             return
-        if e.kind == "node.claimed" and e.node:
+        if e.kind == NodeClaimed.KIND and e.node:
             rec = self._start_attempt(task, e, done)
             started.append(rec.span_id)
             return
@@ -223,7 +225,7 @@ class Mapper:
             self._end_attempt(task, e.node, e, outcome, e.payload.get("error") if bad else None, done,
                               retry=bool(e.payload.get("retry")))
             return
-        if e.kind == "node.repair" and e.node:
+        if e.kind == NodeRepair.KIND and e.node:
             for key in _names(e.payload.get("nodes")) or [e.node]:
                 self.why_next[f"{task}\0{key}"] = {"warden.link.reason": "repair", "warden.actor": value(e.actor)}
         if e.kind.startswith("operator."):
@@ -232,7 +234,7 @@ class Mapper:
         event = SpanEvent(_event_name(e), e.at, self._event_attrs(e))
         att = self.attempts.get((task, e.node)) if e.node else None
         if att is not None:
-            if e.kind == "node.heartbeat":
+            if e.kind == NodeHeartbeat.KIND:
                 att.tokens += _number(e.payload.get("tokens")) or 0.0
             att.add(event)
         elif wf is not None:
@@ -288,7 +290,7 @@ class Mapper:
         o = self.attempts.pop((task, node), None)
         if o is None:
             return
-        if e.kind != "node.claimed":
+        if e.kind != NodeClaimed.KIND:
             o.tokens += _number(e.payload.get("tokens")) or 0.0
         rec = o.close(e.at, outcome, None if error is None else value(error))
         self.last[f"{task}\0{node}"] = (int(rec.attrs.get("warden.attempt", 1)), rec.span_id,
@@ -378,7 +380,7 @@ def _link_reason(ended: str) -> str:
 
 
 def _event_name(e: EventView) -> str:
-    return "heartbeat" if e.kind == "node.heartbeat" else e.kind
+    return "heartbeat" if e.kind == NodeHeartbeat.KIND else e.kind
 
 
 def _open_json(o: _Open) -> JsonObject:
