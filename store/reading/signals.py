@@ -42,6 +42,7 @@ from store.jsontypes import JsonObject
 from store.estimation import evidence
 from store.storage.core import LedgerCore
 from store.judges.novelty import Repeat, judge_sequence
+from store.judges.sequence import is_rhythm, retried_cycle, same_action_run, usual_news
 from store.views import GraphRow, GraphView, HandoffView, NodeView, TaskView
 
 SEVERITIES = ("info", "warn", "alarm")
@@ -309,7 +310,7 @@ def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequ
     stretch = obs[i:]
     results = [o for o in stretch if o.content is not None]
     need = th.no_new_info_results
-    if stretch and need > 1 and _usual(o for o in observations if o.attempt == node.attempt and o.at < stretch[0].at) >= 4:
+    if stretch and need > 1 and usual_news(o for o in observations if o.attempt == node.attempt and o.at < stretch[0].at) >= 4:
         need -= 1  # a node whose steps usually bring several new lines: one result fewer says it
     if stretch and (len(stretch) >= th.no_new_info_observations > 0
                     or len(results) == len(stretch) >= need > 0):
@@ -326,13 +327,13 @@ def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequ
                     f"{counts[top]} times, from {actions} different action{'s' if actions != 1 else ''}")
         out.append(Signal("no_new_info", task_id, node.key, stretch[0].at, "alarm", what))
     if not out:
-        run = stretch_of(obs)
+        run = same_action_run(obs)
         before = [o for o in observations if o.attempt == node.attempt and run and o.at < run[0].at and not o.flags & 2]
         out += _little_new(task_id, node.key, before, run, th)
     rep = judge_sequence([o.digest for o in obs], min_repeat=th.repeating_observations,
                          max_period=th.cycle_max_period, min_cycle_run=th.cycle_repeats,
                          long_cycle_run=th.cycle_repeats_long)
-    if rep is not None and (any(o.new_units > 0 for o in obs[len(obs) - rep.run:]) or _rhythm(obs, rep)):
+    if rep is not None and (any(o.new_units > 0 for o in obs[len(obs) - rep.run:]) or is_rhythm(obs, rep)):
         rep = None
     by_result = False
     if rep is None and len(obs) > 2:
@@ -347,7 +348,7 @@ def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequ
         rep, by_result = _recurring_failure(obs, th.failure_recurs), True
     retried = None
     if rep is None:
-        retried = _retried_cycle(obs, th.cycle_max_period, th.cycle_repeats)
+        retried = retried_cycle(obs, th.cycle_max_period, th.cycle_repeats)
         rep, by_result = retried, False
     if rep is not None:
         first = obs[rep.start]
@@ -396,21 +397,6 @@ def _recurring_failure(obs: Sequence[Obs], times: int) -> Repeat | None:
     return None
 
 
-def stretch_of(obs: Sequence[Obs]) -> list[Obs]:
-    """The newest run of observations taking one action (by its key)."""
-    i = len(obs)
-    while i > 0 and obs[i - 1].action_key and obs[i - 1].action_key == obs[-1].action_key:
-        i -= 1
-    return list(obs[i:])
-
-
-def _usual(obs: Iterable[Obs]) -> int:
-    """How many new lines this node's steps usually bring: the median over those that brought
-    some (0 while fewer than 3 did: its normal is not known yet)."""
-    brought = sorted(o.new_units for o in obs if o.new_units > 0)
-    return brought[len(brought) // 2] if len(brought) >= 3 else 0
-
-
 def _little_new(task_id: str, key: str, before: Sequence[Obs], run: Sequence[Obs], th: Thresholds) -> list[Signal]:
     """``no_new_info`` against the node's own normal: the same action taken again and again
     (``no_new_info_results`` times after its first), each time bringing next to nothing new — at most
@@ -419,7 +405,7 @@ def _little_new(task_id: str, key: str, before: Sequence[Obs], run: Sequence[Obs
     need = th.no_new_info_results
     if need <= 0 or len(run) < need + 1 or any(o.content is None for o in run):
         return []
-    usual = _usual([*before, *run[:1]])
+    usual = usual_news([*before, *run[:1]])
     little = max(1, usual // 4)
     tail = run[-need:]
     if usual < 4 or any(o.new_units > little for o in tail):
@@ -429,35 +415,6 @@ def _little_new(task_id: str, key: str, before: Sequence[Obs], run: Sequence[Obs
                    f"the same action {len(tail)} times, each bringing at most {little} new "
                    f"line{'s' if little != 1 else ''} where this node's steps bring ~{usual}: "
                    f"{_one_line(last.action or '', 30)!r} → {_one_line(last.result or '', 40)!r}")]
-
-
-def _rhythm(obs: Sequence[Obs], rep: Repeat) -> bool:
-    """A cycle that is the node's rhythm, not a loop: repeats in form only (what varied in them — a
-    test's name, a function's — was news), or a cycle caught before it came round whole (some of its
-    steps repeat, others not yet) whose repeating steps the node already took before the cycle began,
-    other work between (after each item, the same rerun and the same note: the items change)."""
-    if rep.period <= 1 or rep.run >= rep.period:
-        return False
-    before = {o.digest for o in obs[:rep.start]}
-    return any(o.digest in before for o in obs[len(obs) - rep.run:])
-
-
-def _retried_cycle(obs: Sequence[Obs], max_period: int, run: int) -> Repeat | None:
-    """The same steps again — a cycle of 2..``max_period`` actions whose newest ``run`` each take
-    the action a period before — where a step failed again with the same result it failed with a
-    period before: retrying the same steps, whatever the other steps' output says (a reworded
-    draft, a log that moved), brings back the same failure. Caught at its period + ``run``."""
-    n = len(obs)
-    for p in range(2, max_period + 1):
-        if n < p + run:
-            break
-        window = range(n - run, n)
-        if any(not obs[i].action_key or obs[i].action_key != obs[i - p].action_key for i in window):
-            continue
-        if any(obs[i].flags & 16 and obs[i - p].flags & 16 and obs[i].content is not None
-               and obs[i].content == obs[i - p].content for i in window):
-            return Repeat(p, run, n - run - p)
-    return None
 
 
 def _in_wait(at: float, act: Activity) -> bool:
