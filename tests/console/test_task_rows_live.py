@@ -24,6 +24,7 @@ from store.reading.tally import current
 from store.storage.events import names_nodes
 from tests.console.conftest import make_app, settle, wait_for
 from tests.store.test_tally import T0, Fleet, without_time
+from tests.support.tally_reads import TallyReads
 
 
 def recounts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -102,12 +103,13 @@ async def test_task_rows_follow_every_change_without_a_recount(new_target, backe
         # mend a change's missed repaint a second later — off, so that the change's own counts
         monkeypatch.setattr(TaskListScreen, "tick", lambda self: None)
         app = make_app(target, clock=clock)
+        counted = TallyReads(monkeypatch)
         async with app.run_test(size=(120, 60)) as pilot:
             await settle(pilot)
             assert calls == ["tasks"]  # the first load
             calls.clear()
             start = app.cursor
-            whole = app.follower.tally.whole_reads
+            whole = counted.whole_reads
             if seed % 3 == 1:
                 await pilot.press("s")  # by urgency: rows move as alarms, handoffs and budgets do
             elif seed % 3 == 2:
@@ -129,7 +131,7 @@ async def test_task_rows_follow_every_change_without_a_recount(new_target, backe
             unknown = sum(1 for e in events if e.task_id is not None
                           and not names_nodes(e.kind))
             assert steps > 3 * len(named)  # far more changes than tasks: a recount per change would show
-            assert app.follower.tally.whole_reads - whole <= len(named) + unknown
+            assert counted.whole_reads - whole <= len(named) + unknown
             assert calls == []  # no task row read whole (Ledger.task counts every node of the task)
     finally:
         writer.close()

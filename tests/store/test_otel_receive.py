@@ -177,6 +177,18 @@ def test_otlp_json_and_gzip(server) -> None:
     assert led.task(f"otel-{tid[:16]}").tokens_used == 12
 
 
+def test_a_batch_sent_twice_is_taken_once(server) -> None:
+    srv, led = server
+    tid = "5b8efff798038103d269b633813fc60e"
+    tool = {"spanId": "eee19b7ec3c1b175", "parentSpanId": "eee19b7ec3c1b170", "name": "execute_tool ls",
+            "attributes": [{"key": "gen_ai.operation.name", "value": sv("execute_tool")},
+                           {"key": "gen_ai.tool.name", "value": sv("ls")}]}
+    for _ in range(3):  # an exporter whose answer was lost sends the same batch again
+        assert post(srv, json_request(tid, [tool]), "application/json")[0] == 200
+    obs = led.observations(f"otel-{tid[:16]}", "agent-eee19b7ec3c1b170")
+    assert [o.action for o in obs] == ["ls()"]
+
+
 def test_bad_requests_are_refused_and_change_nothing(ledger_path) -> None:
     led = Ledger.open(ledger_path)
     srv = make_server(Intake(led), "127.0.0.1", 0, "s3cret-token-0123456789")
