@@ -139,7 +139,6 @@ class Wakeups:
                 self.fallback_poll_s = min(self.fallback_poll_s, POOLED_POLL_S)
             self.separate_listener = "listen" in params
         self.listener_pid: int | None = None  # PostgreSQL: the LISTEN connection's backend pid
-        self.listen_count = 0  # PostgreSQL: how many times LISTEN was (re-)established
         self._on_watching: Callable[[], None] = _nothing
         self._stop = asyncio.Event()
 
@@ -189,7 +188,6 @@ class Wakeups:
                 listening = True
                 dropped = False
                 self.listener_pid = conn.info.backend_pid
-                self.listen_count += 1
                 self._on_watching()
                 wait = PG_RECONNECT_S[0]
                 self.outage = None
