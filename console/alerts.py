@@ -334,8 +334,6 @@ class AlertDesk:
         self.bell = bell
         self.hook = list(hook) if hook else None
         self.hook_timeout = hook_timeout
-        self.delivered: list[Alert] = []  # every alert raised (tests)
-        self.bells = 0
         self._rang_at: float | None = None
         self._shown_at: float | None = None
         self._unshown: list[Alert] = []  # alerts raised during a burst, for the next notification
@@ -418,11 +416,9 @@ class AlertDesk:
     def _deliver(self, new: list[Alert], before: int) -> None:
         self._watch_screens()
         if new:
-            self.delivered.extend(new)
             now = self.app.now()
             if self.bell and (self._rang_at is None or now - self._rang_at >= BELL_EVERY_S):
                 self._rang_at = now
-                self.bells += 1
                 self.app.bell()  # once per batch, and not again within BELL_EVERY_S
             self._unshown.extend(new)
             wait = 0.0 if self._shown_at is None else BELL_EVERY_S - (now - self._shown_at)

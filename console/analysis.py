@@ -1,47 +1,48 @@
-"""Estimates and signals for what the console shows, computed in a worker thread.
+"""Estimates and signals for what the console shows: what a run asks for, and how it is computed.
 
-The figures come from ``store.estimation.estimates`` and ``store.reading.signals`` (never computed here). What is
-computed is bounded by what is on screen, never by the size of a task (a pass over a
-100k-node graph held the GIL for seconds and stalled painting and keys):
+The figures come from the store's public functions (``store.estimation.estimates``,
+``store.reading.signals``, ``store.reading.analysis.TaskAnalysis``); nothing is computed here but which of them to call, for what. A
+run is computed in the console's analysis worker, a process of its own
+(``console/analysis_worker.py``), never on the interpreter the UI draws with: the console sends a
+:class:`RunRequest` and gets a :class:`RunResult` back. What is computed is bounded by what is on
+screen, never by the size of a task:
 
-* the open graph's figures from its incremental ``store.reading.analysis.TaskAnalysis`` (:class:`OpenGraph`:
-  built from the model's own rows once the graph has loaded, fed the feed's deltas): the **task
-  figure** (the same as ``warden status``), **per-node P80s only for the rows on screen** and a
-  screen either side (a few dozen nodes, not 100k), **signals** of the running and parked nodes and
-  the task's own — nothing re-read per run but what changed;
-* while the graph is still loading, the same figures from the ledger (``estimate_task``, the window
-  with ``estimate_graph``, the running and parked nodes' signals ``SIGNAL_CHUNK`` at a time);
+* the open graph's figures from its incremental ``TaskAnalysis`` (:class:`OpenGraph`: read once
+  in the worker, then fed the journal's events): the **task figure** (the same as ``warden
+  status``), **per-node P80s only for the rows on screen** and a screen either side (a few dozen
+  nodes, not 100k), **signals** of the running and parked nodes and the task's own;
+* while the console is still loading the graph, the same figures from the ledger, without reading
+  the graph (``estimate_task``, ``estimate_graph`` of the rows on screen, ``signals_for_task``): the
+  worker reads it once the console has (two reads of a 100k-node graph at once, on a machine of two
+  cores, kept both waiting);
 * the other tasks of the task list with ``estimate_task`` / ``signals_for_task``.
 
-:class:`Analyst` is the worker's memory between runs: the duration history (re-read after a node
-somewhere succeeded, or after a minute) and how long each kind of run took, which the app uses to
-space runs out so that estimates and signals never take more than a bounded share of a core.
-The result goes back to the UI thread as one ``AnalysisReady`` message.
+:class:`Analyst` is the worker's memory between runs. It follows the journal itself (the same
+journal the console's feed reads: its own read-only connection, read at the start of each run):
+every task's row (``store.reading.tally.TaskTally``), the open graph's analysis, and the duration history
+(re-read after a node somewhere succeeded, or after a minute).
 """
 
 from __future__ import annotations
 
-import gc
 import sys
-import threading
 import time
-from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from store import Ledger
+from store.errors import NotFound
+from store.storage.events import NodeCommitted
 from store.estimation import estimates
 from store.reading import signals
 from store.reading.analysis import TaskAnalysis
-from store.errors import NotFound
-from store.reading.feed import Feed, changed_nodes
 from store.reading.cli_json import empty_eta, signal_json
-from store.reading.tally import current
-from store.reading.signals import Signal
-from store.views import EventView, GraphRow, GraphView, NodeView, TaskView
+from store.reading.feed import Feed, changed_nodes, tail_at
+from store.reading.tally import TaskTally, current
+from store.views import EventView, GraphRow, GraphView, TaskView
 
-from .liveturn import LiveTurn
-from .messages import AnalysisReady
-from .model import EtaJson, GraphModel, SignalJson
+if TYPE_CHECKING:  # (the worker process never loads the console's view models, nor Textual)
+    from .model import EtaJson, GraphModel, SignalJson
 
 HISTORY_TTL_S = 60.0  # the duration history is re-read at least this often while in use
 PARTS = frozenset({"eta", "nodes", "signals"})
@@ -51,28 +52,60 @@ PARTS = frozenset({"eta", "nodes", "signals"})
 # last a minute — so its signals (alarms) waited that long too, and the spacing rule (a run at most
 # every 10 × its duration) would put ten minutes between them.
 ETA_BUDGET_S = 0.5
+NODE_READ_CHUNK = 500  # the open graph's changed nodes read at a time
+
+TaskFigures = tuple["EtaJson | None", "Sequence[SignalJson] | None"]
+GraphFigures = tuple[str, "EtaJson | None", "Mapping[str, EtaJson] | None", "Sequence[SignalJson] | None"]
 
 
 @dataclass(frozen=True)
 class GraphRequest:
-    """What the open graph needs: its task row, the rows on screen (and a screen either side) whose
-    P80 is shown, and its running and parked rows (whose signals are shown)."""
+    """What the open graph needs: its task, and the rows on screen (and a screen either side)
+    whose P80 is shown; ``loaded``: the console has the whole graph (the worker may read it too)."""
 
-    task: TaskView
+    task_id: str
     window: tuple[GraphRow, ...] = ()
-    live: tuple[GraphRow, ...] = ()
+    loaded: bool = True
 
 
-def graph_request(g: GraphModel, visible: range, *, live: bool = True) -> GraphRequest:
-    """For the open graph's model ``g`` (``console.model.GraphModel``): its task row, the rows on
-    screen (``visible`` positions) and a screen either side, and (``live``) its running and parked
-    rows — a scan of the model, a few ms at 100k nodes."""
+@dataclass(frozen=True)
+class RunRequest:
+    """One run (console → worker). ``parts``: ``eta`` (task figures), ``nodes`` (the window's P80s),
+    ``signals``. With ``must_eta``, the task figures of the tasks after the first ``must_eta`` are
+    computed only while the run is under ``ETA_BUDGET_S``. ``kind``: the scheduler's name for it
+    (console/analysis_runs.py), carried back with the result."""
+
+    now: float
+    graph: GraphRequest | None
+    task_ids: tuple[str, ...]
+    parts: frozenset[str] = PARTS
+    kind: str = "full"
+    must_eta: int | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run's figures (worker → console): task id → (eta, signals), None where a part was not
+    computed (what is shown stays); the open graph's (task id, eta, the window's etas, signals).
+    ``took_s``: the run's wall time in the worker; ``error``: why it failed (one line), or None;
+    ``lost``: the worker stopped during the run (the operator was told already)."""
+
+    kind: str
+    parts: frozenset[str]
+    tasks: dict[str, TaskFigures] = field(default_factory=dict)
+    graph: GraphFigures | None = None
+    took_s: float = 0.0
+    error: str | None = None
+    lost: bool = False
+
+
+def graph_request(g: GraphModel, visible: range) -> GraphRequest:
+    """For the open graph's model ``g`` (``console.model.GraphModel``): the rows on screen
+    (``visible`` positions) and a screen either side."""
     h = max(1, len(visible))
     lo, hi = max(0, visible.start - h), min(g.row_count(), visible.stop + h)
     window = tuple(n for n in (g.node_at(p) for p in range(lo, hi)) if n is not None) if len(visible) else ()
-    rows = tuple(n for n in g.nodes if n.status in ("running", "parked")) if live else ()
-    assert g.task is not None, "the graph's first page has not arrived"  # a screen shows a started model only
-    return GraphRequest(task=g.task, window=window, live=rows)
+    return GraphRequest(task_id=g.task_id, window=window, loaded=g.complete)
 
 
 def window_covers(g: GraphModel, visible: range, keys: frozenset[str]) -> bool:
@@ -82,33 +115,6 @@ def window_covers(g: GraphModel, visible: range, keys: frozenset[str]) -> bool:
         if n is not None and n.key not in keys:
             return False
     return True
-
-
-SIGNAL_CHUNK = 500  # running nodes whose signals are read and judged at a time
-
-
-def graph_signals(ledger: Ledger, req: GraphRequest, history: estimates.DurationHistory, now: float,
-                  pause: Callable[[], object] = lambda: None) -> list[Signal]:
-    """``signals_for_graph`` of the running and parked rows, read as whole nodes (the rows carry what
-    estimates read; signals read more) ``SIGNAL_CHUNK`` running nodes at a time: the same signals —
-    a node's own depend on it, its kind and the task only — with a tenth of the memory at its peak
-    (thousands of running nodes: their observations and heartbeats) and the interpreter handed to
-    the UI thread between chunks. Task-level signals come from the first chunk only."""
-    running = [n for n in req.live if n.status == "running"]
-    parked = [n for n in req.live if n.status != "running"]
-    task = req.task
-    out: list[Signal] = []
-    for i, start in enumerate(range(0, max(1, len(running)), SIGNAL_CHUNK)):
-        part = running[start:start + SIGNAL_CHUNK]
-        keys = [n.key for n in (parked if i == 0 else []) + part]
-        full = GraphView(task=task, nodes=tuple(ledger.nodes(task.task_id, keys)))
-        got = signals.signals_for_graph(ledger, full, history=history, now=now)
-        if i:
-            mine = {n.key for n in part}
-            got = [s for s in got if s.node in mine]
-        out.extend(got)
-        pause()
-    return signals.sort_signals(out)
 
 
 _TRIM: Callable[[int], object] | None = None
@@ -133,217 +139,193 @@ def release_memory() -> None:
 
 
 class OpenGraph:
-    """The open graph's incremental analysis (``store.reading.analysis.TaskAnalysis``), fed the feed's
-    deltas. The UI thread hands over the loaded rows (:meth:`seed`) and each delta (:meth:`delta`:
-    two references appended to a list, nothing computed); the analysis worker builds the
-    ``TaskAnalysis`` from the rows (no second read of the graph: it shares the model's row
-    tuples) and applies the deltas at the start of each run (:meth:`current`)."""
+    """The open graph's incremental analysis (``store.reading.analysis.TaskAnalysis``): read once, from one
+    snapshot of the graph's lean rows, then fed the journal's events of its task."""
 
-    def __init__(self, pause: Callable[[], object] = lambda: None) -> None:
-        self._lock = threading.Lock()
-        self.pause = pause  # the analysis worker's pause point (the Analyst's LiveTurn)
-        self.task_id: str | None = None
-        self._seed: tuple[TaskView, tuple[GraphRow, ...]] | None = None
-        self._inbox: list[tuple[Sequence[EventView], Mapping[tuple[str, str], NodeView]]] = []
-        self._generation = 0
+    def __init__(self) -> None:
         self.analysis: TaskAnalysis | None = None
-        self.seen = 0  # the last journal id handed over by the UI (the rows' cursor at seed time)
+        self.builds = 0  # graphs read whole (tests: once per graph opened)
 
-    def seed(self, task: TaskView, rows: Sequence[GraphRow]) -> None:
-        """UI thread: the graph of ``task`` finished loading; ``rows`` as the model holds them."""
-        with self._lock:
-            self._generation += 1
-            self.task_id = task.task_id
-            self._seed = (task, tuple(rows))
-            self._inbox = []
-            self.analysis = None
-
-    def follows(self, task_id: str) -> bool:
-        """The loaded graph of ``task_id`` was handed over (its analysis is or will be built)."""
-        return self.task_id == task_id
+    @property
+    def task_id(self) -> str | None:
+        return self.analysis.task_id if self.analysis is not None else None
 
     def drop(self) -> None:
-        """UI thread: no graph open any more (its analysis is freed)."""
-        if self.task_id is None and self.analysis is None:
-            return
-        with self._lock:
-            self._generation += 1
-            self.task_id = None
-            self._seed = None
-            self._inbox = []
-            self.analysis = None
+        """No graph open any more: its analysis is freed."""
+        self.analysis = None
 
-    def delta(self, events: Sequence[EventView], nodes: Mapping[tuple[str, str], NodeView]) -> None:
-        """UI thread: one applied delta (events in id order, the node views read for them)."""
-        if events:
-            self.seen = max(self.seen, events[-1].id)
-        if self.task_id is not None and (events or nodes):
-            with self._lock:
-                self._inbox.append((events, nodes))
-
-    def current(self, ledger: Ledger, task: TaskView) -> TaskAnalysis | None:
-        """Worker thread: the analysis of ``task`` (its latest view) with every delta handed over
-        so far applied; None when that task's graph is not (fully) loaded."""
-        with self._lock:
-            if self.task_id != task.task_id:
-                return None
-            generation, seed, an = self._generation, self._seed, self.analysis
-            inbox, self._inbox = self._inbox, []
-            self._seed = None
-            cursor = self.seen
-        if seed is not None:
-            try:
-                an = TaskAnalysis(ledger, task.task_id, rows=seed[1], task=seed[0], cursor=cursor, pause=self.pause)
-            except BaseException:
-                with self._lock:  # tried again on the next run, the deltas with it
-                    if generation == self._generation and self._seed is None:
-                        self._seed = seed
-                        self._inbox[:0] = inbox
-                raise
-            gc.freeze()  # its 100k-entry dict out of the collector's walk, like the model's rows
-        if an is None:
-            return None
-        an.ledger = ledger  # the feed's (a PostgreSQL reconnect replaces its connection)
-        tid = task.task_id
-        for i, (events, nodes) in enumerate(inbox):
-            for e in events:
-                if e.task_id == tid:
-                    # every node the event names: an operator's abort or narrow lists them in its
-                    # payload (event.node is None), and a node left "running" here kept its alarms
-                    views = [v for k in sorted(changed_nodes([e], tid)) if (v := nodes.get((tid, k))) is not None]
-                    an.apply_event(e, views, task=an.task)
-            if i % 20 == 19:
-                self.pause()
-        an.task = task  # the console's latest task row (counts, budget)
-        with self._lock:
-            if generation == self._generation:
-                self.analysis = an
+    def build(self, feed: Feed, task: TaskView) -> TaskAnalysis:
+        """Read the graph of ``task`` (``Ledger.graph_pages``: lean rows and the journal id they are
+        as of) and build its analysis; the events after that id come with :meth:`take`."""
+        self.analysis = None
+        rows: list[GraphRow] = []
+        at = 0
+        seen = task
+        for page in feed.read(lambda ledger: list(ledger.graph_pages(task.task_id))):
+            if page.start == 0:
+                rows = []  # (a stream that starts again from the top: positions moved)
+            rows.extend(page.nodes)
+            at, seen = page.at, page.task
+        an = feed.read(lambda ledger: TaskAnalysis(ledger, task.task_id, rows=rows, task=seen, cursor=at))
+        self.analysis = an
+        self.builds += 1
         return an
+
+    def take(self, feed: Feed, events: Sequence[EventView], task: TaskView | None) -> None:
+        """The journal's next events (id order): those of the followed task it has not seen, with
+        the fresh views of the nodes they name (read after the events, as the console's are)."""
+        an = self.analysis
+        if an is None:
+            return
+        tid = an.task_id
+        mine = [e for e in events if e.task_id == tid and e.id > an.cursor]
+        if not mine:
+            return
+        keys = sorted(changed_nodes(mine, tid))
+        views: dict[str, Any] = {}
+        for i in range(0, len(keys), NODE_READ_CHUNK):
+            chunk = keys[i:i + NODE_READ_CHUNK]
+            views.update((v.key, v) for v in feed.read(lambda ledger: ledger.nodes(tid, chunk)))
+        for e in mine:
+            named = changed_nodes([e], tid)
+            fresh = [views[k] for k in sorted(named) if k in views]
+            feed.read(lambda ledger: an.apply_event(e, fresh, task=task))
+        if task is not None:
+            an.task = task
 
 
 class Analyst:
-    """The analysis worker's state between runs. One run at a time (the app never starts a run
-    while one is going); ``forget_history`` may be called from any thread."""
+    """The worker's state between runs (see the module's docstring). One run at a time."""
 
-    def __init__(self, feed: Feed, rows: Callable[[str], TaskView | None] | None = None,
-                 turn: LiveTurn | None = None) -> None:
+    def __init__(self, feed: Feed, *, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.feed = feed
-        #: the live path's turn (console/liveturn.py): a run waits at its pause points while a
-        #: change or a key is on its way to the screen
-        self.turn = turn or LiveTurn()
-        #: the task rows the console holds (``store.reading.tally``), so that a run does not count a task's
-        #: nodes again (``Ledger.task``: 50 ms at 100k nodes) for a row it already has
-        self.rows = rows or (lambda task_id: None)
+        self.monotonic = monotonic
+        self.tally = TaskTally()
+        self.cursor: int | None = None  # the last journal id followed (None: start from a snapshot)
+        self.graph = OpenGraph()
         self._history: estimates.DurationHistory | None = None
         self._history_at = 0.0
         self._stale = False
-        self.lock = threading.Lock()
-        # the wall time of the last run of each kind, less what it waited for the live path (the
-        # runs are spaced by what they cost, not by how busy the screen was)
-        self.last_seconds: dict[str, float] = {}
-        self.graph = OpenGraph(self.turn.pause)
 
-    def forget_history(self) -> None:
-        """A node succeeded somewhere: durations moved, re-read them on the next run."""
-        self._stale = True
+    # ------------------------------------------------------------------ following the journal
+    def follow(self) -> None:
+        """Read the journal to its end: every task's row, the open graph's analysis, whether a
+        duration was added. A ledger file replaced, or no start yet: everything from a snapshot."""
+        feed = self.feed
+        if feed.check() or self.cursor is None:
+            tasks, _, self.cursor = tail_at(feed, 0)
+            self.tally.start(tasks)
+            self.graph.drop()
+            self._stale = True
+        while True:
+            delta = feed.since(self.cursor)
+            events = list(delta.events)
+            if events:
+                feed.read(lambda ledger: self.tally.apply(ledger, events))
+                if any(e.kind == NodeCommitted.KIND for e in events):
+                    self._stale = True  # a duration was added: the estimates re-read them
+                tid = self.graph.task_id
+                self.graph.take(feed, events, self.tally.view(tid) if tid is not None else None)
+            self.cursor = delta.cursor
+            if not delta.more:
+                return
 
     def history(self) -> estimates.DurationHistory:
-        if self._history is None or self._stale or time.monotonic() - self._history_at > HISTORY_TTL_S:
+        if self._history is None or self._stale or self.monotonic() - self._history_at > HISTORY_TTL_S:
             self._history = estimates.DurationHistory()
-            self._history_at = time.monotonic()
+            self._history_at = self.monotonic()
             self._stale = False
         return self._history
 
-    def run(self, now: float, graph: GraphRequest | None, task_ids: Sequence[str], *,
-            parts: frozenset[str] = PARTS, kind: str = "full", must_eta: int | None = None) -> AnalysisReady:
-        """The parts asked for (``eta``: task figures, ``nodes``: the window's node figures,
-        ``signals``) for the open graph and the tasks ``task_ids``. With ``must_eta``, the task
-        figures (a Monte Carlo each: most of a run's cost) of the tasks after the first ``must_eta``
-        are computed only while the run is under ``ETA_BUDGET_S``; the others come back without
-        one (None: what is shown stays) — their signals are always computed."""
-        with self.lock:
-            t0 = time.monotonic()
-            waited0 = self.turn.waited_s
-            # No cyclic collection during the run: its reads make tens of thousands of short-lived
-            # objects that reference counting frees anyway, and a full collection that walked them
-            # held the interpreter for 100-300 ms, stalling the UI (bench_console.py --stall-trace).
-            collecting = gc.isenabled()
-            gc.disable()
-            try:
-                return self._run(now, graph, task_ids, parts, must_eta, kind)
-            finally:
-                if collecting:
-                    gc.enable()
-                if kind != "nodes":
-                    release_memory()
-                self.last_seconds[kind] = max(0.0, time.monotonic() - t0 - (self.turn.waited_s - waited0))
+    def task_row(self, task_id: str, now: float) -> TaskView:
+        """The task's row as the journal left it, its clock figures as of ``now``."""
+        held = self.tally.view(task_id)
+        return current(held, now) if held is not None else self.feed.read(lambda ledger: ledger.task(task_id))
 
-    def _run(self, now: float, graph: GraphRequest | None, task_ids: Sequence[str],
-             parts: frozenset[str], must_eta: int | None = None, kind: str = "full") -> AnalysisReady:
-        t0 = time.monotonic()
+    # ------------------------------------------------------------------ a run
+    def run(self, req: RunRequest) -> RunResult:
+        t0 = self.monotonic()
+        self.follow()
+        tasks, graph = self._run(req, t0)
+        release_memory()
+        return RunResult(req.kind, req.parts, tasks, graph, took_s=max(0.0, self.monotonic() - t0))
+
+    def _run(self, req: RunRequest, t0: float) -> tuple[dict[str, TaskFigures], GraphFigures | None]:
+        now, parts = req.now, req.parts
         history = self.history()
-        pause = self.turn.pause
-        tasks: dict[str, tuple[EtaJson | None, Sequence[SignalJson] | None]] = {}
+        tasks: dict[str, TaskFigures] = {}
         graph_result = None
+        if req.graph is None:
+            self.graph.drop()
+        else:
+            try:
+                graph_result = self._graph(req.graph, now, parts, history)
+            except NotFound:
+                graph_result = None
+            if graph_result is not None and parts != {"nodes"}:
+                tasks[req.graph.task_id] = (graph_result[1], graph_result[3])
 
-        def graph_analysis(ledger: Ledger, req: GraphRequest) -> tuple[EtaJson | None, dict[str, EtaJson] | None,
-                                                                       Sequence[SignalJson] | None]:
-            task = req.task
-            eta: EtaJson | None = None
-            node_etas: dict[str, EtaJson] | None = None
-            sigs: list[SignalJson] | None = None
-            an = self.graph.current(ledger, task)
-            if an is not None:  # the incremental analysis of the loaded graph
-                if "eta" in parts:
-                    eta = an.task_estimate(now, pause=pause).to_json()
-                if "nodes" in parts and req.window:
-                    keys = [n.key for n in req.window]
-                    got = an.node_estimates(keys, now)
-                    none = empty_eta()  # a finished node: no figure (one shared dict)
-                    node_etas = {k: got[k].to_json() if k in got else none for k in keys}
-                if "signals" in parts:
-                    sigs = [signal_json(s) for s in an.signals(now, pause=pause)]
-                return eta, node_etas, sigs
-            # the graph is still loading: the same figures from the ledger, bounded by the screen
-            if "eta" in parts:
-                eta = estimates.estimate_task(ledger, task, history=history, now=now, pause=pause).to_json()
-            if "nodes" in parts and req.window:
-                # estimate_graph of the window alone, its task marked finished so that it skips the
-                # task figure (computed above from the whole task, not from these rows)
-                # (GraphView.nodes says NodeView; the window's rows are mostly NodeRows, which carry what
-                # the estimates read — store/views.py is to say so, then this Any goes)
-                rows: tuple[Any, ...] = req.window
-                done = GraphView(task=replace(task, status="completed"), nodes=rows)
-                est = estimates.estimate_graph(ledger, done, history=history, now=now)
-                node_etas = {k: e.to_json() for k, e in est.nodes.items()}
-            if "signals" in parts:
-                sigs = [signal_json(s) for s in graph_signals(ledger, req, history, now, pause)]
-            return eta, node_etas, sigs
-
-        def task_analysis(ledger: Ledger, tid: str, want_eta: bool) -> tuple[EtaJson | None, Sequence[SignalJson] | None]:
-            held = self.rows(tid)
-            task = current(held, now) if held is not None else ledger.task(tid)
-            eta = (estimates.estimate_task(ledger, task, history=history, now=now, pause=pause).to_json()
-                   if want_eta else None)
+        def task_analysis(ledger: Ledger, task: TaskView, want_eta: bool) -> TaskFigures:
+            eta = estimates.estimate_task(ledger, task, history=history, now=now).to_json() if want_eta else None
             sigs = ([signal_json(s) for s in signals.signals_for_task(ledger, task, history=history, now=now)]
                     if "signals" in parts else None)
             return eta, sigs
 
-        if graph is not None:
-            eta, node_etas, sigs = self.feed.read(lambda ledger: graph_analysis(ledger, graph))
-            graph_result = (graph.task.task_id, eta, node_etas, sigs)
-            if parts != {"nodes"}:
-                tasks[graph.task.task_id] = (eta, sigs)
-        for i, tid in enumerate(task_ids):
-            if tid in tasks or parts == {"nodes"}:
-                continue
-            pause()  # between tasks
-            want_eta = "eta" in parts and (must_eta is None or i < must_eta or time.monotonic() - t0 < ETA_BUDGET_S)
-            try:
-                tasks[tid] = self.feed.read(lambda ledger: task_analysis(ledger, tid, want_eta))
-            except NotFound:
-                continue
-        return AnalysisReady(tasks, graph_result, parts=parts, kind=kind)
+        if parts != {"nodes"}:
+            for i, tid in enumerate(req.task_ids):
+                if tid in tasks:
+                    continue
+                want_eta = "eta" in parts and (req.must_eta is None or i < req.must_eta
+                                               or self.monotonic() - t0 < ETA_BUDGET_S)
+                try:
+                    task = self.task_row(tid, now)
+                    tasks[tid] = self.feed.read(lambda ledger: task_analysis(ledger, task, want_eta))
+                except NotFound:
+                    continue
+        return tasks, graph_result
+
+    def _graph(self, req: GraphRequest, now: float, parts: frozenset[str],
+               history: estimates.DurationHistory) -> GraphFigures:
+        task = self.task_row(req.task_id, now)
+        an = self.graph.analysis if self.graph.task_id == req.task_id else None
+        if an is None and (parts == {"nodes"} or not req.loaded):
+            return self._graph_from_ledger(req, task, now, parts, history)
+        if an is None:
+            an = self.graph.build(self.feed, task)
+        an.task = task
+        eta: EtaJson | None = None
+        node_etas = None
+        sigs: list[SignalJson] | None = None
+        if "eta" in parts:
+            eta = self.feed.read(lambda ledger: an.task_estimate(now)).to_json()
+        if "nodes" in parts and req.window:
+            keys = [n.key for n in req.window]
+            got = self.feed.read(lambda ledger: an.node_estimates(keys, now))
+            none = empty_eta()  # a finished node: no figure (one shared dict)
+            node_etas = {k: got[k].to_json() if k in got else none for k in keys}
+        if "signals" in parts:
+            sigs = [signal_json(s) for s in self.feed.read(lambda ledger: an.signals(now))]
+        return req.task_id, eta, node_etas, sigs
+
+    def _graph_from_ledger(self, req: GraphRequest, task: TaskView, now: float, parts: frozenset[str],
+                           history: estimates.DurationHistory) -> GraphFigures:
+        """The open graph's figures without its incremental analysis (not read yet): the task's
+        figure and signals as ``warden status`` gives them, and the rows on screen alone through
+        ``estimate_graph``, their task marked finished so that it skips the task figure."""
+        eta: EtaJson | None = None
+        node_etas: dict[str, EtaJson] | None = None
+        sigs: list[SignalJson] | None = None
+        if "eta" in parts:
+            eta = self.feed.read(lambda ledger: estimates.estimate_task(ledger, task, history=history, now=now)).to_json()
+        if "nodes" in parts and req.window:
+            rows: tuple[Any, ...] = tuple(req.window)  # NodeRows carry what the estimates read
+            done = GraphView(task=replace(task, status="completed"), nodes=rows)
+            est = self.feed.read(lambda ledger: estimates.estimate_graph(ledger, done, history=history, now=now))
+            node_etas = {k: e.to_json() for k, e in est.nodes.items()}
+        if "signals" in parts:
+            sigs = [signal_json(s) for s in self.feed.read(
+                lambda ledger: signals.signals_for_task(ledger, task, history=history, now=now))]
+        return req.task_id, eta, node_etas, sigs
 
 
 @dataclass(frozen=True)
@@ -360,9 +342,10 @@ class NodeExplanation:
 
 def explain_node(ledger: Ledger, task_id: str, key: str, now: float, *, task: TaskView | None = None,
                  history: estimates.DurationHistory | None = None) -> NodeExplanation:
-    """The node's signals (``store.reading.signals.signals_for_node``: the same as ``signals_for_graph`` gives it)
+    """The node's signals (``store.signals.signals_for_node``: the same as ``signals_for_graph`` gives it)
     and its estimate (``estimate_graph`` of the node alone, as the graph's rows get theirs). ``task``:
-    the task row the console already holds (reading it again counts its nodes: 175 ms at 100k)."""
+    the task row the console already holds (reading it again counts its nodes: 175 ms at 100k).
+    One node: computed in the node detail's own worker thread, not sent to the analysis worker."""
     if task is None or task.task_id != task_id:
         task = ledger.task(task_id)
     node = ledger.node(task_id, key)
@@ -373,5 +356,5 @@ def explain_node(ledger: Ledger, task_id: str, key: str, now: float, *, task: Ta
     return NodeExplanation(task_id, key, tuple(signal_json(s) for s in sigs), est.to_json(), now)
 
 
-__all__ = ["Analyst", "GraphRequest", "HISTORY_TTL_S", "NodeExplanation", "OpenGraph", "PARTS", "SIGNAL_CHUNK", "explain_node",
-           "graph_request", "graph_signals", "window_covers"]
+__all__ = ["Analyst", "ETA_BUDGET_S", "GraphRequest", "HISTORY_TTL_S", "NodeExplanation", "OpenGraph",
+           "PARTS", "RunRequest", "RunResult", "explain_node", "graph_request", "release_memory", "window_covers"]

@@ -3,8 +3,9 @@
 :class:`AnalysisRuns` (``app.analysis``): at most one analysis run at a time, started from a
 once-a-second timer and spaced by what the last run of its kind cost; what a run computes is bounded
 by what is on screen — what the screens registered with the feed hub show (``FeedHub.show``: the
-rows of the open graph around the screen, its running and parked rows, the tasks on screen). The
-run itself is the app's ``_analyse`` thread worker; its result comes back as ``AnalysisReady``.
+rows of the open graph around the screen, the tasks on screen). The run itself goes to the analysis
+worker, a process of its own (``console/analysis_client.py``); its result comes back as
+``AnalysisReady``.
 """
 
 from __future__ import annotations
@@ -13,23 +14,31 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from .analysis import Analyst, GraphRequest, graph_request, window_covers
+from .analysis import GraphRequest, graph_request, window_covers
 from .follow import LedgerFollower
 from .hub import FeedHub
 
 if TYPE_CHECKING:
     from .model import GraphModel
 
-ANALYSIS_EVERY_S = 5.0  # estimates and signals: recomputed off the UI thread at most this often
+ANALYSIS_EVERY_S = 5.0  # estimates and signals: recomputed at most this often
 ANALYSIS_SHARE = 0.1  # after changes: a full run at most every 10 × its own duration (≤ 10 % of a core)
 # With nothing changing, time-based signals (stale heartbeat, orphaned lease, overdue) run at most
 # every TIME_SIGNALS_EVERY_S and every 1 / TIME_SIGNALS_SHARE × their last duration. The whole idle
-# budget is 1 % of a core, and a run costs more than its own duration (the thread, the UI's repaint
-# of what it changed) beside Textual's own idle cost (~0.4 %): so the signals get a fifth of it. With
+# budget is 1 % of a core, and a run costs more than its own duration (the worker's journal read, the
+# UI's repaint of what it changed) beside Textual's own idle cost (~0.4 %): so the signals get a fifth of it. With
 # 3,000 live leases on 100k nodes a pass is ~50 ms (every ~25 s); a small ledger's, every 15 s.
 # (Every 10 s measured 0.9–1.2 % of a core end to end at 3,000 leases: py-spy put half in signals.)
 TIME_SIGNALS_SHARE = 0.002
 TIME_SIGNALS_EVERY_S = 15.0
+
+
+class Analyst(Protocol):
+    """What the scheduler needs of the analysis worker (``console.analysis_client.AnalysisWorker``)."""
+
+    last_seconds: dict[str, float]
+
+    def drop_graph(self) -> None: ...
 
 
 class AnalysisHost(Protocol):
@@ -37,9 +46,10 @@ class AnalysisHost(Protocol):
 
     hub: FeedHub
     follower: LedgerFollower
-    analyst: Analyst
     analysis_enabled: bool
 
+    @property
+    def analyst(self) -> Analyst: ...
     @property
     def loaded(self) -> bool: ...
     @property
@@ -84,7 +94,7 @@ class AnalysisRuns:
         * the graph scrolled or filtered to rows whose P80s were not asked for yet: those rows."""
         app = self.app
         if self._graph() is None:
-            app.analyst.graph.drop()  # no graph open: its analysis is freed
+            app.analyst.drop_graph()  # no graph open: the worker frees its analysis
         if app.loaded and not app.unavailable and not self.busy:
             now = time.monotonic()
             dirty = app.follower.analysis_dirty
@@ -98,14 +108,13 @@ class AnalysisRuns:
 
     def graph_loaded(self, model: GraphModel, *, first: bool, last: bool) -> None:
         """A screen's graph got its first page (the P80s of the rows on screen, at once) or its last
-        (its incremental analysis is seeded with the model's rows; a run of that graph alone)."""
+        (a run of that graph alone: the worker reads it and keeps its incremental analysis)."""
         app = self.app
         if not app.analysis_enabled:
             return
         if first and not self.busy:
             app.call_after_refresh(self.run_node_window)
         if last and model.task is not None:
-            app.analyst.graph.seed(model.task, model.nodes)
             self.run_graph()
 
     def run_graph(self) -> None:
@@ -121,16 +130,13 @@ class AnalysisRuns:
         if req is not None:
             self._start(req, [], frozenset({"eta", "nodes", "signals"}), "graph")
 
-    def _graph_request(self, *, live: bool = True) -> GraphRequest | None:
+    def _graph_request(self) -> GraphRequest | None:
         """What the open graph needs computed (``console.analysis.graph_request``)."""
         shown = self._graph()
         if shown is None:
             return None
         g, visible = shown
-        # The loaded graph's incremental analysis knows its running and parked nodes: no scan of
-        # the model's rows on the UI thread (18 ms at 100k nodes) to list them.
-        live = live and not self.app.analyst.graph.follows(g.task_id)
-        req = graph_request(g, visible, live=live)
+        req = graph_request(g, visible)
         self._window = (g, frozenset(n.key for n in req.window))
         return req
 
@@ -144,7 +150,7 @@ class AnalysisRuns:
         return not window_covers(g, visible, keys if model is g else frozenset())
 
     def run_time_signals(self) -> None:
-        """Signals only, for the tasks on screen and the open graph's running and parked rows."""
+        """Signals only, for the tasks on screen and the open graph (its running and parked rows)."""
         if self.busy:
             self._next_signals_at = 0.0  # as soon as the run under way ends
             return
@@ -167,7 +173,7 @@ class AnalysisRuns:
         """P80s of the graph rows around the screen (after a scroll or a filter)."""
         if self.busy:
             return  # the timer looks again in a second
-        req = self._graph_request(live=False)
+        req = self._graph_request()
         if req is not None and req.window:
             self._start(req, [], frozenset({"nodes"}), "nodes")
 

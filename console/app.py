@@ -8,7 +8,9 @@ the event log) and publishes it on its signals. Screens subscribe on mount to wh
 are forgotten on unmount: a graph screen owns its graph (loaded in pages from one snapshot, then
 patched node by node from ``nodes_changed``), a node detail its detail. The app owns the feed and
 nothing screen-specific; a keypress never waits on the database. Estimates and signals are
-computed off the UI thread (``console.analysis``, scheduled by ``console.analysis_runs``).
+computed in a worker process of their own, never on the interpreter the UI draws with
+(``console.analysis_worker``, driven from ``console.analysis_client``, scheduled by
+``console.analysis_runs``).
 
 Operator actions go the other way: a key (p/u/n/r/a/c/R) or the command palette → a dialog
 (``console.dialogs``, or the recovery advice in ``console.screens.advice``) → a plan → apply, in
@@ -18,11 +20,12 @@ the dialog's workers; the views follow from the feed.
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
 from typing import Callable, Sequence
 
-from textual import events, on, work
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
@@ -30,11 +33,11 @@ from textual.worker import Worker, WorkerState
 from store.storage.db import CONNECT_TIMEOUT_S
 from store.errors import WardenError
 from store.reading.feed import FALLBACK_POLL_S, Feed
-from store.storage.events import NodeCommitted
 
 from .action_keys import ACTION_KEYS
 from .alerts import AlertDesk
-from .analysis import Analyst, GraphRequest
+from .analysis import GraphRequest, RunRequest, RunResult
+from .analysis_client import AnalysisWorker
 from .analysis_runs import AnalysisRuns
 from .app_nav import Navigation
 from .commands import WardenCommands
@@ -42,7 +45,6 @@ from .event_log import EventLogModel
 from .follow import LedgerFollower
 from .glyphs import ascii_on
 from .hub import FeedHub, TasksChanged
-from .liveturn import LiveTurn
 from .messages import AnalysisReady, LedgerChanged, LedgerStatus
 from .plainterm import font_of, plain_driver
 from .screens import LedgerErrorScreen, TaskListScreen
@@ -52,7 +54,6 @@ from .tasklist import TaskListModel
 from .typeahead import TypeAheadApp
 from .widgets.statusbar import RECONNECTED_SHOWN_S
 
-SWITCH_INTERVAL_S = 0.001  # how long a busy worker thread may keep the interpreter from the UI thread
 WAKES_EVERY_S = 15.0  # parks' at:/file: wake conditions need somebody to look (store/parks/wake.py)
 # Ledger changes are applied (and drawn) at most this often: a change after a quiet spell at once,
 # a burst's in frames this far apart (docs/console.md "How often the screen moves").
@@ -105,12 +106,12 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s,
                          application_name="warden-console", connect_timeout_s=connect_timeout_s,
                          spacing_s=LIVE_APPLY_S)
-        # changes and keys on their way to the screen go before the analysis (console/liveturn.py)
-        self.turn = LiveTurn()
-        self.follower = LedgerFollower(self.feed, spacing_s=LIVE_APPLY_S, turn=self.turn)  # cursor, watches, pending delta
+        self.follower = LedgerFollower(self.feed, spacing_s=LIVE_APPLY_S)  # cursor, watches, pending delta
         self.hub = FeedHub(self, self.follower, self.now)  # the shared models and the screens' signals
         self.failed: str | None = None
-        self.analyst = Analyst(self.feed, rows=self.follower.tally.view, turn=self.turn)  # console/analysis.py
+        # estimates and signals, computed in a process of their own (console/analysis_client.py)
+        self.analyst = AnalysisWorker(ledger_target, deliver=self._analysed, report=self._analysis_trouble,
+                                      connect_timeout_s=connect_timeout_s)
         self.analysis = AnalysisRuns(self)  # when estimates and signals are computed (console/analysis_runs.py)
         self.alerts = AlertDesk(self, bell=bell, hook=on_alert)  # console/alerts.py
         self.monotonic: Callable[[], float] = time.monotonic  # spaces the deltas applied (tests set it)
@@ -193,9 +194,15 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.follow_ledger()
         self.later(1.0, self._tick)
         if self.analysis_enabled:
+            self.run_worker(self.analyst.serve(), group="analyst", exit_on_error=False,
+                            description="the analysis worker")
             self.analysis.start()
         if not self.read_only:
             self.later(WAKES_EVERY_S, self._wakes_timer)
+
+    async def on_unmount(self) -> None:
+        """The app is stopping: so does its analysis worker (console/analysis_client.py)."""
+        await self.analyst.close()
 
     def _wakes_timer(self) -> None:
         """Every WAKES_EVERY_S: look at the parks' wake conditions (time passing and files changing
@@ -250,18 +257,13 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
 
     def apply_pending(self) -> None:
         """The follower's pending delta, applied on the UI thread: the hub's models and signals
-        (console/hub.py), the open graph's incremental analysis, the alerts."""
+        (console/hub.py), the alerts. (The analysis worker follows the journal itself.)"""
         self._applied_before, self._applied_at = self._applied_at, self.monotonic()
-        self.call_after_refresh(self.turn.end)  # the follower's turn ends with the frame that shows this
         p = self.follower.take_pending()
         if p.status is not None and p.status.fatal:
             self.failed = p.status.error
             self.push_screen(LedgerErrorScreen(p.status.error or "cannot open the ledger", target=self.ledger_target))
             return
-        if self.analysis_enabled and (p.events or p.nodes):
-            self.analyst.graph.delta(p.events, p.nodes)  # the open graph's incremental analysis
-        if any(e.kind == NodeCommitted.KIND for e in p.events):
-            self.analyst.forget_history()  # a duration was added: the estimates re-read them
         was_unavailable = self.hub.unavailable
         first = self.hub.apply(p)
         if was_unavailable and self.hub.unavailable is None:  # the header says "reconnected" for a while
@@ -270,18 +272,9 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
             self.follower.analysis_dirty.update(t.task_id for t in p.all_tasks)
             if first and self.analysis_enabled:
                 self.analysis.run_analysis()
+            if first:
+                self.call_after_refresh(settle_heap)
         self.alerts.took(p)
-
-    def live_turn(self) -> None:
-        """What the UI thread is doing now — a key, a screen opening, a graph's page — goes before
-        the analysis until the frame that shows it is drawn (console/liveturn.py)."""
-        self.turn.begin()
-        self.call_after_refresh(self.turn.end)
-
-    async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key):
-            self.live_turn()
-        await super().on_event(event)
 
     @on(LedgerStatus)
     def ledger_status(self, msg: LedgerStatus) -> None:
@@ -300,25 +293,27 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.follow_ledger()
 
     # ------------------------------------------------------------------ estimates and signals
-    # A description, so that Textual does not repr() the arguments (a request held thousands of
-    # rows: 17 ms of the UI thread and megabytes of garbage per run, bench_console.py under cProfile)
     def start_analysis(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str,
                        must_eta: int | None = None) -> None:
-        self._analyse(req, task_ids, parts, kind, must_eta)
+        """One run, sent to the analysis worker (console/analysis_client.py); its result comes back
+        through ``_analysed``."""
+        self.analyst.run(RunRequest(self.now(), req, tuple(task_ids), parts, kind, must_eta))
 
-    @work(thread=True, exit_on_error=False, group="analysis", description="estimates and signals")
-    def _analyse(self, req: GraphRequest | None, task_ids: list[str], parts: frozenset[str], kind: str,
-                 must_eta: int | None) -> None:
-        """Estimates and signals (console/analysis.py) off the UI thread."""
-        try:
-            msg = self.analyst.run(self.now(), req, task_ids, parts=parts, kind=kind, must_eta=must_eta)
-        except BaseException:
-            try:
-                self.call_from_thread(self.analysis.done, kind)
-            except RuntimeError:
-                pass  # the app is closing
-            raise
-        self.post_message(msg)
+    def _analysed(self, req: RunRequest, result: RunResult) -> None:
+        """A run's result (on the app's loop): its figures go out as ``AnalysisReady``; a run that
+        failed is over too, and the tasks it was to compute wait for the next one."""
+        if result.error is None:
+            self.post_message(AnalysisReady(result.tasks, result.graph, parts=result.parts, kind=result.kind))
+            return
+        self.analysis.done(result.kind)
+        if "eta" in req.parts or "signals" in req.parts:
+            self.follower.analysis_dirty.update(req.task_ids)
+        if not result.lost:  # (a worker that stopped was reported as such)
+            self.notify(safe_line(result.error, limit=300), title="error", severity="error", timeout=8, markup=False)
+
+    def _analysis_trouble(self, text: str) -> None:
+        """The analysis worker stopped (it is started again) or could not start."""
+        self.notify(safe_line(text, limit=300), title="estimates", severity="warning", timeout=8, markup=False)
 
     @on(AnalysisReady)
     def analysis_ready(self, msg: AnalysisReady) -> None:
@@ -351,11 +346,21 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
             self.notify(safe_line(msg, limit=300), title="error", severity="error", timeout=8, markup=False)
 
 
+def settle_heap() -> None:
+    """The console has drawn its first screen: what it holds now — its code, Textual's widgets and
+    styles, the task list — lives as long as it does. Python's full garbage collections walk every
+    object they track, and a Textual app's frames promote enough short-lived objects to run one
+    every few seconds while the screen moves: over the ~100k objects a console holds, each held the
+    interpreter the UI draws with for 300–800 ms on a loaded machine (tests/bench/bench_tmux.py
+    ``--trace``). Moved out of the collector's walks here (``gc.freeze``), once, a full collection
+    walks what changed since. (A graph's rows need nothing of the kind: ``console.model.Rows``.)"""
+    gc.freeze()
+
+
 def console_app(*, ledger: str, runs: str = "runs", read_only: bool = False, operator: str = "",
                 project: str | None = None, records: str | None = None, bell: bool = True,
                 on_alert: Sequence[str] | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> WardenApp:
     """The app exactly as `warden console` runs it (the benchmark drives this one)."""
-    sys.setswitchinterval(SWITCH_INTERVAL_S)  # the UI thread waits at most this for the interpreter
     return WardenApp(ledger, runs, read_only=read_only, operator=operator, project=project, records=records,
                      bell=bell, on_alert=on_alert, connect_timeout_s=connect_timeout_s)
 

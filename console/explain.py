@@ -70,6 +70,9 @@ SUGGESTED_ACTIONS: dict[str, tuple[str, str]] = {
     # an alignment check a person answers is a handoff
     "drift_suspected": ("narrow", "narrow the task to what serves its requirements (m: its mind)"),
     "alignment_due": ("resolve", "answer the alignment check"),
+    # siblings failing the same way (store/mind/patterns.py): the agent replans; the operator can
+    # cut the failing branch meanwhile
+    "failure_pattern": ("narrow", "narrow the task without the failing siblings (or let the agent replan)"),
 }
 
 

@@ -24,7 +24,6 @@ from store.reading.feed import Feed, tail_at
 from store.reading.tally import TaskTally, live_leases
 from store.views import EventView, NodeDetail, NodeView, TaskView
 
-from .liveturn import LiveTurn
 
 EVENT_TAIL = 2000  # events the log shows when the console opens
 
@@ -96,11 +95,8 @@ def delivered_by(reasons: set[str]) -> str:
 class LedgerFollower:
     """The cursor, the watches and the pending delta (see the module's docstring)."""
 
-    def __init__(self, feed: Feed, *, spacing_s: float = 0.0, turn: LiveTurn | None = None) -> None:
+    def __init__(self, feed: Feed, *, spacing_s: float = 0.0) -> None:
         self.feed = feed
-        # The live path's turn (console/liveturn.py): taken when a journal read starts; given back
-        # here when it changed nothing, else by the app once the frame showing it is drawn.
-        self.turn = turn or LiveTurn()
         # Journal reads start at least this far apart while changes keep coming (the first after a
         # quiet spell, and a screen's request, at once): the wake-ups of a burst meanwhile make one
         # read, not one each (the console passes its LIVE_APPLY_S; 0: every wake-up reads).
@@ -214,15 +210,9 @@ class LedgerFollower:
                     if read_now or wanted or woken:
                         read_now = True  # until this read has succeeded
                         read_before, last_read = last_read, loop.time()
-                        self.turn.begin()
-                        try:
-                            step = await asyncio.to_thread(self.read_step, cursor, frozenset(self.graphs),
-                                                           frozenset(self.details), wanted)
-                        except BaseException:
-                            self.turn.end()
-                            raise
+                        step = await asyncio.to_thread(self.read_step, cursor, frozenset(self.graphs),
+                                                       frozenset(self.details), wanted)
                         if step is None:
-                            self.turn.end()
                             cursor = None  # the file was replaced: reload everything
                             continue
                         cursor = self.cursor = step.cursor
@@ -232,9 +222,7 @@ class LedgerFollower:
                         more = read_now = step.more  # a full batch: read on at once
                         self.analysis_dirty.update(e.task_id for e in step.events if e.task_id is not None)
                         if self.pending.merge(step):
-                            changed()  # (the app ends the turn once it is drawn)
-                        else:
-                            self.turn.end()
+                            changed()
                         self._status(None)
                 except WardenError as e:
                     if not self.loaded:

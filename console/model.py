@@ -9,11 +9,11 @@ goes through ``console.text.safe_line`` before it becomes a cell.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence, TypeAlias
+from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeAlias
 
 from store.jsontypes import JsonMapping
 from store.reading.cli_json import empty_eta
-from store.views import GraphRow, GraphView, NodeView, TaskView
+from store.views import GraphRow, GraphView, NodeRow, NodeView, TaskView
 
 from .glyphs import MARKS, NODE_GLYPHS, duration_label, eta_label
 from .text import safe_line
@@ -139,6 +139,58 @@ class Dependents:
 
 ETA_KEEP = 5000  # node P80s kept for rows scrolled away from (recomputed when they come back)
 
+_KEY, _KIND, _TITLE, _STATUS = (NodeRow._fields.index(f) for f in ("key", "kind", "title", "status"))
+_as_row = NodeRow._make
+
+
+class Rows(Sequence[GraphRow]):
+    """A graph's rows in order, as the model holds them: a lean row (``NodeRow``) as a plain tuple
+    of its fields, a whole view (a node updated since the graph was read) as it is; read back as
+    ``NodeRow`` / ``NodeView``.
+
+    Why plain tuples: Python's cyclic garbage collector walks every container object it tracks at
+    each full collection, and stops tracking a plain tuple of strings and numbers the first time it
+    looks at it — but never an instance of a tuple subclass such as ``NodeRow``. Kept as
+    ``NodeRow``, a 100k-node graph's rows were walked by every full collection, which then held the
+    interpreter the UI draws with for 250–750 ms (a graph loading brings several); as plain tuples
+    they cost the collector nothing, and a full collection walks what else the console holds."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: list[tuple[object, ...] | NodeView] = []
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i: int) -> GraphRow:  # type: ignore[override]  # (an int: slices are not used)
+        r = self._items[i]
+        return r if isinstance(r, NodeView) else _as_row(r)
+
+    def __iter__(self) -> Iterator[GraphRow]:
+        for r in self._items:
+            yield r if isinstance(r, NodeView) else _as_row(r)
+
+    def __setitem__(self, i: int, v: GraphRow) -> None:
+        self._items[i] = tuple(v) if type(v) is NodeRow else v
+
+    def append(self, v: GraphRow) -> None:
+        self._items.append(tuple(v) if type(v) is NodeRow else v)
+
+    def matching(self, terms: list[tuple[str, str]], start: int = 0) -> list[int]:
+        """The positions from ``start`` on of the rows that match the filter's ``terms``, read
+        without making a row object each."""
+        out = []
+        items = self._items
+        for i in range(start, len(items)):
+            r = items[i]
+            if isinstance(r, NodeView):
+                if _matches(r.key, r.kind, r.title, r.status, terms):
+                    out.append(i)
+            elif _matches(r[_KEY], r[_KIND], r[_TITLE], r[_STATUS], terms):  # type: ignore[arg-type]
+                out.append(i)
+        return out
+
 
 class GraphModel:
     """One task's nodes in topological order, patched node by node from deltas.
@@ -159,7 +211,7 @@ class GraphModel:
         self.loaded_at = 0
         self.total = 0
         self.complete = False
-        self.nodes: list[GraphRow] = []
+        self.nodes = Rows()
         self.index: dict[str, int] = {}
         self.depth: list[int] = []
         self.dependents = Dependents()
@@ -228,7 +280,7 @@ class GraphModel:
         self.total = max(self.total, len(self.nodes))
         if self._visible is not None:
             terms = self._terms()
-            self._visible.extend(i for i in range(start, len(self.nodes)) if self._matches(self.nodes[i], terms))
+            self._visible.extend(self.nodes.matching(terms, start))
         return len(self.nodes) > start
 
     def apply(self, views: Iterable[NodeView], as_of: Mapping[str, int] | int | None = None) -> tuple[list[int], bool]:
@@ -316,27 +368,14 @@ class GraphModel:
         return terms
 
     def _matches(self, n: GraphRow, terms: list[tuple[str, str]] | None = None) -> bool:
-        for k, v in terms if terms is not None else self._terms():
-            if k == "status":
-                if not n.status.startswith(v):
-                    return False
-            elif k == "kind":
-                if v not in n.kind.casefold():
-                    return False
-            elif k == "key":
-                if v not in n.key.casefold():
-                    return False
-            elif not (v in n.key.casefold() or v in n.kind.casefold() or n.status.startswith(v)
-                      or v in n.title.casefold()):
-                return False
-        return True
+        return _matches(n.key, n.kind, n.title, n.status, self._terms() if terms is None else terms)
 
     def _refilter(self) -> None:
         if not self.filter_text:
             self._visible = None
             return
         terms = self._terms()
-        self._visible = [i for i, n in enumerate(self.nodes) if self._matches(n, terms)]
+        self._visible = self.nodes.matching(terms)
 
     def positions(self, rows: Iterable[int]) -> list[int]:
         if self._visible is None:
@@ -415,3 +454,20 @@ class GraphModel:
             (safe_line(n.kind), "dim"),
             (safe_line(n.title), ""),
         ]
+
+
+def _matches(key: str, kind: str, title: str, status: str, terms: list[tuple[str, str]]) -> bool:
+    """A row matches every term of the filter (``status:``, ``kind:``, ``key:`` or free text)."""
+    for k, v in terms:
+        if k == "status":
+            if not status.startswith(v):
+                return False
+        elif k == "kind":
+            if v not in kind.casefold():
+                return False
+        elif k == "key":
+            if v not in key.casefold():
+                return False
+        elif not (v in key.casefold() or v in kind.casefold() or status.startswith(v) or v in title.casefold()):
+            return False
+    return True

@@ -8,7 +8,7 @@ from typing import Annotated, Mapping, NamedTuple
 from store import validate as v
 from store.clock import duration_text
 from store.columns import AUTO, BIG, BIG_AUTO, Char, Default, Json, Ref
-from store.jsontypes import JsonMapping, JsonValue
+from store.jsontypes import JsonMapping, JsonObject, JsonValue
 from store.mind import rules as mind_rules
 from store.mind.views import MindState, NodeMind
 
@@ -320,9 +320,54 @@ class EventColumns:
     payload: Annotated[JsonMapping, Json(dict)]  # its kind's declaration reads it (store/storage/events.py)
 
 
+FLAG_RESULT = 4  # an observation's flag: what was judged is a tool's output (a result, or a plain report's output)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observed:
+    """What a heartbeat's report was judged to bring, as the journal shows it: the figures of its
+    observation row (store/judges/novelty.py), the action and the result as one line of at most 80
+    characters. A heartbeat event shows these keys in its payload (``to_json``)."""
+
+    new_units: int
+    digest: str
+    lines: int
+    flags: int = 0  # 1: it showed progress; 2: made while the task was parked (key left out when 0)
+    action_key: str | None = None
+    action: str | None = None  # with an action only
+    content: str | None = None  # the judged result's identity: with a result (FLAG_RESULT) only
+    result: str | None = None  # None: what was judged was no tool's output
+
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"new_units": self.new_units, "digest": self.digest, "lines": self.lines}
+        if self.action_key is not None:
+            out.update(action_key=self.action_key, action=self.action)
+        if self.result is not None:
+            out.update(content=self.content, result=self.result)
+        if self.flags:
+            out["flags"] = self.flags
+        return out
+
+    @classmethod
+    def from_json(cls, raw: JsonMapping) -> Observed | None:
+        """From a heartbeat payload written before the observation was stored once (its keys in
+        the payload); None when it has none."""
+        digest, flags, new, lines = raw.get("digest"), raw.get("flags") or 0, raw.get("new_units") or 0, raw.get("lines") or 0
+        if not isinstance(digest, str) or not all(isinstance(x, int) for x in (flags, new, lines)):
+            return None
+
+        def text(key: str) -> str | None:
+            v = raw.get(key)
+            return v if isinstance(v, str) else None
+        return cls(new_units=new, digest=digest, lines=lines, flags=flags, action_key=text("action_key"),
+                   action=text("action"), content=text("content"), result=text("result"))
+
+
 @dataclass(frozen=True, slots=True)
 class EventView(EventColumns):
-    pass
+    # A heartbeat's observation, read with it (the observation row the event names); None for
+    # every other event.
+    observation: Observed | None = None
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,6 @@ class DemoAgent(MindSteps):
         self._crash = crash
         self.log = log or (lambda line: None)
         self.rng = rng_for(seed, name)
-        self.steps = 0
 
     # -- the loop ----------------------------------------------------------------
     def loop(self) -> Work:
@@ -81,7 +80,6 @@ class DemoAgent(MindSteps):
             if claim is None:
                 yield self.idle_s * (0.75 + 0.5 * self.rng.random())
                 continue
-            self.steps += 1
             self.log(f"claimed {claim.task_id}/{claim.node_key} (attempt {claim.attempt})")
             try:
                 yield from self.run_step(claim)

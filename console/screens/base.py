@@ -66,11 +66,6 @@ class WardenScreen(Screen[object]):
         if not redirect_key(self, event):
             mark(self, event)  # the app redirects it if a dialog opens before it gets there
 
-    def on_mount(self) -> None:
-        """A screen opening goes before the analysis until it is drawn (console/liveturn.py);
-        Textual calls this besides a subclass's own ``on_mount``."""
-        self.wapp.live_turn()
-
     def on_unmount(self) -> None:
         self.wapp.hub.forget(self)  # every subscription and watch this screen made
 

@@ -9,7 +9,6 @@ model with it.
 
 from __future__ import annotations
 
-import gc
 import threading
 from typing import Iterable
 
@@ -132,7 +131,6 @@ class TaskGraphScreen(ListScreen):
         page, g = msg.page, self.graph
         if msg.generation != self._generation or g is None:
             return
-        self.wapp.live_turn()  # each page of a graph, like its opening (WardenScreen), goes before the analysis
         if page is None:
             self.missing = True
             self.wapp.notify(f"task {safe_line(msg.task_id)} is not in the ledger", severity="error", markup=False)
@@ -148,10 +146,6 @@ class TaskGraphScreen(ListScreen):
             return
         self.pages += 1
         if page.last:
-            # The model's 100k rows live as long as the graph is open: out of the collector's way.
-            # A full collection walked them all and stalled the UI for 250-300 ms, several times a
-            # minute while agents wrote (measured with bench_console.py --stall-trace).
-            gc.freeze()
             self.wapp.analysis.graph_loaded(g, first=False, last=True)
 
     # ---- what the feed hub brings (console/hub.py)

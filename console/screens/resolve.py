@@ -99,6 +99,15 @@ def render_handoff(h: "HandoffView", now: float, granted: "list[JsonObject] | No
     out.append(safe(h.question, limit=2000) + "\n", style="bold")
     ctx = dict(h.context or {})
     shown: set[str] = set()
+    eff = ctx.get("effect")
+    if isinstance(eff, dict) and isinstance(eff.get("key"), str):  # an irreversible effect to confirm: first
+        shown.add("effect")
+        out.append("\nIrreversible effect (cannot be undone)\n", style="bold underline")
+        out.append(safe_line(eff["key"], limit=300) + "\n", style="bold")
+        details = eff.get("details")
+        for k, v in (details.items() if isinstance(details, dict) else [("details", details)]):
+            out.append(f"{safe_line(k, limit=40)}: ", style="dim")
+            out.append(_value_text(v) + "\n")
     for title, keys in (("What is done", DONE_KEYS), ("Where it is stuck", STUCK_KEYS)):
         k, v = _pick(ctx, keys)
         if k is not None:
@@ -114,15 +123,6 @@ def render_handoff(h: "HandoffView", now: float, granted: "list[JsonObject] | No
         if k is not None:
             shown.add(k)
             out.append("why: ", style="dim")
-            out.append(_value_text(v) + "\n")
-    eff = ctx.get("effect")
-    if isinstance(eff, dict) and isinstance(eff.get("key"), str):  # an irreversible effect to confirm
-        shown.add("effect")
-        out.append("\nIrreversible effect (cannot be undone)\n", style="bold underline")
-        out.append(safe_line(eff["key"], limit=300) + "\n", style="bold")
-        details = eff.get("details")
-        for k, v in (details.items() if isinstance(details, dict) else [("details", details)]):
-            out.append(f"{safe_line(k, limit=40)}: ", style="dim")
             out.append(_value_text(v) + "\n")
     if h.kind == "permission" and isinstance(ctx.get("rules"), list):
         shown.add("rules")  # the rules offered are the options below, in words

@@ -146,10 +146,10 @@ class TaskListScreen(ListScreen):
             self.selected = t.task_id
             info.append(safe_line(t.task_id), style="bold")
             info.append(f"  {task_status_label(t.status)}")
-            if t.origin != "python":
+            if t.origin == "otel":  # warden otel receive: spans only, nothing here can stop the agent
+                info.append("  via otel: watched only, a park cannot stop it", style="dim")
+            elif t.origin != "python":
                 info.append(f"  via {safe_line(t.origin, limit=32)}", style="dim")
-            if t.origin == "otel":
-                info.append("  watched from its spans: parking it needs a controlling integration", style="dim")
             if t.status == "parked" and t.park_reason:
                 info.append(f"  parked: {safe_line(t.park_reason, limit=60)}")
             b = budget_json(t)

@@ -73,13 +73,13 @@ def refund_claims(tx: ApplyTx, ids: Sequence[int]) -> None:
                                 "AND claim_count > 0", list(chunk))
 
 
-def append_rejections(tx: ApplyTx, ids: Sequence[int], reason: str, fields: Mapping[str, object]) -> None:
-    """Set ``fields`` and append ``reason`` to each node's rejections: one UPDATE per distinct
-    current list."""
+def append_rejections(tx: ApplyTx, ids: Sequence[int], rejected: int, fields: Mapping[str, object]) -> None:
+    """Set ``fields`` and append the rejected path ``rejected`` (a conclusion's id: the rewind's
+    reason is stored there) to each node's rejections: one UPDATE per distinct current list."""
     groups: dict[str, list[int]] = {}
     for chunk in sql.chunks(list(ids)):
         for i, rej in sql.fetch_all(tx.core.db, f"SELECT id, rejections FROM node WHERE id IN "
                                                 f"({sql.marks(len(chunk))})", chunk):
             groups.setdefault(rej or "[]", []).append(i)
     for rej, members in groups.items():
-        set_nodes(tx, members, {**fields, "rejections": list(sql.json_value(rej) or []) + [reason]})
+        set_nodes(tx, members, {**fields, "rejections": list(sql.json_value(rej) or []) + [rejected]})

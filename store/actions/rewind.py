@@ -1,7 +1,8 @@
 """rewind: a node and its downstream closure → pending.
 
-Running ones are revoked, blocked → pending with the handoff withdrawn; the reason is appended
-to each reset node's ``rejections`` (so the agent does not repeat the rejected path) and their
+Running ones are revoked, blocked → pending with the handoff withdrawn; the reason is written once,
+as the rewound node's rejected path, and each reset node's ``rejections`` names it (so the agent
+is handed it and does not repeat the rejected path); their
 ``claim_count`` restarts (a fresh ``max_claims`` allowance); abandoned and parked nodes in the
 closure are kept as they are; upstream is untouched; a completed or failed task reopens. A failed
 node rewound is a retry.
@@ -69,11 +70,11 @@ class RewindParams(Action):
         return why
 
     def apply(self, tx: ApplyTx) -> Outcome:
-        # The rewound node's path is rejected, with the operator's reason (store/mind/record.py).
-        mind_record.rejected_for_nodes(tx.core, tx.plan.task_id, [tx.ids[self.node]], tx.plan.reason,
-                                       origin="rewind", actor=tx.operator, now=tx.now,
-                                       source=f"operator {tx.operator} (rewind)")
-        append_rejections(tx, tx.changed_to("pending"), tx.plan.reason, FRESH)
+        # The rewound node's path is rejected, with the operator's reason (store/mind/record.py): the
+        # reason's one place; every node the rewind resets names it.
+        rejected = mind_record.rewound(tx.core, tx.plan.task_id, tx.ids[self.node], tx.plan.reason,
+                                       actor=tx.operator, now=tx.now)
+        append_rejections(tx, tx.changed_to("pending"), rejected, FRESH)
         return Outcome(task_fields=tx.reopens(), settle=True)
 
 

@@ -182,10 +182,8 @@ class DurationHistory:
         h.load_kinds(ledger, kinds)
         return h
 
-    def load_kinds(self, ledger: LedgerCore, kinds: Iterable[str] | None,
-                   pause: Callable[[], object] | None = None) -> None:
-        """The newest ``cap`` durations of these kinds (every kind when None) that are not loaded yet
-        (``pause``: called before each kind's durations are taken in)."""
+    def load_kinds(self, ledger: LedgerCore, kinds: Iterable[str] | None) -> None:
+        """The newest ``cap`` durations of these kinds (every kind when None) that are not loaded yet."""
         if kinds is None:
             if self.all_loaded:
                 return
@@ -211,8 +209,6 @@ class DurationHistory:
                     got[kind] = sql.fetch_rows(ledger.db, _Run, cols + "kind = ? ORDER BY id DESC LIMIT ?",
                                                [kind, self.cap])
         for kind in todo:
-            if pause is not None:
-                pause()
             ds = sorted(got[kind], key=lambda r: r.finished_at)  # the order they finished in
             self._bulk(kind, [(max(0.0, float(r.wall_s)), r.task_id, r.position) for r in ds])
             self.loaded.add(kind)

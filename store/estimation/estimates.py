@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from store.estimation.durations import (  # noqa: F401  (re-exported: the estimator's public names)
     DEFAULT_PARAMS,
@@ -255,9 +255,8 @@ def summarise(dists: Iterable[NodeDist], extra: Iterable[str] = ()) -> tuple[int
 
 
 def task_estimate(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | None], workers: int,
-                  params: EstimateParams = DEFAULT_PARAMS, pause: Callable[[], object] | None = None) -> Estimate:
-    """P50/P80 of the whole remaining time of a task's unfinished nodes (``pause``: called before
-    every Monte Carlo trial, see ``montecarlo.simulate_makespans``)."""
+                  params: EstimateParams = DEFAULT_PARAMS) -> Estimate:
+    """P50/P80 of the whole remaining time of a task's unfinished nodes."""
     unfinished = sum(1 for n in nodes if n.status not in FINISHED)
     if unfinished == 0:
         return Estimate(0.0, 0.0, 0, "none")
@@ -268,20 +267,19 @@ def task_estimate(nodes: Sequence[NodeState], dists: Mapping[str, NodeDist | Non
         return NO_ESTIMATE
     plan, keys = got
     trials = max(params.min_trials, min(params.trials, params.mc_budget // max(1, unfinished)))
-    spans = sorted(simulate_makespans(plan, workers, trials, params.seed, pause))
+    spans = sorted(simulate_makespans(plan, workers, trials, params.seed))
     top = dominant(plan, keys)
     extra = [f"{workers} worker{'s' if workers != 1 else ''}"] + ([f"weighs most: {', '.join(top)}"] if top else [])
     samples, label, why = summarise(plan.dists, extra)
     p80 = quantile(spans, 0.8)
     if label == "high" and p80 is not None:
-        lumpy = _lump_edge(plan, workers, trials, p80, params, pause)
+        lumpy = _lump_edge(plan, workers, trials, p80, params)
         if lumpy is not None:
             label, why = "medium", (lumpy,) + why
     return Estimate(quantile(spans, 0.5), p80, samples, label, why)
 
 
-def _lump_edge(plan: Plan, workers: int, trials: int, p80: float, params: EstimateParams,
-               pause: Callable[[], object] | None = None) -> str | None:
+def _lump_edge(plan: Plan, workers: int, trials: int, p80: float, params: EstimateParams) -> str | None:
     """Why a ``high`` figure must not be given (or None): so few fresh runs of a clustered kind are
     left that their sum is lumps (``mixture.lumpy_runs``), and the P80 would hold less than
     ``high_coverage`` if the kind's long runs were ``LUMP_SE`` standard errors more common than its
@@ -299,8 +297,7 @@ def _lump_edge(plan: Plan, workers: int, trials: int, p80: float, params: Estima
     moved = [NodeDist(mixture.shifted(d.values, d.shares, mixture.LUMP_SE * d.shift), d.samples, d.label, d.source,
                       d.group, d.rho, d.why) if d.group in lumpy and i not in running else d
              for i, d in enumerate(plan.dists)]
-    spans = simulate_makespans(Plan(moved, plan.running, plan.deps, plan.dependents), workers, trials, params.seed,
-                               pause)
+    spans = simulate_makespans(Plan(moved, plan.running, plan.deps, plan.dependents), workers, trials, params.seed)
     held = sum(1 for s in spans if s <= p80) / len(spans)
     if held >= params.high_coverage:
         return None
@@ -353,17 +350,13 @@ def recent_workers(ledger: LedgerCore, task_id: str, now: float, running_owners:
 
 
 def dists_for(nodes: Sequence[NodeState], now: float, history: DurationHistory,
-              params: EstimateParams = DEFAULT_PARAMS, task_id: str | None = None,
-              pause: Callable[[], object] | None = None) -> dict[str, NodeDist | None]:
-    """Each unfinished node's distribution (``pause``: called before each; the first of a kind
-    builds the kind's model)."""
+              params: EstimateParams = DEFAULT_PARAMS, task_id: str | None = None) -> dict[str, NodeDist | None]:
+    """Each unfinished node's distribution (the first of a kind builds the kind's model)."""
     base_by_kind: dict[tuple[str, float | None, int | None], NodeDist | None] = {}
     out: dict[str, NodeDist | None] = {}
     for n in nodes:
         if n.status in FINISHED:
             continue
-        if pause is not None:
-            pause()
         sloped = history.count(n.kind) and history.model(n.kind).pos_slope
         bk = (n.kind, n.est_wall_s, n.position if sloped else None)
         if bk not in base_by_kind:
@@ -372,8 +365,6 @@ def dists_for(nodes: Sequence[NodeState], now: float, history: DurationHistory,
         out[n.key] = node_dist(n, now, history, params, base=base_by_kind[bk])
     return out
 
-
-_dists_for = dists_for  # the name the tests and the bench used
 
 
 def estimate_graph(ledger: LedgerCore, graph: GraphView, *, params: EstimateParams = DEFAULT_PARAMS,
@@ -396,10 +387,8 @@ LEAN_COLUMNS = evidence.LeanNode._fields  # what the estimator reads of a node (
 
 
 def estimate_task(ledger: LedgerCore, task: TaskView, *, params: EstimateParams = DEFAULT_PARAMS,
-                  history: DurationHistory | None = None, now: float | None = None,
-                  pause: Callable[[], object] | None = None) -> Estimate:
-    """The task's estimate without loading its whole graph (``warden status``; ``pause``: see
-    :func:`task_estimate`).
+                  history: DurationHistory | None = None, now: float | None = None) -> Estimate:
+    """The task's estimate without loading its whole graph (``warden status``).
 
     Reads only the unfinished nodes (index on task, status) and the edges into them; above
     ``mc_max_nodes`` unfinished nodes, one aggregate per kind and the running rows.
@@ -449,22 +438,22 @@ def estimate_task(ledger: LedgerCore, task: TaskView, *, params: EstimateParams 
         st, owner = _lean(n, tuple(deps.get(n.id, ())))
         nodes.append(st)
         owners.append(owner)
-    history = _ensure_history(ledger, history, nodes, params, pause)
-    dists = dists_for(nodes, now, history, params, task.task_id, pause)
+    history = _ensure_history(ledger, history, nodes, params)
+    dists = dists_for(nodes, now, history, params, task.task_id)
     workers = recent_workers(ledger, task.task_id, now, owners, params.worker_window_s)
-    return task_estimate(nodes, dists, workers, params, pause)
+    return task_estimate(nodes, dists, workers, params)
 
 
 def _ensure_history(ledger: LedgerCore, history: DurationHistory | None, nodes: Sequence[NodeState],
-                    params: EstimateParams, pause: Callable[[], object] | None = None) -> DurationHistory:
+                    params: EstimateParams) -> DurationHistory:
     """Load (once) the kinds these unfinished nodes need; every kind when one has neither history
     nor ``est_wall_s`` (the pooled fallback)."""
     if history is None:
         history = DurationHistory(params.history_cap, params)
     live = [n for n in nodes if n.status not in FINISHED]
-    history.load_kinds(ledger, {n.kind for n in live}, pause)
+    history.load_kinds(ledger, {n.kind for n in live})
     if any(not history.count(n.kind) and not n.est_wall_s for n in live):
-        history.load_kinds(ledger, None, pause)
+        history.load_kinds(ledger, None)
     return history
 
 

@@ -12,6 +12,7 @@ from typing import NamedTuple, Sequence
 from store.storage import rows, sql
 from store.storage.core import LedgerCore
 from store.storage.events import NodeClaimed
+from store.views import Observed
 
 CHUNK = 500  # ids per statement
 
@@ -59,26 +60,14 @@ rows.node_projection(LeanNode)
 
 
 class ObservationRow(NamedTuple):
-    """What the stall signals read of an observation."""
+    """What the stall signals read of an observation: when, by which attempt, and what it brought
+    (``rows.observed``: the decoder every reader of an observation shares)."""
 
     node_id: int
     id: int
     at: float
     attempt: int
-    digest: str
-    new_units: int
-    flags: int  # store/ledger/observe.py FLAG_*: progress, parked, judged a result, progress by units only
-    content: str | None  # the judged content's identity
-    result: str | None  # the first EXCERPT_CHARS of the result, or of a plain report judged as one (None: no result)
-    action: str | None  # the first EXCERPT_CHARS of the action
-    action_key: str | None
-
-
-EXCERPT_CHARS = 200  # of an observation's action and result: what evidence quotes (≤ 80 shown)
-OBSERVATION_SELECT = ("node_id, id, at, attempt, digest, new_units, flags, content, "
-                      f"CASE WHEN result IS NULL AND (flags & 4) = 0 THEN NULL ELSE SUBSTR(COALESCE(result, text), 1, "
-                      f"{EXCERPT_CHARS}) END AS result, SUBSTR(action, 1, {EXCERPT_CHARS}) AS action, "
-                      "action_key")  # ObservationRow's fields, in order (two of them cut)
+    seen: Observed
 
 
 def recent_claims(core: LedgerCore, task_id: str, scan: int = 500) -> list[Claimed]:
@@ -137,10 +126,12 @@ def last_observations(core: LedgerCore, node_ids: Sequence[int], per_node: int) 
     ids = list(dict.fromkeys(node_ids))
     for i in range(0, len(ids), 200):
         chunk = ids[i:i + 200]
-        arm = (f"SELECT * FROM (SELECT {OBSERVATION_SELECT} FROM observation "
-               f"WHERE node_id = ? ORDER BY id DESC LIMIT {int(per_node)}) AS o")
+        arm = (f"SELECT * FROM (SELECT o.node_id AS node_id, o.id AS id, o.at AS at, o.attempt AS attempt, "
+               f"{rows.OBSERVED_COLUMNS} FROM observation o WHERE o.node_id = ? ORDER BY o.id DESC "
+               f"LIMIT {int(per_node)}) AS arm")
         statement = " UNION ALL ".join(arm for _ in chunk)
-        out += sorted(sql.fetch_rows(core.db, ObservationRow, statement, chunk), key=lambda r: r.id)
+        found = sorted(sql.fetch_all(core.db, statement, chunk), key=lambda r: r[1])
+        out += [ObservationRow(r[0], r[1], r[2], r[3], seen) for r in found if (seen := rows.observed(*r[4:]))]
     return out
 
 

@@ -14,7 +14,7 @@ import heapq
 import math
 import random
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from store.estimation.durations import Z80, quantile
 
@@ -63,11 +63,8 @@ class Plan:
     dependents: list[list[int]]
 
 
-def simulate_makespans(plan: Plan, workers: int, trials: int, seed: int,
-                       pause: Callable[[], object] | None = None) -> list[float]:
-    """List scheduling in index (position) order on ``workers`` workers, running nodes first.
-    ``pause`` is called before every trial (the console's analysis worker waits there while the
-    live path has the screen: console/liveturn.py); it does not change the result."""
+def simulate_makespans(plan: Plan, workers: int, trials: int, seed: int) -> list[float]:
+    """List scheduling in index (position) order on ``workers`` workers, running nodes first."""
     n = len(plan.dists)
     rng = random.Random(seed)
     rnd = rng.random
@@ -91,8 +88,6 @@ def simulate_makespans(plan: Plan, workers: int, trials: int, seed: int,
     unconstrained = w >= n
     out: list[float] = []
     for _ in range(trials):
-        if pause is not None:
-            pause()
         shared = [gauss(0.0, 1.0) for _ in group_ids]
         dur = [0.0] * n
         for i in range(n):

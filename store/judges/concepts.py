@@ -87,7 +87,7 @@ ca wo let's i'm i've i'll we're we've you're it'll that's there's here's
 _SYNONYMS: dict[str, tuple[str, ...]] = {
     "fail": ("fail", "fails", "failed", "failing", "failure", "failures", "error", "errors", "errored", "err",
              "broke", "broken", "break", "breaks", "crash", "crashed", "crashes", "crashing", "exception",
-             "exceptions", "unsuccessful", "problem", "problems", "issue", "issues", "fault", "faulty", "abort",
+             "exceptions", "unsuccessful", "problem", "problems", "fault", "faulty", "abort",
              "aborted", "panic", "panicked", "bad", "wrong", "invalid"),
     "missing": ("missing", "absent", "lacking", "lack", "lacks", "gone", "undefined", "unknown", "unresolved"),
     "none": ("none", "no", "zero", "nil", "null", "empty", "nobody", "nowhere"),

@@ -43,6 +43,7 @@ from store.ledger import compensation, cost, quotas, unsafe
 from store.storage import budget_clock
 from store.storage.core import LedgerCore, digest_json
 from store.ledger.observe import ATTEMPT_RESET
+from store.storage import rows
 from store.storage.rows import wall_used
 from store.storage.events import NodeClaimed, NodeFailed, VersionMismatch
 
@@ -400,7 +401,9 @@ def _claim_inputs(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> JsonOb
         "preconditions": dict(task.preconditions or {}),
         "node_preconditions": dict(row.preconditions or {}),
         "deps": deps,
-        "rejections": list(row.rejections or []),
+        # the reasons of the rewinds that reset it: stored once, as rejected paths (``memory``'s
+        # ``rejected`` hands them too, with the rest of its rejected paths)
+        "rejections": list(rows.rejections(row.rejections, core.rejection_reasons([row.rejections]))),
         "resolution": resolution,
         "attempt": int(row.attempt) + 1,
         "repair": row.repair,

@@ -152,8 +152,7 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
         beat = observe.beat_fields(row, now, units_done, wait, new_units,
                                    report is not None and report.prepared.text_progress)
         flags = observe.observation_flags(beat, parked, report)
-        if report is not None:
-            observe.record_observation(core, row.id, claim.attempt, report, flags, now)
+        seen = None if report is None else observe.record_observation(core, row.id, claim.attempt, report, flags, now)
         judged = cost.judge(core, claim.task_id, *cost.after_beat(row, t, units_done, units_total), task=task)
         if judged.verdict == density_rule.ABORT:
             return _stopped(core, claim, row, judged, now, {**fields, **beat})
@@ -168,8 +167,8 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
         if wait is not None:
             summary += f", waiting on {wait[0]}"
         payload = observe.beat_payload(row, beat, lease_until=until, units_done=units_done, units_total=units_total,
-                                       tokens=t or None, report=report, flags=flags)
-        core.journal(claim.task_id, claim.node_key, claim.worker, summary, payload, at=now)
+                                       tokens=t or None, report=report)
+        core.journal(claim.task_id, claim.node_key, claim.worker, summary, payload, at=now, observation=seen)
     return Pulse(lease_until=until, parked=parked, new_units=new_units, gate=core.task_gate(task, now),
                  density=judged.verdict)
 

@@ -41,7 +41,8 @@ from store.storage import sql
 from store.errors import InvalidValue
 from store.storage.tables import NodeRecord
 from store.storage.core import LedgerCore
-from store.storage.events import NodeHeartbeat, Observed, WaitJson
+from store.storage.events import NodeHeartbeat, WaitJson
+from store import views
 
 OBSERVATION_TEXT_CAP = 4096  # characters of an observation (and of an action, a result) kept for display
 DEFAULT_WAIT_S = 600.0  # a wait declared without wait_s
@@ -53,7 +54,7 @@ GAPS_LEARNED = 8  # gaps before the rhythm says anything (before: only the lease
 LONG_DECAY = 0.97  # per heartbeat: a long gap seen long ago weighs less and less
 FLAG_PROGRESS = 1  # the attempt showed progress with this observation …
 FLAG_PARKED = 2  # made while the task was parked
-FLAG_RESULT = 4  # what was judged is a tool's output (a result, or a plain report's output)
+FLAG_RESULT = views.FLAG_RESULT  # what was judged is a tool's output (a result, or a plain report's output)
 FLAG_UNITS_ONLY = 8  # … by its units_done alone, beside the same step measuring the same: not counted
 FLAG_FAILED = 16  # what was judged says the step failed or found nothing
 
@@ -132,17 +133,21 @@ def judge_report(core: LedgerCore, task_id: str, key: str, attempt: int, observa
     return Report(observation, action, result, p, v, counts)
 
 
-def record_observation(core: LedgerCore, node_id: int, attempt: int, report: Report, flags: int, now: float) -> None:
-    """Inside the write transaction: remember what the report added, store it."""
+def record_observation(core: LedgerCore, node_id: int, attempt: int, report: Report, flags: int, now: float) -> int:
+    """Inside the write transaction: remember what the report added, store it (its one place: the
+    heartbeat's event names it). Returns its id."""
     v, p = report.verdict, report.prepared
     for chunk in sql.chunks(list(v.remember), 400):
         values = ", ".join(["(?, ?)"] * len(chunk))
         sql.execute(core.db, f"INSERT INTO seen_line (node_id, digest) VALUES {values} ON CONFLICT DO NOTHING",
                     [x for h in chunk for x in (node_id, h)])
-    sql.execute(core.db, "INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines, action, "
-                         "result, action_key, content, flags, concepts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [node_id, now, attempt, _cap(report.observation) or "", v.digest, v.new_units, p.examined,
-                 _cap(report.action), _cap(report.result), p.action, v.content, flags, novelty.encode_concepts(p)])
+    cur = sql.execute(core.db, "INSERT INTO observation (node_id, at, attempt, text, digest, new_units, lines, action, "
+                               "result, action_key, content, flags, concepts) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                      [node_id, now, attempt, _cap(report.observation) or "", v.digest, v.new_units, p.examined,
+                       _cap(report.action), _cap(report.result), p.action, v.content, flags,
+                       novelty.encode_concepts(p)])
+    return int(cur.fetchone()[0])
 
 
 # ---------------------------------------------------------------------- heartbeat figures
@@ -221,10 +226,11 @@ def beat_fields(row: NodeRecord, now: float, units_done: float | None, wait: tup
 
 
 def beat_payload(row: NodeRecord, fields: Mapping[str, object], *, lease_until: float, units_done: float | None,
-                 units_total: float | None, tokens: int | None, report: Report | None, flags: int) -> NodeHeartbeat:
+                 units_total: float | None, tokens: int | None, report: Report | None) -> NodeHeartbeat:
     """The heartbeat's event: the figures it moved, the node's own heartbeat figures after it (so a
     reader — the console's ``TaskAnalysis`` — follows the node without reading it again) and what
-    its report brought."""
+    its judgement left out; what its report brought is its observation row (``record_observation``),
+    which the event names."""
     def after(col: str) -> float | None:
         v = fields.get(col, getattr(row, col))
         return float(v) if isinstance(v, (int, float)) else None
@@ -233,22 +239,16 @@ def beat_payload(row: NodeRecord, fields: Mapping[str, object], *, lease_until: 
     wait = None
     if "wait_on" in fields or wait_on:
         wait = WaitJson(on=None if wait_on is None else str(wait_on), since=after("wait_since"), until=after("wait_until"))
-    seen = paraphrases = unexamined = cut = None
+    paraphrases = unexamined = cut = None
     if report is not None:
         v, p = report.verdict, report.prepared
-        judged_result = report.result is not None or bool(p.result)  # a result, or a plain report's output
-        seen = Observed(new_units=v.new_units, digest=v.digest, lines=p.examined, flags=flags, action_key=p.action,
-                        action=None if p.action is None else novelty.excerpt(report.action),
-                        content=v.content if judged_result else None,
-                        result=novelty.excerpt(report.result if report.result is not None else report.observation)
-                        if judged_result else None)
         paraphrases = v.paraphrases or None
         if novelty.left_out(p):
             unexamined, cut = p.dropped_lines, p.cut_lines
     return NodeHeartbeat(lease_until=lease_until, units_done=units_done, units_total=units_total, tokens=tokens,
                          beat_interval_s=after("beat_interval_s"), units_at=after("units_at"),
                          progress_at=after("progress_at"), beat_long_s=after("beat_long_s"), wait=wait,
-                         paraphrases=paraphrases, unexamined_lines=unexamined, cut_lines=cut, observation=seen)
+                         paraphrases=paraphrases, unexamined_lines=unexamined, cut_lines=cut)
 
 
 # ---------------------------------------------------------------------- parks

@@ -81,10 +81,12 @@ def graph(core: LedgerCore, task_id: str) -> GraphView:
         node_rows = sql.fetch_all(core.db, f"SELECT {rows.NODE_VIEW_COLUMNS} FROM node WHERE task_id = ? "
                                            "ORDER BY position", [task_id])
         deps = _deps_by_id(core, task_id)
+        reasons = core.rejection_reasons(rows.rejections_named(node_rows))
     key_of = {r[0]: r[2] for r in node_rows}  # id → key (rows.RawNodeView)
     cache: dict[str, object] = {}
     return GraphView(task=the_task, nodes=tuple(
-        rows.node_view(r, tuple(key_of[x] for x in deps[r[0]]) if r[0] in deps else (), cache) for r in node_rows))
+        rows.node_view(r, tuple(key_of[x] for x in deps[r[0]]) if r[0] in deps else (), cache, reasons)
+        for r in node_rows))
 
 
 def _deps_by_id(core: LedgerCore, task_id: str, dst_ids: Sequence[int] | None = None) -> dict[int, list[int]]:
@@ -114,8 +116,9 @@ def nodes(core: LedgerCore, task_id: str, keys: Sequence[str]) -> list[NodeView]
         for ids in sql.chunks(src_ids):
             keys_of.update(sql.fetch_all(core.db, f"SELECT id, key FROM node WHERE id IN ({sql.marks(len(ids))})",
                                          ids))
+        reasons = core.rejection_reasons(rows.rejections_named(found))
     found.sort(key=lambda r: r[3])  # the position
-    return [rows.node_view(r, tuple(keys_of[x] for x in deps.get(r[0], ()))) for r in found]
+    return [rows.node_view(r, tuple(keys_of[x] for x in deps.get(r[0], ())), None, reasons) for r in found]
 
 
 def node(core: LedgerCore, task_id: str, key: str) -> NodeView:
@@ -218,15 +221,15 @@ def node_detail(core: LedgerCore, task_id: str, key: str, *, events_limit: int,
             db, ArtifactView, f"{rows.ARTIFACT_SELECT} WHERE a.node_id = ? ORDER BY a.id", [the_node.id])]
         hand = [rows.handoff_view(r) for r in sql.fetch_rows(
             db, HandoffView, f"{rows.HANDOFF_SELECT} WHERE h.node_id = ? ORDER BY h.id", [the_node.id])]
-        evs = [r for r in sql.fetch_rows(
-            db, EventView, f"{rows.EVENT_SELECT} WHERE task_id = ? AND node = ? ORDER BY id DESC LIMIT ?",
+        evs = [rows.event_view(r) for r in sql.fetch_all(
+            db, f"{rows.EVENT_SELECT} WHERE e.task_id = ? AND e.node = ? ORDER BY e.id DESC LIMIT ?",
             [task_id, key, events_limit])]
         deps_on = dependents(core, task_id, key)
         failure = next((e for e in evs if e.kind == NodeFailed.KIND), None)
         if failure is None and (the_node.failure_class or the_node.error):  # older than the events read
-            failure = next((r for r in sql.fetch_rows(
-                db, EventView, f"{rows.EVENT_SELECT} WHERE task_id = ? AND node = ? AND kind = ? "
-                                      "ORDER BY id DESC LIMIT 1", [task_id, key, NodeFailed.KIND])), None)
+            failure = next((rows.event_view(r) for r in sql.fetch_all(
+                db, f"{rows.EVENT_SELECT} WHERE e.task_id = ? AND e.node = ? AND e.kind = ? ORDER BY e.id DESC LIMIT 1",
+                [task_id, key, NodeFailed.KIND])), None)
         mind = node_mind(core, task_id, key)  # its requirements and the memory its next claim gets
     evs.sort(key=lambda e: (e.layer != "decision", -e.id))
     return NodeDetail(
@@ -247,9 +250,9 @@ def observations(core: LedgerCore, task_id: str, key: str, limit: int) -> list[O
 # ---------------------------------------------------------------------- the journal
 def events(core: LedgerCore, since: int, *, task_id: str | None, limit: int) -> list[EventView]:
     """Journal events with ``id > since`` in id order (the tail cursor)."""
-    where, params = ("id > ? AND task_id = ?", [since, task_id]) if task_id is not None else ("id > ?", [since])
-    return [r for r in sql.fetch_rows(core.db, EventView, f"{rows.EVENT_SELECT} WHERE {where} "
-                                                                                   "ORDER BY id LIMIT ?", [*params, limit])]
+    where, params = ("e.id > ? AND e.task_id = ?", [since, task_id]) if task_id is not None else ("e.id > ?", [since])
+    return [rows.event_view(r) for r in sql.fetch_all(core.db, f"{rows.EVENT_SELECT} WHERE {where} ORDER BY e.id LIMIT ?",
+                                                      [*params, limit])]
 
 
 def last_event_id(core: LedgerCore) -> int:

@@ -70,6 +70,21 @@ def entry(core: LedgerCore, task_id: str, node_id: int | None, node_key: str | N
     return int(cur.fetchone()[0])
 
 
+def rewound(core: LedgerCore, task_id: str, node_id: int, reason: str, *, actor: str, now: float) -> int:
+    """A rewind's rejected path on the rewound node, with the operator's reason whole: the one place
+    that reason is stored (each node the rewind reset lists this row's id in its ``rejections``, and
+    its next claim is handed the reason from here: ``inputs["rejections"]`` and, with the rest of
+    its rejected paths, ``inputs["memory"]["rejected"]``). Written past ``ENTRIES_PER_NODE`` too: an
+    operator's rewind is never left out. Returns its id."""
+    key, attempt, status = sql.fetch_all(core.db, "SELECT key, attempt, status FROM node WHERE id = ?", [node_id])[0]
+    cur = sql.execute(core.db, "INSERT INTO conclusion (task_id, node_id, node_key, attempt, kind, text, source, "
+                               "reason, origin, actor, at) VALUES (?, ?, ?, ?, 'rejected', ?, ?, ?, 'rewind', ?, ?) "
+                               "RETURNING id",
+                      [task_id, node_id, key, int(attempt), f"{key} (attempt {attempt}, {status}) was {_verb('rewind')}",
+                       f"operator {actor} (rewind)"[:SOURCE_MAX], reason, actor or "", now])
+    return int(cur.fetchone()[0])
+
+
 def rejected_for_nodes(core: LedgerCore, task_id: str, ids: Sequence[int], reason: str, *, origin: str,
                        actor: str, now: float, text: str | None = None, source: str | None = None) -> None:
     """A rejected path on each of these nodes (an operator's rewind or escalation, a replan's

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import replace
-from typing import AbstractSet, Callable, Sequence, TypedDict
+from typing import AbstractSet, Sequence, TypedDict
 
 from store.estimation.estimates import (
     DEFAULT_PARAMS,
@@ -112,22 +112,16 @@ BASES_MAX = 256  # … and shared distributions by kind and est_wall_s (each ~3 
 ROW_READ_CHUNK = 500  # running nodes re-read as whole nodes at a time (``from_rows``)
 
 
-def _no_pause() -> None:
-    return None
-
-
 class TaskAnalysis:
     def __init__(self, ledger: Ledger, task_id: str, *, history: DurationHistory | None = None,
                  params: EstimateParams = DEFAULT_PARAMS, thresholds: Thresholds = DEFAULT_THRESHOLDS,
                  rows: Sequence[GraphRow] | None = None, task: TaskView | None = None,
-                 cursor: int | None = None, pause: Callable[[], object] | None = None) -> None:
+                 cursor: int | None = None) -> None:
         """Read the task once. ``rows`` (with its ``task`` view and the journal ``cursor`` they are
         as of): the task's nodes as the caller already holds them — the console's graph rows
         (``store.views.NodeRow``, which carry what the estimates read) — instead of reading the
         graph again; the running nodes are re-read as whole nodes (signals read more of them) and
-        the events after ``cursor`` are the caller's to apply. ``pause``: called between the reads
-        (the console's analysis worker waits there while the live path has a turn)."""
-        step = pause if pause is not None else _no_pause
+        the events after ``cursor`` are the caller's to apply."""
         self.ledger = ledger
         self.task_id = task_id
         self.params = params
@@ -145,15 +139,13 @@ class TaskAnalysis:
         # two: those events must not add them again.
         self._history_at = ledger.last_event_id() if rows is not None else 0
         self.history = history if history is not None else DurationHistory(params.history_cap, params)
-        self.history.load_kinds(ledger, {n.kind for n in nodes}, pause)
-        step()
+        self.history.load_kinds(ledger, {n.kind for n in nodes})
         running = [n for n in nodes if n.status == "running"]
         if rows is not None and running:
             running = []
             keys = sorted(n.key for n in nodes if n.status == "running")
             for i in range(0, len(keys), ROW_READ_CHUNK):
                 running.extend(ledger.nodes(task_id, keys[i:i + ROW_READ_CHUNK]))
-                step()
             for n in running:
                 self.nodes[n.key] = n
         th = thresholds
@@ -161,13 +153,11 @@ class TaskAnalysis:
         by_id = read_observations(ledger, [n.id for n in running], th.observations_per_node)
         for n in running:
             self.obs[n.key] = deque(by_id.get(n.id, ()), maxlen=th.observations_per_node)
-        step()
         self.handoffs = list(ledger.handoffs(task_id=task_id, status="open"))
         self.claims: dict[str, float] = {}
         for actor, at in evidence.recent_claims(ledger, task_id, 500):
             if actor and actor not in self.claims:
                 self.claims[actor] = at
-        step()
         # aggregates kept up to date by apply_event
         self._live: Counter[tuple[str, float | None]] = Counter()  # unfinished, not running
         self._norm = [0.0, 0.0, 0]  # tokens, units, nodes over succeeded nodes that reported units
@@ -343,10 +333,8 @@ class TaskAnalysis:
         who.update(owner for owner in (self.nodes[k].lease_owner for k in self._running_set) if owner)
         return max(1, len(who))
 
-    def estimate(self, now: float | None = None, *, pause: Callable[[], object] | None = None) -> GraphEstimate:
-        """Every unfinished node's figure and the task's (``pause``: called before every node's
-        distribution — the first of a kind builds the kind's model — and every Monte Carlo trial,
-        ``estimates.task_estimate``)."""
+    def estimate(self, now: float | None = None) -> GraphEstimate:
+        """Every unfinished node's figure and the task's."""
         now = self.ledger.now() if now is None else now
         nodes = self._ordered()
         dists: dict[str, NodeDist | None] = {}
@@ -356,8 +344,6 @@ class TaskAnalysis:
             if n.status in FINISHED:
                 continue
             unfinished += 1
-            if pause is not None:
-                pause()
             d = self._dist(n, now)
             dists[n.key] = d
             hit = self._est_cache.get(n.key)
@@ -367,10 +353,10 @@ class TaskAnalysis:
         workers = self.workers(now)
         if unfinished <= self.params.mc_max_nodes:
             states = [NodeState.of(n) for n in nodes if n.status not in FINISHED]
-            return GraphEstimate(task_estimate(states, dists, workers, self.params, pause), per_node)
+            return GraphEstimate(task_estimate(states, dists, workers, self.params), per_node)
         return GraphEstimate(self._approx(now, workers), per_node)
 
-    def task_estimate(self, now: float | None = None, *, pause: Callable[[], object] | None = None) -> Estimate:
+    def task_estimate(self, now: float | None = None) -> Estimate:
         """Only the task's figure: O(kinds + running nodes) on a large graph."""
         now = self.ledger.now() if now is None else now
         if self.task.status not in ("active", "parked"):
@@ -379,7 +365,7 @@ class TaskAnalysis:
         if unfinished == 0:
             return Estimate(0.0, 0.0, 0, "none")
         if unfinished <= self.params.mc_max_nodes:
-            return self.estimate(now, pause=pause).task
+            return self.estimate(now).task
         return self._approx(now, self.workers(now))
 
     def _running(self) -> list[GraphRow]:
@@ -403,10 +389,8 @@ class TaskAnalysis:
             running.append(d)
         return approximate_estimate(groups, running, workers)
 
-    def signals(self, now: float | None = None, *, pause: Callable[[], object] | None = None,
-                every: int = 200) -> list[Signal]:
-        """Every signal of the task. ``pause`` is called after every ``every`` running nodes (the
-        console hands the interpreter to its UI thread there)."""
+    def signals(self, now: float | None = None) -> list[Signal]:
+        """Every signal of the task."""
         now = self.ledger.now() if now is None else now
         parked = [self.nodes[k] for k in sorted(self._parked_set)]
         out = task_signals(self.task, self.handoffs, now, thresholds=self.thresholds, parked_nodes=parked)
@@ -419,9 +403,7 @@ class TaskAnalysis:
             tokens, units, count = self._norm
             norm = tokens / units if count >= self.thresholds.cost_density_min_nodes and units > 0 else None
             p80s: dict[tuple[str, float | None], tuple[float | None, int]] = {}  # the same for a kind and est
-            for i, n in enumerate(self._running()):
-                if pause is not None and i and not i % every:
-                    pause()
+            for n in self._running():
                 assert isinstance(n, NodeView), "a running node is held whole (read again in __init__)"
                 p80 = p80s.get((n.kind, n.est_wall_s))
                 if p80 is None:

@@ -36,18 +36,19 @@ from store.judges import budget as budget_mod
 from store.reading import task_level
 from store.clock import duration_text, iso
 from store.estimation.estimates import DurationHistory, kind_p80
-from store.storage.events import Observed
+from store.views import Observed
 from store.facade import Ledger
 from store.jsontypes import JsonObject
 from store.estimation import evidence
 from store.storage.core import LedgerCore
-from store.judges.novelty import Repeat, excerpt, judge_sequence
+from store.judges.novelty import Repeat, judge_sequence
+from store.judges.sequence import is_rhythm, retried_cycle, same_action_run, usual_news
 from store.views import GraphRow, GraphView, HandoffView, NodeView, TaskView
 
 SEVERITIES = ("info", "warn", "alarm")
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
 TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired", "wake",
-              "budget_insufficient", "drift_suspected", "alignment_due")
+              "budget_insufficient", "drift_suspected", "alignment_due", "failure_pattern")
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,8 @@ class Obs:
 
     @classmethod
     def seen(cls, o: Observed, at: float, attempt: int) -> Obs:
-        """A heartbeat's observation as its event carries it."""
+        """An observation as every reader reads it (``storage/rows.observed``: a heartbeat event's,
+        the evidence's)."""
         return cls(at, attempt, o.digest, o.new_units, o.flags, o.content if o.result is not None else None,
                    o.result, o.action, o.action_key)
 
@@ -307,8 +309,11 @@ def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequ
         i -= 1
     stretch = obs[i:]
     results = [o for o in stretch if o.content is not None]
+    need = th.no_new_info_results
+    if stretch and need > 1 and usual_news(o for o in observations if o.attempt == node.attempt and o.at < stretch[0].at) >= 4:
+        need -= 1  # a node whose steps usually bring several new lines: one result fewer says it
     if stretch and (len(stretch) >= th.no_new_info_observations > 0
-                    or len(results) == len(stretch) >= th.no_new_info_results > 0):
+                    or len(results) == len(stretch) >= need > 0):
         what = f"last {len(stretch)} observations added 0 new lines"
         if results:
             counts: dict[str, int] = {}
@@ -321,9 +326,15 @@ def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequ
             what = (f"last {len(stretch)} {noun} added nothing new: {_one_line(shown or '', 60)!r} "
                     f"{counts[top]} times, from {actions} different action{'s' if actions != 1 else ''}")
         out.append(Signal("no_new_info", task_id, node.key, stretch[0].at, "alarm", what))
+    if not out:
+        run = same_action_run(obs)
+        before = [o for o in observations if o.attempt == node.attempt and run and o.at < run[0].at and not o.flags & 2]
+        out += _little_new(task_id, node.key, before, run, th)
     rep = judge_sequence([o.digest for o in obs], min_repeat=th.repeating_observations,
                          max_period=th.cycle_max_period, min_cycle_run=th.cycle_repeats,
                          long_cycle_run=th.cycle_repeats_long)
+    if rep is not None and (any(o.new_units > 0 for o in obs[len(obs) - rep.run:]) or is_rhythm(obs, rep)):
+        rep = None
     by_result = False
     if rep is None and len(obs) > 2:
         # the same results coming round again by other actions (the same pages re-read with new
@@ -335,6 +346,10 @@ def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequ
             rep, by_result = again, True
     if rep is None and th.failure_recurs > 0:
         rep, by_result = _recurring_failure(obs, th.failure_recurs), True
+    retried = None
+    if rep is None:
+        retried = retried_cycle(obs, th.cycle_max_period, th.cycle_repeats)
+        rep, by_result = retried, False
     if rep is not None:
         first = obs[rep.start]
         last = obs[-1]
@@ -343,6 +358,10 @@ def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequ
                     f"{_one_line(last.action, 40)!r} → {_one_line(last.result, 40)!r}")
         elif rep.period == 1:
             what = f"the same observation {rep.observations} times in a row (digest {first.digest[:8]})"
+        elif retried is not None:
+            failed = next(o for o in reversed(obs) if o.flags & 16)
+            what = (f"the same {rep.period} steps again, {rep.observations} in a row, and the same failure: "
+                    f"{_one_line(failed.result or failed.digest[:8], 60)!r}")
         elif by_result and rep.period == 0:
             last = obs[-1] if obs[-1].flags & 16 else next(o for o in reversed(obs) if o.flags & 16)
             between = len(obs) - rep.start - rep.run
@@ -376,6 +395,26 @@ def _recurring_failure(obs: Sequence[Obs], times: int) -> Repeat | None:
         if len(gaps) == 1 and 2 <= gaps.pop() <= 4:
             return Repeat(0, times, last[0])
     return None
+
+
+def _little_new(task_id: str, key: str, before: Sequence[Obs], run: Sequence[Obs], th: Thresholds) -> list[Signal]:
+    """``no_new_info`` against the node's own normal: the same action taken again and again
+    (``no_new_info_results`` times after its first), each time bringing next to nothing new — at most
+    a quarter of what this node's steps usually bring (the median of what its steps brought in
+    this attempt before, when they brought something) — while its first showed what it does."""
+    need = th.no_new_info_results
+    if need <= 0 or len(run) < need + 1 or any(o.content is None for o in run):
+        return []
+    usual = usual_news([*before, *run[:1]])
+    little = max(1, usual // 4)
+    tail = run[-need:]
+    if usual < 4 or any(o.new_units > little for o in tail):
+        return []
+    last = tail[-1]
+    return [Signal("no_new_info", task_id, key, tail[0].at, "alarm",
+                   f"the same action {len(tail)} times, each bringing at most {little} new "
+                   f"line{'s' if little != 1 else ''} where this node's steps bring ~{usual}: "
+                   f"{_one_line(last.action or '', 30)!r} → {_one_line(last.result or '', 40)!r}")]
 
 
 def _in_wait(at: float, act: Activity) -> bool:
@@ -438,9 +477,7 @@ def read_observations(ledger: LedgerCore, node_ids: Sequence[int], per_node: int
     """The last ``per_node`` observations of each node, oldest first (store/estimation/evidence.py)."""
     out: dict[int, list[Obs]] = {}
     for o in evidence.last_observations(ledger, node_ids, per_node):
-        out.setdefault(o.node_id, []).append(Obs(o.at, o.attempt, o.digest, o.new_units, o.flags or 0,
-                                                 o.content if o.result is not None else None,
-                                                 excerpt(o.result), excerpt(o.action), o.action_key))
+        out.setdefault(o.node_id, []).append(Obs.seen(o.seen, o.at, o.attempt))
     return out
 
 

@@ -64,8 +64,6 @@ class TaskTally:
         self._attempt = array("I")  # node id → attempt
         self._codes: dict[str, int] = {}
         self._names: list[str] = [""]
-        self.whole_reads = 0  # tasks read whole (tests: no recount per change)
-        self.node_reads = 0  # nodes read by key
 
     # ------------------------------------------------------------------ the state
     def start(self, tasks: Iterable[TaskView]) -> None:
@@ -140,7 +138,6 @@ class TaskTally:
 
     def _read_whole(self, db: pw.Database, tid: str) -> None:
         """Every node of the task: the counts and the attempts' sum from scratch."""
-        self.whole_reads += 1
         counts: dict[str, int] = {}
         claims = 0
         for node_id, status, attempt in sql.fetch_all(db, "SELECT id, status, attempt FROM node WHERE task_id = ?",
@@ -171,7 +168,6 @@ class TaskTally:
                 counts[status] = counts.get(status, 0) + 1
                 self._claims[tid] += int(attempt) - old_attempt
                 self._set(node_id, status, attempt)
-        self.node_reads += found
         return found == len(keys)
 
     def _forget(self, tid: str) -> None:

@@ -1,5 +1,5 @@
 """Task-level signals: ``wake``, ``budget_insufficient``, ``quota_wait`` and ``park_expired`` for a park
-without an until (and, from store/mind/signals.py, ``drift_suspected`` and ``alignment_due``). Computed from the ledger as it is now (nothing stored), like every signal;
+without an until (and, from store/mind/signals.py, ``drift_suspected`` and ``alignment_due``; from store/mind/patterns.py, ``failure_pattern``). Computed from the ledger as it is now (nothing stored), like every signal;
 ``store.reading.signals`` adds them to the others (:func:`extra`).
 
 * ``wake`` (alarm) — a parked task or node whose wake condition is met (store/parks/conditions.py):
@@ -31,6 +31,7 @@ from store.parks import conditions as wc
 from store.clock import duration_text
 from store.storage.core import LedgerCore
 from store.ledger import quotas
+from store.mind import patterns as failure_patterns
 from store.mind import signals as mind_signals
 from store.views import TaskView
 
@@ -52,6 +53,8 @@ def extra(ledger: LedgerCore, task: TaskView, now: float, thresholds: object = N
     out += cost_density_acted(ledger, task)
     out += mind_signals.signals(task, now)  # drift_suspected, alignment_due (store/mind/signals.py)
     out += quota_waits(ledger, task, now)
+    if task.status == "active":
+        out += failure_patterns.signals(ledger, task.task_id)  # store/mind/patterns.py
     return out
 
 

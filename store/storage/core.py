@@ -14,7 +14,7 @@ import hashlib
 import os
 import traceback
 from types import TracebackType
-from typing import Literal, Mapping, Self, Sequence, TypeVar
+from typing import Iterable, Literal, Mapping, Self, Sequence, TypeVar
 
 import peewee as pw
 
@@ -194,10 +194,11 @@ class LedgerCore:
 
     # ------------------------------------------------------------------ the journal
     def journal(self, task_id: str | None, node: str | None, actor: str, summary: str, payload: Payload, *,
-                at: float | None = None, layer: Layer | None = None) -> int:
+                at: float | None = None, layer: Layer | None = None, observation: int | None = None) -> int:
         """Append one journal event inside the caller's write transaction; returns its id. Its kind
-        and layer come with its payload (``store/storage/events.py``); ``layer``: another of the layers its
-        kind is declared in."""
+        and layer come with its payload (``store/storage/events.py``); ``layer``: another of the
+        layers its kind is declared in; ``observation``: the observation row a heartbeat made (the
+        event names it: what the report brought is stored there only)."""
         layer = payload.LAYERS[0] if layer is None else layer
         assert layer in payload.LAYERS, (payload.KIND, layer)
         if not is_sqlite(self.db):
@@ -206,12 +207,24 @@ class LedgerCore:
             sql.execute(self.db, "SELECT pg_advisory_xact_lock(?)", (PG_JOURNAL_LOCK,))
         cur = sql.execute(
             self.db,
-            "INSERT INTO event (at, task_id, node, layer, kind, actor, summary, payload) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "INSERT INTO event (at, task_id, node, layer, kind, actor, summary, payload, observation_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             [self.now() if at is None else at, task_id, node, layer, payload.event_kind(), actor or "", summary,
-             dumps(payload.to_json())],
+             dumps(payload.to_json()), observation],
         )
         return int(cur.fetchone()[0])
+
+    # ------------------------------------------------------------------ rejections
+    def rejection_reasons(self, lists: Iterable[Sequence[object]]) -> dict[int, str]:
+        """The reasons the rewinds named in these nodes' ``rejections`` gave, by rejected path: a
+        rewind's reason is stored once, as its rejected path (a ``conclusion`` row), and a node
+        lists the ids of those that reset it. One read, only when a list names one."""
+        ids = sorted({x for values in lists for x in values if isinstance(x, int) and not isinstance(x, bool)})
+        out: dict[int, str] = {}
+        for chunk in sql.chunks(ids):
+            out.update((int(i), str(r or "")) for i, r in sql.fetch_all(
+                self.db, f"SELECT id, reason FROM conclusion WHERE id IN ({sql.marks(len(chunk))})", chunk))
+        return out
 
     # ------------------------------------------------------------------ rows
     def task_record(self, task_id: str, *, lock: TaskLock | None = None) -> TaskRecord:

@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 # The connection's application_name (pg_stat_activity) for each kind of client.
-APPLICATION_NAMES = ("warden-agent", "warden-console", "warden-cli")
+APPLICATION_NAMES = ("warden-agent", "warden-console", "warden-analysis", "warden-cli")
 # TCP keepalives, so a connection to a server that vanished without a word (failover, a cut
 # network) is noticed in about a minute instead of the kernel's two hours.
 PG_KEEPALIVES = {"keepalives": "1", "keepalives_idle": "30", "keepalives_interval": "10", "keepalives_count": "3"}

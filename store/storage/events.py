@@ -21,7 +21,7 @@ from typing import Annotated, TypedDict
 
 from store.jsontypes import JsonMapping, JsonObject, JsonValue
 from store.storage.payloads import Carried, Key, Maybe, Part, Payload, Undecodable
-from store.views import EventView
+from store.views import EventView, Observed
 
 # ---------------------------------------------------------------------- nested shapes
 
@@ -89,46 +89,6 @@ class NodeClaimed(Payload, kind="node.claimed", layer="execution", names_nodes=T
 
 
 @dataclass(frozen=True, kw_only=True)
-class Observed:
-    """What a heartbeat's report was judged to bring (``store/novelty.py``): a part of the
-    heartbeat's payload, its keys beside the heartbeat's own."""
-
-    new_units: int
-    digest: str
-    lines: int
-    flags: int = 0  # 1: it showed progress; 2: made while the task was parked (key left out when 0)
-    action_key: str | None = None
-    action: str | None = None  # ≤ 80 characters (novelty.excerpt)
-    content: str | None = None  # the judged result's identity: with a result only
-    result: str | None = None  # ≤ 80 characters (None: the report had no result)
-
-    def to_json(self) -> JsonObject:
-        out: JsonObject = {"new_units": self.new_units, "digest": self.digest, "lines": self.lines}
-        if self.action_key is not None:
-            out.update(action_key=self.action_key, action=self.action)
-        if self.result is not None:
-            out.update(content=self.content, result=self.result)
-        if self.flags:
-            out["flags"] = self.flags
-        return out
-
-    @classmethod
-    def from_json(cls, raw: JsonMapping) -> Observed | None:
-        digest = raw.get("digest")
-        if not isinstance(digest, str):
-            return None
-        flags, new, lines = raw.get("flags") or 0, raw.get("new_units") or 0, raw.get("lines") or 0
-        if not all(isinstance(x, int) for x in (flags, new, lines)):
-            raise Undecodable("node.heartbeat: an observation's figures are not whole numbers")
-        return cls(new_units=new, digest=digest, lines=lines, flags=flags, action_key=_str(raw.get("action_key")),
-                   action=_str(raw.get("action")), content=_str(raw.get("content")), result=_str(raw.get("result")))
-
-
-def _str(v: object) -> str | None:
-    return v if isinstance(v, str) else None
-
-
-@dataclass(frozen=True, kw_only=True)
 class NodeHeartbeat(Payload, kind="node.heartbeat", layer="execution", names_nodes=True, status_neutral=True):
     """The lease renewed and what the heartbeat said: the figures it moved (absent: unchanged) and
     the node's own heartbeat figures (store/ledger/observe.py), so a reader follows the node
@@ -146,7 +106,9 @@ class NodeHeartbeat(Payload, kind="node.heartbeat", layer="execution", names_nod
     paraphrases: Maybe[int] = None  # lines old only as paraphrases
     unexamined_lines: Maybe[int] = None  # what was left out of the judgement (bounded work)
     cut_lines: Maybe[int] = None
-    observation: Part[Observed | None] = None  # what its report brought (None: it reported nothing)
+    # What its report brought: stored once, as the observation row the event's ``observation_id``
+    # names; read with the event (``EventView.observation``). None: it reported nothing.
+    observation: Carried[Observed | None] = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -486,8 +448,10 @@ def _with_action(p: Payload, kind: str) -> Payload:
 
 
 def payload_of(e: EventView) -> Payload:
-    """The event's payload, typed (:class:`Unknown` when it cannot be read as its kind)."""
-    return decode(e.kind, dict(e.payload) if not isinstance(e.payload, dict) else e.payload)
+    """The event's payload, typed (:class:`Unknown` when it cannot be read as its kind); a
+    heartbeat's with the observation read with it."""
+    p = decode(e.kind, dict(e.payload) if not isinstance(e.payload, dict) else e.payload)
+    return replace(p, observation=e.observation) if isinstance(p, NodeHeartbeat) else p
 
 
 def names_nodes(kind: str) -> bool:

@@ -52,7 +52,6 @@ class SharedPostgres(WardenPostgres):
         self._conn_lock = threading.Lock()
         self._shared: DriverConnection | None = None
         self._turn = _Turn()
-        self.connects = 0  # real connections made (tests)
 
     # ------------------------------------------------------------------ the connection
     def _connect(self) -> DriverConnection:
@@ -63,7 +62,6 @@ class SharedPostgres(WardenPostgres):
                 conn = super()._connect()  # type: ignore[misc]  # (peewee.Database._connect is untyped)
                 super()._initialize_connection(conn)
                 self._shared = conn
-                self.connects += 1
             return conn
 
     def _initialize_connection(self, conn: DriverConnection) -> None:

@@ -16,19 +16,24 @@ from dataclasses import replace
 from typing import Final, Mapping, Protocol, Sequence, TypeAlias, TypeVar, get_type_hints
 
 from store.judges import budget
+from store.judges.novelty import excerpt
+from store.storage.events import NodeHeartbeat
 from store.storage import sql
 from store.storage.sql import json_value
 from store.mind.views import MindState
 from store.storage.tables import TaskRecord
 from store.views import (
+    FLAG_RESULT,
     ActionView,
     ArtifactView,
     EffectView,
     EventView,
     HandoffView,
+    EventColumns,
     NodeColumns,
     NodeRow,
     NodeView,
+    Observed,
     ObservationView,
     TaskColumns,
     TaskView,
@@ -87,19 +92,34 @@ _PRE, _OUT, _RETRY, _ADMIT, _WALL = (
     _NODE_SHOWN.index(f) for f in ("preconditions", "output", "retryable", "always_admit", "wall_used_s"))
 assert _NODE_SHOWN[:4] == ("id", "task_id", "key", "position")
 RawNodeView: TypeAlias = "tuple[int, str, str, int, *tuple[object, ...]]"
-"""A NODE_VIEW_COLUMNS row as the database gives it: its id, task, key and position first."""
+"""A NODE_VIEW_COLUMNS row as the database gives it: its id, task, key and position first, its
+rejections (JSON text) next to last."""
 
 
-def node_view(r: RawNodeView, deps: tuple[str, ...], cache: dict[str, object] | None = None) -> NodeView:
-    """A NODE_VIEW_COLUMNS row and its dependency keys → NodeView (``cache``: see ``json_value``)."""
+def rejections_named(raws: Sequence[RawNodeView]) -> list[list[object]]:
+    """The rejections of these rows that name something (most name nothing: ``[]``)."""
+    return [json_value(r[-2]) or [] for r in raws if r[-2] not in (None, "[]")]
+
+
+def rejections(values: Sequence[object], reasons: Mapping[int, str]) -> tuple[str, ...]:
+    """A node's ``rejections`` as the reasons they stand for: a rejected path's id (the rewind's
+    reason is stored there: ``reasons``, from ``LedgerCore.rejection_reasons``), or — written before
+    reasons were stored once — the reason itself."""
+    return tuple(reasons.get(x, "") if isinstance(x, int) else str(x) for x in values)
+
+
+def node_view(r: RawNodeView, deps: tuple[str, ...], cache: dict[str, object] | None = None,
+              reasons: Mapping[int, str] | None = None) -> NodeView:
+    """A NODE_VIEW_COLUMNS row and its dependency keys → NodeView (``cache``: see ``json_value``;
+    ``reasons``: the rejected paths its rejections name)."""
     v = list(r)
-    serves, rejections = v.pop(), v.pop()
+    serves, rejected = v.pop(), v.pop()
     v[_PRE] = json_value(v[_PRE], cache) or {}
     v[_OUT] = json_value(v[_OUT])
     v[_RETRY], v[_ADMIT] = bool(v[_RETRY]), bool(v[_ADMIT])  # SQLite's 0/1
     wall = v[_WALL]
     v[_WALL] = float(wall) if isinstance(wall, int) else wall  # a REAL column: a float on both backends
-    v += (deps, tuple(json_value(rejections) or ()), tuple(json_value(serves, cache) or ()))
+    v += (deps, rejections(json_value(rejected) or (), reasons or {}), tuple(json_value(serves, cache) or ()))
     return _made(NodeView, v, _NODE_VIEW_FIELDS)
 
 
@@ -151,7 +171,49 @@ def node_rows(rows: Sequence[RawNodeRow], deps: Mapping[int, list[str]], words: 
 # Each read into its view, or a NamedTuple whose fields are its columns (docs/architecture.md
 # "Reading rows"); a field from a joined table has its expression in the *_SELECT list
 # (``n.key AS node_key``).
-EVENT_SELECT = f"SELECT {sql.columns(EventView)} FROM event"
+# ---------------------------------------------------------------------- what a heartbeat observed
+# An observation is stored once, as its row; every reader of what a heartbeat brought — the
+# journal's heartbeat events (EVENT_SELECT), the stall signals' evidence (estimation/evidence.py) —
+# reads these columns of it and decodes them with ``observed``.
+EXCERPT_CHARS = 1000  # of its action and its result, read for their one-line excerpt (≤ 80 shown)
+OBSERVED_COLUMNS = ("o.digest AS digest, o.new_units AS new_units, o.lines AS lines, o.flags AS flags, "
+                    f"o.action_key AS action_key, SUBSTR(o.action, 1, {EXCERPT_CHARS}) AS action, "
+                    f"o.content AS content, SUBSTR(o.result, 1, {EXCERPT_CHARS}) AS result, "
+                    f"SUBSTR(o.text, 1, {EXCERPT_CHARS}) AS text")
+
+
+def observed(digest: str | None, new_units: int | None, lines: int | None, flags: int | None, action_key: str | None,
+             action: str | None, content: str | None, result: str | None, text: str | None) -> Observed | None:
+    """OBSERVED_COLUMNS as read → what the report brought (None: no observation). The result shown
+    is the tool's output that was judged: the report's result, else its text when the report was
+    judged as a plain report's output (FLAG_RESULT)."""
+    if digest is None:
+        return None
+    judged = result if result is not None else text if int(flags or 0) & FLAG_RESULT else None
+    return Observed(new_units=int(new_units or 0), digest=digest, lines=int(lines or 0), flags=int(flags or 0),
+                    action_key=action_key, action=None if action_key is None else excerpt(action),
+                    content=None if judged is None else content, result=excerpt(judged))
+
+
+# The journal, each event with the observation it names (a heartbeat's).
+EVENT_SELECT = (f"SELECT {sql.columns(EventColumns, 'e')}, {OBSERVED_COLUMNS} "
+                "FROM event e LEFT JOIN observation o ON o.id = e.observation_id")
+_EVENT_WIDTH = len(dataclass_fields(EventColumns))
+
+
+def event_view(r: tuple[int, float, str | None, str | None, str, str, str, str, str | None,
+                        *tuple[str | int | None, ...]]) -> EventView:
+    """An EVENT_SELECT row → EventView. A heartbeat's payload shows what its observation brought,
+    key for key as the journal always showed it (a heartbeat written before the observation was
+    stored once carries those keys itself)."""
+    payload = json_value(r[8])
+    payload = payload if isinstance(payload, dict) else {}
+    seen = observed(*r[_EVENT_WIDTH:])  # type: ignore[arg-type]  # OBSERVED_COLUMNS' types, in order
+    if seen is not None:
+        payload = dict(sorted({**payload, **seen.to_json()}.items()))
+    elif r[5] == NodeHeartbeat.KIND:
+        seen = Observed.from_json(payload)
+    return EventView(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], payload, seen)
 
 
 # Effects with the key of the node that made each and of its compensation node (if any).

@@ -136,14 +136,31 @@ def _quotas_and_people(db: pw.Database) -> None:
     _add_columns(db, "memory", ["source"])
 
 
-# Schema 5 is made of named parts like schema 4 (each idempotent).
+def _one_observation(db: pw.Database) -> None:
+    """Part "one observation": ``event.observation_id``, the observation row a heartbeat made. What
+    a report brought is stored there only; a heartbeat written before keeps it in its payload (read
+    as such: nothing is rewritten). Nullable: every other event names none."""
+    _add_columns(db, "event", ["observation_id"])
+
+
+def _rejections_by_reference(db: pw.Database) -> None:
+    """Part "rejections by reference": a rewind's reason is stored once, as its rejected path (a
+    ``conclusion`` row); a node's ``rejections`` lists those rows' ids from now on (an older
+    ledger's reasons, written as text, are read as they are). No column changes: the version says
+    the list may hold ids, which an older Warden would show as numbers."""
+
+
+# Schema 5 is made of named parts like schema 4 (each idempotent; a capability's part is appended
+# where it is declared).
 SCHEMA_5_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
     ("quotas and people", _quotas_and_people),
+    ("one observation", _one_observation),
+    ("rejections by reference", _rejections_by_reference),
 ]
 
 
 def _migrate_4_to_5(db: pw.Database) -> None:
-    """Schema 5: the parts listed in ``SCHEMA_5_PARTS``."""
+    """Schema 5: the parts listed in ``SCHEMA_5_PARTS`` (each says what it adds)."""
     for _name, part in SCHEMA_5_PARTS:
         part(db)
 

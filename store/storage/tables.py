@@ -75,7 +75,12 @@ class EdgeRecord:
 
 
 # ---------------------------------------------------------------------- the journal and what it saw
-EventRecord = EventColumns
+@dataclass(frozen=True, slots=True)
+class EventRecord(EventColumns):
+    """An ``event`` row: the journal's columns and the observation a heartbeat made (what its report
+    brought is stored there only; the event is read with it: ``rows.EVENT_SELECT``)."""
+
+    observation_id: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

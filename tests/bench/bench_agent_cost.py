@@ -1,4 +1,4 @@
-"""One agent's cost per write (issue 29): CPU and wall time of claim, three heartbeats with an
+"""One agent's cost per write: CPU and wall time of claim, three heartbeats with an
 observation and commit — the fleet benchmark's node — on a fleet-shaped ledger, and the statements
 a write sends.
 

@@ -1,4 +1,4 @@
-"""What supervising an agent costs it (issue 28): one command, one JSON report and a table.
+"""What supervising an agent costs it: one command, one JSON report and a table.
 
     python tests/bench/bench_agents.py                # SQLite in a temp dir, 20 rounds each
     python tests/bench/bench_agents.py --rounds 5     # a quick look

@@ -169,6 +169,21 @@ def rss_now_mb() -> float:
     return float("nan")
 
 
+def worker_cpu(app) -> float:
+    """The CPU seconds of the app's analysis worker (a process of its own), 0 when it has none."""
+    from tests.support.console_terminal import process_cpu_seconds
+
+    pid = getattr(app.analyst, "pid", None)
+    return process_cpu_seconds(pid, own=True) if pid else 0.0
+
+
+def worker_rss(app) -> float:
+    from tests.support.console_terminal import process_rss_mb
+
+    pid = getattr(app.analyst, "pid", None)
+    return process_rss_mb(pid, own=True) if pid else 0.0
+
+
 def load1() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -330,7 +345,7 @@ async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
                        "loop_stall_p99_ms": round(pct(lateness, .99) * 1000, 1),
                        "ui_ms_per_change": round(probes.apply_seconds / max(1, probes.applied_changes) * 1000, 3),
                        "load1": load1()}
-        out["rss_mb_after_load"] = round(rss_now_mb(), 1)
+        out["rss_mb_after_load"] = round(rss_now_mb() + worker_rss(app), 1)
         g = screen.model
         out["live_leases"] = sum(1 for nd in g.nodes if nd.status == "running") if g is not None else 0
         # idle: after the last change's analysis and refreshes have run
@@ -338,10 +353,11 @@ async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
         while (app.follower.analysis_dirty or app.analysis.busy) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         await asyncio.sleep(2.0)
-        c0, w0 = time.process_time(), time.monotonic()
+        c0, w0 = time.process_time() + worker_cpu(app), time.monotonic()
         await asyncio.sleep(a.idle)
-        out["idle_cpu_pct"] = round((time.process_time() - c0) / (time.monotonic() - w0) * 100, 2)
-        out["rss_mb_end"] = round(rss_now_mb(), 1)
+        out["idle_cpu_pct"] = round((time.process_time() + worker_cpu(app) - c0) / (time.monotonic() - w0) * 100, 2)
+        out["rss_mb_end"] = round(rss_now_mb() + worker_rss(app), 1)
+        out["worker_rss_mb_end"] = round(worker_rss(app), 1)
         out["rss_mb_peak"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         out["load1_end"] = load1()
     return out
@@ -385,7 +401,7 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
             return lat, written
 
         lat, written = isolated(a.isolated, 1.2)
-        out["isolated"] = summary(lat, written) | {"load1": load1()}
+        out["isolated"] = summary(lat, written) | {"load1": load1(), "samples_ms": [round(x, 1) for x in lat]}
         lat, written = isolated(a.spaced, 6.0)
         out["spaced_6s"] = summary(lat, written) | {"load1": load1()}
 
@@ -420,7 +436,8 @@ def bench_terminal(path: Path, a: argparse.Namespace) -> dict:
         c0, w0 = term.cpu_seconds(), time.monotonic()
         time.sleep(a.idle)
         out["idle_cpu_pct"] = round((term.cpu_seconds() - c0) / (time.monotonic() - w0) * 100, 2)
-        out["rss_mb_end"] = round(term.rss_mb(), 1)
+        out["rss_mb_end"] = round(term.rss_mb(), 1)  # the console and its analysis worker
+        out["rss_mb_end_console_alone"] = round(term.rss_mb(own=True), 1)
         out["terminal_bytes"] = term.bytes
         out["load1_end"] = load1()
     finally:

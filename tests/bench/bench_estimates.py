@@ -17,8 +17,8 @@
 4. ``--observe``: the write lock held by one heartbeat whose observation has 1,000,000 distinct lines
    (and 50 MB on one line): the time inside ``write_tx`` (timed around the shipped code path), the
    whole call, and the seen-line rows written.
-5. ``--workloads``: the evaluation families of ``tests/support/stalls.py`` (issue 15),
-   ``tests/support/reports.py`` and ``rhythm.py`` (issue 25: action/result reports, reworded
+5. ``--workloads``: the evaluation families of ``tests/support/stalls.py`` (stalls and loops),
+   ``tests/support/reports.py`` and ``rhythm.py`` (action/result reports, reworded
    loops, progress in numbers, long cycles, heartbeat rhythms, parks during a wait) and
    ``tests/support/durations.py`` with more trials than CI runs — the tables in docs/estimates.md.
    ``--parts expected --only bimodal``: the duration checks replayed without a ledger, each with
@@ -238,7 +238,7 @@ def bench_workloads(stall_trials: int, duration_trials: int, seed: int,
     from tests.support import stalls as S
 
     out: dict = {}
-    for part, fams in (("stalls", None), ("reports", R.families())):  # issue 15's families, issue 25's
+    for part, fams in (("stalls", None), ("reports", R.families())):  # the stall families, then the report families
         if part not in parts:
             continue
         with tempfile.TemporaryDirectory() as d:
@@ -350,7 +350,7 @@ def main() -> None:
     ap.add_argument("--observe", action="store_true", help="the write lock of a huge observation")
     ap.add_argument("--workloads", action="store_true", help="the evaluation families (docs/estimates.md)")
     ap.add_argument("--parts", default="stalls,reports,rhythms,durations",
-                    help="which --workloads families: stalls (issue 15), reports and rhythms (issue 25), durations; "
+                    help="which --workloads families: stalls, reports, rhythms, durations; "
                          "also 'expected' (not by default): the duration checks without a ledger, with each one's "
                          "chance of holding")
     ap.add_argument("--only", default="", help="--workloads: only the duration workloads whose name contains this")

@@ -24,7 +24,8 @@ Reported side by side for the two views: commit → screen p50/p95/max (how each
 the screen: tests/bench/fleet_screen.py), measurable / missed, key → frame, the console's CPU and
 RSS; the CPU each part took in each view (% of one core: the agents, the server, the console, this
 benchmark's own pyte and matching, and the whole machine); for the run: first frame, PostgreSQL connections held (``pg_stat_activity`` of the ledger's
-database, by ``application_name``: agents ``warden-agent``, console ``warden-console``; sampled
+database, by ``application_name``: agents ``warden-agent``, console ``warden-console`` and its
+analysis worker ``warden-analysis``; sampled
 every 0.5 s, the maximum), writes/s and node commits/s the ledger sustained (journal events in the
 window), claim call p50/p95/max and the longest wait of an agent for a claim, and ``uptime``
 before and after.
@@ -49,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support import fleet  # noqa: E402
 from tests.bench.fleet_screen import TASK_ROW, ScreenLog, match_counts, match_nodes  # noqa: E402
+from tests.support.console_terminal import process_cpu_seconds  # noqa: E402
 
 KEY_EVERY_S = 0.15
 
@@ -181,6 +183,8 @@ class Sampler(threading.Thread):
                 self.max["sampler_error"] = 1
                 self.error = str(e)
                 continue
+            # the console's own and its analysis worker's, at the same instant
+            seen = {**seen, "console+analysis": seen.get("warden-console", 0) + seen.get("warden-analysis", 0)}
             for name, n in seen.items():
                 self.max[name] = max(self.max.get(name, 0), n)
                 ph = self.by_phase.setdefault(self.phase, {})
@@ -242,7 +246,9 @@ class CpuMeter:
             cpu = [int(x) for x in f.readline().split()[1:]]
         busy = sum(cpu) - cpu[3] - (cpu[4] if len(cpu) > 4 else 0)  # all but idle and iowait
         return {"t": time.monotonic(), "agents": sum(self._ticks(p)[0] for p in self.agents),
-                "server": self._server(), "console": self._ticks(self.console)[0] if self.console else 0,
+                "server": self._server(),
+                # the console with its analysis worker (a child process)
+                "console": process_cpu_seconds(self.console) * self.HZ if self.console else 0,
                 "benchmark": sum(os.times()[:2]) * self.HZ, "machine": busy}
 
     def since(self, a: dict) -> dict[str, float]:
@@ -535,8 +541,9 @@ def table(r: dict) -> str:
         *(f"  a wait of {w} ms: {calls} claim calls (longest {lc} ms), {polls} polls; ended {at} s after the "
           f"console started ({view}), agent {ag}" for w, calls, lc, polls, at, view, ag
           in (cl.get("long_waits") or {}).get("rows", [])[:3]),
-        f"PostgreSQL connections (max): agents {c.get('warden-agent', '—')}, console {c.get('warden-console', '—')}, "
-        f"other {({k: v for k, v in c.items() if k not in ('warden-agent', 'warden-console')})}",
+        f"PostgreSQL connections (max): agents {c.get('warden-agent', '—')}, console {c.get('warden-console', '—')} "
+        f"+ its analysis worker {c.get('warden-analysis', '—')} (together {c.get('console+analysis', '—')}), "
+        f"other {({k: v for k, v in c.items() if k not in ('warden-agent', 'warden-console', 'warden-analysis', 'console+analysis')})}",
         f"uptime before: {r.get('uptime_start')}", f"uptime after:  {r.get('uptime_end')}",
     ]
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Keys on a quiet task list (issue 29, session 5): what one ``j``/``k`` costs the shipped console.
+"""Keys on a quiet task list: what one ``j``/``k`` costs the shipped console.
 
     python tests/bench/bench_keys.py                # 60 tasks, 120 keys
     python tests/bench/bench_keys.py --tasks 500 --keys 300

@@ -1,4 +1,4 @@
-"""What the task's mind costs a claim (issue 27): ``Claim.inputs["memory"]`` is read inside every
+"""What the task's mind costs a claim: ``Claim.inputs["memory"]`` is read inside every
 claim's transaction — the task's requirements, the rejected paths of the node and all its
 ancestors (a recursive query), the conclusions of its dependencies, the confirmed memories of its
 kind and workflow.

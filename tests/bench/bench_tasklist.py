@@ -1,4 +1,4 @@
-"""The task list at fleet size (issue 29 item 3): the UI thread's work per change with 5,000 tasks.
+"""The task list at fleet size: the UI thread's work per change with 5,000 tasks.
 
     python tests/bench/bench_tasklist.py                      # 5,000 tasks, 4 agents, 60 writes/s, 3 × 20 s
     python tests/bench/bench_tasklist.py --tasks 50           # the same changes on a small list (flat?)

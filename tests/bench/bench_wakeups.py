@@ -1,4 +1,4 @@
-"""What following a write stream costs the console's loop before any read (issue 29, session 4).
+"""What following a write stream costs the console's loop before any read.
 
     python tests/bench/bench_wakeups.py                 # 60 and 200 writes/s, unspaced and spaced (1/30 s)
     python tests/bench/bench_wakeups.py --rates 200 --spacings 0

@@ -7,12 +7,12 @@ bench_fleet.py ``--trace FILE`` starts the console this way. Each line is ``<CLO
 laid beside what the console was doing then: the wake-ups (``wake:<reason>``, the feed's own
 trace), journal reads (``read>``/``read<`` with the thread's CPU time; inside them ``since`` and
 ``tally``), a delta posted to the app (``changed``), deltas applied (``apply>``/``apply<``), the once-a-second ``tick``, analysis runs
-(``analyse>``/``analyse<``), keys, frames (``frame>``/``frame<``: the compositor's update) and
-every write to the terminal (``out`` bytes). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
+sent to the worker process (``analyse>``: kind and tasks) and their results applied (``analysed>``/``analysed<``
+with the run's time in the worker), keys, frames (``frame>``/``frame<``: the compositor's update) and
+every write to the terminal (``out`` bytes), and every garbage collection of the oldest generation
+or longer than 5 ms (``gc`` generation, ms, objects it walked). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
 sleeps 2 ms at a time notes each wake-up later than 4 ms (``late``) with where every other thread
-was then (``at``): who held the interpreter. That is how the analysis worker's Monte Carlo was
-found in front of the journal reader (console/liveturn.py). ``WARDEN_BENCH_SWITCH_INTERVAL=<s>``
-runs the console with another interpreter switch interval (``console.app.SWITCH_INTERVAL_S``).
+was then (``at``): who held the interpreter.
 
 A benchmark aid only: the patches wrap methods in place (no behaviour changes), and cost a few
 microseconds an event.
@@ -83,12 +83,26 @@ def gil_probe() -> None:
                     note("at", f"{names.get(ident, ident)}: {where}")
 
 
+_gc_started = [0.0]
+
+
+def gc_note(phase: str, info: dict) -> None:
+    if phase == "start":
+        _gc_started[0] = time.perf_counter()
+        return
+    ms = (time.perf_counter() - _gc_started[0]) * 1000
+    if info.get("generation") == 2 or ms > 5.0:
+        import gc  # noqa: PLC0415
+
+        note("gc", f"gen{info.get('generation')} {ms:.1f} ms, {sum(gc.get_count())} young, collected {info.get('collected')}")
+
+
 def install() -> None:
     from textual.drivers._writer_thread import WriterThread  # noqa: PLC0415 (a benchmark aid)
     from textual.screen import Screen
 
     from console import app as app_mod
-    from console import analysis, follow
+    from console import follow
     from store.reading import feed, tally
     from store.storage import watch as wakeups
 
@@ -117,7 +131,14 @@ def install() -> None:
     messages.LedgerChanged.__init__ = posted  # (ledger_changed is an @on handler: wrapping it does nothing)
     wrap(app_mod.WardenApp, "apply_pending", "apply")
     wrap(app_mod.WardenApp, "_tick", "tick")
-    wrap(analysis.Analyst, "run", "analyse", lambda self, now, req, ids, **kw: f"{kw.get('kind')} {len(ids)}")
+    real_start = app_mod.WardenApp.start_analysis
+
+    def start(self, req, task_ids, parts, kind, must_eta=None) -> None:
+        note("analyse>", f"{kind} {len(task_ids)}")
+        real_start(self, req, task_ids, parts, kind, must_eta)
+
+    app_mod.WardenApp.start_analysis = start
+    wrap(app_mod.WardenApp, "_analysed", "analysed", lambda self, req, result: f"{result.kind} took {result.took_s:.3f}")
     wrap(Screen, "_compositor_refresh", "frame")
 
     real_write = WriterThread.write
@@ -136,9 +157,9 @@ def install() -> None:
         await real_on_event(self, event)
 
     app_mod.WardenApp.on_event = on_event
-    if os.environ.get("WARDEN_BENCH_SWITCH_INTERVAL"):  # an experiment: the interpreter's switch interval
-        app_mod.SWITCH_INTERVAL_S = float(os.environ["WARDEN_BENCH_SWITCH_INTERVAL"])
-        note("switch_interval", app_mod.SWITCH_INTERVAL_S)
+    import gc  # noqa: PLC0415
+
+    gc.callbacks.append(gc_note)
     threading.Thread(target=flush_every_second, daemon=True, name="trace-flush").start()
     if os.environ.get("WARDEN_BENCH_GIL_PROBE"):
         threading.Thread(target=gil_probe, daemon=True, name="gil-probe").start()

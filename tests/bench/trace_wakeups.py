@@ -1,4 +1,5 @@
-"""Trace the feed's wake-ups against isolated commits (issue 14's "commits 6-7 s apart" case).
+"""Trace the feed's wake-ups against isolated commits, made seconds apart (6-7 s: no
+write nearby to wake the feed, so a missed file event shows as a late read).
 
     python tests/bench/trace_wakeups.py [--commits 8] [--spacing 6] [--slow-fsync-ms 0]
                                         [--watcher inotify|watchfiles] [--no-probe] [--target URL] [-v]
@@ -9,8 +10,8 @@ the console runs them) follows it. Logged on one monotonic clock: every inotify 
 ledger's directory (file, mask), every probe check and wake-up of the feed (``Feed.trace``), every
 read (its ``PRAGMA data_version`` before and after, the events it found), and when each write
 returned in the writer. Per commit it prints when it was read and which wake-up found it; ``-v``
-prints the whole timeline around each commit. ``--no-probe`` runs the feed as it was before
-issue 14 (wake on file events alone); ``--slow-fsync-ms`` delays the writer's fsync with strace (a
+prints the whole timeline around each commit. ``--no-probe`` runs the feed without its
+``data_version`` probe (wake on file events alone); ``--slow-fsync-ms`` delays the writer's fsync with strace (a
 slow or busy disk). ``--target`` follows a PostgreSQL ledger instead (a URL; a task is created).
 """
 
@@ -140,7 +141,7 @@ def main() -> None:
     ap.add_argument("--spacing", type=float, default=6.0)
     ap.add_argument("--slow-fsync-ms", type=float, default=0)
     ap.add_argument("--watcher", choices=("inotify", "watchfiles"), default="inotify")
-    ap.add_argument("--no-probe", action="store_true", help="wake on file events alone (the feed before issue 14)")
+    ap.add_argument("--no-probe", action="store_true", help="wake on file events alone (no data_version probe)")
     ap.add_argument("--target", help="a PostgreSQL URL to follow instead of a fresh SQLite file")
     ap.add_argument("-v", "--verbose", action="store_true")
     asyncio.run(trace(ap.parse_args()))

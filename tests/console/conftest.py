@@ -138,9 +138,9 @@ async def graph_loaded(pilot: Any) -> None:
 
 
 def idle(app: Any) -> bool:
-    """Loaded, no request queued, no one-off or analysis worker running."""
-    busy = [w for w in app.workers if w.group in ("analysis", "ledger", "graph", "tasks") and w.is_running]
-    return app.settled() and not busy
+    """Loaded, no request queued, no one-off worker running, no analysis run under way."""
+    busy = [w for w in app.workers if w.group in ("ledger", "graph", "tasks") and w.is_running]
+    return app.settled() and not busy and not app.analysis.busy
 
 
 async def settle(pilot: Any) -> None:

@@ -1,4 +1,4 @@
-"""A fixed ledger for issue 18's explanations: a looping node (the same observation again and
+"""A fixed ledger for the node detail's explanations: a looping node (the same observation again and
 again: ``repeating`` and ``no_new_info``), a node waiting on CI (a declared wait), a failure with
 ``retryable=False`` on a node that declares itself retryable, and a history of the kind ``fix`` so
 the estimate has samples to speak of. Built with a ManualClock; the console is opened at ``NOW``."""

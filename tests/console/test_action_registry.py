@@ -1,4 +1,4 @@
-"""The action registry (issue 24): every registered operator action is complete — its params class
+"""The action registry: every registered operator action is complete — its params class
 carries its apply, its argument rules, a title, a key (or an explicit NoKey), a ``warden``
 subcommand (or an explicit NoCommand); the console has a dialog for it, a key binding, a help line
 and a palette command for its key; the facade checks and plans it. A new action that forgets one

@@ -1,4 +1,4 @@
-"""One operator view of the agents people run (issue 28): a Claude Code permission request and an
+"""One operator view of the agents people run: a Claude Code permission request and an
 MCP client's question, both asked by real agent-side processes, ring the console's alert (the
 bell's count and the ``--on-alert`` hook) and are answered in its resolve screen; the agent then
 gets the answer (the hook prints the allow decision; the MCP tool answers ``answered``)."""
@@ -22,6 +22,7 @@ from console.screens.resolve import ResolveHandoffScreen
 from store import Ledger
 
 from conftest import make_app, settle, wait_for
+from tests.support.console_probes import AlertLog
 from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +76,7 @@ async def test_a_claude_permission_request_is_allowed_in_the_console(tmp_path):
     on_alert, alerts = hook_recorder(tmp_path)
     answers = tmp_path / "answers.jsonl"
     app = make_app(ledger, operator="ana@console", clock=time.time, analysis=False, on_alert=on_alert, bell=True)
+    log = AlertLog(app)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         fake = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "fake_claude.py"),
@@ -83,9 +85,9 @@ async def test_a_claude_permission_request_is_allowed_in_the_console(tmp_path):
                                 env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
         try:
             await until(pilot, lambda: open_handoffs(ledger), what="the permission request")
-            await wait_for(pilot, lambda: any(a.kind == "handoff" for a in app.alerts.delivered), timeout=60,
+            await wait_for(pilot, lambda: any(a.kind == "handoff" for a in log.delivered), timeout=60,
                            what="the alert")
-            alert = next(a for a in app.alerts.delivered if a.kind == "handoff")
+            alert = next(a for a in log.delivered if a.kind == "handoff")
             assert alert.task == TASK and "Allow Claude Code to use Bash?" in alert.evidence
             scr = await resolve_in_console(pilot, ["home", "enter"])  # the first option: allow
             assert scr.chosen == "allow"

@@ -1,4 +1,4 @@
-"""Issue 23 item 6: an ``--on-alert`` hook that floods its stderr costs the console no memory — only
+"""An ``--on-alert`` hook that floods its stderr costs the console no memory — only
 the bounded tail that is shown is kept (it was buffered whole: 58 MB → 1.37 GB of RSS)."""
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from typing import Any
 from conftest import NOW, make_app, settle, wait_for
 from console.widgets import StatusBar
 from store import Ledger, ManualClock
+from tests.support.console_probes import AlertLog
 
 
 def _open_handoff(key: str) -> None:
@@ -32,28 +33,30 @@ def _none_open(app: Any) -> bool:
 
 async def test_a_handoff_counts_until_its_node_is_opened(fixed_dir: Any) -> None:
     app = make_app()
+    log = AlertLog(app)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        assert app.alerts.open_count == 0 and app.alerts.delivered == []  # report-001's open handoff: startup
+        assert app.alerts.open_count == 0 and log.delivered == []  # report-001's open handoff: startup
         _open_handoff("figures")
         await wait_for(pilot, lambda: app.alerts.open_count == 1, what="the alert")
         await wait_for(pilot, lambda: "1 new alert" in (_header(app) or ""), what="the header's count")
-        [a] = app.alerts.delivered
+        [a] = log.delivered
         assert (a.kind, a.task, a.node) == ("handoff", "report-001", "figures")
         note = app._notifications  # noqa: SLF001 - what the operator saw
         assert any("report-001/figures" in n.message and "[b]now[/b]" in n.message for n in note)
-        assert app.alerts.bells == 1
+        assert log.bells == 1
         app.open_node("report-001", "figures")
         await wait_for(pilot, lambda: _none_open(app), what="opening the node to mark its alert seen")
 
 
 async def test_the_handoff_inbox_and_the_palette_mark_seen(fixed_dir: Any) -> None:
     app = make_app(bell=False)
+    log = AlertLog(app)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         _open_handoff("figures")
         await wait_for(pilot, lambda: app.alerts.open_count == 1, what="the alert")
-        assert app.alerts.bells == 0  # --no-bell
+        assert log.bells == 0  # --no-bell
         await pilot.press("h")
         await wait_for(pilot, lambda: app.alerts.open_count == 0, what="the inbox to mark the handoff seen")
         await pilot.press("escape")

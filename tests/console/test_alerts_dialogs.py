@@ -1,4 +1,4 @@
-"""A notification never covers an open dialog (issue 25 item 7): alerts raised while a dialog is
+"""A notification never covers an open dialog: alerts raised while a dialog is
 open wait — counted in the header — until it closes; a notification on screen when a dialog opens
 is taken down and shown again after it."""
 

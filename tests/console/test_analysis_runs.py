@@ -24,8 +24,7 @@ class App:
         self.started: list[tuple[str, list[str]]] = []
         self.requests: list[object] = []  # each run's graph request (None: no graph)
         self.after_refresh: list = []  # callbacks the app would call after its next frame
-        self.analyst = types.SimpleNamespace(last_seconds={}, graph=types.SimpleNamespace(
-            drop=lambda: None, follows=lambda task_id: False))
+        self.analyst = types.SimpleNamespace(last_seconds={}, drop_graph=lambda: None)
         ids = ("a", "b") + tuple(f"x{i}" for i in range(extra))
         rows = [types.SimpleNamespace(view=types.SimpleNamespace(task_id=t, status="active")) for t in ids]
         self.on_screen = ["a", "b"]
@@ -80,9 +79,8 @@ class Runs:
         screen = types.SimpleNamespace(graph_on_screen=lambda: (model, range(0, 3)), tasks_on_screen=lambda: [])
         shown = self.app.hub.shown()
         self.app.hub.shown = lambda: [*shown, screen]
-        self.app.analyst.graph.seed = lambda task, nodes: None
-        monkeypatch.setattr(analysis_runs, "graph_request", lambda g, visible, live=True: types.SimpleNamespace(
-            task=g.task, window=(types.SimpleNamespace(key="n1"),), live=()))
+        monkeypatch.setattr(analysis_runs, "graph_request", lambda g, visible: types.SimpleNamespace(
+            task_id=g.task_id, window=(types.SimpleNamespace(key="n1"),)))
         return model
 
     def tick(self, seconds: float) -> None:
@@ -174,7 +172,7 @@ def test_tasks_on_screen_come_first_then_the_oldest_figures_and_a_skipped_figure
 
 def test_a_run_past_its_budget_leaves_figures_for_later_but_computes_every_signal(ledger_path, monkeypatch):
     from console import analysis
-    from console.analysis import Analyst
+    from console.analysis import Analyst, RunRequest
     from store import Ledger
     from store.reading.feed import Feed
 
@@ -186,11 +184,11 @@ def test_a_run_past_its_budget_leaves_figures_for_later_but_computes_every_signa
     try:
         an = Analyst(feed)
         now = time.time()
-        msg = an.run(now, None, ids, must_eta=1)
+        msg = an.run(RunRequest(now, None, tuple(ids), must_eta=1))
         assert msg.tasks[ids[0]][0] is not None
         assert [msg.tasks[t][0] for t in ids[1:]] == [None] * (len(ids) - 1)
         assert all(msg.tasks[t][1] is not None for t in ids)
-        msg = an.run(now, None, ids)  # no budget asked for: every figure
+        msg = an.run(RunRequest(now, None, tuple(ids)))  # no budget asked for: every figure
         assert all(msg.tasks[t][0] is not None for t in ids)
     finally:
         feed.close()
@@ -205,7 +203,7 @@ def test_a_graph_that_finished_loading_gets_a_run_of_its_own_and_the_full_runs_k
     host.runs.graph_loaded(model, first=True, last=True)
     host.frame()  # the first rows drawn (their P80s come with the graph's run)
     assert host.started[-1] == ("graph", [])  # the graph alone, at once: not the 400 others' Monte Carlos
-    assert host.app.requests[-1].task.task_id == "a"
+    assert host.app.requests[-1].task_id == "a"
     assert host.app.follower.analysis_dirty == {"a", "b"}  # the others wait for the next full run
     host.clock[0] += 0.05
     host.finish(0.05)
@@ -229,6 +227,6 @@ def test_a_graph_that_finished_loading_during_a_run_gets_its_run_right_after_it(
     host.clock[0] += 3.0
     host.finish(3.0)  # its end, then the next frame: the graph's run, not 30 s later
     assert [k for k, _ in host.started] == ["full", "graph"]
-    assert host.app.requests[-1].task.task_id == "a"
+    assert host.app.requests[-1].task_id == "a"
     host.finish(0.05)
     assert [k for k, _ in host.started] == ["full", "graph"]  # asked for once, run once

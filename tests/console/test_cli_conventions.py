@@ -1,4 +1,4 @@
-"""The ``warden`` command behaves as a Unix command (issue 24 item 8): piped output is never cut
+"""The ``warden`` command behaves as a Unix command: piped output is never cut
 to the terminal's width; ``warden status --watch`` redraws until Ctrl-C, piped or not, without a
 traceback; ``warden completion bash|zsh|fish`` completes every subcommand and flag, generated from
 the parser (driven here in the real shells: bash always; zsh and fish where installed, and CI

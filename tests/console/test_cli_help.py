@@ -1,4 +1,4 @@
-"""Every ``warden`` subcommand explains itself (issue 24 item 8): a one-line description, each
+"""Every ``warden`` subcommand explains itself: a one-line description, each
 positional explained, an example that parses; ``warden help CMD`` is ``warden CMD --help``; an
 unknown command is one line and exit 2.
 

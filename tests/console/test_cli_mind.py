@@ -1,4 +1,4 @@
-"""`warden mind | plans | memory [confirm|reject]` through console.cli.main (issue 27): the text at
+"""`warden mind | plans | memory [confirm|reject]` through console.cli.main: the text at
 80 columns with agent text escaped, the --json shapes of docs/console.md, the exit codes, and the
 memory decision as an audited operator action (dry run, --yes, no terminal). Both backends."""
 

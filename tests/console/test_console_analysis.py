@@ -1,7 +1,7 @@
-"""Issue 14: the open graph's estimates and signals come from the incremental
-``store.reading.analysis.TaskAnalysis`` (built from the graph rows the console already holds, fed the
-feed's deltas) and are the figures ``warden graph --json`` and ``warden status --json`` give for the
-same ledger state — before and after agents write while the graph is open."""
+"""The open graph's estimates and signals come from the incremental ``store.reading.analysis.TaskAnalysis``
+the analysis worker keeps (the graph read once, then fed the journal's events) and are the figures
+``warden graph --json`` and ``warden status --json`` give for the same ledger state — before and
+after agents write while the graph is open."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ async def test_console_estimates_and_signals_equal_graph_and_status_json(tmp_pat
 
         def check() -> None:
             graph, status = figures(path)
-            assert app.analyst.graph.analysis is not None  # the incremental analysis made them
+            assert app.analyst.stats["following"] == "t"  # the worker's incremental analysis made them
             assert g.task_eta == graph["task"]["eta"] == status["eta"]
             assert g.task_eta["p80_s"] is not None
             assert list(g.task_signals) == graph["task"]["signals"] == status["signals"]
@@ -121,6 +121,7 @@ async def test_console_estimates_and_signals_equal_graph_and_status_json(tmp_pat
         await analysed(last)
         check()
     assert graph_reads == []  # the console never read the whole graph again for its figures
+    assert app.analyst.stats["graph_builds"] == 1  # the worker read it once, then followed the journal
 
 
 def test_a_non_finite_figure_shows_as_unknown_not_a_crash():

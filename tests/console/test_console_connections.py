@@ -1,5 +1,6 @@
-"""The console holds at most two PostgreSQL connections whatever the fleet does (issue 29): its
-feed's LISTEN connection and one connection every reading thread shares (``store/storage/pgshared.py``).
+"""The console holds at most three PostgreSQL connections whatever the fleet does: its feed's
+LISTEN connection, one connection every reading thread shares (``store/storage/pgshared.py``), and
+its analysis worker's (a process of its own, ``console/analysis_worker.py``).
 
 Real agent processes write while the console follows them, opens a graph, a node, the handoff
 inbox, a park dialog (its plan), runs its estimates and signals and looks at parks' wake
@@ -54,7 +55,7 @@ def agents(pg_target, tmp_path):
             p.wait()
 
 
-async def test_the_console_holds_at_most_two_connections_whatever_it_does(agents):
+async def test_the_console_holds_at_most_three_connections_whatever_it_does(agents):
     url, _ = agents
     name = "warden-console-t" + uuid.uuid4().hex[:8]
     sampler = Sampler(name)
@@ -70,7 +71,8 @@ async def test_the_console_holds_at_most_two_connections_whatever_it_does(agents
             app.open_graph("t0000")
             app.open_node("t0000", "n000")
             node = app.screen
-            app.analysis.run_analysis()
+            if not app.analysis.busy:
+                app.analysis.run_analysis()
             app.check_wakes()
             app.action_handoffs()  # the inbox reads the handoffs itself
             inbox = app.screen
@@ -80,7 +82,11 @@ async def test_the_console_holds_at_most_two_connections_whatever_it_does(agents
             await graph_loaded(pilot)
             await wait_for(pilot, lambda: node.detail is not None, what="the node detail")
             await wait_for(pilot, lambda: inbox.loaded, what="the handoff inbox")
-            await wait_for(pilot, lambda: "full" in app.analyst.last_seconds, what="an analysis run")
+            await wait_for(pilot, lambda: "full" in app.analyst.last_seconds and not app.analysis.busy,
+                           what="an analysis run")
+            app.analysis.run_graph()  # the worker reads the open graph (its pages) and keeps its analysis
+            await wait_for(pilot, lambda: app.analyst.stats.get("following") == "t0000" and not app.analysis.busy,
+                           what="the graph's own run")
             await wait_for(pilot, lambda: not any(w.group in ("wakes", "ledger") and not w.is_finished
                                                   for w in app.workers), what="the wakes and handoffs read")
             seen = app.cursor
@@ -88,5 +94,49 @@ async def test_the_console_holds_at_most_two_connections_whatever_it_does(agents
     finally:
         sampler.stop.set()
         sampler.join()
-    assert sampler.counts and max(sampler.counts) <= 2, max(sampler.counts)
-    assert 2 in sampler.counts  # the sampler did see the console's two: LISTEN and the shared one
+    assert sampler.counts and max(sampler.counts) <= 3, max(sampler.counts)
+    assert 3 in sampler.counts  # the sampler did see the three: LISTEN, the shared one, the worker's
+
+
+def test_the_analysis_workers_connection_says_what_it_is(pg_target, monkeypatch):
+    """Without a name in the URL, the worker's one connection is ``warden-analysis`` on the server."""
+    import os
+    import threading as th
+
+    from console import analysis_worker
+    from console.analysis import RunRequest
+    from store import Ledger
+    from store.reading import feed as feed_mod
+
+    url = pg_target()
+    with Ledger.open(url) as ledger:
+        ledger.create_task("t")
+    feeds: list = []
+    real = feed_mod.Feed.__init__
+
+    def init(self, *a, **kw):
+        real(self, *a, **kw)
+        feeds.append(self)
+
+    monkeypatch.setattr(feed_mod.Feed, "__init__", init)
+    r_in, w_in = os.pipe()
+    r_out, w_out = os.pipe()
+    inp, to_worker = os.fdopen(r_in, "rb"), os.fdopen(w_in, "wb")
+    from_worker, out = os.fdopen(r_out, "rb"), os.fdopen(w_out, "wb")
+    worker = th.Thread(target=analysis_worker.serve, args=(inp, out), daemon=True)
+    worker.start()
+    try:
+        to_worker.write(analysis_worker.encode(("open", {"target": url})))
+        to_worker.write(analysis_worker.encode(("run", RunRequest(time.time(), None, ("t",)))))
+        to_worker.flush()
+        assert analysis_worker.read_frame(from_worker)[0] == "ready"
+        tag, result, _stats = analysis_worker.read_frame(from_worker)
+        assert tag == "result" and result.error is None
+        (feed,) = feeds
+        names = feed.read(lambda ledger: ledger.db.execute_sql(
+            "SELECT application_name FROM pg_stat_activity WHERE pid = pg_backend_pid()").fetchall())
+        assert names == [("warden-analysis",)]
+    finally:
+        to_worker.close()
+        worker.join(30)
+        from_worker.close()

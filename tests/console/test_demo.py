@@ -27,7 +27,7 @@ from store import Ledger, ManualClock
 
 from conftest import settle, graph_of
 from conftest import wait_for as pilot_wait_for
-from tests.support.waiting import Deadline
+from tests.support.waiting import Deadline, stretch
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -153,7 +153,7 @@ def test_headless_demo_stops_on_sigint_and_leaves_no_process(tmp_path):
             seen.append(lines.get(timeout=max(0.1, deadline.left())))
         wait_for(lambda: len(processes_mentioning(str(root / "ledger.db"))) == len(ROSTER), 15, "every worker")
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=15) == 130
+        assert proc.wait(timeout=stretch(15)) == 130
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -1,4 +1,4 @@
-"""The demo alarms only where docs/demo.md says (issue 25): its agents run in-process on a
+"""The demo alarms only where docs/demo.md says: its agents run in-process on a
 ManualClock to the end (no real time, no race between processes), every live task's signals are
 read each simulated second and fed to the console's own alert logic (``AlertWatch``), and the
 alerts that come out are compared with docs/demo.md's table "The alarms you should see"."""

@@ -362,7 +362,7 @@ async def test_park_options_until_and_now(lp):
         await plan_ready(pilot, dlg)
         assert dlg.plan.params.to_json()["node"] is None and str(apply_button(dlg).label) == "Park task"
         assert dlg.plan.changes == {}  # running work finishes its step unless "now"
-        # the warning names the box to tick, not the CLI's flag (issue 24 item 9)
+        # the warning names the box to tick, not the CLI's flag: the operator is in the dialog
         preview = " ".join(str(dlg.query_one("#preview").render()).split())
         assert 'tick "stop running work now" to stop them' in preview and "--now" not in preview
         dlg.query_one("#until", Input).value = "2h"

@@ -1,4 +1,4 @@
-"""Issue 18 items 1-4: the node detail explains what the console shows — each signal with the
+"""The node detail explains what the console shows — each signal with the
 same evidence as `warden graph --json` and its suggested action one key away, the estimate with
 the store's own reasons, identical consecutive observations collapsed, a failure as it was
 recorded (its own retryable flag, not the node's)."""

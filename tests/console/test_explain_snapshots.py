@@ -1,4 +1,4 @@
-"""Snapshots of issue 18's explanations (fixed ledger, fixed clock) at 80×24 and 100×30: the node
+"""Snapshots of the node detail's explanations (fixed ledger, fixed clock) at 80×24 and 100×30: the node
 detail opening with its signals and estimate, the collapsed observations, a failure as recorded,
 and the graph's explanation panel. Review the PNGs before `pytest --snapshot-update`."""
 

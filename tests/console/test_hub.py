@@ -1,4 +1,4 @@
-"""Screens own their data (issue 24 item 1): a screen subscribes to the feed hub on mount for what it
+"""Screens own their data: a screen subscribes to the feed hub on mount for what it
 shows and is forgotten on unmount; the app keeps no screen's data. And the graph's early updates
 (read before the page that holds their row) wait in one buffer, the model's."""
 

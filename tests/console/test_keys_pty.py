@@ -1,4 +1,4 @@
-"""Keys typed in bursts into the shipped ``warden console`` on a real pty (issue 24 items 6 and 7).
+"""Keys typed in bursts into the shipped ``warden console`` on a real pty: nothing typed is lost or misplaced.
 
 Over SSH an operator's keys arrive in bursts: an action key and the reason after it in one read,
 a reason, Tab and the task id in the next. Each case writes its keys to the pty exactly so (one

@@ -1,4 +1,4 @@
-"""Issue 14: every commit reaches the console's model on its own wake-up — whether or not anything
+"""Every commit reaches the console's model on its own wake-up — whether or not anything
 is written after it — never by waiting for the fallback poll (set far beyond the test's deadline).
 
 An agent process writes one change at a time and waits until the console's model shows it before
@@ -106,7 +106,7 @@ async def test_each_commit_reaches_the_model_on_postgresql(pg_target):
 
 @pytest.mark.parametrize("nodes", [400, 3000])
 async def test_node_estimates_follow_the_screen_not_the_graph(tmp_path, nodes):
-    """Issue 14: P80s are computed for the rows on screen (and a screen either side), never for
+    """P80s are computed for the rows on screen (and a screen either side), never for
     the whole graph; rows scrolled to get theirs on the next analysis tick."""
     from store import Ledger, NodeSpec
 

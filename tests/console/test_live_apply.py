@@ -2,7 +2,7 @@
 the journal read that often (console/follow.py ``spacing_s``): a change after a quiet spell at
 once, a burst's in frames LIVE_APPLY_S apart, nothing lost.
 
-The spacing is what keeps a fleet's writes from costing the console a frame each (issue 29): the
+The spacing is what keeps a fleet's writes from costing the console a frame each: the
 follower keeps merging reads into one pending delta while a frame is held."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 27 in the console: the task's Mind screen (``m`` from the graph), the memory inbox (``M``)
+"""The task's mind in the console: its Mind screen (``m`` from the graph), the memory inbox (``M``)
 with its confirm / reject dialog (plan → preview → reason → ctrl+s, audited), the node detail's
 mind section — at 80×24, agent text literal."""
 

@@ -1,4 +1,4 @@
-"""Snapshots of the task's Mind screen, the memory inbox and its confirm dialog (issue 27) on a fixed
+"""Snapshots of the task's Mind screen, the memory inbox and its confirm dialog on a fixed
 ledger and clock, at 80×24 and 100×30, under NO_COLOR and with ASCII glyphs (TERM=linux). Review the
 report before `pytest --snapshot-update`."""
 

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -23,6 +22,7 @@ pytest.importorskip("apprise", reason="warden notify needs the notify extra: pip
 
 from store import Ledger  # noqa: E402
 from tests.support.sink import Sink, start_sink  # noqa: E402
+from tests.support.waiting import Deadline  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = 'group = "0.2s"\ngroup_max = "1s"\nretry_first = "0.2s"\n'
@@ -55,10 +55,10 @@ class Follower:
                 self.cond.notify_all()
 
     def wait_line(self, pattern: str, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)
         with self.cond:
             while not any(re.search(pattern, x) for x in self.lines):
-                left = deadline - time.monotonic()
+                left = deadline.left()
                 assert left > 0 and self.proc.poll() is None, f"no line {pattern!r} in {self.lines}"
                 self.cond.wait(min(left, 0.5))
 

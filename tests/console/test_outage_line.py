@@ -1,4 +1,4 @@
-"""Issue 23 item 4: the console says an outage within 2 s, and "reconnected" when it ends.
+"""The console says an outage within 2 s, and "reconnected" when it ends.
 
 A real server (the team's, WARDEN_TEST_PG_URL) behind a loopback proxy the test cuts
 (tests/support/tcpproxy.py): the server going away (every connection closed) and a silent network

@@ -1,5 +1,5 @@
-"""On ``TERM=linux`` only characters of the Linux console's font reach the terminal (issue 24 item
-9): the console's own glyphs switch to ASCII, and whatever Rich, Textual or an agent draws besides
+"""On ``TERM=linux`` only characters of the Linux console's font reach the terminal (the
+others draw as garbage there): the console's own glyphs switch to ASCII, and whatever Rich, Textual or an agent draws besides
 ("…", input borders ``▔ ▁``, scrollbar ends, "★", "›", CJK) is replaced, one cell for one cell.
 
 The end-to-end test runs ``warden console`` in a real pty with ``TERM=linux`` and checks every
@@ -28,7 +28,7 @@ def test_the_linux_font_is_code_page_437():
     assert len(LINUX_FONT) == 95 + 128
     for ch in "█▀▄▌▐░▒▓─│┌┐└┘═║·éü±":
         assert ch in LINUX_FONT, ch
-    for ch in "…›★▔▁▏▕→⏸◷✔⚠✋—":  # what the issue saw drawn on TERM=linux
+    for ch in "…›★▔▁▏▕→⏸◷✔⚠✋—":  # drawn as garbage on TERM=linux: the console must not use them there
         assert ch not in LINUX_FONT, ch
 
 

@@ -1,5 +1,5 @@
 """The console's measuring instruments live on the test side (tests/support/console_probes.py), not
-as attributes of the app (issue 24 item 5): the benchmark's probes still see the first frame, each
+as attributes of the app: the benchmark's probes still see the first frame, each
 change on screen and the graph's first rows; and no production object carries a probe."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""scripts/screenshots.py writes pictures a README reader sees as the terminal showed them (issue 24):
+"""scripts/screenshots.py writes pictures a README reader sees as the terminal showed them:
 spaces kept (librsvg drops a ``<text>``'s leading ``&#160;`` unless ``xml:space="preserve"``: words
 ran together, "no_new_infoalarm", "^ppalette") and a font stack that has ``✋`` (it was tofu)."""
 

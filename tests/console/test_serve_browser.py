@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -22,6 +21,7 @@ pytest.importorskip("textual_serve", reason="warden serve needs the serve extra:
 
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, Tab  # noqa: E402
 from tests.support.serve import serving  # noqa: E402
+from tests.support.waiting import Deadline  # noqa: E402
 
 from console.glyphs import READ_ONLY_NOTICE, read_only_notice  # noqa: E402
 from store import Ledger  # noqa: E402
@@ -151,11 +151,11 @@ def test_allowed_actions_are_recorded_as_the_served_operator(browser: Any, ledge
             tab.page.keyboard.type("paused from the browser")
             tab.wait_screen("paused from the browser", "the reason typed into the dialog")
             tab.page.keyboard.press("Control+s")
-            deadline = time.monotonic() + 60
+            deadline = Deadline(60)
             while True:
                 with Ledger.open(str(ledger_path), create=False, read_only=True) as ledger:
                     acts = [a for a in ledger.actions() if a.reason == "paused from the browser"]
-                if acts or time.monotonic() > deadline:
+                if acts or deadline.expired():
                     break
                 tab.page.wait_for_timeout(100)
             assert acts, "the park was not applied; the terminal shows:\n" + tab.screen()

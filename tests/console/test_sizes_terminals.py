@@ -1,4 +1,4 @@
-"""Every size and terminal (issue 18, item 7): the columns that stay, no P80 on finished rows, ASCII
+"""Every size and terminal: the columns that stay, no P80 on finished rows, ASCII
 glyphs on plain terminals, database (not file) wording on PostgreSQL, the alert flags on the CLI."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The task list as live as the graph (issue 29 item 1), on both backends: the real app follows a
+"""The task list as live as the graph, on both backends: the real app follows a
 random workload (tests/store/test_tally.py's ``Fleet``: tasks made and grown, claims, heartbeats,
 commits, failures, handoffs, parks, rewinds, narrows, aborts, escalations, effects, leases left to
 expire) and, whenever it has read to the end of the journal, every task row it holds equals what
@@ -24,6 +24,7 @@ from store.reading.tally import current
 from store.storage.events import names_nodes
 from tests.console.conftest import make_app, settle, wait_for
 from tests.store.test_tally import T0, Fleet, without_time
+from tests.support.tally_reads import TallyReads
 
 
 def recounts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -102,12 +103,13 @@ async def test_task_rows_follow_every_change_without_a_recount(new_target, backe
         # mend a change's missed repaint a second later — off, so that the change's own counts
         monkeypatch.setattr(TaskListScreen, "tick", lambda self: None)
         app = make_app(target, clock=clock)
+        counted = TallyReads(monkeypatch)
         async with app.run_test(size=(120, 60)) as pilot:
             await settle(pilot)
             assert calls == ["tasks"]  # the first load
             calls.clear()
             start = app.cursor
-            whole = app.follower.tally.whole_reads
+            whole = counted.whole_reads
             if seed % 3 == 1:
                 await pilot.press("s")  # by urgency: rows move as alarms, handoffs and budgets do
             elif seed % 3 == 2:
@@ -129,7 +131,7 @@ async def test_task_rows_follow_every_change_without_a_recount(new_target, backe
             unknown = sum(1 for e in events if e.task_id is not None
                           and not names_nodes(e.kind))
             assert steps > 3 * len(named)  # far more changes than tasks: a recount per change would show
-            assert app.follower.tally.whole_reads - whole <= len(named) + unknown
+            assert counted.whole_reads - whole <= len(named) + unknown
             assert calls == []  # no task row read whole (Ledger.task counts every node of the task)
     finally:
         writer.close()
@@ -139,7 +141,7 @@ async def test_task_rows_follow_every_change_without_a_recount(new_target, backe
 async def test_a_cursor_move_redraws_the_two_rows_it_touches_not_the_list(tmp_path, monkeypatch, keys):
     """Each step of the cursor repaints the row it leaves and the row it lands on — not every line
     of the list (a whole-list redraw per key was 16 KB of output and doubled key → frame in a
-    terminal: docs/performance.md, session 5)."""
+    terminal: docs/performance.md)."""
     clock = ManualClock(T0)
     target = str(tmp_path / "l.db")
     with Ledger.open(target, clock=clock) as led:

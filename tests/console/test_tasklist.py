@@ -1,4 +1,4 @@
-"""The task list's model at fleet size (console/tasklist.py, issue 29): the urgency order, the
+"""The task list's model at fleet size (console/tasklist.py): the urgency order, the
 filter and the summary stay what a from-scratch computation says after any sequence of changes,
 and a change costs the same whatever the number of tasks (one row looked at, not all)."""
 

@@ -1,4 +1,4 @@
-"""Type-ahead (issue 18 item 5): what an operator types right after an action key, before the
+"""Type-ahead: what an operator types right after an action key, before the
 dialog is ready (its plan still loading in a worker), lands in the reason field in order; nothing
 typed is lost or acts on the screen underneath. And ctrl+s right after typing applies the reason as
 typed in full.

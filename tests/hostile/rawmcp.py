@@ -14,13 +14,14 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.waiting import Deadline
+
 ROOT = Path(__file__).resolve().parents[2]
 SURROGATE = re.compile("[\ud800-\udfff]")
-ANSWER_S = 60.0  # the bound on any one answer (generous: the point is that one comes at all)
+ANSWER_S = 60.0  # the bound on any one answer, idle seconds (generous: the point is that one comes at all)
 
 
 def strict(line: bytes) -> Any:
@@ -108,22 +109,22 @@ class RawMcp:
     # ------------------------------------------------------------------ answers
     def wait(self, rid: Any, timeout: float = ANSWER_S) -> dict[str, Any]:
         key = json.dumps(rid)
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)
         with self.cond:
             while key not in self.answers:
                 assert not self.bad_lines, f"an answer that is not strict JSON: {self.bad_lines[-1][:300]!r}"
-                left = deadline - time.monotonic()
+                left = deadline.left()
                 assert left > 0 and self.proc.poll() is None, (
-                    f"no answer for id {key[:80]} within {timeout:g}s (server {'alive' if self.proc.poll() is None else 'gone'})")
+                    f"no answer for id {key[:80]} within {timeout:g} idle s (server {'alive' if self.proc.poll() is None else 'gone'})")
                 self.cond.wait(min(left, 1.0))
             return self.answers.pop(key)
 
     def wait_unaddressed(self, count: int, timeout: float = ANSWER_S) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)
         with self.cond:
             while len(self.unaddressed) < count:
-                left = deadline - time.monotonic()
-                assert left > 0 and self.proc.poll() is None, f"no id-null answer within {timeout:g}s"
+                left = deadline.left()
+                assert left > 0 and self.proc.poll() is None, f"no id-null answer within {timeout:g} idle s"
                 self.cond.wait(min(left, 1.0))
             got, self.unaddressed = self.unaddressed[:count], self.unaddressed[count:]
             return got

@@ -1,6 +1,6 @@
 """Bad values through the whole public API: every one is a typed ``Refused`` (``InvalidValue``)
 with one clear line naming the argument, and nothing is written (every row of every table, and
-the journal, unchanged). Table cases for each class of the issue, then a property over every
+the journal, unchanged). Table cases for each class of bad value, then a property over every
 parameter of every public method with generated hostile values, on both backends."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class World:
         cr = ledger.claim("t", "w1", lease_s=10**6)
         self.hr = ledger.request_human(cr, kind="confirm", question="done?", options=[{"id": "ok"}])
         ledger.apply(ledger.plan_resolve(self.hr, option="ok"), operator="op")
-        self.mid = ledger.propose_memory(self.ca, "the build comes first", source="tests")  # the task's mind (issue 27)
+        self.mid = ledger.propose_memory(self.ca, "the build comes first", source="tests")  # the task's mind
 
     def target(self) -> str:
         return self.l.db.display if self.l.db.backend == "sqlite" else self.l.db.url
@@ -130,7 +130,7 @@ class World:
             "artifacts": lambda: {"task_id": t},
             "latest_artifact": lambda: {"task_id": t},
             "wait_for_resolution": lambda: {"handoff_id": self.hr, "timeout": 0},
-            # the task's mind (issue 27)
+            # the task's mind
             "conclude": lambda: {"claim": self.ca, "text": "found it", "source": "src/a.py", "kind": "rejected",
                                  "reason": "no"},
             "propose_memory": lambda: {"claim": self.ca, "text": self.fresh("memory "), "scope": "kind"},
@@ -375,7 +375,7 @@ NONSENSE: dict[str, tuple[str, Callable[[World], Any]]] = {
     "handoffs status=bad": ("status", lambda w: w.l.handoffs(status="bad")),
     "task task_id=None": ("task_id", lambda w: w.l.task(None)),
     "commit_many not pairs": ("commits", lambda w: w.l.commit_many([w.cf])),
-    # this round's arguments (issues 15, 16, 17)
+    # declared waits, a claim by key or workflow version, park wake conditions
     "heartbeat waiting_on=''": ("waiting_on", lambda w: w.l.heartbeat(w.ca, waiting_on=" ")),
     "heartbeat waiting_on newline": ("waiting_on", lambda w: w.l.heartbeat(w.ca, waiting_on="ci\x1b\n")),
     "heartbeat waiting_on=5": ("waiting_on", lambda w: w.l.heartbeat(w.ca, waiting_on=5)),

@@ -1,7 +1,7 @@
 """Hostile agent text in every console surface, driven in a real terminal (a pty), as an operator
 would: the console does not crash, no control sequence the agent wrote reaches the terminal (OSC
-52/8/0, CSI, DCS, C1, bidi), and markup shows literally — ``[/]`` included, which crashed the
-resolve screen in round 1.
+52/8/0, CSI, DCS, C1, bidi), and markup shows literally — ``[/]`` included, which once crashed the
+resolve screen.
 
 Surfaces: task title; node key, title and kind; worker; observation (10,000 lines); note; error;
 handoff question, options (ids, labels, consequences), recommendation and context; effect key and
@@ -74,7 +74,7 @@ def build(tmp: Path) -> Path:
                           options=[{"id": "[/]", "label": "[bold red]OPT[/]", "consequence": tagged("CONSEQ")},
                                    {"id": "x\x1b[6n[b]", "label": tagged("LABEL2")}],
                           recommendation="[/]", context={"done": tagged("CTXDONE"), "why": tagged("WHY")})
-        # the task's mind (issue 27): requirement, conclusion, source, reason, plan reason, memory
+        # the task's mind: requirement, conclusion, source, reason, plan reason, memory
         led.create_task("mindful", title=tagged("MTITLE"), workflow="wf",
                         requirements=[{"id": "r1", "text": tagged("REQ")}])
         led.add_node("mindful", "m1", serves=["r1"])
@@ -258,9 +258,9 @@ def test_task_graph_node_and_event_log(world: Path) -> None:
     t = Terminal(world, "console", "--ledger", "ledger.db", "--runs", "runs")
     try:
         open_graph(t, b"TTITLE", b"NTITLE")
-        t.key(b"x", b"estimate", "the task's estimate explained (issue 18)")
+        t.key(b"x", b"estimate", "the task's estimate explained")
         t.key(b"\r", b"Lease", "the node detail of fetch")
-        t.wait_for(b"Signals", "the node's signals (issue 18)")
+        t.wait_for(b"Signals", "the node's signals")
         t.wait_for(b"OBS0")
         for _ in range(90):  # down to the effects and the artifacts, one repaint per key
             if b"COMP" in t.out and b"ART" in t.out:
@@ -285,7 +285,7 @@ def test_task_graph_node_and_event_log(world: Path) -> None:
 
 @pytest.mark.slow
 def test_the_mind_screen_and_the_memory_inbox(world: Path) -> None:
-    """Issue 27: requirement text, conclusions, their sources, rejected paths' reasons, a replan's
+    """Requirement text, conclusions, their sources, rejected paths' reasons, a replan's
     reason and a proposed memory — all agent-written — shown literally, nothing reaching the terminal."""
     t = Terminal(world, "console", "--ledger", "ledger.db", "--runs", "runs")
     try:

@@ -1,4 +1,4 @@
-"""Issue 23 item 6: a store refusal never quotes a value raw.
+"""A store refusal never quotes a value raw.
 
 A refusal used to quote what it refused as it came (``wake condition at:2h\\u202e`` carried a real
 RIGHT-TO-LEFT OVERRIDE to the terminal, reversing the rest of the line). Now ``WardenError`` makes

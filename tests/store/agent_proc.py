@@ -13,7 +13,7 @@ Commands (each prints one JSON line per thing it did):
   churn PREFIX WORKER [--rounds N]                       N times: open, create task PREFIX-WORKER-i,
                                                          close; open read-only, read, close; exit
 
-``--ledgers K --style S`` (issue 23): the process holds K ``Ledger``s on the same file at once —
+``--ledgers K --style S``: the process holds K ``Ledger``s on the same file at once —
 ``threads`` (drain: one drainer thread per Ledger), ``reopen`` (claim, heartbeat and commit each
 through the next Ledger; the claiming one closed and opened again after every commit),
 ``ro-beside`` (one writable drainer, the others read-only, reading before every claim and
@@ -74,7 +74,8 @@ class Gate:
     before their next claim; once all are idle — every Ledger open, none in a transaction — the
     process says ``paused`` and waits for a line on stdin. The test runs another process that
     opens, writes and closes meanwhile: the close that finds itself "last" when this process's locks
-    were dropped (issue 23). Without the flag it never closes."""
+    were dropped (POSIX locks are per process: closing one Ledger must not release those its other
+    Ledgers still hold). Without the flag it never closes."""
 
     def __init__(self, every: int) -> None:
         self.every, self.commits = every, 0

@@ -1,4 +1,4 @@
-"""Issue 25's table as CI checks: its workloads on fixed seeds through the real Ledger API
+"""The report, rhythm and duration workloads as CI checks, on fixed seeds through the real Ledger API
 (tests/support/reports.py, rhythm.py, durations.py). The bench (tests/bench/bench_estimates.py
 --workloads) runs the same families with more trials for the figures in docs/estimates.md.
 
@@ -111,7 +111,7 @@ def test_a_task_slower_than_its_history_is_not_labelled_high_unless_it_holds(slo
     checks = [c for rep in slow.values() for c in rep.checks if c["p80_s"] is not None]
     assert len(checks) == 5 * sum(SLOW.values())
     high = [c for c in checks if c["label"] == "high"]
-    # pooled, as the issue measures it: high holds ≥ 75 % — or is not given
+    # pooled over every trial: high holds ≥ 75 % — or is not given
     assert not high or sum(c["actual_s"] <= c["p80_s"] for c in high) / len(high) >= 0.75, len(high)
     # the first 10 % of its nodes already show it: not high there
     assert [c["workload_trial"] for c in checks if c["stage"] == 0.10 and c["label"] == "high"] == []

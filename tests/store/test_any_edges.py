@@ -1,4 +1,4 @@
-"""``Any`` only at the JSON edge (issue 24 item 2).
+"""``Any`` only at the JSON edge: a value's type is named everywhere else.
 
 Every ``Any`` in store/ and console/ is counted from the syntax tree (annotations written as strings
 included); the only module allowed to spell it is store/jsontypes.py, whose aliases

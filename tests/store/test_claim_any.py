@@ -1,4 +1,4 @@
-"""A claim of any task (``claim(None)``) in a fleet of hundreds of active tasks (issue 29): it finds
+"""A claim of any task (``claim(None)``) in a fleet of hundreds of active tasks: it finds
 the tasks with something to claim in one statement instead of looking at every active task in
 turn (490 tasks with nothing ready: 1.6-2.8 s on PostgreSQL, SQLite's write lock held 120-200 ms),
 and still takes the oldest task's work first — an expired lease, a ready node, a retry whose time
@@ -69,7 +69,7 @@ def test_kinds_and_workflow_version_narrow_the_candidates(ledger):
     ledger.add_nodes("old", [NodeSpec(key="x", kind="tool")])
     ledger.create_task("new", workflow_version="2")
     ledger.add_nodes("new", [NodeSpec(key="y", kind="tool"), NodeSpec(key="z", kind="llm_call")])
-    # a worker naming no version knows none: it takes no versioned task (seed 002, issue 26)
+    # a worker naming no version knows none: it takes no versioned task
     assert ledger.claim(None, "w", kinds=["llm_call"]) is None
     c = ledger.claim(None, "w", kinds=["llm_call"], workflow_version="2")
     assert (c.task_id, c.node_key) == ("new", "z")

@@ -1,4 +1,4 @@
-"""Issue 23 item 1: each item of SQLite's "How To Corrupt An SQLite Database File" that Warden can
+"""Each item of SQLite's "How To Corrupt An SQLite Database File" that Warden can
 prevent or refuse, tested (docs/security.md "SQLite's ways to corrupt a ledger" maps every item to
 its code and test; the descriptor and fork items are in tests/store/test_lock_safety.py).
 

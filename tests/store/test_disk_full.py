@@ -1,4 +1,4 @@
-"""Issue 23 item 3: a full disk is a typed, truthful error, and nothing committed is damaged.
+"""A full disk is a typed, truthful error, and nothing committed is damaged.
 
 On a real, small file system (a 1 MiB tmpfs, mounted here when this process may mount — root, as in
 CI — else the test says why it falls back): the ledger's WAL is emptied, the disk is filled to the

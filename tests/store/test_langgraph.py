@@ -306,7 +306,7 @@ def test_the_example_runs_across_processes(tmp_path):
 
 def test_a_loop_node_held_across_a_park_keeps_its_lease_and_finishes(ledger, clock):
     """Parked mid-loop (by an operator, here from inside the node: deterministic), the held loop
-    node's lease clock stands still while the task is parked (issue 25: parked time is not
+    node's lease clock stands still while the task is parked (parked time is not
     running time); after the resume the next run carries on with the same attempt and finishes."""
     box: dict[str, Any] = {}
 

@@ -1,4 +1,4 @@
-"""Issue 23 item 5: ``LeaseLost`` says what actually happened to the lease — reclaimed by whom after
+"""``LeaseLost`` says what actually happened to the lease — reclaimed by whom after
 it expired, the node failed, or revoked by which operator action — read from the journal, not
 guessed from the node row ("revoked (rewound or reset by an operator)" when no operator acted)."""
 

@@ -1,11 +1,12 @@
-"""Issue 23 item 2: a model-based test of the ledger with several processes and several Ledgers each.
+"""A model-based test of the ledger with several processes and several Ledgers each.
 
 Hypothesis drives two worker processes (tests/store/model_worker.py), each holding three Ledgers
 of one SQLite file — two writable and one read-only, each in a thread of its own — through claim,
 heartbeat, commit, fail, lease expiry (a manual clock shared through a file), park/resume and
 re-opening any Ledger. The test keeps a model of what must be true and, after every step, asks a
 third process to open a fresh Ledger (it holds no other connection, so its close is another
-process's "am I the last connection?" — the close that deleted a live -wal in issue 23) and checks:
+process's "am I the last connection?" — a close that wrongly
+believes so checkpoints and deletes a live -wal) and checks:
 
 * every acknowledged write is visible: each acknowledged commit's node is succeeded with its
   output; the number of ``node.claimed`` / ``node.committed`` events is exactly the number of

@@ -1,7 +1,6 @@
-"""Issue 23 item 2: the claim-race, kill -9 and fencing suites with one, two and three ``Ledger``s
+"""The claim-race, kill -9 and fencing suites with one, two and three ``Ledger``s
 per process — threads with a Ledger each, sequential re-opens, read-only beside writable — while
-other processes read, write and exit. The suites of earlier rounds all used one Ledger per process,
-so none could see a second open dropping the first one's locks (test_lock_safety.py has the
+other processes read, write and exit. With one Ledger per process a suite cannot see a second open dropping the first one's locks (test_lock_safety.py has the
 mechanism); these check what an agent author relies on: every acknowledged write is seen by a fresh
 process, no node is claimed or committed twice, the journal has no hole.
 
@@ -302,7 +301,7 @@ def test_fencing_with_several_ledgers_per_process(tmp_path, fclock, k, style):
                 a.kill()
         late = {ev["event"]: ev for ev in _lines(out)}
         assert late["heartbeat"]["result"] == "lease_lost" and late["commit"]["result"] == "lease_lost", late
-        why = late["commit"]["why"]  # names what happened (issue 23 item 5)
+        why = late["commit"]["why"]  # names what happened to the lease, not just "lost"
         if mode == "revoked":
             assert "revoked by operator action" in why and "rewind by op: wrong input" in why, why
         else:

@@ -1,4 +1,4 @@
-"""Issue 23: nothing in this process drops the SQLite locks another connection of it holds.
+"""Nothing in this process drops the SQLite locks another connection of it holds.
 
 POSIX advisory locks belong to the process: closing *any* descriptor of the ledger file drops every
 lock every connection of the process holds on it (sqlite.org/howtocorrupt.html §2.2). Then another
@@ -212,8 +212,8 @@ def _warden(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("second", ["read-only", "writable", "thread"])
-def test_the_issue_sequence_loses_nothing(tmp_path, second):
-    """Issue 23's sequence: a writer, any second open in the same process, another process that
+def test_a_second_open_beside_a_writer_loses_nothing(tmp_path, second):
+    """The sequence that lost writes: a writer, any second open in the same process, another process that
     reads and exits and one that writes (``warden park --yes``) and exits — then the writer's
     next writes are seen by a fresh process, and its -wal is still there."""
     path = str(tmp_path / "l.db")

@@ -1,4 +1,4 @@
-"""Issue 27, semantic memory across tasks: an agent proposes, a person confirms or rejects (an
+"""Semantic memory across tasks: an agent proposes, a person confirms or rejects (an
 audited operator action, plan → preview → revision-checked apply), and only a confirmed memory is
 handed to later claims — of the same workflow, and of the same kind for ``scope="kind"``. Both
 backends (the ``ledger`` fixture)."""

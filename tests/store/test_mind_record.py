@@ -1,4 +1,4 @@
-"""Issue 27, the task's mind: requirements and what serves them, conclusions and rejected paths
+"""The task's mind: requirements and what serves them, conclusions and rejected paths
 (the agent's own and those the ledger writes for failures, rewinds and escalations), and what a
 claim is handed of them (``Claim.inputs["memory"]``) — on both backends (the ``ledger`` fixture)."""
 

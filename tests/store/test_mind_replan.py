@@ -1,4 +1,4 @@
-"""Issue 27, plan versions: ``Ledger.replan`` — what add, remove, reorder and narrow do to the graph,
+"""Plan versions: ``Ledger.replan`` — what add, remove, reorder and narrow do to the graph,
 how each in-flight mode treats running nodes, the journal event, the revision, and the version
 recorded with its diff, trigger and actor. Both backends (the ``ledger`` fixture)."""
 

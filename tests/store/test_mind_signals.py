@@ -1,4 +1,4 @@
-"""Issue 27, goal drift: ``drift_suspected`` (N completed nodes in a row serve no requirement) and
+"""Goal drift: ``drift_suspected`` (N completed nodes in a row serve no requirement) and
 ``alignment_due`` (an alignment check every K completed nodes, a node of kind ``alignment`` whose
 answer records the verdict: a person's handoff, or an agent that claims the kind). The same
 signals in ``warden status --json``, ``warden graph --json`` and the incremental TaskAnalysis."""

@@ -1,4 +1,4 @@
-"""Kinds whose runs fall in clusters (issue 25, store/estimation/mixture.py): the clusters are found (and not
+"""Kinds whose runs fall in clusters (store/estimation/mixture.py): the clusters are found (and not
 made up on one-hill kinds), the mixture quantile of a sum is right, and a figure resting on a few
 runs of a clustered kind — a sum of lumps — is not labelled ``high`` where it does not hold."""
 

@@ -1,4 +1,4 @@
-"""Issue 18: what the node detail explains comes from the store as `warden graph` has it.
+"""What the node detail explains comes from the store as `warden graph` has it.
 
 - ``signals_for_node`` gives a node exactly the signals ``signals_for_graph`` gives it (looping,
   stale, an open handoff, a park past its until, a node the budget cannot fit), without reading the

@@ -1,4 +1,4 @@
-"""A task's origin (issue 28): which integration made it — recorded by ``create_task(origin=)``,
+"""A task's origin: which integration made it — recorded by ``create_task(origin=)``,
 derived for a task made before schema 4 recorded it, shown by ``warden status`` and the console."""
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ def test_genai_spans_become_a_running_agent_with_observations_and_stall_signals(
     node = led.node(task.task_id, key)
     assert node.status == "succeeded" and node.output == {"agent": "Researcher"}
     assert led.task(task.task_id).status == "completed"
-    assert task.task_id == f"otel-{agent.get_span_context().trace_id:032x}"
+    assert task.task_id == f"otel-{agent.get_span_context().trace_id:032x}"[:21]
 
 
 def test_openinference_shape_and_a_failed_tool(server) -> None:
@@ -171,10 +171,22 @@ def test_otlp_json_and_gzip(server) -> None:
     ])
     status, _ = post(srv, gzip.compress(body), "application/json", {"Content-Encoding": "gzip"})
     assert status == 200
-    node = led.node(f"otel-{tid}", "agent-eee19b7ec3c1b173")
+    node = led.node(f"otel-{tid[:16]}", "agent-eee19b7ec3c1b173")
     assert node.status == "succeeded" and node.title == "Coder" and node.output == {"agent": "Coder"}
-    assert [o.action for o in led.observations(f"otel-{tid}", node.key)] == ["grep(TODO)"]
-    assert led.task(f"otel-{tid}").tokens_used == 12
+    assert [o.action for o in led.observations(f"otel-{tid[:16]}", node.key)] == ["grep(TODO)"]
+    assert led.task(f"otel-{tid[:16]}").tokens_used == 12
+
+
+def test_a_batch_sent_twice_is_taken_once(server) -> None:
+    srv, led = server
+    tid = "5b8efff798038103d269b633813fc60e"
+    tool = {"spanId": "eee19b7ec3c1b175", "parentSpanId": "eee19b7ec3c1b170", "name": "execute_tool ls",
+            "attributes": [{"key": "gen_ai.operation.name", "value": sv("execute_tool")},
+                           {"key": "gen_ai.tool.name", "value": sv("ls")}]}
+    for _ in range(3):  # an exporter whose answer was lost sends the same batch again
+        assert post(srv, json_request(tid, [tool]), "application/json")[0] == 200
+    obs = led.observations(f"otel-{tid[:16]}", "agent-eee19b7ec3c1b170")
+    assert [o.action for o in obs] == ["ls()"]
 
 
 def test_bad_requests_are_refused_and_change_nothing(ledger_path) -> None:

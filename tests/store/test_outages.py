@@ -1,4 +1,4 @@
-"""Issue 23 item 4: PostgreSQL outages said plainly and quickly.
+"""PostgreSQL outages said plainly and quickly.
 
 * Opening a ledger whose server cannot be reached fails within the connect timeout (10 s by
   default; ``Ledger.open(connect_timeout_s=)``, ``--connect-timeout``) with "cannot reach the server

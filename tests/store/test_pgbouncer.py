@@ -20,6 +20,7 @@ from store.reading.feed import Feed
 from store.storage.watch import POOLED_POLL_S
 from tests.conftest import PG_URL, pg_admin
 from tests.support import pgbouncer
+from tests.support.pg_listens import listens
 
 pytestmark = [pytest.mark.postgres]
 
@@ -137,8 +138,9 @@ async def follow(feed: Feed, writer: Ledger, want: str) -> tuple[list[str], int]
     return reasons, len(feed.since(cursor).events)
 
 
-async def test_the_feed_listens_on_listen_and_polls_without_it(pooled):
+async def test_the_feed_listens_on_listen_and_polls_without_it(pooled, monkeypatch):
     url, direct = pooled
+    listened = listens(monkeypatch)
     writer = Ledger.open(direct, create=False)
     try:
         feed = Feed(url + "&listen=" + quote(direct, safe=""), read_only=True)
@@ -146,12 +148,13 @@ async def test_the_feed_listens_on_listen_and_polls_without_it(pooled):
         reasons, n = await follow(feed, writer, "notify")
         # woken by the notification (a follow-up "settle" may come after it: listen= arms them for a
         # replica's lag), never by the slow poll
-        assert n == 2 and "change" in reasons and "poll" not in reasons and feed.listen_count == 1
+        assert n == 2 and "change" in reasons and "poll" not in reasons and len(listened) == 1
         feed.close()
+        listened.clear()
         feed = Feed(url, read_only=True)
         assert feed.listen_target is None and feed.fallback_poll_s == POOLED_POLL_S
         reasons, n = await follow(feed, writer, "poll")
-        assert n == 2 and set(reasons) == {"poll"} and feed.listen_count == 0
+        assert n == 2 and set(reasons) == {"poll"} and listened == []
         feed.close()
     finally:
         writer.close()

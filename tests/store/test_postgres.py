@@ -34,7 +34,7 @@ from store.storage.db import run_write, write_tx
 from store.storage.events import NodeNote
 from store.errors import WriteConflict
 from store.reading.feed import Feed
-from tests.support.waiting import Deadline
+from tests.support.waiting import Deadline, stretch
 
 pytestmark = [pytest.mark.postgres]
 
@@ -116,7 +116,7 @@ def test_claims_of_different_nodes_of_one_task_proceed_together(pg_target):
     with Ledger.open(url) as led:
         led.create_task("t")
         led.add_nodes("t", [NodeSpec(f"n{i}") for i in range(4)])
-    barrier = CTX.Barrier(2, timeout=20)
+    barrier = CTX.Barrier(2, timeout=stretch(20))
     release = CTX.Event()
     q = CTX.Queue()
     procs = [CTX.Process(target=_claimer, args=(url, f"w{i}", barrier, release, q)) for i in range(2)]
@@ -164,7 +164,7 @@ def test_an_operator_action_waits_for_an_open_claim_then_sees_it(own_database):
         led.create_task("t")
         led.add_nodes("t", [NodeSpec("a"), NodeSpec("b")])
     deadlocks = _deadlocks(url)
-    barrier = CTX.Barrier(2, timeout=20)  # the claimer and this test
+    barrier = CTX.Barrier(2, timeout=stretch(20))  # the claimer and this test
     release = CTX.Event()
     q = CTX.Queue()
     claimer = CTX.Process(target=_claimer, args=(url, "w0", barrier, release, q))
@@ -348,7 +348,7 @@ def test_the_feed_wakes_on_notify_and_catches_up_after_its_listener_is_killed(pg
         assert await next_wake() == "change"  # LISTEN is in place: catch up once
         drain()
         first_pid = feed.listener_pid
-        assert first_pid is not None and feed.listen_count == 1
+        assert first_pid is not None
         for i in range(3):  # each commit notifies; the reader reads from its cursor
             await asyncio.to_thread(writer.create_task, f"n{i}")
             assert await next_wake() == "change"
@@ -359,7 +359,7 @@ def test_the_feed_wakes_on_notify_and_catches_up_after_its_listener_is_killed(pg
             assert admin.execute("SELECT pg_terminate_backend(%s)", (first_pid,)).fetchone()[0]
         for i in range(5):
             await asyncio.to_thread(writer.create_task, f"gap{i}")
-        while feed.listen_count < 2:
+        while feed.listener_pid in (None, first_pid):  # until a new LISTEN connection is in place
             assert await next_wake() == "change"
             drain()
         drain()
@@ -544,7 +544,7 @@ def test_an_operator_revocation_waits_for_a_fenced_effect_intent(own_database):
     with Ledger.open(url) as led:
         led.create_task("t")
         led.add_node("t", "a")
-    barrier = CTX.Barrier(2, timeout=20)
+    barrier = CTX.Barrier(2, timeout=stretch(20))
     release = CTX.Event()
     q = CTX.Queue()
     agent = CTX.Process(target=_intender, args=(url, barrier, release, q))

@@ -17,6 +17,7 @@ from store.storage import sql
 from store.recovery import checks as rv_checks, records as rv_records
 from store.clock import ManualClock
 from store.errors import NotFound, Refused
+from tests.support.waiting import stretch
 from store.recovery import (
     CHECK_NAMES,
     HANDOFF_SECTIONS,
@@ -458,7 +459,7 @@ def test_two_processes_racing_for_one_name_exactly_one_wins(runs: Path, records:
              for who in ("p1", "p2")]
     for p in procs:
         p.start()
-    outcomes = dict(results.get(timeout=30) for _ in procs)
+    outcomes = dict(results.get(timeout=stretch(30)) for _ in procs)
     for p in procs:
         p.join(timeout=30)
         assert p.exitcode == 0

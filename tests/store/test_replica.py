@@ -17,6 +17,7 @@ from store import Ledger, NodeSpec
 from store.reading.feed import Feed
 from store.storage.watch import POOLED_POLL_S
 from tests.support import pgcluster
+from tests.support.pg_listens import listens
 from tests.support.waiting import Deadline, stretch
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -87,26 +88,28 @@ async def read_commits(feed: Feed, writer: Ledger, n: int) -> tuple[list[float],
     return took, reasons
 
 
-async def test_a_feed_on_a_replica_listens_on_the_primary_and_reads_every_commit(pair):
+async def test_a_feed_on_a_replica_listens_on_the_primary_and_reads_every_commit(pair, monkeypatch):
     primary, standby = pair
+    listened = listens(monkeypatch)
     writer = Ledger.open(primary.url, create=False)
     feed = Feed(standby.url + "?listen=" + quote(primary.url, safe=""), read_only=True, fallback_poll_s=300.0)
     try:
         took, reasons = await read_commits(feed, writer, 6)
         assert max(took) < stretch(2.0), took  # none waited for the (300 s) poll (a loaded machine stretches it)
-        assert feed.listen_count == 1 and reasons.get("poll", 0) == 0
+        assert len(listened) == 1 and reasons.get("poll", 0) == 0
     finally:
         feed.close()
         writer.close()
 
 
-async def test_a_feed_on_a_replica_without_listen_polls_instead_of_retrying_listen(pair):
+async def test_a_feed_on_a_replica_without_listen_polls_instead_of_retrying_listen(pair, monkeypatch):
     primary, standby = pair
+    listened = listens(monkeypatch)
     writer = Ledger.open(primary.url, create=False)
     feed = Feed(standby.url, read_only=True)
     try:
         took, reasons = await read_commits(feed, writer, 3)
-        assert feed.listen_count == 0 and feed.listen_target is None
+        assert listened == [] and feed.listen_target is None
         assert feed.fallback_poll_s == POOLED_POLL_S
         assert max(took) < stretch(3.0), took
         assert reasons.get("poll", 0) >= 3

@@ -1,6 +1,6 @@
 """store/text.py: the one sanitiser for untrusted text.
 
-The oracle below is written from DESIGN.md "Display conventions" and the module's docstring,
+The oracle below is written from docs/contracts.md "Display conventions" and the module's docstring,
 independently of the implementation: a character is unsafe when it is listed there by code
 point or belongs to a general category Cc, Cf, Cs, Co, Cn, Zl or Zp.
 """

@@ -199,17 +199,18 @@ STEP_COLUMNS = {
     3: {"node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]},
 }
 STEP_COLUMNS[4] = {}  # schema 4's parts (store/storage/schema.py SCHEMA_4_PARTS) add theirs here
-STEP_COLUMNS[4].setdefault("task", []).append("origin")  # part "origin" (issue 28)
-STEP_COLUMNS[4].setdefault("task", []).append("mind")  # part "mind" (issue 27)
+STEP_COLUMNS[4].setdefault("task", []).append("origin")  # part "origin": which integration made the task
+STEP_COLUMNS[4].setdefault("task", []).append("mind")  # part "mind": the task's requirements and conclusions
 STEP_COLUMNS[4].setdefault("node", []).extend(["serves", "removed_in", "removed_mode"])
 STEP_COLUMNS[4].setdefault("observation", []).extend(["action", "result", "action_key", "content", "flags",
-                                                      "concepts"])  # part "novelty" (issue 25)
+                                                      "concepts"])  # part "novelty"
 STEP_COLUMNS[4].setdefault("node", []).extend(["progress_at", "beat_gaps", "beat_long_s", "paused_s"])  # "novelty"
 STEP_COLUMNS[4].setdefault("node", []).extend(["step_deadline", "density", "repair"])  # seed rules
 STEP_COLUMNS[4].setdefault("task", []).append("density_limit")  # seed rules
-STEP_COLUMNS[5] = {"memory": ["source"]}  # part "quotas and people"
+STEP_COLUMNS[5] = {"memory": ["source"],  # schema 5's parts (SCHEMA_5_PARTS): "quotas and people",
+                  "event": ["observation_id"]}  # "one observation"
 STEP_TABLES = {2: ["write_request"], 3: [], 4: [], 5: ["quota", "node_quota", "quota_draw", "confirm_kind"]}
-STEP_TABLES[4] += ["requirement", "conclusion", "plan_version", "memory"]  # part "mind" (issue 27)
+STEP_TABLES[4] += ["requirement", "conclusion", "plan_version", "memory"]  # part "mind"
 
 
 def _shape(path: str) -> dict[str, set[str]]:

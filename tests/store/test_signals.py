@@ -302,7 +302,7 @@ def test_task_analysis_signals_match_the_one_shot_path(ledger, clock, running):
 
 
 def test_units_are_counted_in_words():
-    """"12,000 tokens for 1 unit", not "1 units" (issue 24's screenshots)."""
+    """"12,000 tokens for 1 unit", not "1 units": a count is said in words that agree with it."""
     from store.reading.signals import _plural
 
     assert [_plural(v, "unit") for v in (0, 1, 1.0, 2, 0.5, None)] == ["units", "unit", "unit", "units", "units",

@@ -291,7 +291,7 @@ def test_each_action_has_typed_params_and_the_plan_json_shape_is_unchanged(ledge
     assert list(j) == PLAN_KEYS
     assert list(j["params"]) == PARAM_KEYS[action]
     assert plan.params.to_json() == j["params"]
-    assert not isinstance(plan.params, typing.Mapping)  # read by attribute, not as a mapping (issue 24)
+    assert not isinstance(plan.params, typing.Mapping)  # read by attribute, not as a mapping
     json.dumps(j)
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.params.node = "x"  # type: ignore[misc, union-attr]
@@ -406,7 +406,7 @@ def test_no_package_cycle_in_the_store() -> None:
 
 # ---------------------------------------------------------------------- test hooks live in tests
 def test_named_points_are_a_module_function_tests_replace_not_a_ledger_attribute(ledger, monkeypatch) -> None:
-    """Issue 24: the points where a test holds a transaction open (store/storage/checkpoints.py) are
+    """The points where a test holds a transaction open (store/storage/checkpoints.py) are
     reached through a module function, which tests replace; a Ledger carries no hook table."""
     from store.storage import checkpoints
 
@@ -427,7 +427,7 @@ def test_named_points_are_a_module_function_tests_replace_not_a_ledger_attribute
 
 def test_no_store_module_imports_or_re_exports_another_modules_private_names() -> None:
     """``from .wakeups import _inotify`` (re-exported by feed.py) was a private name made public by
-    accident (issue 24): a name another module needs is public where it is defined."""
+    accident: a name another module needs is public where it is defined."""
     bad = []
     for path in sorted(STORE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):

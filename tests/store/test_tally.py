@@ -1,4 +1,4 @@
-"""Task rows kept from the journal (``store/reading/tally.py``, issue 29) equal what a full read says.
+"""Task rows kept from the journal (``store/reading/tally.py``) equal what a full read says.
 
 Random sequences of every operation — tasks made and grown (a finished task reopened by growth),
 claims (of a task and of any), heartbeats, commits with follow-up nodes, retryable and final
@@ -24,6 +24,7 @@ from store.errors import LeaseLost, WardenError
 from store.reading.cli_json import status_json, task_json
 from store.reading.tally import TaskTally, current
 from store.storage.payloads import Payload
+from tests.support.tally_reads import TallyReads
 
 T0 = 1_800_000_000.0
 
@@ -159,7 +160,7 @@ def check_equal(tally: TaskTally, ledger: Ledger) -> None:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_rows_from_the_journal_equal_a_full_read(backend, new_target, seed):
+def test_rows_from_the_journal_equal_a_full_read(backend, new_target, seed, monkeypatch):
     rng = random.Random(seed)
     clock = ManualClock(T0)
     target = new_target("ledger")
@@ -170,6 +171,7 @@ def test_rows_from_the_journal_equal_a_full_read(backend, new_target, seed):
         for _ in range(3):
             fleet.step()
         tally = TaskTally()
+        counted = TallyReads(monkeypatch)
         cursor = reader.last_event_id()
         tally.start(reader.tasks())
         for _ in range(160 if backend == "sqlite" else 100):
@@ -191,14 +193,14 @@ def test_rows_from_the_journal_equal_a_full_read(backend, new_target, seed):
             tally.apply(reader, events)
             cursor = events[-1].id
         check_equal(tally, reader)
-        assert tally.whole_reads <= len(fleet.tasks)  # each task's nodes read whole once, never per change
-        assert tally.node_reads > 0
+        assert counted.whole_reads <= len(fleet.tasks)  # each task's nodes read whole once, never per change
+        assert counted.node_reads > 0
     finally:
         reader.close()
         writer.close()
 
 
-def test_rows_follow_without_reading_a_task_whole_per_change(tmp_path):
+def test_rows_follow_without_reading_a_task_whole_per_change(tmp_path, monkeypatch):
     """A 2,000-node task: each change reads the nodes it names, not the task's 2,000."""
     clock = ManualClock(T0)
     path = str(tmp_path / "l.db")
@@ -206,6 +208,7 @@ def test_rows_follow_without_reading_a_task_whole_per_change(tmp_path):
         led.create_task("big")
         led.add_nodes("big", [NodeSpec(key=f"n{i}") for i in range(2000)])
         tally = TaskTally()
+        counted = TallyReads(monkeypatch)
         cursor = led.last_event_id()
         tally.start(led.tasks())
         for i in range(30):
@@ -217,12 +220,12 @@ def test_rows_follow_without_reading_a_task_whole_per_change(tmp_path):
             assert [v.task_id for v in got] == ["big"]
             assert got[0].counts == {"succeeded": i + 1, "pending": 2000 - i - 1}
             assert got[0].claim_count == i + 1
-        assert tally.whole_reads == 1
-        assert tally.node_reads == 29  # the node each claim + commit named (the first pair: read whole)
+        assert counted.whole_reads == 1
+        assert counted.node_reads == 29  # the node each claim + commit named (the first pair: read whole)
 
 
 @pytest.mark.parametrize("beats", [1, 7, 40])
-def test_heartbeats_and_notes_move_the_row_without_reading_nodes(tmp_path, beats):
+def test_heartbeats_and_notes_move_the_row_without_reading_nodes(tmp_path, beats, monkeypatch):
     """A heartbeat or a note changes the task's row (tokens, last beat) but no node's status or
     attempts: the row is read again, no node is (a fleet's heartbeats are most of its writes)."""
     clock = ManualClock(T0)
@@ -231,13 +234,14 @@ def test_heartbeats_and_notes_move_the_row_without_reading_nodes(tmp_path, beats
         led.create_task("t", budget=Budget(tokens=10**6))
         led.add_nodes("t", [NodeSpec(key=f"n{i}") for i in range(5)])
         tally = TaskTally()
+        counted = TallyReads(monkeypatch)
         tally.start(led.tasks())
         cursor = led.last_event_id()
         c = led.claim("t", "w")
         events = led.events(cursor)
         tally.apply(led, events)
         cursor = events[-1].id
-        reads = tally.node_reads, tally.whole_reads
+        reads = counted.node_reads, counted.whole_reads
         for i in range(beats):
             clock.advance(1)
             led.heartbeat(c, tokens=10, observation=f"step {i}")
@@ -245,7 +249,7 @@ def test_heartbeats_and_notes_move_the_row_without_reading_nodes(tmp_path, beats
                 led.note(c, f"note {i}")
         events = led.events(cursor)
         [view] = tally.apply(led, events)
-        assert (tally.node_reads, tally.whole_reads) == reads
+        assert (counted.node_reads, counted.whole_reads) == reads
         want = led.task("t")
         assert view.counts == want.counts and view.claim_count == want.claim_count
         assert view.tokens_used == want.tokens_used == 10 * beats
@@ -253,10 +257,10 @@ def test_heartbeats_and_notes_move_the_row_without_reading_nodes(tmp_path, beats
         led.commit(c)  # and the next change that moves a node still reads it
         events = led.events(cursor)
         [view] = tally.apply(led, events)
-        assert tally.node_reads == reads[0] + 1 and view.counts == led.task("t").counts
+        assert counted.node_reads == reads[0] + 1 and view.counts == led.task("t").counts
 
 
-def test_an_unknown_event_kind_reads_its_task_whole(tmp_path):
+def test_an_unknown_event_kind_reads_its_task_whole(tmp_path, monkeypatch):
     """A kind this module does not know may change nodes without naming them: the task is read whole."""
     from store.storage import sql
 
@@ -266,6 +270,7 @@ def test_an_unknown_event_kind_reads_its_task_whole(tmp_path):
         led.create_task("t")
         led.add_nodes("t", [NodeSpec(key=f"n{i}") for i in range(5)])
         tally = TaskTally()
+        counted = TallyReads(monkeypatch)
         tally.start(led.tasks())
         cursor = led.last_event_id()
         led.commit(led.claim("t", "w"))
@@ -279,7 +284,7 @@ def test_an_unknown_event_kind_reads_its_task_whole(tmp_path):
         events = led.events(cursor)
         [view] = tally.apply(led, events)
         assert view.counts == {"succeeded": 1, "pending": 3, "abandoned": 1} == led.task("t").counts
-        assert tally.whole_reads == 2
+        assert counted.whole_reads == 2
 
 
 def test_live_leases_names_each_worker_holding_a_live_lease(ledger, clock):

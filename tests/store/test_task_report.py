@@ -90,15 +90,16 @@ def test_a_task_without_anything(ledger):
 NEW = {"task": ["paused_s", "paused_since", "wake_state"],
        "effect": ["compensation_node_id", "compensated_at", "compensated_by", "compensation_note"],
        "node": ["beat_interval_s", "units_at", "wait_on", "wait_since", "wait_until"]}  # schema 3's
-NEW["task"] += ["origin"]  # schema 4 part "origin" (issue 28)
+NEW["task"] += ["origin"]  # schema 4 part "origin": which integration made the task
 NEW_TABLES = ["write_request"]  # schema 2's
-NEW["task"] += ["mind"]  # schema 4 part "mind" (issue 27)
+NEW["task"] += ["mind"]  # schema 4 part "mind": requirements, conclusions, plan versions
 NEW["node"] += ["serves", "removed_in", "removed_mode"]
 NEW_TABLES += ["requirement", "conclusion", "plan_version", "memory"]
 NEW["node"] += ["progress_at", "beat_gaps", "beat_long_s", "paused_s"]  # schema 4, part "novelty"
 NEW["observation"] = ["action", "result", "action_key", "content", "flags", "concepts"]  # schema 4, "novelty"
 NEW["node"] = NEW["node"] + ["step_deadline", "density", "repair"]  # schema 4's part "seed rules"
 NEW["task"] = NEW["task"] + ["density_limit"]  # schema 4's part "seed rules"
+NEW["event"] = ["observation_id"]  # schema 5's part "one observation"
 
 
 def _make_schema_1(path: str, clock) -> None:

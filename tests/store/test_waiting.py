@@ -1,7 +1,7 @@
 """Waiting is not work: the budget wall clock stands still while a task is parked, and while a node
 waits (blocked on a human, or parked on its own) with nothing of its task running.
 
-Exercised through the public API on a manual clock: the issue's example (10 s of work, 150 s
+Exercised through the public API on a manual clock: a short task parked long (10 s of work, 150 s
 parked, ``wall_s=100`` → used 10, gate ok, claimable after resume) in many sizes, the same for a
 human handoff, the clock running while another node runs, finished and reopened tasks, and a
 Hypothesis state machine that checks ``wall_used_s`` against a reference model after every step

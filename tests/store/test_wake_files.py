@@ -1,4 +1,4 @@
-"""Issue 23 item 6: ``file:`` wake conditions read only regular files, bounded in bytes and time.
+"""``file:`` wake conditions read only regular files, bounded in bytes and time.
 
 ``plan_park(wake_on="file:/dev/zero")`` never returned, and a watched file an agent swapped for a
 symbolic link to ``/dev/zero`` or for a FIFO after the park hung every ``warden status``, ``warden

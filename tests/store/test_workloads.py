@@ -1,10 +1,10 @@
 """The evaluation harness on fixed seeds, through the real Ledger API (tests/support/stalls.py and
-tests/support/durations.py): the goals of issue 15 as CI checks. The bench
+tests/support/durations.py): the stall and estimate goals as CI checks. The bench
 (tests/bench/bench_estimates.py --workloads) runs the same families with more trials for the
 tables in docs/estimates.md.
 
-* every loop style of the issue's table alarmed within 5 observations; all our loop families
-  pooled ≥ 95 % (a cycle of p texts within two periods + 2, issue 25);
+* every loop style of tests/support/stalls.py alarmed within 5 observations; all our loop families
+  pooled ≥ 95 % (a cycle of p texts within two periods + 2);
 * stall alarms on progress (slow, irregular, silent, retried, polling under a declared wait) ≤ 2 %;
 * P80 coverage of the figures labelled medium/high within 70-90 % per workload, everything else
   labelled none/low; ``high`` only where the measured coverage it rests on is ≥ 75 %.

@@ -75,3 +75,31 @@ class ConsoleProbes:
 
 
 __all__ = ["ConsoleProbes"]
+
+
+class AlertLog:
+    """Every alert one app raised, and how often it rang the bell — read from the outside: it wraps
+    that instance's ``app.alerts.watch.events`` / ``.signals`` (what they return is what the desk
+    delivers) and ``app.bell``. Attach it before the app runs to see its startup too."""
+
+    def __init__(self, app: Any) -> None:
+        self.delivered: list[Any] = []
+        self.bells = 0
+        watch = app.alerts.watch
+        for name in ("events", "signals"):
+            setattr(watch, name, self._keeping(getattr(watch, name)))
+        real_bell = app.bell
+
+        def bell() -> None:
+            self.bells += 1
+            real_bell()
+
+        app.bell = bell
+
+    def _keeping(self, raise_alerts: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+        def wrapped(*args: Any, **kwargs: Any) -> list[Any]:
+            new = raise_alerts(*args, **kwargs)
+            self.delivered.extend(new)
+            return new
+
+        return wrapped

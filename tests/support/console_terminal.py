@@ -121,17 +121,17 @@ class Terminal:
         with self.lock:
             return highlighted_row(self.screen)
 
-    def cpu_seconds(self) -> float:
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            parts = f.read().rsplit(")", 1)[1].split()
-        return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+    def children(self) -> list[int]:
+        """The console's child processes (its analysis worker)."""
+        return process_children(self.proc.pid)
 
-    def rss_mb(self) -> float:
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return float("nan")
+    def cpu_seconds(self, *, own: bool = False) -> float:
+        """The console's CPU time, its analysis worker's included (``own``: the console alone)."""
+        return process_cpu_seconds(self.proc.pid, own=own)
+
+    def rss_mb(self, *, own: bool = False) -> float:
+        """The console's resident memory, its analysis worker's included (``own``: the console alone)."""
+        return process_rss_mb(self.proc.pid, own=own)
 
     def close(self) -> None:
         try:
@@ -144,6 +144,46 @@ class Terminal:
             os.close(self.master)
         except OSError:
             pass
+
+
+def process_children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def process_cpu_seconds(pid: int, *, own: bool = False) -> float:
+    """A process's CPU time (user + system): with its children's (live ones, and those it reaped),
+    unless ``own``."""
+    def stat(p: int, reaped: bool) -> int:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0
+        return int(parts[11]) + int(parts[12]) + (int(parts[13]) + int(parts[14]) if reaped else 0)
+
+    ticks = stat(pid, not own) + (0 if own else sum(stat(c, True) for c in process_children(pid)))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def process_rss_mb(pid: int, *, own: bool = False) -> float:
+    def rss(p: int) -> float:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    return rss(pid) + (0.0 if own else sum(rss(c) for c in process_children(pid)))
 
 
 def highlighted_row(screen: pyte.Screen) -> int | None:
@@ -167,4 +207,5 @@ def console_argv(ledger: str) -> list[str]:
     return [sys.executable, "-m", "console", "console", "--ledger", ledger, "--runs", os.path.dirname(ledger)]
 
 
-__all__ = ["Terminal", "console_argv", "highlighted_row", "shows"]
+__all__ = ["Terminal", "console_argv", "highlighted_row", "process_children", "process_cpu_seconds", "process_rss_mb",
+           "shows"]

@@ -189,7 +189,7 @@ WORKLOADS: dict[str, Maker] = {
     "drift ×1→×3 in the task": _simple(lognormal(60, 0.5), drift=(1.0, 3.0)),
     "drift ×1→×3 in the task, σ1.0": _simple(lognormal(60, 1.0), drift=(1.0, 3.0)),
     "drift across tasks ×1→×3": _simple(lognormal(60, 0.5), fresh_kind=False, drift_across=0.1, history=30),
-    # issue 25: a task slower than its kind's history; rich bimodal histories
+    # a task slower than its kind's history must be flagged late; rich bimodal histories
     "task 3× slower than its history, σ0.3": _simple(lognormal(60, 0.3), task_factor=3.0, history=120),
     "task 3× slower than its history, σ0.5": _simple(lognormal(60, 0.5), task_factor=3.0, history=120),
     "task 3× slower than its history, σ1.0": _simple(lognormal(60, 1.0), task_factor=3.0, history=200),
@@ -199,7 +199,7 @@ WORKLOADS: dict[str, Maker] = {
     "rich bimodal history (10 s / 60 s, even)": _simple(bimodal(10, 60, p_a=0.5, sigma=0.2), history=400),
     "rich bimodal history (30 s / 300 s, σ0.5)": _simple(bimodal(30, 300, p_a=0.7, sigma=0.5), history=250,
                                                         workers=3, deps="layered", n=50),
-    # issue 25, held-out style: a fresh mixture every trial (store/estimation/mixture.py's clusters)
+    # held-out style: a fresh mixture every trial, so no tuning to one shape (store/estimation/mixture.py's clusters)
     "mixtures: 2 clusters 3-20×, 20/80-50/50, 60-400 runs": _mixtures(),
     "mixtures: 3 clusters, 60-400 runs": _mixtures(three=True),
     "mixtures: 2 clusters, short history (20-60 runs)": _mixtures(history=(20, 60)),

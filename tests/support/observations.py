@@ -3,7 +3,7 @@ not be mistaken for one. Each generator takes a ``random.Random`` and yields obs
 
 They are written to be broader than what the signals were tuned on (``docs/estimates.md`` lists
 them): loops that only change a counter (an attempt or retry count, or a number with no total: a
-number moving toward a stated total is progress, issue 25), a timestamp, an id, a temp path or a
+number moving toward a stated total is progress, not a loop), a timestamp, an id, a temp path or a
 duration; cycles of 2-4 texts; near copies with random edits; shuffles of old lines; stack traces with new addresses —
 each in several shapes (one line, several, with or without a header), whitespace and case varied.
 Progress brings new words: sentences built from a large random vocabulary, with counters,

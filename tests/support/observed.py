@@ -1,6 +1,6 @@
 """What a heartbeat recorded, whichever way the ledger keeps it: the observation's text and — once
-heartbeats carry them apart (issue 25's ``heartbeat(action=, result=)``) — its action and result.
-The integrations of issue 28 send action/result; tests read them through here so they hold either way."""
+heartbeats carry them apart (``heartbeat(action=, result=)``) — its action and result.
+The agent integrations (``warden hook``, ``warden run``) send action/result; tests read them through here so they hold either way."""
 
 from __future__ import annotations
 

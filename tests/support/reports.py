@@ -1,4 +1,4 @@
-"""Workloads of issue 25, run like the other stall families (tests/support/stalls.py): heartbeat
+"""Workloads of action/result reports, run like the other stall families (tests/support/stalls.py): heartbeat
 reports with ``action=`` / ``result=`` / ``observation=``, loops that change their words but learn
 nothing, and progress whose text changes only in a number.
 

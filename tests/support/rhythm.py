@@ -1,4 +1,4 @@
-"""Heartbeat rhythms and parks, through the real Ledger API on an injected clock (issue 25).
+"""Heartbeat rhythms and parks, through the real Ledger API on an injected clock.
 
 * **Healthy rhythms** (no ``heartbeat_stale``, no ``orphaned`` may fire): bursts of a few beats
   seconds apart then a long stretch of work, the burst and work lengths drawn per trial (the
@@ -44,7 +44,7 @@ def bursty(rng: random.Random) -> tuple[float, list[float]]:
 
 
 def bursty_fixed(rng: random.Random) -> tuple[float, list[float]]:
-    """The issue's example: 3 beats 2 s apart, then 90 s of work (lease 100-300 s)."""
+    """A bursty agent: 3 beats 2 s apart, then 90 s of work (lease 100-300 s)."""
     lease = rng.choice((100.0, 120.0, 150.0, 180.0, 300.0))
     gaps = []
     for _ in range(20):

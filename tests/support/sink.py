@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from tests.support.waiting import Deadline
+
 
 @dataclass
 class Received:
@@ -65,10 +67,10 @@ class Sink:
         self.released.set()
 
     def wait_for(self, pred: Callable[[list[Received]], bool], timeout: float = 30.0) -> list[Received]:
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)
         with self.cond:
             while not pred(self.received):
-                left = deadline - time.monotonic()
+                left = deadline.left()
                 if left <= 0:
                     raise AssertionError(f"the sink never saw it; received: {[r.body for r in self.received]}")
                 self.cond.wait(left)

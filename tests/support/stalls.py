@@ -236,7 +236,7 @@ def families(retries: bool = True) -> dict[str, tuple[bool, Callable[[random.Ran
     """name → (is a loop, script maker)."""
     out: dict[str, tuple[bool, Callable[[random.Random], Script]]] = {}
     for name, gen in LOOPS.items():
-        # a cycle of p texts is caught within two periods + 2 (issue 25), anything else within 5
+        # a cycle of p texts is caught within two periods + 2 observations, anything else within 5
         within = 2 * int(name.split()[-1]) + 2 if name.startswith("cycle of") else 5
         out[f"loop: {name}"] = (True, lambda rng, g=gen, w=within: loop_script(rng, g, within=w))
     for name, gen in PROGRESS.items():

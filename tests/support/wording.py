@@ -1,7 +1,7 @@
 """Vocabulary for the report generators (tests/support/reports.py): things an agent works on, ways
 it fails, ways it says it failed, searches and their empty answers, healthy narratives.
 
-Written from the issue's descriptions, not from the detector's word lists: the templates use
+Written from descriptions of how agents loop, not from the detector's word lists: the templates use
 fillers, word orders and tenses the detector was not told about, so what it catches here it
 catches by its rules (stemming, synonyms, stop words, overlap), not by a shared list. Two template
 banks: ``BANK_A`` for working on the detector, ``BANK_B`` held back for the figures.

@@ -361,8 +361,8 @@ class Follower:
                 woken.clear()
                 wait = await asyncio.to_thread(self.step)
                 stopped = asyncio.create_task(stop.wait())
-                # after a failed send the back-off holds: new events wait for it
-                wake = asyncio.create_task(woken.wait() if not self.failures else stop.wait())
+                # after a failed send, or while the ledger cannot be read, the back-off holds
+                wake = asyncio.create_task(stop.wait() if self.failures or self.unavailable else woken.wait())
                 await asyncio.wait({stopped, wake}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
                 stopped.cancel()
                 wake.cancel()

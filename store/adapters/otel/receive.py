@@ -4,7 +4,7 @@ An OTLP/HTTP receiver (``POST /v1/traces``, protobuf or JSON, gzip allowed) that
 of an agent nobody changed into ledger writes through the public API, so stall signals, estimates
 and budget gates work on it:
 
-* a trace is a task (``otel-<trace id>``, origin ``otel``);
+* a trace is a task (``otel-`` and the trace id's first 16 hex digits, origin ``otel``);
 * an agent span (``invoke_agent``; OpenInference ``AGENT``) is a node of kind ``agent``, claimed as
   soon as anything of it is seen — its children arrive while it runs, its own span only when it
   ends — and committed (or failed, with the span's error) when its span arrives;
@@ -28,6 +28,7 @@ import json
 import re
 import threading
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -41,6 +42,7 @@ MAX_INFLATED = 16 * 1024 * 1024
 MAX_TEXT = 2000
 LEASE_S = 6 * 3600.0  # spans come when work ends: a long step is silence, not a lost lease
 WORKER = "otel"
+SEEN = 100_000  # span ids remembered against a batch sent twice
 
 _AGENT = {"invoke_agent", "create_agent"}
 _TOOL = {"execute_tool"}
@@ -166,12 +168,14 @@ class Intake:
         self.ledger = ledger
         self.claims: dict[tuple[str, str], Claim] = {}
         self.agent_of: dict[str, tuple[str, str]] = {}  # span id → (task, the agent node it belongs to)
+        self.seen: OrderedDict[tuple[str, str, bool], None] = OrderedDict()
         self.lock = threading.Lock()
 
     def take(self, spans: list[Span]) -> int:
         """One request's spans: the agents' nodes first (what the rest hangs on), then the others,
         parents before children, then the agents that ended (their observations are in by then)."""
         with self.lock:
+            spans = self._new(spans)
             by_id = {s.span_id: s for s in spans}
             ended = [s for s in spans if operation(s) in _AGENT and not _pending(s)]
             for s in ended:
@@ -188,10 +192,23 @@ class Intake:
                 self._one(s)
             for s in ended:
                 self._agent(self._task(s), s.span_id, s, ended=True)
+            self._taken(spans)
             return len(spans)
 
+    def _new(self, spans: list[Span]) -> list[Span]:
+        """Spans not taken before: an exporter sends a batch again when our answer was lost, and a
+        tool call seen twice would read as the agent repeating itself (the last SEEN spans kept)."""
+        return [s for s in spans if (s.trace_id, s.span_id, _pending(s)) not in self.seen]
+
+    def _taken(self, spans: list[Span]) -> None:
+        """Remembered once written: a request the ledger refused is taken whole when it comes again."""
+        for s in spans:
+            self.seen[(s.trace_id, s.span_id, _pending(s))] = None
+        while len(self.seen) > SEEN:
+            self.seen.popitem(last=False)
+
     def _task(self, s: Span) -> str:
-        task = f"otel-{s.trace_id[:32]}"
+        task = f"otel-{s.trace_id[:16]}"  # 64 of the trace id's random bits: unique enough, and it fits a line
         name = s.attrs.get("gen_ai.agent.name") or (s.name if operation(s) in _AGENT else f"trace {s.trace_id[:8]}")
         self.ledger.create_task(task, title=_text(name)[:200],
                                 workflow="otel", exist_ok=True, origin="otel")

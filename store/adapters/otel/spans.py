@@ -27,7 +27,8 @@ from typing import Callable, Iterable
 
 from store.jsontypes import JsonObject
 from store.storage.events import (NodeAbandoned, NodeClaimed, NodeCommitted, NodeDiscarded, NodeFailed, NodeHeartbeat,
-                                  NodeRepair, TaskCompleted, TaskCreated, TaskFailed)
+                                  NodeRepair, OperatorActed, TaskCompleted, TaskCreated, TaskFailed, payload_of)
+from store.storage.payloads import Payload
 from store.views import EventView
 
 # The GenAI semantic conventions' names (tests check them against opentelemetry-semantic-conventions).
@@ -207,6 +208,7 @@ class Mapper:
 
     def _one(self, e: EventView, done: list[SpanRecord], started: list[int]) -> None:
         task = str(e.task_id)
+        p = payload_of(e)
         wf = self.workflows.get(task)
         if e.kind == TaskCreated.KIND:
             wf = self._start_workflow(task, e)
@@ -217,25 +219,25 @@ class Mapper:
             self._end_task(task, e, outcome, bad, done)
             return
         if e.kind == NodeClaimed.KIND and e.node:
-            rec = self._start_attempt(task, e, done)
+            rec = self._start_attempt(task, e, p if isinstance(p, NodeClaimed) else None, done)
             started.append(rec.span_id)
             return
         if e.kind in _ENDS and e.node:
             outcome, bad = _ENDS[e.kind]
-            self._end_attempt(task, e.node, e, outcome, e.payload.get("error") if bad else None, done,
-                              retry=bool(e.payload.get("retry")))
+            failed = p if isinstance(p, NodeFailed) else None
+            self._end_attempt(task, e.node, e, outcome, failed.error if bad and failed else None, done,
+                              retry=bool(failed and failed.retry), spent=_tokens(p))
             return
         if e.kind == NodeRepair.KIND and e.node:
-            for key in _names(e.payload.get("nodes")) or [e.node]:
+            for key in (list(p.nodes) if isinstance(p, NodeRepair) else []) or [e.node]:
                 self.why_next[f"{task}\0{key}"] = {"warden.link.reason": "repair", "warden.actor": value(e.actor)}
         if e.kind.startswith("operator."):
-            self._operator(task, e, done)
+            self._operator(task, e, p if isinstance(p, OperatorActed) else None, done)
             return
         event = SpanEvent(_event_name(e), e.at, self._event_attrs(e))
         att = self.attempts.get((task, e.node)) if e.node else None
         if att is not None:
-            if e.kind == NodeHeartbeat.KIND:
-                att.tokens += _number(e.payload.get("tokens")) or 0.0
+            att.tokens += _tokens(p) if isinstance(p, NodeHeartbeat) else 0.0
             att.add(event)
         elif wf is not None:
             wf.add(event)
@@ -254,17 +256,17 @@ class Mapper:
         o = self.workflows[task] = _Open(rec)
         return o
 
-    def _start_attempt(self, task: str, e: EventView, done: list[SpanRecord]) -> SpanRecord:
+    def _start_attempt(self, task: str, e: EventView, claimed: NodeClaimed | None, done: list[SpanRecord]) -> SpanRecord:
         node = str(e.node)
-        attempt = int(_number(e.payload.get("attempt")) or 1)
+        attempt = claimed.attempt if claimed is not None and claimed.attempt else 1
         prior = self.attempts.get((task, node))
         if prior is not None:  # its lease was lost, or the journal never said how it ended
-            reclaimed = bool(e.payload.get("reclaimed"))
+            reclaimed = claimed is not None and claimed.reclaimed
             self._end_attempt(task, node, e, "lease lost" if reclaimed else "superseded",
                               "its lease expired and it was reclaimed" if reclaimed else None, done)
         trace = self.trace(task)
         kind = self.kind_of(task, node)
-        worker = value(e.payload.get("worker") or e.actor)
+        worker = value((claimed.worker if claimed is not None else "") or e.actor)
         if kind == "tool":
             name = f"execute_tool {value(node)}"
             attrs: Attrs = {OPERATION: "execute_tool", TOOL_NAME: value(node),
@@ -286,12 +288,11 @@ class Mapper:
         return rec
 
     def _end_attempt(self, task: str, node: str, e: EventView, outcome: str, error: object,
-                     done: list[SpanRecord], *, retry: bool = False) -> None:
+                     done: list[SpanRecord], *, retry: bool = False, spent: float = 0.0) -> None:
         o = self.attempts.pop((task, node), None)
         if o is None:
             return
-        if e.kind != NodeClaimed.KIND:
-            o.tokens += _number(e.payload.get("tokens")) or 0.0
+        o.tokens += spent
         rec = o.close(e.at, outcome, None if error is None else value(error))
         self.last[f"{task}\0{node}"] = (int(rec.attrs.get("warden.attempt", 1)), rec.span_id,
                                         "retry" if retry or outcome == "failed" else outcome)
@@ -304,11 +305,11 @@ class Mapper:
         if wf is not None:
             done.append(wf.close(e.at, outcome, value(e.summary) if bad else None))
 
-    def _operator(self, task: str, e: EventView, done: list[SpanRecord]) -> None:
+    def _operator(self, task: str, e: EventView, acted: OperatorActed | None, done: list[SpanRecord]) -> None:
         action = e.kind.split(".", 1)[1]
-        reason = e.payload.get("reason")
+        reason = acted.reason if acted is not None else None
         attrs = self._event_attrs(e)
-        changed = _names(e.payload.get("nodes"))
+        changed = list(acted.nodes) if acted is not None else []
         targets = set(changed) | ({e.node} if e.node else set())
         ending = _ENDING_ACTIONS.get(action)
         for node in sorted(targets):
@@ -327,8 +328,8 @@ class Mapper:
         wf = self.workflows.get(task)
         if wf is not None:
             wf.add(SpanEvent(f"operator.{action}", e.at, attrs))
-            status = e.payload.get("task_status")
-            if isinstance(status, list) and status and status[-1] == "aborted":
+            status = acted.task_status if acted is not None else []
+            if status and status[-1] == "aborted":
                 for (t, node) in [k for k in self.attempts if k[0] == task]:
                     self._end_attempt(t, node, e, "aborted", None, done)
                 self.workflows.pop(task, None)
@@ -367,12 +368,14 @@ class Mapper:
         self.why_next = {str(k): dict(v) for k, v in doc["why_next"].items()}
 
 
-def _names(x: object) -> list[str]:
-    if isinstance(x, (list, tuple)):
-        return [str(k) for k in x if isinstance(k, str)]
-    if isinstance(x, dict):
-        return [str(k) for v in x.values() if isinstance(v, (list, tuple)) for k in v if isinstance(k, str)]
-    return []
+def _tokens(p: Payload) -> float:
+    """The tokens an event says an attempt spent: a heartbeat's, or its commit's (committed,
+    discarded, a repair round, a refused repair)."""
+    if isinstance(p, NodeHeartbeat):
+        return float(p.tokens or 0)
+    if isinstance(p, (NodeCommitted, NodeDiscarded, NodeRepair, NodeFailed)) and p.commit is not None:
+        return float(p.commit.tokens or 0)
+    return 0.0
 
 
 def _link_reason(ended: str) -> str:

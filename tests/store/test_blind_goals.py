@@ -1,0 +1,66 @@
+"""The stall signals held to their goals on the blind corpus (``tests/support/blind``), on fixed seeds.
+
+The goals (docs/estimates.md, "The blind corpus"): every loop family caught within
+``max(5, period + 2)`` loop observations in ≥ 95 % of trials; every healthy family with a stall
+alarm in ≤ 1 % of trials; both with and without ``action``/``result``. Here each family runs
+``TRIALS`` trials of each form on a fixed seed, so the goal reads: no healthy trial alarmed, every
+loop trial caught in time, no loop trial alarmed before its loop.
+
+A family the detector does not yet meet is listed in ``MISSES`` with what was measured on 4 trials
+per form (the table in docs/estimates.md): its test is an expected failure, and passes the day it is met
+(``strict=False``: a family met on these seeds but not on 40 trials stays listed). The corpus is
+held out: a family is never changed to pass here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.blind import HEALTHY, LOOPS
+from tests.support.blind.runner import run_blind
+
+SEED = 1
+TRIALS = 2
+
+# family → what was measured when it missed its goal (seed 1, 4 trials per form; docs/estimates.md)
+MISSES: dict[str, str] = {
+    "captcha_retry": "caught in time 100% (action) / 50% (plain), median first alarm 5 / 4",
+    "ci_poll_undeclared": "caught in time 100% (action) / 100% (plain), median first alarm 3 / 3, alarmed before the loop 25% / 25%",
+    "ci_rerun_same_failure": "caught in time 100% (action) / 75% (plain), median first alarm 4 / 5, alarmed before the loop 0% / 25%",
+    "edit_no_match": "caught in time 75% (action) / 50% (plain), median first alarm 5 / 6",
+    "error_moves_line_col": "caught in time 75% (action) / 50% (plain), median first alarm 4 / 5",
+    "fix_revert_oscillation": "caught in time 50% (action) / 100% (plain), median first alarm 7 / 6",
+    "format_fight": "caught in time 100% (action) / 75% (plain), median first alarm 4 / 4",
+    "infinite_scroll_stuck": "caught in time 50% (action) / 100% (plain), median first alarm 6 / 4",
+    "log_tail_reworded": "caught in time 50% (action) / 25% (plain), median first alarm 7 / 6",
+    "notes_restate": "caught in time 25% (action) / 50% (plain), median first alarm 9 / 5",
+    "paraphrased_test_retry": "caught in time 100% (action) / 75% (plain), median first alarm 4 / 4",
+    "paywalled_sources": "caught in time 25% (action) / 0% (plain), median first alarm 9 / 10",
+    "pytest_same_failure": "caught in time 100% (action) / 75% (plain), median first alarm 3 / 3",
+    "rate_limited_retry": "caught in time 75% (action) / 100% (plain), median first alarm 5 / 5",
+    "rereading_same_pages": "caught in time 50% (action) / 50% (plain), median first alarm 6 / 7",
+    "thinking_fresh_words": "caught in time 100% (action) / 75% (plain), median first alarm 4 / 5",
+}
+
+
+def _param(name: str) -> object:
+    marks = [pytest.mark.slow]
+    if name in MISSES:
+        marks.append(pytest.mark.xfail(reason=f"goal not met yet: {MISSES[name]}", strict=False))
+    return pytest.param(name, marks=marks)
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in sorted(HEALTHY)])
+def test_healthy_family_raises_no_stall_alarm(tmp_path, name: str) -> None:
+    rep = run_blind(str(tmp_path / "b.db"), trials=TRIALS, seed=SEED, only=(name,))
+    alarmed = {f.form: [o.early_alarms for o in f.outcomes if o.early_alarms] for f in rep.figures}
+    assert all(not v for v in alarmed.values()), alarmed
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in sorted(LOOPS)])
+def test_loop_family_is_caught_within_its_deadline(tmp_path, name: str) -> None:
+    rep = run_blind(str(tmp_path / "b.db"), trials=TRIALS, seed=SEED, only=(name,))
+    for f in rep.figures:
+        firsts = [(o.within, o.first_alarm) for o in f.outcomes]
+        assert f.caught == f.trials, (f.form, "caught at (within, first alarm):", firsts)
+        assert f.alarmed == 0, (f.form, [o.early_alarms for o in f.outcomes])
