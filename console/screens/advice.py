@@ -22,7 +22,7 @@ from textual.widgets import Button, Footer, Static
 
 from store.errors import WardenError
 
-from ..dialogs.base import ActionDialog, WardenModal, read_only_notice
+from ..dialogs.base import WardenModal, read_only_notice
 from ..dialogs.opening import open_action
 from ..glyphs import node_status_label
 from ..text import literal, safe_line
@@ -82,7 +82,6 @@ class AdviceDialog(WardenModal[None]):
         self.advice: "Advice | None" = None
         self.handoffs: "list[HandoffView]" = []
         self.error: str | None = None
-        self.opened: ActionDialog | ResolveHandoffScreen | None = None  # the screen accepting opened (tests)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -171,13 +170,13 @@ class AdviceDialog(WardenModal[None]):
         self.dismiss(None)
         if a.recommendation in ("rewind", "retry"):
             verb = "retry" if a.recommendation == "retry" else "rewind"
-            self.opened = open_action(app, "rewind", a.task_id, a.target,
+            open_action(app, "rewind", a.task_id, a.target,
                                       reason=f"recovery advice: {verb} ({a.reason}): {lead}"[:300])
         elif a.recommendation == "abandon":
-            self.opened = open_action(app, "narrow", a.task_id, None, exclude=[a.target],
+            open_action(app, "narrow", a.task_id, None, exclude=[a.target],
                                       reason=f"recovery advice: abandon {a.target} ({a.reason}): {lead}"[:300])
         elif a.recommendation == "needs_human" and self.handoffs:
-            self.opened = screen = ResolveHandoffScreen(self.handoffs[0].id)
+            screen = ResolveHandoffScreen(self.handoffs[0].id)
             app.push_screen(screen)
 
 

@@ -366,8 +366,6 @@ def dists_for(nodes: Sequence[NodeState], now: float, history: DurationHistory,
     return out
 
 
-_dists_for = dists_for  # the name the tests and the bench used
-
 
 def estimate_graph(ledger: LedgerCore, graph: GraphView, *, params: EstimateParams = DEFAULT_PARAMS,
                    history: DurationHistory | None = None, now: float | None = None) -> GraphEstimate:

@@ -68,7 +68,6 @@ class CommitProbe:
         self._con: sqlite3.Connection | None = None
         self._ident: tuple[int, int] | None = None
         self._mark: int | None = None
-        self.checks = 0  # how many times it was asked (tests, the benchmark)
 
     def _version(self) -> int | None:
         try:
@@ -102,7 +101,6 @@ class CommitProbe:
 
     def moved(self) -> bool:
         """True when something was committed since :meth:`mark` (or the probe cannot tell)."""
-        self.checks += 1
         v = self._version()
         return v is None or self._mark is None or v != self._mark
 

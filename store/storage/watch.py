@@ -27,7 +27,6 @@ import os
 import struct
 import sys
 import time
-from collections import Counter
 from typing import AsyncGenerator, AsyncIterator, Callable, Iterator, Protocol, TypeVar
 
 from store.storage.backends import CONNECT_TIMEOUT_S, unreachable_why
@@ -116,7 +115,6 @@ class Wakeups:
         # PostgreSQL: why the LISTEN connection is down (an outage the reader should say), or None.
         self.outage: str | None = None
         self.commit_probe = commit_probe  # False: wake on file events alone (diagnostics)
-        self.wakeup_counts: Counter[str] = Counter()  # wake-ups yielded, by reason
         self.trace: list[tuple[float, str]] | None = None  # set to a list to record (tests, benchmark)
         self.fallback_poll_s = fallback_poll_s
         self.step_ms = step_ms
@@ -329,7 +327,7 @@ class Wakeups:
         * ``"lost"`` (PostgreSQL): the LISTEN connection dropped or stopped answering — the server
           is unreachable (``outage`` says how); nothing to read until ``"change"`` says it is back.
 
-        ``wakeup_counts`` counts what was yielded; ``trace``, when set to a list, collects
+        ``trace``, when set to a list, collects
         ``(monotonic time, what)`` for every file event, probe check and wake-up. ``on_watching`` is
         called once the notification source is in place (at once when there is none, or when it
         cannot tell: watchfiles)."""
@@ -441,7 +439,6 @@ class Wakeups:
                     probe.mark()  # before the reader reads: what it reads is at least this new
                     if reason == "start":
                         arm(loop.time())
-                self.wakeup_counts[reason] += 1
                 if trace is not None:
                     trace.append((time.monotonic(), reason))
                 previous, poll_from = poll_from, loop.time()

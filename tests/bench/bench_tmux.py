@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -284,6 +285,8 @@ def main() -> None:
     ap.add_argument("--trace", help="run the console under tests/bench/console_trace.py, its timeline to this file")
     ap.add_argument("--out", help="also write the JSON report here")
     a = ap.parse_args()
+    # a TERM (a timeout, a kill of the run) ends it like ^C: the tmux server and the writer are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     result = run(a)
     text = json.dumps(result, indent=2)
     if a.out:

@@ -259,7 +259,7 @@ def test_large_graph_approximation_is_close_to_the_monte_carlo(ledger, clock):
     history_task(ledger, clock, "llm_call", [rng.lognormvariate(3, 0.7) for _ in range(40)])
     h = E.DurationHistory.load(ledger, ["llm_call"])
     nodes = [E.NodeState(f"n{i}", "llm_call", "pending", i) for i in range(300)]
-    dists = E._dists_for(nodes, clock(), h, E.DEFAULT_PARAMS)
+    dists = E.dists_for(nodes, clock(), h, E.DEFAULT_PARAMS)
     mc = E.task_estimate(nodes, dists, 4, E.DEFAULT_PARAMS)
     approx = E.task_estimate(nodes, dists, 4, E.EstimateParams(mc_max_nodes=100))
     assert approx.p80_s == pytest.approx(mc.p80_s, rel=0.05)
