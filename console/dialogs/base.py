@@ -83,9 +83,6 @@ class WardenModal(ModalScreen[ResultType]):
 
     def __init__(self) -> None:
         super().__init__(classes="warden-modal")
-        # Writes started (an apply, a resolution, a record): a seam the tests read to prove that
-        # Cancel, escape, enter, an empty reason or read-only never start one.
-        self.apply_attempts = 0
         # From the moment it is on top until its focus has landed, the keys typed are its own,
         # applied in order then (console/typeahead.py).
         self.typeahead = TypeAhead(self, taking=True)
@@ -403,7 +400,6 @@ class ActionDialog(WardenModal["Plan | None"]):
         plan = replace(self.plan, reason=self.reason())
         args = self.plan_args() or {}
         self.applying = True
-        self.apply_attempts += 1
         self.say(Text("applying…", style="dim"))
         self.update_buttons()
         self._seq += 1

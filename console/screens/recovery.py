@@ -265,7 +265,6 @@ class RecoveryWizardScreen(WardenModal["Recorded | None"]):
             return
         self.writing = True
         self._refresh()
-        self.apply_attempts += 1
         self._write(self.record_name(), resolve_operator(self.host.operator))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="recovery-record")

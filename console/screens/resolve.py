@@ -366,7 +366,6 @@ class ResolveHandoffScreen(WardenModal[bool]):
         self.busy = True
         self.update_buttons()
         self.say(Text("resolving…", style="dim"))
-        self.apply_attempts += 1
         self._resolve(self.handoff, self.chosen, self.answer() or None, resolve_operator(self.host.operator))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="resolve")

@@ -181,3 +181,25 @@ def console_applies(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
 
     monkeypatch.setattr(Ledger, "apply", spy)
     return calls
+
+
+@pytest.fixture
+def apply_attempts(monkeypatch: pytest.MonkeyPatch) -> Callable[[object], int]:
+    """How many writes a dialog or screen started (an apply, a resolution, a record), counted around
+    the worker each starts (``ActionDialog._apply``, ``ResolveHandoffScreen._resolve``,
+    ``RecoveryWizardScreen._write``): how a test proves that Cancel, escape, enter, an empty reason
+    or read-only never start one. Call it with the dialog."""
+    from console.dialogs.base import ActionDialog
+    from console.screens.recovery import RecoveryWizardScreen
+    from console.screens.resolve import ResolveHandoffScreen
+
+    started: dict[int, int] = {}
+    for cls, name in ((ActionDialog, "_apply"), (ResolveHandoffScreen, "_resolve"), (RecoveryWizardScreen, "_write")):
+        real = getattr(cls, name)
+
+        def start(self: object, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            started[id(self)] = started.get(id(self), 0) + 1
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, name, start)
+    return lambda screen: started.get(id(screen), 0)

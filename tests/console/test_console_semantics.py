@@ -111,7 +111,7 @@ async def test_a_waiting_task_says_its_clock_is_paused(sp):
         assert "◷ budget clock paused since" in summary
 
 
-async def test_abort_lists_compensations_and_c_marks_one_by_hand(sp, console_applies):
+async def test_abort_lists_compensations_and_c_marks_one_by_hand(sp, console_applies, apply_attempts):
     app = make_app(sp, operator="ana@console")
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -142,7 +142,7 @@ async def test_abort_lists_compensations_and_c_marks_one_by_hand(sp, console_app
         await pilot.press("escape")  # cancel: nothing changes
         await wait_for(pilot, lambda: app.screen is not dlg)
         await workers_done(pilot, dlg)
-        assert dlg.apply_attempts == 0 and console_applies == [("abort", "stopped")]
+        assert apply_attempts(dlg) == 0 and console_applies == [("abort", "stopped")]
         await pilot.press("c")
         dlg = app.screen
         await wait_for(pilot, lambda: dlg.plan is not None, what="the plan")
@@ -150,7 +150,7 @@ async def test_abort_lists_compensations_and_c_marks_one_by_hand(sp, console_app
         assert app.screen is dlg
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.screen is not dlg, what="applied")
-        assert dlg.apply_attempts == 1 and console_applies[-1] == ("compensated", EFFECT)
+        assert apply_attempts(dlg) == 1 and console_applies[-1] == ("compensated", EFFECT)
     with Ledger.open(sp, create=False) as led:
         [e] = led.effects("stopped")
         assert (e.status, e.compensated_by, e.compensation_note) == ("compensated", "ana@console",

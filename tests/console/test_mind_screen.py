@@ -115,7 +115,7 @@ async def test_r_on_a_conclusion_opens_the_rewind_dialog_of_the_node_that_produc
         await wait_for(pilot, lambda: isinstance(app.screen, NodeDetailScreen), what="the node detail")
 
 
-async def test_the_memory_inbox_confirms_through_the_dialog_and_the_audit(mp, console_applies):
+async def test_the_memory_inbox_confirms_through_the_dialog_and_the_audit(mp, console_applies, apply_attempts):
     app = make_app(mp, operator="ana")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -133,7 +133,7 @@ async def test_the_memory_inbox_confirms_through_the_dialog_and_the_audit(mp, co
         await pilot.press("ctrl+s")  # no reason yet: nothing applied
         await wait_for(pilot, lambda: "cannot apply yet" in str(dialog.query_one("#dialog-error", Static).render()),
                        what="the refusal")
-        assert dialog.apply_attempts == 0 and console_applies == []
+        assert apply_attempts(dialog) == 0 and console_applies == []
         dialog.query_one("#reason", Input).value = "seen on three runs"
         await pilot.press("ctrl+s")
         await workers_done(pilot, dialog)

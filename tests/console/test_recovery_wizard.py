@@ -63,7 +63,7 @@ def body(scr: RecoveryWizardScreen) -> str:
     return str(scr.query_one("#body", Static).render())
 
 
-async def test_record_the_verification_leaves_the_run_unchanged(project, ledger_path):
+async def test_record_the_verification_leaves_the_run_unchanged(project, ledger_path, apply_attempts):
     before = rf.snapshot(project / "runs")
     app = make_app(ledger_path, runs=str(project / "runs"), operator="ana@console")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -87,11 +87,11 @@ async def test_record_the_verification_leaves_the_run_unchanged(project, ledger_
         assert scr.query_one("#apply", Button).disabled
         await pilot.press(*"review-01", "enter")  # enter in the name never writes
         await workers_done(pilot, scr)
-        assert scr.apply_attempts == 0 and not (project / "recovery-records" / "review-01").exists()
+        assert apply_attempts(scr) == 0 and not (project / "recovery-records" / "review-01").exists()
         assert "HANDOFF.md that will be written" in body(scr) and "# Recovery handoff review-01" in body(scr)
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: scr.mode == "written", what="the record")
-        assert scr.apply_attempts == 1
+        assert apply_attempts(scr) == 1
         rec_dir = project / "recovery-records" / "review-01"
         assert sorted(p.name for p in rec_dir.iterdir()) == ["HANDOFF.md", "recovery.json"]
         assert verify_record(project / "recovery-records", "review-01", project / "runs")["result"] == "pass"
@@ -106,7 +106,7 @@ async def test_record_the_verification_leaves_the_run_unchanged(project, ledger_
         assert isinstance(app.screen, RunsScreen)
 
 
-async def test_needs_human_offers_no_record(project, ledger_path):
+async def test_needs_human_offers_no_record(project, ledger_path, apply_attempts):
     app = make_app(ledger_path, runs=str(project / "runs"))
     async with app.run_test(size=(80, 24)) as pilot:
         scr = await open_wizard(pilot, "resume-02")
@@ -119,12 +119,12 @@ async def test_needs_human_offers_no_record(project, ledger_path):
         assert not scr.query_one("#record", Button).display
         await pilot.press("ctrl+s")  # nothing to confirm here
         await workers_done(pilot, scr)
-        assert scr.apply_attempts == 0 and not (project / "recovery-records").exists()
+        assert apply_attempts(scr) == 0 and not (project / "recovery-records").exists()
         await pilot.click("#open-node")
         assert isinstance(app.screen, NodeDetailScreen) and app.screen.key == "export"
 
 
-async def test_read_only_shows_the_checks_and_writes_nothing(project, ledger_path):
+async def test_read_only_shows_the_checks_and_writes_nothing(project, ledger_path, apply_attempts):
     before = rf.snapshot(project / "runs")
     app = make_app(ledger_path, runs=str(project / "runs"), read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -136,7 +136,7 @@ async def test_read_only_shows_the_checks_and_writes_nothing(project, ledger_pat
         scr._start_record()
         await pilot.press("ctrl+s")
         await workers_done(pilot, scr)
-        assert scr.mode == "decision" and scr.apply_attempts == 0
+        assert scr.mode == "decision" and apply_attempts(scr) == 0
         assert "read-only (opened with --read-only): actions are disabled" in [n.message for n in app._notifications]
     assert rf.snapshot(project / "runs") == before
     assert not (project / "recovery-records").exists()

@@ -59,7 +59,7 @@ async def open_inbox_and_resolve(pilot) -> ResolveHandoffScreen:
     return scr
 
 
-async def test_resolve_from_the_inbox_then_the_next_of_the_task(ledger_path, console_applies):
+async def test_resolve_from_the_inbox_then_the_next_of_the_task(ledger_path, console_applies, apply_attempts):
     second = second_handoff(ledger_path)
     app = make_app(ledger_path, operator="ana@console")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -75,18 +75,18 @@ async def test_resolve_from_the_inbox_then_the_next_of_the_task(ledger_path, con
         assert scr.query_one("#apply", Button).disabled  # nothing chosen yet
         await pilot.press("ctrl+s")
         await workers_done(pilot, scr)
-        assert scr.apply_attempts == 0 and console_applies == []
+        assert apply_attempts(scr) == 0 and console_applies == []
         assert all(h.status == "open" for h in handoffs(ledger_path))
         await pilot.press("up", "enter")  # choose "yes"
         assert scr.chosen == "yes"
         scr.query_one("#answer", Input).focus()
         await pilot.press(*"flag it clearly", "enter")  # enter in the answer does not resolve
         await workers_done(pilot, scr)
-        assert scr.apply_attempts == 0 and console_applies == []
+        assert apply_attempts(scr) == 0 and console_applies == []
         assert all(h.status == "open" for h in handoffs(ledger_path))
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: scr.handoff is not None and scr.handoff.id == second, what="the next handoff")
-        assert scr.apply_attempts == 1 and [a for a, _ in console_applies] == ["resolve"]
+        assert apply_attempts(scr) == 1 and [a for a, _ in console_applies] == ["resolve"]
         hs = {h.id: h for h in handoffs(ledger_path)}
         h1 = hs[first.id]
         assert (h1.status, h1.resolution_option, h1.resolution_answer, h1.resolved_by) == (
@@ -126,7 +126,7 @@ async def test_lost_race_tells_who_resolved_it(ledger_path):
         assert isinstance(app.screen, HandoffInboxScreen)
 
 
-async def test_handoff_without_options_needs_an_answer(ledger_path, console_applies):
+async def test_handoff_without_options_needs_an_answer(ledger_path, console_applies, apply_attempts):
     with Ledger.open(ledger_path, clock=ManualClock(T0 + 300)) as ledger:
         c = ledger.claim("report-001", worker="frank", lease_s=60)
         hid = ledger.request_human(c, kind="exception", question="What now?")
@@ -141,7 +141,7 @@ async def test_handoff_without_options_needs_an_answer(ledger_path, console_appl
         assert "recommended" not in str(scr.query_one("#chosen", Static).render())  # no options, nothing said
         await pilot.press("ctrl+s")
         await workers_done(pilot, scr)
-        assert scr.apply_attempts == 0 and console_applies == []
+        assert apply_attempts(scr) == 0 and console_applies == []
         assert scr.query_one("#apply", Button).disabled and handoffs(ledger_path)[-1].status == "open"
         await pilot.press(*"skip the charts", "ctrl+s")
         # resolved; the task's other open handoff (section-2) is offered next
@@ -151,7 +151,7 @@ async def test_handoff_without_options_needs_an_answer(ledger_path, console_appl
         assert (h.status, h.resolution_option, h.resolution_answer) == ("resolved", None, "skip the charts")
 
 
-async def test_read_only_resolution_shows_but_cannot_resolve(ledger_path, console_applies):
+async def test_read_only_resolution_shows_but_cannot_resolve(ledger_path, console_applies, apply_attempts):
     app = make_app(ledger_path, read_only=True)
     async with app.run_test(size=(80, 24)) as pilot:
         scr = await open_inbox_and_resolve(pilot)
@@ -160,7 +160,7 @@ async def test_read_only_resolution_shows_but_cannot_resolve(ledger_path, consol
         assert btn.disabled and str(btn.label) == "read-only"
         await pilot.press("ctrl+s")
         await workers_done(pilot, scr)
-        assert scr.apply_attempts == 0 and console_applies == []
+        assert apply_attempts(scr) == 0 and console_applies == []
         assert "read-only (opened with --read-only): actions are disabled" in [n.message for n in app._notifications]
         assert [h.status for h in handoffs(ledger_path)] == ["open"]
 
@@ -189,7 +189,7 @@ async def advice_for(pilot, task: str, node: str) -> AdviceDialog:
     return dlg
 
 
-async def test_advice_retry_opens_a_prefilled_rewind(ledger_path, console_applies):
+async def test_advice_retry_opens_a_prefilled_rewind(ledger_path, console_applies, apply_attempts):
     app = make_app(ledger_path)
     async with app.run_test(size=(80, 24)) as pilot:
         dlg = await advice_for(pilot, "report-001", "section-3")  # failed, transient
@@ -208,7 +208,7 @@ async def test_advice_retry_opens_a_prefilled_rewind(ledger_path, console_applie
         assert rw.plan.changes == {"section-3": ("failed", "pending")} and not rw.query_one("#apply").disabled
         await pilot.press("escape")  # accepting the advice applied nothing by itself
         await workers_done(pilot, rw)
-        assert rw.apply_attempts == 0 and console_applies == []
+        assert apply_attempts(rw) == 0 and console_applies == []
         with Ledger.open(ledger_path, create=False) as ledger:
             assert ledger.node("report-001", "section-3").status == "failed"
 

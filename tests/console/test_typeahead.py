@@ -125,7 +125,7 @@ async def test_escape_typed_ahead_cancels_and_nothing_is_applied(fixed_dir, held
     assert console_applies == []
 
 
-async def test_ctrl_s_right_after_typing_applies_the_reason_in_full(fixed_dir) -> None:
+async def test_ctrl_s_right_after_typing_applies_the_reason_in_full(fixed_dir, apply_attempts) -> None:
     """ctrl+s is a priority binding: the app runs it the moment it reads it, while the keys typed
     just before may still be queued for the input."""
     reason = "the sources were stale; fetch them again from the archive"
@@ -140,7 +140,7 @@ async def test_ctrl_s_right_after_typing_applies_the_reason_in_full(fixed_dir) -
         for ch in reason:
             app.post_message(key(ch))
         app.post_message(events.Key("ctrl+s", None))
-        await wait_for(pilot, lambda: dialog.apply_attempts == 1, what="the apply")
+        await wait_for(pilot, lambda: apply_attempts(dialog) == 1, what="the apply")
         await workers_done(pilot, dialog)
     assert rejections(fixed_dir / "ledger.db", "outline")[-1] == reason
 

@@ -133,7 +133,10 @@ def test_a_command_writing_in_a_tight_loop_parked_and_resumed_100_times(ledger_p
     cwd = tmp_path / "w"
     cwd.mkdir()
     (cwd / "writer.py").write_text(WRITER)
-    run = Run(ledger_path, cwd, "", "--lease", "0.6", grace="2", argv=[sys.executable, "writer.py", ledger_path])
+    # a short lease (many beats around each park), stretched by the load: a lease that lapses while
+    # parked is taken back, and each take-back spends one of the node's max_claims (5)
+    lease = f"{stretch(0.6):.2f}"
+    run = Run(ledger_path, cwd, "", "--lease", lease, grace="2", argv=[sys.executable, "writer.py", ledger_path])
     runs_started.append(run)
     pid = run.pid("writer.pid")
     writes = cwd / "writes"
