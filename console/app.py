@@ -23,6 +23,7 @@ import asyncio
 import gc
 import sys
 import time
+from time import monotonic  # what spaces the deltas applied
 from typing import Callable, Sequence
 
 from textual import on, work
@@ -114,8 +115,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
                                       connect_timeout_s=connect_timeout_s)
         self.analysis = AnalysisRuns(self)  # when estimates and signals are computed (console/analysis_runs.py)
         self.alerts = AlertDesk(self, bell=bell, hook=on_alert)  # console/alerts.py
-        self.monotonic: Callable[[], float] = time.monotonic  # spaces the deltas applied (tests set it)
-        self._applied_at: float | None = None  # self.monotonic() of the last delta applied
+        self._applied_at: float | None = None  # monotonic() of the last delta applied
         self._applied_before: float | None = None  # and of the one before it
         self._apply_held = False  # a burst's next delta is held for a later() call
 
@@ -243,7 +243,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         # one — maybe a delta that changed nothing on screen — never delays the next)
         wait = 0.0
         if last is not None and before is not None and 0 <= last - before < 2 * LIVE_APPLY_S:
-            wait = last + LIVE_APPLY_S - self.monotonic()
+            wait = last + LIVE_APPLY_S - monotonic()
         if wait <= 0 or wait > LIVE_APPLY_S:  # (a clock that went back applies now)
             self.apply_pending()
         else:
@@ -258,7 +258,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
     def apply_pending(self) -> None:
         """The follower's pending delta, applied on the UI thread: the hub's models and signals
         (console/hub.py), the alerts. (The analysis worker follows the journal itself.)"""
-        self._applied_before, self._applied_at = self._applied_at, self.monotonic()
+        self._applied_before, self._applied_at = self._applied_at, monotonic()
         p = self.follower.take_pending()
         if p.status is not None and p.status.fatal:
             self.failed = p.status.error

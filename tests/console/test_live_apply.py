@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
+import console.app as console_app
 from console.app import LIVE_APPLY_S
 from store import Ledger, NodeSpec
 from tests.console.conftest import build_ledger, make_app, settle, wait_for
@@ -33,7 +34,7 @@ def _calls(monkeypatch, obj, name: str, stamp) -> list[float]:
 
 
 def _count_applications(app, monkeypatch) -> list[float]:
-    return _calls(monkeypatch, app, "apply_pending", lambda: app.monotonic())
+    return _calls(monkeypatch, app, "apply_pending", lambda: console_app.monotonic())
 
 
 @asynccontextmanager
@@ -43,7 +44,7 @@ async def _app_on_a_manual_clock(tmp_path, monkeypatch):
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         mono = [1000.0]
-        app.monotonic = lambda: mono[0]
+        monkeypatch.setattr(console_app, "monotonic", lambda: mono[0])
         yield pilot, app, mono, _count_applications(app, monkeypatch)
 
 
