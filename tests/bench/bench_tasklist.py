@@ -167,12 +167,42 @@ async def run(path: str, a: argparse.Namespace) -> dict:
                     "shown": app.tasks_model.row_count(), "summary": app.tasks_model.summary_text(),
                     "journal_reads": app.follower.reads, "cursor": app.follower.cursor,
                 }
+                if "urgency" in phase:
+                    phases[phase]["first_rows"] = first_rows(app)
         finally:
             for p in procs:
                 p.wait(timeout=a.seconds * 3 + 60)
     if prof is not None:
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(30)
     return {"first_frame_s": round(first, 2), "phases": phases}
+
+
+def first_rows(app) -> dict:
+    """The first rows after ``s``: drawn on screen as the model orders them, in urgency order —
+    no finished task above an unfinished one, and, among rows with the same alarms, the most open
+    handoffs first (the order's first two criteria, read from the rows' views, not the model's key)."""
+    from console.model import FINISHED_TASK
+
+    model = app.tasks_model
+    rows = [model.row_at(i) for i in range(min(20, model.row_count()))]
+    ids = [r.view.task_id for r in rows]
+    problems = []
+    if model.order != "urgency":
+        problems.append(f"order is {model.order!r}")
+    done = [r.view.status in FINISHED_TASK for r in rows]
+    if any(d and not later for d, later in zip(done, done[1:])):
+        problems.append("a finished task above an unfinished one")
+    for a, b in zip(rows, rows[1:]):
+        if (not (a.view.status in FINISHED_TASK or b.view.status in FINISHED_TASK) and a.alarms == b.alarms
+                and a.view.handoffs_open < b.view.handoffs_open):
+            problems.append(f"{a.view.task_id} ({a.view.handoffs_open} open) above {b.view.task_id} "
+                            f"({b.view.handoffs_open} open)")
+            break
+    screen = app.export_screenshot()
+    drawn = [i for i in ids if i in screen]
+    if ids and (not drawn or drawn[0] != ids[0]):
+        problems.append(f"the first row drawn is not {ids[0]}")
+    return {"ids": ids[:5], "ok": not problems, "problems": problems}
 
 
 def main() -> None:
@@ -198,6 +228,10 @@ def main() -> None:
     print(text)
     if a.out:
         Path(a.out).write_text(text)
+    wrong = {k: v["first_rows"]["problems"] for k, v in report["phases"].items()
+             if "first_rows" in v and not v["first_rows"]["ok"]}
+    if wrong:
+        sys.exit(f"bench_tasklist: the first rows are not in urgency order: {wrong}")
 
 
 if __name__ == "__main__":
