@@ -52,7 +52,10 @@ def build(path: str) -> str:
             question="Run the migration on prod now?\nIt locks the orders table for ~40 s.",
             options=[{"id": "run", "label": "Run it now", "consequence": "orders wait ~40 s"},
                      {"id": "wait", "label": "Wait for 02:00", "consequence": "the deploy ends tonight"}],
-            recommendation="wait", context={"table": "orders"})
+            recommendation="wait",
+            context={"done": "the 1.4.2 deploy is built and its tests pass",
+                     "stuck": "the migration locks the orders table; the time to run it is yours",
+                     "why": "02:00 has the fewest orders", "table": "orders"})
         led.request_human(
             led.claim(TASK, "claude-2", lease_s=3600, key="edit"), kind="permission", question="Allow Claude Code to use Edit?",
             context={"tool": "Edit", "diff": DIFF, "file": "app/parser.py", "session": "9b2e4c1a"},

@@ -278,7 +278,7 @@ class DemoAgent(MindSteps):
             ],
             recommendation="yes",
             context={"done": f"scanned and classified {len(mods)} modules; fixes are running",
-                     "stuck_at": "opening pull requests is an irreversible, visible effect",
+                     "stuck": "opening pull requests is an irreversible, visible effect",
                      "why": "every fix is tested before its PR; PRs are one per module as the constraints say"},
         )
         yield self.tick_s * 0.1
@@ -371,9 +371,14 @@ class DemoAgent(MindSteps):
                 ])
             except Refused as e:  # repair budget exhausted: a human decides
                 self.ledger.request_human(claim, kind="exception", question=f"The draft still misses {missing}",
-                                          options=[{"id": "accept", "label": "Accept as is"},
-                                                   {"id": "abort", "label": "Stop here"}],
-                                          context={"why": str(e)})
+                                          options=[{"id": "accept", "label": "Accept as is",
+                                                    "consequence": f"the report is finalised still missing {missing}"},
+                                                   {"id": "abort", "label": "Stop here",
+                                                    "consequence": "no report is finalised; the drafts stay"}],
+                                          context={"done": f"drafted and verified {n} times; repaired each time",
+                                                   "stuck": f"the draft still misses {missing}: {e}",
+                                                   "no_recommendation": "whether the report is useful without "
+                                                                        "it is the reader's call"})
             return
         self.ledger.commit(claim, output=out, tokens=200, next_nodes=[
             NodeSpec("finalize", kind="finalize", deps=(claim.node_key,), title="finalize the report",

@@ -87,6 +87,15 @@ def _options(options: Sequence[JsonValue] | None) -> list[JsonObject]:
     return out
 
 
+def _parts(claim: Claim, worker: str, **parts: str | None) -> JsonObject:
+    """A question's context: where it comes from and the checkpoint's parts the client gave."""
+    ctx: JsonObject = {"via": "mcp", "worker": worker, "step": claim.node_key}
+    for k, v in parts.items():
+        if v is not None:
+            ctx[k] = clean(str(v), 4000)
+    return ctx
+
+
 class AgentSession:
     """The state one ``warden mcp`` process holds (thread-safe: tools run in worker threads)."""
 
@@ -420,9 +429,13 @@ class AgentSession:
             eff = self.ledger.confirm_effect(self.claim, key, external_id=external_id)
             return {"status": eff.status, "effect": key, "external_id": eff.external_id}
 
-    def ask_human(self, question: str, options: Sequence[JsonValue] | None = None, kind: str | None = None) -> JsonObject:
+    def ask_human(self, question: str, options: Sequence[JsonValue] | None = None, kind: str | None = None, *,
+                  done: str | None = None, stuck: str | None = None, recommendation: str | None = None,
+                  why: str | None = None, no_recommendation: str | None = None) -> JsonObject:
         """A question of its own (store/adapters/questions.py): the step keeps its claim, and
-        questions asked at once (from several threads of the client) are each their own handoff."""
+        questions asked at once (from several threads of the client) are each their own handoff.
+        It carries the checkpoint's parts (store/ledger/checkpoint.py): what was done, where the
+        agent is stuck, each option's consequence, a recommendation with why, or why none."""
         with self.lock:
             stop = self._check()
             if stop is not None:
@@ -436,8 +449,10 @@ class AgentSession:
             asked = questions.ask(self.ledger, claim.task_id, key, worker=self.worker, kind=kind or "direction",
                                   node_kind="question", title=f"question: {clean(question, 150)}",
                                   question=clean(question, 4000), options=opts,
-                                  context={"via": "mcp", "worker": self.worker, "step": claim.node_key},
-                                  lease_s=self.cfg.lease_s)
+                                  context=_parts(claim, self.worker, done=done, stuck=stuck, why=why,
+                                                 no_recommendation=no_recommendation),
+                                  lease_s=self.cfg.lease_s,
+                                  recommendation=None if recommendation is None else str(recommendation))
             self.questions[asked.handoff] = asked.node
             self._save()
         return self._wait(asked.handoff)

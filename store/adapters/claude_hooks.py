@@ -362,7 +362,10 @@ class _Hook:
             b["soft"] = s.ask(kind="direction", title="budget: past its soft gate", options=[
                 {"id": "seen", "label": "Seen", "consequence": "it goes on; park it or raise its budget to stop it"}],
                 question=f"{self.name} session {s.task} is past its soft budget gate (its token budget is "
-                         f"{self._used(s)}); it goes on.", context={"via": f"{self.cfg.client} hooks", "gate": gate})
+                         f"{self._used(s)}); it goes on.", recommendation="seen",
+                context={"via": f"{self.cfg.client} hooks", "gate": gate,
+                         "stuck": f"past its soft budget gate ({self._used(s)}); not stuck: it goes on",
+                         "why": "a notice: the session goes on either way; park it or raise its budget to stop it"})
             s.save()
         if gate not in ("hard", "stop"):
             return None
@@ -383,7 +386,11 @@ class _Hook:
                                                                         "gate, 120 % of the budget)"},
                 {"id": "stop", "label": "Stop it", "consequence": f"{self.name} is stopped at its next tool call"}],
                 question=f"{self.name} session {s.task} reached its budget's hard gate ({self._used(s)}): its next "
-                         "tool call waits.", context={"via": f"{self.cfg.client} hooks", "gate": gate})
+                         "tool call waits.",
+                context={"via": f"{self.cfg.client} hooks", "gate": gate,
+                         "stuck": f"at its budget's hard gate ({self._used(s)}): its next tool call waits",
+                         "no_recommendation": "whether the work is worth more than its budget is the operator's "
+                                              "call; the hooks do not know"})
             s.save()
         return Steer("budget", f"the task is over its budget ({self._used(s)})")
 
@@ -461,7 +468,10 @@ class _Hook:
             options = [{"id": "allow", "label": f"Allow {tool}", "consequence": f"{self.name} runs it with this input"},
                        {"id": "deny", "label": "Deny", "consequence": f"{self.name} is told it may not, and goes on"}]
             context: JsonObject = {"tool": tool, "input": shown, "cwd": _text(self.p.get("cwd"), 500),
-                                   "session": self.sid, "permission_mode": _text(self.p.get("permission_mode"), 40)}
+                                   "session": self.sid, "permission_mode": _text(self.p.get("permission_mode"), 40),
+                                   "stuck": f"{self.name} asks permission to use {tool} with: {shown[:500]}",
+                                   "no_recommendation": "the agent's own permission request: Warden does not judge "
+                                                        "the call; the tool and its input are below"}
             if self.p.get("permission_suggestions"):
                 context["suggestions"] = summarize(self.p.get("permission_suggestions"), 1000)
             permission_rules.offer(options, context, self.p, client=self.cfg.client)  # "always allow", an edit's diff

@@ -278,11 +278,25 @@ class HookSession:
         return found[-1] if found else None
 
     # ------------------------------------------------------------------ questions
+    def doing(self) -> str:
+        """What the session has done so far, as far as the hooks know: the turn and its prompt."""
+        if not self.turn:
+            return f"the {self.client} session started; no prompt yet"
+        try:
+            prompt = self.ledger.node(self.task, self.node_key("turn", self.turn)).title
+        except NotFound:
+            prompt = ""
+        return f"turn {self.turn} of the {self.client} session" + (f", on the prompt: {prompt}" if prompt else "")
+
     def ask(self, *, kind: str, title: str, question: str, options: list[dict[str, str]], context: JsonObject,
-            call: str | None = None, digest: str | None = None, pid: int | None = None) -> str:
+            call: str | None = None, digest: str | None = None, pid: int | None = None,
+            recommendation: str | None = None) -> str:
         """Open a question of its own (a node beside the turn); remembered (by its node) until it is
         closed. The node's key is saved before anything is written, so a hook killed at any line
-        leaves an entry the next event's :meth:`sweep` finishes."""
+        leaves an entry the next event's :meth:`sweep` finishes. What was done (the turn's prompt)
+        is added to ``context`` unless it says; the caller gives where it is stuck and the
+        recommendation (with why) or why there is none (store/ledger/checkpoint.py)."""
+        context = {"done": self.doing(), **context}
         self.asked += 1
         base = self.node_key("turn", self.turn) if self.turn else self.node_key("session", 0)
         key = f"{base}.ask-{self.asked}"
@@ -291,7 +305,7 @@ class HookSession:
         self.save()
         asked = questions.ask(self.ledger, self.task, key, worker=self.worker, kind=kind,
                               node_kind=f"{self.client}-question", title=title, question=question, options=options,
-                              context=context)
+                              context=context, recommendation=recommendation)
         self.asks[key]["handoff"] = asked.handoff
         self.save()
         return asked.handoff
@@ -394,8 +408,11 @@ class HookSession:
                                                                "clears the question here"}]
         try:
             self.notice = self.ask(kind=kind, title=f"{kind}: someone at the {self.terminal} terminal",
-                                   question=question, options=opts,
-                                   context={"via": f"{self.client} notification", "session": self.session_id})
+                                   question=question, options=opts, recommendation="seen",
+                                   context={"via": f"{self.client} notification", "session": self.session_id,
+                                            "stuck": f"{self.client} waits on someone at its terminal: {question}",
+                                            "why": f"the answer is given at the {self.terminal} terminal; "
+                                                   "this only clears the alert here"})
         except (Refused, LeaseLost):
             return None
         self.save()

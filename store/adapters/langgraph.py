@@ -61,7 +61,7 @@ task id), ``lease_s`` (60), ``max_step_s`` (None: the time limit of one claim, h
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Generic, Mapping, TypedDict, TypeVar, Unpack
+from typing import Any, Callable, Generic, Mapping, TypedDict, TypeVar, Unpack
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Interrupt, StateSnapshot
@@ -69,6 +69,7 @@ from langgraph.types import Command, Interrupt, StateSnapshot
 from store.clock import iso
 from store.errors import LeaseLost, NotFound, Refused
 from store.facade import Ledger
+from store.ledger.checkpoint import PARTS
 from store.jsontypes import JsonObject, JsonValue
 from store.ledger import waits
 from store.adapters import graphshape as shape
@@ -372,15 +373,16 @@ class Supervisor(Generic[_S]):
             if h.keeper is not None:
                 h.keeper.stop()
             v = intr.value if isinstance(intr.value, Mapping) else {"question": str(intr.value)}
-            options = list(v.get("options") or [])
+            options = [_with_consequence(o) for o in v.get("options") or []]
             raw_ctx = v.get("context")
             ctx: JsonObject = dict(raw_ctx) if isinstance(raw_ctx, Mapping) else {}
             ctx["interrupt_id"] = intr.id
+            question = str(v.get("question") or "The graph asks for a decision")
+            self._parts(ctx, v, h.claim, question)
             try:
                 hid = self.ledger.request_human(
                     h.claim, kind=str(v.get("kind") or ("confirm" if options else "direction")),
-                    question=str(v.get("question") or "The graph asks for a decision"), options=options,
-                    recommendation=v.get("recommendation"), context=ctx)
+                    question=question, options=options, recommendation=v.get("recommendation"), context=ctx)
             except LeaseLost as e:
                 raise _Stop(self._lease_lost(name or "", str(e))) from None
             if first is None:
@@ -388,6 +390,22 @@ class Supervisor(Generic[_S]):
                                   question=str(v.get("question") or ""))
         if first is not None:
             raise _Stop(first)
+
+    def _parts(self, ctx: JsonObject, v: Mapping[str, object], claim: Claim, question: str) -> None:
+        """The checkpoint's parts (store/ledger/checkpoint.py): the interrupt's own, else what the
+        adapter knows — the graph's steps done so far, the node that asks."""
+        for k in PARTS:
+            if isinstance(v.get(k), str) and k not in ctx:
+                ctx[k] = str(v[k])
+        if not ctx.get("done"):
+            done = [n.key for n in self.ledger.graph(claim.task_id).nodes if n.status == "succeeded"]
+            ctx["done"] = ("the graph's steps done: " + ", ".join(done[-20:])) if done else "no step done yet"
+        if not ctx.get("stuck"):
+            ctx["stuck"] = f"the graph's node {claim.node_key} interrupted to ask: {question[:500]}"
+        if v.get("recommendation") is None:
+            ctx.setdefault("no_recommendation", "the graph's interrupt names none")
+        elif not ctx.get("why"):
+            ctx["why"] = "named by the graph's interrupt, without a reason"
 
     def _failed(self, exc: BaseException, steps: int) -> RunResult:
         snap = self.graph.get_state(self.config)
@@ -507,3 +525,11 @@ class Supervisor(Generic[_S]):
         if tuple(self.graph.get_state(cfg).next) != tuple(start.next):  # the update must not change what runs next
             return start.config.copy()
         return cfg.copy()
+
+
+def _with_consequence(o: Any) -> Any:
+    """An interrupt's option, with what picking it does when the graph does not say: the graph
+    resumes with it as ``interrupt()``'s answer."""
+    if isinstance(o, Mapping) and "id" in o and not o.get("consequence"):
+        return {**o, "consequence": f"the graph resumes with {str(o['id'])!r} as the interrupt's answer"}
+    return o

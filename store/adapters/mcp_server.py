@@ -75,11 +75,17 @@ def build_server(session: AgentSession) -> MCPServer[object]:
     def confirm_effect(key: str, external_id: str | None = None) -> JsonObject:
         return session.confirm_effect(key, external_id)
 
-    @server.tool(description="Ask a person (options: ids or {id, label, consequence}; kind: confirm, direction, "
-                             "exception, acceptance, permission). Waits up to about 50 s; then answers pending "
-                             "with the handoff id: call wait_for_human(handoff) to keep waiting.")
-    def ask_human(question: str, options: JsonArray | None = None, kind: str | None = None) -> JsonObject:
-        return session.ask_human(question, options, kind)
+    @server.tool(description="Ask a person (kind: confirm, direction, exception, acceptance; default direction). "
+                             "Hand over what they decide from: done (what you did so far), stuck (where you are "
+                             "stuck), options [{id, label, consequence}] each with its consequence, and "
+                             "recommendation (an option id) with why, or no_recommendation (why you have none). "
+                             "A missing part is refused. Waits up to about 50 s; then answers pending with the "
+                             "handoff id: call wait_for_human(handoff) to keep waiting.")
+    def ask_human(question: str, done: str | None = None, stuck: str | None = None,
+                  options: JsonArray | None = None, recommendation: str | None = None, why: str | None = None,
+                  no_recommendation: str | None = None, kind: str | None = None) -> JsonObject:
+        return session.ask_human(question, options, kind, done=done, stuck=stuck, recommendation=recommendation,
+                                 why=why, no_recommendation=no_recommendation)
 
     @server.tool(description="Keep waiting for the answer to a question asked with ask_human.")
     def wait_for_human(handoff: str) -> JsonObject:

@@ -21,6 +21,7 @@ from typing import Sequence
 
 from store.errors import LeaseLost, NotFound, Refused, StaleRevision
 from store.facade import Ledger
+from store.ledger import checkpoint
 from store.jsontypes import JsonMapping, JsonObject
 from store.storage.models import HANDOFF_KINDS
 from store.validate import show
@@ -35,7 +36,8 @@ class Asked:
     node: str
 
 
-def check(kind: str, question: str, options: Sequence[JsonMapping]) -> None:
+def check(kind: str, question: str, options: Sequence[JsonMapping], recommendation: str | None,
+          context: JsonMapping) -> None:
     """What the ledger would refuse in the question, refused before anything is written (a refused
     call changes nothing: not even the question's node)."""
     if kind not in HANDOFF_KINDS:
@@ -49,6 +51,9 @@ def check(kind: str, question: str, options: Sequence[JsonMapping]) -> None:
         ids.append(str(o["id"]))
     if len(set(ids)) != len(ids):
         raise Refused("handoff option ids must be distinct")
+    if recommendation is not None and recommendation not in ids:
+        raise Refused(f"recommendation {show(recommendation)} is not one of the options")
+    checkpoint.check(kind, options, recommendation, context)
 
 
 def ask(ledger: Ledger, task: str, key: str, *, worker: str, kind: str, node_kind: str, title: str,
@@ -57,7 +62,7 @@ def ask(ledger: Ledger, task: str, key: str, *, worker: str, kind: str, node_kin
     """Add the question's node, claim it and open the handoff on it. Raises ``Refused`` when the
     question is not one the ledger takes (nothing written) or the node cannot be claimed (the task
     parked or aborted meanwhile)."""
-    check(kind, question, options)
+    check(kind, question, options, recommendation, context)
     try:
         ledger.node(task, key)
     except NotFound:

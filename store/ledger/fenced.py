@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Mapping, NamedTuple, Sequence, TypedDict
 
 from store.storage import checkpoints, sql
+from store.ledger import checkpoint
 from store.judges import novelty
 from store.judges import density as density_rule
 from store.storage.db import retry_write, write_tx
@@ -440,6 +441,7 @@ def request_human(core: LedgerCore, claim: Claim, *, kind: str, question: str, o
         raise Refused("handoff option ids must be distinct")
     if recommendation is not None and recommendation not in ids:
         raise Refused(f"recommendation {recommendation!r} is not one of the options")
+    checkpoint.check(kind, opts, recommendation, context)
     ctx = dict(context or {})
     dumps(ctx)
     now = core.now()

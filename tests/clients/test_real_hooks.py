@@ -20,6 +20,7 @@ from tests.support.clients import (ClaudeSetup, CodexSetup, claude_hooks, codex_
                                    stream_events)
 from tests.support.console_terminal import Terminal, shows
 from tests.support.model_server import Call, ModelServer, Reply, Usage, bash, shell, wait_for_mcp, write
+from tests.support.asks import MCP_PARTS, mcp_options
 from tests.support.observed import all_said
 from tests.support.waiting import wait_until
 
@@ -297,8 +298,10 @@ def test_claude_with_warden_mcp_asks_and_each_answer_comes_back_to_its_call(wher
     mcp = {"warden": {"command": sys.executable, "args": ["-m", "console", *task_args]}}
     # Claude Code connects MCP servers in the background: the model waits for them first, as told
     script = [wait_for_mcp("warden"), Reply(calls=(bash_mcp("claim_next", {}),)),
-              Reply(calls=(bash_mcp("ask_human", {"question": "Which branch?", "options": ["main", "dev"]}),
-                           bash_mcp("ask_human", {"question": "Open a PR?", "options": ["yes", "no"]}))),
+              Reply(calls=(bash_mcp("ask_human", {"question": "Which branch?", "options": mcp_options("main", "dev"),
+                                                  **MCP_PARTS}),
+                           bash_mcp("ask_human", {"question": "Open a PR?", "options": mcp_options("yes", "no"),
+                                                  **MCP_PARTS}))),
               Reply(calls=(bash_mcp("commit", {"output": {"done": True}}),)), Reply(text="committed")]
     with ModelServer(script) as model:
         s = ClaudeSetup(where["tmp"] / "home", where["tmp"] / "proj", model.url, mcp=mcp).write()

@@ -12,6 +12,7 @@ import pytest
 
 from store import Budget, Ledger, ManualClock
 from tests.support.waiting import Deadline
+from tests.support.asks import ask
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 NOW = T0 + 600.0
@@ -61,7 +62,7 @@ def build_ledger(path: Path) -> Path:
             ledger.heartbeat(c1, units_done=k + 1, units_total=8, tokens=800,
                              # new words each time (a counter alone is not new information)
                              observation="\n".join(f"paragraph {PARAGRAPHS[j]}" for j in range(k * 2 + 2)))
-        ledger.request_human(c2, kind="confirm", question="Include the unaudited Q3 figures?",
+        ask(ledger, c2, kind="confirm", question="Include the unaudited Q3 figures?",
                              options=[{"id": "yes", "label": "Include", "consequence": "flagged as unaudited"},
                                       {"id": "no", "label": "Leave out", "consequence": "section is shorter"}],
                              recommendation="no")

@@ -22,6 +22,7 @@ from console.screens.resolve import ResolveHandoffScreen
 from store import Ledger
 
 from conftest import make_app, settle, wait_for
+from tests.support.asks import MCP_PARTS, mcp_options
 from tests.support.console_probes import AlertLog
 from tests.support.waiting import Deadline
 
@@ -130,7 +131,8 @@ async def test_an_mcp_client_asks_and_the_operator_answers_in_the_console(tmp_pa
             beat = await client.call_tool("heartbeat", {"action": "built the image", "result": "image 1.4.2"})
             assert json.loads(beat.content[0].text)["status"] == "ok"
             asking = asyncio.ensure_future(client.call_tool("ask_human", {
-                "question": "Deploy 1.4.2 to production?", "options": ["deploy", "wait"], "kind": "confirm"}))
+                "question": "Deploy 1.4.2 to production?", "options": mcp_options("deploy", "wait"), "kind": "confirm",
+                **MCP_PARTS}))
             await until(pilot, lambda: open_handoffs(ledger), what="the question")
             scr = await resolve_in_console(pilot, ["home", "enter"])
             assert scr.chosen == "deploy"

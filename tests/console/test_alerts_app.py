@@ -8,13 +8,14 @@ from conftest import NOW, make_app, settle, wait_for
 from console.widgets import StatusBar
 from store import Ledger, ManualClock
 from tests.support.console_probes import AlertLog
+from tests.support.asks import ask
 
 
 def _open_handoff(key: str) -> None:
     with Ledger.open("ledger.db", clock=ManualClock(NOW + 5)) as ledger:
         c = ledger.claim("report-001", worker="zed", key=key, lease_s=600)
         assert c is not None
-        ledger.request_human(c, kind="confirm", question="Publish [b]now[/b]?",
+        ask(ledger, c, kind="confirm", question="Publish [b]now[/b]?",
                              options=[{"id": "yes", "label": "Yes", "consequence": "published"}])
 
 
@@ -64,7 +65,7 @@ async def test_the_handoff_inbox_and_the_palette_mark_seen(fixed_dir: Any) -> No
             ledger.create_task("new-004", title="New")
             ledger.add_node("new-004", "ask", kind="human")
             c = ledger.claim("new-004", worker="zed")
-            ledger.request_human(c, kind="direction", question="Which way?",
+            ask(ledger, c, kind="direction", question="Which way?",
                                  options=[{"id": "a", "label": "A", "consequence": "a"}])
         await wait_for(pilot, lambda: app.alerts.open_count == 1, what="the second alert")
         await wait_for(pilot, lambda: "1 new alert" in (_header(app) or ""), what="the header's count")

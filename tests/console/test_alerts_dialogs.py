@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 
 from console.widgets import StatusBar
 from store import Ledger, ManualClock
+from tests.support.asks import ask
 
 
 def _open_handoff(key: str) -> None:
@@ -19,7 +20,7 @@ def _open_handoff(key: str) -> None:
             ledger.add_node("report-001", key, kind="tool", title=key.title())
         c = ledger.claim("report-001", worker="zed", key=key, lease_s=600)
         assert c is not None
-        ledger.request_human(c, kind="confirm", question=f"Publish {key}?",
+        ask(ledger, c, kind="confirm", question=f"Publish {key}?",
                              options=[{"id": "yes", "label": "Yes", "consequence": "published"}])
 
 

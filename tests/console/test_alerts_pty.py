@@ -23,6 +23,7 @@ import pytest
 from conftest import build_ledger
 from store import Ledger
 from tests.support.waiting import Deadline
+from tests.support.asks import ask
 
 ROOT = Path(__file__).resolve().parents[2]
 OSC = re.compile(rb"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")  # a terminal's OSC sequence (may end in BEL)
@@ -105,7 +106,7 @@ def test_a_handoff_rings_once_and_runs_the_hook(tmp_path: Path) -> None:
         with Ledger.open(tmp_path / "ledger.db") as ledger:
             c = ledger.claim("report-001", worker="zed", key="figures", lease_s=600)
             assert c is not None
-            ledger.request_human(c, kind="confirm", question="Publish the figures as they are?",
+            ask(ledger, c, kind="confirm", question="Publish the figures as they are?",
                                  options=[{"id": "yes", "label": "Yes", "consequence": "published"}],
                                  recommendation="yes")
         term.pump_until(got.exists, "the hook's file")
@@ -132,7 +133,7 @@ def test_no_bell_rings_nothing(tmp_path: Path) -> None:
         with Ledger.open(tmp_path / "ledger.db") as ledger:
             c = ledger.claim("report-001", worker="zed", key="figures", lease_s=600)
             assert c is not None
-            ledger.request_human(c, kind="confirm", question="Publish?", options=[{"id": "yes", "label": "Yes",
+            ask(ledger, c, kind="confirm", question="Publish?", options=[{"id": "yes", "label": "Yes",
                                                                                    "consequence": "published"}])
         term.pump_until(lambda: b"report-001/figures" in term.out, "the notification")
         os.write(term.fd, b"q")
@@ -154,7 +155,7 @@ def test_term_dumb_gets_lines_not_a_full_screen(tmp_path: Path) -> None:
         with Ledger.open(tmp_path / "ledger.db") as ledger:
             c = ledger.claim("report-001", worker="zed", key="figures", lease_s=600)
             assert c is not None
-            ledger.request_human(c, kind="confirm", question="Publish?", options=[{"id": "yes", "label": "Yes",
+            ask(ledger, c, kind="confirm", question="Publish?", options=[{"id": "yes", "label": "Yes",
                                                                                    "consequence": "published"}])
         term.pump_until(lambda: b"ALERT" in term.out and b"report-001/figures" in term.out, "the alert line")
         assert bells(bytes(term.out)) == 1

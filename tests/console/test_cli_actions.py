@@ -12,6 +12,7 @@ import pytest
 from console.cli import actions as cli_actions
 from console.cli import main as warden
 from store import Ledger, ManualClock, NodeSpec
+from tests.support.asks import ask
 
 T0 = 1_800_000_000.0
 
@@ -37,7 +38,7 @@ def _build(ledger: Ledger) -> None:
         ledger.commit(c, output={"k": k})
     ledger.claim("t", "w1", lease_s=10 ** 9, kinds=["c"])
     d = ledger.claim("t", "w2", lease_s=10 ** 9, kinds=["d"])
-    ledger.request_human(d, kind="confirm", question="Ship it?\x1b[31m [red]now[/red]",
+    ask(ledger, d, kind="confirm", question="Ship it?\x1b[31m [red]now[/red]",
                          options=[{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}], recommendation="yes")
 
 

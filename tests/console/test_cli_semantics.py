@@ -12,6 +12,7 @@ import pytest
 
 from console.cli import main as warden
 from store import Budget, Ledger, ManualClock, NodeSpec
+from tests.support.asks import ask
 
 T0 = 1_800_000_000.0
 EVIL = "draft\x1b[31m\u202e[red]x[/red]"
@@ -37,7 +38,7 @@ def db(new_target, clock, monkeypatch):
         led.confirm_effect(c, "pr:" + EVIL, external_id="#7")
         led.commit(c, output={}, tokens=400, artifact=(EVIL + ".md", b"# report\n"))
         c = led.claim("t", "w", lease_s=10**7, kinds=["human"])
-        led.request_human(c, kind="acceptance", question="Accept " + EVIL + "?", options=[{"id": "yes"}])
+        ask(led, c, kind="acceptance", question="Accept " + EVIL + "?", options=[{"id": "yes"}])
     import store.clock as store_clock  # the CLI opens the ledger with the system clock: pin it
     monkeypatch.setattr(store_clock, "system_clock", clock)
     monkeypatch.setattr("store.storage.core.system_clock", clock)

@@ -12,6 +12,7 @@ from store import Budget, Ledger, ManualClock, NodeSpec
 from store.reading.cli_json import empty_eta, graph_json, status_json
 
 from tests.console.conftest import NOW, T0, graph_loaded, make_app, settle, wait_for, graph_of
+from tests.support.asks import ask
 
 
 def build(path: Path) -> None:
@@ -36,7 +37,7 @@ def build(path: Path) -> None:
             ledger.heartbeat(c2, units_done=0, units_total=3, tokens=50, observation="retrying the same call")
         ledger.commit(c1, output={}, tokens=200)
         c3 = ledger.claim("t", "carol", lease_s=900)
-        ledger.request_human(c3, kind="confirm", question="ship it?", options=[{"id": "y", "label": "yes"}])
+        ask(ledger, c3, kind="confirm", question="ship it?", options=[{"id": "y", "label": "yes"}])
         clock.advance(NOW - clock() - 60)
 
 

@@ -23,6 +23,7 @@ from store import Budget, Ledger, ManualClock, NodeSpec
 from conftest import HOSTILE, NOW, T0, settle, workers_done, graph_of
 from conftest import make_app
 from conftest import wait_for
+from tests.support.asks import ask
 
 EFFECT = "pr:repo/" + "fix\x1b[31m"
 
@@ -43,7 +44,7 @@ def build(path: Path) -> Path:
         led.add_nodes("waiting", [NodeSpec("ask", "human"), NodeSpec("after", "tool", ("ask",))])
         c = led.claim("waiting", "w", lease_s=10**7)
         clock.advance(30)
-        led.request_human(c, kind="confirm", question="go?", options=[{"id": "yes"}])
+        ask(led, c, kind="confirm", question="go?", options=[{"id": "yes"}])
     return path
 
 

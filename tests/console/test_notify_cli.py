@@ -23,6 +23,7 @@ pytest.importorskip("apprise", reason="warden notify needs the notify extra: pip
 from store import Ledger  # noqa: E402
 from tests.support.sink import Sink, start_sink  # noqa: E402
 from tests.support.waiting import Deadline  # noqa: E402
+from tests.support.asks import ask as whole_ask
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = 'group = "0.2s"\ngroup_max = "1s"\nretry_first = "0.2s"\n'
@@ -90,7 +91,7 @@ def setup(tmp_path: Path) -> tuple[str, Path, Ledger]:
 
 def ask(ledger: Ledger, node: int, question: str) -> str:
     c = ledger.claim("prod-k", f"w{node}", lease_s=3600)
-    return ledger.request_human(c, kind="direction", question=question)
+    return whole_ask(ledger, c, kind="direction", question=question)
 
 
 def test_kill_9_mid_send_then_restart_sends_nothing_twice_and_status_says_so(setup, sink) -> None:

@@ -18,6 +18,7 @@ from store import Ledger, ManualClock
 from conftest import HOSTILE, NOW, T0, settle, workers_done
 from conftest import make_app as _make_app
 from conftest import wait_for as _wait_for
+from tests.support.asks import ask
 
 
 def make_app(*a: Any, **kw: Any):
@@ -34,7 +35,7 @@ def second_handoff(path: Path) -> str:
     with Ledger.open(path, clock=ManualClock(T0 + 300)) as ledger:
         c = ledger.claim("report-001", worker="frank", lease_s=60)
         assert c.node_key == "figures"
-        return ledger.request_human(c, kind="direction", question="Which chart style?",
+        return ask(ledger, c, kind="direction", question="Which chart style?",
                                     options=[{"id": "bar", "label": "Bars", "consequence": "one chart per metric"},
                                              {"id": "line", "label": "Lines", "consequence": HOSTILE}],
                                     context={"done": "data loaded", "stuck": HOSTILE, "why": "bars read better"},
@@ -129,7 +130,7 @@ async def test_lost_race_tells_who_resolved_it(ledger_path):
 async def test_handoff_without_options_needs_an_answer(ledger_path, console_applies, apply_attempts):
     with Ledger.open(ledger_path, clock=ManualClock(T0 + 300)) as ledger:
         c = ledger.claim("report-001", worker="frank", lease_s=60)
-        hid = ledger.request_human(c, kind="exception", question="What now?")
+        hid = ask(ledger, c, kind="exception", question="What now?")
     app = make_app(ledger_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
@@ -257,7 +258,7 @@ RULE = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm t
 def permission(ledger: Ledger, node: str, command: str) -> str:
     ledger.add_node("claude-9b2e", node, kind="step")
     c = ledger.claim("claude-9b2e", worker="claude", lease_s=600)
-    return ledger.request_human(
+    return ask(ledger, 
         c, kind="permission", question="Allow Claude Code to use Bash?",
         context={"tool": "Bash", "input": command, "session": "9b2e4c1a",
                  "rules": [{"option": "always-1", "rule": RULE, "text": "allow Bash(npm test:*) — this session"}]},

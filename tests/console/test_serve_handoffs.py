@@ -23,6 +23,7 @@ from tests.support.serve import Served, serving  # noqa: E402
 
 from store import Ledger  # noqa: E402
 from store.notify.state import State, default_path  # noqa: E402
+from tests.support.asks import ask
 
 pytestmark = pytest.mark.slow
 
@@ -50,18 +51,18 @@ def desk(tmp_path: Path) -> Iterator[tuple[str, Ledger, dict[str, str]]]:
     led.create_task("prod-deploy")
     for key in ("migrate", "edit", "tests"):
         led.add_node("prod-deploy", key, kind="step")
-    ids = {"confirm": led.request_human(
+    ids = {"confirm": ask(led, 
         led.claim("prod-deploy", "claude-1", lease_s=3600), kind="confirm",
         question="Run the migration on prod now?\nIt locks the orders table for ~40 s.",
         options=[{"id": "run", "label": "Run it now", "consequence": "orders wait ~40 s"},
                  {"id": "wait", "label": "Wait for 02:00", "consequence": "the deploy ends tonight"}],
         recommendation="wait", context={"table": "orders", "note": "<b>not markup</b>"})}
-    ids["edit"] = led.request_human(
+    ids["edit"] = ask(led, 
         led.claim("prod-deploy", "claude-2", lease_s=3600), kind="permission",
         question="Allow Claude Code to use Edit?", context={"tool": "Edit", "input": "{...}", "diff": DIFF,
                                                             "file": "app/parser.py", "session": "9b2e4c1a"},
         options=[{"id": "allow", "label": "Allow Edit"}, {"id": "deny", "label": "Deny"}])
-    ids["bash"] = led.request_human(
+    ids["bash"] = ask(led, 
         led.claim("prod-deploy", "claude-3", lease_s=3600), kind="permission",
         question="Allow Claude Code to use Bash?", context={
             "tool": "Bash", "input": "npm test -- parser", "session": "9b2e4c1a",

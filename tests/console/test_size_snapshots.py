@@ -10,6 +10,7 @@ import pytest
 
 from conftest import T0, build_ledger, make_app, settle, wait_for
 from store import Ledger, ManualClock
+from tests.support.asks import ask
 
 SIZES = [(60, 20), (80, 24), (200, 50)]
 LATER = T0 + 3 * 3600 + 61  # 3h01m after the first task: AGE reads "3h01m ago"
@@ -40,7 +41,7 @@ async def _tasks(pilot) -> None:
     # one alert raised while the console is open (the header counts it)
     with Ledger.open("ledger.db", clock=ManualClock(LATER)) as ledger:
         c = ledger.claim("report-001", worker="zed", key="figures", lease_s=600)
-        ledger.request_human(c, kind="confirm", question="Publish the figures?",
+        ask(ledger, c, kind="confirm", question="Publish the figures?",
                              options=[{"id": "yes", "label": "Yes", "consequence": "published"}])
     app = pilot.app
     await wait_for(pilot, lambda: app.alerts.open_count == 1, what="the alert")

@@ -16,6 +16,7 @@ from store import Ledger
 from tests.support import fleet
 
 from conftest import make_app, settle, wait_for
+from tests.support.asks import ask
 
 TASKS = 5000
 
@@ -26,7 +27,7 @@ def fleet_ledger(path: Path) -> str:
         last = fleet.task_ids(TASKS)[-1]
         claim = led.claim(last, "w")
         assert claim is not None
-        led.request_human(claim, kind="confirm", question="go on?")
+        ask(led, claim, kind="confirm", question="go on?")
     return last
 
 

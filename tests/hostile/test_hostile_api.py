@@ -21,6 +21,7 @@ from store.storage import sql
 from store.errors import InvalidValue, NotFound, Refused, StaleRevision, WardenError
 from store.checked import API
 from store.storage.models import MODELS
+from tests.support.asks import ask
 
 NAN, INF = float("nan"), float("inf")
 
@@ -45,7 +46,7 @@ class World:
             ledger.add_node("t", key, deps=deps)
         self.ca = ledger.claim("t", "w1", lease_s=10**6)
         self.ch = ledger.claim("t", "w1", lease_s=10**6)
-        self.hid = ledger.request_human(self.ch, kind="confirm", question="ok?",
+        self.hid = ask(ledger, self.ch, kind="confirm", question="ok?",
                                         options=[{"id": "yes", "label": "Yes"}, {"id": "no"}])
         self.ce = ledger.claim("t", "w1", lease_s=10**6)
         ledger.intend_effect(self.ce, "fx:1")
@@ -55,7 +56,7 @@ class World:
         self.cg = ledger.claim("t", "w1", lease_s=10**6)
         # a resolved handoff: waiting for it returns at once whatever the (valid) timeout drawn
         cr = ledger.claim("t", "w1", lease_s=10**6)
-        self.hr = ledger.request_human(cr, kind="confirm", question="done?", options=[{"id": "ok"}])
+        self.hr = ask(ledger, cr, kind="confirm", question="done?", options=[{"id": "ok"}])
         ledger.apply(ledger.plan_resolve(self.hr, option="ok"), operator="op")
         self.mid = ledger.propose_memory(self.ca, "the build comes first", source="tests")  # the task's mind
 
@@ -92,8 +93,12 @@ class World:
             "fail": lambda: {"claim": self.cg, "error": "boom", "failure_class": "transient", "retryable": True,
                              "retry_after_s": 5, "tokens": 1},
             "request_human": lambda: {"claim": self.cg, "kind": "confirm", "question": "?",
-                                      "options": [{"id": "y"}], "recommendation": "y", "context": {"why": 1},
+                                      "options": [{"id": "y", "consequence": "it goes on"}], "recommendation": "y",
+                                      "context": {"why": "w", "done": "d", "stuck": "s"},
                                       "tokens": 0},
+            "request_effect_confirmation": lambda: {"claim": self.cg, "effect_key": self.fresh("fx:"),
+                                                    "details": {"to": "x"}, "done": "d", "why": "w", "question": None,
+                                                    "stuck": None, "tokens": 0},
             "intend_effect": lambda: {"claim": self.ce, "effect_key": self.fresh("fx:"), "payload": {"a": 1},
                                       "compensation": "undo"},
             "confirm_effect": lambda: {"claim": self.ce, "effect_key": "fx:1", "external_id": "#1",
@@ -267,7 +272,7 @@ def test_values_that_are_not_json_are_refused_everywhere_json_goes(refusing_worl
     refused_cleanly(led, lambda: led.create_task(world.fresh("j"), inputs={"x": bad}), "inputs")
     refused_cleanly(led, lambda: led.create_task(world.fresh("j"), preconditions={"x": bad}), "preconditions")
     refused_cleanly(led, lambda: led.commit(world.cf, output={"x": bad}), "output")
-    refused_cleanly(led, lambda: led.request_human(world.cg, kind="confirm", question="?", context={"x": bad}),
+    refused_cleanly(led, lambda: ask(led, world.cg, kind="confirm", question="?", context={"x": bad}),
                     "context")
     refused_cleanly(led, lambda: led.intend_effect(world.ce, "fx:2", payload=[bad]), "payload")
     refused_cleanly(led, lambda: led.plan_narrow("t", reason="r", set={"k": bad}), "set")
@@ -333,20 +338,20 @@ NONSENSE: dict[str, tuple[str, Callable[[World], Any]]] = {
     "add kind=long": ("kind", lambda w: w.l.add_node("t", w.fresh("k"), kind="k" * 65)),
     "add kind='a\\n'": ("kind", lambda w: w.l.add_node("t", w.fresh("k"), kind="a\n")),
     "add preconditions=list": ("preconditions", lambda w: w.l.add_node("t", w.fresh("k"), preconditions=[1])),
-    "request options=str": ("options", lambda w: w.l.request_human(w.cg, kind="confirm", question="?",
+    "request options=str": ("options", lambda w: ask(w.l, w.cg, kind="confirm", question="?",
                                                                     options="yes")),
-    "request options=dict": ("options", lambda w: w.l.request_human(w.cg, kind="confirm", question="?",
+    "request options=dict": ("options", lambda w: ask(w.l, w.cg, kind="confirm", question="?",
                                                                      options={"id": "y"})),
-    "request options=[str]": ("options", lambda w: w.l.request_human(w.cg, kind="confirm", question="?",
+    "request options=[str]": ("options", lambda w: ask(w.l, w.cg, kind="confirm", question="?",
                                                                       options=["y"])),
-    "request option no id": ("options", lambda w: w.l.request_human(w.cg, kind="confirm", question="?",
+    "request option no id": ("options", lambda w: ask(w.l, w.cg, kind="confirm", question="?",
                                                                      options=[{"label": "y"}])),
-    "request option id newline": ("options", lambda w: w.l.request_human(w.cg, kind="confirm", question="?",
+    "request option id newline": ("options", lambda w: ask(w.l, w.cg, kind="confirm", question="?",
                                                                           options=[{"id": "y\n"}])),
-    "request option label bytes": ("options", lambda w: w.l.request_human(w.cg, kind="confirm", question="?",
+    "request option label bytes": ("options", lambda w: ask(w.l, w.cg, kind="confirm", question="?",
                                                                             options=[{"id": "y", "label": b"Y"}])),
-    "request kind=bad": ("kind", lambda w: w.l.request_human(w.cg, kind="bad", question="?")),
-    "request tokens=nan": ("tokens", lambda w: w.l.request_human(w.cg, kind="confirm", question="?",
+    "request kind=bad": ("kind", lambda w: ask(w.l, w.cg, kind="bad", question="?")),
+    "request tokens=nan": ("tokens", lambda w: ask(w.l, w.cg, kind="confirm", question="?",
                                                                   tokens=NAN)),
     "intend key newline": ("effect_key", lambda w: w.l.intend_effect(w.ce, "k\n")),
     "intend key empty": ("effect_key", lambda w: w.l.intend_effect(w.ce, "")),

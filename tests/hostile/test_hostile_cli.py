@@ -22,6 +22,7 @@ from console.cli.errors import CODES
 from hostile_support import HOSTILE_TEXTS, assert_one_clear_line, fingerprint, foreign_sqlite, hostile_text
 from store import Ledger, ManualClock
 from store.text import safe_line
+from tests.support.asks import ask
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT = {"usage": 2, "not_found": 3, "unavailable": 4, "schema": 4, "invalid": 1, "refused": 1, "stale": 1,
@@ -61,7 +62,7 @@ def led(tmp_path: Path) -> str:
         c = ledger.claim("t", "w", lease_s=10**9)
         ledger.commit(c, output={"ok": 1}, artifact=("\x1b]0;pwned\x07name\u202e\x9b.md", b"bytes"))
         c = ledger.claim("t", "w", lease_s=10**9)
-        ledger.request_human(c, kind="confirm", question="q", options=[{"id": "yes"}, {"id": "[/]"}])
+        ask(ledger, c, kind="confirm", question="q", options=[{"id": "yes"}, {"id": "[/]"}])
     return path
 
 

@@ -28,6 +28,7 @@ import pytest
 
 from store import Ledger, ManualClock, NodeSpec
 from tests.support.waiting import Deadline
+from tests.support.asks import ask
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000.0
@@ -70,7 +71,7 @@ def build(tmp: Path) -> Path:
         c = led.claim("evil", worker="w2", lease_s=10**6)  # broken
         led.fail(c, error=tagged("ERROR"), failure_class="spec", retryable=False)
         c = led.claim("evil", worker="w3", lease_s=10**6)  # ask
-        led.request_human(c, kind="confirm", question=tagged("QUESTION") + "\nsecond line\x1b[6n",
+        ask(led, c, kind="confirm", question=tagged("QUESTION") + "\nsecond line\x1b[6n",
                           options=[{"id": "[/]", "label": "[bold red]OPT[/]", "consequence": tagged("CONSEQ")},
                                    {"id": "x\x1b[6n[b]", "label": tagged("LABEL2")}],
                           recommendation="[/]", context={"done": tagged("CTXDONE"), "why": tagged("WHY")})

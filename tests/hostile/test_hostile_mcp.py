@@ -28,6 +28,7 @@ pytest.importorskip("mcp")
 from store import Ledger  # noqa: E402
 from store.adapters.mcp_wire import DEPTH_MAX, MESSAGE_MAX  # noqa: E402
 from store.validate import COUNT_MAX  # noqa: E402
+from tests.support.asks import MCP_PARTS  # noqa: E402
 from tests.hostile.hostile_support import assert_one_clear_line, hostile_text  # noqa: E402
 from tests.hostile.rawmcp import RawMcp  # noqa: E402
 
@@ -155,7 +156,7 @@ STRING_ARGUMENTS = [("heartbeat", "observation"), ("heartbeat", "action"), ("hea
                     ("ask_human", "question"), ("ask_human", "kind"), ("intend_effect", "key"),
                     ("confirm_effect", "key"), ("confirm_effect", "external_id"), ("wait_for_human", "handoff"),
                     ("commit", "output"), ("intend_effect", "payload")]
-REQUIRED = {"fail": {"error": "x"}, "ask_human": {"question": "q"}, "intend_effect": {"key": "k"},
+REQUIRED = {"fail": {"error": "x"}, "ask_human": {"question": "q", **MCP_PARTS}, "intend_effect": {"key": "k"},
             "confirm_effect": {"key": "k"}, "wait_for_human": {"handoff": "1"}, "commit": {"output": 1}}
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from store import LeaseLost, StaleRevision
 from tests.store.test_actions import build_world, run, statuses
+from tests.support.asks import ask
 
 STALE = r" since the preview; review again$"
 
@@ -56,7 +57,7 @@ def test_a_task_park_goes_through_what_agents_did_since_the_preview(ledger, worl
         plan = ledger.plan_park("t", reason="hold", now=now)
         assert ledger.claim("t", "late", kinds=["j"]) is not None  # claimed after the preview
     elif change == "human":
-        ledger.request_human(f, kind="confirm", question="ok?")
+        ask(ledger, f, kind="confirm", question="ok?")
     elif change == "commit":
         ledger.commit(f, output={})
     elif change == "fail":
@@ -140,7 +141,7 @@ def test_abort_goes_through_everything_agents_did(ledger, world, clock):
     plan = ledger.plan_abort("t", reason="stop")
     ledger.commit(world["f"], output={})  # f finished
     j = ledger.claim("t", "late", kinds=["j"])  # j claimed
-    hid = ledger.request_human(j, kind="confirm", question="go on?")  # and asking
+    hid = ask(ledger, j, kind="confirm", question="go on?")  # and asking
     ledger.add_node("t", "late", kind="late")
     done = ledger.apply(plan, operator="op")
     s = statuses(ledger)
@@ -274,7 +275,7 @@ def test_escalate_revokes_a_claim_made_since_the_preview(ledger, world, clock):
 
 def test_escalate_refuses_when_the_agent_asked_itself(ledger, world, clock):
     plan = ledger.plan_escalate("t", "f", reason="looks wrong")
-    ledger.request_human(world["f"], kind="confirm", question="is this right?")
+    ask(ledger, world["f"], kind="confirm", question="is this right?")
     with pytest.raises(StaleRevision, match=r"^the ledger changed since the preview: node f is already waiting for "
                                             r"a human"):
         ledger.apply(plan, operator="op")

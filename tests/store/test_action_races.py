@@ -20,6 +20,7 @@ import pytest
 
 from store import LeaseLost, Ledger, NodeSpec, StaleRevision
 from store.storage.db import is_sqlite
+from tests.support.asks import ask
 
 ROUNDS = 200
 BARRIER_TIMEOUT = 60
@@ -204,7 +205,7 @@ def _asker(path: str, rounds: int, barrier, q) -> None:
         for i in range(rounds):
             tid = f"h{i}"
             c = led.claim(tid, "agent", lease_s=3600)
-            hid = led.request_human(c, kind="confirm", question="go?", options=[{"id": "yes"}, {"id": "no"}])
+            hid = ask(led, c, kind="confirm", question="go?", options=[{"id": "yes"}, {"id": "no"}])
             q.put(("asker", i, "asked", hid))
             barrier.wait()  # 1: the handoff is open
             barrier.wait()  # 2: both operators have their plans

@@ -21,6 +21,7 @@ import pytest
 from store import LeaseLost, Ledger, NodeSpec, NotFound, ReadOnly, Refused, StaleRevision
 from store.actions import Plan
 from store.storage.models import Action
+from tests.support.asks import ask
 
 ORDER = ["a", "b1", "b2", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m", "n", "o", "p"]
 SPECS = [
@@ -80,7 +81,7 @@ def build_world(ledger, clock):
     f = ledger.claim("t", "w1", lease_s=60, kinds=["f"])
     assert f.node_key == "f"
     p = ledger.claim("t", "w2", lease_s=60, kinds=["p"])
-    hid = ledger.request_human(p, kind="confirm", question="Open the PR?", options=OPTIONS, recommendation="yes")
+    hid = ask(ledger, p, kind="confirm", question="Open the PR?", options=OPTIONS, recommendation="yes")
     clock.advance(1)
     return {"f": f, "hid": hid}
 

@@ -20,6 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from store import LeaseLost, Ledger, ManualClock, NodeSpec, Refused, StaleRevision
 from store.actions import Plan
+from tests.support.asks import ask
 
 KEYS = ["a", "b", "c", "d", "e", "f", "g", "h"]
 SPECS = [
@@ -155,7 +156,7 @@ class ActionsMachine(RuleBasedStateMachine):
     @rule(i=st.integers(0, 9))
     def request_human(self, i):
         def go(c):
-            self.led.request_human(c, kind="confirm", question="ok?", options=[{"id": "yes"}, {"id": "no"}])
+            ask(self.led, c, kind="confirm", question="ok?", options=[{"id": "yes"}, {"id": "no"}])
             self.claims.remove(c)
         self._agent(i, go)
 

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from store import Budget, Ledger, NodeSpec, NotFound, Refused
+from tests.support.asks import ask
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -38,7 +39,7 @@ def test_claim_by_key_of_a_node_that_is_not_ready_is_none(graph, clock, why):
         if why == "succeeded":
             led.commit(c, output=1)
         elif why == "blocked":
-            led.request_human(c, kind="confirm", question="ok?", options=[{"id": "y"}])
+            ask(led, c, kind="confirm", question="ok?", options=[{"id": "y"}])
         elif why == "retry_wait":
             led.fail(c, error="x", retry_after_s=60)
     elif why == "node_parked":
@@ -98,7 +99,7 @@ def _resolver(target: str, hid: str, how: str) -> subprocess.Popen[str]:
 @pytest.mark.parametrize("how", ["resolve", "abort"])
 def test_wait_for_resolution_wakes_on_another_process(graph, ledger_path, how):
     c = graph.claim("t", "w", key="a")
-    hid = graph.request_human(c, kind="confirm", question="ok?", options=[{"id": "y"}, {"id": "n"}])
+    hid = ask(graph, c, kind="confirm", question="ok?", options=[{"id": "y"}, {"id": "n"}])
     proc = _resolver(ledger_path, hid, how)
     proc.stdin.write("go\n")
     proc.stdin.flush()
@@ -117,7 +118,7 @@ def test_wait_for_resolution_wakes_on_another_process(graph, ledger_path, how):
 
 def test_wait_for_resolution_timeouts_and_refusals(graph):
     c = graph.claim("t", "w", key="a")
-    hid = graph.request_human(c, kind="direction", question="which?")
+    hid = ask(graph, c, kind="direction", question="which?")
     t0 = time.monotonic()
     assert graph.wait_for_resolution(hid, timeout=0.2) is None
     assert time.monotonic() - t0 >= 0.2

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from tests.support.asks import MCP_PARTS, mcp_options
 from tests.support.observed import said
 from tests.support.waiting import wait_until
 from store import Ledger, NodeSpec
@@ -186,7 +187,9 @@ def test_two_servers_with_one_worker_do_not_share_a_claim(ledger, store):
 def test_ask_human_waits_then_answers_pending_and_the_answer_comes_later(ledger, store):
     s = session(ledger, store)
     s.claim_next()
-    got = s.ask_human("Open the PR?", options=["yes", {"id": "no", "label": "Not yet"}], kind="confirm")
+    got = s.ask_human("Open the PR?", options=[mcp_options("yes")[0], {"id": "no", "label": "Not yet",
+                                                                       "consequence": "no PR"}],
+                      kind="confirm", **MCP_PARTS)
     assert got["status"] == "pending"
     hid = got["handoff"]
     h = ledger.handoff(hid)
@@ -209,7 +212,7 @@ def test_concurrent_questions_are_each_their_own_handoff_answered_to_its_own_cal
         s.claim_next()
         got: dict[int, dict] = {}
         threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, s.ask_human(f"question {i}?",
-                                                                                       options=["a", "b"])))
+                                                                                       options=mcp_options("a", "b"), **MCP_PARTS)))
                    for i in range(20)]
         for t in threads:
             t.start()
@@ -229,7 +232,8 @@ def test_ask_human_answered_while_it_waits(ledger, store):
     s = session(ledger, store, ask_wait_s=30.0)
     s.claim_next()
     answered = {}
-    t = threading.Thread(target=lambda: answered.update(s.ask_human("Which region?", options=["eu", "us"])))
+    t = threading.Thread(target=lambda: answered.update(s.ask_human("Which region?", options=mcp_options("eu", "us"),
+                                                                          **MCP_PARTS)))
     t.start()
     hid = None
     while hid is None:  # the question shows up in the ledger
@@ -244,7 +248,7 @@ def test_ask_human_answered_while_it_waits(ledger, store):
 def test_a_question_withdrawn_by_an_abort_answers_aborted(ledger, store):
     s = session(ledger, store)
     s.claim_next()
-    hid = s.ask_human("Proceed?")["handoff"]
+    hid = s.ask_human("Proceed?", **MCP_PARTS)["handoff"]
     apply(ledger, ledger.plan_abort("t", reason="cancelled"))
     got = s.wait_for_human(hid)
     assert got["status"] == "aborted" and got["handoff_status"] == "withdrawn"
@@ -289,7 +293,7 @@ def test_hostile_options_are_bounded(ledger, store):
     s = session(ledger, store)
     s.claim_next()
     hid = s.ask_human("Pick", options=[{"id": "a", "label": "L" * 50_000, "consequence": "C" * 50_000,
-                                        "extra": "dropped"}])["handoff"]
+                                        "extra": "dropped"}], **MCP_PARTS)["handoff"]
     [opt] = ledger.handoff(hid).options
     assert len(opt["label"]) <= 1001 and len(opt["consequence"]) <= 1001 and "extra" not in opt
 

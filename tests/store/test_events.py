@@ -28,6 +28,7 @@ from store.storage.events import (
     task_wide,
 )
 from store.storage.payloads import Maybe, Payload, Undecodable
+from tests.support.asks import ask
 
 
 def _workload(ledger: Ledger, clock) -> None:
@@ -55,7 +56,7 @@ def _workload(ledger: Ledger, clock) -> None:
     ledger.fail(c, error="flaky", retryable=True)
     b = ledger.claim("t", "w", lease_s=60, workflow_version="1", key="b")
     assert b is not None
-    hid = ledger.request_human(b, kind="confirm", question="go?", options=[{"id": "yes"}, {"id": "no"}])
+    hid = ask(ledger, b, kind="confirm", question="go?", options=[{"id": "yes"}, {"id": "no"}])
     ledger.apply(ledger.plan_resolve(hid, option="yes"), operator="op")
     ledger.apply(ledger.plan_rewind("t", "a", reason="wrong file"), operator="op")
     ledger.apply(ledger.plan_park("t", reason="lunch"), operator="op")

@@ -20,6 +20,7 @@ from langgraph.types import interrupt  # noqa: E402
 
 from store import NodeSpec  # noqa: E402
 from store.adapters.langgraph import REJECTIONS_KEY, supervise  # noqa: E402
+from tests.support.asks import ask  # noqa: E402
 
 
 class Loop(TypedDict, total=False):
@@ -139,7 +140,7 @@ def test_a_plain_agents_answer_is_still_given_again_and_said(ledger):
     ledger.create_task("plain")
     ledger.add_nodes("plain", [NodeSpec("ask"), NodeSpec("next", deps=("ask",))])
     c = ledger.claim("plain", "w")
-    hid = ledger.request_human(c, kind="direction", question="Which branch?")
+    hid = ask(ledger, c, kind="direction", question="Which branch?")
     ledger.apply(ledger.plan_resolve(hid, answer="main"), operator="op")
     ledger.commit(ledger.claim("plain", "w"), output={})
     plan = ledger.plan_rewind("plain", "ask", reason="redo")

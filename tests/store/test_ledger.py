@@ -10,6 +10,7 @@ from store import Budget, LeaseLost, Ledger, NodeSpec, NotFound, Refused
 from store.storage.db import write_tx
 from store.judges.novelty import normalise_lines
 from store.storage.core import retry_delay
+from tests.support.asks import ask
 
 
 def state(ledger: Ledger, task_id: str) -> tuple:
@@ -218,7 +219,7 @@ def test_commit_with_next_nodes_grows_the_graph_atomically(ledger):
 
 def test_request_human_blocks_the_node_and_opens_a_handoff(chain):
     a = chain.claim("t", "w1")
-    hid = chain.request_human(a, kind="confirm", question="Open the PR?",
+    hid = ask(chain, a, kind="confirm", question="Open the PR?",
                               options=[{"id": "yes", "label": "Open it", "consequence": "a PR is created"},
                                        {"id": "no", "label": "Skip"}],
                               recommendation="yes", context={"done": "diff ready"})
@@ -232,7 +233,7 @@ def test_request_human_blocks_the_node_and_opens_a_handoff(chain):
     b = chain.claim("t", "w2")
     assert b is None  # nothing else is ready
     with pytest.raises(Refused, match="recommendation"):
-        chain.request_human(a, kind="confirm", question="?", options=[{"id": "x"}], recommendation="y")
+        ask(chain, a, kind="confirm", question="?", options=[{"id": "x"}], recommendation="y")
 
 
 def test_effects_are_an_idempotent_intent_log(chain):
@@ -260,7 +261,7 @@ def test_agent_writes_after_the_task_is_gone_are_fenced(chain, clock):
     for call in (lambda: chain.heartbeat(a), lambda: chain.commit(a, output=1),
                  lambda: chain.fail(a, error="x"), lambda: chain.note(a, "x"),
                  lambda: chain.intend_effect(a, "k"),
-                 lambda: chain.request_human(a, kind="confirm", question="?")):
+                 lambda: ask(chain, a, kind="confirm", question="?")):
         with pytest.raises(LeaseLost, match="revoked"):
             call()
     assert state(chain, "t") == before

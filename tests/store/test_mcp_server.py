@@ -14,6 +14,7 @@ import pytest
 mcp = pytest.importorskip("mcp")
 
 from console.cli import main as warden  # noqa: E402
+from tests.support.asks import MCP_PARTS, mcp_options  # noqa: E402
 from tests.support.observed import all_said  # noqa: E402
 from store import Ledger  # noqa: E402
 
@@ -56,8 +57,14 @@ async def test_the_sdk_client_claims_heartbeats_asks_a_human_and_commits(ledger_
         assert json.loads(inputs.contents[0].text)["task"] == {"issue": 42}
         beat = await call(client, "heartbeat", action="ran the tests", result="3 failed", progress=0.25, tokens=900)
         assert beat["status"] == "ok"
-        asked = await call(client, "ask_human", question="Push the fix to a branch?", options=["yes", "no"],
-                           kind="confirm")
+        bare = await client.call_tool("ask_human", {"question": "Push the fix?", "options": ["yes", "no"],
+                                                    "kind": "confirm"})
+        assert bare.is_error and "context['done']" in bare.content[0].text  # a bare checkpoint is refused
+        asked = await call(client, "ask_human", question="Push the fix to a branch?", kind="confirm",
+                           done="patched the parser; 44 tests pass", stuck="pushing is not mine to decide",
+                           options=[{"id": "yes", "consequence": "a branch fix-42 is pushed"},
+                                    {"id": "no", "consequence": "the fix stays local"}],
+                           recommendation="yes", why="the suite passes")
         assert asked["status"] == "pending"  # after --ask-wait: the client's tool timeout never loses it
         assert warden(["resolve", asked["handoff"], "--option", "yes", "--answer", "branch fix-42",
                        "--yes", "--ledger", ledger_path, "--operator", "ana@console"]) == 0
@@ -165,8 +172,9 @@ async def test_concurrent_ask_human_calls_are_each_their_own_handoff(ledger_path
                     led.apply(led.plan_resolve(h.id, option="a", answer=f"for {h.question}"), operator="op")
         operator = threading.Thread(target=answer)
         operator.start()
-        one, two = await asyncio.gather(call(client, "ask_human", question="Q1?", options=["a", "b"]),
-                                        call(client, "ask_human", question="Q2?", options=["a", "b"]))
+        one, two = await asyncio.gather(
+            call(client, "ask_human", question="Q1?", options=mcp_options("a", "b"), **MCP_PARTS),
+            call(client, "ask_human", question="Q2?", options=mcp_options("a", "b"), **MCP_PARTS))
         operator.join(60)
         assert (one["status"], one["answer"], two["status"], two["answer"]) == ("answered", "for Q1?", "answered",
                                                                                   "for Q2?")

@@ -10,6 +10,7 @@ import pytest
 
 from store import LeaseLost, NodeSpec, NotFound, Refused
 from store.errors import InvalidValue
+from tests.support.asks import ask
 
 LONG = 10**7
 REQS = [{"id": "r1", "text": "fix the cycles"}, {"id": "r2", "text": "document them"},
@@ -132,7 +133,7 @@ def test_blocked_nodes_removed_have_their_handoffs_withdrawn(ledger):
     ledger.create_task("t")
     ledger.add_nodes("t", [NodeSpec("ask"), NodeSpec("other")])
     c = ledger.claim("t", "w", lease_s=LONG, key="ask")
-    hid = ledger.request_human(c, kind="direction", question="which way?")
+    hid = ask(ledger, c, kind="direction", question="which way?")
     v = ledger.replan("t", remove=["ask"], trigger="operator", reason="alice: we drop that question", actor="w")
     assert ledger.handoff(hid).status == "withdrawn" and ledger.node("t", "ask").status == "abandoned"
     assert v.in_flight_nodes[0]["was"] == "blocked"

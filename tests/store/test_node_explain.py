@@ -14,6 +14,7 @@ from pathlib import Path
 from store import Budget, Ledger, ManualClock
 from store.reading.cli_json import signal_json
 from store.reading.signals import signals_for_graph, signals_for_node
+from tests.support.asks import ask as whole_ask
 
 T0 = 1_800_000_000.0
 
@@ -30,7 +31,7 @@ def build(path: Path) -> tuple[Ledger, ManualClock]:
     ask = ledger.claim("t", worker="c", lease_s=600, key="ask")
     flaky = ledger.claim("t", worker="d", lease_s=600, key="flaky")
     ledger.heartbeat(quiet, observation="started")
-    ledger.request_human(ask, kind="confirm", question="go on?", options=[{"id": "yes"}, {"id": "no"}])
+    whole_ask(ledger, ask, kind="confirm", question="go on?", options=[{"id": "yes"}, {"id": "no"}])
     ledger.fail(flaky, error="bad spec", failure_class="spec", retryable=False)
     for _ in range(8):
         clock.advance(10)

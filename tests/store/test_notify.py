@@ -20,6 +20,7 @@ from store.notify.config import ConfigError, parse, with_cli  # noqa: E402
 from store.notify.follow import Notifier  # noqa: E402
 from store.notify.state import State  # noqa: E402
 from tests.support.sink import Sink, start_sink  # noqa: E402
+from tests.support.asks import ask
 
 BASE = "http://127.0.0.1:8000"
 OPTS = [{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}]
@@ -63,7 +64,7 @@ def test_a_burst_of_handoffs_is_one_message_per_destination_with_a_link_each(led
     claims = work(ledger, "prod-api", 5)
     n = notifier(ledger_path, tmp_path, clock, "", [sink.url("json"), sink.url("ntfy", "oncall")])
     for i, c in enumerate(claims):
-        ledger.request_human(c, kind="confirm", question=f"Deploy step {i}?", options=OPTS)
+        ask(ledger, c, kind="confirm", question=f"Deploy step {i}?", options=OPTS)
         passes(n, clock, 1)
     assert sink.received == []  # the burst is not over: nothing yet
     passes(n, clock, 6)
@@ -112,9 +113,9 @@ severity = "alarm"
 '''
     prod, dev = work(ledger, "prod-db")[0], work(ledger, "dev-db")[0]
     n = notifier(ledger_path, tmp_path, clock, routes, [])
-    ledger.request_human(prod, kind="permission", question="Allow Bash?", context={"tool": "Bash", "input": "rm -rf x"},
+    ask(ledger, prod, kind="permission", question="Allow Bash?", context={"tool": "Bash", "input": "rm -rf x"},
                          options=[{"id": "allow", "label": "Allow"}, {"id": "deny", "label": "Deny"}])
-    ledger.request_human(dev, kind="permission", question="Allow Bash?", context={"tool": "Bash", "input": "ls"},
+    ask(ledger, dev, kind="permission", question="Allow Bash?", context={"tool": "Bash", "input": "ls"},
                          options=[{"id": "allow", "label": "Allow"}, {"id": "deny", "label": "Deny"}])
     passes(n, clock, 40)
     [msg] = sink.wait_for(lambda r: len(r) == 1)
@@ -126,12 +127,12 @@ def test_a_quiet_period_holds_the_next_message_and_groups_what_came_meanwhile(le
                                                                               sink) -> None:
     claims = work(ledger, "prod-x", 3)
     n = notifier(ledger_path, tmp_path, clock, f'[[route]]\nname = "r"\nto = "{sink.url()}"\nquiet = "10m"\n', [])
-    ledger.request_human(claims[0], kind="direction", question="Which region?")
+    ask(ledger, claims[0], kind="direction", question="Which region?")
     passes(n, clock, 10)
     sink.wait_for(lambda r: len(r) == 1)
-    ledger.request_human(claims[1], kind="direction", question="Which bucket?")
+    ask(ledger, claims[1], kind="direction", question="Which bucket?")
     passes(n, clock, 60)
-    ledger.request_human(claims[2], kind="direction", question="Which queue?")
+    ask(ledger, claims[2], kind="direction", question="Which queue?")
     passes(n, clock, 300, step=30)
     assert len(sink.received) == 1  # inside the quiet period
     passes(n, clock, 300, step=30)
@@ -144,7 +145,7 @@ def test_a_failed_send_is_retried_with_back_off_and_its_state_is_kept(ledger, le
     [c] = work(ledger, "prod-y")
     n = notifier(ledger_path, tmp_path, clock, "", [sink.url()])
     sink.fail(2, status=503)
-    ledger.request_human(c, kind="direction", question="Go on?")
+    ask(ledger, c, kind="direction", question="Go on?")
     passes(n, clock, 6)
     rows = n.state.deliveries()
     assert [(d.state, d.attempts) for d in rows] == [("retrying", 1)] and "503" in (rows[0].last_error or "")
@@ -180,11 +181,11 @@ def test_an_alarm_is_told_once_while_it_lasts(ledger, ledger_path, clock, tmp_pa
 def test_a_restart_sends_nothing_twice_and_skips_nothing(ledger, ledger_path, clock, tmp_path, sink) -> None:
     claims = work(ledger, "prod-r", 2)
     n = notifier(ledger_path, tmp_path, clock, "", [sink.url()])
-    ledger.request_human(claims[0], kind="direction", question="First?")
+    ask(ledger, claims[0], kind="direction", question="First?")
     passes(n, clock, 10)
     sink.wait_for(lambda r: len(r) == 1)
     n.state.close()
-    ledger.request_human(claims[1], kind="direction", question="Second?")  # while it is down
+    ask(ledger, claims[1], kind="direction", question="Second?")  # while it is down
     again = notifier(ledger_path, tmp_path, clock, "", [sink.url()])
     passes(again, clock, 10)
     got = sink.wait_for(lambda r: len(r) == 2)
@@ -193,7 +194,7 @@ def test_a_restart_sends_nothing_twice_and_skips_nothing(ledger, ledger_path, cl
 
 def test_a_first_start_tells_what_is_already_open(ledger, ledger_path, clock, tmp_path, sink) -> None:
     [c] = work(ledger, "prod-o")
-    ledger.request_human(c, kind="direction", question="Waiting since before?")
+    ask(ledger, c, kind="direction", question="Waiting since before?")
     n = notifier(ledger_path, tmp_path, clock, "", [sink.url()])
     passes(n, clock, 10)
     [msg] = sink.wait_for(lambda r: len(r) == 1)
@@ -203,7 +204,7 @@ def test_a_first_start_tells_what_is_already_open(ledger, ledger_path, clock, tm
 def test_agent_text_reaches_the_message_literally_on_one_line(ledger, ledger_path, clock, tmp_path, sink) -> None:
     [c] = work(ledger, "prod-h")
     n = notifier(ledger_path, tmp_path, clock, "", [sink.url()], link_base=None)
-    ledger.request_human(c, kind="direction", question="ok?\x1b[31m red\u202e\nsecond line")
+    ask(ledger, c, kind="direction", question="ok?\x1b[31m red\u202e\nsecond line")
     passes(n, clock, 10)
     [msg] = sink.wait_for(lambda r: len(r) == 1)
     line = next(x for x in msg.text.splitlines() if "prod-h" in x)
@@ -230,7 +231,7 @@ def test_the_state_file_keeps_no_url_and_no_link_in_clear(ledger, ledger_path, c
     [c] = work(ledger, "prod-s")
     secret_url = sink.url("json", "hook-with-secret-token-abc123")
     n = notifier(ledger_path, tmp_path, clock, "", [secret_url])
-    ledger.request_human(c, kind="direction", question="Where?")
+    ask(ledger, c, kind="direction", question="Where?")
     passes(n, clock, 10)
     [msg] = sink.wait_for(lambda r: len(r) == 1)
     token = msg.text.split("#k=")[1].split()[0]

@@ -26,6 +26,7 @@ from store.adapters.otel.export import (Follower, StateFile, export_once, export
                                         state_path)
 from store.adapters.otel.spans import MAX_VALUE, value  # noqa: E402
 from tests.support.otlp_receiver import Receiver, start_receiver  # noqa: E402
+from tests.support.asks import ask
 
 ROOT = Path(__file__).resolve().parents[2]
 GENAI_NAMES = {v for k, v in vars(genai).items() if k.startswith("GEN_AI_") and isinstance(v, str)}
@@ -56,7 +57,7 @@ def story(led: Ledger, clock: Any) -> None:
     clock.advance(1)
     led.fail(c, error="timeout from the search API", retry_after_s=0)
     c = led.claim("t1", "w2", lease_s=600)
-    led.request_human(c, kind="permission", question="Allow the paid API?", options=OPTS)
+    ask(led, c, kind="permission", question="Allow the paid API?", options=OPTS)
     clock.advance(5)
     led.apply(led.plan_rewind("t1", "plan", reason="the plan missed the brief"), operator="alice")
     for _ in range(2):

@@ -28,6 +28,7 @@ from store.recovery import (
     verify_record,
 )
 from store.runs import SafeTree
+from tests.support.asks import ask
 
 try:  # tests/ may or may not be a package
     from . import runfactory as rf
@@ -655,7 +656,7 @@ def test_advice_row_effect_unconfirmed_beats_a_safe_failure_class(ledger) -> Non
 def test_advice_row_blocked_on_a_handoff(ledger) -> None:
     _task(ledger)
     c = _claim(ledger)
-    hid = ledger.request_human(c, kind="confirm", question="Open the PR?",
+    hid = ask(ledger, c, kind="confirm", question="Open the PR?",
                                options=[{"id": "yes"}, {"id": "no"}])
     a = rv.advise(ledger, "t", "b")
     assert (a.situation, a.recommendation, a.reason) == ("blocked", "needs_human", "awaiting_human")

@@ -12,6 +12,7 @@ import json
 from store import NodeSpec
 from store.clock import iso
 from store.mind.recall import LIMITS
+from tests.support.asks import ask
 
 LONG = 10**7
 
@@ -23,7 +24,7 @@ def test_the_open_problems_reach_the_next_claim_newest_first(ledger, clock):
     ledger.fail(a, error="TimeoutError: the index server did not answer in 30 s")
     clock.advance(10)
     b = ledger.claim("t", "w", lease_s=LONG, key="b")
-    hid = ledger.request_human(b, kind="direction", question="Which branch should the fix go to?",
+    hid = ask(ledger, b, kind="direction", question="Which branch should the fix go to?",
                                options=[{"id": "main", "label": "main", "consequence": "released tonight"},
                                         {"id": "lts", "label": "lts", "consequence": "released next month"}],
                                recommendation="main",

@@ -8,6 +8,7 @@ from store import Budget, NodeSpec
 from store.reading import signals as S
 from store.reading.analysis import TaskAnalysis
 from store.reading.cli_json import signal_json
+from tests.support.asks import ask
 
 
 def sigs(ledger, task="t", kind=None):
@@ -217,7 +218,7 @@ def test_budget_by_wall_clock_says_when_it_crossed(ledger, clock):
 
 
 def test_handoff_waiting_with_its_age(ledger, clock, running):
-    ledger.request_human(running, kind="confirm", question="Open the PR?", options=[{"id": "yes"}, {"id": "no"}])
+    ask(ledger, running, kind="confirm", question="Open the PR?", options=[{"id": "yes"}, {"id": "no"}])
     clock.advance(600)
     (s,) = sigs(ledger, kind="handoff_waiting")
     assert (s.node, s.severity) == ("a", "info") and s.evidence.startswith("confirm handoff 1 open for 10m: Open the PR?")
@@ -230,7 +231,7 @@ def test_human_blocked_node_raises_no_stall_signal(ledger, clock, running):
     for _ in range(6):  # the first "same" is new; the next five add nothing
         beat(ledger, clock, running, "same")
     assert sigs(ledger, kind="no_new_info")
-    ledger.request_human(running, kind="direction", question="Which module first?")
+    ask(ledger, running, kind="direction", question="Which module first?")
     clock.advance(10_000)  # a long wait: no heartbeat, no progress, past every limit
     assert kinds(ledger) == ["handoff_waiting"]
 

@@ -37,6 +37,7 @@ from store.storage.db import WardenPostgres, WardenSqlite
 from store.storage.core import LedgerCore
 from store.storage.models import MODELS, dumps
 from store.storage.tables import TABLES, NodeRecord, TaskRecord
+from tests.support.asks import ask
 
 STORE = Path(__file__).resolve().parents[2] / "store"
 OWNED = [STORE / "storage" / "sql.py", STORE / "reading" / "feed.py", STORE / "reading" / "cli_json.py",
@@ -261,7 +262,7 @@ def small(ledger, clock):
             ledger.propose_memory(c, "the build comes before the tests", scope="workflow", source="tests")
         ledger.commit(c, output={k: 1})
     c = ledger.claim("t", "w", lease_s=60, kinds=["h"])
-    hid = ledger.request_human(c, kind="confirm", question="go?", options=[{"id": "yes"}, {"id": "no"}])
+    hid = ask(ledger, c, kind="confirm", question="go?", options=[{"id": "yes"}, {"id": "no"}])
     clock.advance(1)
     return hid
 

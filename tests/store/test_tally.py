@@ -25,6 +25,7 @@ from store.reading.cli_json import status_json, task_json
 from store.reading.tally import TaskTally, current
 from store.storage.payloads import Payload
 from tests.support.tally_reads import TallyReads
+from tests.support.asks import ask
 
 T0 = 1_800_000_000.0
 
@@ -123,7 +124,7 @@ class Fleet:
             led.fail(c, error="boom", retryable=rng.random() < 0.7, retry_after_s=rng.choice([0.0, 5.0]))
             self.claims.remove(c)
         elif op == "human":
-            led.request_human(c, kind="direction", question="which?", options=[{"id": "a"}, {"id": "b"}])
+            ask(led, c, kind="direction", question="which?", options=[{"id": "a"}, {"id": "b"}])
             self.claims.remove(c)
         else:
             key = f"e{self.n}"

@@ -11,6 +11,7 @@ from store import Budget, Ledger, NodeSpec
 from store.storage import schema
 from store.storage.db import is_sqlite, open_database
 from store.reading.task_report import task_report
+from tests.support.asks import ask
 
 LONG = 10**7
 KEYS = ["best_artifact", "unfinished", "budget", "handoffs_open", "effects_unconfirmed"]
@@ -30,7 +31,7 @@ def stopped(ledger, clock):
     c = ledger.claim("t", "w", lease_s=LONG, kinds=["llm"])
     ledger.commit(c, output={}, tokens=300, artifact=("report.md", b"# v2 reviewed\n"))
     c = ledger.claim("t", "w", lease_s=LONG, kinds=["human"])
-    hid = ledger.request_human(c, kind="acceptance", question="Accept v2?", options=[{"id": "yes"}],
+    hid = ask(ledger, c, kind="acceptance", question="Accept v2?", options=[{"id": "yes"}],
                                recommendation="yes")
     c = ledger.claim("t", "w", lease_s=LONG, kinds=["tool"])
     ledger.intend_effect(c, "pr:report", compensation="close the PR")

@@ -23,6 +23,7 @@ from store import Budget, LeaseLost, Ledger, ManualClock, NodeSpec, Refused, Sta
 from store.judges.budget import clock_stopped
 from store.judges.budget import gate as budget_gate
 from store.reading.cli_json import status_json
+from tests.support.asks import ask
 
 LONG = 10**7  # leases that never expire in these tests
 
@@ -86,7 +87,7 @@ def test_waiting_on_a_human_is_not_work(ledger, clock, wait):
     ledger.add_nodes("t", [NodeSpec("a"), NodeSpec("b", deps=("a",))])
     c = ledger.claim("t", "w", lease_s=LONG)
     clock.advance(10)
-    hid = ledger.request_human(c, kind="confirm", question="go?", options=[{"id": "yes"}])
+    hid = ask(ledger, c, kind="confirm", question="go?", options=[{"id": "yes"}])
     clock.advance(wait)
     t = ledger.task("t")
     assert t.wall_used_s == pytest.approx(10) and t.paused_for == "handoff"
@@ -106,7 +107,7 @@ def test_the_clock_runs_while_another_node_of_the_task_runs(ledger, clock):
     a = ledger.claim("t", "w1", lease_s=LONG, kinds=["a"])
     b = ledger.claim("t", "w2", lease_s=LONG, kinds=["b"])
     clock.advance(5)
-    ledger.request_human(a, kind="confirm", question="go?")
+    ask(ledger, a, kind="confirm", question="go?")
     assert ledger.task("t").paused_since is None  # b still runs
     clock.advance(150)
     assert ledger.task("t").wall_used_s == pytest.approx(155)
@@ -292,7 +293,7 @@ class ClockMachine(RuleBasedStateMachine):
             elif how == "fail":
                 self.led.fail(c, error="x", retryable=True, retry_after_s=0)
             else:
-                self.led.request_human(c, kind="confirm", question="?", options=[{"id": "y"}])
+                ask(self.led, c, kind="confirm", question="?", options=[{"id": "y"}])
         except LeaseLost:
             pass
 
@@ -350,7 +351,7 @@ def test_wall_used_is_work_only_for_any_sizes(ledger, clock, work, wait, cap):
     led.add_nodes(tid, [NodeSpec("a"), NodeSpec("b", deps=("a",))])
     c = led.claim(tid, "w", lease_s=LONG)
     clock.advance(work)
-    led.request_human(c, kind="direction", question="which way?")
+    ask(led, c, kind="direction", question="which way?")
     clock.advance(wait)
     t = led.task(tid)
     assert t.wall_used_s == pytest.approx(work) and t.waited_s == pytest.approx(wait)

@@ -19,6 +19,7 @@ import pytest
 from store import Ledger, NodeSpec
 from store.storage.db import is_sqlite
 from tests.store.test_action_races import BARRIER_TIMEOUT, _collect, _jitter
+from tests.support.asks import ask
 
 ROUNDS = 150
 LONG = 10**7
@@ -74,7 +75,7 @@ def test_a_claim_and_a_write_that_would_stop_the_clock(new_target):
             led.create_task(tid)
             led.add_nodes(tid, [NodeSpec("h", "h"), NodeSpec("a", "a"), NodeSpec("b", "b")])
             h = led.claim(tid, "one", lease_s=LONG, kinds=["h"])
-            led.request_human(h, kind="confirm", question="go?")
+            ask(led, h, kind="confirm", question="go?")
             claims.append(led.claim(tid, "one", lease_s=LONG, kinds=["a"]))
     barrier = CTX.Barrier(2, timeout=BARRIER_TIMEOUT)
     q = CTX.Queue()

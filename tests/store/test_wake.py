@@ -13,6 +13,7 @@ import pytest
 from store import Ledger, NodeSpec, Refused
 from store.reading.cli_json import graph_json, status_json
 from store.reading.signals import Thresholds, signals_for_task
+from tests.support.asks import ask
 
 LONG = 10**7
 
@@ -33,11 +34,11 @@ def two_tasks(ledger, clock):
     ledger.add_nodes("t", [NodeSpec("a", "a"), NodeSpec("b", "b", ("a",)), NodeSpec("h", "h")])
     a = ledger.claim("t", "w", lease_s=LONG, kinds=["a"])
     h = ledger.claim("t", "w", lease_s=LONG, kinds=["h"])
-    hid = ledger.request_human(h, kind="confirm", question="go?", options=[{"id": "yes"}])
+    hid = ask(ledger, h, kind="confirm", question="go?", options=[{"id": "yes"}])
     ledger.create_task("u")
     ledger.add_node("u", "x")
     x = ledger.claim("u", "w", lease_s=LONG)
-    uid = ledger.request_human(x, kind="direction", question="which way?")
+    uid = ask(ledger, x, kind="direction", question="which way?")
     return {"a": a, "hid": hid, "uid": uid}
 
 

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from tests.support.asks import ask
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -211,7 +212,7 @@ def agent(target: str, index: int, tasks: int, rate: float, until: float | None,
             pacer.wait()
             roll = rng.randrange(HANDOFF_EVERY)
             if roll == 0:
-                ledger.request_human(claim, kind="direction", question=f"{claim.node_key}: which way?",
+                ask(ledger, claim, kind="direction", question=f"{claim.node_key}: which way?",
                                      options=[{"id": "a", "label": "this way"}, {"id": "b", "label": "that way"}])
                 writes.append(["handoff", claim.task_id, claim.node_key, None, time.monotonic()])
             elif roll < HANDOFF_EVERY // FAIL_EVERY:
