@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 import pytest
 
 from store import Ledger
+from tests.support.asks import MCP_PARTS
 from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +122,7 @@ def mcp_asking(url: str, tmp: Path) -> subprocess.Popen[bytes]:
             ("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
             ("notifications/initialized", None),
             ("tools/call", {"name": "claim_next", "arguments": {}}),
-            ("tools/call", {"name": "ask_human", "arguments": {"question": "go?"}})]):
+            ("tools/call", {"name": "ask_human", "arguments": {"question": "go?", **MCP_PARTS}})]):
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})}
         if not method.startswith("notifications/"):
             msg["id"] = i
