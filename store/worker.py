@@ -17,7 +17,7 @@ The step runs on a *copy* of the claim's inputs, so it cannot alter what the led
 A step whose lease was lost (a heartbeat raised ``LeaseLost``, or it ran past ``max_step_s``)
 is never committed: its result is dropped and the outcome says why.
 
-The step time limit (seed 002): ``max_step_s`` (default :data:`DEFAULT_MAX_STEP_S`, 120 s) is
+The step time limit: ``max_step_s`` (default :data:`DEFAULT_MAX_STEP_S`, 120 s) is
 independent of the lease. ``work_once`` passes it to ``claim(max_step_s=)``, so the *ledger*
 records the step's deadline: heartbeats never extend the lease past it and every write after it
 (heartbeat, commit, fail...) raises ``LeaseLost`` naming the limit — a step that heartbeats by
@@ -47,7 +47,7 @@ from store.facade import Ledger
 from store.jsontypes import JsonObject
 from store.views import Claim, NodeSpec, Pulse
 
-DEFAULT_MAX_STEP_S = 120.0  # a step's own time limit, independent of its lease (seed 002)
+DEFAULT_MAX_STEP_S = 120.0  # a step's own time limit, independent of its lease
 
 
 class _Progress(TypedDict, total=False):

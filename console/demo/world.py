@@ -34,7 +34,7 @@ HISTORY_AGO_S = 3 * 3600.0
 """The finished history starts this long before the demo."""
 
 # The workflows the demo's agents know, and their versions: a claim names the version it knows,
-# and a task of another version is not claimed (seed 002; store/ledger/claims.py).
+# and a task of another version is not claimed (store/ledger/claims.py).
 WORKFLOW_VERSIONS = {"code-maintenance": "3", "report": "2", "triage": "1"}
 MAINT_KINDS = ("scan", "classify", "fix", "test", "approval", "open_pr", "summary")
 WRITER_KINDS = ("draft", "verify", "finalize")

@@ -35,7 +35,7 @@ def admit(gate_name: str, always_admit: bool) -> str:
 
     ``ok`` admits; ``soft`` admits degraded (the agent should economise); ``hard`` and ``stop``
     admit only ``always_admit`` nodes — the closing whitelist (the report, the list of what is left
-    undone, telling the user), admitted whatever the budget (seed 004: "无论预算如何都允许执行"),
+    undone, telling the user), admitted whatever the budget,
     so a task out of budget still delivers. Everything else is denied.
 
     The contract's "stop from 120 % (nothing claimable)" (docs/contracts.md "Estimates and signals") is held for every other node; for the

@@ -1,5 +1,5 @@
-"""Cost density: tokens spent per unit of progress, and what the ledger does about it (seed 004's
-``should_continue``). Pure: the ledger (``store/ledger/cost.py``) feeds it a node's figures.
+"""Cost density: tokens spent per unit of progress, and what the ledger does about it (whether a
+step should continue). Pure: the ledger (``store/ledger/cost.py``) feeds it a node's figures.
 
 The seed's rule, for a node while it runs::
 

@@ -8,7 +8,7 @@ so claims of different nodes of one task proceed concurrently.
 Admission (docs/estimates.md "Admission by estimate"): under a token or wall cap a pending node
 whose ``est_tokens`` × 1.2 or ``est_wall_s`` × 1.5 exceeds what is left is passed over (the
 ``budget_insufficient`` signal names it); ``always_admit`` nodes — the closing steps — are
-admitted on the budget gate alone, at any gate — the closing whitelist (seed 004) admits them
+admitted on the budget gate alone, at any gate — the closing whitelist admits them
 even past ``stop``. An aborted task offers only its compensation nodes, whatever its budget. A
 claim whose ``workflow_version`` is not the task's gets None — a claim naming none only takes tasks
 created without one — journalled once per (task, worker, version) per open ledger.
@@ -78,7 +78,7 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
             raise NotFound(f"unknown node {key!r} in task {task_id!r}")
     if max_step_s is not None and max_step_s <= 0:
         raise Refused("max_step_s must be positive")
-    # A worker that names no version knows none: it only takes tasks created without one (seed 002).
+    # A worker that names no version knows none: it only takes tasks created without one.
     version = "" if workflow_version is None else str(workflow_version)
     if task_id is not None and _wrong_version(core, task_id, worker, version):
         return None
@@ -128,7 +128,7 @@ def _journal_version(core: LedgerCore, task_id: str, worker: str, version: str, 
 
 def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str, now: float) -> list[str]:
     """The tasks a claim without a task looks at: the active ones of ``version`` ("" for a claim
-    naming none: seed 002) that
+    naming none) that
     have something to claim now — a running node whose lease expired, or a pending node past its
     retry time whose dependencies are all done (of ``kinds`` when given) — oldest first; then, only
     when ``kinds`` asks for compensations, aborted ones with compensations to run.
@@ -323,7 +323,7 @@ _SETTLE: dict[str, Callable[[LedgerCore, str, int, str], object]] = {
 
 def _take(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, lease_s: float,
           now: float, gate: str, max_step_s: float | None, token: str, drawn: Sequence[str]) -> Claim:
-    # The step's deadline (seed 002): the lease never reaches past it, and every write after it is
+    # The step's deadline: the lease never reaches past it, and every write after it is
     # refused (fenced.fence), however diligently the step heartbeats.
     deadline = None if max_step_s is None else now + max_step_s
     until = now + lease_s if deadline is None else min(now + lease_s, deadline)
@@ -383,7 +383,7 @@ def _claim_inputs(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> JsonOb
         deps[key] = {
             "output": sql.json_value(output),
             "output_ref": ref, "digest": dig, "status": status,
-            # when the output was committed: how old what this step reads is (seed 004)
+            # when the output was committed: how old what this step reads is
             "committed_at": iso(finished) if status == "succeeded" else None,
         }
     h = sql.fetch_row(core.db, _Resolved, f"SELECT {sql.columns(_Resolved)} FROM handoff WHERE node_id = ? "

@@ -1,4 +1,4 @@
-"""Irreversible work waits for a person (seed 004: ordering, paying, deleting resources — a human
+"""Irreversible work waits for a person (ordering, paying, deleting resources — a human
 confirmation node is mandatory; an action that cannot say "I intend to do this" and be checked
 afterwards is not automated).
 

@@ -1,4 +1,4 @@
-"""Cost density acted on by the ledger (seed 004's ``should_continue``; the rule is
+"""Cost density acted on by the ledger (whether a step should continue; the rule is
 ``store/judges/density.py``). Judged on the node's own writes — every heartbeat and the commit — from
 its ``tokens_used`` and ``units_done`` against the task's ``Budget(density_limit=)`` (without one
 nothing is judged):

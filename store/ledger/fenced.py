@@ -387,7 +387,7 @@ def fail(core: LedgerCore, claim: Claim, *, error: str, failure_class: str, retr
                                       failure_class=failure_class, wall_used_s=Inc(wall), version=Inc(1))
         if t:
             common["tokens_used"] = Inc(t)
-        # A failed attempt is always written as a rejected path (seed 004), its error the reason.
+        # A failed attempt is always written as a rejected path, its error the reason.
         mind_record.on_fail(core, claim.task_id, row, claim.attempt, str(error), failure_class, claim.worker, now,
                             retry=can_retry and not exhausted and not removed)
         if removed:

@@ -1,4 +1,4 @@
-"""Shared external quotas, scheduled as resources (seed 004: a task's throughput is often set by
+"""Shared external quotas, scheduled as resources (a task's throughput is often set by
 an outside service's rate window, not by the model — name the shared quota when the graph is
 made and schedule it, rather than let every branch hit the wall and back off on its own).
 

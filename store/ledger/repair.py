@@ -1,4 +1,4 @@
-"""The repair loop (seed 002): draft → verify → (not good enough) → draft again → verify again …,
+"""The repair loop: draft → verify → (not good enough) → draft again → verify again …,
 and only a verified result goes on. A step whose check fails commits its verdict with
 ``repair=True``; the ledger counts the round against the task's ``max_repairs`` and sends the work
 back, so nothing downstream of the failing check ever runs on it:

@@ -1,4 +1,4 @@
-"""Work that cannot safely run twice is never reclaimed blindly (seed 004).
+"""Work that cannot safely run twice is never reclaimed blindly.
 
 A running node whose lease has expired is normally reclaimed: the next claim takes it as a new
 attempt. Not when its work cannot safely run twice — the node was added with ``retryable=False``,

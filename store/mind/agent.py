@@ -39,7 +39,7 @@ def conclude(core: LedgerCore, claim: Claim, text: str, *, source: str | None, k
 
 
 def _need_source(source: str | None, what: str, call: str) -> str:
-    """Every conclusion and memory says where it came from (seed 004: a memory carries when it
+    """Every conclusion and memory says where it came from (a memory carries when it
     was made and its source — which file, which command's output — so a reader can judge it)."""
     if source is None or not str(source).strip():
         raise Refused(f"{what} needs its source: where it came from (a file, a command's output, a URL): "

@@ -1,5 +1,5 @@
 """``failure_pattern``: sibling nodes failing the same way suggest the plan, not the step, is wrong
-(seed 004: several nodes in a row with results of one shape — recognise the pattern, replan).
+(several nodes in a row with results of one shape — recognise the pattern, replan).
 
 Siblings are the nodes of a task with the same dependencies (the same set of nodes before them;
 the roots are siblings of each other). A node counts while it is ``failed`` (a failure with a

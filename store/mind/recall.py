@@ -1,5 +1,5 @@
 """State-driven retrieval: what the scheduler hands a node at claim time, ``Claim.inputs["memory"]``
-("the system knows what it should know", seed 004) — not what the model remembers to look up.
+("the system knows what it should know") — not what the model remembers to look up.
 
 ```
 {"constraints":  [{"text", "at", "source"}],                 the task's must-keep rules, all of them
@@ -23,7 +23,7 @@ Every list is newest first; ``at`` is ISO-8601 UTC and ``source`` says where it 
 agent can judge a stale one. Bounds (:data:`LIMITS`): at most 20 rejected paths, 20 conclusions
 10 memories and 20 open problems, each text cut to 1000 characters, and the whole block at most
 48 KB of JSON — past that the oldest conclusions, then rejected paths, then memories, then open
-problems are left out (counted in ``omitted``; seed 004: what survives a compaction keeps the
+problems are left out (counted in ``omitted``; what survives a compaction keeps the
 unsolved problems, so they go after the history). Constraints and requirements are handed out whole while they fit; when they alone
 pass the 48 KB, their longest texts are cut to 1000 characters (``cut`` in the entry: how many
 characters went; the whole texts stay in the task), then requirements this node does not serve,

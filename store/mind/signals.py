@@ -4,7 +4,7 @@
 
 * ``drift_suspected`` (warn) — ``drift_after`` (default 8; ``create_task(drift_after=...)``, 0 turns
   it off) completed nodes in a row serve no requirement: every step may look reasonable while the
-  path leaves the goal (seed 004). The evidence lists them. Also (alarm) while the latest
+  path leaves the goal. The evidence lists them. Also (alarm) while the latest
   alignment check answered ``drifting`` and no replan has followed.
 * ``alignment_due`` (info) — an alignment check is open: ``alignment_every`` (default 12;
   ``create_task(alignment_every=...)``, 0 turns it off) nodes completed since the last one. The

@@ -25,7 +25,7 @@ from store.notify import notices as nt
 from store.notify.config import NotifyConfig, masked, url_id
 from store.notify.deliver import send as apprise_send
 from store.notify.state import NoticeRow, State
-from store.reading.feed import Feed
+from store.reading.feed import Feed, passes
 from store.storage.db import parse_target
 from store.reading.signals import Signal, signals_for_task
 from store.text import safe_line
@@ -209,30 +209,9 @@ class Notifier:
         return max(0.0, min(waits))
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Pass after pass until ``stop`` is set; a feed wake-up starts the next pass early."""
-        woken = asyncio.Event()
-
-        async def watch() -> None:
-            async for _ in self.feed.wakeups():
-                woken.set()
-
-        watcher = asyncio.create_task(watch())
-        try:
-            await asyncio.to_thread(self.begin)
-            while not stop.is_set():
-                woken.clear()
-                wait = await asyncio.to_thread(self.step)
-                if wait <= 0:
-                    continue
-                stopped = asyncio.create_task(stop.wait())
-                wake = asyncio.create_task(woken.wait())
-                await asyncio.wait({stopped, wake}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                stopped.cancel()
-                wake.cancel()
-        finally:
-            watcher.cancel()
-            await asyncio.gather(watcher, return_exceptions=True)
-            self.feed.close()
+        """Pass after pass until ``stop`` is set; a feed wake-up starts the next pass early (not while
+        the ledger cannot be read: the retry waits its time)."""
+        await passes(self.feed, stop, self.begin, self.step, hold=lambda: self.unavailable is not None)
 
 
 

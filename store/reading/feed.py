@@ -39,6 +39,7 @@ Each thread gets its own SQLite connection (Peewee's connection state is thread-
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import threading
@@ -68,7 +69,7 @@ from store.storage.watch import (
 # Re-exported: these lived here before store/storage/watch.py.
 _REEXPORTED = (PG_CHANNEL, PG_RECONNECT_S)
 
-__all__ = ["Delta", "Feed", "GraphPage", "NodeRow", "changed_nodes", "graph_at", "graph_pages", "tail_at"]
+__all__ = ["Delta", "Feed", "GraphPage", "NodeRow", "changed_nodes", "graph_at", "graph_pages", "passes", "tail_at"]
 
 _T = TypeVar("_T")
 
@@ -316,3 +317,36 @@ def graph_pages(feed: Feed, task_id: str, *, first: int = GRAPH_FIRST_PAGE,
         raise
     except (pw.DatabaseError, pw.InterfaceError, sqlite3.Error) as e:
         raise feed.unavailable(e) from None  # escaped, and a PostgreSQL URL shown without its password
+
+
+async def passes(feed: Feed, stop: asyncio.Event, begin: Callable[[], object], step: Callable[[], float], *,
+                 hold: Callable[[], bool] = lambda: False) -> None:
+    """A follower's life on the feed: ``begin()`` once, then ``step()`` pass after pass (in a thread;
+    it returns the seconds until the next pass is due) until ``stop`` is set. A wake-up of the feed
+    starts the next pass early — except while ``hold()`` says the follower is backing off (a failed
+    send, a ledger that cannot be read: a missing file's wake-ups must not make it spin). The feed is
+    closed at the end."""
+    woken = asyncio.Event()
+
+    async def watch() -> None:
+        async for _ in feed.wakeups():
+            woken.set()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await asyncio.to_thread(begin)
+        while not stop.is_set():
+            woken.clear()
+            wait = await asyncio.to_thread(step)
+            held = hold()
+            if wait <= 0 and not held:
+                continue
+            stopped = asyncio.create_task(stop.wait())
+            wake = asyncio.create_task(stop.wait() if held else woken.wait())
+            await asyncio.wait({stopped, wake}, timeout=max(0.0, wait), return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            wake.cancel()
+    finally:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+        feed.close()

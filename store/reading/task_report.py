@@ -1,6 +1,6 @@
 """``warden report TASK``: what a task leaves behind — at any time, and above all at the stop gate
-or after an abort, when nothing more will run (seed 004: "output the best result so far + the list
-of what is unfinished"). A pure read, in one snapshot.
+or after an abort, when nothing more will run (the best result so far and the list
+of what is unfinished). A pure read, in one snapshot.
 
 JSON keys (contract): ``best_artifact`` (name, sha256, node, at — the newest artifact whose node's
 result still stands, else the newest at all, marked ``current: false``; null when none; its

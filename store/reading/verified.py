@@ -1,4 +1,4 @@
-"""Whether an artifact passed the check that read it (seed 002: at the final step, check that
+"""Whether an artifact passed the check that read it (at the final step, check that
 what is published is still the very draft that was verified — a draft that failed verification
 is not the deliverable).
 

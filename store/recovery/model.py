@@ -71,7 +71,7 @@ class Recovery:
             "checks": [c.to_json() for c in self.checks],
             "export_replayed": False,
             # A check verifies evidence, never the content's meaning: that review is still owed
-            # (seed 000), whatever the decision — as in the record written for a reuse.
+            # whatever the decision — as in the record written for a reuse.
             "semantic_review": SEMANTIC_REVIEW,
             "record": record,
             "original_status": self.original_status,

@@ -59,7 +59,7 @@ def test_recover_json_is_one_object_in_the_contract_shape(proj: Path, capsys) ->
 @pytest.mark.parametrize("run_name, case", [("resume-01", None), ("partial-01", None), ("empty-09", "empty"),
                                              ("changed-01", "changed")])
 def test_every_decision_says_the_semantic_review_is_pending(proj: Path, capsys, run_name, case) -> None:
-    """Seed 000: a check verifies evidence, never meaning — the review is still owed, in the JSON
+    """A check verifies evidence, never meaning — the review is still owed, in the JSON
     and in the text, whatever the decision (as in the record written for a reuse)."""
     if case == "empty":
         rf.make_run(proj / "runs", run_name, case="empty")

@@ -529,7 +529,7 @@ def test_a_lease_keeper_drops_a_refused_value_and_keeps_the_lease(world: World, 
     said in last_error, and the lease is extended all the same."""
     from store.worker import LeaseKeeper
 
-    # no step limit: the 120 s default (seed 002) would cap this claim's long lease below `before`
+    # no step limit: the 120 s default would cap this claim's long lease below `before`
     keeper = LeaseKeeper(world.l, world.ca, interval_s=3600, max_step_s=None)
     before = world.l.node("t", "a").lease_until
     clock.advance(10)

@@ -139,7 +139,7 @@ def test_a_claim_without_a_version_knows_none_and_one_across_tasks_filters(ledge
     assert ledger.claim(None, "w", workflow_version="2") is None
     assert not [e for e in ledger.events(0) if e.kind == "claim.version_mismatch"]  # no spam across tasks
     assert ledger.claim(None, "w") is None  # no version given: it knows none, so no versioned task
-    assert ledger.claim("v1", "w") is None  # (seed 002: a worker that does not know the version is refused)
+    assert ledger.claim("v1", "w") is None  # a worker that does not know the version is refused
     ev = [e for e in ledger.events(0, task_id="v1") if e.kind == "claim.version_mismatch"]
     assert len(ev) == 1 and ev[0].payload["workflow_version"] == "" and "(none)" in ev[0].summary
     assert ledger.claim("v1", "w", workflow_version="1").node_key == "a"

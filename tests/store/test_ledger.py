@@ -172,7 +172,7 @@ def test_hard_and_stop_gates_admit_only_the_closing_whitelist(chain, clock):
     chain.commit(c, output=1, tokens=200)  # 120 %: stop
     chain.add_node("t", "close2", always_admit=True)
     assert chain.admit("t", "b") == "deny_hard"  # stop: nothing else is claimable …
-    c2 = chain.claim("t", "w1")  # … but the closing whitelist is admitted whatever the budget (seed 004)
+    c2 = chain.claim("t", "w1")  # … but the closing whitelist is admitted whatever the budget
     assert c2.node_key == "close2" and c2.admission == "admit_degraded"
     chain.commit(c2, output=1)
     assert chain.claim("t", "w1") is None

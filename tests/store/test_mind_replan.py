@@ -28,7 +28,7 @@ def twenty_fixes(ledger):
 
 
 def test_a_replan_removes_adds_and_records_a_version_with_its_diff(ledger, clock):
-    """Seed 004's example: at fix 15 the last five share one root cause."""
+    """At fix 15 the last five share one root cause."""
     twenty_fixes(ledger)
     for _ in range(15):
         c = ledger.claim("t", "w", lease_s=LONG)

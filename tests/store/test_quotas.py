@@ -1,4 +1,4 @@
-"""Shared external quotas are first-class (seed 004: schedule a shared rate limit as a resource,
+"""Shared external quotas are first-class (schedule a shared rate limit as a resource,
 and mark in the state that two branches run one after the other because of it). A quota is
 declared on the ledger or a task; nodes name the quotas they draw on; claims respect them across
 tasks and processes; a node waiting on one stays pending with a ``quota_wait`` signal saying

@@ -1,4 +1,4 @@
-"""A draft that failed verification is not exported silently (seed 002: at the final step, check
+"""A draft that failed verification is not exported silently (at the final step, check
 that what is published is still the draft that was verified). After a verification whose repairs
 ran out (the task failed), `warden export` refuses the draft with one line and writes nothing;
 `--unverified` writes it with a first line saying so; `warden report` marks it, never current.

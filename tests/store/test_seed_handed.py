@@ -1,4 +1,4 @@
-"""What an agent is handed (seed 004: what survives a compaction keeps the task's core
+"""What an agent is handed (what survives a compaction keeps the task's core
 constraints, the key conclusions, where it stands and the problems still open; a read carries
 the time it was read, or after a resume nobody knows how old the data is). ``Claim.inputs
 ["memory"]["open_problems"]`` lists the task's open handoffs and failed nodes, within the

@@ -1,4 +1,4 @@
-"""Irreversible work waits for a person (seed 004: ordering, paying, deleting resources — a human
+"""Irreversible work waits for a person (ordering, paying, deleting resources — a human
 confirmation node is mandatory). A node added as irreversible (``failure_class=
 "irreversible_write"`` or ``retryable=False``) or of a kind the task lists (``confirm_kinds``)
 cannot intend an effect until a person — not an agent of the task — has answered ``proceed`` to

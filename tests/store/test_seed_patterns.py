@@ -1,4 +1,4 @@
-"""Repeated failures of one shape among siblings suggest a replan (seed 004: several nodes in a row
+"""Repeated failures of one shape among siblings suggest a replan (several nodes in a row
 with results of the same shape — recognise the pattern and replan). Siblings share their
 dependencies; one shape is one failure class and one normalised first line of the error. The
 signal is ``failure_pattern`` in ``warden status --json``, ``warden graph --json`` and the

@@ -1,4 +1,4 @@
-"""What only a person decides, and what every remembered thing carries (seed 004: semantic memory
+"""What only a person decides, and what every remembered thing carries (semantic memory
 is confirmed by a person at the end of a task; every memory carries when it was made and its
 source). A memory is confirmed or rejected by an operator who is neither the worker that proposed
 it nor any worker of its task (refused and audited otherwise); a conclusion and a memory are

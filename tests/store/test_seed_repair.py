@@ -1,4 +1,4 @@
-"""Seed 002's repair loop: draft → verify → (not good enough) → draft again → verify again …; only a
+"""The repair loop: draft → verify → (not good enough) → draft again → verify again …; only a
 verified result is published, and a loop past ``max_repairs`` fails the task. Both ways a step
 asks for a repair — in place, and unrolled into new nodes — on both backends, and generated
 workflows of many lengths, budgets and failing rounds."""

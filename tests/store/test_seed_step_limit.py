@@ -1,4 +1,4 @@
-"""Seed 002: a step has its own time limit, independent of its lease (default 120 s). At the limit
+"""A step has its own time limit, independent of its lease (default 120 s). At the limit
 the lease is no longer renewed and the late result is refused — by the ledger, however diligently
 the step heartbeats (even by hand, bypassing the keeper). On a manual clock, both backends."""
 

@@ -1,4 +1,4 @@
-"""Seed 004: work that cannot safely run twice is never reclaimed blindly after its worker dies.
+"""Work that cannot safely run twice is never reclaimed blindly after its worker dies.
 
 A node added with ``retryable=False``, or one whose worker logged an effect and died before
 confirming it, must not be taken again as attempt 2 when its lease expires: it goes to ``failed``

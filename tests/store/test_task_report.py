@@ -42,7 +42,7 @@ def stopped(ledger, clock):
 
 def test_the_report_at_the_stop_gate(ledger, clock, stopped):
     assert ledger.claim("t", "w", kinds=["tool", "human"]) is None  # nothing is claimable at stop …
-    assert ledger.admit("t", "summary") == "admit_degraded"  # … but the closing whitelist (seed 004)
+    assert ledger.admit("t", "summary") == "admit_degraded"  # … but the closing whitelist
     r = task_report(ledger, "t")  # … and this is what it leaves
     assert [k for k in r if k in KEYS] == KEYS
     assert r["status"] == "active" and r["budget"]["gate"] == "stop"

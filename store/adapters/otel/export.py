@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from store.errors import LedgerUnavailable, WardenError
-from store.reading.feed import Feed
+from store.reading.feed import Feed, passes
 from store.storage.db import parse_target
 from store.text import safe_line
 
@@ -348,28 +348,10 @@ class Follower:
                 return
 
     async def run(self, stop: asyncio.Event) -> None:
-        woken = asyncio.Event()
-
-        async def watch() -> None:
-            async for _ in self.feed.wakeups():
-                woken.set()
-
-        watcher = asyncio.create_task(watch())
+        # after a failed send, or while the ledger cannot be read, the back-off holds
         try:
-            await asyncio.to_thread(self.begin)
-            while not stop.is_set():
-                woken.clear()
-                wait = await asyncio.to_thread(self.step)
-                stopped = asyncio.create_task(stop.wait())
-                # after a failed send, or while the ledger cannot be read, the back-off holds
-                wake = asyncio.create_task(stop.wait() if self.failures or self.unavailable else woken.wait())
-                await asyncio.wait({stopped, wake}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                stopped.cancel()
-                wake.cancel()
+            await passes(self.feed, stop, self.begin, self.step, hold=lambda: bool(self.failures or self.unavailable))
         finally:
-            watcher.cancel()
-            await asyncio.gather(watcher, return_exceptions=True)
-            self.feed.close()
             self.exporter.shutdown()
 
 
