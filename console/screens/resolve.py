@@ -124,6 +124,10 @@ def render_handoff(h: "HandoffView", now: float, granted: "list[JsonObject] | No
             shown.add(k)
             out.append("why: ", style="dim")
             out.append(_value_text(v) + "\n")
+    elif ctx.get("no_recommendation"):
+        shown.add("no_recommendation")
+        out.append("\nNo recommendation: ", style="bold")
+        out.append(_value_text(ctx["no_recommendation"]) + "\n")
     if h.kind == "permission" and isinstance(ctx.get("rules"), list):
         shown.add("rules")  # the rules offered are the options below, in words
     rest = [k for k in ctx if k not in shown]

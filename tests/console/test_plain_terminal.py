@@ -92,7 +92,7 @@ VISITS = [
     (b"\r", b"collect", "the graph"),  # the first task's
     (b"\x1b", b"idle-002", "the task list again"),
     (b"h", b"Leave out", "the handoff inbox"),
-    (b"\r", b"Recommended:", "the resolve screen"),
+    (b"\r", b"What is done", "the resolve screen"),
     (b"\x1b", b"Leave out", "the inbox again"),
     (b"\x1b", b"idle-002", "the task list again"),
     (b"p", b"reason", "the park dialog"),

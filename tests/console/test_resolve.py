@@ -296,3 +296,17 @@ async def test_a_permission_request_shows_the_rules_already_granted_in_its_task(
 def handoffs_of(path: Path, task: str) -> list[Any]:
     with Ledger.open(path, create=False) as ledger:
         return ledger.handoffs(status="open", task_id=task)
+
+
+def test_a_question_without_a_recommendation_says_why_where_the_recommendation_goes(tmp_path: Path) -> None:
+    from console.screens.resolve import render_handoff
+
+    with Ledger.open(str(tmp_path / "l.db"), clock=ManualClock(T0)) as led:
+        led.create_task("t")
+        led.add_node("t", "n")
+        hid = led.request_human(led.claim("t", "w", lease_s=60), kind="direction", question="Who reads it?",
+                                context={"done": "drafted it", "stuck": "the audience is not said",
+                                         "no_recommendation": "a matter of who reads it"})
+        text = render_handoff(led.handoff(hid), T0).plain
+    assert "No recommendation: a matter of who reads it" in text and "no_recommendation:" not in text
+    assert "What is done\ndrafted it" in text and "Where it is stuck\nthe audience is not said" in text
