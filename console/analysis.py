@@ -39,7 +39,7 @@ from store.reading.analysis import TaskAnalysis
 from store.reading.cli_json import empty_eta, signal_json
 from store.reading.feed import Feed, changed_nodes, tail_at
 from store.reading.tally import TaskTally, current
-from store.views import EventView, GraphRow, GraphView, TaskView
+from store.views import EventView, GraphRow, GraphView, NodeView, TaskView
 
 if TYPE_CHECKING:  # (the worker process never loads the console's view models, nor Textual)
     from .model import EtaJson, GraphModel, SignalJson
@@ -182,7 +182,7 @@ class OpenGraph:
         if not mine:
             return
         keys = sorted(changed_nodes(mine, tid))
-        views: dict[str, Any] = {}
+        views: dict[str, NodeView] = {}
         for i in range(0, len(keys), NODE_READ_CHUNK):
             chunk = keys[i:i + NODE_READ_CHUNK]
             views.update((v.key, v) for v in feed.read(lambda ledger: ledger.nodes(tid, chunk)))

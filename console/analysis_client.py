@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from store.jsontypes import JsonObject
+
 from .analysis import RunRequest, RunResult
 from .analysis_worker import FRAME_MAX, HEADER, RSS_MAX_MB, encode
 from .text import safe_line
@@ -79,7 +81,7 @@ class AnalysisWorker:
         self.in_flight: RunRequest | None = None
         self.following: str | None = None  # the graph whose analysis the worker was asked to keep
         self.pid: int | None = None  # the worker's, once it said it is ready
-        self.stats: dict[str, Any] = {}  # what it said of itself after its last run (analysis_worker.py)
+        self.stats: JsonObject = {}  # what it said of itself after its last run (analysis_worker.py)
         self.starts = 0
         self.deaths = 0  # deaths and runs given up (each reported)
         self.stderr_tail = b""

@@ -61,7 +61,7 @@ task id), ``lease_s`` (60), ``max_step_s`` (None: the time limit of one claim, h
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Generic, Mapping, TypedDict, TypeVar, Unpack
+from typing import Callable, Generic, Mapping, TypedDict, TypeVar, Unpack, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Interrupt, StateSnapshot
@@ -70,7 +70,7 @@ from store.clock import iso
 from store.errors import LeaseLost, NotFound, Refused
 from store.facade import Ledger
 from store.ledger.checkpoint import PARTS
-from store.jsontypes import JsonObject, JsonValue
+from store.jsontypes import JsonMapping, JsonObject, JsonValue
 from store.ledger import waits
 from store.adapters import graphshape as shape
 from store.views import Claim, NodeView
@@ -527,9 +527,10 @@ class Supervisor(Generic[_S]):
         return cfg.copy()
 
 
-def _with_consequence(o: Any) -> Any:
+def _with_consequence(o: object) -> JsonMapping:
     """An interrupt's option, with what picking it does when the graph does not say: the graph
-    resumes with it as ``interrupt()``'s answer."""
+    resumes with it as ``interrupt()``'s answer. Anything else is handed on as it came: the
+    ledger's rule for options refuses it with its reason."""
     if isinstance(o, Mapping) and "id" in o and not o.get("consequence"):
         return {**o, "consequence": f"the graph resumes with {str(o['id'])!r} as the interrupt's answer"}
-    return o
+    return cast(JsonMapping, o)

@@ -18,6 +18,7 @@ slow or busy disk). ``--target`` follows a PostgreSQL ledger instead (a URL; a t
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import asyncio
 import ctypes
 import ctypes.util
@@ -129,7 +130,7 @@ async def trace(a: argparse.Namespace) -> dict:
                     print(f"    {1000 * (t - done):+10.2f} ms  {what}")
     missed = sum(1 for r in rows if not r["on_its_own_wakeup"])
     lat = sorted(r["read_after_ms"] for r in rows if r["read_after_ms"] is not None)
-    summary = {"commits": len(rows), "missed_own_wakeup": missed, "wakeups": dict(feed.wakeup_counts),
+    summary = {"commits": len(rows), "missed_own_wakeup": missed, "wakeups": dict(Counter(what for _, what in feed.trace if what not in ("file", "check", "check moved"))),
                "read_after_ms_max": lat[-1] if lat else None, "load1": os.getloadavg()[0]}
     print(summary)
     return summary

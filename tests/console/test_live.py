@@ -80,6 +80,7 @@ async def test_each_commit_reaches_the_model_without_the_poll(tmp_path, inotify,
     path = build_ledger(tmp_path / "ledger.db")
     app = make_app(path, fallback_poll_s=FALLBACK_S)
     app.feed.use_inotify = inotify
+    app.feed.trace = []  # every file event, probe check and wake-up, with its reason
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         t0 = time.monotonic()
@@ -88,7 +89,7 @@ async def test_each_commit_reaches_the_model_without_the_poll(tmp_path, inotify,
         assert paths and set(paths) <= {"change", "settle"}, paths
         if slow_ms:
             assert "settle" in paths  # visible only after its last file event: a follow-up found it
-        assert app.feed.wakeup_counts["poll"] == 0
+        assert not [what for _, what in app.feed.trace if what == "poll"]
         assert app.follower.deliveries["poll"] == 0 and app.follower.deliveries["other"] == 0
 
 
@@ -96,11 +97,12 @@ async def test_each_commit_reaches_the_model_on_postgresql(pg_target):
     url = pg_target()
     build_ledger(url)
     app = make_app(url, fallback_poll_s=FALLBACK_S)
+    app.feed.trace = []  # every wake-up, with its reason
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         paths = await follow_writes(pilot, url, writes(3))
         assert paths and set(paths) == {"change"}, paths  # a NOTIFY comes after the commit is visible
-        assert app.feed.wakeup_counts["poll"] == 0
+        assert not [what for _, what in app.feed.trace if what == "poll"]
         assert app.follower.deliveries["poll"] == 0 and app.follower.deliveries["other"] == 0
 
 

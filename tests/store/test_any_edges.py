@@ -29,6 +29,9 @@ LEFT_STORE_PACKAGES: dict[str, int] = {}
 # Left in the console.
 LEFT_CONSOLE: dict[str, int] = {
     "console/analysis.py": 1,
+    # the analysis worker's pipe: a frame is a pickled message, checked where it is read
+    "console/analysis_client.py": 2,
+    "console/analysis_worker.py": 1,
     "console/plainterm.py": 2,
 }
 

@@ -31,9 +31,15 @@ import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from email.message import Message
+from io import BufferedIOBase
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from store.errors import WardenError
+from store.jsontypes import JsonObject, JsonValue
 from store.facade import Ledger
 from store.views import Claim
 
@@ -60,12 +66,12 @@ class Span:
     span_id: str
     parent_id: str | None
     name: str
-    attrs: dict[str, Any]
+    attrs: JsonObject
     error: str | None  # the span's status message when its status is ERROR
 
 
 # ---------------------------------------------------------------------- decoding
-def _pb_value(v: Any) -> Any:
+def _pb_value(v: AnyValue) -> JsonValue:
     which = v.WhichOneof("value")
     if which == "array_value":
         return [_pb_value(x) for x in v.array_value.values]
@@ -90,7 +96,7 @@ def decode_protobuf(body: bytes) -> list[Span]:
             for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans]
 
 
-def _json_value(v: Any) -> Any:
+def _json_value(v: object) -> JsonValue:
     if not isinstance(v, dict):
         return None
     for key, conv in (("stringValue", str), ("boolValue", bool), ("intValue", int), ("doubleValue", float)):
@@ -138,13 +144,13 @@ def _pending(s: Span) -> bool:
     return s.attrs.get("logfire.span_type") == "pending_span"
 
 
-def _text(x: Any) -> str:
+def _text(x: object) -> str:
     s = x if isinstance(x, str) else json.dumps(x, ensure_ascii=False, default=str)
     s = s.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
     return s if len(s) <= MAX_TEXT else s[: MAX_TEXT - 1] + "…"
 
 
-def _tokens(a: dict[str, Any]) -> int:
+def _tokens(a: JsonObject) -> int:
     def n(key: str) -> int:
         v = a.get(key)
         return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else 0
@@ -286,7 +292,7 @@ class Intake:
 
 
 # ---------------------------------------------------------------------- the HTTP side
-def read_body(headers: Any, rfile: Any) -> bytes:
+def read_body(headers: Message, rfile: BufferedIOBase) -> bytes:
     try:
         length = int(headers.get("Content-Length") or "")
     except ValueError:
