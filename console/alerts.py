@@ -261,8 +261,9 @@ def run_hook(argv: Sequence[str], alert: Alert, *, timeout: float = HOOK_TIMEOUT
         except OSError:
             pass
     err = _stderr_tail(proc, proc.stderr.fileno(), deadline)
-    proc.stderr.close()
     try:
+        # waited for before its stderr is closed: a hook still writing at the deadline would die
+        # of the closed pipe in the meantime and read as one that exited by itself
         proc.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         try:
@@ -270,7 +271,9 @@ def run_hook(argv: Sequence[str], alert: Alert, *, timeout: float = HOOK_TIMEOUT
         except (ProcessLookupError, PermissionError):
             proc.kill()
         proc.wait()
+        proc.stderr.close()
         return f"--on-alert {argv[0]}: still running after {timeout:g}s, killed"
+    proc.stderr.close()
     # What it left running in its process group (``sh -c 'notify &'``) ends with it: a console
     # running for days must not gather one stray process per alert, nor leave them when it quits.
     # (The group's id stays reserved while any member lives, so this reaches only the hook's own.)
