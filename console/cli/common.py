@@ -8,14 +8,16 @@ Everything an agent wrote reaches the terminal as literal text (``rich.text.Text
 from __future__ import annotations
 
 import argparse
+import asyncio
 import io
 import json
 import math
 import os
 import shlex
 import shutil
+import signal
 import sys
-from typing import Callable, Sequence, TextIO, TypeAlias, TypedDict, Unpack
+from typing import Awaitable, Callable, Sequence, TextIO, TypeAlias, TypedDict, Unpack
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -62,6 +64,19 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {safe_line(message)}")
+
+
+def until_stopped(run: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    """Run a follower (``run(stop)``) until SIGINT or SIGTERM sets ``stop``: a service's foreground
+    loop (`warden notify --follow`, `warden otel export --follow`)."""
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run(stop)
+
+    asyncio.run(main())
 
 
 def seconds(text: str) -> float:

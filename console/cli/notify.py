@@ -12,10 +12,8 @@ state are ``store/notify/``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.util
 import os
-import signal
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -31,7 +29,7 @@ from ..glyphs import SERVED_ENV
 if TYPE_CHECKING:
     from store.notify.follow import Background
 
-from .common import Subcommands, UsageError, command, flags, honours, ledger_target, print_json
+from .common import Subcommands, UsageError, command, flags, honours, ledger_target, print_json, until_stopped
 
 EXTRA = "apprise"
 
@@ -160,14 +158,7 @@ def _follow(args: argparse.Namespace, cfg: NotifyConfig) -> int:
             if not cfg.link_base:
                 say("no --link-base: messages name `warden resolve` instead of a link to answer")
 
-            async def main() -> None:
-                stop = asyncio.Event()
-                loop = asyncio.get_running_loop()
-                for sig in (signal.SIGINT, signal.SIGTERM):
-                    loop.add_signal_handler(sig, stop.set)
-                await notifier.run(stop)
-
-            asyncio.run(main())
+            until_stopped(notifier.run)
             say("warden notify: stopped")
             return 0
     finally:

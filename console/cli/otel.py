@@ -11,7 +11,6 @@ observability stack" says what is sent and how to point it at a collector.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.util
 import os
 import signal
@@ -20,7 +19,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from .common import CliParser, Subcommands, UsageError, command, flags, honours, ledger_target
+from .common import CliParser, Subcommands, UsageError, command, flags, honours, ledger_target, until_stopped
 
 EXTRA = "opentelemetry.exporter.otlp.proto.http"
 TOKEN_ENV = "WARDEN_OTEL_TOKEN"
@@ -187,14 +186,7 @@ def _follow(args: argparse.Namespace, exporter: object, shown: str) -> int:
         follower = Follower(target, exporter, state, say=say)  # type: ignore[arg-type]
         say(f"warden otel export: following {follower.display} to {shown}; state {state.path}")
 
-        async def main() -> None:
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
-            await follower.run(stop)
-
-        asyncio.run(main())
+        until_stopped(follower.run)
         say("warden otel export: stopped")
         return 0
     finally:

@@ -68,7 +68,7 @@ from store.judges.fields import advanced, echo_tokens, mask_action, progress_mar
 from store.judges.roles import split_report
 from store.judges.sequence import Repeat, judge_sequence
 from store.judges.units import (MAX_COMPARISONS, MAX_LINE_CHARS, MAX_LINES, NEAR, iter_lines, near_match, normalise_line,
-                                normalise_lines, template_match)
+                                normalise_lines, normalised, template_match)
 
 MAX_CONCEPT_VISITS = 20_000  # concept index entries visited per observation (recent paraphrases)
 CONCEPT_LINES = 64  # units of one observation judged by their concepts (the rest by their form)
@@ -310,14 +310,7 @@ def prepare(text: str | None, attempt: int, recent: Sequence[Recent] = (), *, ac
     raw, dropped, cut = iter_lines(j.text)
     cache = {} if cache is None else cache
     keep = echo_tokens(j.action) if j.result else frozenset()
-    tag = "\x00" + "\x00".join(sorted(keep)) if keep else ""
-    examined = []
-    for text_line in raw:
-        x = cache.get(text_line + tag)
-        if x is None:
-            x = cache[text_line + tag] = normalise_line(text_line, keep)
-        if x:
-            examined.append(x)
+    examined = normalised(raw, cache, keep)
     lines = list(dict.fromkeys(examined))
     act = j.action
     drop = concepts(" ".join(normalise_lines(act))) if j.result and act else frozenset()

@@ -96,6 +96,12 @@ def normalise_lines(text: str, cache: dict[str, str] | None = None, keep: frozen
     normalised form, shared by the texts of one judgement (a growing log repeats its lines);
     ``keep``: see :func:`normalise_line`."""
     lines, _, _ = iter_lines(str(text))
+    return normalised(lines, cache, keep)
+
+
+def normalised(lines: list[str], cache: dict[str, str] | None = None, keep: frozenset[str] = frozenset()) -> list[str]:
+    """Units already cut (:func:`iter_lines`) → their normalised, non-blank forms, through ``cache``
+    (see :func:`normalise_lines`)."""
     if cache is None:
         return [x for x in (normalise_line(line, keep) for line in lines) if x]
     out = []
