@@ -167,7 +167,8 @@ def send(exporter: SpanExporter, spans: Sequence[ReadableSpan]) -> None:
         _WORDS.last = None
         if exporter.export(chunk) != SpanExportResult.SUCCESS:
             why = f": {safe_line(_WORDS.last, limit=300)}" if _WORDS.last else ""
-            raise ExportFailed(f"the collector did not take {len(spans) - i} spans{why}")
+            left = len(spans) - i
+            raise ExportFailed(f"the collector did not take {left} span{'s' if left != 1 else ''}{why}")
 
 
 def _readers(feed: Feed) -> tuple[Callable[[str], TaskInfo], Callable[[str, str], str]]:
