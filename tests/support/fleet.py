@@ -40,9 +40,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from tests.support.asks import ask
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run as a script (an agent process): the repository's packages
+    sys.path.insert(0, str(ROOT))
+
+from tests.support.asks import ask  # noqa: E402
 
 KINDS = ("llm_call", "tool", "test", "review")
 HEARTBEATS = 3  # per node: claim, three heartbeats, commit = five writes
@@ -273,5 +276,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     main()
