@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.commit_writer import Writer, strace_can_delay
 
-from tests.console.conftest import build_ledger, graph_loaded, make_app, settle, wait_for, graph_of
+from tests.support.console_app import build_ledger, graph_loaded, make_app, settle, wait_for, graph_of
 
 FALLBACK_S = 600.0  # the poll cannot be what delivers anything within the test
 
