@@ -15,7 +15,7 @@ from typing import Sequence
 from store.clock import duration_text
 from store.judges.novelty import Repeat, judge_sequence
 from store.judges.sequence import is_rhythm, retried_cycle, same_action_run, usual_news
-from store.views import NodeView, Observed
+from store.views import NodeColumns, Observed
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class Activity:
     paused_s: float = 0.0  # seconds this attempt spent under a park (its clocks stood still)
 
     @classmethod
-    def of(cls, node: NodeView) -> "Activity":
+    def of(cls, node: NodeColumns) -> "Activity":
         since = getattr(node, "wait_since", None)
         if since is not None and node.claimed_at is not None and since < node.claimed_at:
             since = None  # a wait of an earlier attempt
@@ -118,7 +118,7 @@ def _one_line(text: str, cap: int = 60) -> str:
 
 
 
-def loop_start(node: NodeView, act: Activity, observations: Sequence[Obs]) -> float:
+def loop_start(node: NodeColumns, act: Activity, observations: Sequence[Obs]) -> float:
     """When the attempt last showed progress, as far as a loop is concerned. A number moving toward
     its total in what the node reports always counts. ``units_done`` rising counts when it is how
     the node reports (its reports have brought nothing new since its first: a status line beside a
@@ -134,7 +134,7 @@ def loop_start(node: NodeView, act: Activity, observations: Sequence[Obs]) -> fl
     return max(counted) if counted else float("-inf")
 
 
-def loop_signals(task_id: str, node: NodeView, act: Activity, observations: Sequence[Obs], th: Thresholds) -> list[Signal]:
+def loop_signals(task_id: str, node: NodeColumns, act: Activity, observations: Sequence[Obs], th: Thresholds) -> list[Signal]:
     """``no_new_info`` and ``repeating`` from the attempt's observations since it last showed
     progress (:func:`loop_start`) — none made during a declared wait or while the task was parked."""
     start = loop_start(node, act, observations)
