@@ -103,8 +103,10 @@ def steer(ledger: Ledger, claim: Claim, *, lost_why: str = "") -> Steer:
 
 
 def reclaim(ledger: Ledger, claim: Claim, *, lease_s: float | None = None) -> Claim | None:
-    """Take the claim's node back (by key) when it can run again; None when it cannot now."""
-    return ledger.claim(claim.task_id, claim.worker, lease_s=lease_s or claim.lease_s, key=claim.node_key)
+    """Take the claim's node back (by key) when it can run again; None when it cannot now. Its own
+    lapsed lease, nobody having claimed the node since, is renewed: the same attempt, no claim spent."""
+    return ledger.claim(claim.task_id, claim.worker, lease_s=lease_s or claim.lease_s, key=claim.node_key,
+                        renew=claim.token)
 
 
 def pulse(ledger: Ledger, claim: Claim, *, observation: str | None = None, action: str | None = None,
