@@ -193,7 +193,7 @@ august september october november december mon tue tues wed thu thur thurs fri s
 thursday friday saturday sunday am pm utc gmt""".split())
 # a plain measured value: a number alone, or labelled (loss=0.25, "created": 4625, rows:12), with
 # brackets and punctuation around — never a time of day, a date, an epoch or a duration
-_MEASURE = re.compile(r"""[\[({'"]*(?:[A-Za-z_][\w.-]{0,40}['"]?\s*[:=]['"]?)?[-+]?\d{1,9}(?:[.,]\d+)?(?:e[-+]?\d+)?%?[\])}'",;]*""")
+_MEASURE = re.compile(r"""[\[({'"]*(?:[A-Za-z_][\w.-]{0,40}['"]?\s*[:=]['"]?)?[-+]?\d{1,9}(?:[.,]\d+)?(?:e[-+]?\d+)?%?[\])}'",;:.]*""")
 
 
 def _one(m: re.Match[str]) -> str:

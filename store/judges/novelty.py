@@ -34,6 +34,11 @@ values are news). The most general concepts (``concepts.WEAK``: failed, none, re
 a narrative's unit new by themselves. Its concepts are judged **without the action's**: a result
 that repeats the query it answered ("no results for 'moth index'") adds nothing by echoing it.
 
+A result's unit old by its form is new when it holds **values** the attempt has not met
+(``_measured``: plain counts, readings and record numbers kept; times, durations, ids masked) — a
+listing's other records, a probe's moved reading — when such units are most of the result and no
+unit of it failed (a failure whose numbers move is the same failure).
+
 An observation's **identity** (what ``repeating`` and the cycle check compare) is its normalised
 text's digest — or, when it adds nothing new and matches (exactly, nearly or as a paraphrase)
 ≥ ``OBS_NEAR`` of the units of one of the last ``RECENT`` observations both ways, that
@@ -257,12 +262,15 @@ class Prepared:
     comparisons: int = 0
     fields: list[str | None] = field(default_factory=list)  # unit i as a template instance (``_template``)
     failed: list[bool] = field(default_factory=list)  # unit i says the step failed or found nothing
+    measured: list[tuple[str, ...]] = field(default_factory=list)  # unit i's measured forms' digests (``_measured``)
 
     def lookups(self) -> list[str]:
         """Every digest of the memory whose presence :func:`judge` reads."""
         out = list(self.line_digests)
         if self.action is not None:
             out.append(_memo(self.attempt, "a", (self.action,)))
+        for m in self.measured:
+            out.extend(m)
         for s in self.sets:
             out.extend(_memo(self.attempt, "w", (w,)) for w in s)
             out.extend(_queries(self.attempt, s))
@@ -372,10 +380,33 @@ def prepare(text: str | None, attempt: int, recent: Sequence[Recent] = (), *, ac
     if not progress and j.result and lines and recent:
         progress = _shrank(lines, where, recent, key)
     failed = [bool(concepts(x) & FAILED) for x in lines[:CONCEPT_LINES]]
+    measured = _measured(raw, lines, cache, keep, attempt) if j.result else []
     return Prepared(lines, [line_digest(attempt, x) for x in lines], sets, near, window, where, text_digest(lines),
                     key, attempt, j.result, [r.digest for r in recent], [r.content or r.digest for r in recent],
                     [r.size for r in recent], fracs, progress, len(examined), dropped, cut, MAX_COMPARISONS - budget[0],
-                    fields_, failed)
+                    fields_, failed, measured)
+
+
+def _measured(raw: Sequence[str], lines: Sequence[str], cache: dict[str, str], keep: frozenset[str],
+              attempt: int) -> list[tuple[str, ...]]:
+    """For each of the first ``CONCEPT_LINES`` units of a result, the digests of its **measured
+    forms** (``fields.mask_line(measures=True)``: the plain values a tool printed — a count, a
+    reading, a record's number — kept; times, durations and ids still masked) where they differ
+    from its form: the rows of a listing that read alike but hold other values, a probe whose
+    reading moved."""
+    at = {x: i for i, x in enumerate(lines[:CONCEPT_LINES])}
+    out: list[list[str]] = [[] for _ in at]
+    for line in raw:
+        norm = normalised([line], cache, keep)
+        i = at.get(norm[0]) if norm else None
+        if i is None:
+            continue
+        m = normalise_line(line, keep, measures=True)
+        if m != norm[0]:
+            d = _memo(attempt, "m", (m,))
+            if d not in out[i]:
+                out[i].append(d)
+    return [tuple(x) for x in out]
 
 
 def _shrank(lines: Sequence[str], where: Sequence[set[int]], recent: Sequence[Recent], key: str | None) -> bool:
@@ -449,6 +480,12 @@ def judge(p: Prepared, seen: Iterable[str]) -> Verdict:
     earlier: list[frozenset[str]] = []
     new = paraphrases = 0
     remember: list[str] = []
+    measured_new: list[str] = []
+    # New values in known forms are news only in a result that did not fail (a failure whose numbers
+    # move is the same failure) and where they are most of it: a reading that moved, a listing of
+    # other records — not one counter or size moving among lines the attempt has met.
+    moved = sum(1 for m in p.measured if any(x not in seen for x in m))
+    values_news = 2 * moved > len(p.measured) and not any(p.failed)
     # a step never taken before in this attempt that did not fail: doing it is news, even when its
     # output echoes it in a known form (the next page fetched, the next field filled)
     fresh_step = p.action is not None and memo("a", (p.action,)) not in seen
@@ -473,14 +510,22 @@ def judge(p: Prepared, seen: Iterable[str]) -> Verdict:
                         or any(_overlap(s, e) >= PARA for e in earlier)):
                     old = True
                     paraphrases += 1
+        fresh_values = [m for m in (p.measured[i] if i < len(p.measured) else ()) if m not in seen]
+        if old and fresh_values and values_news:
+            # the same form with values the attempt has not met: another record, another reading
+            old = False
+            measured_new.extend(fresh_values)
         if not old:
             new += 1
         remember.append(d)
+        remember.extend(p.measured[i] if i < len(p.measured) else ())
         remember.extend(memo("w", (w,)) for w in s)
         remember.extend(_entries(p.attempt, s))
         said.update(s)
         earlier.append(s)
     content, lag = p.own_digest, None
+    if measured_new:  # new values in known forms: not the same result as before
+        content = text_digest([*p.lines, *measured_new])
     if new == 0 and p.recent_digests:
         content, lag = _echo(p)
     remember = [d for d in dict.fromkeys(remember) if d not in seen]

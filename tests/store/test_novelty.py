@@ -145,3 +145,43 @@ def test_similarity_work_is_capped():
               for i in range(4)]
     p = N.prepare("\n".join(f"similar looking line numbr {j} of x" for j in range(1000)), 1, recent)
     assert p.comparisons <= N.MAX_COMPARISONS
+
+
+def test_rows_that_read_alike_but_hold_other_values_are_new():
+    """A listing whose rows share their form with earlier rows but hold other plain values (other
+    records, other numbers) is new work; the same rows again are not."""
+    t = N.Tracker()
+    rng = random.Random(3)
+    pages = []
+    for k in range(6):
+        rows = "\n".join(f"Item {rng.randint(1000, 99999)}: Bay {rng.randint(1, 300)}" for _ in range(5))
+        pages.append(f"200 OK page {k + 1}: 5 records\n{rows}")
+        n, _, _ = t.observe(None, 1, action=f"fetch /items?page={k + 1}", result=pages[-1])
+        assert n >= 1, (k, n)
+    n, _, _ = t.observe(None, 1, action="fetch /items?page=2", result=pages[1])
+    assert n == 0  # the same page again taught nothing
+    rows = pages[-1].split("\n", 1)[1]
+    for k, size in enumerate(("29.6", "30.1", "29.8")):  # the same records, only the page's size moves
+        n, _, _ = t.observe(None, 1, action=f"fetch /items?page={20 + k}", result=f"200 OK ({size} KB)\n{rows}")
+        assert n == (1 if k == 0 else 0), (k, n)
+
+
+def test_a_reading_that_moves_is_not_a_repeat_but_a_failure_with_moving_numbers_is():
+    t = N.Tracker()
+    digests = []
+    for v in ("0.0416", "0.0337", "0.0212"):
+        n, d, _ = t.observe(None, 1, action="query error_rate", result=f"error_rate => {v} @ 2026-01-02T10:00:0{len(digests)}Z")
+        digests.append(d)
+    assert len(set(digests)) == 3 and n == 1
+    t = N.Tracker()
+    news = []
+    for used in ("12.1", "12.3", "12.2", "12.4"):
+        n, d, _ = t.observe(None, 1, action="run train.py", result=f"RuntimeError: out of memory: tried to allocate {used} GiB")
+        news.append(n)
+    assert news[1:] == [0, 0, 0]  # the same failure, whatever its numbers
+    t = N.Tracker()
+    news = []
+    for stamp in ("10:00:01", "10:00:09", "10:00:17"):  # clock times, durations and ids are no new values
+        n, d, _ = t.observe(None, 1, action="poll queue", result=f"{stamp} queue empty after 1{stamp[-1]}ms req-{stamp[-2:]}ab")
+        news.append(n)
+    assert news[1:] == [0, 0]

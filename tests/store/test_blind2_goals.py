@@ -1,0 +1,37 @@
+"""The stall signals held to the healthy goal on the second blind corpus (``tests/support/blind2``).
+
+The goal (docs/estimates.md, "The second blind corpus"): every healthy family with a stall alarm in
+≤ 1 % of trials, with and without ``action``/``result``. Here each healthy family runs ``TRIALS``
+trials of each form on a fixed seed, so the goal reads: no healthy trial alarmed.
+
+A family the detector does not yet meet is listed in ``MISSES`` with what was measured: its test is
+a strict expected failure (it must be taken off the list the day it is met). The corpus is held out:
+a family is never changed to pass here. Its loop families are measured in docs/estimates.md.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.blind2 import HEALTHY2, LOOPS2
+from tests.support.blind.runner import run_blind
+
+SEED = 11
+TRIALS = 2
+
+# family → what was measured when it missed its goal
+MISSES: dict[str, str] = {}
+
+
+def _param(name: str) -> object:
+    marks = [pytest.mark.slow]
+    if name in MISSES:
+        marks.append(pytest.mark.xfail(reason=f"goal not met yet: {MISSES[name]}", strict=True))
+    return pytest.param(name, marks=marks)
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in sorted(HEALTHY2)])
+def test_healthy_family_raises_no_stall_alarm(tmp_path, name: str) -> None:
+    rep = run_blind(str(tmp_path / "b.db"), trials=TRIALS, seed=SEED, only=(name,), corpus=(HEALTHY2, LOOPS2))
+    alarmed = {f.form: [o.early_alarms for o in f.outcomes if o.early_alarms] for f in rep.figures}
+    assert all(not v for v in alarmed.values()), alarmed
