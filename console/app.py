@@ -129,7 +129,8 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.sides: list[LedgerSide] = [
             LedgerSide(self, name, target, read_only=read_only, clock=clock, now=self.now,
                        fallback_poll_s=fallback_poll_s, connect_timeout_s=connect_timeout_s, spacing_s=LIVE_APPLY_S,
-                       analysis=analysis, deliver=self._analysed, report=self._analysis_trouble)
+                       analysis=analysis, deliver=self._analysed, report=self._analysis_trouble, bell=bell,
+                       hook=on_alert)
             for name, target in more]
         self._hosts = {id(s): SideHost(self, s) for s in self.sides}
         self._all_host = AllHost(self)
@@ -171,6 +172,11 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
             return side
         chosen = getattr(screen, "selected_side", None)
         return chosen() if callable(chosen) else None
+
+    def alerts_here(self) -> AlertDesk:
+        """The alerts of the ledger the screen on top shows (console/app_nav.py)."""
+        side = self.side_of(self.screen_stack[-1]) if self.sides and self.screen_stack else None
+        return side.alerts if side is not None else self.alerts
 
     def show_ledger(self, name: str | None) -> None:
         """`:ctx`: the task list of one ledger (by name) or of all (None) — back on the task list
@@ -230,12 +236,12 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
     @property
     def open_alerts(self) -> int:
         """Alerts the operator has not seen yet (the header counts them)."""
-        return self.alerts.open_count
+        return self.alerts.open_count + sum(s.alerts.open_count for s in self.sides)
 
     @property
     def waiting_alerts(self) -> int:
         """Alerts held back while a dialog is open (console/alerts.py; the header counts them)."""
-        return self.alerts.waiting
+        return self.alerts.waiting + sum(s.alerts.waiting for s in self.sides)
 
     @property
     def live(self) -> bool:
@@ -379,7 +385,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
                 side.analysis.run_analysis()
             if first and side is self:
                 self.call_after_refresh(settle_heap)
-        self.alerts.took(p)
+        side.alerts.took(p)
 
     def _not_opened(self, side: "WardenApp | LedgerSide", p: Pending) -> None:
         """With several ledgers, one that cannot be opened is that ledger's outage (the others go
@@ -459,7 +465,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         if paint.changed or paint.reshaped:
             side.hub.tasks_changed.publish(TasksChanged(paint.rows, paint.reshaped, paint.changed, analysis=True,
                                                         span=paint.span))
-        self.alerts.analysed(msg.tasks)
+        side.alerts.analysed(msg.tasks)
         side.hub.analysed.publish(msg)  # the open graph's part goes to its screen
 
     @on(Worker.StateChanged)

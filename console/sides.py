@@ -17,10 +17,11 @@ reads every side.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from store.reading.feed import Feed
 
+from .alerts import AlertDesk
 from .analysis import GraphRequest, RunRequest
 from .analysis_client import AnalysisWorker
 from .analysis_runs import AnalysisRuns
@@ -38,7 +39,8 @@ class LedgerSide:
 
     def __init__(self, app: "App[int]", name: str, target: str, *, read_only: bool, clock: Callable[[], float] | None,
                  now: Callable[[], float], fallback_poll_s: float, connect_timeout_s: float, spacing_s: float,
-                 analysis: bool, deliver: Callable[..., object], report: Callable[[str], object]) -> None:
+                 analysis: bool, deliver: Callable[..., object], report: Callable[[str], object],
+                 bell: bool = True, hook: Sequence[str] | None = None) -> None:
         self.app = app
         self.ledger_name = name
         self.ledger_target = target
@@ -51,6 +53,8 @@ class LedgerSide:
         self.analyst = AnalysisWorker(target, deliver=lambda req, res: deliver(req, res, self), report=report,
                                       connect_timeout_s=connect_timeout_s)
         self.analysis = AnalysisRuns(self)
+        # its own alerts: a journal cursor and tasks of its own (ids may be the same in two ledgers)
+        self.alerts = AlertDesk(app, bell=bell, hook=hook)  # type: ignore[arg-type]  # WardenApp
         self._now = now
         self._applied_at: float | None = None
         self._applied_before: float | None = None

@@ -323,3 +323,26 @@ async def test_each_postgresql_ledger_keeps_to_three_connections_of_its_own(pg_t
     for k in names:
         assert counts[k] and max(counts[k]) <= 3, (k, max(counts[k]))
         assert 2 <= max(counts[k])  # each ledger's own LISTEN and reads at least
+
+
+async def test_a_handoff_in_either_ledger_is_an_alert(two):
+    """Each ledger's journal has its own ids: a handoff opened in b (whose ids are far below a's) is
+    an alert as much as one in a."""
+    a, b = two
+    app = two_app(a, b, bell=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        assert app.open_alerts == 0
+        with Ledger.open(a, create=False) as led:
+            led.create_task("a-new", title="a task that asks")
+            led.add_node("a-new", "ask", kind="tool")
+            ask(led, led.claim("a-new", worker="al"), kind="confirm", question="and this?",
+                options=[{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}], recommendation="yes")
+        await wait_for(pilot, lambda: app.open_alerts == 1, what="a's handoff alerted")
+        with Ledger.open(b, create=False) as led:
+            ask(led, led.claim("b-only", worker="bea"), kind="confirm", question="ship it?",
+                options=[{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}], recommendation="yes")
+        await wait_for(pilot, lambda: app.open_alerts == 2, what="b's handoff alerted too (its event ids are below a's)")
+        await select(pilot, "b", "b-only")
+        await pilot.press("enter")  # opening b's task sees b's alert, not a's
+        await wait_for(pilot, lambda: app.open_alerts == 1, what="b's alert seen")
