@@ -122,6 +122,11 @@ class Pulse:
     # The ledger's cost-density verdict on the step (store/judges/density.py): ``continue``, ``hold``,
     # ``finish_no_successor`` or ``abort`` (the ledger stopped the node: drop the step).
     density: str = "continue"
+    # The node judged looping or bringing nothing new on this heartbeat (``repeating`` /
+    # ``no_new_info``, the same judgement as the operator's stall signal of that kind), with the
+    # signal's evidence line: the agent should change course. None: neither holds.
+    stall: str | None = None
+    stall_evidence: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

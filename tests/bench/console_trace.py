@@ -4,10 +4,11 @@
 
 bench_fleet.py ``--trace FILE`` starts the console this way. Each line is ``<CLOCK_MONOTONIC s>
 <thread> <what> [detail]``, the clock the benchmark stamps its writes with, so a slow write can be
-laid beside what the console was doing then: the wake-ups (``wake:<reason>``, the feed's own
-trace), journal reads (``read>``/``read<`` with the thread's CPU time; inside them ``since`` and
+laid beside what the console was doing then: the wake-ups (``wake:<reason>``; ``wake:file``, a
+file event; ``wake:check``/``wake:check_moved``, the commit probe's checks), journal reads (``read>``/``read<`` with the thread's CPU time; inside them ``since`` and
 ``tally``), a delta posted to the app (``changed``), deltas applied (``apply>``/``apply<``), the once-a-second ``tick``, analysis runs
-sent to the worker process (``analyse>``: kind and tasks) and their results applied (``analysed>``/``analysed<``
+sent to the worker process (``analyse>``: kind and tasks), a graph's pages (``page-read``: read by the
+loading thread; ``page-start``/``page-extend``: applied on the UI thread) and their results applied (``analysed>``/``analysed<``
 with the run's time in the worker), keys, frames (``frame>``/``frame<``: the compositor's update) and
 every write to the terminal (``out`` bytes), and every garbage collection of the oldest generation
 or longer than 5 ms (``gc`` generation, ms, objects it walked). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
@@ -105,18 +106,41 @@ def install() -> None:
     from console import follow
     from store.reading import feed, tally
     from store.storage import watch as wakeups
+    from store.storage.commitprobe import CommitProbe
 
-    real_init = wakeups.Wakeups.__init__
+    real_wakeups, real_source = wakeups.Wakeups.wakeups, wakeups.Wakeups._notify_source
 
-    class Trace(list):
-        def append(self, item) -> None:  # the feed's own trace: (monotonic, reason)
-            note("wake:" + item[1].replace(" ", "_"))
+    async def traced_wakeups(self, **kwargs):  # each wake-up the feed yields, with its reason
+        it = real_wakeups(self, **kwargs)
+        try:
+            async for reason in it:
+                note("wake:" + reason)
+                yield reason
+        finally:
+            await it.aclose()
 
-    def init(self, *args, **kwargs) -> None:
-        real_init(self, *args, **kwargs)
-        self.trace = Trace()
+    def traced_source(self):  # each file event or NOTIFY
+        source = real_source(self)
+        if source is None:
+            return None
 
-    wakeups.Wakeups.__init__ = init
+        async def events():
+            async for what in source:
+                note("wake:file" if self.backend == "sqlite" else "wake:notify", what if isinstance(what, str) else "")
+                yield what
+
+        return events()
+
+    real_moved = CommitProbe.moved
+
+    def moved(self) -> bool:  # each check of the commit probe
+        got = real_moved(self)
+        note("wake:check_moved" if got else "wake:check")
+        return got
+
+    wakeups.Wakeups.wakeups = traced_wakeups
+    wakeups.Wakeups._notify_source = traced_source
+    CommitProbe.moved = moved
     wrap(follow.LedgerFollower, "read_step", "read")
     wrap(feed.Feed, "since", "since")
     wrap(tally.TaskTally, "apply", "tally")
@@ -130,6 +154,27 @@ def install() -> None:
 
     messages.LedgerChanged.__init__ = posted  # (ledger_changed is an @on handler: wrapping it does nothing)
     wrap(app_mod.WardenApp, "apply_pending", "apply")
+    from console import model as model_mod  # noqa: PLC0415
+    from console.screens import graph as graph_mod  # noqa: PLC0415
+
+    real_pages = graph_mod.graph_pages
+
+    def pages(*args, **kwargs):  # a graph's pages as the loading thread reads them
+        it = iter(real_pages(*args, **kwargs))
+        while True:
+            note("page-read>")
+            cpu = time.thread_time()
+            try:
+                page = next(it)
+            except StopIteration:
+                note("page-read<", "end")
+                return
+            note("page-read<", f"{len(page.nodes)} rows cpu {1000 * (time.thread_time() - cpu):.1f} ms")
+            yield page
+
+    graph_mod.graph_pages = pages
+    wrap(model_mod.GraphModel, "start", "page-start")
+    wrap(model_mod.GraphModel, "extend", "page-extend")
     wrap(app_mod.WardenApp, "_tick", "tick")
     real_start = app_mod.WardenApp.start_analysis
 

@@ -1,0 +1,39 @@
+"""What a heartbeat tells the agent of its own stall (``Pulse.stall``): the loop alarms judged on the spot.
+
+Right after a heartbeat's write, the node's attempt is judged exactly as the ``no_new_info`` and
+``repeating`` signals judge it (``store/judges/loops.py``, the same thresholds, the same last
+``observations_per_node`` observations), so the agent hears it is looping or bringing nothing new on
+the heartbeat that shows it, and can change course before a person must. One read: the node's last
+observations (the index on (node, id)), outside the write transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+from store.estimation import evidence
+from store.judges.loops import DEFAULT_THRESHOLDS, Activity, Obs, Signal, Thresholds, loop_signals
+from store.storage.core import LedgerCore
+from store.storage.tables import NodeRecord
+
+# the node columns a heartbeat moves that the loop judgement reads (``observe.beat_fields``)
+LOOP_COLUMNS = ("progress_at", "wait_on", "wait_since", "wait_until", "units_at")
+
+
+def after_beat(row: NodeRecord, now: float, beat: Mapping[str, object]) -> NodeRecord:
+    """The node row as the heartbeat's write left it, as far as the loop judgement reads it."""
+    moved: dict[str, Any] = {k: v for k, v in beat.items() if k in LOOP_COLUMNS and (v is None or isinstance(v, (str, int, float)))}
+    return replace(row, heartbeat_at=now, **moved)
+
+
+def judge_stall(core: LedgerCore, row: NodeRecord, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Signal | None:
+    """The node's loop alarm as of ``row`` (read after the heartbeat's write): ``repeating`` when it
+    holds, else ``no_new_info``; None when neither does."""
+    obs = [Obs.seen(o.seen, o.at, o.attempt)
+           for o in evidence.last_observations(core, [row.id], thresholds.observations_per_node)]
+    found = loop_signals(row.task_id, row, Activity.of(row), obs, thresholds)
+    return next((s for s in found if s.kind == "repeating"), found[0] if found else None)
+
+
+__all__ = ["LOOP_COLUMNS", "after_beat", "judge_stall"]
