@@ -18,7 +18,7 @@ from console.dialogs.park import ParkDialog
 from console.screens import TaskGraphScreen
 from console.screens.all_tasks import AllTasksScreen
 from store import Ledger
-from tests.console.conftest import build_ledger, graph_loaded, make_app, settle, wait_for, workers_done
+from tests.support.console_app import build_ledger, graph_loaded, make_app, settle, wait_for, workers_done
 from tests.support.asks import ask
 from tests.support.tcpproxy import TcpProxy
 
