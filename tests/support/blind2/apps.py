@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from ..stalls import Script
-from .base import T2, done, healthy, loop_reports, looping, prefix
+from .base import T2, done, healthy, loop_reports, looping, prefix, warmup
 
 MODULES = ("app", "core", "feature-login", "feature-cart", "data", "network", "ui-kit", "analytics", "payments-sdk")
 FILES = ("src/api/client.ts", "src/components/Cart.tsx", "lib/auth/session.py", "internal/store/cache.go", "app/models/order.rb",
@@ -138,8 +138,16 @@ def xcode_signing_retry(rng: random.Random, actions: bool) -> Script:
     t = T2(rng)
     team = "".join(t.rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ0123456789") for _ in range(10))
     bundle = f"com.{t.choose('acme', 'foo', 'northwind')}.{t.choose('shop', 'notes', 'fit')}"
-    for _ in range(prefix(t)):
-        t.emit("xcodebuild -list", "Information about project \"App\":\n    Targets:\n        App\n        AppTests\n    Schemes:\n        App", tool="xcodebuild")
+    warmup(t, [
+        ("xcodebuild", "xcodebuild -list", "Information about project \"App\":\n    Targets:\n        App\n        AppTests\n    Schemes:\n        App"),
+        ("pod", "pod install", f"Pod installation complete! There are {t.rng.randint(10, 60)} dependencies from the Podfile."),
+        ("security", "security find-identity -v -p codesigning", f'  1) {t.hexid(40).upper()} "Apple Distribution: Acme ({team})"\n     1 valid identities found'),
+        ("ls", "ls ~/Library/MobileDevice/Provisioning\\ Profiles", f"{t.rid()}.mobileprovision"),
+        ("plutil", "plutil -p App/Info.plist | grep -i bundle", f'"CFBundleIdentifier" => "{bundle}"\n"CFBundleShortVersionString" => "{t.rng.randint(1, 5)}.{t.rng.randint(0, 20)}"'),
+        ("xcodebuild", "xcodebuild -showBuildSettings | grep CODE_SIGN", f"CODE_SIGN_STYLE = Automatic\nDEVELOPMENT_TEAM = {team}"),
+        ("git", "git status --short", " M App.xcodeproj/project.pbxproj\n M App/Info.plist"),
+        ("xcodebuild", "xcodebuild test -scheme App -destination 'platform=iOS Simulator,name=iPhone 15'", f"** TEST SUCCEEDED ** [{t.took(t.rng.uniform(30, 300))}]"),
+    ])
     t.loop()
     for _ in range(loop_reports(t)):
         flags = t.rng.sample(("-allowProvisioningUpdates", "-quiet", "CODE_SIGN_STYLE=Automatic", "-destination generic/platform=iOS", "-configuration Release"), 2)
@@ -178,8 +186,15 @@ def flaky_seed_rerun(rng: random.Random, actions: bool) -> Script:
     """A property test rerun with a new seed every time; it fails on the same shrunk input the same way."""
     t = T2(rng)
     kind = t.rng.randrange(3)
-    for _ in range(prefix(t)):
-        t.emit(t.choose("go vet ./...", "cargo clippy", "npx tsc --noEmit"), f"ok ({t.took(t.rng.uniform(1, 30))})", tool="bash")
+    warmup(t, [
+        ("bash", ("go vet ./...", "cargo clippy --all-targets", "npx tsc --noEmit")[kind], f"ok ({t.took(t.rng.uniform(1, 30))})"),
+        ("bash", "git log --oneline -3", f"{t.hexid(7)} ring: grow on wrap\n{t.hexid(7)} codec: varint fast path\n{t.hexid(7)} date: local parsing"),
+        ("bash", ("go test ./...", "cargo test --lib", "npx jest")[kind], f"{t.rng.randint(40, 400)} tests, 1 failed ({t.took(t.rng.uniform(3, 60))})"),
+        ("bash", "git diff --stat HEAD~1", f" {('internal/ring/ring.go', 'src/codec.rs', 'src/date.ts')[kind]} | {t.rng.randint(3, 40)} ++--"),
+        ("read_file", ("read internal/ring/ring_test.go", "read src/codec.rs", "read src/date.test.ts")[kind], f"{t.rng.randint(60, 400)} lines"),
+        ("bash", "uname -a", f"Linux ci-{t.slug(6)} 6.{t.rng.randint(1, 9)}.0 x86_64 GNU/Linux"),
+        ("bash", ("go version", "rustc --version", "node --version")[kind], ("go version go1.22.5 linux/amd64", "rustc 1.79.0 (129f3b996 2024-06-10)", "v20.15.1")[kind]),
+    ])
     t.loop()
     for _ in range(loop_reports(t)):
         seed = t.rng.randint(1, 2**31)
@@ -206,8 +221,13 @@ def scraper_block_page(rng: random.Random, actions: bool) -> Script:
     """A scraper rotating user agents and proxies, served the same block page with a new reference each time."""
     t = T2(rng)
     url = t.choose("https://www.example-shop.com/category/shoes?page=4", "https://tickets.example.org/events/2211", "https://www.example-news.com/archive/2019")
-    for i in range(prefix(t)):
-        t.emit(f"scrape {url.rsplit('=', 1)[0]}={i + 1}", f"200 OK: {t.rng.randint(20, 48)} items", tool="scrape")
+    base = url.rsplit("/", 1)[0]
+    warmup(t, [
+        ("scrape", f"scrape {base}/robots.txt", "User-agent: *\nDisallow: /checkout\nCrawl-delay: 2"),
+        ("scrape", f"scrape {base}/sitemap.xml", f"{t.rng.randint(200, 9000)} <loc> entries"),
+    ] + [("scrape", f"scrape {base}/{t.choose('item', 'event', 'story')}/{t.rng.randint(1000, 99999)}",
+          f"200 OK: {t.choose('Trail runner', 'Jazz night', 'Council vote', 'Rain jacket', 'Opening gala')} {t.rng.randint(2, 99)} — "
+          f"{t.num(t.rng.uniform(5, 400), 2)} {t.choose('EUR', 'USD', 'GBP')}, {t.rng.randint(0, 500)} reviews") for _ in range(6)])
     t.loop()
     for _ in range(loop_reports(t)):
         ua = t.choose("Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/12" + str(t.rng.randint(0, 9)), "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) Safari/605.1.15",

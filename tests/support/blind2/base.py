@@ -206,3 +206,14 @@ def prefix(t: T2) -> int:
 
 def done(t: T2, actions: bool) -> Script:
     return t.script(actions)
+
+
+Prep = tuple[str, str, str]  # (tool, command, its output)
+
+
+def warmup(t: T2, steps: list[Prep]) -> None:
+    """A loop's healthy prefix: 2–8 distinct steps of real work, in their order (no call repeated)."""
+    k = min(prefix(t), len(steps))
+    for i in sorted(t.rng.sample(range(len(steps)), k)):
+        tool, cmd, out = steps[i]
+        t.emit(cmd, out, tool=tool)

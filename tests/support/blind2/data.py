@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from ..stalls import Script
-from .base import T2, done, healthy, loop_reports, looping, prefix
+from .base import T2, done, healthy, loop_reports, looping, prefix, warmup
 
 REGIONS = ("EMEA", "NA", "LATAM", "APAC", "DACH", "Nordics", "Benelux", "Iberia", "ANZ", "Japan")
 METRICS = ("revenue", "gross margin", "churned accounts", "active seats", "refund volume", "ARPU", "new logos")
@@ -209,8 +209,10 @@ def transcode_moov_missing(rng: random.Random, actions: bool) -> Script:
     """ffmpeg on a truncated upload, rerun with flags shuffled and new output temp names: "moov atom not found"."""
     t = T2(rng)
     src = f"uploads/{t.hexid(16)}.mp4"
-    for _ in range(prefix(t)):
-        t.emit(f"ffprobe {t.choose('a', 'b', 'c')}.mp4", f"Duration: 00:{t.rng.randint(10, 59)}:{t.rng.randint(10, 59)}.{t.rng.randint(10, 99)}, bitrate: {t.rng.randint(900, 9000)} kb/s", tool="ffprobe")
+    warmup(t, [
+        ("ffprobe", f"ffprobe -hide_banner {name}.mp4", f"Duration: 00:{t.rng.randint(1, 59):02d}:{t.rng.randint(0, 59):02d}.{t.rng.randint(10, 99)}, bitrate: {t.rng.randint(900, 9000)} kb/s")
+        for name in t.rng.sample(("intro", "teaser", "ep01", "ep02", "outro", "trailer", "bumper", "recap", "promo"), 8)
+    ] + [("ls", "ls -la uploads/ | tail -3", f"-rw-r--r-- 1 app app {t.num(t.rng.randint(10**6, 10**9))} {src.split('/')[-1]}")])
     t.loop()
     for _ in range(loop_reports(t)):
         flags = t.rng.sample(("-y", "-hide_banner", "-err_detect ignore_err", "-fflags +genpts", "-c:v libx264", "-preset fast"), 3)
@@ -226,8 +228,9 @@ def spreadsheet_ref_error(rng: random.Random, actions: bool) -> Script:
     """A sheets agent rewrites the same broken formula in new forms; recalculation shows #REF! in the same cells."""
     t = T2(rng)
     tab = t.choose("Summary", "Pivot", "Dashboard", "Übersicht")
-    for _ in range(prefix(t)):
-        t.emit(f"sheets.get(range='{tab}!A1:F20')", f"{t.rng.randint(10, 20)} rows, {t.rng.randint(4, 6)} columns; totals {t.num(t.rng.uniform(1e4, 1e7), 2)}", tool="sheets")
+    warmup(t, [("sheets", f"sheets.get(range='{sheet}!A1:F{t.rng.randint(10, 400)}')",
+                f"{t.rng.randint(10, 400)} rows, {t.rng.randint(4, 9)} columns; {t.choose('totals', 'sum of column C', 'row 2 reads')} {t.num(t.rng.uniform(1e4, 1e7), 2)}")
+               for sheet in t.rng.sample(("Data", "Q1", "Q2", "Q3", "Q4", "Targets", "FX", "Regions", "Mapping"), 8)])
     cells = sorted(t.rng.sample([f"{c}{r}" for c in "DEF" for r in range(2, 30)], t.rng.randint(3, 8)))
     t.loop()
     for _ in range(loop_reports(t)):
@@ -267,8 +270,16 @@ def redownload_temp_names(rng: random.Random, actions: bool) -> Script:
     name = t.choose("model-weights.safetensors", "dataset-v3.tar.zst", "ne_10m_admin.zip", "openjdk-21_linux-x64.tar.gz")
     want, got = t.hexid(64), t.hexid(64)
     size = t.rng.randint(10**7, 5 * 10**9)
-    for _ in range(prefix(t)):
-        t.emit(f"df -h {t.choose('/data', '/tmp', '/scratch')}", f"Filesystem Size Used Avail Use%\n/dev/nvme1n1 1.8T {t.rng.randint(100, 900)}G {t.rng.randint(500, 1500)}G {t.rng.randint(10, 60)}%", tool="df")
+    warmup(t, [
+        ("df", "df -h /data", f"Filesystem Size Used Avail Use%\n/dev/nvme1n1 1.8T {t.rng.randint(100, 900)}G {t.rng.randint(500, 1500)}G {t.rng.randint(10, 60)}%"),
+        ("curl", f"curl -sI https://mirror.example.net/pub/{name}", f"HTTP/2 200\ncontent-length: {size}\nlast-modified: {t.stamp()}"),
+        ("curl", f"curl -s https://mirror.example.net/pub/{name}.sha256", f"{want}  {name}"),
+        ("cat", "cat fetch_assets.sh", f"#!/bin/sh\nset -e\ncurl -L -o \"$TMP/{name}\" \"$MIRROR/{name}\"\nsha256sum -c {name}.sha256"),
+        ("ls", "ls /data/assets", f"{t.choose('tokenizer.json', 'labels.csv', 'README')}\n{t.choose('config.yaml', 'LICENSE', 'index.html')}"),
+        ("git", "git log -1 --format=%s -- fetch_assets.sh", "fetch: verify checksums"),
+        ("nproc", "nproc && free -g | head -2", f"{t.rng.choice((8, 16, 32, 64))}\n              total        used\nMem:           {t.rng.choice((62, 125, 251))}         {t.rng.randint(3, 40)}"),
+        ("ping", "ping -c 2 mirror.example.net", f"2 packets transmitted, 2 received, 0% packet loss, time {t.rng.randint(1000, 1200)}ms"),
+    ])
     t.loop()
     for _ in range(loop_reports(t)):
         dest = t.tmp(name.split(".")[0], ".download")

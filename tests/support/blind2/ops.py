@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from ..stalls import Script
-from .base import T2, done, healthy, loop_reports, looping, prefix
+from .base import T2, done, healthy, loop_reports, looping, prefix, warmup
 
 SERVICES = ("checkout", "payments", "search-api", "auth", "inventory", "notifications", "ledger-writer",
             "edge-proxy", "recs", "profile", "billing-worker", "media-upload", "gateway", "orders")
@@ -230,8 +230,16 @@ def terraform_state_lock(rng: random.Random, actions: bool) -> Script:
     """``terraform apply`` again and again while another run holds the state lock."""
     t = T2(rng)
     ws = f"{t.choose('core', 'net', 'data')}-{t.rng.choice(('stg', 'prod'))}"
-    for _ in range(prefix(t)):
-        t.emit(f"terraform -chdir=stacks/{ws} validate", f"Success! The configuration is valid. ({t.took(t.rng.uniform(0.5, 4))})", tool="terraform")
+    warmup(t, [
+        ("terraform", f"terraform -chdir=stacks/{ws} init -upgrade", f"Initializing provider plugins...\n- Installing hashicorp/aws v5.{t.rng.randint(30, 80)}.0...\nTerraform has been successfully initialized!"),
+        ("terraform", f"terraform -chdir=stacks/{ws} fmt -check -recursive", f"modules/vpc/main.tf\nmodules/{t.choose('rds', 'eks', 'sqs')}/variables.tf"),
+        ("terraform", f"terraform -chdir=stacks/{ws} fmt -recursive", "modules/vpc/main.tf (2 blocks realigned)"),
+        ("terraform", f"terraform -chdir=stacks/{ws} validate", "Success! The configuration is valid."),
+        ("git", "git diff --stat", f" stacks/{ws}/variables.tf | {t.rng.randint(2, 30)} ++--\n 1 file changed"),
+        ("terraform", f"terraform -chdir=stacks/{ws} plan -out=tfplan", f"Plan: {t.rng.randint(1, 5)} to add, {t.rng.randint(0, 3)} to change, 0 to destroy.\nSaved the plan to: tfplan"),
+        ("terraform", f"terraform -chdir=stacks/{ws} show -no-color tfplan | head -20", f"  # aws_sqs_queue.{t.choose('orders', 'events')} will be created\n  + resource \"aws_sqs_queue\" {{ visibility_timeout_seconds = {t.rng.choice((30, 60, 300))} }}"),
+        ("terraform", f"terraform -chdir=stacks/{ws} state list | wc -l", f"{t.rng.randint(40, 400)}"),
+    ])
     lock_id, who, since = t.rid(), t.choose("ci@runner-12", "alice@laptop", "atlantis"), t.stamp()
     t.loop()
     for _ in range(loop_reports(t)):
@@ -250,8 +258,16 @@ def sql_migrate_rerun(rng: random.Random, actions: bool) -> Script:
     """The same migration rerun with other flags: "relation already exists" every time."""
     t = T2(rng)
     tb = t.choose("invoices", "sessions", "events", "refunds")
-    for _ in range(prefix(t)):
-        t.emit(f"psql -c 'select count(*) from {tb}'", f" count\n-------\n {t.num(t.rng.randint(1000, 10**7))}\n(1 row)", tool="psql")
+    warmup(t, [
+        ("psql", f"psql -c 'select count(*) from {tb}'", f" count\n-------\n {t.num(t.rng.randint(1000, 10**7))}\n(1 row)"),
+        ("psql", f"psql -c '\\d {tb}'", f"Table \"public.{tb}\"\n id | bigint | not null\n created_at | timestamptz | not null\n amount | numeric(12,2) |"),
+        ("flyway", "flyway info", f"| Versioned | {t.rng.randint(30, 39)} | add {tb} indexes | Success |\n| Versioned | {t.rng.randint(40, 200)} | create {tb} archive | Pending |"),
+        ("cat", f"cat db/migration/V*__create_{tb}_archive.sql", f"CREATE TABLE {tb}_archive (LIKE {tb} INCLUDING ALL);"),
+        ("psql", "psql -c 'select version()'", f"PostgreSQL {t.rng.randint(13, 17)}.{t.rng.randint(1, 9)} on x86_64-pc-linux-gnu"),
+        ("git", "git log --oneline -3 -- db/migration", f"{t.hexid(7)} archive old {tb}\n{t.hexid(7)} index {tb}.created_at\n{t.hexid(7)} initial schema"),
+        ("pg_dump", f"pg_dump --schema-only -t {tb} | wc -l", f"{t.rng.randint(30, 200)}"),
+        ("psql", "psql -c 'select pg_size_pretty(pg_database_size(current_database()))'", f" {t.rng.randint(2, 900)} GB"),
+    ])
     t.loop()
     v = t.rng.randint(40, 200)
     for _ in range(loop_reports(t)):
@@ -269,8 +285,16 @@ def jittered_backoff_retry(rng: random.Random, actions: bool) -> Script:
     """A client retrying a dead upstream with jittered backoff: new request ids and delays, the same reset."""
     t = T2(rng)
     host = f"{t.rng.choice(SERVICES)}.{t.choose('internal', 'svc.cluster.local', 'corp')}"
-    for _ in range(prefix(t)):
-        t.emit(f"curl -s https://{host}/v1/health", f'{{"status":"ok","build":"{t.hexid(7)}"}}', tool="curl")
+    warmup(t, [
+        ("curl", f"curl -s https://{host}/v1/health", f'{{"status":"ok","build":"{t.hexid(7)}"}}'),
+        ("cat", "cat sync_client.toml", f"[client]\nendpoint = \"https://{host}/v1\"\nmax_retries = 0  # unlimited\nbase_delay = 0.5"),
+        ("python", "python sync_client.py --dry-run", f"would export {t.num(t.rng.randint(1000, 90000))} orders since {t.stamp()}"),
+        ("dig", f"dig +short {host}", f"10.{t.rng.randint(0, 255)}.{t.rng.randint(0, 255)}.{t.rng.randint(1, 254)}"),
+        ("python", "python -m pytest tests/test_client.py -q", f"{t.rng.randint(8, 40)} passed in {t.took(t.rng.uniform(0.5, 9))}"),
+        ("git", "git log -1 --format=%s", "export: stream orders instead of paging"),
+        ("curl", f"curl -sI https://{host}/v1/orders/export", "HTTP/2 405\nallow: POST"),
+        ("python", "python sync_client.py --since yesterday --limit 10", f"exported 10 orders ({t.took(t.rng.uniform(0.2, 3))})"),
+    ])
     t.loop()
     attempt = t.rng.randint(1, 3)
     for _ in range(loop_reports(t)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from ..stalls import Script
-from .base import T2, done, healthy, loop_reports, looping, prefix
+from .base import T2, done, healthy, loop_reports, looping, prefix, warmup
 
 COMPANIES = ("Globex", "Initech", "Umbrella GmbH", "Stark Logistics", "Wayne Foods", "Soylent SA", "Tyrell KK", "Hooli",
              "Vandelay Import", "Acme Oy", "Cyberdyne BV", "Massive Dynamic", "Pied Piper", "Duff AG", "Oceanic SpA")
@@ -135,8 +135,16 @@ def reask_user_reworded(rng: random.Random, actions: bool) -> Script:
     """An assistant asks its user the same question in new words; the auto-reply answers the same each time."""
     t = T2(rng)
     who = t.choose("Dana", "Mr. Okafor", "Frau Keller", "Yuki")
-    for _ in range(prefix(t)):
-        t.emit(f"mail.search('from:{who.split()[-1].lower()}')", f"{t.rng.randint(1, 30)} messages; latest: {t.choose('Re: renewal', 'Invoice Q3', 'Contract draft')}", tool="mail")
+    warmup(t, [
+        ("mail", f"mail.search('from:{who.split()[-1].lower()}')", f"{t.rng.randint(1, 30)} messages; latest: Re: renewal"),
+        ("mail", "mail.read(thread='Re: renewal')", f"{who}: the renewal starts on the 1st; numbers are in the attached quote."),
+        ("crm", "crm.account(name='Globex')", f"entities: Globex Europe BV (EU), Globex Inc. (US); ARR {t.num(t.rng.uniform(5e4, 9e5), 0)}"),
+        ("files", "files.open('quote-renewal.pdf')", f"Quote {t.rng.randint(1000, 9999)}: {t.rng.randint(20, 400)} seats, term 12 months, entity: (blank)"),
+        ("billing", "billing.draft_invoice(quote=…)", "error: billing entity required"),
+        ("calendar", f"calendar.free_busy('{who}')", "busy all week (out of office)"),
+        ("mail", "mail.search('subject:entity')", "0 messages"),
+        ("crm", "crm.notes(account='Globex')", f"{t.rng.randint(2, 9)} notes; last: 'EU entity for EMEA seats?' (unanswered)"),
+    ])
     back = t.choose("Monday 14 October", "after 3 January", "on the 22nd")
     t.loop()
     for _ in range(loop_reports(t)):
@@ -177,8 +185,10 @@ def replan_same_plan(rng: random.Random, actions: bool) -> Script:
 def chess_illegal_move(rng: random.Random, actions: bool) -> Script:
     """A game agent submits the same illegal move in other notations; the board never changes."""
     t = T2(rng)
-    for m in range(prefix(t)):
-        t.emit(f"engine.play(move='{t.choose('e2e4', 'g1f3', 'd2d4', 'c2c4')}')", f"ok; eval {t.rng.gauss(0, 0.3):+.2f}", tool="engine")
+    opening = (("e2e4", "e7e5"), ("g1f3", "b8c6"), ("f1c4", "f8c5"), ("c2c3", "g8f6"), ("d2d3", "d7d6"), ("b1d2", "a7a6"),
+               ("h2h3", "c8e6"), ("a2a4", "h7h6"))
+    warmup(t, [("engine", f"engine.play(move='{w}')", f"ok: {w}, reply {b}; eval {t.rng.gauss(0, 0.3):+.2f} at depth {t.rng.randint(18, 26)}")
+               for w, b in opening])
     fen = t.choose("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
                    "rnbqkb1r/pp2pppp/3p1n2/8/3NP3/8/PPP2PPP/RNBQKB1R w KQkq - 1 5")
     t.loop()
@@ -195,8 +205,11 @@ def chess_illegal_move(rng: random.Random, actions: bool) -> Script:
 def docqa_retrieval_empty(rng: random.Random, actions: bool) -> Script:
     """A QA agent reformulates its query; the index returns nothing each time (new query ids, latencies)."""
     t = T2(rng)
-    for _ in range(prefix(t)):
-        t.emit(f"retrieve(query={t.choose('payment terms', 'liability cap', 'termination')!r})", f"{t.rng.randint(2, 5)} chunks, top score {t.rng.uniform(0.6, 0.9):.3f}", tool="retrieve")
+    topics = t.rng.sample(("payment terms", "liability cap", "termination", "uptime commitment", "audit rights", "sub-processors",
+                           "backup retention", "encryption at rest", "governing law"), 8)
+    warmup(t, [("retrieve", f"retrieve(query={q!r})", f"{t.rng.randint(2, 5)} chunks, top [p.{t.rng.randint(1, 90)}] score {t.rng.uniform(0.6, 0.9):.3f}: "
+                f"{t.choose('Fees are due', 'The cap equals', 'Either party may', 'Provider shall', 'Backups are kept')} {t.rng.randint(2, 120)} "
+                f"{t.choose('days', 'months', 'percent')}") for q in topics])
     t.loop()
     for _ in range(loop_reports(t)):
         q = t.choose("data residency requirements", "where must customer data be stored", "data location obligations EU",
