@@ -259,6 +259,9 @@ class NodeColumns:
     # The plan version that removed it while it ran, and what happens when it ends (wait | discard).
     removed_in: int | None = None
     removed_mode: Annotated[str | None, Char(16)] = None
+    # When an operator marked the running attempt's loop alarm healthy (the ``healthy`` action): its
+    # loops are judged from then on. Reset by every claim.
+    healthy_at: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

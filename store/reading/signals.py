@@ -32,7 +32,10 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from store.judges import budget as budget_mod
-from store.judges.loops import (DEFAULT_THRESHOLDS, Activity, Obs, Signal, Thresholds, _one_line, dur, loop_signals)
+from store.judges.loops import (DEFAULT_THRESHOLDS, Activity, Obs, Signal, Thresholds, _one_line, dur,
+                                loop_signals as loop_signals)
+from store.judges.norms import KindNorm, loop_alarms, pick
+from store.ledger.norms import read_norms
 from store.reading import task_level
 from store.clock import iso
 from store.estimation.estimates import DurationHistory, kind_p80
@@ -94,11 +97,13 @@ def node_signals(
     kind_p80: tuple[float | None, int] = (None, 0),
     token_norm: float | None = None,
     task_status: str = "active",
+    norm: KindNorm | None = None,
 ) -> list[Signal]:
     """Signals of one node (a NodeView). Observations oldest first; only those of the current
     attempt count, and none made during a declared wait. The node's own heartbeat figures come
     from its columns (:class:`Activity`). Nothing for a node that is not running or whose task is
-    parked. No ``token_norm``: no ``cost_density`` (no norm yet, or the ledger's verdict stands in)."""
+    parked. No ``token_norm``: no ``cost_density`` (no norm yet, or the ledger's verdict stands in).
+    ``norm``: what healthy nodes of its kind normally do (``store/judges/norms.py``; ``pick``)."""
     th = thresholds
     if node.status != "running" or task_status == "parked":
         return []
@@ -115,7 +120,7 @@ def node_signals(
                           "nobody reclaimed it"))
     else:
         out.extend(stale_signal(task_id, node, act, now, th))
-    out.extend(loop_signals(task_id, node, act, observations, th))
+    out.extend(loop_alarms(task_id, node, act, observations, th, norm))
 
     # no_progress: units_done unchanged for long, in its own heartbeats' terms, while it beats
     if node.units_done is not None and act.units_at is not None and not waiting:
@@ -278,10 +283,11 @@ def _signals_for_nodes(ledger: Ledger, task: TaskView, running: Sequence[NodeVie
         norm = None
         if any(n.tokens_used >= thresholds.cost_density_min_tokens for n in running):
             norm = token_norm(ledger, task.task_id, thresholds)
+        kinds = read_norms(ledger, {n.kind for n in running})
         for n in running:
             out.extend(node_signals(task.task_id, n, obs.get(n.id, ()), now, thresholds=thresholds,
                                     kind_p80=p80s[n.key], token_norm=None if n.key in acted else norm,
-                                    task_status=task.status))
+                                    task_status=task.status, norm=pick(kinds, n.kind, n.lease_owner)))
     return sort_signals(out)
 
 

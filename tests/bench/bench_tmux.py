@@ -12,7 +12,10 @@ screen with ``tmux capture-pane`` in a loop (each read stamped when it returned;
 between two reads is reported: it must stay ≤ 12 ms for the gaps to mean anything) and follows the
 graph's done count on its summary line. Reported: the longest time the count stood still while the
 commits went on (the gap between two successive changes seen), how many gaps were over 300 ms,
-commit → screen p50/p95/max (the commit returned → the first read showing its count), the reads'
+how much of each of the five longest was the console's (``gaps_top5_console_ms``: from the moment
+the writer had finished a commit the screen did not show yet to the screen showing it — the rest of
+a gap the writer had not committed anything new, on a loaded machine its fsync or its turn on a
+core) and the longest such hold of any gap (``console_held_max_ms``), commit → screen p50/p95/max (the commit returned → the first read showing its count), the reads'
 interval, and the load average before and after. ``--burn N`` runs N busy loops (at the same
 priority as the console) throughout, so that the figure is taken on a machine whose cores are
 loaded; they are stopped at the end.
@@ -171,8 +174,9 @@ def run(a: argparse.Namespace) -> dict:
     if a.trace:  # the console's timeline (tests/bench/console_trace.py), on the clock the gaps are stamped with
         argv = [sys.executable, str(ROOT / "tests" / "bench" / "console_trace.py"), *argv[3:]]
         env["WARDEN_BENCH_TRACE"] = str(Path(a.trace).resolve())
-        if os.environ.get("WARDEN_BENCH_GIL_PROBE"):  # who held the interpreter when the UI was late
-            env["WARDEN_BENCH_GIL_PROBE"] = "1"
+        for knob in ("WARDEN_BENCH_GIL_PROBE", "WARDEN_BENCH_HEAP", "WARDEN_BENCH_HEAP_CENSUS"):  # console_trace.py's switches
+            if os.environ.get(knob):
+                env[knob] = os.environ[knob]
     tmux = Tmux(argv, a.cols, a.rows, env)
     server = tmux.server_pid()
     try:

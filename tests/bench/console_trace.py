@@ -11,7 +11,9 @@ sent to the worker process (``analyse>``: kind and tasks), a graph's pages (``pa
 loading thread; ``page-start``/``page-extend``: applied on the UI thread) and their results applied (``analysed>``/``analysed<``
 with the run's time in the worker), keys, frames (``frame>``/``frame<``: the compositor's update) and
 every write to the terminal (``out`` bytes), and every garbage collection of the oldest generation
-or longer than 5 ms (``gc`` generation, ms, objects it walked). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
+or longer than 5 ms (``gc`` generation, ms, objects it walked). ``WARDEN_BENCH_HEAP=none`` runs the
+console without its ``gc.freeze`` after the first screen, ``threshold:A,B,C`` with those collector
+thresholds instead (to measure what the freeze is for). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
 sleeps 2 ms at a time notes each wake-up later than 4 ms (``late``) with where every other thread
 was then (``at``): who held the interpreter.
 
@@ -84,18 +86,25 @@ def gil_probe() -> None:
                     note("at", f"{names.get(ident, ident)}: {where}")
 
 
-_gc_started = [0.0]
+_gc_started = [0.0, 0.0]
 
 
 def gc_note(phase: str, info: dict) -> None:
     if phase == "start":
-        _gc_started[0] = time.perf_counter()
+        _gc_started[:] = [time.perf_counter(), time.thread_time()]
         return
     ms = (time.perf_counter() - _gc_started[0]) * 1000
+    cpu = (time.thread_time() - _gc_started[1]) * 1000
     if info.get("generation") == 2 or ms > 5.0:
         import gc  # noqa: PLC0415
 
-        note("gc", f"gen{info.get('generation')} {ms:.1f} ms, {sum(gc.get_count())} young, collected {info.get('collected')}")
+        note("gc", f"gen{info.get('generation')} {ms:.1f} ms, cpu {cpu:.1f} ms, {sum(gc.get_count())} young, collected {info.get('collected')}")
+        if info.get("generation") == 2 and os.environ.get("WARDEN_BENCH_HEAP_CENSUS"):  # what a full collection walks
+            from collections import Counter  # noqa: PLC0415
+
+            objs = gc.get_objects(2)
+            top = Counter(type(o).__name__ for o in objs).most_common(12)
+            note("census", f"{len(objs)} in gen2, {gc.get_freeze_count()} frozen: " + ", ".join(f"{n} {c}" for n, c in top))
 
 
 def install() -> None:
@@ -205,6 +214,11 @@ def install() -> None:
     import gc  # noqa: PLC0415
 
     gc.callbacks.append(gc_note)
+    heap = os.environ.get("WARDEN_BENCH_HEAP", "")
+    if heap:  # the collector otherwise (a measurement, not the product): "none" no freeze; "threshold:A,B,C" and no freeze
+        app_mod.settle_heap = lambda: None
+        if heap.startswith("threshold:"):
+            gc.set_threshold(*(int(x) for x in heap.split(":", 1)[1].split(",")))
     threading.Thread(target=flush_every_second, daemon=True, name="trace-flush").start()
     if os.environ.get("WARDEN_BENCH_GIL_PROBE"):
         threading.Thread(target=gil_probe, daemon=True, name="gil-probe").start()
