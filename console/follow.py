@@ -82,16 +82,6 @@ class Step:
     details: list[NodeDetail] = field(default_factory=list)
 
 
-def delivered_by(reasons: set[str]) -> str:
-    """Which path brought a read: a notification (``change``), a follow-up check that saw a commit
-    land after its last file event (``settle``), the feed starting (``start``), only the fallback
-    poll (``poll``), or none of the feed's wake-ups (``other``: a screen's request)."""
-    for r in ("change", "settle", "start", "poll"):
-        if r in reasons:
-            return r
-    return "other"
-
-
 class LedgerFollower:
     """The cursor, the watches and the pending delta (see the module's docstring)."""
 
@@ -113,8 +103,6 @@ class LedgerFollower:
         self.loaded = False  # the first full read succeeded
         self.error: str | None = None  # why the ledger is unavailable (None: it is not)
         self.woken: set[str] = set()  # the feed's wake-up reasons since the last read
-        self.deliveries: Counter[str] = Counter()  # events read, by the wake-up that led to the read
-        self.reads = 0  # journal reads done (tests, the benchmark)
         self._changed: Callable[[], object] = lambda: None
 
     # ------------------------------------------------------------------ the UI thread's side
@@ -216,9 +204,6 @@ class LedgerFollower:
                             cursor = None  # the file was replaced: reload everything
                             continue
                         cursor = self.cursor = step.cursor
-                        self.reads += 1
-                        if step.events:
-                            self.deliveries[delivered_by(woken)] += len(step.events)
                         more = read_now = step.more  # a full batch: read on at once
                         self.analysis_dirty.update(e.task_id for e in step.events if e.task_id is not None)
                         if self.pending.merge(step):
@@ -284,4 +269,4 @@ class LedgerFollower:
         return step
 
 
-__all__ = ["EVENT_TAIL", "LedgerFollower", "NodeKey", "Pending", "Status", "Step", "delivered_by"]
+__all__ = ["EVENT_TAIL", "LedgerFollower", "NodeKey", "Pending", "Status", "Step"]

@@ -171,7 +171,8 @@ class Ledger(LedgerCore):
 
     def claim(self, task_id: str | None, worker: str, lease_s: float = 30.0, *,
               kinds: Sequence[str] | None = None, key: str | None = None,
-              workflow_version: str | None = None, max_step_s: float | None = None) -> Claim | None:
+              workflow_version: str | None = None, max_step_s: float | None = None,
+              renew: str | None = None) -> Claim | None:
         """Claim a ready node of ``task_id`` (or of any active task when None), or None.
 
         Ready: pending, every dependency succeeded or abandoned, ``next_retry_at`` passed, task
@@ -195,8 +196,12 @@ class Ledger(LedgerCore):
         or an effect intended and never confirmed) — it fails and asks a human instead
         (:meth:`check_expired`). While a node of the task is on cost-density ``hold`` nothing new
         of the task is claimed (docs/agents.md "Rules the ledger holds").
+
+        ``renew`` (with ``key``): the token of this worker's own lapsed claim of the node. When it
+        is still the node's (nobody claimed it since) the lease is renewed: the same attempt, no
+        claim spent from ``max_claims`` (docs/agents.md "Failures: classes and retries").
         """
-        return claims.claim(self, task_id, worker, lease_s, kinds, key, workflow_version, max_step_s)
+        return claims.claim(self, task_id, worker, lease_s, kinds, key, workflow_version, max_step_s, renew)
 
     def check_expired(self, task_ids: Sequence[str] | None = None, *, actor: str = "") -> list[JsonObject]:
         """Judge every running node whose lease has expired and whose work cannot safely run twice

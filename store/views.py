@@ -122,6 +122,11 @@ class Pulse:
     # The ledger's cost-density verdict on the step (store/judges/density.py): ``continue``, ``hold``,
     # ``finish_no_successor`` or ``abort`` (the ledger stopped the node: drop the step).
     density: str = "continue"
+    # The node judged looping or bringing nothing new on this heartbeat (``repeating`` /
+    # ``no_new_info``, the same judgement as the operator's stall signal of that kind), with the
+    # signal's evidence line: the agent should change course. None: neither holds.
+    stall: str | None = None
+    stall_evidence: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -254,6 +259,9 @@ class NodeColumns:
     # The plan version that removed it while it ran, and what happens when it ends (wait | discard).
     removed_in: int | None = None
     removed_mode: Annotated[str | None, Char(16)] = None
+    # When an operator marked the running attempt's loop alarm healthy (the ``healthy`` action): its
+    # loops are judged from then on. Reset by every claim.
+    healthy_at: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

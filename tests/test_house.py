@@ -6,11 +6,17 @@
   private module of Textual (``textual.widgets._x``): it breaks on the next release.
 * The store's rooms are its layers: a module imports only from its own layer or the layers below
   (the table ``LAYERS``), except the few imports listed in ``UPWARD``, each with its reason.
+* Tests import shared helpers by a package name (``tests.support.x``), never a bare ``conftest``:
+  pytest imports every directory's conftest.py as the same module ``conftest``, so a bare import
+  gets whichever was imported last and a command mixing test directories fails to collect.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -177,3 +183,32 @@ def test_the_layer_check_sees_an_upward_import() -> None:
     graph = {"store.storage.db": {"store.reading.feed"}, "store.ledger.fenced": {"store.parks.wake"}}
     assert upward(graph) == ["store.storage.db (layer 2) imports store.reading.feed (layer 7)"]
     assert layer_of("store.mind.views") == 0 and layer_of("store.mind.replan") == layer_of("store.ledger.claims")
+
+
+def bare_conftest_imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "conftest":
+            bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+        elif isinstance(node, ast.Import) and any(a.name == "conftest" for a in node.names):
+            bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return bad
+
+
+def test_no_test_imports_a_bare_conftest() -> None:
+    bad = [hit for path in sorted((ROOT / "tests").rglob("*.py")) for hit in bare_conftest_imports(path)]
+    assert not bad, "import from tests.support.<module> instead:\n" + "\n".join(bad)
+
+
+def test_test_files_of_several_directories_collect_in_one_command() -> None:
+    """The console's tests first, then a store test, then the console again: the order in which a
+    bare ``from conftest import`` found the store's conftest. Run as CI runs (no PYTHONPATH)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    files = ["tests/console/test_text.py", "tests/store/test_feed_passes.py", "tests/console/test_terminal_safety.py",
+             "tests/clients/test_real_run.py", "tests/hostile/test_hostile_readonly.py"]
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
+                           *files], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    for f in files:
+        assert f in done.stdout, done.stdout[-3000:]

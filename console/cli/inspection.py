@@ -114,6 +114,16 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def print_status(c: Console, data: JsonMapping, display: str) -> None:
+    print_tasks(c, data, display)
+    taught = data.get("marked_healthy") or []
+    if taught:  # what operators taught the loop alarms: a kind's normal (docs/estimates.md "Each kind's normal")
+        total = sum(int(t["marked"]) for t in taught)
+        kinds = ", ".join(f"{safe_line(t['kind'], limit=40)} {t['marked']}" for t in taught[:5])
+        more = f", {len(taught) - 5} more kinds" if len(taught) > 5 else ""
+        c.print(Text(f"loop alarms marked healthy: {total} ({kinds}{more})"), soft_wrap=True)
+
+
+def print_tasks(c: Console, data: JsonMapping, display: str) -> None:
     if not data["tasks"]:
         c.print(Text(f"no tasks in {safe_line(display)}"))
         return

@@ -98,7 +98,9 @@ def cmd_receive(args: argparse.Namespace) -> int:
     if _no_extra():
         return 1
     from store import Ledger
+    from store.adapters.otel.intake_state import IntakeState, state_path
     from store.adapters.otel.receive import Intake, make_server
+    from store.errors import WardenError
 
     from ..serve.auth import TokenError, check_token, is_loopback
 
@@ -117,9 +119,15 @@ def cmd_receive(args: argparse.Namespace) -> int:
         raise bad(f"refusing to listen on {args.host} (not loopback) without a token: pass --token or ${TOKEN_ENV}")
     target = ledger_target(args)
     ledger = Ledger.open(target, application_name="warden-otel")
+    state = IntakeState(state_path(target))  # its claims outlive a restart (kill -9 included)
     try:
         try:
-            server = make_server(Intake(ledger), args.host, args.port, given)
+            state.open(ledger)
+        except WardenError as e:
+            print(f"warden otel receive: {e}", file=sys.stderr)
+            return 1
+        try:
+            server = make_server(Intake(ledger, state), args.host, args.port, given)
         except OSError as e:
             print(f"warden otel receive: cannot listen on {args.host}:{args.port}: {e.strerror}", file=sys.stderr)
             return 1
@@ -139,6 +147,7 @@ def cmd_receive(args: argparse.Namespace) -> int:
         print(f"{time.strftime('%H:%M:%S')} warden otel receive: stopped", flush=True)
         return 0
     finally:
+        state.close()
         ledger.close()
 
 

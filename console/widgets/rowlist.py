@@ -187,7 +187,16 @@ class RowList(ScrollView, can_focus=True):
         if count == self._count:
             return
         old, self._count = self._count, count
-        self.virtual_size = Size(self.size.width, self._count + 1)
+        size = Size(self.size.width, self._count + 1)
+        if self.show_vertical_scrollbar and size.width == self.virtual_size.width:
+            # Only the scrollbar's thumb moves: the new extent without a layout of the screen (the
+            # reactive's assignment reflows the whole screen and repaints the whole list — 13 kB and
+            # 5–20 ms of the UI thread each page of a 100k-node graph while it streams in); what
+            # ScrollView does when its size changes, for the scrollbar alone.
+            self.set_reactive(RowList.virtual_size, size)
+            self._scroll_update(size)
+        else:
+            self.virtual_size = size
         top = int(self.scroll_y)
         if old < top + self.size.height:  # some of the new rows are on screen
             self._draw()

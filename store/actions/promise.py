@@ -32,7 +32,8 @@ NAMED = 3  # node keys named in one note before "and N more"
 
 # How an audited action reads in a refusal: "node f was rewound by bob at …".
 _DONE = {"park": "parked", "resume": "resumed", "narrow": "narrowed", "rewind": "rewound", "abort": "aborted",
-         "resolve": "answered", "escalate": "escalated", "compensated": "marked compensated"}
+         "resolve": "answered", "escalate": "escalated", "compensated": "marked compensated",
+         "healthy": "marked healthy"}
 
 
 class Since(NamedTuple):

@@ -23,6 +23,7 @@ from store.actions.abort import AbortParams, plan_abort
 from store.actions.action import Action, Command, Key
 from store.actions.compensated import CompensatedParams, plan_compensated
 from store.actions.escalate import EscalateParams, plan_escalate
+from store.actions.healthy import HealthyParams, plan_healthy
 from store.actions.memory import ConfirmMemoryParams, RejectMemoryParams, plan_memory_confirm, plan_memory_reject
 from store.actions.narrow import NarrowParams, plan_narrow
 from store.actions.park import ParkParams, plan_park
@@ -66,6 +67,7 @@ REGISTRY: tuple[Registered, ...] = (
     Registered(ResolveParams, plan_resolve),
     Registered(EscalateParams, plan_escalate),
     Registered(CompensatedParams, plan_compensated),
+    Registered(HealthyParams, plan_healthy),  # a loop alarm is normal work: its kind learns it
     Registered(ConfirmMemoryParams, plan_memory_confirm),  # the task's mind: the memory inbox
     Registered(RejectMemoryParams, plan_memory_reject),
 )

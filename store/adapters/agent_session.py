@@ -37,7 +37,7 @@ from store.worker import LeaseKeeper
 from store.adapters import questions
 from store.ledger import confirm
 from store.adapters.sessions import SessionBusy, SessionStore, claim_from_json, claim_to_json
-from store.adapters.steering import Steer, clean, pulse, reclaim, steer
+from store.adapters.steering import Steer, clean, pulse, reclaim, stall_advice, steer
 from store.adapters.streams import summarize
 
 __all__ = ["AgentSession", "SessionConfig"]
@@ -288,7 +288,12 @@ class AgentSession:
             if p.parked:
                 assert self.claim is not None
                 return self._answer(Steer("parked", self.ledger.task(self.claim.task_id).park_reason or ""))
-            return {"status": "ok", "lease_until": iso(p.lease_until), "new_units": p.new_units, "budget": p.gate}
+            out: JsonObject = {"status": "ok", "lease_until": iso(p.lease_until), "new_units": p.new_units,
+                               "budget": p.gate}
+            advice = stall_advice(p)
+            if advice is not None:  # looping or bringing nothing new: say so, so the agent can change course
+                out.update(stall=p.stall, stall_evidence=p.stall_evidence, advice=advice)
+            return out
 
     def commit(self, output: object) -> JsonObject:
         with self.lock:

@@ -51,7 +51,7 @@ from store.adapters.hook_answers import Dialect, HookAnswer, dialect
 from store.adapters.hook_session import HookSession, call_digest
 from store.adapters.hook_transcript import read_new
 from store.adapters.sessions import SessionStore
-from store.adapters.steering import Steer, clean, steer
+from store.adapters.steering import Steer, clean, stall_advice, steer
 from store.adapters.streams import summarize
 
 __all__ = ["EVENTS", "HookAnswer", "HookConfig", "PAYLOAD_CAP", "handle", "parse", "run_hook", "safe_default"]
@@ -165,6 +165,7 @@ class _Hook:
         self.say = dialect(cfg.client, interactive=cfg.interactive)
         self.name = "Claude Code" if cfg.client == "claude" else "Codex"
         self.result: str | None = None  # after a call: its output as the observation's result
+        self.stall = ""  # after a call: the heartbeat judged the step looping (steering.stall_advice)
         self.holding = False  # inside the session's lock
         self.terminated = False  # SIGTERM came while the lock was held
 
@@ -277,6 +278,7 @@ class _Hook:
                         why = self._look(s, claim)
                     first = False
                 if why is None or why.state == "blocked":
+                    context = "\n\n".join(x for x in (context, self.stall) if x)
                     return self.say.context(self.event, context) if context else HookAnswer()
             if why.state in ("parked", "budget") and time.monotonic() < deadline:
                 self.sleep(self.cfg.poll_s)  # the call waits (the agent stands still) until resumed
@@ -341,6 +343,8 @@ class _Hook:
         s.save()
         if p.parked:
             return Steer("parked", self.ledger.task(s.task).park_reason or "")
+        if said:  # after the call: looping or bringing nothing new is said beside its output
+            self.stall = stall_advice(p) or ""
         return self._gate(s, p.gate)
 
     def _look(self, s: HookSession, claim: Claim) -> Steer | None:

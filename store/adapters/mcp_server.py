@@ -32,7 +32,7 @@ INSTRUCTIONS = (
     "commit(output) when the step is done or fail(error) when it cannot be. Log an external "
     "side effect with intend_effect before making it and confirm_effect after. When an answer "
     "says parked, stop after saving your state; aborted, stop and commit nothing; rewound, start "
-    "the step again with the reason given."
+    "the step again with the reason given; a heartbeat answered with stall, change course."
 )
 
 
@@ -47,7 +47,9 @@ def build_server(session: AgentSession) -> MCPServer[object]:
 
     @server.tool(description="Report progress (a fraction 0-1), what you did (action) and what it gave (result), "
                              "tokens spent since the last report, or a declared wait (waiting_on, wait_s). "
-                             "Answers ok, or parked / aborted / rewound: <reason>.")
+                             "Answers ok (with stall, stall_evidence and advice when Warden judges the step "
+                             "looping or bringing nothing new: change course), or parked / aborted / rewound: "
+                             "<reason>.")
     def heartbeat(progress: float | None = None, observation: str | None = None, action: str | None = None,
                   result: str | None = None, waiting_on: str | None = None, wait_s: float | None = None,
                   tokens: int = 0) -> JsonObject:

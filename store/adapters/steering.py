@@ -26,7 +26,7 @@ from store.errors import NotFound
 from store.facade import Ledger
 from store.views import Claim, NodeView, Pulse, TaskView
 
-__all__ = ["LINE_CAP", "Steer", "clean", "clean_lines", "pulse", "reclaim", "steer"]
+__all__ = ["LINE_CAP", "Steer", "clean", "clean_lines", "pulse", "reclaim", "stall_advice", "steer"]
 
 LINE_CAP = 1000  # characters of one output line kept in an observation
 # ANSI escape sequences (CSI ... final byte, OSC ... BEL/ST, two-byte ESC x): colours and cursor
@@ -103,8 +103,10 @@ def steer(ledger: Ledger, claim: Claim, *, lost_why: str = "") -> Steer:
 
 
 def reclaim(ledger: Ledger, claim: Claim, *, lease_s: float | None = None) -> Claim | None:
-    """Take the claim's node back (by key) when it can run again; None when it cannot now."""
-    return ledger.claim(claim.task_id, claim.worker, lease_s=lease_s or claim.lease_s, key=claim.node_key)
+    """Take the claim's node back (by key) when it can run again; None when it cannot now. Its own
+    lapsed lease, nobody having claimed the node since, is renewed: the same attempt, no claim spent."""
+    return ledger.claim(claim.task_id, claim.worker, lease_s=lease_s or claim.lease_s, key=claim.node_key,
+                        renew=claim.token)
 
 
 def pulse(ledger: Ledger, claim: Claim, *, observation: str | None = None, action: str | None = None,
@@ -114,6 +116,17 @@ def pulse(ledger: Ledger, claim: Claim, *, observation: str | None = None, actio
     new information on results."""
     return ledger.heartbeat(claim, observation=observation, action=action, result=result, tokens=tokens,
                             units_done=units_done, units_total=units_total, waiting_on=waiting_on, wait_s=wait_s)
+
+
+def stall_advice(p: Pulse) -> str | None:
+    """What the agent is told when its heartbeat shows it looping or bringing nothing new (``Pulse.stall``):
+    the judgement, its evidence and what to do — the same words through ``warden mcp`` and the hooks."""
+    if p.stall is None:
+        return None
+    what = "looping" if p.stall == "repeating" else "bringing nothing new"
+    return (f"Warden judges this step {what} ({p.stall}): {p.stall_evidence}. Change course: try a different "
+            "approach rather than the same action again, or ask for help if you are stuck; an operator sees "
+            "this alarm too.")
 
 
 def clean(text: str | bytes, limit: int = LINE_CAP) -> str:

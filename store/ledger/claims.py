@@ -18,6 +18,12 @@ cannot safely run twice is never reclaimed (``store/ledger/unsafe.py`` fails it 
 in its own transaction); a task with a node on cost-density ``hold`` dispatches nothing new
 (``store/ledger/cost.py``); a claim with ``max_step_s`` records its step deadline, past which the
 lease is never extended and every write is refused (``fenced.fence``).
+
+A take-back is a renewal, not a new attempt: a worker that takes back by key its own lapsed claim
+(``renew`` = that claim's lease token, still the node's: nobody claimed it since) gets the same
+attempt under a new lease — no claim spent from ``max_claims``, the attempt's heartbeat figures
+kept, the step deadline unchanged; journalled as a ``node.heartbeat`` with ``lapsed_s``. The token
+is the compare-and-set: a claim in between changed it, and then the take-back is an ordinary claim.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from store.storage.core import LedgerCore, digest_json
 from store.ledger.observe import ATTEMPT_RESET
 from store.storage import rows
 from store.storage.rows import wall_used
-from store.storage.events import NodeClaimed, NodeFailed, VersionMismatch
+from store.storage.events import NodeClaimed, NodeFailed, NodeHeartbeat, VersionMismatch
 
 CLAIM_ROUNDS = 1000  # each round either claims, fails an over-claimed node, or ends
 QUOTA_PASSES = 100  # ready nodes one round passes over when their quota filled since its first look
@@ -61,11 +67,12 @@ def admit(core: LedgerCore, task_id: str, node_key: str) -> str:
 
 def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
           kinds: Sequence[str] | None, key: str | None = None, workflow_version: str | None = None,
-          max_step_s: float | None = None) -> Claim | None:
+          max_step_s: float | None = None, renew: str | None = None) -> Claim | None:
     """Claim a ready node of ``task_id`` (or of any active task when None), or None.
 
     With ``key`` only that node is considered: it is claimed when it is ready (or running with an
-    expired lease), otherwise None; an unknown key raises NotFound."""
+    expired lease), otherwise None; an unknown key raises NotFound. ``renew`` (with ``key``): the
+    token of the worker's own lapsed claim of that node, renewed when it is still the node's."""
     if not worker:
         raise Refused("a claim needs a worker name")
     if lease_s <= 0:
@@ -78,13 +85,15 @@ def claim(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
             raise NotFound(f"unknown node {key!r} in task {task_id!r}")
     if max_step_s is not None and max_step_s <= 0:
         raise Refused("max_step_s must be positive")
+    if renew is not None and key is None:
+        raise Refused("claim(renew=...) needs the node's key")
     # A worker that names no version knows none: it only takes tasks created without one.
     version = "" if workflow_version is None else str(workflow_version)
     if task_id is not None and _wrong_version(core, task_id, worker, version):
         return None
     step = None if max_step_s is None else float(max_step_s)
     for _ in range(CLAIM_ROUNDS):
-        result = _claim_round(core, task_id, worker, float(lease_s), kinds, key, version, step)
+        result = _claim_round(core, task_id, worker, float(lease_s), kinds, key, version, step, renew)
         if isinstance(result, _Judge):  # a node to settle in its own transaction first, then go again
             _SETTLE[result.why](core, result.task_id, result.node_id, worker)
             continue
@@ -156,7 +165,8 @@ def _task_ids(core: LedgerCore, kinds: Sequence[str] | None, version: str, now: 
 @retry_write
 def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: float,
                  kinds: Sequence[str] | None, key: str | None = None,
-                 version: str = "", max_step_s: float | None = None) -> Claim | _Judge | None:
+                 version: str = "", max_step_s: float | None = None,
+                 renew: str | None = None) -> Claim | _Judge | None:
     """One write transaction: a Claim, None, or a node to settle first (:class:`_Judge`)."""
     with write_tx(core.db):
         now = core.now()
@@ -191,6 +201,11 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
             row = finder([])
             if row is None:
                 continue
+            if _renewable(core, row, worker, renew, now):
+                why = _not_handed_out(core, task, row, renewal=True)
+                if why is not None:
+                    return _Judge(why, tid, row.id)
+                return _renew(core, task, row, worker, lease_s, now, gate)
             why = _not_handed_out(core, task, row)
             if why is not None:
                 return _Judge(why, tid, row.id)
@@ -212,14 +227,16 @@ def _claim_round(core: LedgerCore, task_id: str | None, worker: str, lease_s: fl
         return None
 
 
-def _not_handed_out(core: LedgerCore, task: TaskRecord, row: NodeRecord) -> str | None:
+def _not_handed_out(core: LedgerCore, task: TaskRecord, row: NodeRecord, renewal: bool = False) -> str | None:
     """Why a claimable node must be settled instead of handed out (a :data:`_SETTLE` key), or None:
     expired after a replan removed it, expired with work that cannot safely run twice, or over
-    its ``max_claims``."""
+    its ``max_claims`` (a renewal spends no claim: never that)."""
     if row.status == "running" and row.removed_in is not None:
         return "removed"
     if row.status == "running" and unsafe.unsafe_to_reclaim(core, row):
         return "unsafe"
+    if renewal:
+        return None
     limit = row.max_claims if row.max_claims is not None else task.max_claims
     if limit is not None and row.claim_count >= limit:
         return "max_claims"
@@ -319,6 +336,42 @@ _SETTLE: dict[str, Callable[[LedgerCore, str, int, str], object]] = {
     "unsafe": unsafe.fail_unsafe,  # failed, a human asked (store/ledger/unsafe.py)
     "max_claims": _fail_over_claimed,
 }
+
+
+def _renewable(core: LedgerCore, row: NodeRecord, worker: str, renew: str | None, now: float) -> bool:
+    """Is this claim round's node the worker's own lapsed claim (``renew``: its token), nobody
+    having claimed it since, within its step deadline, still holding its draw on each quota it
+    draws on (a lapsed draw may have been given to another node: then it is an ordinary claim)?"""
+    if not (renew is not None and row.status == "running" and row.lease_token == renew
+            and row.lease_owner == worker and (row.step_deadline is None or row.step_deadline > now)):
+        return False
+    names = quotas.node_quota_names(core, row.id)
+    held = sql.scalar(core.db, "SELECT COUNT(DISTINCT name) FROM quota_draw WHERE node_id = ? AND token = ?",
+                      [row.id, renew]) if names else 0
+    return int(held or 0) >= len(names)
+
+
+def _renew(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, lease_s: float,
+           now: float, gate: str) -> Claim:
+    """The worker's own lapsed lease taken back: the same attempt under a new token."""
+    token = secrets.token_hex(16)
+    until = now + lease_s if row.step_deadline is None else min(now + lease_s, row.step_deadline)
+    n = core.update_node(row.id, dict(lease_token=token, lease_until=until, heartbeat_at=now, version=Inc(1)),
+                         " AND version = ? AND lease_token = ? AND status = 'running'", [row.version, row.lease_token])
+    if n != 1:  # cannot happen under the write lock; refuse rather than hand out a lease twice
+        raise RuntimeError("take-back lost its row under the write lock")
+    # its quota draws move to the new token (a window's draw keeps its time: no unit spent again)
+    sql.execute(core.db, "UPDATE quota_draw SET token = ? WHERE node_id = ? AND token = ?", [token, row.id, row.lease_token])
+    lapsed = max(0.0, now - (row.lease_until or now))
+    core.journal(task.task_id, row.key, worker,
+                 f"{row.key} taken back by {worker} {lapsed:.1f}s after its lease lapsed "
+                 f"(attempt {row.attempt} goes on)", NodeHeartbeat(lease_until=until, lapsed_s=lapsed))
+    inputs = _claim_inputs(core, task, replace(row, attempt=int(row.attempt) - 1))
+    return Claim(
+        task_id=task.task_id, node_key=row.key, kind=row.kind, worker=worker, token=token,
+        attempt=int(row.attempt), lease_until=until, inputs=inputs,
+        admission=budget_mod.admit(gate, bool(row.always_admit)), lease_s=lease_s, step_deadline=row.step_deadline,
+    )
 
 
 def _take(core: LedgerCore, task: TaskRecord, row: NodeRecord, worker: str, lease_s: float,

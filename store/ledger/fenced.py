@@ -32,7 +32,7 @@ from store.ledger import confirm, cost, lost
 from store.storage import budget_clock
 from store.ledger import repair as repairs
 from store.ledger.build import add_nodes_tx
-from store.ledger import observe
+from store.ledger import norms, observe, stall
 from store.storage.core import NODE_COLUMNS, LedgerCore, digest_json, retry_delay, sha256_hex
 from store.ledger.observe import OBSERVATION_TEXT_CAP  # noqa: F401  (its old home)
 from store.storage.events import (ArtifactJson, Commit, ConfirmedBy, EffectConfirmed, EffectIntended, GraphRewired, HandoffOpened, NodeCommitted,
@@ -170,8 +170,10 @@ def heartbeat(core: LedgerCore, claim: Claim, *, units_done: float | None, units
         payload = observe.beat_payload(row, beat, lease_until=until, units_done=units_done, units_total=units_total,
                                        tokens=t or None, report=report)
         core.journal(claim.task_id, claim.node_key, claim.worker, summary, payload, at=now, observation=seen)
+    looped = None if parked else stall.judge_stall(core, stall.after_beat(row, now, beat), claim.worker)
     return Pulse(lease_until=until, parked=parked, new_units=new_units, gate=core.task_gate(task, now),
-                 density=judged.verdict)
+                 density=judged.verdict, stall=looped.kind if looped else None,
+                 stall_evidence=looped.evidence if looped else None)
 
 
 def _step_deadline(row: NodeRecord, now: float, max_step_s: float | None) -> float | None:
@@ -294,6 +296,8 @@ def commit_tx(core: LedgerCore, claim: Claim, now: float, output: object, output
     if units_done is not None:
         fields["units_done"] = float(units_done)
     cas_update(core, row, claim, now, **fields)
+    if not discard and how != repairs.EXHAUSTED:
+        norms.fold_commit(core, row, claim.worker)  # a healthy node of its kind: what is normal for it
     artifact = None
     if art is not None:
         core.bind(Artifact.insert(task=claim.task_id, node=row.id, attempt=claim.attempt, name=art[0],

@@ -60,7 +60,7 @@ FLAG_FAILED = 16  # what was judged says the step failed or found nothing
 
 ATTEMPT_RESET: Mapping[str, object] = {"beat_interval_s": None, "units_at": None, "wait_on": None, "wait_since": None,
                                     "wait_until": None, "progress_at": None, "beat_gaps": None, "beat_long_s": None,
-                                    "paused_s": None}
+                                    "paused_s": None, "healthy_at": None}
 
 
 def check_wait(waiting_on: str | None, wait_s: float | None) -> tuple[str, float] | None:

@@ -7,6 +7,7 @@ Estimates and signals come from ``estimates.py`` and ``signals.py``.
 from __future__ import annotations
 
 
+from store.ledger import norms
 from store.judges import budget as budget_mod
 from store.estimation import estimates
 from store.reading import signals
@@ -138,7 +139,9 @@ def status_json(ledger: Ledger) -> JsonObject:
         eta = estimates.estimate_task(ledger, t, history=history, now=now).to_json()
         sigs = signals.signals_for_task(ledger, t, history=history, now=now)
         tasks.append(task_json(t, eta, [signal_json(s) for s in sigs]))
-    return {"schema_version": SCHEMA_VERSION, "tasks": tasks}
+    # the kinds whose loop alarms operators marked healthy (the ``healthy`` action): what they taught
+    taught = [{"kind": kind, "marked": n, "finished": done} for kind, n, done in norms.marked(ledger)]
+    return {"schema_version": SCHEMA_VERSION, "tasks": tasks, "marked_healthy": taught}
 
 
 def graph_json(ledger: Ledger, task_id: str) -> JsonObject:

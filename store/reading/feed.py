@@ -57,6 +57,7 @@ from store.facade import Ledger
 from store.ledger.queries import GRAPH_FIRST_PAGE, GRAPH_PAGE
 from store.text import safe_line
 from store.views import EventView, GraphPage, GraphView, NodeRow, TaskView
+from store.storage.commitprobe import CommitProbe
 from store.storage.watch import (
     FALLBACK_POLL_S,
     PG_CHANNEL,
@@ -120,13 +121,13 @@ class Feed(Wakeups):
         debounce_ms: int = WATCH_DEBOUNCE_MS,
         use_inotify: bool = True,
         application_name: str = "warden-console",
-        commit_probe: bool = True,
+        probe: Callable[[str], CommitProbe] | None = CommitProbe,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         reconnect_s: float = FEED_RECONNECT_S,
         spacing_s: float = 0.0,
     ) -> None:
         super().__init__(target, fallback_poll_s=fallback_poll_s, step_ms=step_ms, debounce_ms=debounce_ms,
-                         use_inotify=use_inotify, application_name=application_name, commit_probe=commit_probe,
+                         use_inotify=use_inotify, application_name=application_name, probe=probe,
                          connect_timeout_s=connect_timeout_s, spacing_s=spacing_s)
         self.reconnect_s = reconnect_s
         self.read_only = read_only

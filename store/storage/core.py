@@ -86,7 +86,8 @@ def validate_key(key: str) -> None:
 
 
 register_result("pulse", Pulse, lambda p: {"lease_until": p.lease_until, "parked": p.parked,
-                                            "new_units": p.new_units, "gate": p.gate, "density": p.density},
+                                            "new_units": p.new_units, "gate": p.gate, "density": p.density,
+                                            "stall": p.stall, "stall_evidence": p.stall_evidence},
                 lambda data, _args, _kwargs: Pulse(**data))
 
 

@@ -106,6 +106,9 @@ class NodeHeartbeat(Payload, kind="node.heartbeat", layer="execution", names_nod
     paraphrases: Maybe[int] = None  # lines old only as paraphrases
     unexamined_lines: Maybe[int] = None  # what was left out of the judgement (bounded work)
     cut_lines: Maybe[int] = None
+    # A take-back by the lease's own holder after it lapsed (store/ledger/claims.py): how long it
+    # had lapsed. A renewal, not a new attempt.
+    lapsed_s: Maybe[float] = None
     # What its report brought: stored once, as the observation row the event's ``observation_id``
     # names; read with the event (``EventView.observation``). None: it reported nothing.
     observation: Carried[Observed | None] = None

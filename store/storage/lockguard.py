@@ -159,10 +159,6 @@ def close(fd: int) -> None:
         os.close(fd)
 
 
-def kept() -> int:
-    """How many descriptors were kept open instead of being closed (tests)."""
-    return len(_kept)
-
 
 # ---------------------------------------------------------------------- reading a file an agent named
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

@@ -15,7 +15,7 @@ import peewee as pw
 from store.storage import sql
 from store.storage.db import is_sqlite, retry_conflicts, write_tx
 from store.errors import LedgerUnavailable, SchemaMismatch
-from store.storage.models import MIND_MODELS, MODELS, SEED_MODELS, Meta, WriteRequest, specs
+from store.storage.models import MIND_MODELS, MODEL, MODELS, SEED_MODELS, Meta, WriteRequest, specs
 from store.storage.tables import TABLE
 from store.storage.sqlite_file import checked_version
 
@@ -150,12 +150,23 @@ def _rejections_by_reference(db: pw.Database) -> None:
     the list may hold ids, which an older Warden would show as numbers."""
 
 
+def _kind_norms(db: pw.Database) -> None:
+    """Part "kind norms": the ``kind_norm`` table (what healthy nodes of a kind normally do, learnt
+    from finished nodes and from alarms an operator marked healthy) and ``node.healthy_at`` (an
+    alarm marked healthy: the attempt's loops are judged from then). Empty and nullable: a ledger's
+    kinds learn from the nodes that finish after the upgrade."""
+    with db.bind_ctx([MODEL["kind_norm"]]):
+        db.create_tables([MODEL["kind_norm"]], safe=True)
+    _add_columns(db, "node", ["healthy_at"])
+
+
 # Schema 5 is made of named parts like schema 4 (each idempotent; a capability's part is appended
 # where it is declared).
 SCHEMA_5_PARTS: list[tuple[str, Callable[[pw.Database], None]]] = [
     ("quotas and people", _quotas_and_people),
     ("one observation", _one_observation),
     ("rejections by reference", _rejections_by_reference),
+    ("kind norms", _kind_norms),
 ]
 
 

@@ -300,6 +300,20 @@ class ConfirmKindRecord:
     kind: Annotated[str, Char(64)]
 
 
+# ---------------------------------------------------------------------- what is normal for a kind
+@dataclass(frozen=True)
+class KindNormRecord:
+    """One counter of what healthy nodes of a kind do (store/judges/norms.py, store/ledger/norms.py):
+    ``worker`` the agent ("" over every agent), ``what`` nodes | observations | news | marked | quiet |
+    repeat; for ``quiet`` and ``repeat`` a histogram bucket by ``length`` (0 for the others)."""
+
+    kind: Annotated[str, Char(64)]
+    worker: Annotated[str, Char(200)]
+    what: Annotated[str, Char(16)]
+    length: int
+    count: Annotated[int, BIG, Default(0)]
+
+
 TABLES: tuple[Table, ...] = (
     Table("meta", MetaRecord),
     Table("task", TaskRecord),
@@ -322,6 +336,7 @@ TABLES: tuple[Table, ...] = (
     Table("node_quota", NodeQuotaRecord, primary=("node_id", "name")),
     Table("quota_draw", QuotaDrawRecord, indexes=((("scope", "name", "at"), False),)),
     Table("confirm_kind", ConfirmKindRecord, primary=("task_id", "kind")),
+    Table("kind_norm", KindNormRecord, primary=("kind", "worker", "what", "length")),
 )
 TABLE = {t.name: t for t in TABLES}
 MIND_TABLES = ("requirement", "conclusion", "plan_version", "memory")

@@ -26,7 +26,6 @@ import ctypes
 import os
 import struct
 import sys
-import time
 from typing import AsyncGenerator, AsyncIterator, Callable, Iterator, Protocol, TypeVar
 
 from store.storage.backends import CONNECT_TIMEOUT_S, unreachable_why
@@ -100,7 +99,7 @@ class Wakeups:
         debounce_ms: int = WATCH_DEBOUNCE_MS,
         use_inotify: bool = True,
         application_name: str = "warden-console",
-        commit_probe: bool = True,
+        probe: Callable[[str], CommitProbe] | None = CommitProbe,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         spacing_s: float = 0.0,
     ) -> None:
@@ -114,8 +113,9 @@ class Wakeups:
         self.connect_timeout_s = connect_timeout_s
         # PostgreSQL: why the LISTEN connection is down (an outage the reader should say), or None.
         self.outage: str | None = None
-        self.commit_probe = commit_probe  # False: wake on file events alone (diagnostics)
-        self.trace: list[tuple[float, str]] | None = None  # set to a list to record (tests, benchmark)
+        # How a SQLite commit is seen to land after its file events (given the database's path);
+        # None: a file event wakes the reader alone, with a few blind re-reads after it.
+        self.probe = probe
         self.fallback_poll_s = fallback_poll_s
         self.step_ms = step_ms
         self.debounce_ms = debounce_ms
@@ -327,9 +327,7 @@ class Wakeups:
         * ``"lost"`` (PostgreSQL): the LISTEN connection dropped or stopped answering — the server
           is unreachable (``outage`` says how); nothing to read until ``"change"`` says it is back.
 
-        ``trace``, when set to a list, collects
-        ``(monotonic time, what)`` for every file event, probe check and wake-up. ``on_watching`` is
-        called once the notification source is in place (at once when there is none, or when it
+        ``on_watching`` is called once the notification source is in place (at once when there is none, or when it
         cannot tell: watchfiles)."""
         self._stop = asyncio.Event()
         self._on_watching = on_watching or _nothing
@@ -341,9 +339,8 @@ class Wakeups:
         source = self._notify_source()
         if source is None:
             self._on_watching()
-        probe = (CommitProbe(self.path) if self.commit_probe and self.backend == "sqlite" and self.path is not None
+        probe = (self.probe(self.path) if self.probe is not None and self.backend == "sqlite" and self.path is not None
                  else None)
-        trace = self.trace
 
         async def pump() -> None:
             nonlocal notified, lost, moved
@@ -405,8 +402,6 @@ class Wakeups:
                         notified = False
                         reason = "change"
                         if probe is not None:  # maybe a commit's first write, maybe its last
-                            if trace is not None:
-                                trace.append((time.monotonic(), "file"))
                             arm(now)
                             if probe.usable and not probe.moved():
                                 reason = None  # not visible yet: the follow-ups will see it land
@@ -415,8 +410,6 @@ class Wakeups:
                     elif offsets is not None and now >= due - 0.0002:
                         moved = probe is None or not probe.usable or probe.moved()
                         blind = probe is None or not probe.usable
-                        if trace is not None:
-                            trace.append((time.monotonic(), "check moved" if moved else "check"))
                         nxt = next(offsets, None)
                         while nxt is not None and since + nxt <= now:  # passed while the loop was busy or held
                             nxt = next(offsets, None)
@@ -439,8 +432,6 @@ class Wakeups:
                     probe.mark()  # before the reader reads: what it reads is at least this new
                     if reason == "start":
                         arm(loop.time())
-                if trace is not None:
-                    trace.append((time.monotonic(), reason))
                 previous, poll_from = poll_from, loop.time()
                 yield reason
                 reason = None

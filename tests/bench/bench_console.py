@@ -252,6 +252,9 @@ async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
     from tests.support.console_probes import ConsoleProbes
 
     app = console_app(ledger=str(path), runs=str(path.parent / "runs"))
+    from tests.support.follower_log import FollowerLog  # noqa: PLC0415
+
+    follower_log = FollowerLog(app)  # which wake-up delivered each read
     probes = ConsoleProbes(app)  # test-side instruments (tests/support/console_probes.py)
     painted = probes.painted
     marks: dict[str, float] = {}
@@ -292,12 +295,12 @@ async def bench_headless(path: Path, a: argparse.Namespace) -> dict:
                 await writer.close()
             return lat
 
-        before = dict(app.follower.deliveries)
+        before = dict(follower_log.deliveries)
         lat = await isolated(a.isolated, 1.2)
         out["isolated"] = summary(lat, a.isolated) | {"load1": load1()}
         lat = await isolated(a.spaced, 6.0)
         out["spaced_6s"] = summary(lat, a.spaced) | {"load1": load1()}
-        out["delivered_by"] = {k: v - before.get(k, 0) for k, v in app.follower.deliveries.items()}
+        out["delivered_by"] = {k: v - before.get(k, 0) for k, v in follower_log.deliveries.items()}
 
         # load: 100 changes/s, keys every KEY_EVERY_S, a 10 ms ticker measuring the loop's stalls
         screen = app.screen

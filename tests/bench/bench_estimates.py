@@ -4,13 +4,15 @@
     python tests/bench/bench_estimates.py --skip-sim      # only the cost figures
     python tests/bench/bench_estimates.py --sim-tasks 60 --seeds 1 2 3
 
-1. ``warden status`` on a 100,000-node task: ``report.status_json`` warm (median of 7 calls in
-   one process) and a cold ``warden status --json`` process (wall clock, median of 3). The task is
+1. ``warden status`` on a 100,000-node task (``--nodes``): ``report.status_json`` warm (median of 7
+   calls in one process), the detector alone (``signals_for_task``, every signal of the task: median
+   of 7, wall and CPU) and a cold ``warden status --json`` process (wall clock, median of 3). The task is
    built with ``add_nodes`` (one transaction); 30 % of it is then marked succeeded with known
    durations by one SQL UPDATE (a fixture shortcut: 30,000 real commits would take minutes) and
    8 nodes are claimed and heartbeat with observations through the agent API.
 2. The incremental path (``store.reading.analysis.TaskAnalysis``) on the same task: its one-off load, then
-   the cost of one journal event — a heartbeat (payload only) and a commit (one node re-read) —
+   the cost of one journal event — a heartbeat (the agent's call, novelty judged as it is written;
+   then applying its payload) and a commit (one node re-read) —
    followed by the task's estimate and signals.
 3. Calibration on the simulator (``tests.support.sim``): P80 coverage at 25 / 50 / 75 % progress, stall
    recall within 5 observations, precision and false alarms, over several seeds.
@@ -23,6 +25,8 @@
    ``tests/support/durations.py`` with more trials than CI runs — the tables in docs/estimates.md.
    ``--parts expected --only bimodal``: the duration checks replayed without a ledger, each with
    its chance of holding beside whether it held (a late figure rests on a few draws).
+   ``--parts speeds``: the labels on tasks like their history, 2-4× slower and twice as fast, per
+   stage (docs/estimates.md "A task's own speed").
 
     python tests/bench/bench_estimates.py --skip-cost --skip-sim --observe --workloads
 """
@@ -83,6 +87,17 @@ def bench_status(path: str, clock: ManualClock) -> dict:
             data = report.status_json(led)
             times.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)  # CPU time: what the call costs on an idle machine
+        # the detector alone: every signal of the task (stall, loop, stale, overdue …), as the
+        # console's analysis and `warden status` read it after a heartbeat
+        from store.reading import signals as S
+
+        sig_t, sig_cpu = [], []
+        for _ in range(7):
+            task = led.task("big")
+            t, c = time.perf_counter(), time.process_time()
+            S.signals_for_task(led, task)
+            sig_t.append(time.perf_counter() - t)
+            sig_cpu.append(time.process_time() - c)
     env = dict(os.environ, PYTHONPATH=ROOT)
     cold = []
     for _ in range(3):
@@ -94,6 +109,8 @@ def bench_status(path: str, clock: ManualClock) -> dict:
     return {"status_json_warm_ms": round(statistics.median(times) * 1000, 1),
             "status_json_warm_max_ms": round(max(times) * 1000, 1),
             "status_json_cpu_ms": round(statistics.median(cpu) * 1000, 1),
+            "signals_for_task_ms": round(statistics.median(sig_t) * 1000, 1),
+            "signals_for_task_cpu_ms": round(statistics.median(sig_cpu) * 1000, 1),
             "load_average": round(os.getloadavg()[0], 1),
             "warden_status_cold_process_ms": round(statistics.median(cold) * 1000, 1),
             "eta": task["eta"], "signals": [s["kind"] for s in task["signals"]]}
@@ -114,11 +131,13 @@ def bench_incremental(path: str, clock: ManualClock) -> dict:
         for ev in led.events(cursor, task_id="big"):
             an.apply_event(ev, led.nodes("big", [ev.node]) if ev.node else [])
             cursor = ev.id
-        beat_apply, beat_fig, commit_apply, commit_fig = [], [], [], []
+        beat_apply, beat_fig, commit_apply, commit_fig, beat_write = [], [], [], [], []
         for k in range(20):
             clock.advance(5)
             key, c = next(iter(claims.items()))
+            t = time.perf_counter()
             led.heartbeat(c, units_done=k % 10, units_total=10, tokens=100, observation=f"line {k}")
+            beat_write.append(time.perf_counter() - t)  # the agent's call: novelty judged as it is written
             (ev,) = led.events(cursor, task_id="big")
             cursor = ev.id
             t = time.perf_counter()
@@ -147,7 +166,7 @@ def bench_incremental(path: str, clock: ManualClock) -> dict:
             commit_fig.append(time.perf_counter() - t)
         ms = lambda xs: round(statistics.median(xs) * 1000, 3)  # noqa: E731
         return {"analysis_load_s": round(load, 2), "running_nodes": len(running) + 2,
-                "heartbeat_apply_ms": ms(beat_apply), "heartbeat_task_estimate_and_signals_ms": ms(beat_fig),
+                "heartbeat_write_ms": ms(beat_write), "heartbeat_apply_ms": ms(beat_apply), "heartbeat_task_estimate_and_signals_ms": ms(beat_fig),
                 "commit_apply_with_node_reread_ms": ms(commit_apply),
                 "commit_task_estimate_and_signals_ms": ms(commit_fig),
                 "task_eta": an.task_estimate().to_json()}
@@ -258,6 +277,8 @@ def bench_workloads(stall_trials: int, duration_trials: int, seed: int,
         out["rhythms"] = _rhythms(RH, stall_trials, seed)
     if "durations" in parts:
         out["durations"] = _durations(D, duration_trials, seed, only)
+    if "speeds" in parts:
+        out["speeds"] = _speeds(D, duration_trials, seed)
     if "expected" in parts:
         out["expected"] = _expected(D, duration_trials, seed, only)
     return out
@@ -286,6 +307,34 @@ def _expected(durations: Any, trials: int, seed: int, only: str = "") -> dict:
             row.append(" ".join(f"{lab} {100 * h // n} % / {100 * ch / n:.0f} % ({n})" for lab, (n, h, ch) in
                                 sorted(by.items(), key=lambda kv: ("none", "low", "medium", "high").index(kv[0]))))
         print(f"| {name} | " + " | ".join(row) + " |", flush=True)
+    return cells
+
+
+def _speeds(durations: Any, trials: int, seed: int) -> dict:
+    """Labels on tasks like their history, 2-4× slower and twice as fast (``durations.speed``):
+    per stage, each label's mean chance of holding (over 60 fresh draws of the pending nodes),
+    how often it held, and its count — `label chance % / held % (checks)`."""
+    stages = (0.10, 0.25, 0.50, 0.75)
+    cells: dict = {}
+    print("\n| task | " + " | ".join(f"{int(s * 100)} %" for s in stages) + " | `high` given |")
+    print("|---|" + "---|" * (len(stages) + 1))
+    for name, factor in durations.SPEEDS.items():
+        checks = durations.expected_coverage(durations.speed(factor), trials=trials, seed=seed, draws=60,
+                                             stages=stages)
+        row = []
+        for st in stages:
+            by: dict = {}
+            for c in checks:
+                if c["stage"] == st:
+                    got = by.setdefault(c["label"], [0, 0, 0.0])
+                    got[0] += 1
+                    got[1] += c["held"]
+                    got[2] += c["chance"]
+            cells[f"{name} @ {st}"] = by
+            row.append(" · ".join(f"{lab} {100 * ch / n:.0f} / {100 * h / n:.0f} % ({n})" for lab, (n, h, ch) in
+                                  sorted(by.items(), key=lambda kv: ("high", "medium", "low", "none").index(kv[0]))))
+        high = sum(c["label"] == "high" for c in checks)
+        print(f"| {name} | " + " | ".join(row) + f" | {high}/{len(checks)} |", flush=True)
     return cells
 
 
@@ -352,7 +401,8 @@ def main() -> None:
     ap.add_argument("--parts", default="stalls,reports,rhythms,durations",
                     help="which --workloads families: stalls, reports, rhythms, durations; "
                          "also 'expected' (not by default): the duration checks without a ledger, with each one's "
-                         "chance of holding")
+                         "chance of holding; 'speeds': labels on tasks faster, like or 2-4x slower than their "
+                         "history")
     ap.add_argument("--only", default="", help="--workloads: only the duration workloads whose name contains this")
     ap.add_argument("--stall-trials", type=int, default=20)
     ap.add_argument("--duration-trials", type=int, default=40)

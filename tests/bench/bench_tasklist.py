@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.support import fleet  # noqa: E402
+from tests.support.follower_log import FollowerLog  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -128,6 +129,7 @@ async def run(path: str, a: argparse.Namespace) -> dict:
     meter.wrap(RowList, "render_line", "line")
     meter.wrap(InfoLine, "render", "info")
     app = console_app(ledger=path)
+    follower_log = FollowerLog(app)  # the journal reads it does
     phases = {}
     prof = meter.prof = cProfile.Profile() if a.profile else None
     async with app.run_test(headless=True, size=(120, 50)) as pilot:
@@ -165,7 +167,7 @@ async def run(path: str, a: argparse.Namespace) -> dict:
                     "ui_thread_ms_per_write": round(ui * 1000 / max(1, events[0]), 3),
                     "process_cpu_pct": round(100 * (time.process_time() - cpu0) / (time.monotonic() - wall0), 1),
                     "shown": app.tasks_model.row_count(), "summary": app.tasks_model.summary_text(),
-                    "journal_reads": app.follower.reads, "cursor": app.follower.cursor,
+                    "journal_reads": follower_log.reads, "cursor": app.follower.cursor,
                 }
                 if "urgency" in phase:
                     phases[phase]["first_rows"] = first_rows(app)

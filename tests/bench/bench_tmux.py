@@ -12,7 +12,10 @@ screen with ``tmux capture-pane`` in a loop (each read stamped when it returned;
 between two reads is reported: it must stay ≤ 12 ms for the gaps to mean anything) and follows the
 graph's done count on its summary line. Reported: the longest time the count stood still while the
 commits went on (the gap between two successive changes seen), how many gaps were over 300 ms,
-commit → screen p50/p95/max (the commit returned → the first read showing its count), the reads'
+how much of each of the five longest was the console's (``gaps_top5_console_ms``: from the moment
+the writer had finished a commit the screen did not show yet to the screen showing it — the rest of
+a gap the writer had not committed anything new, on a loaded machine its fsync or its turn on a
+core) and the longest such hold of any gap (``console_held_max_ms``), commit → screen p50/p95/max (the commit returned → the first read showing its count), the reads'
 interval, and the load average before and after. ``--burn N`` runs N busy loops (at the same
 priority as the console) throughout, so that the figure is taken on a machine whose cores are
 loaded; they are stopped at the end.
@@ -171,6 +174,9 @@ def run(a: argparse.Namespace) -> dict:
     if a.trace:  # the console's timeline (tests/bench/console_trace.py), on the clock the gaps are stamped with
         argv = [sys.executable, str(ROOT / "tests" / "bench" / "console_trace.py"), *argv[3:]]
         env["WARDEN_BENCH_TRACE"] = str(Path(a.trace).resolve())
+        for knob in ("WARDEN_BENCH_GIL_PROBE", "WARDEN_BENCH_HEAP", "WARDEN_BENCH_HEAP_CENSUS"):  # console_trace.py's switches
+            if os.environ.get(knob):
+                env[knob] = os.environ[knob]
     tmux = Tmux(argv, a.cols, a.rows, env)
     server = tmux.server_pid()
     try:
@@ -236,8 +242,17 @@ def run(a: argparse.Namespace) -> dict:
                 changes.append((t, c))
         shown = [t for t, c in changes if c > base and t <= end + 1.0]
         gaps = [(b - x) * 1000 for x, b in zip(shown, shown[1:])]
-        # when the longest began, in seconds after the first commit
-        at = sorted(((b - x) * 1000, x - commits_t0) for x, b in zip(shown, shown[1:]))[-5:]
+        # when the longest began, in seconds after the first commit, and how much of each was the
+        # console's: from the first commit the writer had finished in it to the screen showing one
+        # (the rest the writer took to commit at all — on a loaded machine its fsync or its turn)
+        count_at = dict(changes)
+
+        def held(x: float, b: float) -> float:
+            k = count_at[x] - base  # commits shown at x; done[k] is the next one
+            first = done[k] if k < len(done) else b
+            return max(0.0, b - max(x, first)) * 1000
+
+        at = sorted(((b - x) * 1000, x - commits_t0, held(x, b)) for x, b in zip(shown, shown[1:]))[-5:]
         lat = []
         for k, t_done in enumerate(done):
             seen = next((t for t, c in changes if c >= base + k + 1), None)
@@ -247,7 +262,10 @@ def run(a: argparse.Namespace) -> dict:
             "commits": len(done), "screen_changes": len(shown),
             "gap_max_ms": round(max(gaps), 1) if gaps else None,
             "gaps_over_300ms": sum(g > 300 for g in gaps),
-            "gaps_top5_ms_at_s": [(round(g, 1), round(t, 1)) for g, t in at],
+            "gaps_top5_ms_at_s": [(round(g, 1), round(t, 1)) for g, t, _ in at],
+            # of each of those, the part the console held a finished commit unshown
+            "gaps_top5_console_ms": [round(h, 1) for _, _, h in at],
+            "console_held_max_ms": round(max((held(x, b) for x, b in zip(shown, shown[1:])), default=0.0), 1),
             "commit_to_screen_ms": {"n": len(lat), "p50": round(pct(lat, .5), 1), "p95": round(pct(lat, .95), 1),
                                     "max": round(max(lat), 1) if lat else None},
             "read_interval_ms": {"p50": round(pct(intervals, .5) * 1000, 1),

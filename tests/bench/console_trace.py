@@ -4,13 +4,16 @@
 
 bench_fleet.py ``--trace FILE`` starts the console this way. Each line is ``<CLOCK_MONOTONIC s>
 <thread> <what> [detail]``, the clock the benchmark stamps its writes with, so a slow write can be
-laid beside what the console was doing then: the wake-ups (``wake:<reason>``, the feed's own
-trace), journal reads (``read>``/``read<`` with the thread's CPU time; inside them ``since`` and
+laid beside what the console was doing then: the wake-ups (``wake:<reason>``; ``wake:file``, a
+file event; ``wake:check``/``wake:check_moved``, the commit probe's checks), journal reads (``read>``/``read<`` with the thread's CPU time; inside them ``since`` and
 ``tally``), a delta posted to the app (``changed``), deltas applied (``apply>``/``apply<``), the once-a-second ``tick``, analysis runs
-sent to the worker process (``analyse>``: kind and tasks) and their results applied (``analysed>``/``analysed<``
+sent to the worker process (``analyse>``: kind and tasks), a graph's pages (``page-read``: read by the
+loading thread; ``page-start``/``page-extend``: applied on the UI thread) and their results applied (``analysed>``/``analysed<``
 with the run's time in the worker), keys, frames (``frame>``/``frame<``: the compositor's update) and
 every write to the terminal (``out`` bytes), and every garbage collection of the oldest generation
-or longer than 5 ms (``gc`` generation, ms, objects it walked). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
+or longer than 5 ms (``gc`` generation, ms, objects it walked). ``WARDEN_BENCH_HEAP=none`` runs the
+console without its ``gc.freeze`` after the first screen, ``threshold:A,B,C`` with those collector
+thresholds instead (to measure what the freeze is for). With ``WARDEN_BENCH_GIL_PROBE=1``, a thread that
 sleeps 2 ms at a time notes each wake-up later than 4 ms (``late``) with where every other thread
 was then (``at``): who held the interpreter.
 
@@ -83,18 +86,25 @@ def gil_probe() -> None:
                     note("at", f"{names.get(ident, ident)}: {where}")
 
 
-_gc_started = [0.0]
+_gc_started = [0.0, 0.0]
 
 
 def gc_note(phase: str, info: dict) -> None:
     if phase == "start":
-        _gc_started[0] = time.perf_counter()
+        _gc_started[:] = [time.perf_counter(), time.thread_time()]
         return
     ms = (time.perf_counter() - _gc_started[0]) * 1000
+    cpu = (time.thread_time() - _gc_started[1]) * 1000
     if info.get("generation") == 2 or ms > 5.0:
         import gc  # noqa: PLC0415
 
-        note("gc", f"gen{info.get('generation')} {ms:.1f} ms, {sum(gc.get_count())} young, collected {info.get('collected')}")
+        note("gc", f"gen{info.get('generation')} {ms:.1f} ms, cpu {cpu:.1f} ms, {sum(gc.get_count())} young, collected {info.get('collected')}")
+        if info.get("generation") == 2 and os.environ.get("WARDEN_BENCH_HEAP_CENSUS"):  # what a full collection walks
+            from collections import Counter  # noqa: PLC0415
+
+            objs = gc.get_objects(2)
+            top = Counter(type(o).__name__ for o in objs).most_common(12)
+            note("census", f"{len(objs)} in gen2, {gc.get_freeze_count()} frozen: " + ", ".join(f"{n} {c}" for n, c in top))
 
 
 def install() -> None:
@@ -105,18 +115,41 @@ def install() -> None:
     from console import follow
     from store.reading import feed, tally
     from store.storage import watch as wakeups
+    from store.storage.commitprobe import CommitProbe
 
-    real_init = wakeups.Wakeups.__init__
+    real_wakeups, real_source = wakeups.Wakeups.wakeups, wakeups.Wakeups._notify_source
 
-    class Trace(list):
-        def append(self, item) -> None:  # the feed's own trace: (monotonic, reason)
-            note("wake:" + item[1].replace(" ", "_"))
+    async def traced_wakeups(self, **kwargs):  # each wake-up the feed yields, with its reason
+        it = real_wakeups(self, **kwargs)
+        try:
+            async for reason in it:
+                note("wake:" + reason)
+                yield reason
+        finally:
+            await it.aclose()
 
-    def init(self, *args, **kwargs) -> None:
-        real_init(self, *args, **kwargs)
-        self.trace = Trace()
+    def traced_source(self):  # each file event or NOTIFY
+        source = real_source(self)
+        if source is None:
+            return None
 
-    wakeups.Wakeups.__init__ = init
+        async def events():
+            async for what in source:
+                note("wake:file" if self.backend == "sqlite" else "wake:notify", what if isinstance(what, str) else "")
+                yield what
+
+        return events()
+
+    real_moved = CommitProbe.moved
+
+    def moved(self) -> bool:  # each check of the commit probe
+        got = real_moved(self)
+        note("wake:check_moved" if got else "wake:check")
+        return got
+
+    wakeups.Wakeups.wakeups = traced_wakeups
+    wakeups.Wakeups._notify_source = traced_source
+    CommitProbe.moved = moved
     wrap(follow.LedgerFollower, "read_step", "read")
     wrap(feed.Feed, "since", "since")
     wrap(tally.TaskTally, "apply", "tally")
@@ -130,6 +163,27 @@ def install() -> None:
 
     messages.LedgerChanged.__init__ = posted  # (ledger_changed is an @on handler: wrapping it does nothing)
     wrap(app_mod.WardenApp, "apply_pending", "apply")
+    from console import model as model_mod  # noqa: PLC0415
+    from console.screens import graph as graph_mod  # noqa: PLC0415
+
+    real_pages = graph_mod.graph_pages
+
+    def pages(*args, **kwargs):  # a graph's pages as the loading thread reads them
+        it = iter(real_pages(*args, **kwargs))
+        while True:
+            note("page-read>")
+            cpu = time.thread_time()
+            try:
+                page = next(it)
+            except StopIteration:
+                note("page-read<", "end")
+                return
+            note("page-read<", f"{len(page.nodes)} rows cpu {1000 * (time.thread_time() - cpu):.1f} ms")
+            yield page
+
+    graph_mod.graph_pages = pages
+    wrap(model_mod.GraphModel, "start", "page-start")
+    wrap(model_mod.GraphModel, "extend", "page-extend")
     wrap(app_mod.WardenApp, "_tick", "tick")
     real_start = app_mod.WardenApp.start_analysis
 
@@ -160,6 +214,11 @@ def install() -> None:
     import gc  # noqa: PLC0415
 
     gc.callbacks.append(gc_note)
+    heap = os.environ.get("WARDEN_BENCH_HEAP", "")
+    if heap:  # the collector otherwise (a measurement, not the product): "none" no freeze; "threshold:A,B,C" and no freeze
+        app_mod.settle_heap = lambda: None
+        if heap.startswith("threshold:"):
+            gc.set_threshold(*(int(x) for x in heap.split(":", 1)[1].split(",")))
     threading.Thread(target=flush_every_second, daemon=True, name="trace-flush").start()
     if os.environ.get("WARDEN_BENCH_GIL_PROBE"):
         threading.Thread(target=gil_probe, daemon=True, name="gil-probe").start()

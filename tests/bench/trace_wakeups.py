@@ -7,7 +7,7 @@ write nearby to wake the feed, so a missed file event shows as a late read).
 A writer process (tests/support/commit_writer.py) makes one commit every ``--spacing`` seconds and
 nothing else; the feed code alone (``store.reading.feed.Feed.wakeups`` + ``since`` in a worker thread, as
 the console runs them) follows it. Logged on one monotonic clock: every inotify event on the
-ledger's directory (file, mask), every probe check and wake-up of the feed (``Feed.trace``), every
+ledger's directory (file, mask), every check of the feed's probe (a recording ``CommitProbe`` given to the feed) and every wake-up, every
 read (its ``PRAGMA data_version`` before and after, the events it found), and when each write
 returned in the writer. Per commit it prints when it was read and which wake-up found it; ``-v``
 prints the whole timeline around each commit. ``--no-probe`` runs the feed without its
@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from store import Ledger  # noqa: E402
 from store.reading.feed import Feed  # noqa: E402
+from store.storage.commitprobe import CommitProbe  # noqa: E402
 from store.storage.watch import inotify_events  # noqa: E402
 from tests.support.commit_writer import Writer  # noqa: E402
 
@@ -74,8 +75,15 @@ async def trace(a: argparse.Namespace) -> dict:
     with Ledger.open(target) as ledger:
         ledger.create_task(task, title="wake-up trace")
     log: list[tuple[float, str]] = []
-    feed = Feed(target, read_only=True, use_inotify=a.watcher == "inotify", commit_probe=not a.no_probe)
-    feed.trace = []
+    woken: list[str] = []
+
+    class Probe(CommitProbe):  # the feed's own probe, each check logged
+        def moved(self) -> bool:
+            moved = super().moved()
+            log.append((time.monotonic(), "check moved" if moved else "check"))
+            return moved
+
+    feed = Feed(target, read_only=True, use_inotify=a.watcher == "inotify", probe=None if a.no_probe else Probe)
     if feed.path:
         inotify_logger(os.path.dirname(feed.path), log)
     cursor = feed.last_event_id()
@@ -91,6 +99,8 @@ async def trace(a: argparse.Namespace) -> dict:
     async def follow() -> None:
         nonlocal cursor
         async for reason in feed.wakeups():
+            log.append((time.monotonic(), reason))
+            woken.append(reason)
             t0, t1, v0, v1, delta = await asyncio.to_thread(read, cursor)
             log.append((t0, f"read ({reason}) data_version {v0}->{v1}: events {[e.id for e in delta.events]}"))
             for e in delta.events:
@@ -111,7 +121,6 @@ async def trace(a: argparse.Namespace) -> dict:
     finally:
         await writer.close()
         follower.cancel()
-    log.extend(feed.trace)
     log.sort()
     rows = []
     for n, (eid, _key, done) in enumerate(commits):
@@ -130,7 +139,7 @@ async def trace(a: argparse.Namespace) -> dict:
                     print(f"    {1000 * (t - done):+10.2f} ms  {what}")
     missed = sum(1 for r in rows if not r["on_its_own_wakeup"])
     lat = sorted(r["read_after_ms"] for r in rows if r["read_after_ms"] is not None)
-    summary = {"commits": len(rows), "missed_own_wakeup": missed, "wakeups": dict(Counter(what for _, what in feed.trace if what not in ("file", "check", "check moved"))),
+    summary = {"commits": len(rows), "missed_own_wakeup": missed, "wakeups": dict(Counter(woken)),
                "read_after_ms_max": lat[-1] if lat else None, "load1": os.getloadavg()[0]}
     print(summary)
     return summary

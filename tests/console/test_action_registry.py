@@ -101,7 +101,7 @@ def test_every_registered_action_is_complete(action: Registered) -> None:
 
 def test_the_registry_is_the_one_list_of_actions() -> None:
     names = [r.name for r in REGISTRY]
-    assert names == ["park", "resume", "narrow", "rewind", "abort", "resolve", "escalate", "compensated",
+    assert names == ["park", "resume", "narrow", "rewind", "abort", "resolve", "escalate", "compensated", "healthy",
                      "memory-confirm", "memory-reject"]
     assert len(set(names)) == len(names)
     assert set(DIALOGS) == set(names)  # no dialog registered for an action the store does not know

@@ -21,7 +21,7 @@ from console.screens import HandoffInboxScreen
 from console.screens.resolve import ResolveHandoffScreen
 from store import Ledger
 
-from conftest import make_app, settle, wait_for
+from tests.support.console_app import make_app, settle, wait_for
 from tests.support.asks import MCP_PARTS, mcp_options
 from tests.support.console_probes import AlertLog
 from tests.support.waiting import Deadline

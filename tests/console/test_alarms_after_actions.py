@@ -12,7 +12,7 @@ import pytest
 from store import Ledger, ManualClock, NodeSpec
 from store.reading.cli_json import status_json
 
-from tests.console.conftest import NOW, T0, graph_loaded, make_app, settle, wait_for
+from tests.support.console_app import NOW, T0, graph_loaded, make_app, settle, wait_for
 
 
 def build(path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import NOW, make_app, settle, wait_for
+from tests.support.console_app import NOW, make_app, settle, wait_for
 from console.widgets import StatusBar
 from store import Ledger, ManualClock
 from tests.support.console_probes import AlertLog

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import NOW, make_app, settle, wait_for
+from tests.support.console_app import NOW, make_app, settle, wait_for
 from textual.screen import ModalScreen
 
 from console.widgets import StatusBar

@@ -20,7 +20,7 @@ from typing import Callable
 
 import pytest
 
-from conftest import build_ledger
+from tests.support.console_app import build_ledger
 from store import Ledger
 from tests.support.waiting import Deadline
 from tests.support.asks import ask

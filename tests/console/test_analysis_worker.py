@@ -27,7 +27,7 @@ from store.reading import signals
 from store.reading.analysis import TaskAnalysis
 from store.reading.cli_json import signal_json
 
-from tests.console.conftest import NOW, make_app, settle, wait_for
+from tests.support.console_app import NOW, make_app, settle, wait_for
 from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ from console.screens import (
 )
 from console.widgets import RowList
 
-from conftest import build_ledger, graph_loaded, make_app, settle, wait_for, graph_of
+from tests.support.console_app import build_ledger, graph_loaded, make_app, settle, wait_for, graph_of
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from store import Budget, Ledger, ManualClock, NodeSpec
 from store.reading.cli_json import empty_eta, graph_json, status_json
 
-from tests.console.conftest import NOW, T0, graph_loaded, make_app, settle, wait_for, graph_of
+from tests.support.console_app import NOW, T0, graph_loaded, make_app, settle, wait_for, graph_of
 from tests.support.asks import ask
 
 

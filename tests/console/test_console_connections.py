@@ -18,7 +18,7 @@ import pytest
 
 from console.dialogs.park import ParkDialog
 from tests.conftest import pg_admin
-from tests.console.conftest import graph_loaded, make_app, wait_for, workers_done
+from tests.support.console_app import graph_loaded, make_app, wait_for, workers_done
 from tests.support import fleet
 
 pytestmark = [pytest.mark.postgres]

@@ -13,7 +13,7 @@ from store.views import NodeRow, NodeView
 from console.model import GraphModel
 from store.views import GraphView
 
-from tests.console.conftest import T0
+from tests.support.console_app import T0
 
 
 def ledger_with(path, nodes: int = 300, running: int = 5) -> Ledger:

@@ -20,9 +20,9 @@ from console.glyphs import READ_ONLY_NOTICE
 from console.screens import NodeDetailScreen, TaskGraphScreen, TaskListScreen, TaskReportScreen
 from store import Budget, Ledger, ManualClock, NodeSpec
 
-from conftest import HOSTILE, NOW, T0, settle, workers_done, graph_of
-from conftest import make_app
-from conftest import wait_for
+from tests.support.console_app import HOSTILE, NOW, T0, settle, workers_done, graph_of
+from tests.support.console_app import make_app
+from tests.support.console_app import wait_for
 from tests.support.asks import ask
 
 EFFECT = "pr:repo/" + "fix\x1b[31m"

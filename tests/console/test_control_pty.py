@@ -21,7 +21,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import build_ledger
+from tests.support.console_app import build_ledger
 from store import Ledger, NodeSpec
 from tests.support import step_agent
 from tests.support.console_terminal import Terminal, console_argv, shows

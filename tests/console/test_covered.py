@@ -12,7 +12,7 @@ import re
 import pytest
 
 from store import Ledger, NodeSpec
-from tests.console.conftest import build_ledger, graph_loaded, make_app, settle, wait_for
+from tests.support.console_app import build_ledger, graph_loaded, make_app, settle, wait_for
 
 
 @pytest.mark.parametrize("commits", [1, 4, 9])

@@ -25,8 +25,8 @@ from console.demo import LIVE_TASKS, ROSTER, build_demo_ledger, ledger_is_quiet,
 from console.widgets import RowList
 from store import Ledger, ManualClock
 
-from conftest import settle, graph_of
-from conftest import wait_for as pilot_wait_for
+from tests.support.console_app import settle, graph_of
+from tests.support.console_app import wait_for as pilot_wait_for
 from tests.support.waiting import Deadline, stretch
 
 ROOT = Path(__file__).resolve().parents[2]

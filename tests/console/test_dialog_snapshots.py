@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, Select
 
-from conftest import NOW, make_app, settle, wait_for
+from tests.support.console_app import NOW, make_app, settle, wait_for
 from test_dialogs import add_scope_task
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))

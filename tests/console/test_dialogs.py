@@ -40,9 +40,9 @@ from console.screens import (
 )
 from store import Ledger, ManualClock
 
-from conftest import NOW, T0, settle, workers_done, graph_of
-from conftest import make_app as _make_app
-from conftest import wait_for as _wait_for
+from tests.support.console_app import NOW, T0, settle, workers_done, graph_of
+from tests.support.console_app import make_app as _make_app
+from tests.support.console_app import wait_for as _wait_for
 
 
 def make_app(*a: Any, **kw: Any):

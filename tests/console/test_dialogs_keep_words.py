@@ -24,7 +24,7 @@ from console.screens import HandoffInboxScreen, TaskGraphScreen, TaskListScreen
 from console.screens.resolve import ResolveHandoffScreen
 from store import Ledger, ManualClock
 
-from conftest import T0, build_ledger, make_app, settle, wait_for
+from tests.support.console_app import T0, build_ledger, make_app, settle, wait_for
 
 
 def select_task(app: Any, task_id: str) -> None:

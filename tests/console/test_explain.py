@@ -19,7 +19,7 @@ from store import Ledger, ManualClock
 from store.reading.cli_json import graph_json
 from store.views import EventView, ObservationView
 
-from conftest import make_app, settle, wait_for, graph_of
+from tests.support.console_app import make_app, settle, wait_for, graph_of
 from explain_ledger import LOOP, LOOPS, build_explain_ledger
 
 

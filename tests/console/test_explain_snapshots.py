@@ -10,7 +10,7 @@ import pytest
 
 from store import ManualClock
 
-from conftest import graph_loaded, make_app, settle, wait_for, graph_of
+from tests.support.console_app import graph_loaded, make_app, settle, wait_for, graph_of
 from explain_ledger import build_explain_ledger
 
 SIZES = [(100, 30), (80, 24)]

@@ -14,7 +14,7 @@ from console.model import GraphModel
 from console.screens import NodeDetailScreen, TaskGraphScreen
 from store.views import GraphView
 
-from tests.console.conftest import NOW, graph_loaded, graph_of, make_app, settle, wait_for
+from tests.support.console_app import NOW, graph_loaded, graph_of, make_app, settle, wait_for
 
 
 def _views(path: Any) -> tuple[Any, dict[str, Any]]:

@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 import pyte
 import pytest
 
-from conftest import build_ledger
+from tests.support.console_app import build_ledger
 from store import Ledger
 from tests.support import busy_agent
 from tests.support.console_terminal import Terminal, console_argv, shows

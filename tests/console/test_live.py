@@ -5,7 +5,7 @@ An agent process writes one change at a time and waits until the console's model
 writing the next, so nothing written later can carry an earlier commit along. On SQLite the
 writer's fsync is also delayed (strace), which makes each commit visible well after its last file
 event: the case a console woken by file events alone never saw until the next write. The
-assertion is on the path that delivered each change (``LedgerFollower.deliveries``), not on time.
+assertion is on the path that delivered each change (tests/support/follower_log.py), not on time.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import time
 import pytest
 
 from tests.support.commit_writer import Writer, strace_can_delay
+from tests.support.follower_log import FollowerLog
 
-from tests.console.conftest import build_ledger, graph_loaded, make_app, settle, wait_for, graph_of
+from tests.support.console_app import build_ledger, graph_loaded, make_app, settle, wait_for, graph_of
 
 FALLBACK_S = 600.0  # the poll cannot be what delivers anything within the test
 
@@ -30,7 +31,7 @@ def writes(seed: int) -> list[str]:
     return plan + ["commit"]
 
 
-async def follow_writes(pilot, target: str, plan: list[str], slow_fsync_ms: float = 0) -> list[str]:
+async def follow_writes(pilot, log: FollowerLog, target: str, plan: list[str], slow_fsync_ms: float = 0) -> list[str]:
     """Send each write, wait for the model to show it; returns the wake-up path of each."""
     app = pilot.app
     app.open_graph("report-001")
@@ -39,7 +40,7 @@ async def follow_writes(pilot, target: str, plan: list[str], slow_fsync_ms: floa
     paths = []
     try:
         for cmd in plan:
-            before = dict(app.follower.deliveries)
+            before = dict(log.deliveries)
             wrote = await writer.send(cmd)
             if wrote is None:
                 continue
@@ -58,7 +59,7 @@ async def follow_writes(pilot, target: str, plan: list[str], slow_fsync_ms: floa
                 assert node.status == "running"
             elif cmd == "commit":
                 assert node.status == "succeeded"
-            new = {k: v - before.get(k, 0) for k, v in app.follower.deliveries.items() if v != before.get(k, 0)}
+            new = {k: v - before.get(k, 0) for k, v in log.deliveries.items() if v != before.get(k, 0)}
             paths.extend(new)
     finally:
         await writer.close()
@@ -80,30 +81,30 @@ async def test_each_commit_reaches_the_model_without_the_poll(tmp_path, inotify,
     path = build_ledger(tmp_path / "ledger.db")
     app = make_app(path, fallback_poll_s=FALLBACK_S)
     app.feed.use_inotify = inotify
-    app.feed.trace = []  # every file event, probe check and wake-up, with its reason
+    log = FollowerLog(app)  # every wake-up, and which led to each read
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         t0 = time.monotonic()
-        paths = await follow_writes(pilot, str(path), writes(slow_ms + inotify), slow_fsync_ms=slow_ms)
+        paths = await follow_writes(pilot, log, str(path), writes(slow_ms + inotify), slow_fsync_ms=slow_ms)
         assert time.monotonic() - t0 < FALLBACK_S
         assert paths and set(paths) <= {"change", "settle"}, paths
         if slow_ms:
             assert "settle" in paths  # visible only after its last file event: a follow-up found it
-        assert not [what for _, what in app.feed.trace if what == "poll"]
-        assert app.follower.deliveries["poll"] == 0 and app.follower.deliveries["other"] == 0
+        assert "poll" not in log.wakeups
+        assert log.deliveries["poll"] == 0 and log.deliveries["other"] == 0
 
 
 async def test_each_commit_reaches_the_model_on_postgresql(pg_target):
     url = pg_target()
     build_ledger(url)
     app = make_app(url, fallback_poll_s=FALLBACK_S)
-    app.feed.trace = []  # every wake-up, with its reason
+    log = FollowerLog(app)  # every wake-up, and which led to each read
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        paths = await follow_writes(pilot, url, writes(3))
+        paths = await follow_writes(pilot, log, url, writes(3))
         assert paths and set(paths) == {"change"}, paths  # a NOTIFY comes after the commit is visible
-        assert not [what for _, what in app.feed.trace if what == "poll"]
-        assert app.follower.deliveries["poll"] == 0 and app.follower.deliveries["other"] == 0
+        assert "poll" not in log.wakeups
+        assert log.deliveries["poll"] == 0 and log.deliveries["other"] == 0
 
 
 @pytest.mark.parametrize("nodes", [400, 3000])

@@ -17,7 +17,7 @@ import pytest
 import console.app as console_app
 from console.app import LIVE_APPLY_S
 from store import Ledger, NodeSpec
-from tests.console.conftest import build_ledger, make_app, settle, wait_for
+from tests.support.console_app import build_ledger, make_app, settle, wait_for
 
 
 def _calls(monkeypatch, obj, name: str, stamp) -> list[float]:

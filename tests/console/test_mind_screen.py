@@ -15,7 +15,7 @@ from console.glyphs import READ_ONLY_NOTICE
 from console.screens import MemoryInboxScreen, MindScreen, NodeDetailScreen, TaskGraphScreen, TaskListScreen
 from store import Ledger, ManualClock, NodeSpec
 
-from conftest import HOSTILE, T0, graph_loaded, make_app, settle, wait_for, workers_done
+from tests.support.console_app import HOSTILE, T0, graph_loaded, make_app, settle, wait_for, workers_done
 
 LONG = 10**7
 

@@ -10,7 +10,7 @@ import pytest
 
 from console.glyphs import use_ascii
 
-from conftest import graph_loaded, make_app, settle, wait_for
+from tests.support.console_app import graph_loaded, make_app, settle, wait_for
 from test_mind_screen import build
 
 SIZES = [(100, 30), (80, 24)]

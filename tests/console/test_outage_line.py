@@ -16,7 +16,7 @@ import pytest
 
 from console.widgets.statusbar import RECONNECTED_SHOWN_S
 from store import Ledger
-from conftest import make_app, wait_for
+from tests.support.console_app import make_app, wait_for
 from tests.support.tcpproxy import TcpProxy
 from tests.support.waiting import stretch
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
-from conftest import build_ledger
+from tests.support.console_app import build_ledger
 from console import glyphs
 from console.glyphs import MARKS, NODE_GLYPHS, TASK_GLYPHS, use_ascii
 from console.plainterm import ASCII_FONT, LINUX_FONT, NEAREST, FontFilter, font_of, substitute

@@ -10,7 +10,7 @@ import pytest
 
 from console.cli import main as warden
 from store import Ledger, ManualClock
-from tests.console.conftest import NOW, T0, build_ledger, make_app, settle, wait_for
+from tests.support.console_app import NOW, T0, build_ledger, make_app, settle, wait_for
 
 pytestmark = [pytest.mark.postgres]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.support.console_probes import ConsoleProbes
 
-from tests.console.conftest import graph_loaded, make_app, settle, wait_for
+from tests.support.console_app import graph_loaded, make_app, settle, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,9 +17,9 @@ from console.screens import NodeDetailScreen, RunsScreen
 from console.screens.recovery import RecoveryWizardScreen
 from store.recovery import verify_record
 
-from conftest import settle, workers_done
-from conftest import make_app as _make_app
-from conftest import wait_for as _wait_for
+from tests.support.console_app import settle, workers_done
+from tests.support.console_app import make_app as _make_app
+from tests.support.console_app import wait_for as _wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 import runfactory as rf  # noqa: E402

@@ -15,9 +15,9 @@ from console.screens.advice import AdviceDialog
 from console.screens.resolve import ResolveHandoffScreen
 from store import Ledger, ManualClock
 
-from conftest import HOSTILE, NOW, T0, settle, workers_done
-from conftest import make_app as _make_app
-from conftest import wait_for as _wait_for
+from tests.support.console_app import HOSTILE, NOW, T0, settle, workers_done
+from tests.support.console_app import make_app as _make_app
+from tests.support.console_app import wait_for as _wait_for
 from tests.support.asks import ask
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import T0, build_ledger, make_app, settle, wait_for
+from tests.support.console_app import T0, build_ledger, make_app, settle, wait_for
 from store import Ledger, ManualClock
 from tests.support.asks import ask
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rich.cells import cell_len
 
-from conftest import NOW, make_app, settle, wait_for
+from tests.support.console_app import NOW, make_app, settle, wait_for
 from console import glyphs
 from console.cli import main as warden
 from console.cli.entry import parse

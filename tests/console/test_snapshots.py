@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import make_app, settle, wait_for, graph_of
+from tests.support.console_app import make_app, settle, wait_for, graph_of
 
 SIZES = [(100, 30), (80, 24)]
 

@@ -22,7 +22,7 @@ from store import Ledger, ManualClock
 from store.errors import WardenError
 from store.reading.tally import current
 from store.storage.events import names_nodes
-from tests.console.conftest import make_app, settle, wait_for
+from tests.support.console_app import make_app, settle, wait_for
 from tests.store.test_tally import T0, Fleet, without_time
 from tests.support.tally_reads import TallyReads
 

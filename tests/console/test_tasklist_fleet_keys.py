@@ -15,7 +15,7 @@ from console.screens import TaskGraphScreen, TaskListScreen
 from store import Ledger
 from tests.support import fleet
 
-from conftest import make_app, settle, wait_for
+from tests.support.console_app import make_app, settle, wait_for
 from tests.support.asks import ask
 
 TASKS = 5000

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import build_ledger
+from tests.support.console_app import build_ledger
 from tests.support.waiting import Deadline
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from console.text import safe, safe_line
 
-from conftest import HOSTILE
+from tests.support.console_app import HOSTILE
 
 
 def test_controls_become_visible_escapes():

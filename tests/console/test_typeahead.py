@@ -20,7 +20,7 @@ from console.dialogs import ParkDialog, RewindDialog
 from console.screens import TaskGraphScreen
 from store import Ledger, ManualClock
 
-from conftest import NOW, graph_loaded, make_app, settle, wait_for, workers_done
+from tests.support.console_app import NOW, graph_loaded, make_app, settle, wait_for, workers_done
 
 TYPED = "jk loop: he quit ever"  # j/k move lists, e/h/q open screens or quit: none of that may happen
 

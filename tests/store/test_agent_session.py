@@ -159,7 +159,9 @@ def test_a_lease_that_ran_out_unclaimed_is_taken_back_and_the_agent_goes_on(ledg
     clock.advance(31)  # past the lease, on the ledger's clock
     got = s.heartbeat(progress=0.5, observation="still at it")
     assert got["status"] == "ok", got
-    assert ledger.node("t", "main").claim_count == claims + 1
+    n = ledger.node("t", "main")  # a renewal: the same attempt, no claim spent (max_claims)
+    assert (n.claim_count, n.attempt) == (claims, 1)
+    assert [e.payload["lapsed_s"] for e in ledger.events(task_id="t") if "lapsed_s" in e.payload] == [1.0]
     assert s.commit({"summary": "done"})["status"] == "committed"
 
 

@@ -226,13 +226,19 @@ def test_a_lease_that_ran_out_unclaimed_is_taken_back_and_the_command_goes_on(tm
             wait_for(lambda: (workdir / "pid").exists() and node(ledger).status == "running", 30, "the command")
             first = node(ledger).claim_count
             jump[0] = 60.0  # past the 1.5 s lease: the next heartbeat finds it expired
-            wait_for(lambda: node(ledger).claim_count > first, 30, "the node taken back")
+            wait_for(lambda: taken_back(ledger), 30, "the node taken back")
         finally:
             (workdir / "finish").touch()  # the command ends whatever happened (the thread with it)
             t.join(60)
     assert outcome["o"].status == "committed", outcome["o"]
     n = node(ledger)
     assert n.status == "succeeded" and n.output["last_lines"][-1] == "done"
+    assert (n.claim_count, n.attempt) == (first, 1)  # a renewal, not a new attempt: no claim spent
+
+
+def taken_back(ledger: str) -> bool:
+    with Ledger.open(ledger) as led:
+        return any("lapsed_s" in e.payload for e in led.events(task_id="t"))
 
 
 def test_steer_says_an_expired_lease_is_lost_even_while_the_node_is_still_ours_on_paper(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -210,6 +211,8 @@ STEP_COLUMNS[4].setdefault("task", []).append("density_limit")  # seed rules
 STEP_COLUMNS[5] = {"memory": ["source"],  # schema 5's parts (SCHEMA_5_PARTS): "quotas and people",
                   "event": ["observation_id"]}  # "one observation"
 STEP_TABLES = {2: ["write_request"], 3: [], 4: [], 5: ["quota", "node_quota", "quota_draw", "confirm_kind"]}
+STEP_COLUMNS[5]["node"] = ["healthy_at"]  # part "kind norms"
+STEP_TABLES[5].append("kind_norm")
 STEP_TABLES[4] += ["requirement", "conclusion", "plan_version", "memory"]  # part "mind"
 
 
@@ -283,3 +286,30 @@ def test_migrate_takes_every_older_schema_to_the_current_one_with_every_column(l
         led.apply(led.plan_park("t", reason="hold", wake_on=["node:a"]), operator="op")
         t = led.task("t")
         assert t.status == "parked" and t.paused_since == pytest.approx(clock())
+
+
+def test_a_ledger_of_the_previous_release_learns_kind_norms_after_migrate(ledger_path, clock, capsys):
+    """Schema 4 (the last release's): migrated, its nodes' kinds learn their normal and an alarm can be
+    marked healthy (part "kind norms": the ``kind_norm`` table, ``node.healthy_at``)."""
+    with Ledger.open(ledger_path, clock=clock) as led:
+        led.create_task("t")
+        led.add_nodes("t", [NodeSpec("a", "watch"), NodeSpec("b", "watch")])
+    _downgrade(ledger_path, 4)
+    assert "kind_norm" not in _shape(ledger_path) and "healthy_at" not in _shape(ledger_path)["node"]
+    assert warden(["migrate", "--ledger", ledger_path]) == 0
+    capsys.readouterr()
+    with Ledger.open(ledger_path, clock=clock) as led:
+        c = led.claim("t", "w", lease_s=60, key="a")
+        for i in range(3):
+            clock.advance(5)
+            led.heartbeat(c, action=f"poll {i}", result=f"state {i}")
+        led.commit(c, output=1)
+        c = led.claim("t", "w", lease_s=60, key="b")
+        for _ in range(4):
+            clock.advance(5)
+            p = led.heartbeat(c, action="poll", result="queued")
+        assert p.stall == "repeating"
+        led.apply(led.plan("healthy", {"task_id": "t", "node": "b", "reason": "polls by design"}), operator="op")
+        assert led.node("t", "b").healthy_at == clock()
+    assert warden(["status", "--json", "--ledger", ledger_path]) == 0
+    assert json.loads(capsys.readouterr().out)["marked_healthy"] == [{"kind": "watch", "marked": 1, "finished": 1}]

@@ -171,6 +171,41 @@ def _mixtures(*, three: bool = False, history: tuple[int, int] = (60, 400), rati
     return make
 
 
+def speed(factor: float, *, sigmas: tuple[float, ...] = (0.3, 0.5, 0.7, 1.0),
+          history: tuple[int, int] = (30, 300)) -> Maker:
+    """Tasks that run ``factor`` times as long as their kind's history (1: like it; 0.5: twice as
+    fast), everything else drawn afresh per trial: a log-normal kind of σ from ``sigmas`` and a
+    median of 5-300 s, a history of ``history`` runs, 20-60 nodes as a chain or layered on 1-3
+    workers, one or two kinds (the task's speed applies to both), ``est_wall_s`` on half the
+    trials (the kind's median × an error of σ 0.5)."""
+
+    def make(rng: random.Random, t: int) -> Trial:
+        sigma = rng.choice(sigmas)
+        kinds = rng.choice((1, 1, 2))
+        names = [f"s{j}-{t}" for j in range(kinds)]
+        medians = [math.exp(rng.uniform(math.log(5), math.log(300))) for _ in range(kinds)]
+        hist = [(names[j], rng.lognormvariate(math.log(medians[j]), sigma))
+                for j in range(kinds) for _ in range(rng.randint(*history))]
+        rng.shuffle(hist)
+        n = rng.randint(20, 60)
+        w = rng.randint(1, 3)
+        dd = chain(n) if w == 1 or rng.random() < 0.5 else layered(rng, n, w)
+        est = rng.random() < 0.5
+        errs = [math.exp(rng.gauss(0, 0.5)) for _ in range(kinds)]
+
+        def duration(r: random.Random, i: int) -> float:
+            return r.lognormvariate(math.log(medians[i % kinds] * factor), sigma)
+
+        nodes = [(f"n{i}", names[i % kinds], dd[i], round(medians[i % kinds] * errs[i % kinds], 3) if est else None,
+                  duration(rng, i)) for i in range(n)]
+        return Trial(nodes, w, hist, lambda r: [duration(r, i) for i in range(n)])
+
+    return make
+
+
+SPEEDS = {"like its history": 1.0, "2× slower": 2.0, "3× slower": 3.0, "4× slower": 4.0, "2× faster": 0.5}
+
+
 WORKLOADS: dict[str, Maker] = {
     # rich history
     "lognormal σ0.3": _simple(lognormal(60, 0.3)),

@@ -16,7 +16,7 @@ that moment — so a load that comes and goes during the wait stretches exactly 
 Where a bound is the point of a test (a latency the product promises), scale it with
 :func:`stretch` or compare with a baseline measured in the same test, and say so there.
 
-The console's pilot tests wait with ``tests.console.conftest.wait_for`` (it pumps the app), which
+The console's pilot tests wait with ``tests.support.console_app.wait_for`` (it pumps the app), which
 uses :class:`Deadline` too.
 """
 

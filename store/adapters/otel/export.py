@@ -34,6 +34,7 @@ from store.reading.feed import Feed, passes
 from store.storage.db import parse_target
 from store.text import safe_line
 
+from .paths import kept_beside
 from .spans import PENDING_PARENT, SPAN_TYPE, Mapper, SpanRecord, TaskInfo
 
 READ_BATCH = 1000
@@ -230,12 +231,7 @@ class ExportFailed(WardenError):
 # ---------------------------------------------------------------------- --follow: the cursor kept
 def state_path(target: str, env: dict[str, str] | None = None) -> Path:
     """Beside a SQLite ledger; under the user's state directory for a PostgreSQL one."""
-    t = parse_target(target)
-    if t.backend == "sqlite" and t.path:
-        return Path(t.path + ".otel.json")
-    e = dict(os.environ) if env is None else env
-    base = Path(e.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    return base / "warden" / f"otel-{hashlib.sha256(t.display.encode()).hexdigest()[:12]}.json"
+    return kept_beside(target, "otel.json", env)
 
 
 class StateFile:

@@ -28,7 +28,6 @@ import json
 import re
 import threading
 import zlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from email.message import Message
@@ -38,7 +37,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from store.errors import WardenError
+from store.adapters.otel.intake_state import IntakeState
+from store.errors import LeaseLost, WardenError
 from store.jsontypes import JsonObject, JsonValue
 from store.facade import Ledger
 from store.views import Claim
@@ -48,7 +48,6 @@ MAX_INFLATED = 16 * 1024 * 1024
 MAX_TEXT = 2000
 LEASE_S = 6 * 3600.0  # spans come when work ends: a long step is silence, not a lost lease
 WORKER = "otel"
-SEEN = 100_000  # span ids remembered against a batch sent twice
 
 _AGENT = {"invoke_agent", "create_agent"}
 _TOOL = {"execute_tool"}
@@ -168,13 +167,15 @@ def tool_action(s: Span) -> tuple[str, str | None]:
 
 
 class Intake:
-    """Spans → ledger writes, one request at a time (``take`` holds a lock)."""
+    """Spans → ledger writes, one request at a time (``take`` holds a lock). Its claims, span owners
+    and spans written are kept in ``state`` (store/adapters/otel/intake_state.py): given a file, a
+    restarted receiver goes on with the same nodes."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, state: IntakeState | None = None) -> None:
         self.ledger = ledger
-        self.claims: dict[tuple[str, str], Claim] = {}
-        self.agent_of: dict[str, tuple[str, str]] = {}  # span id → (task, the agent node it belongs to)
-        self.seen: OrderedDict[tuple[str, str, bool], None] = OrderedDict()
+        self.state = state if state is not None else IntakeState()
+        self.claims = self.state.claims  # (task, node) → the claim the receiver writes through
+        self.agent_of = self.state.owners  # span id → (task, the agent node it belongs to)
         self.lock = threading.Lock()
 
     def take(self, spans: list[Span]) -> int:
@@ -194,24 +195,26 @@ class Intake:
                 return d
 
             done = {id(s) for s in ended}
-            for s in sorted((s for s in spans if id(s) not in done), key=depth):
-                self._one(s)
-            for s in ended:
-                self._agent(self._task(s), s.span_id, s, ended=True)
-            self._taken(spans)
+            try:
+                for s in sorted((s for s in spans if id(s) not in done), key=depth):
+                    self._one(s)
+                    self._taken(s)
+                for s in ended:
+                    self._agent(self._task(s), s.span_id, s, ended=True)
+                    self._taken(s)
+            finally:
+                self.state.sync()
             return len(spans)
 
     def _new(self, spans: list[Span]) -> list[Span]:
         """Spans not taken before: an exporter sends a batch again when our answer was lost, and a
-        tool call seen twice would read as the agent repeating itself (the last SEEN spans kept)."""
-        return [s for s in spans if (s.trace_id, s.span_id, _pending(s)) not in self.seen]
+        tool call seen twice would read as the agent repeating itself (the last ``intake_state.SEEN`` spans kept)."""
+        return [s for s in spans if (s.trace_id, s.span_id, _pending(s)) not in self.state.seen]
 
-    def _taken(self, spans: list[Span]) -> None:
-        """Remembered once written: a request the ledger refused is taken whole when it comes again."""
-        for s in spans:
-            self.seen[(s.trace_id, s.span_id, _pending(s))] = None
-        while len(self.seen) > SEEN:
-            self.seen.popitem(last=False)
+    def _taken(self, s: Span) -> None:
+        """Remembered once its writes are done, span by span: a request the ledger refused half-way
+        is taken from where it stopped when it comes again."""
+        self.state.taken((s.trace_id, s.span_id, _pending(s)))
 
     def _task(self, s: Span) -> str:
         task = f"otel-{s.trace_id[:16]}"  # 64 of the trace id's random bits: unique enough, and it fits a line
@@ -227,7 +230,7 @@ class Intake:
         self.ledger.add_node(task, key, kind=kind, title=title)
         c = self.ledger.claim(task, WORKER, LEASE_S, key=key)
         if c is not None:
-            self.claims[(task, key)] = c
+            self.state.claimed((task, key), c)
         return c
 
     def _one(self, s: Span) -> None:
@@ -242,7 +245,7 @@ class Intake:
             # its agent's span has not come yet (it comes when the agent ends): start its node now
             owner = self._agent(task, s.parent_id, None, ended=False)
         if owner is not None:
-            self.agent_of[s.span_id] = owner  # what runs under it belongs to it too
+            self.state.own(s.span_id, owner)  # what runs under it belongs to it too
         if op in _TOOL:
             action, result = tool_action(s)
             if owner is not None:
@@ -257,7 +260,7 @@ class Intake:
         key = f"agent-{span_id[:16]}"
         title = _text(s.attrs.get("gen_ai.agent.name") or s.name) if s is not None else ""
         claim = self._node(task, key, "agent", title)
-        self.agent_of[span_id] = (task, key)
+        self.state.own(span_id, (task, key))
         if ended and claim is not None and s is not None:
             tokens = _tokens(s.attrs)
             try:
@@ -267,16 +270,21 @@ class Intake:
                     out = s.attrs.get("output.value")
                     self.ledger.commit(claim, output={"agent": title, **({"output": _text(out)} if out else {})},
                                        tokens=tokens, summary=f"{title} ended")
+            except LeaseLost:
+                pass  # ended already (a receiver killed before it noted the end), or taken from us
             finally:
-                self.claims.pop((task, key), None)
+                self.state.ended((task, key))
         return task, key
 
     def _observe(self, owner: tuple[str, str], action: str, result: str | None, tokens: int, error: str | None) -> None:
         claim = self.claims.get(owner)
         if claim is None:
             return  # its agent has ended (or is not ours to write): nothing to add to
-        self.ledger.heartbeat(claim, action=action, result=result if error is None else _text(f"error: {error}"),
-                              tokens=tokens)
+        try:
+            self.ledger.heartbeat(claim, action=action, result=result if error is None else _text(f"error: {error}"),
+                                  tokens=tokens)
+        except LeaseLost:  # the node ended meanwhile (an operator, or an end noted by no receiver)
+            self.state.ended(owner)
 
     def _alone(self, task: str, s: Span, action: str, result: str | None) -> None:
         key = _KEY.sub("-", f"tool-{s.attrs.get('gen_ai.tool.name') or s.name}")[:40] + f"-{s.span_id[:16]}"
@@ -284,11 +292,15 @@ class Intake:
         if claim is None:
             return
         self.ledger.heartbeat(claim, action=action, result=result, tokens=_tokens(s.attrs))
-        if s.error is not None:
-            self.ledger.fail(claim, error=_text(s.error), retryable=False)
-        else:
-            self.ledger.commit(claim, output=result)
-        self.claims.pop((task, key), None)
+        try:
+            if s.error is not None:
+                self.ledger.fail(claim, error=_text(s.error), retryable=False)
+            else:
+                self.ledger.commit(claim, output=result)
+        except LeaseLost:
+            pass  # ended already, or taken from us: nothing more to write
+        finally:
+            self.state.ended((task, key))
 
 
 # ---------------------------------------------------------------------- the HTTP side

@@ -84,14 +84,20 @@ class BlindReport:
         return "\n".join([head] + [f.row() for f in self.figures])
 
 
-def families(only: tuple[str, ...] = ()) -> list[tuple[str, bool, Family]]:
-    fams = [(n, False, f) for n, f in HEALTHY.items()] + [(n, True, f) for n, f in LOOPS.items()]
+Corpus = tuple[dict[str, Family], dict[str, Family]]  # (healthy families, loop families)
+
+
+def families(only: tuple[str, ...] = (), corpus: Corpus | None = None) -> list[tuple[str, bool, Family]]:
+    healthy, loops = corpus or (HEALTHY, LOOPS)
+    fams = [(n, False, f) for n, f in healthy.items()] + [(n, True, f) for n, f in loops.items()]
     return [x for x in fams if not only or x[0] in only]
 
 
 def run_blind(path: str, *, trials: int, seed: int, forms: tuple[str, ...] = FORMS,
-              only: tuple[str, ...] = ()) -> BlindReport:
-    """``trials`` of every family (``only``: these names) in each of ``forms`` on a fresh ledger at ``path``."""
+              only: tuple[str, ...] = (), corpus: Corpus | None = None) -> BlindReport:
+    """``trials`` of every family (``only``: these names) in each of ``forms`` on a fresh ledger at ``path``.
+
+    ``corpus``: another corpus's (healthy, loop) registries; this one's by default."""
     if os.path.exists(path):
         raise FileExistsError(path)
     bad = set(forms) - set(FORMS)
@@ -103,7 +109,7 @@ def run_blind(path: str, *, trials: int, seed: int, forms: tuple[str, ...] = FOR
     n = 0
     with Ledger.open(path, clock=clock) as ledger:
         ledger.db.execute_sql("PRAGMA synchronous=OFF")  # a throw-away ledger
-        for name, loop, make in families(only):
+        for name, loop, make in families(only, corpus):
             for form in forms:
                 fig = FamilyFigures(name, loop, form)
                 for i in range(trials):
@@ -115,7 +121,7 @@ def run_blind(path: str, *, trials: int, seed: int, forms: tuple[str, ...] = FOR
     return BlindReport(figures, time.perf_counter() - t0, time.process_time() - c0)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, corpus: Corpus | None = None) -> int:
     ap = argparse.ArgumentParser(description="run the blind corpus through the stall signals")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
@@ -124,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as d:
         rep = run_blind(os.path.join(d, "blind.db"), trials=a.trials, seed=a.seed, forms=tuple(a.forms.split(",")),
-                        only=tuple(x for x in a.only.split(",") if x))
+                        only=tuple(x for x in a.only.split(",") if x), corpus=corpus)
     print(rep.table())
     print(f"\n{rep.trials} trials in {rep.seconds:.1f} s wall, {rep.cpu_seconds:.1f} s CPU "
           f"({rep.per_trial_ms():.0f} ms wall, {rep.per_trial_ms(cpu=True):.0f} ms CPU per trial)")
