@@ -114,6 +114,7 @@ def test_a_kind_learns_its_normal_from_finished_nodes(ledger, clock):
     (sig,) = loops(ledger, task="next")
     assert sig.kind == "no_new_info" and "healthy crawl nodes of w1 go at most 5 observations without news" in \
         sig.evidence and f"{MIN_NODES} finished)" in sig.evidence, sig.evidence
+    assert "; this node: 8 without news" in sig.evidence, sig.evidence  # how far it is from its kind's normal
     # without that history the same stretch alarms at the defaults (another kind, nothing finished)
     c = start(ledger, task="fresh", kind="crawl_new")
     ledger.heartbeat(c, action="fetch /index", result="found 40 links")
