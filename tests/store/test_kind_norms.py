@@ -14,28 +14,7 @@ from console.cli import main as warden
 from store import NodeSpec
 from store.errors import Refused, StaleRevision
 from store.judges.norms import MIN_NODES
-from store.reading import signals as S
-
-
-def loops(ledger, task="t", node="a"):
-    return [s for s in S.signals_for_graph(ledger, ledger.graph(task)) if s.node == node
-            and s.kind in ("no_new_info", "repeating")]
-
-
-def agrees(ledger, p, task="t", node="a"):
-    """The heartbeat's answer is the operator's loop signal at that moment: the same kind, the same evidence."""
-    found = {s.kind: s.evidence for s in loops(ledger, task, node)}
-    if p.stall is None:
-        assert found == {}, found
-    else:
-        assert found.get(p.stall) == p.stall_evidence and (p.stall == "repeating" or "repeating" not in found), found
-    return p
-
-
-def start(ledger, task="t", kind="agent_step", worker="w1"):
-    ledger.create_task(task)
-    ledger.add_nodes(task, [NodeSpec("a", kind)])
-    return ledger.claim(task, worker, lease_s=300)
+from tests.support.loop_alarms import agrees, loops, start
 
 
 # ---------------------------------------------------------------------- the operator teaches
@@ -114,6 +93,7 @@ def test_a_kind_learns_its_normal_from_finished_nodes(ledger, clock):
     (sig,) = loops(ledger, task="next")
     assert sig.kind == "no_new_info" and "healthy crawl nodes of w1 go at most 5 observations without news" in \
         sig.evidence and f"{MIN_NODES} finished)" in sig.evidence, sig.evidence
+    assert "; this node: 8 without news" in sig.evidence, sig.evidence  # how far it is from its kind's normal
     # without that history the same stretch alarms at the defaults (another kind, nothing finished)
     c = start(ledger, task="fresh", kind="crawl_new")
     ledger.heartbeat(c, action="fetch /index", result="found 40 links")
