@@ -317,7 +317,8 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
     def _tick(self) -> None:
         """Once a second: time-based figures (lease countdowns, ages) on the screen on top only."""
         screen = self.screen_stack[-1] if self.screen_stack else None
-        if isinstance(screen, WardenScreen) and self.loaded and self.is_running and screen.is_mounted:
+        loaded = self.loaded or any(s.loaded for s in self.sides)  # (several ledgers: the first may be down)
+        if isinstance(screen, WardenScreen) and loaded and self.is_running and screen.is_mounted:
             screen.tick()
         self.later(1.0, self._tick)  # re-armed after the work, so ticks never pile up
 
