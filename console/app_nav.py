@@ -42,14 +42,18 @@ class Navigation(_AppBase):
             return
         self.push_screen(factory())
 
+    def alerts_here(self) -> "AlertDesk":
+        """The alerts of the ledger the screen on top shows (the app's one ledger's)."""
+        return self.alerts
+
     def open_graph(self, task_id: str) -> None:
         """The task's graph (the screen loads it and follows it: console/screens/graph.py)."""
-        self.alerts.seen(task_id)
+        self.alerts_here().seen(task_id)
         self.push_screen(TaskGraphScreen(task_id))
 
     def open_node(self, task_id: str, key: str) -> None:
         """One node's detail (the screen watches it: console/screens/node.py)."""
-        self.alerts.seen(task_id, key)
+        self.alerts_here().seen(task_id, key)
         self.push_screen(NodeDetailScreen(task_id, key))
 
     def shown_node(self, task_id: str, key: str) -> GraphRow | None:
@@ -69,12 +73,15 @@ class Navigation(_AppBase):
         self._push_once(EventLogScreen, EventLogScreen)
 
     def action_handoffs(self) -> None:
-        self.alerts.seen_handoffs()
+        self.alerts_here().seen_handoffs()
         self._push_once(HandoffInboxScreen, HandoffInboxScreen)
 
     def action_alerts_seen(self) -> None:
         n = self.alerts.open_count
         self.alerts.seen_all()
+        for side in getattr(self, "sides", ()):  # several ledgers: every one's
+            n += side.alerts.open_count
+            side.alerts.seen_all()
         self.notify(safe_line(f"{n} alert{'' if n == 1 else 's'} marked seen"), timeout=3, markup=False)
 
     def action_runs(self) -> None:

@@ -38,7 +38,14 @@ class WardenCommands(Provider):
         out: list[tuple[str, Callable[[], object], str]] = []
         for name, command, help_text in COMMANDS:
             out.append((name, partial(self.app.run_action, action_string(command)), help_text))
-        for row in host.tasks_model.rows[:500]:
+        several = getattr(self.app, "several", False)
+        if several:  # k9s's :ctx — every open ledger, or one (console/screens/all_tasks.py)
+            show = getattr(self.app, "show_ledger")
+            out.append(("Ledger: all", partial(show, None), "every open ledger's tasks in one list (l)"))
+            for side in getattr(self.app, "every_side")():
+                name = safe_line(side.ledger_name)
+                out.append((f"Ledger: {name}", partial(show, side.ledger_name), f"only {name}'s tasks (l)"))
+        for row in ([] if several else host.tasks_model.rows[:500]):
             tid = row.view.task_id
             out.append((f"Open task {safe_line(tid)}", partial(host.open_graph, tid),
                         safe_line(row.view.title, limit=80) or "task graph"))

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from .analysis_runs import AnalysisRuns
     from .event_log import EventLogModel
+    from .follow import LedgerFollower
     from .hub import FeedHub
     from .tasklist import TaskListModel
 
@@ -35,6 +36,7 @@ class ConsoleHost(Protocol):
     runs_dir: str
     project: str | None
     records: str | None
+    follower: "LedgerFollower"  # the journal cursor and the pending delta (console/follow.py)
     hub: "FeedHub"  # the shared models and the signals a screen subscribes to (console/hub.py)
     analysis: "AnalysisRuns"  # when estimates and signals are computed (a graph screen tells it of its pages)
 
@@ -70,8 +72,11 @@ class ConsoleHost(Protocol):
 
 
 def host_of(node: "DOMNode") -> ConsoleHost:
-    """``node.app`` as the console's app."""
-    return cast(ConsoleHost, node.app)
+    """``node.app`` as the console's app — as the screen ``node`` is on sees it: with several
+    ledgers open, the app with the ledger of that screen (``console.sides``)."""
+    app = node.app
+    host_for = getattr(app, "host_for", None)
+    return cast(ConsoleHost, app if host_for is None else host_for(node))
 
 
 __all__ = ["ConsoleHost", "host_of"]

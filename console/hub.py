@@ -163,6 +163,10 @@ class FeedHub:
         (``console.analysis_runs``) until it is forgotten."""
         self._shown.append(owner)
 
+    def unshow(self, owner: OnScreen) -> None:
+        """``owner`` (registered with :meth:`show`, not a screen itself) shows nothing any more."""
+        self._shown = [s for s in self._shown if s is not owner]
+
     def shown(self) -> list[OnScreen]:
         """What the screens registered with :meth:`show` show, oldest first."""
         return list(self._shown)

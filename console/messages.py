@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from textual.message import Message
 
@@ -14,19 +14,25 @@ if TYPE_CHECKING:
 
 
 class LedgerChanged(Message):
-    """New data is waiting in the app's pending delta. Carries nothing itself, so a queue of
-    these coalesces into one (``can_replace``) without losing any change."""
+    """New data is waiting in the app's pending delta. Carries nothing itself but which ledger's
+    (``side``: None for the app's first ledger, else its ``console.sides.LedgerSide``), so a queue
+    of these coalesces into one per ledger (``can_replace``) without losing any change."""
+
+    def __init__(self, side: object = None) -> None:
+        super().__init__()
+        self.side = side
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, LedgerChanged)
+        return isinstance(message, LedgerChanged) and message.side is self.side
 
 
 class LedgerStatus(Message):
     """A read outside the feed worker (a screen's own) found the ledger unavailable (``error``)."""
 
-    def __init__(self, error: str | None) -> None:
+    def __init__(self, error: str | None, follower: object = None) -> None:
         super().__init__()
         self.error = error
+        self.follower = follower  # the reading ledger's follower (None: the app's first ledger)
 
 
 class AnalysisReady(Message):
@@ -42,6 +48,7 @@ class AnalysisReady(Message):
         self.graph = graph
         self.parts = parts
         self.kind = kind  # the run's kind (console/analysis_runs.py): full, graph, signals or nodes
+        self.side: Any = None  # a further ledger's run (console/sides.py); None: the app's first ledger
 
 
 class GraphPageReady(Message):

@@ -385,6 +385,14 @@ class TaskListModel:
     def row_count(self) -> int:
         return len(self._keys)
 
+    def display_keys(self) -> list[tuple[int, ...]]:
+        """The shown rows' sort keys in display order (each ends with its row number); read only."""
+        return self._keys
+
+    def any_tasks(self) -> bool:
+        """The ledger has tasks (shown or not)."""
+        return bool(self.rows)
+
     def row_key(self, pos: int) -> int:
         """The row shown at ``pos`` (its number): the row list caches its line by this, so a
         line survives rows moving around it."""

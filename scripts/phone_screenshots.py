@@ -12,7 +12,6 @@ the server's token, and one handoff opened through a notification's single-use l
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -23,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from store import Ledger  # noqa: E402
 from store.notify.state import State, default_path  # noqa: E402
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.support.browser import chromium, screenshots_out  # noqa: E402
 from tests.support.serve import serving  # noqa: E402
 
 TOKEN = "phone-screenshots-0123456789"
@@ -66,13 +65,7 @@ def build(path: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "screenshots"))
-    args = ap.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    from playwright.sync_api import sync_playwright
-
+    out = screenshots_out(argv, __doc__.split("\n\n")[0], ROOT / "screenshots")
     with tempfile.TemporaryDirectory(prefix="warden-phone-shots-") as tmp:
         path = str(Path(tmp) / "ledger.db")
         linked = build(path)
@@ -82,8 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             state.close()
         with serving(path, "--token", TOKEN, "--allow-actions", "--operator", "alice", token=TOKEN) as served, \
-                sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+                chromium() as browser:
             ctx = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
                                       device_scale_factor=2)
             page = ctx.new_page()
@@ -97,7 +89,6 @@ def main(argv: list[str] | None = None) -> int:
             link.evaluate("document.fonts.ready")
             link.screenshot(path=str(out / "phone-link.png"))
             ctx.close()
-            browser.close()
     for name in ("phone-handoffs", "phone-link"):
         print(out / f"{name}.png")
     return 0

@@ -141,15 +141,15 @@ API: dict[str, dict[str, Rule]] = {
                  "always_admit": FLAG, "retryable": FLAG, "units_total": UNITS, "max_claims": MAX_CLAIMS_OPT,
                  "actor": ACTOR, "serves": SERVES, "quotas": KINDS_OPT, "failure_class": DECLARED_CLASS},
     "add_nodes": {"task_id": ID, "specs": SPECS, "actor": ACTOR},
-    # claims (key=, workflow_version= are this round's additions)
+    # claims
     "admit": {"task_id": ID, "node_key": ID},
     "declare_quota": {"name": QUOTA_NAME, "capacity": CAPACITY, "window_s": WINDOW_OPT, "task_id": ID_OPT,
                       "actor": ACTOR},
     "quotas": {"task_id": ID_OPT},
     "claim": {"task_id": ID_OPT, "worker": NAME, "lease_s": LEASE, "kinds": KINDS_OPT, "key": ID_OPT,
-              "workflow_version": TEXT_OPT, "max_step_s": LEASE_OPT},
+              "workflow_version": TEXT_OPT, "max_step_s": LEASE_OPT, "renew": ID_OPT},
     "check_expired": {"task_ids": IDS_OPT, "actor": ACTOR},
-    # fenced writes (waiting_on=, wait_s= are this round's additions)
+    # fenced writes
     "heartbeat": {"claim": CLAIM, "units_done": UNITS, "units_total": UNITS, "tokens": TOKENS,
                   "observation": TEXT_OPT, "lease_s": LEASE_OPT, "waiting_on": WAITING_ON_OPT, "wait_s": WAIT_S_OPT,
                   "action": TEXT_OPT, "result": TEXT_OPT,

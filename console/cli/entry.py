@@ -46,6 +46,7 @@ from .common import (GLOBALS, CliParser, Subcommands, alert_hook, command, conne
 from .errors import CliFailure, UsageError
 from .errors import report as report_failure
 from ..glyphs import ascii_terminal, use_ascii
+from ..ledgers import ContextError, Named, resolve
 from ..text import safe_line
 
 Registrar = Callable[[Subcommands, list[argparse.ArgumentParser]], None]
@@ -79,13 +80,17 @@ def build_parser() -> CliParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CliParser)
     parents = [common_parent()]
 
-    p = command(sub, "console", parents=flags("ledger", "runs", "project", "records", "operator", "read_only",
+    p = command(sub, "console", parents=flags("runs", "connect_timeout", "project", "records", "operator", "read_only",
                                               "no_bell", "on_alert"),
                 help="the console (the default)",
                 description="The console: every task, its graph, signals, handoffs and the operator's actions "
                             "(warden alone opens it).",
                 examples=("warden", "warden console --ledger postgresql://warden@db/warden --read-only",
+                          "warden console --ledger api.db --ledger postgresql://warden@db/batch",
                           "warden --on-alert 'notify-send warden'"))
+    p.add_argument("--ledger", dest="ledgers", action="append", metavar="PATH|URL|NAME",
+                   help="a ledger path or URL, or a name from the contexts file; repeat it to watch several ledgers "
+                        "in one list (default $WARDEN_LEDGER, else the contexts file's open list, else ./ledger.db)")
     honours(p, "ledger", "runs", "project", "records", "operator", "read_only", "no_bell", "on_alert")
     p.set_defaults(func=cmd_console)
 
@@ -245,7 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 # ---------------------------------------------------------------------- the UIs
 def cmd_console(args: argparse.Namespace) -> int:
     hook = alert_hook(args)
+    named = console_ledgers(args)
     terminal = terminal_kind()
+    if terminal == "lines" and len(named) > 1:
+        raise UsageError("warden console: this terminal (TERM=dumb) shows one ledger; give one --ledger")
     if terminal == "lines":  # TERM=dumb: no full screen (docs/console.md, "Sizes and terminals")
         from .lines import run_lines
 
@@ -258,10 +266,29 @@ def cmd_console(args: argparse.Namespace) -> int:
             ledger=ledger_target(args), runs=runs_dir(args), read_only=args.read_only,
             operator=operator_of(args), project=args.project, records=args.records,
             bell=not args.no_bell, on_alert=hook, connect_timeout_s=connect_timeout(args),
+            ledger_name=named[0].name if len(named) > 1 else "", more=[(n.name, n.target) for n in named[1:]],
         )
     finally:
         if background is not None:
             background.stop()
+
+
+def console_ledgers(args: argparse.Namespace) -> list[Named]:
+    """The ledgers `warden console` opens (console/ledgers.py): every --ledger (before the
+    subcommand, then after it), else $WARDEN_LEDGER, else the contexts file's ``open`` list, else
+    ./ledger.db. The first one is also ``args.ledger`` (what one ledger's paths read)."""
+    given = ([args.ledger] if args.ledger else []) + list(getattr(args, "ledgers", None) or [])
+    env = os.environ
+    if not given and env.get("WARDEN_LEDGER"):
+        given = [env["WARDEN_LEDGER"]]
+    try:
+        named = resolve(given, env)
+    except ContextError as e:
+        raise UsageError(f"warden console: {safe_line(str(e))}") from None
+    if not named:
+        named = [Named("ledger", ledger_target(args))]
+    args.ledger = named[0].target
+    return named
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -205,6 +205,9 @@ class ActionDialog(WardenModal["Plan | None"]):
         out = Text()
         out.append(f"{self.params.title} ", style="bold")
         out.append(self.target_label())
+        ledger = getattr(self.host, "ledger_label", "")  # several ledgers open: which one this acts on
+        if ledger:
+            out.append(f" in ledger {safe_line(ledger)}", style="bold")
         return out
 
     def target_label(self) -> str:

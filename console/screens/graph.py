@@ -121,7 +121,7 @@ class TaskGraphScreen(ListScreen):
         except NotFound:
             self.post_message(GraphPageReady(self.task_id, None, generation=generation))
         except LedgerUnavailable as e:
-            self.app.post_message(LedgerStatus(str(e)))
+            self.app.post_message(LedgerStatus(str(e), self.wapp.follower))
 
     @on(GraphPageReady)
     def _page(self, msg: GraphPageReady) -> None:

@@ -33,10 +33,13 @@ SECTIONS: list[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], str]]]] =
         (("↑", "↓", "k", "j"), "move"),
         (("PgUp", "PgDn", "Home", "End"), "jump"),
     ]),
-    ("Task list", ("TaskListScreen",), [
+    ("Task list", ("TaskListScreen", "AllTasksScreen"), [
         (("enter",), "open the task's graph"),
         (("/",), "filter by id, title, status or origin (every word must match)"),
         (("s",), "sort by urgency (alarms, handoffs, budget, P80) / by creation"),
+    ]),
+    ("Several ledgers (warden console --ledger A --ledger B)", ("AllTasksScreen",), [
+        (("l",), "one ledger's tasks only, the next one's, every ledger's again (palette: Ledger: …)"),
     ]),
     ("Task graph", ("TaskGraphScreen",), [
         (("enter",), "open the node's detail"),

@@ -7,7 +7,7 @@ The cursor follows the selected task when rows move (a new alarm lifts a task to
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Protocol, Sequence
 
 from rich.text import Text
 from textual import on
@@ -21,9 +21,28 @@ from ..glyphs import pause_label, task_status_label
 from ..follow import Pending
 from ..hub import TasksChanged
 from ..model import TASK_COLUMNS, signal_text
+from ..tasklist import TaskRow
+from ..widgets.rowlist import Cell
 from ..text import safe_line
 from ..widgets import InfoLine, RowList, StatusBar
 from .base import ListScreen
+
+
+class TaskRows(Protocol):
+    """What the task list screen reads of its rows: a ledger's ``TaskListModel``, or every open
+    ledger's (``console.all_tasks.AllTasks``)."""
+
+    @property
+    def filter_text(self) -> str: ...
+    @property
+    def order(self) -> str: ...
+    def row_count(self) -> int: ...
+    def row_cells(self, pos: int) -> Sequence[Cell]: ...
+    def row_at(self, pos: int) -> TaskRow | None: ...
+    def any_tasks(self) -> bool: ...
+    def set_order(self, order: str) -> None: ...
+    def set_filter(self, text: str) -> None: ...
+    def summary_text(self) -> str: ...
 
 
 class TaskListScreen(ListScreen):
@@ -38,10 +57,14 @@ class TaskListScreen(ListScreen):
 
     selected: str | None = None  # the task under the cursor (the cursor follows it when rows move)
 
+    def list_model(self) -> "TaskRows":
+        """The rows this list shows (every ledger's, on the all-ledgers list: console/all_tasks.py)."""
+        return self.wapp.tasks_model
+
     def compose_body(self) -> Iterable[Widget]:
         self.summary_line = InfoLine(id="summary")
         yield self.summary_line
-        yield RowList(self.wapp.tasks_model, TASK_COLUMNS, id="tasks")
+        yield RowList(self.list_model(), TASK_COLUMNS, id="tasks")
         yield InfoLine(id="info")
         yield self._filter_input("filter tasks by id, title, status or origin")
 
@@ -92,10 +115,10 @@ class TaskListScreen(ListScreen):
         self.update_summary()  # agents whose lease ended, the spend rate's minute
 
     def update_summary(self) -> None:
-        self.summary_line.update(self.wapp.tasks_model.summary_text())
+        self.summary_line.update(self.list_model().summary_text())
 
     def action_sort(self) -> None:
-        model = self.wapp.tasks_model
+        model = self.list_model()
         model.set_order("created" if model.order == "urgency" else "urgency")
         bar = self.query_one(StatusBar)
         bar.title = safe_line("tasks by urgency" if model.order == "urgency" else self.header)
@@ -105,7 +128,7 @@ class TaskListScreen(ListScreen):
         self.update_info()
 
     def tasks_on_screen(self) -> list[str]:
-        model = self.wapp.tasks_model
+        model = self.list_model()
         rows = (model.row_at(pos) for pos in self.row_list.visible_range())
         return [r.view.task_id for r in rows if r is not None]
 
@@ -113,7 +136,7 @@ class TaskListScreen(ListScreen):
         return None
 
     def selected_task(self) -> str | None:
-        row = self.wapp.tasks_model.row_at(self.row_list.cursor)
+        row = self.list_model().row_at(self.row_list.cursor)
         return row.view.task_id if row else None
 
     def action_open(self) -> None:
@@ -127,16 +150,16 @@ class TaskListScreen(ListScreen):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.wapp.tasks_model.set_filter(event.value)
+        self.list_model().set_filter(event.value)
         self.row_list.reset()
         self._follow_selection()
         self.update_info()
 
     def update_info(self) -> None:
-        model = self.wapp.tasks_model
+        model = self.list_model()
         row = model.row_at(self.row_list.cursor)
         info = Text(no_wrap=True, overflow="ellipsis")
-        if not model.rows:
+        if not model.any_tasks():
             info.append("no tasks yet: start an agent, or run `warden demo`" if self.wapp.loaded else "loading…",
                         style="dim")
         elif row is None:

@@ -56,6 +56,9 @@ class StatusBar(Static):
         text = Text()
         text.append(" warden ", style="bold reverse")
         text.append(" ")
+        label = getattr(app, "ledger_label", "")  # several ledgers open: the one this screen shows
+        if label:
+            text.append(f"{safe_line(label)} ", style="bold")
         text.append(safe_line(self.title))
         mode = []
         if app.read_only:

@@ -243,7 +243,7 @@ _FRACTION = re.compile(
     r"|(?<![\w./:\\-])" + _N + r"\s*/\s*" + _N + r"(?![\w/\\]|\.\d)"  # 41/100
     r"|(?<![\w.])" + _N + r"\s+(?:of|out\s+of)\s+" + _N + r"(?![\w])"  # 3 of 9
     r"|(?<=[\w])[-_]" + r"(\d+)" + r"[-_]of[-_]" + r"(\d+)(?!\d)"  # shard-03-of-16
-    r"|(?<![\w.])(" + NUMBER + r")\s?%"  # 45 %
+    r"|(?<![\w.])(" + NUMBER + r")(?:\s?%|\s+(?:per\s?cent|pct)\b)"  # 45 %, 45 percent
     r"|(?<![\w.])" + _N + r"\s+(?:[a-z]+(?:\(s\)|\(es\))?\s+)?(?:left|remaining|to\s+go)\b"  # 12 files left
     r"|\b(?:remaining|left)\s*:?\s*" + _N, re.IGNORECASE)
 FRACTIONS_CHARS = 4096  # characters of an observation read for its fractions

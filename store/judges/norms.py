@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
-from store.judges.loops import Activity, Obs, Signal, Thresholds, loop_signals
+from store.judges.loops import Activity, Obs, Signal, Thresholds, loop_signals, loop_start
 from store.views import NodeColumns
 
 BUCKETS = 33  # stretches 0..31 counted one by one, the last bucket: 32 or more
@@ -127,10 +127,15 @@ class KindNorm:
                        repeating_observations=widen(base.repeating_observations, r),
                        failure_recurs=widen(base.failure_recurs, r))
 
-    def evidence(self, kind: str) -> str:
-        """How far the node is from its kind's normal, for a loop alarm's evidence ('' before the norm speaks)."""
+    def evidence(self, kind: str, node: Folded | None = None) -> str:
+        """How far the node is from its kind's normal, for a loop alarm's evidence ('' before the norm
+        speaks): the node's own figures since it last moved on (``node``), then its kind's."""
         if self.samples < MIN_NODES:
             return ""
+        own = ""
+        if node is not None and node.observations:
+            own = (f"; this node: {node.quiet} without news, {node.repeat} alike in a row, news in "
+                   f"{node.news / node.observations:.0%} of its {node.observations} observations since it last moved on")
         who = f"healthy {self.kind} nodes" + (f" of {self.worker}" if self.worker else "")
         usual = (f"go at most {self.usual_quiet} observations without news" if kind == "no_new_info"
                  else f"repeat one observation at most {self.usual_repeat} time{'s' if self.usual_repeat != 1 else ''} "
@@ -138,7 +143,7 @@ class KindNorm:
         rate = self.news_rate
         parts = ([f"news in {rate:.0%} of their observations"] if rate is not None else []) + [
             f"{self.nodes} finished"] + ([f"{self.marked} marked healthy"] if self.marked else [])
-        return f"; {who} {usual} ({', '.join(parts)})"
+        return f"{own}; {who} {usual} ({', '.join(parts)})"
 
 
 def pick(norms: dict[tuple[str, str], KindNorm], kind: str, worker: str | None) -> KindNorm | None:
@@ -159,9 +164,11 @@ def loop_alarms(task_id: str, node: NodeColumns, act: Activity, observations: Se
     if healthy is not None:
         observations = [o for o in observations if o.at > healthy]
     found = loop_signals(task_id, node, act, observations, th if norm is None else norm.rules(th))
-    if norm is None:
+    if norm is None or not found:
         return found
-    return [replace(s, evidence=s.evidence + norm.evidence(s.kind)) for s in found]
+    since = loop_start(node, act, observations)
+    mine = fold((o.new_units, o.flags, o.digest) for o in observations if o.attempt == node.attempt and o.at > since)
+    return [replace(s, evidence=s.evidence + norm.evidence(s.kind, mine)) for s in found]
 
 
 __all__ = ["ANY_AGENT", "BUCKETS", "Folded", "KindNorm", "MAX_WIDEN", "MIN_NODES", "QUANTILE", "WHATS", "bucket",

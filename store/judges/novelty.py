@@ -233,7 +233,9 @@ def decode_concepts(digest: str, content: str | None, stored: str | None, lines:
         keys.append(key)
         if len(sets) < CONCEPT_LINES:
             sets.append(frozenset(words.split()))
-    return Recent(digest, tuple(lines), content, tuple(keys), tuple(sets), fracs, action)
+    # distinct units, as :meth:`Recent.of_lines` and :func:`prepare` count them (a page repeating a
+    # sentence is not bigger than the same page seen again)
+    return Recent(digest, tuple(dict.fromkeys(lines)), content, tuple(keys), tuple(sets), fracs, action)
 
 
 # ---------------------------------------------------------------------- one observation
@@ -372,11 +374,18 @@ def prepare(text: str | None, attempt: int, recent: Sequence[Recent] = (), *, ac
     fracs = progress_marks("\n".join(t for t in (j.note, j.text) if t))
     progress = False
     kinds = {(k, total) for k, _, total in fracs}
-    for r in reversed(recent):  # the last observation that stated the same kind of progress
+    for r in reversed(recent):  # the last observation of the same sort (a tool's, a note) that stated the same kind of progress
+        if (r.action is None) != (key is None):
+            continue  # a note quoting figures does not continue what a tool's output counted
         if kinds & {(k, total) for k, _, total in r.fractions} or (
                 any(k.startswith("key:") for k, _ in kinds) and any(k.startswith("total:") for k, _, _ in r.fractions)):
             progress = advanced(r.fractions, fracs)
             break
+    if progress:
+        # a number moves on to a value it has not had lately: figures restated in turn (a note
+        # quoting 12 % and 45 %, then 12 % and 29 %) come back to values already seen
+        had = {(k, total, n) for r in recent for k, n, total in r.fractions}
+        progress = any((k, total, n) not in had for k, n, total in fracs)
     if not progress and j.result and lines and recent:
         progress = _shrank(lines, where, recent, key)
     failed = [bool(concepts(x) & FAILED) for x in lines[:CONCEPT_LINES]]

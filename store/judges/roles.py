@@ -11,11 +11,13 @@ that sent ``observation=`` (the note), ``action=`` (the command) and ``result=``
 * a **command line** is a prompt (``$ x``, ``> x``, ``% x``, ``❯ x``), a tool call written as one
   (``Ran `x```, ``Tool call: x``, ``Calling x``, ``[tool] x``, ``tool(args)``), or — right after
   the note or first in a text that goes on — a line shaped like a command line (a lower-case
-  program name, then arguments of which one is a flag, an assignment, a quoted string or a shell
-  operator, and no word of prose);
+  program name, then arguments of which one is a flag, an assignment, a quoted string, a shell
+  operator (or, after a note, a path to a file), and no word of prose);
 * ``x -> y`` on one line is a command and its output;
 * the **note** is a short line of prose (4–40 words, not shaped like a command) before the
-  command (without a command, a text is judged whole: its first line may be its news);
+  command; a note followed by two or more lines that are not prose, and no command, is the agent's
+  words before what came back (judged like ``observation=`` beside a ``result=``: the lines after it are the output);
+  without a note or a command, a text is judged whole (its first line may be its news);
 * everything after the command (less an ``Output:`` label) is the **output**.
 
 Anything else is judged as it is, whole. Only the first ``SCAN_LINES`` lines are looked at.
@@ -39,6 +41,7 @@ _ARROW = re.compile(r"^(.{2,300}?)\s+(?:->|→|=>)\s+(.*)$")
 _LABEL = re.compile(r"^\s*(?:output|result|stdout|response)\s*:\s*$", re.IGNORECASE)
 _PROGRAM = re.compile(r"^[a-z][\w.+-]{0,30}(?:\s+[a-z][\w.+-]{0,30})?$")
 _ARG = re.compile(r"""(?:^|\s)(?:-{1,2}[A-Za-z]|['"])|\S=\S|\d?>&\d|\s(?:\||&&|>|<)\s""")
+_PATH_ARG = re.compile(r"\s[\w.-]*/[\w./:-]*\.\w+\b")
 _FLAG = re.compile(r"(?:^|\s)--?[A-Za-z][\w-]*(?:=|\s|$)")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 
@@ -67,10 +70,11 @@ def _command_of(line: str) -> str | None:
 _PROSE = frozenset("the a an in of to and for with on is was were are from at by it its this that then".split())
 
 
-def looks_like_command(line: str) -> bool:
+def looks_like_command(line: str, paths: bool = False) -> bool:
     """A line shaped like a command line: a program (one or two lower-case words), then arguments
     of which one is a flag, an assignment, a quoted string or a shell operator — and no word of
-    prose (the, a, in, of, to, and …: "found x in src/a.py" is a sentence)."""
+    prose (the, a, in, of, to, and …: "found x in src/a.py" is a sentence). ``paths``: a path to a
+    file is argument enough (after the agent's note, where a command is expected)."""
     s = line.strip()
     if not s or len(s) > 300 or any(t in _PROSE for t in s.lower().split()):
         return False
@@ -79,7 +83,7 @@ def looks_like_command(line: str) -> bool:
     if not _PROGRAM.match(prog):
         return False
     rest = s[len(prog):]
-    return bool(rest.strip()) and bool(_ARG.search(rest))
+    return bool(rest.strip()) and bool(_ARG.search(rest) or paths and _PATH_ARG.search(rest))
 
 
 def is_note(line: str) -> bool:
@@ -113,7 +117,7 @@ def split_report(text: str) -> Parts | None:
     for pos in idx[note_end:note_end + 2]:
         line = head[pos]
         cmd = _command_of(line)
-        bare = cmd is None and pos == idx[note_end] and looks_like_command(line) and (
+        bare = cmd is None and pos == idx[note_end] and looks_like_command(line, note is not None) and (
             pos != idx[-1] or rest is not None)
         if cmd is None and bare:
             cmd = line.strip()
@@ -125,12 +129,16 @@ def split_report(text: str) -> Parts | None:
                 return Parts(note, _command_of(m.group(1)) or m.group(1).strip(), output)
             continue
         if any(head[i].strip() for i in idx if idx[note_end] <= i < pos):
-            return None  # output before the command: not this layout
+            break  # output before the command: no command in this layout
         tail = head[pos + 1:]
         while tail and (not tail[0].strip() or _LABEL.match(tail[0])):
             tail = tail[1:]
         output = "\n".join(tail + ([rest] if rest is not None else []))
         return Parts(note, cmd, output)
+    if note is not None and len(idx) >= 3 and not is_note(head[idx[1]]):
+        # the agent's words, then what came back — its command not shown: the output is judged
+        output = "\n".join(head[idx[1]:] + ([rest] if rest is not None else []))
+        return Parts(note, None, output)
     return None
 
 

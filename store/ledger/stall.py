@@ -4,7 +4,8 @@ Right after a heartbeat's write, the node's attempt is judged exactly as the ``n
 ``repeating`` signals judge it (``store/judges/loops.py``, the same thresholds, the same last
 ``observations_per_node`` observations, against the same norm of its kind: ``store/judges/norms.py``), so the agent hears it is looping or bringing nothing new on
 the heartbeat that shows it, and can change course before a person must. One read: the node's last
-observations (the index on (node, id)), outside the write transaction.
+observations (the index on (node, id)), after the heartbeat's write (on PostgreSQL still inside the
+request's transaction, whose recorded result — the Pulse — a lost connection's re-run returns).
 """
 
 from __future__ import annotations

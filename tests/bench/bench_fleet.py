@@ -3,6 +3,7 @@
     python tests/bench/bench_fleet.py --backend postgres        # 20 agents, 500 tasks, 200 writes/s, 5 min
     python tests/bench/bench_fleet.py --backend sqlite
     python tests/bench/bench_fleet.py --backend postgres --duration 60 --tasks 100 --agents 8   # a short run
+    python tests/bench/bench_fleet.py --ledgers 2 --tasks 5000 --min-nodes 5 --max-nodes 20   # two ledgers, one console
 
 One command, one JSON report and a table. What runs:
 
@@ -29,6 +30,13 @@ analysis worker ``warden-analysis``; sampled
 every 0.5 s, the maximum), writes/s and node commits/s the ledger sustained (journal events in the
 window), claim call p50/p95/max and the longest wait of an agent for a claim, and ``uptime``
 before and after.
+
+``--ledgers N``: N ledgers of ``--tasks`` tasks each (N SQLite files, or N databases on the server),
+``--agents`` and ``--rate`` shared out evenly among them (the rate is the fleet's in all), one
+console opening them all (``warden console --ledger L0 --ledger L1 …``, the names from a contexts
+file); every ledger's commits are matched to its rows (``L1  t0042 …``), and reported pooled and by
+ledger; the busy graph is L0's (``l`` shows L0 only, then the filter). Connections are sampled per
+database.
 """
 
 from __future__ import annotations
@@ -49,7 +57,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.support import fleet  # noqa: E402
-from tests.bench.fleet_screen import TASK_ROW, ScreenLog, match_counts, match_nodes  # noqa: E402
+from tests.bench.fleet_screen import LEDGER_TASK_ROW, TASK_ROW, ScreenLog, match_counts, match_nodes  # noqa: E402
 from tests.support.console_terminal import process_cpu_seconds  # noqa: E402
 
 KEY_EVERY_S = 0.15
@@ -81,8 +89,12 @@ class Backend:
         self.admin_url: str | None = None
         self.dbname: str | None = None
         self._conn = None
+        n = max(1, getattr(a, "ledgers", 1))
+        self.dbnames: list[str] = []
         if self.kind == "sqlite":
             self.target = str(work / "ledger.db")
+            self.targets = [self.target] if n == 1 else [str(work / f"ledger-{i}.db") for i in range(n)]
+            self.target = self.targets[0]
             return
         if a.pg_url:
             import psycopg
@@ -102,6 +114,19 @@ class Backend:
             self.cluster = pgcluster.Cluster().start(durable=a.pg_durable)
             self.target = self.cluster.url
             self.dbname = "postgres"
+        self.targets = [self.target]
+        self.dbnames = [self.dbname or "postgres"]
+        if n > 1:  # more databases on the same server, one a ledger
+            import psycopg
+
+            admin = self.admin_url or self.target
+            base = self.target.split("?", 1)[0].rsplit("/", 1)[0]
+            with psycopg.connect(admin, autocommit=True) as c:
+                for i in range(1, n):
+                    name = f"{self.dbname}_l{i}" if self.admin_url else f"fleet_l{i}"
+                    c.execute(f'CREATE DATABASE "{name}"')
+                    self.dbnames.append(name)
+                    self.targets.append(f"{base}/{name}")
 
     def connections(self) -> dict[str, int]:
         if self.kind == "sqlite":
@@ -111,9 +136,14 @@ class Backend:
         if self._conn is None:
             self._conn = psycopg.connect(self.target, autocommit=True, application_name="bench-sampler")
         rows = self._conn.execute(
-            "SELECT application_name, count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() GROUP BY 1").fetchall()
-        return {str(n): int(c) for n, c in rows}
+            "SELECT datname, application_name, count(*) FROM pg_stat_activity WHERE datname = ANY(%s) "
+            "AND pid <> pg_backend_pid() GROUP BY 1, 2", (self.dbnames,)).fetchall()
+        out: dict[str, int] = {}
+        for db, n, c in rows:  # by application_name, all databases; with several, by ledger too
+            out[str(n)] = out.get(str(n), 0) + int(c)
+            if len(self.dbnames) > 1:
+                out[f"L{self.dbnames.index(db)}:{n}"] = int(c)
+        return out
 
     def server_stats(self) -> dict[str, int]:
         if self.kind == "sqlite":
@@ -161,7 +191,8 @@ class Backend:
             import psycopg
 
             with psycopg.connect(self.admin_url, autocommit=True) as c:
-                c.execute(f'DROP DATABASE IF EXISTS "{self.dbname}" WITH (FORCE)')
+                for name in self.dbnames or [self.dbname]:
+                    c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 class Sampler(threading.Thread):
@@ -184,7 +215,9 @@ class Sampler(threading.Thread):
                 self.error = str(e)
                 continue
             # the console's own and its analysis worker's, at the same instant
-            seen = {**seen, "console+analysis": seen.get("warden-console", 0) + seen.get("warden-analysis", 0)}
+            seen = {**seen, "console+analysis": seen.get("warden-console", 0) + seen.get("warden-analysis", 0),
+                    **{f"L{i}:console+analysis": seen.get(f"L{i}:warden-console", 0) + seen.get(f"L{i}:warden-analysis", 0)
+                       for i in range(len(self.backend.dbnames)) if len(self.backend.dbnames) > 1}}
             for name, n in seen.items():
                 self.max[name] = max(self.max.get(name, 0), n)
                 ph = self.by_phase.setdefault(self.phase, {})
@@ -263,10 +296,16 @@ class CpuMeter:
 
 
 # ---------------------------------------------------------------------- the agents
-def start_agents(a: argparse.Namespace, target: str, work: Path, seconds: float) -> list:
-    outs = [work / f"agent-{i:02d}.json" for i in range(a.agents)]
-    argvs = [fleet.command(target, i, tasks=a.tasks, rate=a.rate / a.agents, until_wall=0, out=str(o), claim=a.claim,
-                           control=str(work / "control.json"), seed=a.seed) for i, o in enumerate(outs)]
+def start_agents(a: argparse.Namespace, target: str, work: Path, seconds: float, *, ledger: int = 0,
+                 of: int = 1) -> list:
+    """Ledger ``ledger``'s share of the agents (of ``of`` ledgers): ``--agents`` / ``of`` of them at
+    ``--rate`` / ``of`` writes a second in all."""
+    agents = max(1, a.agents // of)
+    tag = "" if of == 1 else f"L{ledger}-"
+    control = work / ("control.json" if ledger == 0 else f"control-{ledger}.json")
+    outs = [work / f"agent-{tag}{i:02d}.json" for i in range(agents)]
+    argvs = [fleet.command(target, i, tasks=a.tasks, rate=a.rate / of / agents, until_wall=0, out=str(o),
+                           claim=a.claim, control=str(control), seed=a.seed + ledger) for i, o in enumerate(outs)]
     return list(zip(fleet.start(argvs, seconds), outs))
 
 
@@ -324,7 +363,8 @@ def run(a: argparse.Namespace) -> dict:
     from tests.support.console_terminal import Terminal, shows
 
     work = Path(tempfile.mkdtemp(prefix="warden-fleet-"))
-    result: dict = {"backend": a.backend, "agents": a.agents, "tasks": a.tasks, "rate": a.rate,
+    n = a.ledgers
+    result: dict = {"backend": a.backend, "ledgers": n, "agents": a.agents, "tasks": a.tasks, "rate": a.rate,
                     "duration_s": a.duration, "claim": a.claim, "cpus": os.cpu_count(),
                     "started": time.strftime("%Y-%m-%d %H:%M:%S"), "uptime_start": uptime()}
     backend = Backend(a, work)
@@ -333,22 +373,31 @@ def run(a: argparse.Namespace) -> dict:
     procs: list = []
     try:
         t0 = time.monotonic()
-        sizes = fleet.build(backend.target, a.tasks, a.seed, (a.min_nodes, a.max_nodes))
+        sizes = {}
+        for i, target in enumerate(backend.targets):
+            built = fleet.build(target, a.tasks, a.seed + i, (a.min_nodes, a.max_nodes))
+            sizes.update(built if i == 0 else {})
+            result["nodes"] = result.get("nodes", 0) + sum(built.values())
         result["build_s"] = round(time.monotonic() - t0, 1)
-        result["nodes"] = sum(sizes.values())
         sampler.start()
-        procs = start_agents(a, backend.target, work, a.ramp + a.duration)
+        for i, target in enumerate(backend.targets):
+            procs += start_agents(a, target, work, a.ramp + a.duration, ledger=i, of=n)
         t_start = time.monotonic()
         cpu = CpuMeter(backend)
         cpu.agents = [p.pid for p, _ in procs]
         time.sleep(a.ramp)  # the fleet settles into its pace before the console starts
         sampler.phase = "tasks"
-        screen = ScreenLog()
+        screen = ScreenLog(ledgers=n > 1)
         argv = [sys.executable, "-m", "console", "console", "--ledger", backend.target, "--runs", str(work / "runs")]
-        env = None
+        env: dict | None = None
+        if n > 1:  # one console, every ledger, named in a contexts file (console/ledgers.py)
+            contexts = work / "console.toml"
+            contexts.write_text("[ledgers]\n" + "".join(f'L{i} = "{t}"\n' for i, t in enumerate(backend.targets)))
+            env = {"WARDEN_CONSOLE_CONFIG": str(contexts)}
+            argv[4:6] = [x for i in range(n) for x in ("--ledger", f"L{i}")]
         if a.trace:  # the console's live path on a timeline (console_trace.py), beside every write
             argv[1:3] = [str(ROOT / "tests" / "bench" / "console_trace.py")]
-            env = {"WARDEN_BENCH_TRACE": str(Path(a.trace).resolve())}
+            env = {**(env or {}), "WARDEN_BENCH_TRACE": str(Path(a.trace).resolve())}
             Path(a.trace).write_text("")
         t0 = console_from = time.monotonic()
         term = Terminal(argv, a.cols, a.rows, env=env)
@@ -371,11 +420,13 @@ def run(a: argparse.Namespace) -> dict:
         busy = busiest_open_task(backend.target, sizes)
         (work / "control.json").write_text(json.dumps({"task": busy, "agents": a.busy_agents}))
         sampler.phase = "graph"
+        if n > 1:  # L0's rows only (its busy task's id is in every ledger)
+            term.press(b"l")
+            term.wait_for(lambda s: "L0 only" in s.display[0], 60, "L0 only")
         term.press(b"/")
         term.wait_for(lambda s: any("filter tasks by" in line for line in s.display), 60, "the filter input")
         term.press(busy.encode())
-        term.wait_for(lambda s: [m.group(1) for m in map(TASK_ROW.match, s.display) if m] == [busy], 60,
-                      "the task list filtered to the busy task")
+        term.wait_for(lambda s: task_ids_shown(s.display) == [busy], 60, "the task list filtered to the busy task")
         term.press(b"\r")
         time.sleep(0.3)
         t0 = term.press(b"\r")
@@ -396,14 +447,26 @@ def run(a: argparse.Namespace) -> dict:
         alive = term.proc.poll() is None
         if not alive:
             result["console_exited"] = {"rc": term.proc.returncode, "screen": term.lines()}
-        agents = finish_agents(procs)
+        by_ledger = [[(p, out) for p, out in procs if n == 1 or out.name.startswith(f"agent-L{i}-")]
+                     for i in range(n)]
+        agents = [finish_agents(ps) for ps in by_ledger]
         procs = []
         sampler.stop.set()
-        events = journal(backend.target)
         result["uptime_end"] = uptime()
-        result.update(report(a, agents, events, screen, busy,
-                             {"tasks": (list_from, list_to), "graph": (graph_from, graph_to),
-                              "console": (console_from, console_from)}))
+        windows = {"tasks": (list_from, list_to), "graph": (graph_from, graph_to), "console": (console_from, console_from)}
+        result.update(report(a, agents[0], journal(backend.target), of_ledger(screen, 0, n), busy, windows))
+        if n > 1:  # every ledger's commits to its own rows: pooled, and by ledger
+            pooled = list(result["tasks_view"].pop("_lat_ms"))
+            result["tasks_view_by_ledger"] = {"L0": dict(result["tasks_view"])}
+            for i in range(1, n):
+                r = report(a, agents[i], journal(backend.targets[i]), of_ledger(screen, i, n), None, windows)
+                pooled += r["tasks_view"].pop("_lat_ms")
+                result["tasks_view_by_ledger"][f"L{i}"] = r["tasks_view"]
+                result["ledger"][f"L{i}"] = r["ledger"]
+            result["tasks_view"]["commit_to_screen"] = summary(pooled)
+            result["tasks_view"]["measurable"] = sum(v["measurable"] for v in result["tasks_view_by_ledger"].values())
+            result["tasks_view"]["missed"] = sum(v["missed"] for v in result["tasks_view_by_ledger"].values())
+        result["tasks_view"].pop("_lat_ms", None)
         result["tasks_view"].update({"key_to_frame": summary(key_list), "console_cpu_pct": round(cpu_list, 1),
                                      "rss_mb": round(rss_list, 1), "cpu_pct_by_part": parts_list})
         result["graph_view"].update({"key_to_frame": summary(key_graph), "console_cpu_pct": round(cpu_graph, 1),
@@ -421,7 +484,29 @@ def run(a: argparse.Namespace) -> dict:
     return result
 
 
-def report(a: argparse.Namespace, agents: list[dict], events: list, screen: ScreenLog, busy: str,
+def task_ids_shown(lines: list[str]) -> list[str]:
+    """The task ids of the task rows on screen (with or without a LEDGER column)."""
+    out = []
+    for line in lines:
+        m = TASK_ROW.match(line) or LEDGER_TASK_ROW.match(line)
+        if m:
+            out.append(m.group(1) if m.re is TASK_ROW else m.group(2))
+    return out
+
+
+def of_ledger(screen: ScreenLog, i: int, n: int) -> ScreenLog:
+    """The screen's rows of ledger ``i`` (keys without their "L{i}/"); the graph's are L0's."""
+    if n == 1:
+        return screen
+    view = ScreenLog()
+    prefix = f"L{i}/"
+    view.tasks = {k[len(prefix):]: r for k, r in screen.tasks.items() if k.startswith(prefix)}
+    if i == 0:
+        view.summary, view.nodes = screen.summary, screen.nodes
+    return view
+
+
+def report(a: argparse.Namespace, agents: list[dict], events: list, screen: ScreenLog, busy: str | None,
            windows: dict[str, tuple[float, float]]) -> dict:
     """Match every write to the screen; the ledger's sustained rates; the claims."""
     returned: dict[int, float] = {}
@@ -489,7 +574,8 @@ def report(a: argparse.Namespace, agents: list[dict], events: list, screen: Scre
                                              "ended_s_after_console_start", "view", "agent"],
                                   "over_ms": fleet.LONG_WAIT_S * 1000, "rows": long_waits[:10],
                                   "n": len(long_waits)}},
-        "tasks_view": {"commit_to_screen": summary(tl["lat_ms"]), "measurable": len(tl["lat_ms"]) + len(tl["missed"]),
+        "tasks_view": {"commit_to_screen": summary(tl["lat_ms"]), "_lat_ms": tl["lat_ms"],
+                       "measurable": len(tl["lat_ms"]) + len(tl["missed"]),
                        "missed": len(tl["missed"]), "missed_examples": tl["missed"][:5],
                        "rows_seen": len(screen.tasks),
                        **({"samples": tl["samples"]} if a.trace else {})},
@@ -530,9 +616,12 @@ def table(r: dict) -> str:
         ("CPU % of a core: agents/server/console/bench/machine", parts(t), parts(g)),
     ]
     w = max(len(x[0]) for x in rows)
-    lines = [f"{r['backend']}: {r['agents']} agents, {r['tasks']} tasks ({r.get('nodes')} nodes), target {r['rate']:g} writes/s",
+    lines = [f"{r['backend']}: {r.get('ledgers', 1)} ledger(s), {r['agents']} agents, {r['tasks']} tasks each ({r.get('nodes')} nodes), target {r['rate']:g} writes/s",
              f"{'':{w}}  {'task list':44}  graph of {g.get('task')}"]
     lines += [f"{x:{w}}  {y:44}  {z}" for x, y, z in rows]
+    for name, v in (r.get("tasks_view_by_ledger") or {}).items():  # --ledgers: each ledger's own rows
+        lines.append(f"  {name}: commit → screen {lat(v.get('commit_to_screen', {}))}, missed {v.get('missed')} of "
+                     f"{v.get('measurable')}")
     led, cl = r.get("ledger", {}), r.get("claims", {})
     lines += [
         f"first frame {r.get('first_frame_s')} s; ledger sustained {led.get('writes_per_s')} writes/s, "
@@ -552,6 +641,7 @@ def table(r: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", choices=("postgres", "sqlite"), default="postgres")
+    ap.add_argument("--ledgers", type=int, default=1, help="ledgers, each of --tasks tasks, in one console")
     ap.add_argument("--agents", type=int, default=20)
     ap.add_argument("--tasks", type=int, default=500)
     ap.add_argument("--min-nodes", type=int, default=20)

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from wcwidth import wcwidth
 
 TASK_ROW = re.compile(r"^\s*(t\d{4})\s+\S+\s+(active|parked|completed|failed|aborted)\s+(\d+)/(\d+)")
+# several ledgers in one console: the LEDGER column first (``L0  t0042  ▶ active  17/150 …``)
+LEDGER_TASK_ROW = re.compile(r"^\s*(L\d+)(?:\s+\S)?\s+(t\d{4})\s+\S+\s+(active|parked|completed|failed|aborted)\s+(\d+)/(\d+)")
 HANDOFFS = re.compile(r"✋(\d+)")
 NODE_ROW = re.compile(r"^\s*(n\d{3})\s+\S+\s+(pending|running|blocked|parked|succeeded|failed|abandoned)\b")
 SUMMARY = re.compile(r"^\s*(t\d{4})\s+\S+\s+(active|parked|completed|failed|aborted)\s+(\d+)/(\d+)")
@@ -52,7 +54,8 @@ class Row:
 class ScreenLog:
     """Rows parsed from the screen as it changes (``mode``: "tasks", "graph" or None: not recording)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ledgers: bool = False) -> None:
+        self.ledgers = ledgers  # rows carry their ledger: a task row's key is "L0/t0042"
         self.mode: str | None = None
         self.tasks: dict[str, Row] = {}
         self.summary: dict[str, Row] = {}
@@ -87,7 +90,12 @@ class ScreenLog:
                 rows.setdefault(key, Row()).saw(t, value)
 
     def _parse(self, line: str, y: int) -> tuple[dict[str, Row], str, tuple] | None:
-        if self.mode == "tasks":
+        if self.mode == "tasks" and self.ledgers:
+            m = LEDGER_TASK_ROW.match(line)
+            if m:
+                h = HANDOFFS.search(line)
+                return self.tasks, f"{m.group(1)}/{m.group(2)}", (int(m.group(4)), m.group(3), int(h.group(1)) if h else 0)
+        elif self.mode == "tasks":
             m = TASK_ROW.match(line)
             if m:
                 h = HANDOFFS.search(line)

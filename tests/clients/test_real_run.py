@@ -110,25 +110,32 @@ def test_park_and_abort_reach_claudes_bash_tool_commands(tmp_path):
         argv = [str(need("claude")), "-p", "tick", "--output-format", "stream-json", "--verbose",
                 "--allowedTools", "Bash"]
         p = warden_run(ledger, "ticker", "claude", argv, s.env(), s.project)
-        ticks = s.project / "ticks.txt"
-        try:
-            wait_until(lambda: ticks.exists() and ticker_states(marker), "the tool's command running", timeout=120)
-            with Ledger.open(ledger) as led:
-                led.apply(led.plan_park("ticker", reason="hold"), operator="op@console")
-                # parked: every process of the tool's command is stopped, not just Claude
-                wait_until(lambda: ticker_states(marker) and all(st == "T" for st in ticker_states(marker)),
-                           "the tool's command stopped", timeout=60)
+        park_and_abort(ledger, "ticker", p, s.project / "ticks.txt", marker, "the tool's command", resume=True)
+        assert p.returncode == 1
+
+
+def park_and_abort(ledger: str, task: str, p: subprocess.Popen, ticks: Path, marker: str, what: str, *,
+                   resume: bool) -> None:
+    """Once ``what`` (the agent's ticking command) runs: park the task — every process of the
+    command stopped, not just the agent — resume it when asked (it goes on), abort it; warden run
+    ends and nothing of the command is left. ``p`` is killed whatever happened."""
+    try:
+        wait_until(lambda: ticks.exists() and ticker_states(marker), f"{what} running", timeout=120)
+        with Ledger.open(ledger) as led:
+            led.apply(led.plan_park(task, reason="hold"), operator="op@console")
+            wait_until(lambda: ticker_states(marker) and all(st == "T" for st in ticker_states(marker)),
+                       f"{what} stopped", timeout=60)
+            if resume:
                 size = ticks.stat().st_size
-                led.apply(led.plan_resume("ticker"), operator="op@console")
+                led.apply(led.plan_resume(task), operator="op@console")
                 wait_until(lambda: ticks.stat().st_size > size, "the command going on after resume", timeout=60)
-                led.apply(led.plan_abort("ticker", reason="enough"), operator="op@console")
-            p.wait(120)
-            wait_until(lambda: not ticker_states(marker), "nothing of the command left", timeout=60)
-            assert p.returncode == 1
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            led.apply(led.plan_abort(task, reason="enough"), operator="op@console")
+        p.wait(120)
+        wait_until(lambda: not ticker_states(marker), "nothing of the command left", timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def test_codex_exec_under_warden_run_and_its_sandboxed_command_parked_and_ended(tmp_path):
@@ -141,23 +148,10 @@ def test_codex_exec_under_warden_run_and_its_sandboxed_command_parked_and_ended(
         subprocess.run(["git", "init", "-q", str(s.project)], check=True)
         argv = [str(need("codex")), "exec", "--json", "--skip-git-repo-check", "-s", "workspace-write", "tick"]
         p = warden_run(ledger, "cticker", "codex", argv, s.env(), s.project)
-        ticks = s.project / "ticks.txt"
-        try:
-            wait_until(lambda: ticks.exists() and ticker_states(marker), "the sandboxed command running", timeout=120)
-            with Ledger.open(ledger) as led:
-                led.apply(led.plan_park("cticker", reason="hold"), operator="op@console")
-                wait_until(lambda: ticker_states(marker) and all(st == "T" for st in ticker_states(marker)),
-                           "the sandboxed command stopped", timeout=60)
-                led.apply(led.plan_abort("cticker", reason="enough"), operator="op@console")
-            p.wait(120)
-            wait_until(lambda: not ticker_states(marker), "nothing of the command left", timeout=60)
-            with Ledger.open(ledger) as led:
-                assert "hello from codex" in all_said(led.observations("cticker", "main"))
-                assert led.task("cticker").status == "aborted"
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        park_and_abort(ledger, "cticker", p, s.project / "ticks.txt", marker, "the sandboxed command", resume=False)
+        with Ledger.open(ledger) as led:
+            assert "hello from codex" in all_said(led.observations("cticker", "main"))
+            assert led.task("cticker").status == "aborted"
 
 
 def test_codex_exec_under_warden_run_final_answer_and_tokens(tmp_path):

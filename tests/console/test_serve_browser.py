@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("textual_serve", reason="warden serve needs the serve extra: pip install 'warden[serve]'")
 
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, Tab  # noqa: E402
+from tests.support.browser import CHROMIUM, Tab, chromium  # noqa: E402
 from tests.support.serve import serving  # noqa: E402
 from tests.support.waiting import Deadline  # noqa: E402
 
@@ -66,13 +66,8 @@ def _need_browser() -> Any:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_playwright = _need_browser()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium(_need_browser()) as b:
+        yield b
 
 
 def test_console_in_the_browser(browser: Any, ledger_path: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("textual_serve", reason="warden serve needs the serve extra: pip install 'warden[serve]'")
 
 from tests.console.test_serve_browser import _need_browser  # noqa: E402
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.support.browser import chromium  # noqa: E402
 from tests.support.serve import Served, serving  # noqa: E402
 
 from store import Ledger  # noqa: E402
@@ -35,13 +35,8 @@ RULE = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm t
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_playwright = _need_browser()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium(_need_browser()) as b:
+        yield b
 
 
 @pytest.fixture

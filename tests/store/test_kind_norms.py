@@ -15,27 +15,7 @@ from store import NodeSpec
 from store.errors import Refused, StaleRevision
 from store.judges.norms import MIN_NODES
 from store.reading import signals as S
-
-
-def loops(ledger, task="t", node="a"):
-    return [s for s in S.signals_for_graph(ledger, ledger.graph(task)) if s.node == node
-            and s.kind in ("no_new_info", "repeating")]
-
-
-def agrees(ledger, p, task="t", node="a"):
-    """The heartbeat's answer is the operator's loop signal at that moment: the same kind, the same evidence."""
-    found = {s.kind: s.evidence for s in loops(ledger, task, node)}
-    if p.stall is None:
-        assert found == {}, found
-    else:
-        assert found.get(p.stall) == p.stall_evidence and (p.stall == "repeating" or "repeating" not in found), found
-    return p
-
-
-def start(ledger, task="t", kind="agent_step", worker="w1"):
-    ledger.create_task(task)
-    ledger.add_nodes(task, [NodeSpec("a", kind)])
-    return ledger.claim(task, worker, lease_s=300)
+from tests.support.loop_alarms import agrees, loops, start
 
 
 # ---------------------------------------------------------------------- the operator teaches
@@ -114,6 +94,7 @@ def test_a_kind_learns_its_normal_from_finished_nodes(ledger, clock):
     (sig,) = loops(ledger, task="next")
     assert sig.kind == "no_new_info" and "healthy crawl nodes of w1 go at most 5 observations without news" in \
         sig.evidence and f"{MIN_NODES} finished)" in sig.evidence, sig.evidence
+    assert "; this node: 8 without news" in sig.evidence, sig.evidence  # how far it is from its kind's normal
     # without that history the same stretch alarms at the defaults (another kind, nothing finished)
     c = start(ledger, task="fresh", kind="crawl_new")
     ledger.heartbeat(c, action="fetch /index", result="found 40 links")
@@ -179,3 +160,28 @@ def test_warden_healthy_previews_then_applies_with_who_and_why(ledger, clock, ca
     assert warden(["healthy", "t", "later", "--reason", "r", "--yes", *target]) != 0  # one line, nothing written
     err = capsys.readouterr().err
     assert "node later is pending" in err and "Traceback" not in err
+
+
+def test_the_consoles_analysis_judges_against_the_norm_and_the_mark_as_status_does(ledger, clock):
+    from store.reading.analysis import TaskAnalysis
+
+    for i in range(MIN_NODES):
+        c = start(ledger, task=f"t{i}", kind="ci_watch")
+        ledger.heartbeat(c, action="gh run view 42", result=f"status: queued ({i})")
+        _looping(ledger, clock, c)
+        ledger.apply(ledger.plan("healthy", {"task_id": f"t{i}", "node": "a", "reason": "by design"}), operator="bob")
+    c = start(ledger, task="next", kind="ci_watch")
+    an = TaskAnalysis(ledger, "next")
+    cursor = ledger.last_event_id()
+    ledger.heartbeat(c, action="gh run view 42", result="status: queued (x)")
+    _looping(ledger, clock, c, times=25)
+    for ev in ledger.events(cursor, task_id="next"):
+        an.apply_event(ev, ledger.nodes("next", [ev.node]) if ev.node and ev.kind != "node.heartbeat" else [])
+    assert an.signals() == S.signals_for_graph(ledger, ledger.graph("next"))
+    assert any("5 marked healthy" in s.evidence for s in an.signals()), an.signals()
+    cursor = ledger.last_event_id()  # marked healthy: the analysis reads the node again and clears it too
+    ledger.apply(ledger.plan("healthy", {"task_id": "next", "node": "a", "reason": "by design"}), operator="bob")
+    for ev in ledger.events(cursor, task_id="next"):
+        an.apply_event(ev, ledger.nodes("next", [ev.node]) if ev.node and ev.kind != "node.heartbeat" else [])
+    assert an.signals() == S.signals_for_graph(ledger, ledger.graph("next"))
+    assert not [s for s in an.signals() if s.kind in ("no_new_info", "repeating")]

@@ -230,7 +230,7 @@ def test_parking_a_watched_agent_says_it_cannot_stop_it(server) -> None:
     provider.shutdown()
 
 
-def test_the_cli_listens_on_loopback_and_refuses_elsewhere_without_a_token(ledger_path) -> None:
+def test_the_cli_listens_on_loopback_and_refuses_elsewhere_without_a_token(ledger_path, tmp_path) -> None:
     import os
     import signal
     import socket
@@ -241,6 +241,7 @@ def test_the_cli_listens_on_loopback_and_refuses_elsewhere_without_a_token(ledge
     root = Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if k != "WARDEN_OTEL_TOKEN"}
     env["PYTHONPATH"] = str(root)
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")  # a PostgreSQL ledger's receiver state goes there
     base = [sys.executable, "-m", "console", "otel", "receive", "--ledger", ledger_path]
     p = subprocess.run([*base, "--host", "0.0.0.0"], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 2 and "without a token" in p.stderr and len(p.stderr.strip().splitlines()) == 1

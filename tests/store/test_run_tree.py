@@ -80,14 +80,21 @@ def keeper_of(run: Run) -> int:
     raise AssertionError("no keeper below warden run")
 
 
-def test_park_stops_every_process_and_abort_leaves_none(tmp_path, containment, runs_started):
+def family_counting(tmp_path: Path, runs_started: list, *flags: str) -> tuple[str, Path, Run, list[int]]:
+    """``warden run`` over FAMILY in tmp_path/w, once every process of the family counts: (the
+    ledger, the working directory, the run, the family's pids)."""
     ledger = str(tmp_path / "l.db")
     cwd = tmp_path / "w"
     cwd.mkdir()
-    run = Run(ledger, cwd, FAMILY, grace="1")
+    run = Run(ledger, cwd, FAMILY, *flags, grace="1")
     runs_started.append(run)
     pids = family(run)
     wait_for(lambda: all_counting(cwd, {n: 0 for n in NAMES}), 30, "every process counting")
+    return ledger, cwd, run, pids
+
+
+def test_park_stops_every_process_and_abort_leaves_none(tmp_path, containment, runs_started):
+    ledger, cwd, run, pids = family_counting(tmp_path, runs_started)
     sessions = {Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[3] for p in pids}
     assert len(sessions) >= 2  # the setsid child is in a session of its own
     apply(ledger, lambda led: led.plan_park, task_id="t", node="main", reason="look first", now=True)
@@ -127,13 +134,8 @@ def test_a_command_that_ends_leaves_nothing_and_a_grandchild_holding_stdout_does
 
 @pytest.mark.parametrize("parked", [False, True], ids=["running", "parked"])
 def test_a_killed_supervisor_takes_the_command_with_it(tmp_path, containment, runs_started, parked):
-    ledger = str(tmp_path / "l.db")
-    cwd = tmp_path / "w"
-    cwd.mkdir()
-    run = Run(ledger, cwd, FAMILY, "--lease", "6", grace="1")  # the keeper loads the store within the lease
-    runs_started.append(run)
-    pids = family(run)
-    wait_for(lambda: all_counting(cwd, {n: 0 for n in NAMES}), 30, "every process counting")
+    # --lease 6: the keeper loads the store within the lease
+    ledger, cwd, run, pids = family_counting(tmp_path, runs_started, "--lease", "6")
     if parked:
         apply(ledger, lambda led: led.plan_park, task_id="t", reason="hold", now=True)
         wait_for(lambda: all(stopped(p) for p in pids), NOTICE_S, "every process stopped")
@@ -155,13 +157,7 @@ def test_a_killed_supervisor_takes_the_command_with_it(tmp_path, containment, ru
 
 
 def test_a_new_run_ends_what_a_dead_supervisor_and_keeper_left_before_it_starts(tmp_path, containment, runs_started):
-    ledger = str(tmp_path / "l.db")
-    cwd = tmp_path / "w"
-    cwd.mkdir()
-    run = Run(ledger, cwd, FAMILY, grace="1")
-    runs_started.append(run)
-    pids = family(run)
-    wait_for(lambda: all_counting(cwd, {n: 0 for n in NAMES}), 30, "every process counting")
+    ledger, cwd, run, pids = family_counting(tmp_path, runs_started)
     keeper = keeper_of(run)
     os.kill(keeper, signal.SIGKILL)  # both at once: nobody is left to end the command
     run.proc.kill()

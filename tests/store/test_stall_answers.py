@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from store import NodeSpec
 from store.adapters.agent_session import AgentSession, SessionConfig
 from store.adapters.claude_hooks import HookConfig, handle
 from store.adapters.sessions import SessionStore
-from store.reading import signals as S
+from tests.support.loop_alarms import agrees, loops, start
 
 HOOKS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "agents" / "claude_hooks"
 
@@ -20,17 +19,6 @@ def event(name: str, **changes) -> dict:
     data = json.loads((HOOKS / f"{name}.json").read_text())
     data.update(changes)
     return data
-
-
-def loops(ledger, task="t", node="a"):
-    return [s for s in S.signals_for_graph(ledger, ledger.graph(task)) if s.node == node
-            and s.kind in ("no_new_info", "repeating")]
-
-
-def start(ledger, task="t", kind="agent_step", worker="w1"):
-    ledger.create_task(task)
-    ledger.add_nodes(task, [NodeSpec("a", kind)])
-    return ledger.claim(task, worker, lease_s=300)
 
 
 # ---------------------------------------------------------------------- the agent is told
@@ -78,14 +66,6 @@ def test_a_claude_code_hook_tells_claude_with_the_tool_result(ledger, tmp_path):
 
 
 # ---------------------------------------------------------------------- a rising counter hides nothing
-def agrees(ledger, p, task="t", node="a"):
-    """The heartbeat's answer is the operator's loop signal at that moment: the same kind, the same evidence."""
-    found = {s.kind: s.evidence for s in loops(ledger, task, node)}
-    if p.stall is None:
-        assert found == {}, found
-    else:
-        assert found.get(p.stall) == p.stall_evidence and (p.stall == "repeating" or "repeating" not in found), found
-    return p
 
 
 def test_the_heartbeats_answer_is_the_operators_signal_beat_by_beat(ledger, clock):

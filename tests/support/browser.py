@@ -7,7 +7,10 @@ every request its page makes and aborts any to another host.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import argparse
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
 
 from tests.support.serve import Served
 from tests.support.waiting import Deadline
@@ -39,6 +42,28 @@ SCREEN_JS = """() => {
   }
   return out.join('\\n');
 }"""
+
+@contextmanager
+def chromium(sync_playwright: Any = None) -> Iterator[Any]:
+    """Headless Chromium (Debian's ``chromium``, driven by playwright), closed on the way out."""
+    if sync_playwright is None:
+        from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def screenshots_out(argv: Sequence[str] | None, description: str, default: Path) -> Path:
+    """A screenshot script's ``--out`` folder (made when missing)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--out", default=str(default))
+    out = Path(ap.parse_args(argv).out)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
 
 class Tab:
     """A fresh browser context (no cookies) on one server, recording every request it makes."""
