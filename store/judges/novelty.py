@@ -398,11 +398,8 @@ def prepare(text: str | None, attempt: int, recent: Sequence[Recent] = (), *, ac
 
 def _measured(raw: Sequence[str], lines: Sequence[str], cache: dict[str, str], keep: frozenset[str],
               attempt: int) -> list[tuple[str, ...]]:
-    """For each of the first ``CONCEPT_LINES`` units of a result, the digests of its **measured
-    forms** (``fields.mask_line(measures=True)``: the plain values a tool printed — a count, a
-    reading, a record's number — kept; times, durations and ids still masked) where they differ
-    from its form: the rows of a listing that read alike but hold other values, a probe whose
-    reading moved."""
+    """The digests of each of the first ``CONCEPT_LINES`` units' **measured forms**
+    (``fields.mask_line(measures=True)``) where they differ from its form (module doc)."""
     at = {x: i for i, x in enumerate(lines[:CONCEPT_LINES])}
     out: list[list[str]] = [[] for _ in at]
     for line in raw:

@@ -25,7 +25,6 @@ TRIALS = 2
 
 # family → what was measured when it missed its goal (seed 1, 4 trials per form; docs/estimates.md)
 MISSES: dict[str, str] = {
-    "ci_poll_undeclared": "caught in time 100% (action) / 100% (plain), median first alarm 3 / 3, alarmed before the loop 25% / 25%",
     "ci_rerun_same_failure": "caught in time 100% (action) / 75% (plain), median first alarm 4 / 5, alarmed before the loop 0% / 25%",
     "edit_no_match": "caught in time 75% (action) / 75% (plain), median first alarm 5 / 3",
     "error_moves_line_col": "caught in time 75% (action) / 50% (plain), median first alarm 4 / 6",
