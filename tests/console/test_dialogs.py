@@ -536,6 +536,7 @@ PALETTE = {
     "Abort": _screen_is(AbortDialog, task_id="report-001"),
     "Recovery advice": _notified("recovery advice: select a node"),
     "Mark effect compensated": _screen_is(CompensatedDialog, task_id="report-001"),
+    "Mark alarm healthy": _notified("healthy: select a node"),
     "Task report": _screen_is(TaskReportScreen, task_id="report-001"),
     "Open task idle-002": _screen_is(TaskGraphScreen, task_id="idle-002"),
     "Quit": lambda app: app.return_code == 0,
