@@ -174,7 +174,8 @@ def mask_line(line: str, keep: frozenset[str] = frozenset(), measures: bool = Fa
         if keep and tok.strip(_EDGES) in keep:
             out.append(tok.lower())
             continue
-        if measures and not timed and _MEASURE.fullmatch(tok):
+        if measures and not timed and _MEASURE.fullmatch(tok) and not (
+                _TIMED_LABEL.match(tok) or (i and _TIMED_LABEL.fullmatch(toks[i - 1]))):
             out.append(tok.lower())
             continue
         sk, _ = skeleton(_NUMBER_RE.sub(_one, tok))
@@ -194,6 +195,11 @@ thursday friday saturday sunday am pm utc gmt""".split())
 # a plain measured value: a number alone, or labelled (loss=0.25, "created": 4625, rows:12), with
 # brackets and punctuation around — never a time of day, a date, an epoch or a duration
 _MEASURE = re.compile(r"""[\[({'"]*(?:[A-Za-z_][\w.-]{0,40}['"]?\s*[:=]['"]?)?[-+]?\d{1,9}(?:[.,]\d+)?(?:e[-+]?\d+)?%?[\])}'",;:.]*""")
+
+
+# a label that names a time ("took_ms": 298, elapsed=3.1, latency_s: 0.2): its value is a duration
+_TIMED_LABEL = re.compile(r"""[\[({'"]*(?:[A-Za-z_][\w.-]{0,40}?)?(?:[_.-](?:ms|us|ns|s|sec|secs|seconds|millis)|duration|elapsed|"""
+                          r"""took|latency|seconds)['"]?\s*[:=]['"]?(?![A-Za-z])""", re.IGNORECASE)
 
 
 def _one(m: re.Match[str]) -> str:

@@ -185,3 +185,12 @@ def test_a_reading_that_moves_is_not_a_repeat_but_a_failure_with_moving_numbers_
         n, d, _ = t.observe(None, 1, action="poll queue", result=f"{stamp} queue empty after 1{stamp[-1]}ms req-{stamp[-2:]}ab")
         news.append(n)
     assert news[1:] == [0, 0]
+
+
+def test_a_value_labelled_as_a_time_is_a_duration_not_a_measure():
+    t = N.Tracker()
+    news = []
+    for took in (298, 412, 77, 150):
+        n, _, _ = t.observe(None, 1, action="search docs", result=f'{{"hits": [], "took_ms": {took}}}')
+        news.append(n)
+    assert news[1:] == [0, 0, 0]
