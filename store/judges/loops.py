@@ -112,7 +112,7 @@ def dur(seconds: float) -> str:
 
 
 
-def _one_line(text: str, cap: int = 60) -> str:
+def one_line(text: str, cap: int = 60) -> str:
     t = " ".join(str(text).split())
     return t if len(t) <= cap else t[: cap - 1] + "…"
 
@@ -160,7 +160,7 @@ def loop_signals(task_id: str, node: NodeColumns, act: Activity, observations: S
             shown = next(o.result for o in reversed(results) if o.content == top)
             actions = len({o.action_key for o in results})
             noun = "results" if len(results) == len(stretch) else f"observations ({len(results)} results)"
-            what = (f"last {len(stretch)} {noun} added nothing new: {_one_line(shown or '', 60)!r} "
+            what = (f"last {len(stretch)} {noun} added nothing new: {one_line(shown or '', 60)!r} "
                     f"{counts[top]} times, from {actions} different action{'s' if actions != 1 else ''}")
         out.append(Signal("no_new_info", task_id, node.key, stretch[0].at, "alarm", what))
     if not out:
@@ -192,20 +192,20 @@ def loop_signals(task_id: str, node: NodeColumns, act: Activity, observations: S
         last = obs[-1]
         if rep.period == 1 and last.action is not None and last.result is not None:
             what = (f"the same action got the same result {rep.observations} times in a row: "
-                    f"{_one_line(last.action, 40)!r} → {_one_line(last.result, 40)!r}")
+                    f"{one_line(last.action, 40)!r} → {one_line(last.result, 40)!r}")
         elif rep.period == 1:
             what = f"the same observation {rep.observations} times in a row (digest {first.digest[:8]})"
         elif retried is not None:
             failed = next(o for o in reversed(obs) if o.flags & 16)
             what = (f"the same {rep.period} steps again, {rep.observations} in a row, and the same failure: "
-                    f"{_one_line(failed.result or failed.digest[:8], 60)!r}")
+                    f"{one_line(failed.result or failed.digest[:8], 60)!r}")
         elif by_result and rep.period == 0:
             last = obs[-1] if obs[-1].flags & 16 else next(o for o in reversed(obs) if o.flags & 16)
             between = len(obs) - rep.start - rep.run
             what = (f"the same failure came back {rep.run} times since the last progress, with {between} other "
-                    f"step{'s' if between != 1 else ''} between: {_one_line(last.result or last.digest[:8], 60)!r}")
+                    f"step{'s' if between != 1 else ''} between: {one_line(last.result or last.digest[:8], 60)!r}")
         elif by_result:
-            shown = "; ".join(_one_line(o.result or o.digest[:8], 30) for o in obs[len(obs) - rep.period:])
+            shown = "; ".join(one_line(o.result or o.digest[:8], 30) for o in obs[len(obs) - rep.period:])
             what = (f"the same {rep.period} results come round again, {rep.observations} in a row, from other "
                     f"actions: {shown}")
         else:
@@ -251,7 +251,7 @@ def _little_new(task_id: str, key: str, before: Sequence[Obs], run: Sequence[Obs
     return [Signal("no_new_info", task_id, key, tail[0].at, "alarm",
                    f"the same action {len(tail)} times, each bringing at most {little} new "
                    f"line{'s' if little != 1 else ''} where this node's steps bring ~{usual}: "
-                   f"{_one_line(last.action or '', 30)!r} → {_one_line(last.result or '', 40)!r}")]
+                   f"{one_line(last.action or '', 30)!r} → {one_line(last.result or '', 40)!r}")]
 
 
 def _in_wait(at: float, act: Activity) -> bool:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from store.judges import budget as budget_mod
-from store.judges.loops import (DEFAULT_THRESHOLDS, Activity, Obs, Signal, Thresholds, _one_line, dur,
+from store.judges.loops import (DEFAULT_THRESHOLDS, Activity, Obs, Signal, Thresholds, dur, one_line,
                                 loop_signals as loop_signals)
 from store.judges.norms import KindNorm, loop_alarms, pick
 from store.ledger.norms import read_norms
@@ -57,7 +57,7 @@ def wait_text(node: NodeView, now: float) -> str | None:
     if node.status != "running" or not activity.wait_on or activity.wait_until is None:
         return None
     left = activity.wait_until - now
-    what = _one_line(activity.wait_on, 40)
+    what = one_line(activity.wait_on, 40)
     return f"waiting on {what} ({dur(left)} left)" if left >= 0 else f"waiting on {what} ({dur(-left)} over)"
 
 
@@ -116,7 +116,7 @@ def node_signals(
     # orphaned / heartbeat_stale
     if node.lease_until is not None and node.lease_until <= now:
         out.append(Signal("orphaned", task_id, key, node.lease_until, "alarm",
-                          f"lease of {_one_line(node.lease_owner or '?', 40)} expired {dur(now - node.lease_until)} ago; "
+                          f"lease of {one_line(node.lease_owner or '?', 40)} expired {dur(now - node.lease_until)} ago; "
                           "nobody reclaimed it"))
     else:
         out.extend(stale_signal(task_id, node, act, now, th))
@@ -136,7 +136,7 @@ def node_signals(
     # overdue: a declared wait past its deadline; past its kind's P80 by a margin
     if act.wait_on and act.wait_until is not None and act.wait_since is not None and now > act.wait_until:
         out.append(Signal("overdue", task_id, key, act.wait_until, "warn",
-                          f"waiting on {_one_line(act.wait_on, 40)} for {dur(now - act.wait_since)}, past its "
+                          f"waiting on {one_line(act.wait_on, 40)} for {dur(now - act.wait_since)}, past its "
                           f"declared {dur(act.wait_until - act.wait_since)}"))
     elif claimed is not None:
         elapsed = now - claimed - act.paused_s  # time under a park is not running time
@@ -220,7 +220,7 @@ def task_signals(task: TaskView, handoffs: Iterable[HandoffView], now: float, *,
             age = now - h.opened_at
             sev = "warn" if age > th.handoff_warn_s else "info"
             out.append(Signal("handoff_waiting", tid, h.node, h.opened_at, sev,
-                              f"{h.kind} handoff {h.id} open for {dur(age)}: {_one_line(h.question)}"))
+                              f"{h.kind} handoff {h.id} open for {dur(age)}: {one_line(h.question)}"))
     if task.status == "parked" and task.park_until is not None and task.park_until <= now:
         out.append(Signal("park_expired", tid, None, task.park_until, "warn",
                           f"parked past its until ({iso(task.park_until)}, {dur(now - task.park_until)} ago): "
