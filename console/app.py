@@ -448,7 +448,7 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
 
     @on(AnalysisReady)
     def analysis_ready(self, msg: AnalysisReady) -> None:
-        side: WardenApp | LedgerSide = msg.side or self
+        side = msg.side if isinstance(msg.side, LedgerSide) else self
         side.analysis.done(msg.kind)
         model = side.hub.tasks
         results = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from textual.message import Message
 
@@ -48,7 +48,7 @@ class AnalysisReady(Message):
         self.graph = graph
         self.parts = parts
         self.kind = kind  # the run's kind (console/analysis_runs.py): full, graph, signals or nodes
-        self.side: Any = None  # a further ledger's run (console/sides.py); None: the app's first ledger
+        self.side: object = None  # a further ledger's run (console/sides.py); None: the app's first ledger
 
 
 class GraphPageReady(Message):

@@ -17,11 +17,12 @@ reads every side.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from store.reading.feed import Feed
 
 from .alerts import AlertDesk
+from .all_tasks import Side
 from .analysis import GraphRequest, RunRequest
 from .analysis_client import AnalysisWorker
 from .analysis_runs import AnalysisRuns
@@ -116,10 +117,16 @@ class SideHost:
     def ledger_label(self) -> str:
         return self._side.ledger_name
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:  # (read as a ConsoleHost: console/host.py)
         if name in SIDE_PARTS:
             return getattr(self._side, name)
         return getattr(self._app, name)
+
+
+class EverySide(Protocol):
+    """The app as :class:`AllHost` reads it."""
+
+    def every_side(self) -> Sequence[Side]: ...
 
 
 class AllHost:
@@ -128,11 +135,11 @@ class AllHost:
 
     ledger_label = ""  # (the list's title names the ledgers it shows)
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: EverySide) -> None:
         self._app = app
 
-    def _sides(self) -> list[Any]:
-        return list(self._app.every_side())
+    def _sides(self) -> Sequence[Side]:
+        return self._app.every_side()
 
     @property
     def loaded(self) -> bool:
@@ -152,8 +159,8 @@ class AllHost:
         back = [s.reconnected_at for s in self._sides() if s.reconnected_at is not None]
         return max(back) if back else None
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:  # (read as a ConsoleHost: console/host.py)
         return getattr(self._app, name)
 
 
-__all__ = ["AllHost", "LedgerSide", "SIDE_PARTS", "SideHost"]
+__all__ = ["AllHost", "EverySide", "LedgerSide", "SIDE_PARTS", "SideHost"]

@@ -10,12 +10,12 @@ selected row (``WardenApp.push_screen``; console/sides.py).
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from textual.binding import Binding
 from textual.widget import Widget
 
-from ..all_tasks import AllTasks, ledger_columns
+from ..all_tasks import AllTasks, Side, ledger_columns
 from ..follow import Pending
 from ..hub import TasksChanged
 from ..text import safe_line
@@ -62,7 +62,7 @@ class AllTasksScreen(TaskListScreen):
             self.model = AllTasks(self._sides())
         return self.model
 
-    def _sides(self) -> list[Any]:
+    def _sides(self) -> list[Side]:
         return list(self.app.every_side())  # type: ignore[attr-defined]  # WardenApp
 
     def list_model(self) -> TaskRows:
@@ -145,7 +145,7 @@ class AllTasksScreen(TaskListScreen):
         if model.row_at(self.row_list.cursor) is not None:
             self.selected_si = model.side_at(self.row_list.cursor)
 
-    def selected_side(self) -> Any:
+    def selected_side(self) -> Side:
         """The ledger side of the selected row (what a screen pushed from here is bound to)."""
         model = self.all_model()
         si = model.side_at(self.row_list.cursor) if self.is_mounted else None

@@ -29,8 +29,6 @@ LEFT_STORE_PACKAGES: dict[str, int] = {}
 
 # Left in the console.
 LEFT_CONSOLE: dict[str, int] = {
-    # several ledgers: a further ledger's run is proxied (__getattr__) until it has a protocol of its own
-    "console/messages.py": 1, "console/screens/all_tasks.py": 2, "console/sides.py": 4,
     "console/analysis.py": 1,
     # the analysis worker's pipe: a frame is a pickled message, checked where it is read
     "console/analysis_client.py": 2,
