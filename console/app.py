@@ -39,22 +39,18 @@ from store.reading.feed import FALLBACK_POLL_S, Feed
 from .action_keys import ACTION_KEYS
 from .alerts import AlertDesk
 from .analysis import GraphRequest, RunRequest, RunResult
-from .analysis_client import AnalysisWorker
-from .analysis_runs import AnalysisRuns
 from .app_nav import Navigation
 from .commands import WardenCommands
-from .event_log import EventLogModel
 from .follow import LedgerFollower, Pending, Status
 from .glyphs import ascii_on
-from .hub import FeedHub, TasksChanged
+from .hub import TasksChanged
 from .messages import AnalysisReady, LedgerChanged, LedgerStatus
 from .plainterm import font_of, plain_driver
 from .screens import LedgerErrorScreen, TaskListScreen
 from .screens.all_tasks import AllTasksScreen, SIDE_ATTR
 from .screens.base import WardenScreen
-from .sides import AllHost, LedgerSide, SideHost
+from .sides import AllHost, LedgerSide, SideHost, SideParts
 from .text import safe_line
-from .tasklist import TaskListModel
 from .typeahead import TypeAheadApp
 from .widgets.statusbar import RECONNECTED_SHOWN_S
 
@@ -65,7 +61,7 @@ LIVE_APPLY_S = 1 / 30
 RETRY_OPEN_S = 2.0  # several ledgers: one that could not be opened is tried again this often
 
 
-class WardenApp(TypeAheadApp, Navigation, App[int]):
+class WardenApp(SideParts, TypeAheadApp, Navigation, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "warden"
     COMMANDS = App.COMMANDS | {WardenCommands}
@@ -111,20 +107,10 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
         self.records = records
         self.clock = clock or time.time
         self.analysis_enabled = analysis
-        self.feed = Feed(ledger_target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s,
-                         application_name="warden-console", connect_timeout_s=connect_timeout_s,
-                         spacing_s=LIVE_APPLY_S)
-        self.follower = LedgerFollower(self.feed, spacing_s=LIVE_APPLY_S)  # cursor, watches, pending delta
-        self.hub = FeedHub(self, self.follower, self.now)  # the shared models and the screens' signals
-        self.failed: str | None = None
-        # estimates and signals, computed in a process of their own (console/analysis_client.py)
-        self.analyst = AnalysisWorker(ledger_target, deliver=self._analysed, report=self._analysis_trouble,
-                                      connect_timeout_s=connect_timeout_s)
-        self.analysis = AnalysisRuns(self)  # when estimates and signals are computed (console/analysis_runs.py)
-        self.alerts = AlertDesk(self, bell=bell, hook=on_alert)  # console/alerts.py
-        self._applied_at: float | None = None  # monotonic() of the last delta applied
-        self._applied_before: float | None = None  # and of the one before it
-        self._apply_held = False  # a burst's next delta is held for a later() call
+        # the first ledger's parts (console/sides.py), as each further ledger's side has its own
+        self.open_parts(self, ledger_target, read_only=read_only, clock=clock, now=self.now,
+                        fallback_poll_s=fallback_poll_s, connect_timeout_s=connect_timeout_s, spacing_s=LIVE_APPLY_S,
+                        deliver=self._analysed, report=self._analysis_trouble, bell=bell, hook=on_alert)
         # Several ledgers (console/sides.py): the app is the first one's side; each other one has its own.
         self.sides: list[LedgerSide] = [
             LedgerSide(self, name, target, read_only=read_only, clock=clock, now=self.now,
@@ -211,29 +197,6 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
 
     # ------------------------------------------------------------------ what screens read (ConsoleHost)
     @property
-    def tasks_model(self) -> TaskListModel:
-        return self.hub.tasks
-
-    @property
-    def events_model(self) -> EventLogModel:
-        return self.hub.events
-
-    @property
-    def loaded(self) -> bool:
-        """Every task and the journal's tail have been read and applied."""
-        return self.hub.loaded
-
-    @property
-    def unavailable(self) -> str | None:
-        """Why the ledger cannot be read now (one escaped line), or None."""
-        return self.hub.unavailable
-
-    @property
-    def reconnected_at(self) -> float | None:
-        """When (``time.monotonic()``) the ledger came back after an outage, or None."""
-        return self.hub.reconnected_at
-
-    @property
     def open_alerts(self) -> int:
         """Alerts the operator has not seen yet (the header counts them)."""
         return self.alerts.open_count + sum(s.alerts.open_count for s in self.sides)
@@ -242,16 +205,6 @@ class WardenApp(TypeAheadApp, Navigation, App[int]):
     def waiting_alerts(self) -> int:
         """Alerts held back while a dialog is open (console/alerts.py; the header counts them)."""
         return self.alerts.waiting + sum(s.alerts.waiting for s in self.sides)
-
-    @property
-    def live(self) -> bool:
-        """Following changes as they happen (False: a snapshot, e.g. a read-only copy)."""
-        return self.follower.live
-
-    @property
-    def cursor(self) -> int:
-        """The last journal id the console has read."""
-        return self.follower.cursor
 
     def settled(self) -> bool:
         """Loaded, nothing asked for or read and not yet applied, every screen's own reads done

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 from store.reading.feed import Feed
 
 from .alerts import AlertDesk
-from .all_tasks import Side
-from .analysis import GraphRequest, RunRequest
+from .analysis import GraphRequest, RunRequest, RunResult
 from .analysis_client import AnalysisWorker
 from .analysis_runs import AnalysisRuns
 from .event_log import EventLogModel
@@ -35,33 +34,43 @@ if TYPE_CHECKING:
     from textual.app import App
 
 
-class LedgerSide:
-    """One more ledger's feed, follower, hub and analysis (see the module's docstring)."""
+class SideParts:
+    """One ledger's parts, built and read the same way for the first (the app) and each further one
+    (a :class:`LedgerSide`): its feed (its own connections: a PostgreSQL ledger's stay bound to it),
+    its follower (cursor, watches, pending delta), its hub (the shared models and the screens'
+    signals, console/hub.py), its analysis worker and scheduler (console/analysis_client.py,
+    console/analysis_runs.py), its alerts (console/alerts.py: a journal cursor of its own — task
+    ids may be the same in two ledgers), and the pacing state of its deltas
+    (``WardenApp.ledger_changed``)."""
 
-    def __init__(self, app: "App[int]", name: str, target: str, *, read_only: bool, clock: Callable[[], float] | None,
-                 now: Callable[[], float], fallback_poll_s: float, connect_timeout_s: float, spacing_s: float,
-                 analysis: bool, deliver: Callable[..., object], report: Callable[[str], object],
-                 bell: bool = True, hook: Sequence[str] | None = None) -> None:
-        self.app = app
-        self.ledger_name = name
-        self.ledger_target = target
+    ledger_name: str
+    feed: Feed
+    follower: LedgerFollower
+    hub: FeedHub
+    analyst: AnalysisWorker
+    analysis: AnalysisRuns
+    alerts: AlertDesk
+
+    def open_parts(self, app: "App[int]", target: str, *, read_only: bool, clock: Callable[[], float] | None,
+                   now: Callable[[], float], fallback_poll_s: float, connect_timeout_s: float, spacing_s: float,
+                   deliver: Callable[[RunRequest, RunResult], object], report: Callable[[str], object],
+                   bell: bool, hook: Sequence[str] | None) -> None:
         self.feed = Feed(target, read_only=read_only, clock=clock, fallback_poll_s=fallback_poll_s,
                          application_name="warden-console", connect_timeout_s=connect_timeout_s, spacing_s=spacing_s)
         self.follower = LedgerFollower(self.feed, spacing_s=spacing_s)
         self.hub = FeedHub(app, self.follower, now)
         self.failed: str | None = None
-        self.analysis_enabled = analysis
-        self.analyst = AnalysisWorker(target, deliver=lambda req, res: deliver(req, res, self), report=report,
-                                      connect_timeout_s=connect_timeout_s)
-        self.analysis = AnalysisRuns(self)
-        # its own alerts: a journal cursor and tasks of its own (ids may be the same in two ledgers)
+        self.analyst = AnalysisWorker(target, deliver=deliver, report=report, connect_timeout_s=connect_timeout_s)
+        self.analysis = AnalysisRuns(self)  # type: ignore[arg-type]  # the app, or a LedgerSide
         self.alerts = AlertDesk(app, bell=bell, hook=hook)  # type: ignore[arg-type]  # WardenApp
-        self._now = now
-        self._applied_at: float | None = None
-        self._applied_before: float | None = None
-        self._apply_held = False
+        self._applied_at: float | None = None  # monotonic() of the last delta applied
+        self._applied_before: float | None = None  # and of the one before it
+        self._apply_held = False  # a burst's next delta is held for a later() call
 
-    # what AnalysisRuns and the screens read of a side
+    # what AnalysisRuns, the screens (ConsoleHost) and the all-ledgers list read of a ledger: loaded
+    # (every task and the journal's tail read and applied), unavailable (why it cannot be read now,
+    # one escaped line, or None), reconnected_at (monotonic(), back after an outage), live
+    # (following changes; False: a snapshot), cursor (the last journal id read)
     @property
     def loaded(self) -> bool:
         return self.hub.loaded
@@ -89,6 +98,23 @@ class LedgerSide:
     @property
     def events_model(self) -> EventLogModel:
         return self.hub.events
+
+
+class LedgerSide(SideParts):
+    """One more ledger's feed, follower, hub and analysis (see the module's docstring)."""
+
+    def __init__(self, app: "App[int]", name: str, target: str, *, read_only: bool, clock: Callable[[], float] | None,
+                 now: Callable[[], float], fallback_poll_s: float, connect_timeout_s: float, spacing_s: float,
+                 analysis: bool, deliver: Callable[..., object], report: Callable[[str], object],
+                 bell: bool = True, hook: Sequence[str] | None = None) -> None:
+        self.app = app
+        self.ledger_name = name
+        self.ledger_target = target
+        self.analysis_enabled = analysis
+        self._now = now
+        self.open_parts(app, target, read_only=read_only, clock=clock, now=now, fallback_poll_s=fallback_poll_s,
+                        connect_timeout_s=connect_timeout_s, spacing_s=spacing_s,
+                        deliver=lambda req, res: deliver(req, res, self), report=report, bell=bell, hook=hook)
 
     def later(self, delay: float, callback: Callable[[], object]) -> None:
         self.app.later(delay, callback)  # type: ignore[attr-defined]  # WardenApp.later
@@ -126,7 +152,7 @@ class SideHost:
 class EverySide(Protocol):
     """The app as :class:`AllHost` reads it."""
 
-    def every_side(self) -> Sequence[Side]: ...
+    def every_side(self) -> Sequence[SideParts]: ...
 
 
 class AllHost:
@@ -138,7 +164,7 @@ class AllHost:
     def __init__(self, app: EverySide) -> None:
         self._app = app
 
-    def _sides(self) -> Sequence[Side]:
+    def _sides(self) -> Sequence[SideParts]:
         return self._app.every_side()
 
     @property
@@ -163,4 +189,4 @@ class AllHost:
         return getattr(self._app, name)
 
 
-__all__ = ["AllHost", "EverySide", "LedgerSide", "SIDE_PARTS", "SideHost"]
+__all__ = ["AllHost", "EverySide", "LedgerSide", "SIDE_PARTS", "SideHost", "SideParts"]
