@@ -1,4 +1,4 @@
-"""The first screen with several ledgers open: every ledger's tasks in one list (console/all_tasks.py).
+"""The first screen with several ledgers open: every ledger's tasks in one list (console/merged_tasklist.py).
 
 Each row is marked with its ledger (the LEDGER column; a ledger that is down is marked so on its
 rows and named in the summary and the status bar, while the others keep moving). ``l`` shows one
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Iterable
 from textual.binding import Binding
 from textual.widget import Widget
 
-from ..all_tasks import AllTasks, Side, ledger_columns
+from ..merged_tasklist import MergedTaskList, Side, ledger_columns
 from ..follow import Pending
 from ..hub import TasksChanged
 from ..text import safe_line
@@ -54,12 +54,12 @@ class AllTasksScreen(TaskListScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.model: AllTasks | None = None
+        self.model: MergedTaskList | None = None
         self._shown: list[_OnScreen] = []
 
-    def all_model(self) -> AllTasks:
+    def all_model(self) -> MergedTaskList:
         if self.model is None:
-            self.model = AllTasks(self._sides())
+            self.model = MergedTaskList(self._sides())
         return self.model
 
     def _sides(self) -> list[Side]:

@@ -30,7 +30,7 @@ from .base import ListScreen
 
 class TaskRows(Protocol):
     """What the task list screen reads of its rows: a ledger's ``TaskListModel``, or every open
-    ledger's (``console.all_tasks.AllTasks``)."""
+    ledger's (``console.merged_tasklist.MergedTaskList``)."""
 
     @property
     def filter_text(self) -> str: ...
@@ -58,7 +58,7 @@ class TaskListScreen(ListScreen):
     selected: str | None = None  # the task under the cursor (the cursor follows it when rows move)
 
     def list_model(self) -> "TaskRows":
-        """The rows this list shows (every ledger's, on the all-ledgers list: console/all_tasks.py)."""
+        """The rows this list shows (every ledger's, on the all-ledgers list: console/merged_tasklist.py)."""
         return self.wapp.tasks_model
 
     def compose_body(self) -> Iterable[Widget]:

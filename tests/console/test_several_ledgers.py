@@ -13,7 +13,7 @@ from urllib.parse import urlparse, urlunparse
 import pytest
 from textual.widgets import Input
 
-from console.all_tasks import AllTasks
+from console.merged_tasklist import MergedTaskList
 from console.dialogs.park import ParkDialog
 from console.screens import TaskGraphScreen
 from console.screens.all_tasks import AllTasksScreen
@@ -43,7 +43,7 @@ def two_app(a: str, b: str, **kw):
     return make_app(a, ledger_name="a", more=[("b", b)], **kw)
 
 
-def model_of(app) -> AllTasks:
+def model_of(app) -> MergedTaskList:
     screen = app.screen_stack[1]
     assert isinstance(screen, AllTasksScreen)
     return screen.all_model()

@@ -1,7 +1,7 @@
 """The task list of several ledgers at once: every open ledger's task list model, shown as one.
 
 Each ledger keeps its own :class:`~console.tasklist.TaskListModel` (its hub's: a change costs what it
-costs with one ledger); :class:`AllTasks` shows their rows merged in one order, with a LEDGER
+costs with one ledger); :class:`MergedTaskList` shows their rows merged in one order, with a LEDGER
 column in front: each ledger's rows keep their order (the order and the filter all share), and
 between ledgers the sort keys decide — in urgency order the most urgent task of any ledger comes
 first; in creation order the ledgers' rows alternate (each one's first task, then each one's
@@ -44,7 +44,7 @@ def ledger_columns(sides: Sequence[Side]) -> list[Column]:
     return [Column("LEDGER", width, shrink=4), *TASK_COLUMNS]
 
 
-class AllTasks:
+class MergedTaskList:
     """Every ledger's task rows as one list (see the module's docstring)."""
 
     def __init__(self, sides: Sequence[Side]) -> None:
@@ -171,4 +171,4 @@ class AllTasks:
         return f"tasks · {self.sides[self.only].ledger_name} only"
 
 
-__all__ = ["AllTasks", "Side", "ledger_columns"]
+__all__ = ["MergedTaskList", "Side", "ledger_columns"]
