@@ -161,40 +161,38 @@ async def test_opening_a_row_reads_its_own_ledger(two):
         assert "only-in-b" not in [n.key for n in app.screen.model.nodes] and len(app.screen.model.nodes) == 8
 
 
+async def park_row(pilot, ledger: str, task: str, reason: str) -> str:
+    """Park (ledger, task) through the action registry's dialog with ``reason``; the dialog's title
+    as it was with the plan read."""
+    app = pilot.app
+    await select(pilot, ledger, task)
+    await pilot.press("p")
+    await wait_for(pilot, lambda: isinstance(app.screen, ParkDialog) and app.screen.is_mounted, what=f"park {ledger}")
+    dlg = app.screen
+    await wait_for(pilot, lambda: not dlg.planning and dlg.plan is not None, what=f"{ledger}'s plan")
+    title = str(dlg.query_one("#dialog-title").render())
+    dlg.query_one("#reason", Input).focus()
+    await pilot.press(*reason)
+    await pilot.pause()
+    await pilot.click("#apply")
+    await wait_for(pilot, lambda: app.screen is not dlg, what=f"applied to {ledger}")
+    await workers_done(pilot, dlg)
+    return title
+
+
 async def test_an_action_on_a_row_lands_in_its_ledger_and_not_the_other(two):
     a, b = two
     app = two_app(a, b, operator="ana@console")
     async with app.run_test(size=(80, 24)) as pilot:
         await loaded(pilot)
-        await select(pilot, "b", "report-001")
-        await pilot.press("p")  # park, through the action registry's dialog
-        await wait_for(pilot, lambda: isinstance(app.screen, ParkDialog) and app.screen.is_mounted, what="park")
-        dlg = app.screen
-        await wait_for(pilot, lambda: not dlg.planning and dlg.plan is not None, what="the plan")
-        assert "in ledger b" in str(dlg.query_one("#dialog-title").render())
-        dlg.query_one("#reason", Input).focus()
-        await pilot.press(*"b is over budget")
-        await pilot.pause()
-        await pilot.click("#apply")
-        await wait_for(pilot, lambda: app.screen is not dlg, what="applied")
-        await workers_done(pilot, dlg)
+        assert "in ledger b" in await park_row(pilot, "b", "report-001", "b is over budget")
         assert task_status(b, "report-001") == "parked"
         assert task_status(a, "report-001") == "active"  # the same id in a: untouched
         await wait_for(pilot, lambda: app.sides[0].tasks_model.rows[0].view.status == "parked",
                        what="b's row parked on screen")
         assert app.tasks_model.rows[0].view.status == "active"
         # and the other way: a's row, a's ledger
-        await select(pilot, "a", "report-001")
-        await pilot.press("p")
-        await wait_for(pilot, lambda: isinstance(app.screen, ParkDialog) and app.screen.is_mounted, what="park a")
-        dlg = app.screen
-        await wait_for(pilot, lambda: not dlg.planning and dlg.plan is not None, what="a's plan")
-        dlg.query_one("#reason", Input).focus()
-        await pilot.press(*"a too")
-        await pilot.pause()
-        await pilot.click("#apply")
-        await wait_for(pilot, lambda: app.screen is not dlg, what="applied to a")
-        await workers_done(pilot, dlg)
+        await park_row(pilot, "a", "report-001", "a too")
         assert task_status(a, "report-001") == "parked"
         with Ledger.open(b, create=False) as led:
             reasons = [x.reason for x in led.actions("report-001")]
