@@ -227,8 +227,10 @@ class ActionDialog(WardenModal["Plan | None"]):
             if self.needs_reason:
                 with Horizontal(classes="field"):
                     yield Label("reason", classes="field-label")
-                    told = ", shown to the agent" if self.params.reason_to_agent else ", not shown to the agent"
-                    yield Input(self.initial_reason, placeholder=f"why? required: recorded{told}",
+                    yield Input(self.initial_reason,
+                                placeholder=("why? required: recorded, shown to the agent"
+                                             if self.params.reason_to_agent
+                                             else "why? required: recorded, not shown to the agent"),
                                 id="reason", compact=True, select_on_focus=False)
             yield from self.compose_confirm()
             yield Static("", id="dialog-error", markup=False, classes="-empty")
