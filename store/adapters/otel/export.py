@@ -31,10 +31,10 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from store.errors import LedgerUnavailable, WardenError
 from store.reading.feed import Feed, passes
+from store.storage.beside import kept_beside
 from store.storage.db import parse_target
 from store.text import safe_line
 
-from .paths import kept_beside
 from .spans import PENDING_PARENT, SPAN_TYPE, Mapper, SpanRecord, TaskInfo
 
 READ_BATCH = 1000

@@ -41,7 +41,7 @@ from store.adapters.sessions import claim_from_json, claim_to_json
 from store.errors import WardenError
 from store.facade import Ledger
 from store.jsontypes import JsonObject
-from store.adapters.otel.paths import kept_beside
+from store.storage.beside import kept_beside
 from store.views import Claim
 
 SEEN = 100_000  # spans (and span owners) remembered against a batch sent twice

@@ -1,6 +1,7 @@
-"""Where ``warden otel`` keeps a file of its own for a ledger: beside a SQLite ledger, under the
-user's state directory (``$XDG_STATE_HOME/warden``, else ``~/.local/state/warden``) for a
-PostgreSQL one, named by a digest of the ledger's display form."""
+"""Where a process keeps a file of its own for a ledger (the notifier's state, ``warden otel``'s
+cursor and receiver state): beside a SQLite ledger, under the user's state directory
+(``$XDG_STATE_HOME/warden``, else ``~/.local/state/warden``) for a PostgreSQL one, named by a
+digest of the ledger's display form (its password masked)."""
 
 from __future__ import annotations
 
@@ -20,3 +21,6 @@ def kept_beside(target: str, name: str, env: dict[str, str] | None = None) -> Pa
     base = Path(e.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
     stem, dot, suffix = name.rpartition(".")
     return base / "warden" / f"{stem}-{hashlib.sha256(t.display.encode()).hexdigest()[:12]}{dot}{suffix}"
+
+
+__all__ = ["kept_beside"]
