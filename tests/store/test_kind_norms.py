@@ -185,3 +185,20 @@ def test_the_consoles_analysis_judges_against_the_norm_and_the_mark_as_status_do
         an.apply_event(ev, ledger.nodes("next", [ev.node]) if ev.node and ev.kind != "node.heartbeat" else [])
     assert an.signals() == S.signals_for_graph(ledger, ledger.graph("next"))
     assert not [s for s in an.signals() if s.kind in ("no_new_info", "repeating")]
+
+
+def test_a_signal_pass_reads_the_kinds_norms_only_when_a_node_loops(ledger, clock, monkeypatch):
+    """``warden status`` judges every task: where nothing loops, no norm is read (a norm only widens
+    the loop alarms); where a node loops, its kinds' norms are read once for the pass."""
+    from store.ledger import norms
+    from store.reading.analysis import TaskAnalysis
+
+    reads = []
+    monkeypatch.setattr(S, "read_norms", lambda core, kinds: reads.append(set(kinds)) or norms.read_norms(core, kinds))
+    c = start(ledger, kind="ci_watch")
+    ledger.heartbeat(c, action="gh run view 42", result="status: queued (3 jobs)")
+    assert S.signals_for_task(ledger, ledger.task("t")) == TaskAnalysis(ledger, "t").signals()
+    assert reads == []
+    _looping(ledger, clock, c)
+    assert loops(ledger) and reads == [{"ci_watch"}]
+    assert TaskAnalysis(ledger, "t").signals() and reads == [{"ci_watch"}] * 2
