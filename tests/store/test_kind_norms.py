@@ -25,6 +25,15 @@ def _looping(ledger, clock, c, times=5):
         ledger.heartbeat(c, action="gh run view 42", result="status: queued")
 
 
+def _marked_normal(ledger, clock):
+    """``MIN_NODES`` ci_watch nodes of w1, each looping on one poll, each marked healthy by bob."""
+    for i in range(MIN_NODES):
+        c = start(ledger, task=f"t{i}", kind="ci_watch")
+        ledger.heartbeat(c, action="gh run view 42", result=f"status: queued ({i})")
+        _looping(ledger, clock, c)
+        ledger.apply(ledger.plan("healthy", {"task_id": f"t{i}", "node": "a", "reason": "by design"}), operator="bob")
+
+
 def test_marking_an_alarm_healthy_clears_it_teaches_its_kind_and_is_audited(ledger, clock, capsys):
     c = start(ledger, kind="ci_watch")
     ledger.heartbeat(c, action="gh run view 42", result="status: queued (3 jobs)")
@@ -50,11 +59,7 @@ def test_marking_an_alarm_healthy_clears_it_teaches_its_kind_and_is_audited(ledg
 
 
 def test_a_kind_learns_its_normal_from_marks(ledger, clock):
-    for i in range(MIN_NODES):
-        c = start(ledger, task=f"t{i}", kind="ci_watch")
-        ledger.heartbeat(c, action="gh run view 42", result=f"status: queued ({i})")
-        _looping(ledger, clock, c)
-        ledger.apply(ledger.plan("healthy", {"task_id": f"t{i}", "node": "a", "reason": "by design"}), operator="bob")
+    _marked_normal(ledger, clock)
     c = start(ledger, task="next", kind="ci_watch")
     ledger.heartbeat(c, action="gh run view 42", result="status: queued (x)")
     _looping(ledger, clock, c)
@@ -165,11 +170,7 @@ def test_warden_healthy_previews_then_applies_with_who_and_why(ledger, clock, ca
 def test_the_consoles_analysis_judges_against_the_norm_and_the_mark_as_status_does(ledger, clock):
     from store.reading.analysis import TaskAnalysis
 
-    for i in range(MIN_NODES):
-        c = start(ledger, task=f"t{i}", kind="ci_watch")
-        ledger.heartbeat(c, action="gh run view 42", result=f"status: queued ({i})")
-        _looping(ledger, clock, c)
-        ledger.apply(ledger.plan("healthy", {"task_id": f"t{i}", "node": "a", "reason": "by design"}), operator="bob")
+    _marked_normal(ledger, clock)
     c = start(ledger, task="next", kind="ci_watch")
     an = TaskAnalysis(ledger, "next")
     cursor = ledger.last_event_id()
