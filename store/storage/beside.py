@@ -5,6 +5,7 @@ digest of the ledger's display form (its password masked)."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 from pathlib import Path
@@ -23,4 +24,18 @@ def kept_beside(target: str, name: str, env: dict[str, str] | None = None) -> Pa
     return base / "warden" / f"{stem}-{hashlib.sha256(t.display.encode()).hexdigest()[:12]}{dot}{suffix}"
 
 
-__all__ = ["kept_beside"]
+
+def hold_lock(path: Path) -> int | None:
+    """The one-holder lock of a state file: ``flock`` on ``<path>.lock`` (made ``0600``, never
+    through a link). Its descriptor, held until closed; None when another process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+__all__ = ["hold_lock", "kept_beside"]
