@@ -227,7 +227,8 @@ class ActionDialog(WardenModal["Plan | None"]):
             if self.needs_reason:
                 with Horizontal(classes="field"):
                     yield Label("reason", classes="field-label")
-                    yield Input(self.initial_reason, placeholder="why? required: recorded, shown to the agent",
+                    told = ", shown to the agent" if self.params.reason_to_agent else ", not shown to the agent"
+                    yield Input(self.initial_reason, placeholder=f"why? required: recorded{told}",
                                 id="reason", compact=True, select_on_focus=False)
             yield from self.compose_confirm()
             yield Static("", id="dialog-error", markup=False, classes="-empty")
@@ -319,7 +320,7 @@ class ActionDialog(WardenModal["Plan | None"]):
         self.update_buttons()
 
     def refusal_text(self, error: str) -> str:
-        return f"cannot {self.action}: {error}"
+        return f"cannot {self.params.verb or self.action}: {error}"
 
     def plan_changed(self) -> None:
         """Hook: a new plan (or refusal) arrived."""

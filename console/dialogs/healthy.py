@@ -19,9 +19,6 @@ if TYPE_CHECKING:
 class HealthyDialog(ActionDialog):
     """The selected node's loop alarm is normal work: clear it, and teach its kind."""
 
-    def target_label(self) -> str:
-        return f"node {safe_line(self.node)} of task {safe_line(self.task_id)}: its loop alarm is normal work"
-
     def plan_args(self) -> dict[str, object]:
         return {"node": self.node}
 

@@ -103,6 +103,10 @@ class Action(ActionParams):
     cli: ClassVar[Command | NoCommand]
     arguments: ClassVar[Mapping[str, Rule]]  # the rule of each argument of its plan function
     needs_node: ClassVar[bool] = False  # the console opens it only on a selected node
+    # How a sentence names it ("cannot mark healthy: …"); "" means its registered name ("cannot park: …").
+    verb: ClassVar[str] = ""
+    # Whether the reason reaches the agent (a park's does, through its next call); always recorded.
+    reason_to_agent: ClassVar[bool] = True
     confirm_task_id: ClassVar[bool] = False  # applied only once the task id is typed (abort)
     # Checked at apply against the task's revision and the planned nodes' versions (the default);
     # False for an action that changes no part of the task's graph and whose ``stale`` checks what

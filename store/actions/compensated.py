@@ -34,6 +34,7 @@ from store.actions.plan import Plan
 class CompensatedParams(Action):
     action = "compensated"
     title = "Mark compensated"
+    verb = "mark compensated"
     key = Key("c", "Compensated", "mark an effect of the selected task compensated (undone by hand)",
               palette="Mark effect compensated", palette_help="an effect of the selected task was undone by hand (c)")
     arguments = {"task_id": ID, "effect_key": ID, "reason": TEXT_OPT}

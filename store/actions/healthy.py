@@ -35,6 +35,8 @@ from store.storage.db import read_tx
 class HealthyParams(Action):
     action = "healthy"
     title = "Mark healthy"
+    verb = "mark healthy"
+    reason_to_agent = False  # recorded and audited; the agent is not told
     key = Key("H", "Healthy", "mark the selected node's loop alarm healthy (its kind learns it is normal)",
               palette="Mark alarm healthy", palette_help="the selected node's no_new_info / repeating alarm is "
                                                         "normal work: clear it and teach its kind (H)")

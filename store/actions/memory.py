@@ -105,6 +105,7 @@ class ConfirmMemoryParams(MemoryDecision):
     action = "memory-confirm"
     decision = "confirm"
     title = "Confirm memory"
+    verb = "confirm memory"
     cli = Command("confirm a memory an agent proposed: later claims of its kind / workflow are handed it", (
         Flag("memory", "memory_id", metavar="ID", help="the memory's id (warden memory --pending lists them)"),
         _REASON,
@@ -116,6 +117,7 @@ class RejectMemoryParams(MemoryDecision):
     action = "memory-reject"
     decision = "reject"
     title = "Reject memory"
+    verb = "reject memory"
     cli = Command("reject a proposed memory, or retract a confirmed one", (
         Flag("memory", "memory_id", metavar="ID", help="the memory's id (warden memory lists them)"),
         _REASON,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import socket
 import struct
 import sys
 from typing import AsyncGenerator, AsyncIterator, Callable, Iterator, Protocol, TypeVar
@@ -464,6 +465,9 @@ def _unreachable(display: str, why: str) -> str:
 
 
 class _Libpq(Protocol):
+    @property
+    def socket(self) -> int: ...
+
     def finish(self) -> None: ...
 
 
@@ -479,9 +483,21 @@ _T = TypeVar("_T")
 
 def _abandon(ping: "asyncio.Future[_T]", conn: _PgConnection) -> None:
     """Drop a connection whose server stopped answering, without waiting for it: its socket is
-    closed under libpq (nothing more is sent), the unanswered query's task left to fail."""
+    shut down under libpq (nothing more is sent, and the unanswered query reads its end at once),
+    and the libpq connection is freed once that query has failed — never before. psycopg's query
+    generator holds the raw libpq pointer while it waits and calls ``PQconsumeInput`` on it every
+    0.1 s: freed under it, that read was a use-after-free, which under load (the memory reused)
+    hung the UI thread in libpq's ``fflush`` of a garbage trace stream."""
     ping.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no "never retrieved" noise
     try:
-        conn.pgconn.finish()
-    except Exception:
+        with socket.fromfd(conn.pgconn.socket, socket.AF_INET, socket.SOCK_STREAM) as s:  # (a duplicate)
+            s.shutdown(socket.SHUT_RDWR)
+    except Exception:  # noqa: BLE001 - already closed: the query fails by itself
         pass
+
+    def free(_: object) -> None:
+        try:
+            conn.pgconn.finish()
+        except Exception:  # noqa: BLE001 - freed already
+            pass
+    ping.add_done_callback(free)

@@ -614,3 +614,18 @@ def test_park_refusals_and_warnings_name_the_dialogs_boxes_not_cli_flags(tmp_pat
     assert len(said) == 3
     for text in said:
         assert "--now" in text and "--now" not in dialog_words(text) and NOW_BOX in dialog_words(text)
+
+
+async def test_a_refusal_and_the_reason_field_name_the_action_as_a_sentence_does(lp):
+    """"cannot mark healthy: …", not the registered name ("cannot healthy"); a reason the agent is
+    never shown does not promise that it is."""
+    app = make_app(lp)
+    async with app.run_test(size=(100, 30)) as pilot:
+        dlg = await open_dialog(pilot, "healthy", "report-001", "outline")  # no loop alarm there
+        await plan_ready(pilot, dlg)
+        preview = " ".join(str(dlg.query_one("#preview").render()).split())
+        assert dlg.plan is None and preview.startswith("cannot mark healthy: "), preview
+        assert "not shown to the agent" in str(dlg.query_one("#reason", Input).placeholder)
+        await pilot.press("escape")
+        park = await open_dialog(pilot, "park", "report-001")
+        assert str(park.query_one("#reason", Input).placeholder).endswith("recorded, shown to the agent")

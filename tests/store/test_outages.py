@@ -240,3 +240,47 @@ def test_a_real_server_stop_is_said_within_2s_and_its_return_followed(cluster):
             pass
         watcher.join(timeout=30)
         feed.close()
+
+
+async def test_an_abandoned_listener_is_freed_only_after_its_pending_ping_failed():
+    """A silent server's LISTEN connection is dropped without waiting for it; its libpq connection
+    is freed only once the unanswered ping has failed: psycopg's generator reads through the raw
+    libpq pointer while it waits, and freeing it under the ping was a use-after-free (a hang in
+    libpq's fflush under load). The ping ends at once, though the server never answers."""
+    import socket
+
+    from store.storage.watch import _abandon
+
+    ours, server = socket.socketpair()  # the server end says nothing, ever
+    ours.setblocking(False)
+    freed: list[bool] = []
+
+    class Libpq:
+        socket = ours.fileno()
+
+        def finish(self) -> None:
+            freed.append(True)
+
+    class Conn:
+        pgconn = Libpq()
+
+    loop = asyncio.get_running_loop()
+
+    async def ping() -> None:
+        """As psycopg's query generator: wait on the socket, then read through libpq."""
+        while True:
+            data = await loop.sock_recv(ours, 64)
+            assert not freed, "the libpq connection was freed under a pending query"
+            if not data:
+                raise OSError("server closed the connection unexpectedly")
+
+    task = asyncio.ensure_future(ping())
+    try:
+        _abandon(task, Conn())
+        done, _ = await asyncio.wait({task}, timeout=stretch(10.0))
+        assert done, "the abandoned ping never ended"
+        assert isinstance(task.exception(), OSError) and freed == [True]
+    finally:
+        task.cancel()
+        ours.close()
+        server.close()
