@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from store.clock import duration_text
-from store.judges.novelty import Repeat, judge_sequence
+from store.judges.novelty import Repeat, excerpt, judge_sequence
 from store.judges.sequence import is_rhythm, retried_cycle, same_action_run, usual_news
 from store.views import FLAG_FAILED, FLAG_PARKED, FLAG_PROGRESS, FLAG_UNITS_ONLY, NodeColumns, Observed
 
@@ -26,7 +25,6 @@ class Signal:
     since: float | None
     severity: str  # info | warn | alarm
     evidence: str
-
 
 
 @dataclass(frozen=True)
@@ -107,15 +105,9 @@ class Activity:
                    float(getattr(node, "paused_s", None) or 0.0))
 
 
-def dur(seconds: float) -> str:
-    return duration_text(seconds)
-
-
-
 def one_line(text: str, cap: int = 60) -> str:
-    t = " ".join(str(text).split())
-    return t if len(t) <= cap else t[: cap - 1] + "…"
-
+    """Agent text as evidence quotes it: one line, at most ``cap`` characters (``novelty.excerpt``)."""
+    return excerpt(text, cap) or ""
 
 
 def loop_start(node: NodeColumns, act: Activity, observations: Sequence[Obs]) -> float:
