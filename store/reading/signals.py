@@ -32,12 +32,12 @@ from __future__ import annotations
 from typing import Callable, Iterable, Sequence
 
 from store.judges import budget as budget_mod
-from store.judges.loops import (DEFAULT_THRESHOLDS, Activity, Obs, Signal, Thresholds, dur, one_line,
+from store.judges.loops import (DEFAULT_THRESHOLDS, Activity, Obs, Signal, Thresholds, one_line,
                                 loop_signals as loop_signals)
 from store.judges.norms import KindNorm, loop_alarms, pick
 from store.ledger.norms import read_norms
 from store.reading import task_level
-from store.clock import iso
+from store.clock import duration_text as dur, iso
 from store.estimation.estimates import DurationHistory, kind_p80
 from store.facade import Ledger
 from store.jsontypes import JsonObject
