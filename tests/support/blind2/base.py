@@ -16,7 +16,6 @@ import string
 from ..blind import noise
 from ..blind.noise import MONTHS
 from ..blind.trace import Family, Trial, registrars
-from ..stalls import Script
 
 HEALTHY2: dict[str, Family] = {}
 LOOPS2: dict[str, Family] = {}
@@ -189,10 +188,6 @@ def loop_reports(t: T2, period: int = 1) -> int:
 
 def prefix(t: T2) -> int:
     return t.rng.randint(2, 8)
-
-
-def done(t: T2, actions: bool) -> Script:
-    return t.script(actions)
 
 
 Prep = tuple[str, str, str]  # (tool, command, its output)
