@@ -18,7 +18,8 @@ from console.dialogs.park import ParkDialog
 from console.screens import TaskGraphScreen
 from console.screens.all_tasks import AllTasksScreen
 from store import Ledger
-from tests.support.console_app import build_ledger, graph_loaded, make_app, settle, wait_for, workers_done
+from tests.support.console_app import (build_ledger, graph_loaded, make_app, run_from_palette, settle, wait_for,
+                                       workers_done)
 from tests.support.asks import ask
 from tests.support.tcpproxy import TcpProxy
 
@@ -157,6 +158,25 @@ async def test_opening_a_row_reads_its_own_ledger(two):
         await select(pilot, "a", "report-001")
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen), what="a's graph")
+        await graph_loaded(pilot)
+        assert "only-in-b" not in [n.key for n in app.screen.model.nodes] and len(app.screen.model.nodes) == 8
+
+
+async def test_the_palette_opens_a_task_in_the_ledger_its_entry_names(two):
+    """The same task id in two ledgers is two palette entries, each naming its ledger and opening
+    that ledger's graph — from the list and from the other ledger's graph alike."""
+    a, b = two
+    app = two_app(a, b)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await run_from_palette(pilot, "Open task report-001 in b")
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen), what="b's graph")
+        await graph_loaded(pilot)
+        assert [n.key for n in app.screen.model.nodes] == ["only-in-b"]
+        b_graph = app.screen
+        await run_from_palette(pilot, "Open task report-001 in a")
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and app.screen is not b_graph,
+                       what="a's graph")
         await graph_loaded(pilot)
         assert "only-in-b" not in [n.key for n in app.screen.model.nodes] and len(app.screen.model.nodes) == 8
 
