@@ -5,10 +5,21 @@ as stale when what the operator judged no longer runs."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from console.cli import main as warden
 from store.errors import StaleRevision
 from tests.support.loop_alarms import loops, start
+from tests.support.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _looping(ledger, clock, c, times=5):
@@ -72,3 +83,34 @@ def test_another_attempt_looping_by_the_apply_is_stale_and_nothing_is_taught(led
         ledger.apply(plan, operator="alice")
     assert ledger.node("t", "a").healthy_at is None
     assert [e for e in ledger.events(task_id="t") if e.kind == "operator.healthy"] == []
+
+
+# ---------------------------------------------------------------------- killed mid-apply
+# (tests/support/hang_in_apply.py: the CLI as shipped, stopped inside the apply's transaction)
+def test_warden_healthy_killed_inside_its_apply_writes_nothing_and_wedges_nothing(ledger, clock, tmp_path, capsys):
+    c, plan = _previewed(ledger, clock)
+    revision = ledger.task("t").revision
+    marker = tmp_path / "inside"
+    argv = ["healthy", "t", "a", "--reason", "polls CI by design", "--yes", "--operator", "carol",
+            "--ledger", ledger.target]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, "-m", "tests.support.hang_in_apply", str(marker), "healthy", *argv], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: marker.exists() or p.poll() is not None, "the CLI inside its apply", 60)
+        assert p.poll() is None, p.communicate()
+    finally:
+        p.kill()
+        p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGKILL
+    # nothing of the mark: no healthy_at, nothing taught, no audit row, no event, the same revision
+    assert ledger.node("t", "a").healthy_at is None and loops(ledger)
+    assert ledger.actions("t") == [] and ledger.task("t").revision == revision
+    assert [e for e in ledger.events(task_id="t") if e.kind.startswith("operator.")] == []
+    assert warden(["status", "--ledger", ledger.target, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["marked_healthy"] == []
+    # … and nothing wedged: the agent beats on, the mark applies
+    ledger.heartbeat(c, action="gh run view 42", result="status: queued")
+    assert warden(argv) == 0
+    assert ledger.node("t", "a").healthy_at is not None
+    assert [(a.action, a.result) for a in ledger.actions("t")] == [("healthy", "applied")]
