@@ -344,3 +344,24 @@ async def test_a_handoff_in_either_ledger_is_an_alert(two):
         await select(pilot, "b", "b-only")
         await pilot.press("enter")  # opening b's task sees b's alert, not a's
         await wait_for(pilot, lambda: app.open_alerts == 1, what="b's alert seen")
+
+
+async def test_a_ledger_read_after_the_first_is_moved_out_of_the_collectors_walks_too(tmp_path):
+    """The console freezes what it holds once a ledger is read (console/app.py settle_heap): a
+    ledger read later than the first — here one that did not exist yet — is frozen too, else every
+    full collection walks its thousands of rows."""
+    import gc
+
+    a = str(build_ledger(tmp_path / "a.db"))
+    b = str(tmp_path / "later.db")
+    app = make_app(a, ledger_name="a", more=[("b", b)], analysis=False, clock=time.time)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.loaded and app.sides[0].unavailable is not None, timeout=60,
+                       what="b cannot be opened")
+        build_b(b)
+        await wait_for(pilot, lambda: ("b", "b-only") in rows(app), timeout=60, what="b's rows")
+        await settle(pilot)
+        tracked = {id(o) for o in gc.get_objects()}
+        a_row, b_row = app.tasks_model.rows[0], app.sides[0].tasks_model.rows[0]
+        assert id(a_row) not in tracked  # (the first ledger's, frozen as before)
+        assert id(b_row) not in tracked, "the later ledger's rows are still walked by every full collection"
