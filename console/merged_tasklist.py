@@ -127,6 +127,14 @@ class MergedTaskList:
         """Where ledger ``si``'s row at its position ``local`` is shown (None: that ledger is not)."""
         return self._rank(si, local) if si in self.shown() else None
 
+    def position_of_key(self, key: Hashable) -> int | None:
+        """Where the row ``row_key`` named is shown now (None: not shown, or its ledger is not)."""
+        if not isinstance(key, tuple):
+            return None
+        si, row = key
+        local = self.sides[si].tasks_model.position_of(row)
+        return None if local is None else self.position(si, local)
+
     def position_of_task(self, si: int, task_id: str) -> int | None:
         local = self.sides[si].tasks_model.position_of_task(task_id)
         return None if local is None else self.position(si, local)

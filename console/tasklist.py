@@ -32,7 +32,7 @@ import time
 from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, NamedTuple, Sequence
+from typing import Callable, Hashable, Iterable, NamedTuple, Sequence
 
 from store.reading.cli_json import budget_json, empty_eta
 from store.storage.events import NodeClaimed, NodeHeartbeat, payload_of
@@ -368,6 +368,10 @@ class TaskListModel:
         if r is None or not r.shown:
             return None
         return bisect_left(self._keys, r.key)
+
+    def position_of_key(self, key: Hashable) -> int | None:
+        """Where the row ``row_key`` named is shown now (None: not shown)."""
+        return self.position_of(key) if isinstance(key, int) else None
 
     def positions(self, rows: Iterable[int]) -> list[int]:
         out = []

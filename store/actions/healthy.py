@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from store.actions import planning as pl
-from store.actions.action import Action, Command, Flag, Key
+from store.actions.action import TASK_FLAG, Action, Command, Flag, Key
 from store.actions.changes import ApplyTx, Outcome
 from store.actions.plan import Plan
 from store.errors import Refused
@@ -43,7 +43,7 @@ class HealthyParams(Action):
     needs_node = True
     arguments = {"task_id": ID, "node": ID, "reason": TEXT_OPT}
     cli = Command("mark a running node's loop alarm healthy: judged afresh, and its kind learns this is normal", (
-        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
+        TASK_FLAG,
         Flag("key", "node", metavar="KEY", help="the running node raising no_new_info or repeating"),
         Flag("--reason", "reason", required=True, metavar="R", help="why this is healthy work (required; recorded)"),
     ), examples=("warden healthy nightly watch-ci --reason 'polls CI every minute by design'",))

@@ -346,6 +346,57 @@ async def test_a_handoff_in_either_ledger_is_an_alert(two):
         await wait_for(pilot, lambda: app.open_alerts == 1, what="b's alert seen")
 
 
+def build_many(tmp_path: Path) -> tuple[str, str]:
+    """Two ledgers of six tasks each, alpha-0… and beta-0… (their rows alternate in creation order)."""
+    out = []
+    for name in ("alpha", "beta"):
+        target = str(tmp_path / f"{name}.db")
+        with Ledger.open(target) as led:
+            for i in range(6):
+                led.create_task(f"{name}-{i}")
+                led.add_node(f"{name}-{i}", "step", kind="tool")
+        out.append(target)
+    return out[0], out[1]
+
+
+async def test_the_cursor_stays_on_its_row_or_the_one_that_took_its_place(tmp_path):
+    """`l`, `/` and `s` keep the cursor on the selected (ledger, task) while it is shown, and move it
+    to the row after it in the merged order (before it, at the end) when it is not: never to
+    whatever row now has the same index."""
+    a, b = build_many(tmp_path)
+    app = make_app(a, ledger_name="alpha", more=[("beta", b)], analysis=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        screen = app.screen
+
+        def at() -> tuple[str, str]:
+            return screen.selected_side().ledger_name, screen.selected_task()
+
+        await select(pilot, "beta", "beta-1")  # 4th row of all; alpha-only has alpha-3 there
+        await pilot.press("l")  # alpha only: beta-1 is not shown; alpha-2 came after it
+        assert at() == ("alpha", "alpha-2")
+        await pilot.press("l")  # beta only: the beta row after alpha-2 in the merged order
+        assert at() == ("beta", "beta-2")
+        await pilot.press("l")  # all again: the same row
+        assert at() == ("beta", "beta-2")
+        await select(pilot, "alpha", "alpha-4")
+        await pilot.press("l")
+        assert at() == ("alpha", "alpha-4")  # still shown: still selected
+        await pilot.press("enter")  # and it is what opens
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen), what="the graph")
+        assert app.screen.task_id == "alpha-4"
+        assert str(app.screen.query_one("#status").render()).split("warden")[1].strip().startswith("alpha ")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen, what="back to the list")
+        await pilot.press("l", "l")  # all
+        await select(pilot, "alpha", "alpha-1")
+        await pilot.press("slash", *"beta")  # alpha-1 filtered out: beta-1 came after it
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: rows(app) == [("beta", f"beta-{i}") for i in range(6)], what="filtered")
+        assert at() == ("beta", "beta-1")
+        await select(pilot, "beta", "beta-5")
+        await pilot.press("s")  # re-sorted: the same row, wherever it went
+        assert at() == ("beta", "beta-5")
 async def test_a_ledger_read_after_the_first_is_moved_out_of_the_collectors_walks_too(tmp_path):
     """The console freezes what it holds once a ledger is read (console/app.py settle_heap): a
     ledger read later than the first — here one that did not exist yet — is frozen too, else every
