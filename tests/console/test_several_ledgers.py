@@ -433,3 +433,22 @@ async def test_the_cursor_stays_on_its_row_or_the_one_that_took_its_place(tmp_pa
         await select(pilot, "beta", "beta-5")
         await pilot.press("s")  # re-sorted: the same row, wherever it went
         assert at() == ("beta", "beta-5")
+
+
+def info_line(app) -> str:
+    return str(app.screen.query_one("#info").render())
+
+
+async def test_the_line_under_the_list_names_the_selected_rows_ledger(two):
+    a, b = two
+    app = two_app(a, b, clock=time.time)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        await select(pilot, "b", "report-001")
+        assert info_line(app).startswith("b · report-001")
+        await select(pilot, "a", "report-001")
+        assert info_line(app).startswith("a · report-001")
+        os.rename(b, b + ".away")  # b down: its rows say so where they are read
+        await wait_for(pilot, lambda: app.sides[0].unavailable is not None, timeout=60, what="b's outage")
+        await select(pilot, "b", "b-only")
+        await wait_for(pilot, lambda: info_line(app).startswith("b ⚠ · b-only"), what="b marked down")
