@@ -12,7 +12,7 @@ import math
 from bisect import bisect_right, insort
 from collections import deque
 from collections.abc import Hashable
-from typing import Callable, Iterable, NamedTuple, TypeVar
+from typing import Callable, Iterable, NamedTuple, Sequence, TypeVar
 
 from store.storage import sql
 from store.storage.core import LedgerCore
@@ -22,15 +22,14 @@ from store.estimation.kindmodel import (  # noqa: F401  (re-exported: the estima
     Z80,
     EstimateParams,
     KindModel,
-    TaskLevel,
     convolve,
     kind_model,
     lognormal_grid,
     lowest,
     prior_model,
     quantile,
-    task_level,
 )
+from store.estimation.tasklevel import TaskLevel, task_level  # noqa: F401  (re-exported)
 
 
 # ---------------------------------------------------------------------- the memory
@@ -107,39 +106,46 @@ class DurationHistory:
         self.cache[key] = made
         return made
 
-    def own(self, kind: str, task_id: str | None) -> list[float]:
+    def own(self, kind: str, task_id: str | None, model: KindModel | None = None) -> list[float]:
         """Durations of a kind that ran in this task, oldest first (as if at the kind's centre
-        position, when its durations follow the position)."""
+        position, when its durations follow the position in ``model``, the kind's by default)."""
         if task_id is None:
             return []
-        m = self.model(kind)
+        runs = self._own_runs(kind, task_id)
+        m = self.model(kind) if model is None and runs else model
+        if m is None or not m.pos_slope:
+            return [d for d, _ in runs]
+        return [d * math.exp(-m.pos_slope * (p - m.pos_centre)) if p is not None else d for d, p in runs]
 
-        def make() -> list[float]:
-            out = []
-            for d, t, p in self._recent.get(kind, ()):
-                if t == task_id:
-                    out.append(d * math.exp(-m.pos_slope * (p - m.pos_centre)) if m.pos_slope and p is not None else d)
-            return out
+    def _own_runs(self, kind: str, task_id: str) -> list[tuple[float, int | None]]:
+        return self.remember(("own", kind, self.version(kind), task_id),
+                             lambda: [(d, p) for d, t, p in self._recent.get(kind, ()) if t == task_id], list)
 
-        return self.remember(("own", kind, self.version(kind), task_id), make, list)
+    def model_for(self, kind: str, task_id: str | None) -> KindModel:
+        """The kind's model as a task with its own finished runs of it should see it: from the
+        kind's runs in *other* tasks, when there are ``task_others_min`` of them (the task's own
+        runs then speak through its speed, ``tasklevel.task_level``, not as the kind's newest
+        samples: a task 3× slower than its history would otherwise read as the kind drifting);
+        else the kind's whole history."""
+        if task_id is None or not self._own_runs(kind, task_id):
+            return self.model(kind)
 
-    def others(self, kind: str, task_id: str | None) -> tuple[float, int]:
-        """(log mean, count) of the kind's newest ``group_window`` runs in other tasks (at the
-        kind's centre position, when its durations follow the position)."""
-        m = self.model(kind)
-        logs = []
-        for d, t, p in list(self._recent.get(kind, ()))[-self.params.group_window:]:
-            if t != task_id:
-                x = math.log(max(d, 1e-3))
-                logs.append(x - m.pos_slope * (p - m.pos_centre) if m.pos_slope and p is not None else x)
-        return (sum(logs) / len(logs) if logs else 0.0), len(logs)
+        def make() -> KindModel:
+            rec = [r for r in self._recent.get(kind, ()) if r[1] != task_id]
+            if len(rec) < self.params.task_others_min:
+                return self.model(kind)
+            return kind_model(kind, [r[0] for r in rec], self.params, [r[1] for r in rec], [r[2] for r in rec])
 
-    def level(self, kind: str, task_id: str | None) -> TaskLevel:
-        """Where this task's runs of the kind lie (``kindmodel.task_level``), cached per version."""
-        return self.remember(("level", kind, self.version(kind), task_id),
-                             lambda: task_level(self.model(kind), self.own(kind, task_id), self.params,
-                                                self.others(kind, task_id) if task_id is not None else None),
-                             TaskLevel)
+        return self.remember(("without", kind, self.version(kind), task_id), make, KindModel)
+
+    def level(self, kind: str, task_id: str | None, prior_mu: float, prior_var: float,
+              running: Sequence[float] = ()) -> TaskLevel:
+        """Where this task's runs of the kind lie (``tasklevel.task_level``; ``running``: the
+        elapsed times of its running nodes of the kind) against the kind's runs in other tasks; no
+        own runs (or too few runs elsewhere to judge them by): the prior."""
+        model = self.model_for(kind, task_id)
+        own = self.own(kind, task_id, model) if model.samples < self.count(kind) else []  # (else: the whole history)
+        return task_level(model, own, prior_mu, prior_var, self.params, running)
 
     def count(self, kind: str) -> int:
         return len(self._sorted.get(kind, ()))

@@ -43,6 +43,8 @@ from store.estimation.durations import (  # noqa: F401  (re-exported: the estima
 )
 from store.estimation import mixture
 from store.estimation import evidence
+from store.estimation.points import mixture_points
+from store.estimation.tasklevel import speed_why
 from store.jsontypes import JsonObject
 from store.storage.core import LedgerCore
 from store.estimation.montecarlo import NodeDist, Plan, approximate_makespan, dominant, simulate_makespans  # noqa: F401
@@ -102,15 +104,14 @@ def dist_estimate(d: NodeDist) -> Estimate:
 
 def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
               params: EstimateParams = DEFAULT_PARAMS, pooled: KindModel | None = None,
-              task_id: str | None = None, position: int | None = None) -> NodeDist | None:
+              task_id: str | None = None, position: int | None = None,
+              running: Sequence[float] = ()) -> NodeDist | None:
     """A fresh run of this kind in this task: its model (blended with ``est_wall_s``, moved by the
-    task's own runs of it), else the ``est_wall_s`` prior alone (label ``none``), else every kind's
+    task's own runs of it, finished and ``running``: see :func:`running_elapsed`), else the ``est_wall_s`` prior alone (label ``none``), else every kind's
     durations (label ``none``)."""
     est = float(est_wall_s) if est_wall_s is not None and est_wall_s > 0 else None
-    level = TaskLevel()
     if history.count(kind):
-        model = history.model(kind)
-        level = history.level(kind, task_id)
+        model = history.model_for(kind, task_id)
         why = model.why(est_blended=est is not None)
         source = "history"
     elif est is not None:
@@ -123,21 +124,23 @@ def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
         source = "pooled"
     else:
         return None
-    mu, loc_var = model.location(est, params, position)
-    mu += level.shift
-    loc_var += level.var
+    centre, loc_var = model.location(est, params)  # the kind's level at its centre position
+    level = history.level(kind, task_id, centre, loc_var, running) if source == "history" else TaskLevel(0.0, loc_var)
+    mu = model.location(est, params, position)[0] + level.shift  # at the node's position, at the task's speed
+    loc_var = level.var  # the level's uncertainty: the kind's and the task's speed
     within = model.sigma_w if model.tau2 > 0 else model.sigma
     scale = within / model.sigma if model.sigma > 0 and model.tau2 > 0 else 1.0
     label = model.label
-    if level.contradiction:
-        label = lowest((label, "low"))
-        why = [level.contradiction] + why
-    elif task_id is not None and source == "history":
-        label, why = _task_confirms(kind, label, why, level, params)
+    if source == "history" and task_id is not None:
+        label, why = task_label(kind, label, why, level, params, clustered=bool(model.cuts))
+    parts = level.mixture()
     offsets = history.remember(
-        ("predictive", model.kind, history.version(kind) if source == "history" else source, round(scale, 9),
-         round(loc_var, 12)),
-        lambda: convolve([o * scale for o in model.offsets], math.sqrt(loc_var)), tuple)
+        ("predictive", model.kind, history.version(kind) if source == "history" else source,
+         task_id if model.samples < history.count(kind) else None, round(scale, 9),
+         tuple((round(w, 9), round(m - level.shift, 9), round(v, 12)) for w, m, v in parts)),
+        lambda: mixture_points([(o * scale + m - level.shift, w, math.sqrt(v)) for w, m, v in parts
+                                for o in model.offsets], len(model.offsets)) if len(parts) > 1
+        else convolve([o * scale for o in model.offsets], math.sqrt(loc_var)), tuple)
     values = tuple(math.exp(mu + o) for o in offsets)
     rho = loc_var / (loc_var + within ** 2) if loc_var > 0 else 0.0
     shares: tuple[float, ...] = ()
@@ -150,37 +153,43 @@ def base_dist(kind: str, est_wall_s: float | None, history: DurationHistory,
     return NodeDist(values, model.samples, label, source, kind, rho, tuple(why), shares, shift, lumpy)
 
 
-def _task_confirms(kind: str, label: str, why: list[str], level: TaskLevel,
-                   params: EstimateParams) -> tuple[str, list[str]]:
-    """A label measured on the kind's runs, as far as this task's own runs bear it out:
-    the kind's calibration holds for this task only once its own runs show the task is like the
-    kind. ``high`` needs ``task_confirm`` of them, lying less than ``task_agree_z`` standard errors
-    above the kind's level, and pinning the task's level within ``task_agree_se`` (a kind whose
-    runs vary much needs more of them: 25 at σ 1); until then it is ``medium``. Before
-    ``task_confirm`` runs, first runs ``task_caution_z`` above make it ``low``."""
-    if level.own and level.own < params.task_confirm and level.z >= params.task_caution_z:
-        return lowest((label, "low")), [f"this task's first {kind} runs look slower than its history "
-                                       f"({level.own} so far)"] + why
-    if label != "high":
+def task_label(kind: str, label: str, why: list[str], level: TaskLevel,
+               params: EstimateParams = DEFAULT_PARAMS, clustered: bool = False) -> tuple[str, list[str]]:
+    """A label measured on the kind's runs in other tasks, as far as this task's own runs bear it
+    out (``tasklevel.task_level``; docs/estimates.md "A task's own speed"): a task unlike its
+    history (``differs`` ≥ ½) is estimated at its own speed, ``low`` until ``task_speed_runs`` of
+    its runs pin it within ``task_speed_se`` (then at most ``medium``, the kind's label within
+    ``task_agree_se``); a task like its history keeps the kind's label once its runs pin its speed
+    within ``task_pin_se``, and before that is ``low`` — but for a kind whose runs fall in clusters
+    (``clustered``: its runs pin a speed only after many of them), ``medium`` at most while
+    they all but rule out its being unlike it (``differs`` < ``task_like_differs``, the level's
+    spread ≤ ``task_like_sd``); a task whose runs slow down as it goes, ``low``."""
+    if level.contradiction:
+        return lowest((label, "low")), [level.contradiction] + why
+    if not level.own:
         return label, why
-    if level.own < params.task_confirm or level.se > params.task_agree_se:
-        need = max(params.task_confirm, level.own + 1)
-        if level.own and level.se < math.inf and level.se > params.task_agree_se:
-            need = max(need, math.ceil(level.own * (level.se / params.task_agree_se) ** 2))
-        return "medium", why + [f"high once {need} of this task's {kind} runs agree ({level.own} so far)"]
-    if level.z >= params.task_agree_z:
-        return "medium", why + [f"this task's {kind} runs lean slower than its history"]
-    return label, why
+    if level.differs >= 0.5:
+        said = [speed_why(kind, level)] + why
+        if level.own < params.task_speed_runs or level.se > params.task_speed_se:
+            return lowest((label, "low")), said  # not its speed yet
+        return (label if level.se <= params.task_agree_se else lowest((label, "medium"))), said
+    if level.se <= params.task_pin_se:
+        return label, why
+    unpinned = why + [f"this task's {level.own} {kind} run{'s' if level.own != 1 else ''} "
+                      f"cannot yet tell its speed (±×{math.exp(level.se):.1f})"]
+    if clustered and level.differs < params.task_like_differs and math.sqrt(level.var) <= params.task_like_sd:
+        return lowest((label, "medium")), unpinned
+    return lowest((label, "low")), unpinned
 
 
 def node_dist(n: NodeState, now: float, history: DurationHistory, params: EstimateParams = DEFAULT_PARAMS,
               pooled: KindModel | None = None, base: NodeDist | None = None,
-              task_id: str | None = None) -> NodeDist | None:
+              task_id: str | None = None, running: Sequence[float] = ()) -> NodeDist | None:
     """The remaining time of one unfinished node (None when finished or nothing is known)."""
     if n.status in FINISHED:
         return None
     if base is None:
-        base = base_dist(n.kind, n.est_wall_s, history, params, pooled, task_id, n.position)
+        base = base_dist(n.kind, n.est_wall_s, history, params, pooled, task_id, n.position, running)
     if base is None:
         return None
     if n.status == "running" and n.claimed_at is not None:
@@ -349,11 +358,28 @@ def recent_workers(ledger: LedgerCore, task_id: str, now: float, running_owners:
     return max(1, len(who))
 
 
+def running_elapsed(running: Iterable[tuple[str, float | None]], now: float,
+                    history: DurationHistory) -> dict[str, tuple[float, ...]]:
+    """Per kind, how long the task's running nodes of it (``(kind, claimed_at)``) have run:
+    censored runs of the task (``tasklevel.censored``). Rounded to 5 %, and 0 for a node not yet
+    past its kind's median (it says little more than that it runs), sorted: a figure kept on
+    them (``TaskAnalysis``) keeps between heartbeats."""
+    out: dict[str, list[float]] = {}
+    for kind, claimed_at in running:
+        if claimed_at is None or not history.count(kind):
+            continue
+        x = math.log(max(now - claimed_at, 1e-3))
+        out.setdefault(kind, []).append(math.exp(round(x * 20) / 20) if x > history.model(kind).mean else 0.0)
+    return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
 def dists_for(nodes: Sequence[NodeState], now: float, history: DurationHistory,
               params: EstimateParams = DEFAULT_PARAMS, task_id: str | None = None) -> dict[str, NodeDist | None]:
     """Each unfinished node's distribution (the first of a kind builds the kind's model)."""
     base_by_kind: dict[tuple[str, float | None, int | None], NodeDist | None] = {}
     out: dict[str, NodeDist | None] = {}
+    running = running_elapsed(((n.kind, n.claimed_at) for n in nodes if n.status == "running"), now,
+                              history) if task_id is not None else {}
     for n in nodes:
         if n.status in FINISHED:
             continue
@@ -361,7 +387,8 @@ def dists_for(nodes: Sequence[NodeState], now: float, history: DurationHistory,
         bk = (n.kind, n.est_wall_s, n.position if sloped else None)
         if bk not in base_by_kind:
             pooled = history.pooled_model() if not history.count(n.kind) and not n.est_wall_s else None
-            base_by_kind[bk] = base_dist(n.kind, n.est_wall_s, history, params, pooled, task_id, n.position)
+            base_by_kind[bk] = base_dist(n.kind, n.est_wall_s, history, params, pooled, task_id, n.position,
+                                         running.get(n.kind, ()))
         out[n.key] = node_dist(n, now, history, params, base=base_by_kind[bk])
     return out
 
@@ -411,16 +438,17 @@ def estimate_task(ledger: LedgerCore, task: TaskView, *, params: EstimateParams 
         if any(not history.count(k) for k in kinds):
             history.load_kinds(ledger, None)
         pooled = history.pooled_model() if any(not history.count(k) and not e for k, _, e in rows) else None
+        elapsed = running_elapsed(((r.kind, r.claimed_at) for r, _ in run_rows), now, history)
         groups = []
         for kind, count, est in rows:
-            d = base_dist(kind, est, history, params, pooled, task.task_id)
+            d = base_dist(kind, est, history, params, pooled, task.task_id, None, elapsed.get(kind, ()))
             if d is None:
                 return NO_ESTIMATE
             groups.append((d, int(count)))
         running = []
         for r, _ in run_rows:
             d = node_dist(r, now, history, params, history.pooled_model() if not history.count(r.kind) else None,
-                          task_id=task.task_id)
+                          task_id=task.task_id, running=elapsed.get(r.kind, ()))
             if d is None:
                 return NO_ESTIMATE
             running.append(d)

@@ -17,11 +17,8 @@ task it ran in (``docs/estimates.md`` has the reasoning and the measured figures
   moves to the recent level and widens by as much, and the label drops to ``low``.
 * **Tasks differ.** The between-task variance ``τ²`` of the kind's level (one-way random effects
   over the tasks that ran it at least twice) widens every task's figure; a task's own finished runs
-  of the kind pull its level toward them (partial pooling). Own runs that contradict the model
-  (from ``task_min`` of them: their mean ``task_z`` standard errors off, or a rising trend; a task
-  *slower* than its kind already from ``task_slow_min``: its mean ``task_slow_z`` above, or more
-  runs past the kind's P80 than chance allows) make that task's label ``low`` and move its level
-  to where they point (:func:`task_level`).
+  of the kind move its level: ``store/estimation/tasklevel.py`` learns the task's speed factor from
+  them against the kind's runs in other tasks, with the uncertainty it carries.
 * **Confidence** is measured, not counted: ``high`` only when at least ``high_checks`` of those
   replayed P80s were checked and ``high_coverage`` of them held (and no drift); ``medium`` from
   ``medium_checks`` checks at ``medium_coverage``; otherwise ``low`` (``none`` without any sample).
@@ -37,14 +34,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Iterable, Sequence
 
 from store.estimation import mixture
 from store.estimation.points import Z80, convolve, lognormal_grid, mixture_points, quantile, weighted_quantile  # noqa: F401
 
 LABELS = ("none", "low", "medium", "high")
-_NORMAL = NormalDist()
 
 
 @dataclass(frozen=True)
@@ -79,16 +74,19 @@ class EstimateParams:
     group_window: int = 300  # newest samples grouped by task (between-task variance, position trend)
     position_t: float = 3.0  # durations that follow the node's position in its task (t statistic) …
     position_min: float = 0.3  # … by at least this much (log) across the positions seen
-    task_min: int = 4  # a task's own runs of a kind, from this many, can contradict the model …
-    task_z: float = 2.5  # … when their mean is this many standard errors off …
-    task_trend_t: float = 2.5  # … or they slow down (t statistic of their trend)
-    task_slow_min: int = 2  # from this many own runs a task shows it is slower than its kind: …
-    task_slow_z: float = 2.0  # … their mean this many standard errors above (one-sided) …
-    task_exceed_p: float = 0.05  # … or more of them past the kind's P80 than chance allows (binomial tail)
-    task_confirm: int = 5  # a task's figure is high only once this many of its own runs of the kind agree …
-    task_agree_z: float = 1.5  # … lying less than this many standard errors above the kind's level; …
-    task_caution_z: float = 1.0  # … before that, first runs this far above make the label low; …
-    task_agree_se: float = 0.2  # … and high also needs them to pin the task's level this closely (log: ×1.22)
+    task_others_min: int = 10  # a task's own runs are judged against the kind's runs in other tasks, when this many …
+    task_differ_prior: float = 0.5  # … a task is unlike its history this often (before its own runs say) …
+    task_faster_prior: float = 0.1  # … faster than it (its first runs to finish are its quick ones) …
+    task_differ_sigma: float = 0.8  # … and then its level lies this far from it (log scale: ×2.7 either way)
+    task_pin_se: float = 0.35  # a task's own runs pin its speed within ±this (log, ×1.4) before any label above low;
+    task_like_differs: float = 0.2  # … except medium while they leave it this unlikely to be unlike its history …
+    task_like_sd: float = 0.45  # … and its level's spread is within this (log)
+    task_speed_widen: float = 3.0  # a task unlike its history: its speed's variance × this (its first runs read it fast)
+    task_speed_runs: int = 8  # a task unlike its history: above low from this many own runs …
+    task_speed_se: float = 0.25  # … pinning its speed within ±this (×1.28) …
+    task_agree_se: float = 0.1  # … and the kind's label once they pin it within ±this (×1.1)
+    task_min: int = 4  # a task's own runs of a kind, from this many + 2, can show a slowdown within the task …
+    task_trend_t: float = 2.5  # … (t statistic of their trend)
     drift_window: int = 8  # newest residuals tested for drift
     drift_z: float = 2.0  # their mean beyond this many standard errors …
     drift_min: float = 0.35  # … and at least this far (log scale, ×1.4) is drift
@@ -363,83 +361,6 @@ def _between_tasks(logs: Sequence[float], tasks: Sequence[str | None] | None, si
     between = sum((g - grand) ** 2 for g in means) / (len(means) - 1)
     tau2 = max(0.0, between - sum(within / k for k in sizes) / len(sizes))
     return tau2, math.sqrt(within)
-
-
-@dataclass(frozen=True)
-class TaskLevel:
-    """Where one task's runs of a kind lie, from its own finished runs: a log shift from the
-    kind's level, its variance, and why the task's label must drop (or None)."""
-
-    shift: float = 0.0
-    var: float = 0.0
-    contradiction: str | None = None
-    own: int = 0  # the task's own finished runs of the kind the level rests on
-    z: float = 0.0  # how far above the kind's level they lie, in standard errors (below: negative)
-    se: float = math.inf  # the standard error of their mean (log scale): how closely they pin the task's level
-
-
-def task_level(model: KindModel, own: Sequence[float], params: EstimateParams = DEFAULT_PARAMS,
-               others: tuple[float, int] | None = None) -> TaskLevel:
-    """Partial pooling of a task's own durations of a kind (oldest first) with the kind's model.
-    ``others``: (log mean, count) of the kind's runs in other tasks — what the task's own runs are
-    compared with (the model itself already leans toward them: they are its newest samples)."""
-    k = len(own)
-    tau2 = model.tau2
-    sw2 = max(model.sigma_w, 1e-3) ** 2 if model.sigma_w else model.sigma ** 2
-    if k == 0 or model.samples == 0:
-        return TaskLevel(0.0, tau2, own=k)
-    logs = [math.log(max(d, 1e-3)) - model.mean for d in own]
-    mean = sum(logs) / k
-    # how closely the own runs pin the task's level: the kind's within-task spread, or theirs if wider
-    own_var = sum((x - mean) ** 2 for x in logs) / (k - 1) if k >= 3 else 0.0
-    level_se = math.sqrt(max(sw2, own_var) / k)
-    if tau2 > 0:
-        var = 1.0 / (1.0 / tau2 + k / sw2)
-        shift = var * (k / sw2) * mean
-    else:
-        var, shift = 0.0, 0.0
-    if others is not None and others[1] >= 10:
-        base = others[0]
-        gap = mean + model.mean - others[0]
-        z = gap / math.sqrt(tau2 + sw2 / k + sw2 / others[1])
-    else:
-        base = model.mean
-        gap = mean
-        z = mean / math.sqrt(tau2 + sw2 / k + model.sample_var)
-    if k < min(params.task_min, params.task_slow_min):
-        return TaskLevel(shift, var, own=k, z=z, se=level_se)
-    slower = k >= params.task_slow_min and gap > 0 and (
-        z >= params.task_slow_z or _past_p80(model, [x + model.mean - base for x in logs], tau2, params))
-    if slower or (k >= params.task_min and abs(z) >= params.task_z):
-        ratio = math.exp(gap)
-        what = f"{ratio:.1f}× slower" if ratio >= 1 else f"{1 / ratio:.1f}× faster"
-        return TaskLevel(mean, var + mean * mean / 2,
-                         f"this task's {model.kind} runs are {what} than its history", k, z, level_se)
-    if k >= params.task_min + 2:
-        ib = (k - 1) / 2
-        sxx = sum((i - ib) ** 2 for i in range(k))
-        slope = sum((i - ib) * (x - mean) for i, x in enumerate(logs)) / sxx
-        resid = [x - mean - slope * (i - ib) for i, x in enumerate(logs)]
-        se = math.sqrt(max(sum(r * r for r in resid) / (k - 2), 1e-12) / sxx)
-        if slope / se >= params.task_trend_t:
-            ahead = min(slope * k / 2, 0.7)  # where the trend points, half as many runs again (≤ ×2)
-            return TaskLevel(mean + ahead, var + ahead * ahead / 2,
-                             f"this task's {model.kind} runs slow down as it goes", k, z, level_se)
-    return TaskLevel(shift, var, own=k, z=z, se=level_se)
-
-
-def _past_p80(model: KindModel, residuals: Sequence[float], tau2: float, params: EstimateParams) -> bool:
-    """True when more of a task's own runs (log residuals from the level they are compared with)
-    lie past the kind's P80 than chance allows: the binomial tail of that count ≤ ``task_exceed_p``.
-    Under the kind's model a run is past its P80 with probability 0.2 — more when tasks differ
-    (``tau2``: a task's whole level may sit high), which the probability takes in."""
-    k = len(residuals)
-    q80 = quantile(model.offsets, 0.8) or 0.0
-    spread = math.sqrt(model.sigma ** 2 + tau2 + model.sample_var)
-    p0 = min(0.5, max(0.2, 1.0 - _NORMAL.cdf(q80 / spread))) if spread > 0 else 0.2
-    past = sum(1 for r in residuals if r > q80)
-    tail = sum(math.comb(k, j) * p0 ** j * (1 - p0) ** (k - j) for j in range(past, k + 1))
-    return past > 0 and tail <= params.task_exceed_p
 
 
 def _replay(logs: Sequence[float], lam: float, params: EstimateParams,

@@ -46,6 +46,7 @@ from store.estimation.estimates import (
     approximate_estimate,
     base_dist,
     dist_estimate,
+    running_elapsed,
     kind_p80,
     node_dist,
     task_estimate,
@@ -164,11 +165,12 @@ class TaskAnalysis:
         self._norm = [0.0, 0.0, 0]  # tokens, units, nodes over succeeded nodes that reported units
         self._norm_stale = False  # rows without tokens_used counted: re-read the sums (``_token_sums``)
         self._running_set: set[str] = set()
+        self._elapsed_at: tuple[float, dict[str, tuple[float, ...]]] | None = None
         self._parked_set: set[str] = set()
         for n in self.nodes.values():
             self._count(n, +1)
         self._est_cache: dict[str, tuple[tuple[object, ...], Estimate, NodeDist | None]] = {}
-        self._bases: dict[tuple[str, float | None, int], NodeDist | None] = {}
+        self._bases: dict[tuple[str, float | None, int, tuple[float, ...]], NodeDist | None] = {}
         self.cursor = ledger.last_event_id() if cursor is None else cursor
         if rows is None:
             self._history_at = self.cursor
@@ -177,6 +179,7 @@ class TaskAnalysis:
 
     # ------------------------------------------------------------------ bookkeeping
     def _count(self, n: GraphRow, sign: int) -> None:
+        self._elapsed_at = None  # (a node's status or claim, or its kind's history, may have changed)
         for bucket, member in ((self._running_set, n.status == "running"),
                                (self._parked_set, n.status == "parked" and n.park_until is not None)):
             if member:
@@ -212,6 +215,7 @@ class TaskAnalysis:
         """Apply one journal event and the fresh views of the nodes it changed. Returns the keys
         whose estimate or signals may have moved; a task-level change returns every key, as a
         live view of the node keys (no 100k-key copy for callers that ignore it)."""
+        self._elapsed_at = None
         if event.task_id is not None and event.task_id != self.task_id:
             return set()
         fresh = event.id > self.cursor
@@ -277,20 +281,28 @@ class TaskAnalysis:
         if n.status in FINISHED:
             return None
         time_bound = n.status == "running" or (n.next_retry_at is not None and n.next_retry_at > now)
-        stamp = (n.version, n.status, n.units_done, n.units_total, n.est_wall_s, self.history.version(n.kind))
+        running = self._elapsed(now).get(n.kind, ())
+        stamp = (n.version, n.status, n.units_done, n.units_total, n.est_wall_s, self.history.version(n.kind), running)
         hit = self._est_cache.get(n.key)
         if hit is not None and hit[0] == stamp and not time_bound:
             return hit[2]
         pooled = self.history.pooled_model() if not self.history.count(n.kind) and not n.est_wall_s else None
-        d = node_dist(NodeState.of(n), now, self.history, self.params, pooled, base=self._base(n),
-                      task_id=self.task_id)
+        d = node_dist(NodeState.of(n), now, self.history, self.params, pooled, base=self._base(n, running),
+                      task_id=self.task_id, running=running)
         if not time_bound:
             if len(self._est_cache) >= EST_CACHE_MAX:
                 self._est_cache.clear()
             self._est_cache[n.key] = (stamp, dist_estimate(d) if d is not None else NO_ESTIMATE, d)
         return d
 
-    def _base(self, n: GraphRow) -> NodeDist | None:
+    def _elapsed(self, now: float) -> dict[str, tuple[float, ...]]:
+        """The running nodes' elapsed times per kind (``estimates.running_elapsed``), once per ``now``."""
+        if self._elapsed_at is None or self._elapsed_at[0] != now:
+            self._elapsed_at = (now, running_elapsed(
+                ((self.nodes[k].kind, self.nodes[k].claimed_at) for k in self._running_set), now, self.history))
+        return self._elapsed_at[1]
+
+    def _base(self, n: GraphRow, running: tuple[float, ...] = ()) -> NodeDist | None:
         """``base_dist`` of a node whose kind has a history, shared by the nodes of the same kind and
         ``est_wall_s`` until the kind's samples change: thousands of running nodes of a few kinds
         need a few distributions, not thousands. None: ``node_dist`` works it out itself (no
@@ -298,13 +310,13 @@ class TaskAnalysis:
         kind = n.kind
         if not self.history.count(kind) or self.history.model(kind).pos_slope:
             return None  # (a position trend: one per node — not kept, a distribution is ~3 KB)
-        key = (kind, n.est_wall_s, self.history.version(kind))
+        key = (kind, n.est_wall_s, self.history.version(kind), running)
         if key in self._bases:
             return self._bases[key]
         if len(self._bases) >= BASES_MAX:
             self._bases.clear()
         hit = self._bases[key] = base_dist(kind, n.est_wall_s, self.history, self.params, None, self.task_id,
-                                               n.position)
+                                               n.position, running)
         return hit
 
     def node_estimates(self, keys: Sequence[str], now: float | None = None) -> dict[str, Estimate]:
@@ -378,7 +390,8 @@ class TaskAnalysis:
         for (kind, est), count in self._live.items():
             if not self.history.count(kind) and not est and pooled is None:
                 pooled = self.history.pooled_model()
-            d = base_dist(kind, est, self.history, self.params, pooled, self.task_id)
+            d = base_dist(kind, est, self.history, self.params, pooled, self.task_id, None,
+                          self._elapsed(now).get(kind, ()))
             if d is None:
                 return NO_ESTIMATE
             groups.append((d, count))
