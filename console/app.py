@@ -46,7 +46,7 @@ from .glyphs import ascii_on
 from .hub import TasksChanged
 from .messages import AnalysisReady, LedgerChanged, LedgerStatus
 from .plainterm import font_of, plain_driver
-from .screens import LedgerErrorScreen, TaskListScreen
+from .screens import LedgerErrorScreen, TaskGraphScreen, TaskListScreen
 from .screens.all_tasks import AllTasksScreen, SIDE_ATTR
 from .screens.base import WardenScreen
 from .sides import AllHost, LedgerSide, SideHost, SideParts
@@ -176,6 +176,14 @@ class WardenApp(SideParts, TypeAheadApp, Navigation, App[int]):
             self.pop_screen()
         if not base.show_ledger(name):
             self.notify(f"no ledger named {safe_line(name or '')}", severity="warning", markup=False)
+
+    def open_task_in(self, side: "WardenApp | LedgerSide", task_id: str) -> None:
+        """A task's graph in a given ledger (the palette's "Open task X in NAME" with several
+        ledgers: task ids may be the same in two ledgers, so the entry names its own)."""
+        side.alerts.seen(task_id)
+        screen = TaskGraphScreen(task_id)
+        setattr(screen, SIDE_ATTR, side)
+        self.push_screen(screen)
 
     def host_for(self, node: object) -> object:
         """What ``node`` sees as the app (console/host.py): the app, or its screen's side's host."""
@@ -338,7 +346,7 @@ class WardenApp(SideParts, TypeAheadApp, Navigation, App[int]):
             side.follower.analysis_dirty.update(t.task_id for t in p.all_tasks)
             if first and self.analysis_enabled:
                 side.analysis.run_analysis()
-            if first and side is self:
+            if first:  # each ledger's rows, once read (a further ledger's come later than the first's)
                 self.call_after_refresh(settle_heap)
         side.alerts.took(p)
 
@@ -439,8 +447,8 @@ def settle_heap() -> None:
     every few seconds while the screen moves: over the ~100k objects a console holds (mostly the
     imported code), each took 54–74 ms of CPU and held the UI 235–412 ms at load 20; after the freeze
     11–18 ms of CPU (docs/console.md "The garbage collector": measured without it, and with other
-    thresholds). Moved out of the collector's walks here (``gc.freeze``), once, a full collection
-    walks what changed since. (A graph's rows need nothing of the kind: ``console.model.Rows``.)"""
+    thresholds). Moved out of the collector's walks here (``gc.freeze``), once a ledger is read (each
+    ledger of several: a further one is read later), a full collection walks what changed since. (A graph's rows need nothing of the kind: ``console.model.Rows``.)"""
     gc.freeze()
 
 

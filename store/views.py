@@ -328,7 +328,12 @@ class EventColumns:
     payload: Annotated[JsonMapping, Json(dict)]  # its kind's declaration reads it (store/storage/events.py)
 
 
-FLAG_RESULT = 4  # an observation's flag: what was judged is a tool's output (a result, or a plain report's output)
+# an observation's flags (``store/ledger/observe.py`` sets them; the loop judgements read them)
+FLAG_PROGRESS = 1  # the attempt showed progress with this observation …
+FLAG_PARKED = 2  # made while the task was parked
+FLAG_RESULT = 4  # what was judged is a tool's output (a result, or a plain report's output)
+FLAG_UNITS_ONLY = 8  # … by its units_done alone, beside the same step measuring the same: not counted
+FLAG_FAILED = 16  # what was judged says the step failed or found nothing
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,9 +12,11 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Iterable
 
+from rich.text import Text
 from textual.binding import Binding
 from textual.widget import Widget
 
+from ..glyphs import MARKS
 from ..merged_tasklist import MergedTaskList, Side, ledger_columns
 from ..follow import Pending
 from ..hub import TasksChanged
@@ -145,6 +147,16 @@ class AllTasksScreen(TaskListScreen):
         if model.row_at(self.row_list.cursor) is not None:
             self.selected_si = model.side_at(self.row_list.cursor)
 
+    def row_ledger(self) -> Text:
+        """The selected row's ledger, first on the line under the list (``⚠`` when it is down)."""
+        model = self.all_model()
+        si = model.side_at(self.row_list.cursor)
+        if si is None:
+            return Text()
+        side = model.sides[si]
+        down = f" {MARKS['signal']}" if side.unavailable else ""
+        return Text.assemble(f"{safe_line(side.ledger_name)}{down}", (" · ", "dim"))
+
     def selected_side(self) -> Side:
         """The ledger side of the selected row (what a screen pushed from here is bound to)."""
         model = self.all_model()
@@ -171,29 +183,35 @@ class AllTasksScreen(TaskListScreen):
         """All ledgers → the first only → the next only … → all again."""
         model = self.all_model()
         n = len(model.sides)
-        model.only = 0 if model.only is None else (model.only + 1 if model.only + 1 < n else None)
-        self._retitle()
-        self.row_list.reset()
-        self._follow_selection()
-        self.update_info()
-        self.update_summary()
+        self._show(0 if model.only is None else (model.only + 1 if model.only + 1 < n else None))
 
     def show_ledger(self, name: str | None) -> bool:
         """Show one ledger (by name) or all (None); False when no ledger has that name."""
         model = self.all_model()
         if name is None:
-            model.only = None
-        else:
-            found = [i for i, s in enumerate(model.sides) if s.ledger_name == name]
-            if not found:
-                return False
-            model.only = found[0]
+            self._show(None)
+            return True
+        found = [i for i, s in enumerate(model.sides) if s.ledger_name == name]
+        if found:
+            self._show(found[0])
+        return bool(found)
+
+    def _show(self, only: int | None) -> None:
+        """Show ledger ``only``'s rows (every ledger's: None); the cursor stays on its row if that
+        is still shown, else on the row that took its place (``RowList.refilter``)."""
+        model = self.all_model()
+
+        def narrow(to: int | None) -> None:
+            model.only = to
+
+        if model.only is not None and only is not None:
+            # one ledger to another: by way of every ledger's rows, so that the row taking the
+            # selected one's place is its neighbour in the merged order
+            self.row_list.refilter(partial(narrow, None))
+        self.row_list.refilter(partial(narrow, only))
         self._retitle()
-        self.row_list.reset()
-        self._follow_selection()
         self.update_info()
         self.update_summary()
-        return True
 
     def action_sort(self) -> None:
         super().action_sort()

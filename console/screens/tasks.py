@@ -119,12 +119,10 @@ class TaskListScreen(ListScreen):
 
     def action_sort(self) -> None:
         model = self.list_model()
-        model.set_order("created" if model.order == "urgency" else "urgency")
+        self.row_list.refilter(lambda: model.set_order("created" if model.order == "urgency" else "urgency"))
         bar = self.query_one(StatusBar)
         bar.title = safe_line("tasks by urgency" if model.order == "urgency" else self.header)
         bar.update_from_app()
-        self.row_list.reset()
-        self._follow_selection()
         self.update_info()
 
     def tasks_on_screen(self) -> list[str]:
@@ -150,10 +148,12 @@ class TaskListScreen(ListScreen):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.list_model().set_filter(event.value)
-        self.row_list.reset()
-        self._follow_selection()
+        self.row_list.refilter(lambda: self.list_model().set_filter(event.value))
         self.update_info()
+
+    def row_ledger(self) -> Text:
+        """What the line under the list says first of the selected row: nothing with one ledger."""
+        return Text()
 
     def update_info(self) -> None:
         model = self.list_model()
@@ -167,6 +167,7 @@ class TaskListScreen(ListScreen):
         else:
             t = row.view
             self.selected = t.task_id
+            info.append(self.row_ledger())
             info.append(safe_line(t.task_id), style="bold")
             info.append(f"  {task_status_label(t.status)}")
             if t.origin == "otel":  # warden otel receive: spans only, nothing here can stop the agent

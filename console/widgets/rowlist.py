@@ -67,6 +67,10 @@ def _shrink(columns: Sequence[Column], widths: list[tuple[int, int]], over: int)
     return out
 
 
+#: how many rows each way from the cursor a refilter looks at for one still shown (:meth:`RowList.refilter`)
+NEIGHBOURS = 500
+
+
 class RowSource(Protocol):
     def row_count(self) -> int: ...
 
@@ -155,6 +159,7 @@ class RowList(ScrollView, can_focus=True):
         self._styles: dict[str, Style] = {}
         self._count = 0
         self._missed = False  # something changed while a full screen covered this one
+        self._near: list[Hashable] = []  # the rows around the cursor at the last refilter, nearest first
 
     # ------------------------------------------------------------------ data changes
     def reset(self) -> None:
@@ -166,6 +171,34 @@ class RowList(ScrollView, can_focus=True):
         if self._count and self.cursor >= self._count:
             self.cursor = self._count - 1
         self._draw()
+
+    def refilter(self, change: Callable[[], None], key_at: Callable[[int], Hashable] | None = None,
+                 find: Callable[[Hashable], int | None] | None = None) -> None:
+        """Filter or re-sort the source (``change``) and keep the cursor on the row it was on when
+        that row is still shown; when it is not, on the nearest row after it that still is (before
+        it when none after is, within ``NEIGHBOURS`` rows each way): the row that took its place.
+        ``key_at`` names the row at a position and ``find`` says where a row is shown now (None: it
+        is not) — the source's ``row_key`` and ``position_of_key`` unless given; a source without
+        them keeps the cursor's index."""
+        key_at = key_at or self._row_key
+        find = find or getattr(self.source, "position_of_key", None)
+        if key_at is None or find is None:
+            change()
+            self.reset()
+            return
+        if self._count:
+            at = min(self.cursor, self._count - 1)
+            after = [key_at(p) for p in range(at, min(self._count, at + NEIGHBOURS))]
+            before = [key_at(p) for p in range(at - 1, max(-1, at - NEIGHBOURS), -1)]
+            self._near = [*after, *before]
+        # else: nothing was shown (a filter that matched nothing): the rows around the cursor before
+        change()
+        self.reset()
+        for key in self._near:
+            pos = find(key)
+            if pos is not None:
+                self.cursor = pos
+                return
 
     def _draw(self, *regions: Region) -> None:
         """Refresh these regions (all of it: none), unless a full screen covers this one

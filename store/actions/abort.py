@@ -23,7 +23,7 @@ from store.ledger import compensation
 from store.storage.core import LedgerCore
 from store.ledger.rules import ID, TEXT_OPT
 from store.actions import planning as pl
-from store.actions.action import Action, Command, Flag, Key
+from store.actions.action import TASK_FLAG, Action, Command, Flag, Key
 from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
 from store.actions.plan import Plan
 from store.actions.promise import Since
@@ -37,7 +37,7 @@ class AbortParams(Action):
     confirm_task_id = True
     arguments = {"task_id": ID, "reason": TEXT_OPT}
     cli = Command("abort a task (asks for the task id)", (
-        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
+        TASK_FLAG,
         Flag("--reason", "reason", required=True, metavar="R", help="why (required)"),
     ), examples=("warden abort nightly --reason 'wrong data set'  # asks you to type the task id",))
 

@@ -70,6 +70,10 @@ class Flag:
     parse: Callable[[Sequence[str] | None], object] | None = None  # (a repeat or several flag's values)
 
 
+# The task an action is taken on: the first argument of most actions' subcommands.
+TASK_FLAG = Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)")
+
+
 @dataclass(frozen=True)
 class Command:
     """The action's ``warden`` subcommand: ``warden NAME …`` (``NAME`` is the action's name unless
@@ -136,4 +140,4 @@ class Action(ActionParams):
         raise Refused(f"cannot apply a {tx.plan.action!r} plan")
 
 
-__all__ = ["Action", "Command", "Flag", "Key", "NoCommand", "NoKey"]
+__all__ = ["TASK_FLAG", "Action", "Command", "Flag", "Key", "NoCommand", "NoKey"]

@@ -25,7 +25,7 @@ from store.jsontypes import JsonObject
 from store.storage.core import LedgerCore
 from store.ledger.rules import ID, TEXT_OPT
 from store.actions import planning as pl
-from store.actions.action import Action, Command, Flag, Key
+from store.actions.action import TASK_FLAG, Action, Command, Flag, Key
 from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, set_nodes
 from store.actions.plan import Plan
 
@@ -39,7 +39,7 @@ class CompensatedParams(Action):
               palette="Mark effect compensated", palette_help="an effect of the selected task was undone by hand (c)")
     arguments = {"task_id": ID, "effect_key": ID, "reason": TEXT_OPT}
     cli = Command("record that a confirmed effect was undone by hand (its compensation node is dropped)", (
-        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
+        TASK_FLAG,
         Flag("effect", "effect_key", metavar="EFFECT_KEY", help="the effect's key (warden graph TASK lists effects)"),
         Flag("--reason", "reason", required=True, metavar="R", help="what was done, by whom (required; recorded)"),
     ), examples=("warden compensated nightly pr:42 --reason 'closed the PR by hand (alice)'",))

@@ -27,7 +27,7 @@ from store.storage.core import LedgerCore
 from store.storage.models import dumps
 from store.ledger.rules import ID, IDS_OPT, JSON_OBJ_OPT, TEXT_OPT
 from store.actions import planning as pl
-from store.actions.action import Action, Command, Flag, Key
+from store.actions.action import TASK_FLAG, Action, Command, Flag, Key
 from store.actions.changes import BUMP, FRESH, REVOKE, ApplyTx, Outcome, set_nodes
 from store.actions.plan import Plan
 from store.mind import state as mind_state
@@ -62,7 +62,7 @@ class NarrowParams(Action):
     key = Key("n", "Narrow", "narrow the selected task")
     arguments = {"task_id": ID, "reason": TEXT_OPT, "set": JSON_OBJ_OPT, "exclude": IDS_OPT}
     cli = Command("change a task's preconditions or exclude nodes", (
-        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
+        TASK_FLAG,
         Flag("--set", "set", repeat=True, metavar="K=V", one_of="scope", parse=parse_assignments,
              help="precondition K takes value V (V parsed as JSON, else a string); repeatable"),
         Flag("--exclude", "exclude", several=True, metavar="KEY", one_of="scope", default=(),

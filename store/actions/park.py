@@ -31,7 +31,7 @@ from store.jsontypes import JsonMapping, JsonObject
 from store.storage.core import LedgerCore
 from store.ledger.rules import FLAG, ID, ID_OPT, TEXT_OPT, UNTIL, WAKE_ON_OPT
 from store.actions import planning as pl
-from store.actions.action import Action, Command, Flag, Key
+from store.actions.action import TASK_FLAG, Action, Command, Flag, Key
 from store.actions.changes import BUMP, REVOKE, ApplyTx, Outcome, refund_claims, set_nodes
 from store.actions.plan import Plan
 from store.actions.promise import Since, task_moved
@@ -70,7 +70,7 @@ class ParkParams(Action):
     arguments = {"task_id": ID, "reason": TEXT_OPT, "node": ID_OPT, "until": UNTIL, "wake_on": WAKE_ON_OPT,
                  "now": FLAG, "auto_resume": FLAG}
     cli = Command("park a task (or one node) until an outside signal", (
-        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
+        TASK_FLAG,
         Flag("--node", "node", metavar="KEY", help="park only this node"),
         Flag("--reason", "reason", required=True, metavar="R", help="why (required; recorded and shown)"),
         Flag("--until", "until", metavar="T", help="when to look again: 15m, 2h, 1d or an ISO time"),

@@ -23,7 +23,7 @@ from store.storage.core import LedgerCore
 from store.ledger.observe import pause_clocks
 from store.ledger.rules import ID, ID_OPT, TEXT_OPT
 from store.actions import planning as pl
-from store.actions.action import Action, Command, Flag, Key
+from store.actions.action import TASK_FLAG, Action, Command, Flag, Key
 from store.actions.changes import BUMP, REVOKE, UNPARK, ApplyTx, Outcome, set_nodes
 from store.actions.plan import Plan
 
@@ -36,7 +36,7 @@ class ResumeParams(Action):
     key = Key("u", "Resume", "resume the selected task or node")
     arguments = {"task_id": ID, "node": ID_OPT, "reason": TEXT_OPT}
     cli = Command("undo a park", (
-        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
+        TASK_FLAG,
         Flag("--node", "node", metavar="KEY", help="resume only this node"),
         Flag("--reason", "reason", metavar="R", default="", help="why (optional)"),
     ), examples=("warden resume nightly", "warden resume nightly --node fetch"))

@@ -27,7 +27,7 @@ from store.storage.core import LedgerCore
 from store.mind import record as mind_record
 from store.ledger.rules import ID, TEXT_OPT
 from store.actions import planning as pl
-from store.actions.action import Action, Command, Flag, Key
+from store.actions.action import TASK_FLAG, Action, Command, Flag, Key
 from store.actions.changes import FRESH, ApplyTx, Outcome, append_rejections
 from store.actions.plan import Plan
 from typing import Sequence
@@ -42,7 +42,7 @@ class RewindParams(Action):
     needs_node = True
     arguments = {"task_id": ID, "node": ID, "reason": TEXT_OPT}
     cli = Command("a node and everything downstream → pending", (
-        Flag("task", "task_id", metavar="TASK", help="the task's id (warden status lists them)"),
+        TASK_FLAG,
         Flag("key", "node", metavar="KEY", help="the node to run again (warden graph TASK lists them)"),
         Flag("--reason", "reason", required=True, metavar="R", help="why (required; fed back to the agent)"),
     ), examples=("warden rewind nightly summarise --reason 'use the 2024 figures'",

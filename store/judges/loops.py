@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from store.clock import duration_text
-from store.judges.novelty import Repeat, judge_sequence
+from store.judges.novelty import Repeat, excerpt, judge_sequence
 from store.judges.sequence import is_rhythm, retried_cycle, same_action_run, usual_news
-from store.views import NodeColumns, Observed
+from store.views import FLAG_FAILED, FLAG_PARKED, FLAG_PROGRESS, FLAG_UNITS_ONLY, NodeColumns, Observed
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,6 @@ class Signal:
     since: float | None
     severity: str  # info | warn | alarm
     evidence: str
-
 
 
 @dataclass(frozen=True)
@@ -67,7 +65,7 @@ class Obs:
     attempt: int
     digest: str
     new_units: int
-    flags: int = 0  # store/ledger/observe.py FLAG_*: 1 progress (8: by units_done alone, not counted), 2 parked, 4 a result, 16 failed
+    flags: int = 0  # store/views.py FLAG_*: progress (by units_done alone: not counted), parked, a result, failed
     content: str | None = None  # the result's identity (None: no result)
     result: str | None = None  # the result as evidence shows it (≤ 80 characters)
     action: str | None = None  # the action as evidence shows it (≤ 80 characters)
@@ -107,15 +105,9 @@ class Activity:
                    float(getattr(node, "paused_s", None) or 0.0))
 
 
-def dur(seconds: float) -> str:
-    return duration_text(seconds)
-
-
-
 def one_line(text: str, cap: int = 60) -> str:
-    t = " ".join(str(text).split())
-    return t if len(t) <= cap else t[: cap - 1] + "…"
-
+    """Agent text as evidence quotes it: one line, at most ``cap`` characters (``novelty.excerpt``)."""
+    return excerpt(text, cap) or ""
 
 
 def loop_start(node: NodeColumns, act: Activity, observations: Sequence[Obs]) -> float:
@@ -123,14 +115,14 @@ def loop_start(node: NodeColumns, act: Activity, observations: Sequence[Obs]) ->
     its total in what the node reports always counts. ``units_done`` rising counts when it is how
     the node reports (its reports have brought nothing new since its first: a status line beside a
     counter), or beside a report that measured something new (a loss, a count); beside the same
-    step getting the same result again it does not (``observe.FLAG_UNITS_ONLY``): a counter that
+    step getting the same result again it does not (``FLAG_UNITS_ONLY``): a counter that
     rises while the same actions repeat with the same results does not hide the loop."""
     mine = [o for o in observations if o.attempt == node.attempt]
     if act.progress_at is None:
         return float("-inf")
     if not any(o.new_units > 0 for o in mine[1:]):
         return act.progress_at  # the counter is the report
-    counted = [o.at for o in mine if o.flags & 1 and not o.flags & 8]
+    counted = [o.at for o in mine if o.flags & FLAG_PROGRESS and not o.flags & FLAG_UNITS_ONLY]
     return max(counted) if counted else float("-inf")
 
 
@@ -138,7 +130,7 @@ def loop_signals(task_id: str, node: NodeColumns, act: Activity, observations: S
     """``no_new_info`` and ``repeating`` from the attempt's observations since it last showed
     progress (:func:`loop_start`) — none made during a declared wait or while the task was parked."""
     start = loop_start(node, act, observations)
-    obs = [o for o in observations if o.attempt == node.attempt and o.at > start and not o.flags & 2
+    obs = [o for o in observations if o.attempt == node.attempt and o.at > start and not o.flags & FLAG_PARKED
            and not _in_wait(o.at, act)]
     out: list[Signal] = []
     i = len(obs)
@@ -165,7 +157,7 @@ def loop_signals(task_id: str, node: NodeColumns, act: Activity, observations: S
         out.append(Signal("no_new_info", task_id, node.key, stretch[0].at, "alarm", what))
     if not out:
         run = same_action_run(obs)
-        before = [o for o in observations if o.attempt == node.attempt and run and o.at < run[0].at and not o.flags & 2]
+        before = [o for o in observations if o.attempt == node.attempt and run and o.at < run[0].at and not o.flags & FLAG_PARKED]
         out += _little_new(task_id, node.key, before, run, th)
     rep = judge_sequence([o.digest for o in obs], min_repeat=th.repeating_observations,
                          max_period=th.cycle_max_period, min_cycle_run=th.cycle_repeats,
@@ -196,11 +188,11 @@ def loop_signals(task_id: str, node: NodeColumns, act: Activity, observations: S
         elif rep.period == 1:
             what = f"the same observation {rep.observations} times in a row (digest {first.digest[:8]})"
         elif retried is not None:
-            failed = next(o for o in reversed(obs) if o.flags & 16)
+            failed = next(o for o in reversed(obs) if o.flags & FLAG_FAILED)
             what = (f"the same {rep.period} steps again, {rep.observations} in a row, and the same failure: "
                     f"{one_line(failed.result or failed.digest[:8], 60)!r}")
         elif by_result and rep.period == 0:
-            last = obs[-1] if obs[-1].flags & 16 else next(o for o in reversed(obs) if o.flags & 16)
+            last = obs[-1] if obs[-1].flags & FLAG_FAILED else next(o for o in reversed(obs) if o.flags & FLAG_FAILED)
             between = len(obs) - rep.start - rep.run
             what = (f"the same failure came back {rep.run} times since the last progress, with {between} other "
                     f"step{'s' if between != 1 else ''} between: {one_line(last.result or last.digest[:8], 60)!r}")
@@ -222,7 +214,7 @@ def _recurring_failure(obs: Sequence[Obs], times: int) -> Repeat | None:
     the newest observation is one of them or follows the last one."""
     counts: dict[str, list[int]] = {}
     for i, o in enumerate(obs):
-        if o.flags & 16 and o.content is not None:
+        if o.flags & FLAG_FAILED and o.content is not None:
             counts.setdefault(o.content, []).append(i)
     for where in counts.values():
         if len(where) < times or where[-1] < len(obs) - 2:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from store.judges.loops import Activity, Obs, Signal, Thresholds, loop_signals, loop_start
-from store.views import NodeColumns
+from store.views import FLAG_PARKED, FLAG_PROGRESS, FLAG_UNITS_ONLY, NodeColumns
 
 BUCKETS = 33  # stretches 0..31 counted one by one, the last bucket: 32 or more
 MIN_NODES = 5  # a norm speaks from this many healthy nodes (or marks)
@@ -34,8 +34,6 @@ QUANTILE = 0.95
 MAX_WIDEN = 4  # a kind's threshold is at most this many times the default
 ANY_AGENT = ""  # the worker of the norm over every agent of a kind
 WHATS = ("nodes", "observations", "news", "marked", "quiet", "repeat")
-
-_PROGRESS, _PARKED, _UNITS_ONLY = 1, 2, 8  # observation flags (store/ledger/observe.py FLAG_*)
 
 
 @dataclass(frozen=True)
@@ -53,12 +51,12 @@ def fold(observations: Iterable[tuple[int, int, str]]) -> Folded:
     n = news = quiet = repeat = run = same = 0
     last: str | None = None
     for new_units, flags, digest in observations:
-        if flags & _PARKED:
+        if flags & FLAG_PARKED:
             continue
         n += 1
         if new_units > 0:
             news += 1
-        if flags & _PROGRESS and not flags & _UNITS_ONLY or new_units > 0:
+        if flags & FLAG_PROGRESS and not flags & FLAG_UNITS_ONLY or new_units > 0:
             run = 0
         else:
             run += 1

@@ -37,7 +37,8 @@ that repeats the query it answered ("no results for 'moth index'") adds nothing 
 A result's unit old by its form is new when it holds **values** the attempt has not met
 (``_measured``: plain counts, readings and record numbers kept; times, durations, ids masked) — a
 listing's other records, a probe's moved reading — when such units are most of the result and no
-unit of it failed (a failure whose numbers move is the same failure).
+unit of it failed (a failure whose numbers move is the same failure). A narrative's values are
+remembered too: lines of the agent's notes coming back as a tool's output hold no unmet values.
 
 An observation's **identity** (what ``repeating`` and the cycle check compare) is its normalised
 text's digest — or, when it adds nothing new and matches (exactly, nearly or as a paraphrase)
@@ -389,7 +390,7 @@ def prepare(text: str | None, attempt: int, recent: Sequence[Recent] = (), *, ac
     if not progress and j.result and lines and recent:
         progress = _shrank(lines, where, recent, key)
     failed = [bool(concepts(x) & FAILED) for x in lines[:CONCEPT_LINES]]
-    measured = _measured(raw, lines, cache, keep, attempt) if j.result else []
+    measured = _measured(raw, lines, cache, keep, attempt)
     return Prepared(lines, [line_digest(attempt, x) for x in lines], sets, near, window, where, text_digest(lines),
                     key, attempt, j.result, [r.digest for r in recent], [r.content or r.digest for r in recent],
                     [r.size for r in recent], fracs, progress, len(examined), dropped, cut, MAX_COMPARISONS - budget[0],
@@ -491,7 +492,7 @@ def judge(p: Prepared, seen: Iterable[str]) -> Verdict:
     # move is the same failure) and where they are most of it: a reading that moved, a listing of
     # other records — not one counter or size moving among lines the attempt has met.
     moved = sum(1 for m in p.measured if any(x not in seen for x in m))
-    values_news = 2 * moved > len(p.measured) and not any(p.failed)
+    values_news = p.result and 2 * moved > len(p.measured) and not any(p.failed)
     # a step never taken before in this attempt that did not fail: doing it is news, even when its
     # output echoes it in a known form (the next page fetched, the next field filled)
     fresh_step = p.action is not None and memo("a", (p.action,)) not in seen

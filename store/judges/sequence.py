@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence, TypeVar
 
+from store.views import FLAG_FAILED
+
 MAX_PERIOD = 8
-FLAG_FAILED = 16  # an observation whose judged text says the step failed (``ledger/observe.py``)
 
 
 class Seen(Protocol):

@@ -52,11 +52,11 @@ BEAT_CLIP = math.log(4.0)
 GAPS_KEPT = 16  # heartbeat gaps a node keeps for its rhythm
 GAPS_LEARNED = 8  # gaps before the rhythm says anything (before: only the lease speaks)
 LONG_DECAY = 0.97  # per heartbeat: a long gap seen long ago weighs less and less
-FLAG_PROGRESS = 1  # the attempt showed progress with this observation …
-FLAG_PARKED = 2  # made while the task was parked
-FLAG_RESULT = views.FLAG_RESULT  # what was judged is a tool's output (a result, or a plain report's output)
-FLAG_UNITS_ONLY = 8  # … by its units_done alone, beside the same step measuring the same: not counted
-FLAG_FAILED = 16  # what was judged says the step failed or found nothing
+FLAG_PROGRESS = views.FLAG_PROGRESS  # the observation flags: store/views.py
+FLAG_PARKED = views.FLAG_PARKED
+FLAG_RESULT = views.FLAG_RESULT
+FLAG_UNITS_ONLY = views.FLAG_UNITS_ONLY
+FLAG_FAILED = views.FLAG_FAILED
 
 ATTEMPT_RESET: Mapping[str, object] = {"beat_interval_s": None, "units_at": None, "wait_on": None, "wait_since": None,
                                     "wait_until": None, "progress_at": None, "beat_gaps": None, "beat_long_s": None,

@@ -11,7 +11,7 @@ request's transaction, whose recorded result — the Pulse — a lost connection
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Mapping
 
 from store.estimation import evidence
 from store.judges.loops import DEFAULT_THRESHOLDS, Activity, Obs, Signal, Thresholds
@@ -20,14 +20,19 @@ from store.ledger.norms import read_norms
 from store.storage.core import LedgerCore
 from store.storage.tables import NodeRecord
 
-# the node columns a heartbeat moves that the loop judgement reads (``observe.beat_fields``)
-LOOP_COLUMNS = ("progress_at", "wait_on", "wait_since", "wait_until", "units_at", "healthy_at")
-
 
 def after_beat(row: NodeRecord, now: float, beat: Mapping[str, object]) -> NodeRecord:
-    """The node row as the heartbeat's write left it, as far as the loop judgement reads it."""
-    moved: dict[str, Any] = {k: v for k, v in beat.items() if k in LOOP_COLUMNS and (v is None or isinstance(v, (str, int, float)))}
-    return replace(row, heartbeat_at=now, **moved)
+    """The node row as the heartbeat's write left it, as far as the loop judgement reads it: the
+    columns a heartbeat moves (``observe.beat_fields``) that the loop judgement reads."""
+    def when(column: str, was: float | None) -> float | None:
+        v = beat.get(column, was)
+        return v if v is None or isinstance(v, (int, float)) else was
+
+    wait_on = beat.get("wait_on", row.wait_on)
+    return replace(row, heartbeat_at=now, progress_at=when("progress_at", row.progress_at),
+                   wait_on=wait_on if wait_on is None or isinstance(wait_on, str) else row.wait_on,
+                   wait_since=when("wait_since", row.wait_since), wait_until=when("wait_until", row.wait_until),
+                   units_at=when("units_at", row.units_at), healthy_at=when("healthy_at", row.healthy_at))
 
 
 def judge_stall(core: LedgerCore, row: NodeRecord, worker: str | None,
@@ -47,4 +52,4 @@ def judge_stall(core: LedgerCore, row: NodeRecord, worker: str | None,
     return next((s for s in found if s.kind == "repeating"), found[0] if found else None)
 
 
-__all__ = ["LOOP_COLUMNS", "after_beat", "judge_stall"]
+__all__ = ["after_beat", "judge_stall"]

@@ -36,7 +36,8 @@ import peewee as pw
 
 from store.clock import iso
 from store.storage import sql
-from store.storage.db import parse_target, read_tx, write_tx
+from store.storage.beside import kept_beside
+from store.storage.db import read_tx, write_tx
 
 VERSION = "1"
 TABLES = (
@@ -67,13 +68,7 @@ def default_path(ledger: str, configured: str | None, env: dict[str, str] | None
     user's state directory for a PostgreSQL one (named by the ledger's address, password masked)."""
     if configured:
         return Path(configured).expanduser()
-    t = parse_target(ledger)
-    if t.backend == "sqlite" and t.path:
-        return Path(t.path + ".notify.sqlite")
-    env = dict(os.environ) if env is None else env
-    base = Path(env.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    name = hashlib.sha256(t.display.encode()).hexdigest()[:12]
-    return base / "warden" / f"notify-{name}.sqlite"
+    return kept_beside(ledger, "notify.sqlite", env)
 
 
 class Notice(NamedTuple):

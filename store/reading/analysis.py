@@ -54,10 +54,9 @@ from store.reading import task_level
 from store.facade import Ledger
 from store.estimation import evidence
 from store.storage.events import HandoffOpened, NodeClaimed, NodeCommitted, NodeHeartbeat, payload_of, task_wide
-from store.judges.norms import KindNorm, pick
-from store.ledger.norms import read_norms
 from store.reading.signals import (
     DEFAULT_THRESHOLDS,
+    KindNorms,
     Obs,
     Signal,
     Thresholds,
@@ -405,22 +404,13 @@ class TaskAnalysis:
             tokens, units, count = self._norm
             norm = tokens / units if count >= self.thresholds.cost_density_min_nodes and units > 0 else None
             p80s: dict[tuple[str, float | None], tuple[float | None, int]] = {}  # the same for a kind and est
-            kinds: dict[tuple[str, str], KindNorm] | None = None
+            kinds = KindNorms(self.ledger, {r.kind for r in self._running()})
             for n in self._running():
                 assert isinstance(n, NodeView), "a running node is held whole (read again in __init__)"
                 p80 = p80s.get((n.kind, n.est_wall_s))
                 if p80 is None:
                     p80 = p80s[(n.kind, n.est_wall_s)] = kind_p80(self.history, n.kind, n.est_wall_s, self.params)
-                found = node_signals(self.task_id, n, list(self.obs.get(n.key, ())), now,
-                                     thresholds=self.thresholds, kind_p80=p80,
-                                     token_norm=None if n.key in acted else norm, task_status=self.task.status)
-                if any(s.kind in ("no_new_info", "repeating") for s in found):  # a norm only widens: read on a loop
-                    kinds = read_norms(self.ledger, {r.kind for r in self._running()}) if kinds is None else kinds
-                    own = pick(kinds, n.kind, n.lease_owner)
-                    if own is not None:
-                        found = node_signals(self.task_id, n, list(self.obs.get(n.key, ())), now,
-                                             thresholds=self.thresholds, kind_p80=p80,
-                                             token_norm=None if n.key in acted else norm,
-                                             task_status=self.task.status, norm=own)
-                out.extend(found)
+                out.extend(kinds.judged(n, lambda own: node_signals(
+                    self.task_id, n, list(self.obs.get(n.key, ())), now, thresholds=self.thresholds, kind_p80=p80,
+                    token_norm=None if n.key in acted else norm, task_status=self.task.status, norm=own)))
         return sort_signals(out)

@@ -29,15 +29,15 @@ statement (a ``UNION ALL`` of per-node ``ORDER BY id DESC LIMIT n`` arms on the 
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from store.judges import budget as budget_mod
-from store.judges.loops import (DEFAULT_THRESHOLDS, Activity, Obs, Signal, Thresholds, dur, one_line,
+from store.judges.loops import (DEFAULT_THRESHOLDS, Activity, Obs, Signal, Thresholds, one_line,
                                 loop_signals as loop_signals)
 from store.judges.norms import KindNorm, loop_alarms, pick
 from store.ledger.norms import read_norms
 from store.reading import task_level
-from store.clock import iso
+from store.clock import duration_text as dur, iso
 from store.estimation.estimates import DurationHistory, kind_p80
 from store.facade import Ledger
 from store.jsontypes import JsonObject
@@ -46,6 +46,7 @@ from store.storage.core import LedgerCore
 from store.views import GraphRow, GraphView, HandoffView, NodeView, TaskView
 
 SEVERITIES = ("info", "warn", "alarm")
+LOOP_KINDS = ("no_new_info", "repeating")  # the loop alarms, judged against the kind's norm
 STALL_KINDS = ("no_new_info", "repeating", "heartbeat_stale", "orphaned", "no_progress", "overdue", "cost_density")
 TASK_KINDS = ("budget_soft", "budget_hard", "budget_stop", "handoff_waiting", "park_expired", "wake",
               "budget_insufficient", "drift_suspected", "alignment_due", "failure_pattern")
@@ -265,6 +266,29 @@ def kind_p80s(history: DurationHistory, nodes: Iterable[GraphRow]) -> dict[str, 
     return {n.key: kind_p80(history, n.kind, n.est_wall_s, history.params) for n in nodes}
 
 
+class KindNorms:
+    """The norms of the running nodes' kinds, for one pass over their signals: read once, and only
+    when a node raises a loop alarm by the defaults (a norm only ever widens them, so a pass where
+    nothing loops reads none)."""
+
+    def __init__(self, ledger: LedgerCore, kinds: Iterable[str]) -> None:
+        self.ledger = ledger
+        self.kinds = set(kinds)
+        self._read: dict[tuple[str, str], KindNorm] | None = None
+
+    def judged(self, node: NodeView, judge: Callable[[KindNorm | None], list[Signal]]) -> list[Signal]:
+        """``judge`` (the node's signals, given its norm) by the defaults, and again against the
+        node's norm when the defaults find a loop and its kind has one."""
+        found = judge(None)
+        if any(s.kind in LOOP_KINDS for s in found):
+            if self._read is None:
+                self._read = read_norms(self.ledger, self.kinds)
+            own = pick(self._read, node.kind, node.lease_owner)
+            if own is not None:
+                found = judge(own)
+        return found
+
+
 def _signals_for_nodes(ledger: Ledger, task: TaskView, running: Sequence[NodeView], parked: Sequence[NodeView],
                        now: float,
                        thresholds: Thresholds, history: DurationHistory | None) -> list[Signal]:
@@ -283,11 +307,11 @@ def _signals_for_nodes(ledger: Ledger, task: TaskView, running: Sequence[NodeVie
         norm = None
         if any(n.tokens_used >= thresholds.cost_density_min_tokens for n in running):
             norm = token_norm(ledger, task.task_id, thresholds)
-        kinds = read_norms(ledger, {n.kind for n in running})
+        kinds = KindNorms(ledger, {n.kind for n in running})
         for n in running:
-            out.extend(node_signals(task.task_id, n, obs.get(n.id, ()), now, thresholds=thresholds,
-                                    kind_p80=p80s[n.key], token_norm=None if n.key in acted else norm,
-                                    task_status=task.status, norm=pick(kinds, n.kind, n.lease_owner)))
+            out.extend(kinds.judged(n, lambda own: node_signals(
+                task.task_id, n, obs.get(n.id, ()), now, thresholds=thresholds, kind_p80=p80s[n.key],
+                token_norm=None if n.key in acted else norm, task_status=task.status, norm=own)))
     return sort_signals(out)
 
 

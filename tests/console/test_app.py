@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from textual.widgets import Input
 
 from console.screens import (
     EventLogScreen,
@@ -86,6 +87,25 @@ async def test_graph_filter_by_status_kind_and_text(ledger_path):
         await pilot.press("ctrl+a", "ctrl+k", *"section-2", "enter")
         assert app.screen.selected_node() == "section-2"
         assert isinstance(app.screen.focused, RowList)
+
+
+async def test_a_graph_filter_keeps_the_cursor_on_its_node(ledger_path):
+    """The selected node stays selected while the filter shows it; filtered out, the node after it."""
+    app = make_app(ledger_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await graph_loaded(pilot)
+        await pilot.press("j", "j", "j")
+        assert app.screen.selected_node() == "section-2"
+        await pilot.press("slash", *"kind:llm")  # outline, section-1, section-2, section-3
+        assert app.screen.selected_node() == "section-2"
+        await pilot.press(*["backspace"] * 8, *"nothing")  # no node: the cursor is kept in mind
+        await pilot.press(*["backspace"] * 7)
+        assert app.screen.selected_node() == "section-2"
+        app.screen.query_one("#filter", Input).value = "status:pending"  # figures, approve, publish
+        await pilot.pause()
+        assert app.screen.selected_node() == "figures"  # section-2 is not shown: the node after it
 
 
 async def test_task_filter(ledger_path):

@@ -85,3 +85,15 @@ def test_short_names():
         resolve(["a.db", "a.db"], {"XDG_CONFIG_HOME": "/nonexistent"})
     assert resolve(["a.db", "b/a.db"], {"XDG_CONFIG_HOME": "/nonexistent"}) == [Named("a", "a.db"),
                                                                                  Named("a-2", "b/a.db")]
+
+
+def test_several_ledgers_on_a_line_terminal_is_one_usage_line(opened, contexts, capsys, monkeypatch):
+    """TERM=dumb shows one ledger (lines, no full screen): several --ledger is refused, nothing opened."""
+    import console.cli.entry as entry
+
+    contexts.write_text("")
+    monkeypatch.setattr(entry, "terminal_kind", lambda: "lines")
+    assert main(["console", "--ledger", "a.db", "--ledger", "b.db"]) == 2
+    err = capsys.readouterr().err
+    assert "shows one ledger" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert opened == []

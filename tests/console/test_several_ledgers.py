@@ -5,7 +5,10 @@ the other keeps moving, and it comes back by itself."""
 
 from __future__ import annotations
 
+import gc
+import json
 import os
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -18,7 +21,8 @@ from console.dialogs.park import ParkDialog
 from console.screens import TaskGraphScreen
 from console.screens.all_tasks import AllTasksScreen
 from store import Ledger
-from tests.support.console_app import build_ledger, graph_loaded, make_app, settle, wait_for, workers_done
+from tests.support.console_app import (build_ledger, graph_loaded, make_app, run_from_palette, settle, wait_for,
+                                       workers_done)
 from tests.support.asks import ask
 from tests.support.tcpproxy import TcpProxy
 
@@ -161,6 +165,25 @@ async def test_opening_a_row_reads_its_own_ledger(two):
         assert "only-in-b" not in [n.key for n in app.screen.model.nodes] and len(app.screen.model.nodes) == 8
 
 
+async def test_the_palette_opens_a_task_in_the_ledger_its_entry_names(two):
+    """The same task id in two ledgers is two palette entries, each naming its ledger and opening
+    that ledger's graph — from the list and from the other ledger's graph alike."""
+    a, b = two
+    app = two_app(a, b)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await run_from_palette(pilot, "Open task report-001 in b")
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen), what="b's graph")
+        await graph_loaded(pilot)
+        assert [n.key for n in app.screen.model.nodes] == ["only-in-b"]
+        b_graph = app.screen
+        await run_from_palette(pilot, "Open task report-001 in a")
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and app.screen is not b_graph,
+                       what="a's graph")
+        await graph_loaded(pilot)
+        assert "only-in-b" not in [n.key for n in app.screen.model.nodes] and len(app.screen.model.nodes) == 8
+
+
 async def park_row(pilot, ledger: str, task: str, reason: str) -> str:
     """Park (ledger, task) through the action registry's dialog with ``reason``; the dialog's title
     as it was with the plan read."""
@@ -237,6 +260,12 @@ async def test_a_ledger_missing_at_start_is_its_outage_not_the_consoles(tmp_path
         await wait_for(pilot, lambda: app.sides[0].loaded and app.sides[0].unavailable is None, timeout=60,
                        what="b opened once it exists")
         await wait_for(pilot, lambda: ("b", "b-only") in rows(app), what="b's rows")
+        # read later than a, b's rows are moved out of the collector's walks too (console/app.py
+        # settle_heap), else every full collection walks its thousands of rows
+        await settle(pilot)
+        tracked = {id(o) for o in gc.get_objects()}
+        assert id(app.tasks_model.rows[0]) not in tracked  # (a's, frozen as before)
+        assert id(app.sides[0].tasks_model.rows[0]) not in tracked, "b's rows are walked by every full collection"
 
 
 @pytest.mark.postgres
@@ -323,11 +352,13 @@ async def test_each_postgresql_ledger_keeps_to_three_connections_of_its_own(pg_t
         assert 2 <= max(counts[k])  # each ledger's own LISTEN and reads at least
 
 
-async def test_a_handoff_in_either_ledger_is_an_alert(two):
+async def test_a_handoff_in_either_ledger_is_an_alert(two, tmp_path):
     """Each ledger's journal has its own ids: a handoff opened in b (whose ids are far below a's) is
-    an alert as much as one in a."""
+    an alert as much as one in a; the --on-alert hook's JSON names the ledger each is in."""
     a, b = two
-    app = two_app(a, b, bell=False)
+    hooked = tmp_path / "alerts.jsonl"
+    code = f"import sys; open({str(hooked)!r}, 'a').write(sys.stdin.read().strip() + '\\n')"
+    app = two_app(a, b, bell=False, on_alert=[sys.executable, "-c", code])
     async with app.run_test(size=(100, 30)) as pilot:
         await loaded(pilot)
         assert app.open_alerts == 0
@@ -341,6 +372,83 @@ async def test_a_handoff_in_either_ledger_is_an_alert(two):
             ask(led, led.claim("b-only", worker="bea"), kind="confirm", question="ship it?",
                 options=[{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}], recommendation="yes")
         await wait_for(pilot, lambda: app.open_alerts == 2, what="b's handoff alerted too (its event ids are below a's)")
+
+        def hooked_alerts() -> list[dict]:
+            return [json.loads(x) for x in hooked.read_text().splitlines()] if hooked.exists() else []
+        await wait_for(pilot, lambda: len(hooked_alerts()) == 2, what="the hook run for each")
+        assert sorted((j["ledger"], j["task"]) for j in hooked_alerts()) == [("a", "a-new"), ("b", "b-only")]
         await select(pilot, "b", "b-only")
         await pilot.press("enter")  # opening b's task sees b's alert, not a's
         await wait_for(pilot, lambda: app.open_alerts == 1, what="b's alert seen")
+
+
+def build_many(tmp_path: Path) -> tuple[str, str]:
+    """Two ledgers of six tasks each, alpha-0… and beta-0… (their rows alternate in creation order)."""
+    out = []
+    for name in ("alpha", "beta"):
+        target = str(tmp_path / f"{name}.db")
+        with Ledger.open(target) as led:
+            for i in range(6):
+                led.create_task(f"{name}-{i}")
+                led.add_node(f"{name}-{i}", "step", kind="tool")
+        out.append(target)
+    return out[0], out[1]
+
+
+async def test_the_cursor_stays_on_its_row_or_the_one_that_took_its_place(tmp_path):
+    """`l`, `/` and `s` keep the cursor on the selected (ledger, task) while it is shown, and move it
+    to the row after it in the merged order (before it, at the end) when it is not: never to
+    whatever row now has the same index."""
+    a, b = build_many(tmp_path)
+    app = make_app(a, ledger_name="alpha", more=[("beta", b)], analysis=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        screen = app.screen
+
+        def at() -> tuple[str, str]:
+            return screen.selected_side().ledger_name, screen.selected_task()
+
+        await select(pilot, "beta", "beta-1")  # 4th row of all; alpha-only has alpha-3 there
+        await pilot.press("l")  # alpha only: beta-1 is not shown; alpha-2 came after it
+        assert at() == ("alpha", "alpha-2")
+        await pilot.press("l")  # beta only: the beta row after alpha-2 in the merged order
+        assert at() == ("beta", "beta-2")
+        await pilot.press("l")  # all again: the same row
+        assert at() == ("beta", "beta-2")
+        await select(pilot, "alpha", "alpha-4")
+        await pilot.press("l")
+        assert at() == ("alpha", "alpha-4")  # still shown: still selected
+        await pilot.press("enter")  # and it is what opens
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen), what="the graph")
+        assert app.screen.task_id == "alpha-4"
+        assert str(app.screen.query_one("#status").render()).split("warden")[1].strip().startswith("alpha ")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen, what="back to the list")
+        await pilot.press("l", "l")  # all
+        await select(pilot, "alpha", "alpha-1")
+        await pilot.press("slash", *"beta")  # alpha-1 filtered out: beta-1 came after it
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: rows(app) == [("beta", f"beta-{i}") for i in range(6)], what="filtered")
+        assert at() == ("beta", "beta-1")
+        await select(pilot, "beta", "beta-5")
+        await pilot.press("s")  # re-sorted: the same row, wherever it went
+        assert at() == ("beta", "beta-5")
+
+
+def info_line(app) -> str:
+    return str(app.screen.query_one("#info").render())
+
+
+async def test_the_line_under_the_list_names_the_selected_rows_ledger(two):
+    a, b = two
+    app = two_app(a, b, clock=time.time)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(pilot)
+        await select(pilot, "b", "report-001")
+        assert info_line(app).startswith("b · report-001")
+        await select(pilot, "a", "report-001")
+        assert info_line(app).startswith("a · report-001")
+        os.rename(b, b + ".away")  # b down: its rows say so where they are read
+        await wait_for(pilot, lambda: app.sides[0].unavailable is not None, timeout=60, what="b's outage")
+        await select(pilot, "b", "b-only")
+        await wait_for(pilot, lambda: info_line(app).startswith("b ⚠ · b-only"), what="b marked down")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.blind2 import HEALTHY2, LOOPS2
-from tests.support.blind.runner import run_blind
+from tests.support.blind.goals import early_alarms, family_params
 
 SEED = 11
 TRIALS = 2
@@ -29,15 +29,7 @@ MISSES: dict[str, str] = {
 }
 
 
-def _param(name: str) -> object:
-    marks = [pytest.mark.slow]
-    if name in MISSES:
-        marks.append(pytest.mark.xfail(reason=f"goal not met yet: {MISSES[name]}", strict=True))
-    return pytest.param(name, marks=marks)
-
-
-@pytest.mark.parametrize("name", [_param(n) for n in sorted(HEALTHY2)])
+@pytest.mark.parametrize("name", family_params(sorted(HEALTHY2), MISSES))
 def test_healthy_family_raises_no_stall_alarm(tmp_path, name: str) -> None:
-    rep = run_blind(str(tmp_path / "b.db"), trials=TRIALS, seed=SEED, only=(name,), corpus=(HEALTHY2, LOOPS2))
-    alarmed = {f.form: [o.early_alarms for o in f.outcomes if o.early_alarms] for f in rep.figures}
+    alarmed = early_alarms(str(tmp_path / "b.db"), name, seed=SEED, trials=TRIALS, corpus=(HEALTHY2, LOOPS2))
     assert all(not v for v in alarmed.values()), alarmed

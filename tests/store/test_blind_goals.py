@@ -18,6 +18,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.blind import HEALTHY, LOOPS
+from tests.support.blind.goals import early_alarms, family_params
 from tests.support.blind.runner import run_blind
 
 SEED = 1
@@ -38,21 +39,13 @@ MISSES: dict[str, str] = {
 }
 
 
-def _param(name: str) -> object:
-    marks = [pytest.mark.slow]
-    if name in MISSES:
-        marks.append(pytest.mark.xfail(reason=f"goal not met yet: {MISSES[name]}", strict=True))
-    return pytest.param(name, marks=marks)
-
-
-@pytest.mark.parametrize("name", [_param(n) for n in sorted(HEALTHY)])
+@pytest.mark.parametrize("name", family_params(sorted(HEALTHY), MISSES))
 def test_healthy_family_raises_no_stall_alarm(tmp_path, name: str) -> None:
-    rep = run_blind(str(tmp_path / "b.db"), trials=TRIALS, seed=SEED, only=(name,))
-    alarmed = {f.form: [o.early_alarms for o in f.outcomes if o.early_alarms] for f in rep.figures}
+    alarmed = early_alarms(str(tmp_path / "b.db"), name, seed=SEED, trials=TRIALS)
     assert all(not v for v in alarmed.values()), alarmed
 
 
-@pytest.mark.parametrize("name", [_param(n) for n in sorted(LOOPS)])
+@pytest.mark.parametrize("name", family_params(sorted(LOOPS), MISSES))
 def test_loop_family_is_caught_within_its_deadline(tmp_path, name: str) -> None:
     rep = run_blind(str(tmp_path / "b.db"), trials=TRIALS, seed=SEED, only=(name,))
     for f in rep.figures:

@@ -27,8 +27,6 @@ def test_task_p80_coverage_is_calibrated(report):
     assert report.coverage(which="p50_s") < report.coverage()  # the P50 is not a disguised P80
 
 
-@pytest.mark.xfail(strict=True, reason="known regression: one shuffled loop (sim006-n14) is caught at its 8th "
-                   "observation since plain values that are most of a result count as content; to be mended")
 def test_injected_loops_are_detected_within_five_observations(report):
     assert report.recall(within=5) == 1.0, report.loops
 

@@ -25,6 +25,15 @@ def _looping(ledger, clock, c, times=5):
         ledger.heartbeat(c, action="gh run view 42", result="status: queued")
 
 
+def _marked_normal(ledger, clock):
+    """``MIN_NODES`` ci_watch nodes of w1, each looping on one poll, each marked healthy by bob."""
+    for i in range(MIN_NODES):
+        c = start(ledger, task=f"t{i}", kind="ci_watch")
+        ledger.heartbeat(c, action="gh run view 42", result=f"status: queued ({i})")
+        _looping(ledger, clock, c)
+        ledger.apply(ledger.plan("healthy", {"task_id": f"t{i}", "node": "a", "reason": "by design"}), operator="bob")
+
+
 def test_marking_an_alarm_healthy_clears_it_teaches_its_kind_and_is_audited(ledger, clock, capsys):
     c = start(ledger, kind="ci_watch")
     ledger.heartbeat(c, action="gh run view 42", result="status: queued (3 jobs)")
@@ -50,11 +59,7 @@ def test_marking_an_alarm_healthy_clears_it_teaches_its_kind_and_is_audited(ledg
 
 
 def test_a_kind_learns_its_normal_from_marks(ledger, clock):
-    for i in range(MIN_NODES):
-        c = start(ledger, task=f"t{i}", kind="ci_watch")
-        ledger.heartbeat(c, action="gh run view 42", result=f"status: queued ({i})")
-        _looping(ledger, clock, c)
-        ledger.apply(ledger.plan("healthy", {"task_id": f"t{i}", "node": "a", "reason": "by design"}), operator="bob")
+    _marked_normal(ledger, clock)
     c = start(ledger, task="next", kind="ci_watch")
     ledger.heartbeat(c, action="gh run view 42", result="status: queued (x)")
     _looping(ledger, clock, c)
@@ -165,11 +170,7 @@ def test_warden_healthy_previews_then_applies_with_who_and_why(ledger, clock, ca
 def test_the_consoles_analysis_judges_against_the_norm_and_the_mark_as_status_does(ledger, clock):
     from store.reading.analysis import TaskAnalysis
 
-    for i in range(MIN_NODES):
-        c = start(ledger, task=f"t{i}", kind="ci_watch")
-        ledger.heartbeat(c, action="gh run view 42", result=f"status: queued ({i})")
-        _looping(ledger, clock, c)
-        ledger.apply(ledger.plan("healthy", {"task_id": f"t{i}", "node": "a", "reason": "by design"}), operator="bob")
+    _marked_normal(ledger, clock)
     c = start(ledger, task="next", kind="ci_watch")
     an = TaskAnalysis(ledger, "next")
     cursor = ledger.last_event_id()
@@ -185,3 +186,20 @@ def test_the_consoles_analysis_judges_against_the_norm_and_the_mark_as_status_do
         an.apply_event(ev, ledger.nodes("next", [ev.node]) if ev.node and ev.kind != "node.heartbeat" else [])
     assert an.signals() == S.signals_for_graph(ledger, ledger.graph("next"))
     assert not [s for s in an.signals() if s.kind in ("no_new_info", "repeating")]
+
+
+def test_a_signal_pass_reads_the_kinds_norms_only_when_a_node_loops(ledger, clock, monkeypatch):
+    """``warden status`` judges every task: where nothing loops, no norm is read (a norm only widens
+    the loop alarms); where a node loops, its kinds' norms are read once for the pass."""
+    from store.ledger import norms
+    from store.reading.analysis import TaskAnalysis
+
+    reads = []
+    monkeypatch.setattr(S, "read_norms", lambda core, kinds: reads.append(set(kinds)) or norms.read_norms(core, kinds))
+    c = start(ledger, kind="ci_watch")
+    ledger.heartbeat(c, action="gh run view 42", result="status: queued (3 jobs)")
+    assert S.signals_for_task(ledger, ledger.task("t")) == TaskAnalysis(ledger, "t").signals()
+    assert reads == []
+    _looping(ledger, clock, c)
+    assert loops(ledger) and reads == [{"ci_watch"}]
+    assert TaskAnalysis(ledger, "t").signals() and reads == [{"ci_watch"}] * 2

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from store import NodeSpec
 from store.judges.fields import progress_marks
 from store.judges.novelty import Tracker
-from store.reading import signals as S
+from tests.support.loop_alarms import loops, start
 
 PAGE = ("The quarterly report covers three regions and their sales.\n"
         "Sales rose in the northern region after the new depot opened.\n"
@@ -18,16 +17,9 @@ PAGE = ("The quarterly report covers three regions and their sales.\n"
 NOTE = "So far: the northern region grew faster than the southern one."
 
 
-def loops(ledger, task="t"):
-    return [s for s in S.signals_for_graph(ledger, ledger.graph(task)) if s.node == "a"
-            and s.kind in ("no_new_info", "repeating")]
-
-
 @pytest.fixture
 def claim(ledger):
-    ledger.create_task("t")
-    ledger.add_nodes("t", [NodeSpec("a", "agent_step")])
-    return ledger.claim("t", "w1", lease_s=300)
+    return start(ledger)
 
 
 def test_a_page_read_again_between_the_same_notes_is_a_loop_not_progress(ledger, clock, claim):

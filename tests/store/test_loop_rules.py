@@ -6,20 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from store import NodeSpec
-from store.reading import signals as S
-
-
-def loops(ledger, task="t"):
-    return [s for s in S.signals_for_graph(ledger, ledger.graph(task)) if s.node == "a"
-            and s.kind in ("no_new_info", "repeating")]
+from tests.support.loop_alarms import loops, start
 
 
 @pytest.fixture
 def claim(ledger):
-    ledger.create_task("t")
-    ledger.add_nodes("t", [NodeSpec("a", "agent_step")])
-    return ledger.claim("t", "w1", lease_s=300)
+    return start(ledger)
 
 
 def beat(ledger, clock, claim, **kw):

@@ -194,3 +194,18 @@ def test_a_value_labelled_as_a_time_is_a_duration_not_a_measure():
         n, _, _ = t.observe(None, 1, action="search docs", result=f'{{"hits": [], "took_ms": {took}}}')
         news.append(n)
     assert news[1:] == [0, 0, 0]
+
+
+def test_values_the_agent_wrote_are_met_when_its_lines_come_back_as_output():
+    """Lines the agent wrote in its own words, then again as what came back (a note, then the
+    lines): the values in them were met — no other record, no moved reading."""
+    lines = ["job-7 step 2: found tomisolvi in solvihavel/pahalka.py",
+             "job-7 step 3: renamed halka.py: endpoint feparu looks habelsol"]
+    t = N.Tracker()
+    for line in lines:
+        n, _, _ = t.observe(line, 1)
+        assert n == 1
+    n, _, _ = t.observe("job-7 step 1: Finsolbelne losabel feju: traced cormorvel\n" + "\n".join(lines), 1)
+    assert n == 0
+    n, _, _ = t.observe(None, 1, result="\n".join(reversed(lines)))
+    assert n == 0

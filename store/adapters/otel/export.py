@@ -13,7 +13,6 @@ The ledger is only read (opened read-only).
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import hashlib
 import json
 import logging
@@ -31,10 +30,10 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from store.errors import LedgerUnavailable, WardenError
 from store.reading.feed import Feed, passes
+from store.storage.beside import hold_lock, kept_beside
 from store.storage.db import parse_target
 from store.text import safe_line
 
-from .paths import kept_beside
 from .spans import PENDING_PARENT, SPAN_TYPE, Mapper, SpanRecord, TaskInfo
 
 READ_BATCH = 1000
@@ -243,15 +242,8 @@ class StateFile:
 
     def hold(self) -> bool:
         """Take the one-follower lock (False: another exporter follows this ledger)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return False
-        self._lock_fd = fd
-        return True
+        self._lock_fd = hold_lock(self.path)
+        return self._lock_fd is not None
 
     def release(self) -> None:
         if self._lock_fd is not None:

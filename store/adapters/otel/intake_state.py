@@ -31,7 +31,6 @@ exporter re-sends its batch.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from collections import OrderedDict
@@ -41,7 +40,7 @@ from store.adapters.sessions import claim_from_json, claim_to_json
 from store.errors import WardenError
 from store.facade import Ledger
 from store.jsontypes import JsonObject
-from store.adapters.otel.paths import kept_beside
+from store.storage.beside import hold_lock, kept_beside
 from store.views import Claim
 
 SEEN = 100_000  # spans (and span owners) remembered against a batch sent twice
@@ -80,14 +79,9 @@ class IntakeState:
         the ledger, and start a compact file."""
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise StateBusy(f"another warden otel receive keeps this ledger's claims ({self.path}.lock)") from None
-        self._lock_fd = fd
+        self._lock_fd = hold_lock(self.path)
+        if self._lock_fd is None:
+            raise StateBusy(f"another warden otel receive keeps this ledger's claims ({self.path}.lock)")
         self._read()
         for (task, key), c in list(self.claims.items()):
             if not _still_ours(ledger, c):

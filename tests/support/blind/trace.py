@@ -28,23 +28,26 @@ from .words import Names
 
 Family = Callable[[random.Random, bool], Script]
 T = TypeVar("T")
-HEALTHY: dict[str, Family] = {}
-LOOPS: dict[str, Family] = {}
 
 LEASES = (30.0, 60.0, 90.0, 120.0, 180.0, 300.0, 600.0, 900.0, 1200.0, 1800.0)
 SILENCE = 0.4  # the longest silence, as a share of the lease
 
 
-def healthy(fn: Family) -> Family:
-    assert fn.__name__ not in HEALTHY and fn.__name__ not in LOOPS, fn.__name__
-    HEALTHY[fn.__name__] = fn
-    return fn
+def registrars(healthy: dict[str, Family], loops: dict[str, Family]) -> tuple[Callable[[Family], Family], Callable[[Family], Family]]:
+    """A corpus's two decorators: one registers a family in ``healthy``, the other in ``loops`` (a name
+    once, in either)."""
+    def into(registry: dict[str, Family]) -> Callable[[Family], Family]:
+        def register(fn: Family) -> Family:
+            assert fn.__name__ not in healthy and fn.__name__ not in loops, fn.__name__
+            registry[fn.__name__] = fn
+            return fn
+        return register
+    return into(healthy), into(loops)
 
 
-def looping(fn: Family) -> Family:
-    assert fn.__name__ not in HEALTHY and fn.__name__ not in LOOPS, fn.__name__
-    LOOPS[fn.__name__] = fn
-    return fn
+HEALTHY: dict[str, Family] = {}
+LOOPS: dict[str, Family] = {}
+healthy, looping = registrars(HEALTHY, LOOPS)
 
 
 @dataclass

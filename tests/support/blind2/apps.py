@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from ..stalls import Script
-from .base import T2, done, healthy, loop_reports, looping, prefix, warmup
+from .base import T2, healthy, loop_reports, looping, prefix, warmup
 
 MODULES = ("app", "core", "feature-login", "feature-cart", "data", "network", "ui-kit", "analytics", "payments-sdk")
 FILES = ("src/api/client.ts", "src/components/Cart.tsx", "lib/auth/session.py", "internal/store/cache.go", "app/models/order.rb",
@@ -46,7 +46,7 @@ def mobile_release_build(rng: random.Random, actions: bool) -> Script:
         }.get(ph, f"> Task {ph}\nw: {t.rng.choice(FILES)}:{t.rng.randint(5, 400)}:{t.rng.randint(1, 60)} '{t.choose('onActivityResult', 'getColor', 'Handler()')}' is deprecated")
         t.emit(f"fastlane run {ph}" if not ph.startswith(":") else f"./gradlew {ph}", out, tool="fastlane" if not ph.startswith(":") else "gradlew")
     t.emit(None, f"Release {ver} ({build}) is on the {'TestFlight' if ios else 'internal'} track.")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -73,7 +73,7 @@ def code_review_bot(rng: random.Random, actions: bool) -> Script:
                    f'{{"id": {t.rng.randint(10**8, 10**9)}, "path": "{f}", "line": {line}, "html_url": "https://github.com/acme/shop/pull/{pr}#discussion_r{t.rng.randint(10**8, 10**9)}"}}',
                    tool="gh")
     t.emit(f"gh pr review {pr} --comment -b 'Summary: …'", f"- Reviewed pull request #{pr}", tool="gh")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -95,7 +95,7 @@ def security_scan_triage(rng: random.Random, actions: bool) -> Script:
                f"{cve} {pkg} {t.rng.randint(0, 3)}.{t.rng.randint(0, 20)}.{t.rng.randint(0, 9)} → fixed in {t.rng.randint(1, 4)}.{t.rng.randint(0, 30)}.{t.rng.randint(0, 9)}\n"
                f"CVSS {t.num(t.rng.uniform(4, 9.9), 1)} · path: {t.rng.choice(FILES)}", tool=scanner, units=(i + 1, n))
         t.emit(None, f"{cve} ({pkg}): {verdict}")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -110,7 +110,7 @@ def newman_collections(rng: random.Random, actions: bool) -> Script:
         t.emit(f"newman run api.postman_collection.json --folder {f} -e staging.json",
                "\n".join(lines) + f"\n│ requests │ {reqs} │ 0 │\n│ assertions │ {reqs * t.rng.randint(2, 5)} │ {t.rng.choice((0, 0, 0, 1))} │",
                tool="newman")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -128,7 +128,7 @@ def polite_scraper(rng: random.Random, actions: bool) -> Script:
                  for _ in range(t.rng.randint(3, 8))]
         t.emit(f"scrape {site}?page={page}", f"200 OK page {page}: {len(items)} records\n" + "\n".join(items), tool="scrape")
         page += 1
-    return done(t, actions)
+    return t.script(actions)
 
 
 # ---------------------------------------------------------------------------------------------- loops
@@ -158,7 +158,7 @@ def xcode_signing_retry(rng: random.Random, actions: bool) -> Script:
                f"provisioning profiles matching '{bundle}'. (in target 'App' from project 'App')\n** ARCHIVE FAILED ** [{t.took(t.rng.uniform(8, 60))}]\n"
                f"Team {team}; log {dd}/Logs/Build/{t.rid()}.xcactivitylog", tool="xcodebuild",
                note=t.say("Try the archive again with other flags.", "Maybe clearing DerivedData helps.", "", "Retrying the archive."))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -178,7 +178,7 @@ def review_comment_422(rng: random.Random, actions: bool) -> Script:
                f'"code":"custom","field":"pull_request_review_thread.line","message":"could not be resolved"}}],'
                f'"documentation_url":"https://docs.github.com/rest/pulls/comments#create-a-review-comment-for-a-pull-request"}}\n'
                f"x-github-request-id: {t.hexid(4).upper()}:{t.hexid(6).upper()}:{t.hexid(7).upper()}", tool="gh")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -213,7 +213,7 @@ def flaky_seed_rerun(rng: random.Random, actions: bool) -> Script:
                    f"    expect(received).toBe(expected)\n    Expected: \"02:30\"\n    Received: \"03:30\"\n\n      at Object.<anonymous> (src/date.test.ts:41:27)\n"
                    f"Tests:       1 failed, {t.rng.randint(20, 60)} passed\nTime:        {t.took(t.rng.uniform(1, 9))}")
         t.emit(cmd, out, tool="bash", note=t.say("Flaky? Rerunning with another seed.", "Once more, new seed.", "", "Probably flaky — retry."))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -237,4 +237,4 @@ def scraper_block_page(rng: random.Random, actions: bool) -> Script:
                f"403 Forbidden\nAccess Denied\nYou don't have permission to access \"{url}\" on this server.\n"
                f"Reference #18.{t.hexid(8)}.{int(t.now)}.{t.hexid(8)}", tool="scrape",
                note=t.say("Blocked; rotating the proxy.", "New user agent, try again.", "", "Switching identity."))
-    return done(t, actions)
+    return t.script(actions)

@@ -13,30 +13,16 @@ import datetime as dt
 import random
 import string
 
-from ..blind.trace import Family, Trial
-from ..stalls import Script
+from ..blind import noise
+from ..blind.noise import MONTHS
+from ..blind.trace import Family, Trial, registrars
 
 HEALTHY2: dict[str, Family] = {}
 LOOPS2: dict[str, Family] = {}
+healthy, looping = registrars(HEALTHY2, LOOPS2)
 
-
-def healthy(fn: Family) -> Family:
-    assert fn.__name__ not in HEALTHY2 and fn.__name__ not in LOOPS2, fn.__name__
-    HEALTHY2[fn.__name__] = fn
-    return fn
-
-
-def looping(fn: Family) -> Family:
-    assert fn.__name__ not in HEALTHY2 and fn.__name__ not in LOOPS2, fn.__name__
-    LOOPS2[fn.__name__] = fn
-    return fn
-
-
-HEX = "0123456789abcdef"
-B32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+B32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford's, as ULIDs use
 LOWER = string.ascii_lowercase + string.digits
-
-MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def _stamp(t: float, style: int) -> str:
@@ -149,7 +135,7 @@ class T2(Trial):
         return f"{x:.{decimals}f}".replace(".", dec) + ("\u00a0%" if dec == "," else "%")
 
     def hexid(self, n: int = 12) -> str:
-        return "".join(self.rng.choice(HEX) for _ in range(n))
+        return noise.hexid(self.rng, n)
 
     def rid(self) -> str:
         """A request / trace / correlation id in this trial's shape."""
@@ -202,10 +188,6 @@ def loop_reports(t: T2, period: int = 1) -> int:
 
 def prefix(t: T2) -> int:
     return t.rng.randint(2, 8)
-
-
-def done(t: T2, actions: bool) -> Script:
-    return t.script(actions)
 
 
 Prep = tuple[str, str, str]  # (tool, command, its output)

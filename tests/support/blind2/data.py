@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from ..stalls import Script
-from .base import T2, done, healthy, loop_reports, looping, prefix, warmup
+from .base import T2, healthy, loop_reports, looping, prefix, warmup
 
 REGIONS = ("EMEA", "NA", "LATAM", "APAC", "DACH", "Nordics", "Benelux", "Iberia", "ANZ", "Japan")
 METRICS = ("revenue", "gross margin", "churned accounts", "active seats", "refund volume", "ARPU", "new logos")
@@ -32,7 +32,7 @@ def bi_pivot_report(rng: random.Random, actions: bool) -> Script:
                f'{{"spreadsheetId": "{t.hexid(20)}", "updatedRange": "{reg}!{cell}", "updatedCells": 3}}', tool="sheets",
                note=t.say(f"{reg}: {metric} is {t.num(sum(v for _, v in rows), 0)} for {q}.", ""))
     t.emit(None, f"Report for {q} {year} ready: {t.rng.randint(5, 9)} tabs, charts refreshed.")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -52,7 +52,7 @@ def spreadsheet_cleanup(rng: random.Random, actions: bool) -> Script:
                f"{c}: {what}; {t.num(fixed)} cells changed (rows {t.num(t.rng.randint(2, 500))}–{t.num(t.rng.randint(600, 90000))}); "
                f"{t.num(bad)} problem cells remain", tool="python")
     t.emit(f"python -m sheetcheck {sheet}", f"{t.num(bad)} problem cells; saved {t.tmp('clean', '.xlsx')}", tool="python")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -77,7 +77,7 @@ def sim_checkpoints(rng: random.Random, actions: bool) -> Script:
             ck = f"\nWriting checkpoint to {t.choose('state', 'restart')}.{step}.cpt ({t.num(t.rng.uniform(80, 4000), 1)} MB) at {t.stamp()}"
         t.emit(f"tail -n 3 {code}.log", line + ck, tool="tail", units=(step, total))
     t.emit(None, f"{code} run finished: {t.num(total)} steps; final energy {t.num(e, 2)}.")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -96,7 +96,7 @@ def llm_eval_harness(rng: random.Random, actions: bool) -> Script:
                f"Running loglikelihood requests: 100%|██████████| {n}/{n} [{t.took(t.rng.uniform(20, 900))}]\n"
                f"|{task}| 1|none| 0|acc |↑ |{acc:.4f}|± |{t.rng.uniform(0.005, 0.03):.4f}|", tool="lm_eval", units=(i + 1, len(tasks)))
     t.emit(None, f"{model}: {len(tasks)} tasks scored; results in {t.tmp('results', '.json')}")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -115,7 +115,7 @@ def transcode_ladder(rng: random.Random, actions: bool) -> Script:
                    tool="ffmpeg", units=(f, frames))
         t.emit(f"ffprobe -v error -show_entries format=duration,bit_rate {out}",
                f"[FORMAT]\nduration={frames / 25:.6f}\nbit_rate={br * 1000 + t.rng.randint(-9999, 9999)}\n[/FORMAT]", tool="ffprobe")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -137,7 +137,7 @@ def audio_transcription(rng: random.Random, actions: bool) -> Script:
                         f"{t.rng.randint(2, 99)}")
             start += d
         t.emit(f"whisperx chunk_{c:03d}.wav --diarize --model large-v3", "\n".join(segs), tool="whisperx", units=(c + 1, chunks))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -158,7 +158,7 @@ def notebook_analysis(rng: random.Random, actions: bool) -> Script:
     for i in range(n):
         src, out = t.rng.choice(cells)()
         t.emit(f"jupyter execute cell [{i + 1}]: {src}", f"Out[{i + 1}]: {out}", tool="jupyter")
-    return done(t, actions)
+    return t.script(actions)
 
 
 # ---------------------------------------------------------------------------------------------- loops
@@ -181,7 +181,7 @@ def sim_diverges_restart(rng: random.Random, actions: bool) -> Script:
                f"Atom {atom} moved more than the cut-off; LINCS WARNING relative constraint deviation {t.rng.uniform(1e3, 1e6):.1f}\n"
                f"Fatal error: simulation unstable. (wall time {t.took(t.rng.uniform(30, 600))})", tool="gmx",
                note=t.say("Restarting from the last checkpoint.", "Retry from checkpoint.", "", "One more restart; might be transient."))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -201,7 +201,7 @@ def eval_cuda_oom_rerun(rng: random.Random, actions: bool) -> Script:
                f"GPU {gpu} has a total capacity of 79.15 GiB of which {t.num(t.rng.uniform(0.2, 1.9), 2)} GiB is free. "
                f"Process {t.rng.randint(1000, 99999)} has {t.num(t.rng.uniform(77, 79), 2)} GiB memory in use.", tool="lm_eval",
                note=t.say("Rerunning the eval.", "Trying again — might have been another job on the GPU.", "", "Retry."))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -220,7 +220,7 @@ def transcode_moov_missing(rng: random.Random, actions: bool) -> Script:
         t.emit(f"ffmpeg {' '.join(flags)} -i {src} {out}",
                f"ffmpeg version 6.{t.rng.randint(0, 1)} Copyright (c) 2000-2024\n[mov,mp4,m4a,3gp,3g2,mj2 @ 0x{t.hexid(12)}] moov atom not found\n"
                f"{src}: Invalid data found when processing input", tool="ffmpeg")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -240,7 +240,7 @@ def spreadsheet_ref_error(rng: random.Random, actions: bool) -> Script:
                f'{{"updatedCells": 1, "revision": "{t.hexid(10)}"}}\nRecalculated: #REF! in {", ".join(cells)} '
                f"(Data!G is outside the sheet's 6 columns)", tool="sheets",
                note=t.say("Let me fix the lookup.", "Another way to write the formula.", "Trying a different function.", ""))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -260,7 +260,7 @@ def empty_page_new_cursor(rng: random.Random, actions: bool) -> Script:
                         f'{{"ok": true, "messages": [], "has_more": true, "response_metadata": {{"next_cursor": "{cur}"}}}}',
                         f'{{"object": "list", "results": [], "next_cursor": "{cur}", "has_more": true}}'),
                tool="http", note=t.say("Next page.", "Following the cursor.", "", "More pages to go."))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -287,4 +287,4 @@ def redownload_temp_names(rng: random.Random, actions: bool) -> Script:
                f"  % Total    % Received\n100 {t.num(size / 1e6, 1)}M  100 {t.num(size / 1e6, 1)}M   {t.num(t.rng.uniform(5, 120), 1)}M/s   {t.took(t.rng.uniform(5, 200))}\n"
                f"sha256 mismatch for {dest}: expected {want}, got {got}", tool="curl",
                note=t.say("Corrupt download; fetching it again.", "Redownloading.", "", "Checksum failed, once more."))
-    return done(t, actions)
+    return t.script(actions)

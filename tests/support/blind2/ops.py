@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from ..stalls import Script
-from .base import T2, done, healthy, loop_reports, looping, prefix, warmup
+from .base import T2, healthy, loop_reports, looping, prefix, warmup
 
 SERVICES = ("checkout", "payments", "search-api", "auth", "inventory", "notifications", "ledger-writer",
             "edge-proxy", "recs", "profile", "billing-worker", "media-upload", "gateway", "orders")
@@ -45,7 +45,7 @@ def sre_runbook_triage(rng: random.Random, actions: bool) -> Script:
                f"{{service=\"{bad}\"}} => {t.num(val, 4)} @{t.stamp()}", tool="promtool",
                note=t.say("Error rate after the rollback:", "Watching recovery.", ""))
     t.emit(None, f"Mitigated by rolling {bad} back; postmortem doc {t.hexid(8)} opened, timeline written.")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -70,7 +70,7 @@ def canary_analysis(rng: random.Random, actions: bool) -> Script:
                f"  p95-latency: {t.took(t.rng.uniform(0.08, 0.4))}  Successful\n  measurements: {t.rng.randint(3, 10)}",
                tool="kubectl", units=(i + 1, len(weights)))
     t.emit(f"kubectl argo rollouts status {app} --timeout 60s", "Healthy", tool="kubectl")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -93,7 +93,7 @@ def k8s_node_drain(rng: random.Random, actions: bool) -> Script:
                    f"prod  {pods[0][:-5]}{t.slug(5)}  0/1  ContainerCreating  0  {t.rng.randint(2, 40)}s  <none>  {t.rng.choice(nodes[k + 1:] or ['new-node'])}",
                    tool="kubectl")
     t.emit(None, f"Drained {len(nodes)} nodes; the old pool can be deleted.")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -125,7 +125,7 @@ def sql_migration_steps(rng: random.Random, actions: bool) -> Script:
             t.keeper(t.long(0.1, 0.4))
         t.emit(cmd, out, tool=tool, units=(i + 1, len(tables)))
     t.emit("psql -c '\\dt+'", "\n".join(f" public | {tb} | table | app | {t.num(t.rng.uniform(1, 900), 1)} MB" for tb in tables), tool="psql")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -151,7 +151,7 @@ def iac_drift_scan(rng: random.Random, actions: bool) -> Script:
         t.emit(f"terraform -chdir=stacks/{ws} plan -detailed-exitcode -lock=false", out, tool="terraform",
                units=(i + 1, len(envs)))
     t.emit(None, f"Drift scan finished: {drifted} of {len(envs)} workspaces drifted; issues filed.", units=(len(envs), len(envs)))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -173,7 +173,7 @@ def queue_consumer_drain(rng: random.Random, actions: bool) -> Script:
         if depth <= 0:
             break
     t.emit(None, f"Queue {q} drained.")
-    return done(t, actions)
+    return t.script(actions)
 
 
 # ---------------------------------------------------------------------------------------------- loops
@@ -199,7 +199,7 @@ def oscillating_limits_fix(rng: random.Random, actions: bool) -> Script:
             out = (f"{pod}   0/1   OOMKilled   {t.rng.randint(1, 4)}   {t.rng.randint(5, 90)}s\n"
                    "Last State: Terminated  Reason: OOMKilled  Exit Code: 137")
         t.emit(f"kubectl get pods -l app={app}", out, tool="kubectl")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -222,7 +222,7 @@ def queue_poll_empty(rng: random.Random, actions: bool) -> Script:
             out = f"(nil)\n(waited {t.took(t.rng.uniform(4, 30))})"
             cmd = f"redis-cli BRPOP {q} {t.rng.choice((5, 10, 30))}"
         t.emit(cmd, out, tool=cmd.split()[0], note=t.say("Still nothing; polling again.", "Queue empty, retry.", "", "Checking once more."))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -250,7 +250,7 @@ def terraform_state_lock(rng: random.Random, actions: bool) -> Script:
                f"│   ID:        {lock_id}\n│   Path:      tf-state/{ws}/terraform.tfstate\n│   Operation: OperationTypeApply\n"
                f"│   Who:       {who}\n│   Created:   {since}\n│ (request {t.rid()}, {t.took(t.rng.uniform(1, 31))})\n╵",
                tool="terraform")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -277,7 +277,7 @@ def sql_migrate_rerun(rng: random.Random, actions: bool) -> Script:
                f"ERROR: Migration V{v}__create_{tb}_archive.sql failed\nSQL State  : 42P07\nMessage    : ERROR: relation \"{tb}_archive\" already exists\n"
                f"Location   : db/migration/V{v}__create_{tb}_archive.sql (/app/{t.tmp('flyway')})\nLine       : 1\nTook {t.took(t.rng.uniform(0.3, 3))}",
                tool="flyway", note=t.say("Retrying the migration.", "Maybe with the flag it goes through.", "", "Again, with a repair first."))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -304,4 +304,4 @@ def jittered_backoff_retry(rng: random.Random, actions: bool) -> Script:
                t.choose(f"{t.stamp()} WARNING attempt {attempt} failed request_id={t.rid()}: ConnectionResetError(104, 'Connection reset by peer'); retrying in {t.took(delay)}",
                         f"[{t.stamp()}] retry #{attempt} (x-request-id {t.rid()}) -> connection reset by peer; backing off {t.took(delay)}"),
                tool="python", gap=t.gap() + min(delay, 0.3 * t.lease))
-    return done(t, actions)
+    return t.script(actions)

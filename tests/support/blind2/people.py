@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from ..stalls import Script
-from .base import T2, done, healthy, loop_reports, looping, prefix, warmup
+from .base import T2, healthy, loop_reports, looping, prefix, warmup
 
 COMPANIES = ("Globex", "Initech", "Umbrella GmbH", "Stark Logistics", "Wayne Foods", "Soylent SA", "Tyrell KK", "Hooli",
              "Vandelay Import", "Acme Oy", "Cyberdyne BV", "Massive Dynamic", "Pied Piper", "Duff AG", "Oceanic SpA")
@@ -30,7 +30,7 @@ def crm_enrichment(rng: random.Random, actions: bool) -> Script:
                f"updated {t.rng.randint(3, 9)} properties of {t.choose('Anna', 'Kenji', 'Lucía', 'Tomasz', 'Priya', 'Jonas')} "
                f"{t.choose('Berg', 'Sato', 'Ruiz', 'Nowak', 'Iyer', 'Meyer')} ({co}); lifecycle → {t.choose('lead', 'MQL', 'SQL')}",
                tool="hubspot", units=(i + 1, len(leads)))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -58,7 +58,7 @@ def po_catalog_review(rng: random.Random, actions: bool) -> Script:
                    tool="po-edit")
         t.emit(f"msgfmt --statistics -c -o /dev/null {path}",
                f"{t.num(done_)} translated messages, {fuzzy} fuzzy translations, {t.num(max(0, total - done_ - fuzzy))} untranslated messages.", tool="msgfmt")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -80,7 +80,7 @@ def docqa_answering(rng: random.Random, actions: bool) -> Script:
         t.emit(f"retrieve(query={q!r}, k={len(chunks)})", "\n".join(chunks), tool="retrieve")
         t.emit(None, f"Q: {q}\nA: {t.choose('Per', 'According to', 'See')} §{t.rng.randint(1, 30)}, {t.rng.randint(2, 180)} "
                      f"{t.choose('days', 'months', 'weeks')} ({t.choose('cited', 'quoted', 'with page refs')}).")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -100,7 +100,7 @@ def chess_engine_play(rng: random.Random, actions: bool) -> Script:
                         f"Move {m}: {mv}. Eval {ev:+.2f}. Position {fen} w - - 0 {m}. Opponent replied {pv.split()[0]}."),
                tool="engine")
     t.emit(None, t.choose("Game over: 1-0 by resignation.", "Draw by repetition agreed.", "Won on time.", "Lost: 0-1."))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @healthy
@@ -126,7 +126,7 @@ def email_campaign_send(rng: random.Random, actions: bool) -> Script:
             sent += b
             t.emit(f"mailer send {s} --batch {b}", f"{s}: {t.num(sent)}/{t.num(total)} sent, {t.rng.randint(0, 40)} bounced, msg ids {t.rid()}…",
                    tool="mailer", units=(sent, total))
-    return done(t, actions)
+    return t.script(actions)
 
 
 # ---------------------------------------------------------------------------------------------- loops
@@ -156,7 +156,7 @@ def reask_user_reworded(rng: random.Random, actions: bool) -> Script:
         t.emit(f"mail.send(to='{who}', body={q!r})",
                f"sent <{t.rid()}@mail.example.com>\nauto-reply from {who}: I am out of the office until {back} with limited access to e-mail.",
                tool="mail", note=t.say("No answer yet; asking again.", "Let me rephrase the question.", "", "Following up."))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -178,7 +178,7 @@ def replan_same_plan(rng: random.Random, actions: bool) -> Script:
                          "Before I continue, the plan is:", "Let me restate the approach.")
         t.emit("todo_write(todos=[…4 items…])", "Todos have been modified successfully. 4 pending, 0 in progress, 0 completed.",
                tool="todo_write", note=f"{intro}\n{plan}")
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -198,7 +198,7 @@ def chess_illegal_move(rng: random.Random, actions: bool) -> Script:
                t.choose(f"illegal move: {mv} (king cannot castle through check)\nposition unchanged: {fen}",
                         f"error: move {mv!r} rejected — castling not allowed here\nFEN {fen}"),
                tool="engine", note=t.say("Castling should be fine now.", "Let me castle.", "", "Trying the castle again."))
-    return done(t, actions)
+    return t.script(actions)
 
 
 @looping
@@ -218,4 +218,4 @@ def docqa_retrieval_empty(rng: random.Random, actions: bool) -> Script:
                t.choose(f'{{"query_id": "{t.rid()}", "hits": [], "took_ms": {t.rng.randint(3, 400)}}}',
                         f"0 results for {q!r} ({t.took(t.rng.uniform(0.003, 0.4))})"),
                tool="retrieve", note=t.say("Nothing; rephrasing.", "Let me try other words.", "", "Different query."))
-    return done(t, actions)
+    return t.script(actions)
