@@ -28,6 +28,7 @@ never an enumeration.
 **Progress stated in numbers** (:func:`fractions`): ``41/100``, ``page 3 of 9``, ``3 out of 9``,
 ranges ``120,000–130,000 of 1,000,000`` (and ``a-b/n``, ``a to b (of n)``, ``[a, b) / n``,
 ``a..b of n``, ``a — b out of n``), ``shard-03-of-16``, ``45 %``, ``12k of 1.2M``, ``12 files left``,
+``1,464 problem cells remain`` (up to two words between the count and *left*/*remain*),
 ``remaining: 4``. A number next to a retry word (attempt, try, retry, poll, round, restart, wait …)
 or a gauge (cpu, memory, load, rate …) is not progress.
 """
@@ -250,7 +251,7 @@ _FRACTION = re.compile(
     r"|(?<![\w.])" + _N + r"\s+(?:of|out\s+of)\s+" + _N + r"(?![\w])"  # 3 of 9
     r"|(?<=[\w])[-_]" + r"(\d+)" + r"[-_]of[-_]" + r"(\d+)(?!\d)"  # shard-03-of-16
     r"|(?<![\w.])(" + NUMBER + r")(?:\s?%|\s+(?:per\s?cent|pct)\b)"  # 45 %, 45 percent
-    r"|(?<![\w.])" + _N + r"\s+(?:[a-z]+(?:\(s\)|\(es\))?\s+)?(?:left|remaining|to\s+go)\b"  # 12 files left
+    r"|(?<![\w.])" + _N + r"\s+(?:[a-z]+(?:\(s\)|\(es\))?\s+){0,2}(?:left|remain(?:s|ing)?|to\s+go)\b"  # 12 files left
     r"|\b(?:remaining|left)\s*:?\s*" + _N, re.IGNORECASE)
 FRACTIONS_CHARS = 4096  # characters of an observation read for its fractions
 _BYTES = {"b": 1.0, "k": 1e3, "kb": 1e3, "kib": 1024.0, "m": 1e6, "mb": 1e6, "mib": 1024.0 ** 2, "g": 1e9, "gb": 1e9,

@@ -24,8 +24,6 @@ MISSES: dict[str, str] = {
     "chess_engine_play": "alarmed 50% (action) / 100% (plain) of 2 trials: each move's result holds a new evaluation "
                          "beside a line of moves only (drawn-looking tokens, masked as ids), so the moved values are half "
                          "the result, not most of it; and the action's move is masked too, so every move reads as one action",
-    "spreadsheet_cleanup": "alarmed 50% (action) / 0% (plain) of 2 trials: 'N problem cells remain' falling toward zero is "
-                           "progress, but 'problem' reads as a failure, whose moving numbers are not news",
 }
 
 

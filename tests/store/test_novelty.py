@@ -209,3 +209,19 @@ def test_values_the_agent_wrote_are_met_when_its_lines_come_back_as_output():
     assert n == 0
     n, _, _ = t.observe(None, 1, result="\n".join(reversed(lines)))
     assert n == 0
+
+
+def test_a_count_left_is_read_with_its_qualifiers_and_its_verb():
+    """``N <words> remain`` counts down like ``N files left``: each step that lowers it is progress,
+    even where its words read as a failure (problem, error)."""
+    from store.judges.fields import fractions
+    assert fractions("Qty: 240 cells changed (rows 232–77,400); 1,464 problem cells remain") == (("down", 1464.0, 0.0),)
+    assert fractions("3 failing checks remaining") == (("down", 3.0, 0.0),)
+    t = N.Tracker()
+    moved = []
+    for col, left in (("Phone", "2,803"), ("SKU", "2,058"), ("Email", "1,793"), ("Qty", "1,704"), ("Date", "1,464")):
+        _, _, p = t.observe(None, 1, action=f"sheetfix book.xlsx --column {col}",
+                            result=f"{col}: trimmed whitespace; 89 cells changed; {left} problem cells remain")
+        moved.append(p.text_progress)
+    assert moved[1:] == [True] * 4
+
