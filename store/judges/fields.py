@@ -10,7 +10,8 @@ segment is classed by the characters it uses, never by a list of formats:
 * **id** — letters and digits interleaved (``x2kqp``, ``7d9f8c6b5``, ``aZ3kQ9``), letters without a
   vowel (``bcdfgx``), or a long run whose case changes at random (``lbwsEvSrHD``): what a machine
   draws, not a word. Masked ``*``. Short names (``v2``, ``ec2``, ``s3``, ``utf8``, ``x86``: letters
-  then one or two digits, at most 6 characters) are kept: they name things.
+  then one or two digits, at most 6 characters) and squares (``e2e4``, ``b7``, ``a1h8``: single digits
+  between letters, at most 4 characters — a drawn id that short would collide) are kept: they name things.
 * **word** — letters: kept, case folded.
 
 So every timestamp format (``2027-03-02T09:14:03.123Z``, ``Mar 3 09:14:03``, ``1709370843``),
@@ -85,6 +86,10 @@ def segment_class(seg: str, first: bool = True) -> str:
     if any(c.isdigit() for c in seg):
         # letters then one or two digits, short: a name (v2, ec2, s3, utf8, x86), not a counter (e379)
         if len(seg) <= 6 and re.fullmatch(r"[A-Za-z]+\d{1,2}", seg):
+            return "w"
+        # four characters or fewer, single digits between letters: a square, a move, a cell
+        # (e2e4, a7f2, b1c3) — a machine draws longer ids than that, or they would collide
+        if len(seg) <= 4 and re.fullmatch(r"(?:[A-Za-z]\d)+", seg):
             return "w"
         return "*"
     low = seg.lower()
