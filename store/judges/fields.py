@@ -82,6 +82,8 @@ def segment_class(seg: str, first: bool = True) -> str:
     if not seg or any("\ue000" <= c <= "\ue009" for c in seg):
         return "w"  # a file's own number, kept (store/judges/units.py)
     if seg[0].isdigit():
+        if len(seg) >= 6 and _HEX.fullmatch(seg) and sum(a.isdigit() != b.isdigit() for a, b in zip(seg, seg[1:])) >= 3:
+            return "*"  # hex digits and letters interleaved: a hash or an id drawn, whatever its first character
         return "#"
     if any(c.isdigit() for c in seg):
         # letters then one or two digits, short: a name (v2, ec2, s3, utf8, x86), not a counter (e379)

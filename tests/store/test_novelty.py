@@ -27,6 +27,8 @@ from tests.support.observations import LOOPS, PREAMBLE, PROGRESS
     ("[#####     ] 45% downloading", "[########  ] 80% downloading"),
     ("token a8zk2mq9pl0xt4vb3n done", "token q1w2e3r4t5y6u7i8o9 done"),
     ("object at 0x7ffd5a3b2c10", "object at 0x55d1e2f3a4b5"),
+    ("x-request-id: 64f70b16146c2832", "x-request-id: b5d7c2e3bbe0c0b4"),  # a hex id whatever its first character
+    ("commit 9b0e77d4 pushed", "commit ed4f59bf pushed"),
 ])
 def test_what_changes_without_meaning_is_normalised_away(a, b):
     assert N.normalise_line(a) == N.normalise_line(b)
@@ -226,3 +228,7 @@ def test_a_count_left_is_read_with_its_qualifiers_and_its_verb():
         moved.append(p.text_progress)
     assert moved[1:] == [True] * 4
 
+
+def test_a_short_id_of_drawn_characters_is_still_an_id():
+    assert N.normalise_line("job x2kqp9 done") == N.normalise_line("job q7zt3m done")
+    assert N.normalise_line("ref a1b2c3d4 ok") == N.normalise_line("ref k9z8y7x6 ok")
