@@ -337,7 +337,7 @@ class WardenApp(SideParts, TypeAheadApp, Navigation, App[int]):
             side.follower.analysis_dirty.update(t.task_id for t in p.all_tasks)
             if first and self.analysis_enabled:
                 side.analysis.run_analysis()
-            if first and side is self:
+            if first:  # each ledger's rows, once read (a further ledger's come later than the first's)
                 self.call_after_refresh(settle_heap)
         side.alerts.took(p)
 
@@ -438,8 +438,8 @@ def settle_heap() -> None:
     every few seconds while the screen moves: over the ~100k objects a console holds (mostly the
     imported code), each took 54–74 ms of CPU and held the UI 235–412 ms at load 20; after the freeze
     11–18 ms of CPU (docs/console.md "The garbage collector": measured without it, and with other
-    thresholds). Moved out of the collector's walks here (``gc.freeze``), once, a full collection
-    walks what changed since. (A graph's rows need nothing of the kind: ``console.model.Rows``.)"""
+    thresholds). Moved out of the collector's walks here (``gc.freeze``), once a ledger is read (each
+    ledger of several: a further one is read later), a full collection walks what changed since. (A graph's rows need nothing of the kind: ``console.model.Rows``.)"""
     gc.freeze()
 
 

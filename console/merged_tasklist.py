@@ -7,7 +7,9 @@ between ledgers the sort keys decide — in urgency order the most urgent task o
 first; in creation order the ledgers' rows alternate (each one's first task, then each one's
 second…); equal keys go by ledger. Nothing is copied or re-sorted: a row's place is its place in
 its own ledger plus, for each other ledger, a bisection of that ledger's sorted keys (finding the
-row at a place, a binary search over those), a few microseconds a row drawn. A row's identity is
+row at a place, a binary search over those), a few microseconds a row drawn; the places found are
+kept until a ledger's order moves (``keys_version``: in creation order, only a new task or a new
+filter), so a row drawn again, the cursor and the once-a-second refresh look nothing up. A row's identity is
 (ledger, task): task ids may be the same in two ledgers. ``only`` narrows the list to one ledger
 (``l`` on the task list; the k9s "context").
 """
@@ -25,6 +27,9 @@ from .widgets.rowlist import Cell, Column
 
 if TYPE_CHECKING:
     from .hub import FeedHub
+
+
+LOCATED_MAX = 4096  # places remembered at most (a long scroll forgets and finds again)
 
 
 class Side(Protocol):
@@ -50,6 +55,8 @@ class MergedTaskList:
     def __init__(self, sides: Sequence[Side]) -> None:
         self.sides = list(sides)
         self.only: int | None = None  # one ledger's rows only (its index), or every ledger's
+        self._located: dict[int, tuple[int, int] | None] = {}  # position → (ledger, its position)
+        self._located_at: tuple[int | None, ...] = ()  # the orders they were found in (``only``, each model's)
 
     # ------------------------------------------------------------------ which rows
     def shown(self) -> list[int]:
@@ -68,9 +75,23 @@ class MergedTaskList:
 
     def locate(self, pos: int) -> tuple[int, int] | None:
         """(ledger index, its position) of the row shown at ``pos``: the one whose rank is ``pos``
-        (a binary search in each ledger's keys; a rank costs one bisection per other ledger)."""
+        (a binary search in each ledger's keys; a rank costs one bisection per other ledger),
+        remembered until an order moves."""
         if pos < 0:
             return None
+        at = (self.only, *(x for s in self.sides for x in (id(s.tasks_model), s.tasks_model.keys_version)))
+        if at != self._located_at:
+            self._located.clear()
+            self._located_at = at
+        if pos in self._located:
+            return self._located[pos]
+        found = self._search(pos)
+        if len(self._located) >= LOCATED_MAX:
+            self._located.clear()
+        self._located[pos] = found
+        return found
+
+    def _search(self, pos: int) -> tuple[int, int] | None:
         for si in self.shown():
             n = len(self.sides[si].tasks_model.display_keys())
             lo, hi = 0, n

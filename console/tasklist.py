@@ -217,6 +217,7 @@ class TaskListModel:
         self._terms: list[str] = []
         self.order = "created"
         self._keys: list[tuple[int, ...]] = []  # the shown rows' keys, in display order
+        self.keys_version = 0  # moves whenever the display order does (a row in, out or moved)
         self.summary = Summary()
         self.agents = AgentsAlive()
         self._rate_shown: tuple[float, str] | None = None  # (monotonic time, the spend rate's text)
@@ -326,6 +327,7 @@ class TaskListModel:
                 keys.append(r.key)
         keys.sort()
         self._keys = keys
+        self.keys_version += 1
 
     def _place(self, i: int) -> None:
         row = self.rows[i]
@@ -333,6 +335,7 @@ class TaskListModel:
         row.shown = self._matches(row.view)
         if row.shown:
             insort(self._keys, row.key)
+            self.keys_version += 1
 
     def _replace(self, i: int) -> range | bool:
         """Row ``i`` changed: take it out of the display order and put it back where it belongs now.
@@ -342,6 +345,7 @@ class TaskListModel:
         key, shown = self._key(i), self._matches(row.view)
         if key == row.key and shown == row.shown:
             return False
+        self.keys_version += 1
         was = None
         if row.shown:
             was = bisect_left(self._keys, row.key)
@@ -390,7 +394,8 @@ class TaskListModel:
         return len(self._keys)
 
     def display_keys(self) -> list[tuple[int, ...]]:
-        """The shown rows' sort keys in display order (each ends with its row number); read only."""
+        """The shown rows' sort keys in display order (each ends with its row number); read only
+        (``keys_version`` says when they changed)."""
         return self._keys
 
     def any_tasks(self) -> bool:

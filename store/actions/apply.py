@@ -29,7 +29,7 @@ from store.actions.changes import ApplyTx
 from store.actions.plan import Differed, Plan
 from store.actions.planning import TaskState, read_task, require_reason
 from store.actions.registry import is_registered
-from store.actions.promise import actions_since, differences, nodes_touched, refused, task_moved
+from store.actions.promise import actions_since, differences, nodes_touched, noted, refused, task_moved
 from store.storage.events import OperatorActed, RevokedLease
 
 
@@ -159,6 +159,7 @@ def _unmoved(core: LedgerCore, plan: Plan, task: TaskState) -> bool:
 def _apply(tx: ApplyTx) -> Plan:
     core, plan, now, operator = tx.core, tx.plan, tx.now, tx.operator
     outcome = _registered(plan).apply(tx)
+    differed = noted(plan, plan.differed or Differed(), outcome.notes)
     if plan.handoffs_withdrawn:
         for chunk in sql.chunks([int(h) for h in plan.handoffs_withdrawn]):
             sql.execute(core.db, "UPDATE handoff SET status = 'withdrawn', resolved_by = ?, resolved_at = ? "
@@ -169,7 +170,7 @@ def _apply(tx: ApplyTx) -> Plan:
     rev_after = int(tx.task.revision) + 1
     action_id = int(core.bind(ActionRow.insert(
         at=now, operator=operator, action=plan.action, task_id=plan.task_id, target=plan.target, reason=plan.reason,
-        plan={**plan.to_json(), "differed": (plan.differed or Differed()).to_json()}, result="applied",
+        plan={**plan.to_json(), "differed": differed.to_json()}, result="applied",
         revision_before=plan.revision, revision_after=rev_after,
     )).execute())
     extra = dict(outcome.payload)
@@ -188,8 +189,7 @@ def _apply(tx: ApplyTx) -> Plan:
             rev_after = final
             sql.execute(core.db, "UPDATE action SET revision_after = ? WHERE id = ?", [final, action_id])
     done = plan if outcome.params is None else replace(plan, params=outcome.params)
-    return replace(done, applied=True, action_id=action_id, revision_after=rev_after,
-                   differed=plan.differed or Differed())
+    return replace(done, applied=True, action_id=action_id, revision_after=rev_after, differed=differed)
 
 
 def _event_summary(plan: Plan) -> str:

@@ -52,6 +52,9 @@ class Outcome:
     payload: JsonMapping = field(default_factory=dict)  # extra keys of the operator event
     settle: bool = False  # the graph decides afterwards whether the task completes or fails
     params: ActionParams | None = None  # the params as applied, when applying added to them
+    # What the action's own state did since the preview that the apply kept its promise through
+    # (one line each, said with what differed): "node a went on meanwhile (…)".
+    notes: tuple[str, ...] = ()
 
 
 def set_nodes(tx: ApplyTx, ids: Sequence[int], fields: Mapping[str, object]) -> None:

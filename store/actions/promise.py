@@ -176,11 +176,21 @@ def differences(core: LedgerCore, approved: Plan, applied: Plan) -> Differed:
     notes += _around(approved, applied)
     if not notes:
         return Differed()
-    preview: JsonObject = {"revision": approved.revision, "planned_at": iso(approved.planned_at),
-                           "summary": approved.summary()}
-    return Differed(notes=tuple(notes), preview=preview, nodes=tuple(
+    return Differed(notes=tuple(notes), preview=_preview(approved), nodes=tuple(
         {"node": s.key, "previewed": s.previewed, "promised": s.promised, "found": s.found, "applied": s.applied}
         for s in seen))
+
+
+def noted(approved: Plan, differed: Differed, notes: Sequence[str]) -> Differed:
+    """``differed`` with the action's own notes (``Outcome.notes``) added."""
+    if not notes:
+        return differed
+    return Differed(notes=(*differed.notes, *notes), nodes=differed.nodes,
+                    preview=differed.preview or _preview(approved))
+
+
+def _preview(approved: Plan) -> JsonObject:
+    return {"revision": approved.revision, "planned_at": iso(approved.planned_at), "summary": approved.summary()}
 
 
 def _around(approved: Plan, applied: Plan) -> list[str]:
@@ -214,5 +224,5 @@ def _statuses(core: LedgerCore, task_id: str, keys: Sequence[str]) -> Mapping[st
     return out
 
 
-__all__ = ["Since", "actions_since", "differences", "nodes_touched", "refused", "shared_rule", "task_moved",
+__all__ = ["Since", "actions_since", "differences", "nodes_touched", "noted", "refused", "shared_rule", "task_moved",
            "unseen"]

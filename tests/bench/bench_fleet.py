@@ -37,6 +37,13 @@ console opening them all (``warden console --ledger L0 --ledger L1 …``, the na
 file); every ledger's commits are matched to its rows (``L1  t0042 …``), and reported pooled and by
 ledger; the busy graph is L0's (``l`` shows L0 only, then the filter). Connections are sampled per
 database.
+
+``--claim any`` (the ledger hands out the oldest task with work): the tasks on the list's first
+screen (creation order; with several ledgers, their rows alternate) are built big enough to take
+the whole run's commits (``--head-nodes auto``, the default; ``head`` in the report), so every
+ledger's commits land on rows the console shows, as ``sticky`` claims over 500 tasks of 20–200
+nodes do with one ledger. Without it, 5,000 tasks of 5–12 nodes left the rows on screen done within
+seconds and the task list measured almost nothing.
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ from tests.bench.fleet_screen import LEDGER_TASK_ROW, TASK_ROW, ScreenLog, match
 from tests.support.console_terminal import process_cpu_seconds  # noqa: E402
 
 KEY_EVERY_S = 0.15
+WRITES_PER_NODE = 2 + fleet.HEARTBEATS  # a claim, the heartbeats, a commit
 
 
 def pct(values: list[float], q: float) -> float:
@@ -359,6 +367,24 @@ def journal(target: str) -> list:
             cursor = batch[-1].id
 
 
+LIST_CHROME = 5  # the task list's lines that are not task rows (header, summary, footer…)
+
+
+def head_tasks(a: argparse.Namespace) -> tuple[int, int]:
+    """(k, size): the first k tasks of every ledger — the rows the task list shows, in creation
+    order, each ledger's share of them — built with ``size`` nodes, enough for the whole run's
+    commits with a fifth to spare. ``--claim any`` takes the oldest tasks with work first: with
+    small tasks the agents would finish the rows on screen within seconds and work on rows
+    nobody sees for the rest of the run. (0, 0) with ``--claim sticky`` or ``--head-nodes 0``."""
+    if (a.head_nodes == "auto" and a.claim != "any") or a.head_nodes == "0":
+        return 0, 0
+    k = -(-max(1, a.rows - LIST_CHROME) // a.ledgers)
+    if a.head_nodes != "auto":
+        return k, int(a.head_nodes)
+    commits = a.rate / a.ledgers / WRITES_PER_NODE * (a.ramp + a.duration + 30.0) * 1.2
+    return k, min(1000, max(a.max_nodes, -(-int(commits) // k)))
+
+
 def run(a: argparse.Namespace) -> dict:
     from tests.support.console_terminal import Terminal, shows
 
@@ -374,8 +400,10 @@ def run(a: argparse.Namespace) -> dict:
     try:
         t0 = time.monotonic()
         sizes = {}
+        head = head_tasks(a)
+        result["head"] = {"tasks": head[0], "nodes": head[1]}
         for i, target in enumerate(backend.targets):
-            built = fleet.build(target, a.tasks, a.seed + i, (a.min_nodes, a.max_nodes))
+            built = fleet.build(target, a.tasks, a.seed + i, (a.min_nodes, a.max_nodes), head)
             sizes.update(built if i == 0 else {})
             result["nodes"] = result.get("nodes", 0) + sum(built.values())
         result["build_s"] = round(time.monotonic() - t0, 1)
@@ -463,6 +491,7 @@ def run(a: argparse.Namespace) -> dict:
                 pooled += r["tasks_view"].pop("_lat_ms")
                 result["tasks_view_by_ledger"][f"L{i}"] = r["tasks_view"]
                 result["ledger"][f"L{i}"] = r["ledger"]
+                result.setdefault("claims_by_ledger", {"L0": result["claims"]["call"]})[f"L{i}"] = r["claims"]["call"]
             result["tasks_view"]["commit_to_screen"] = summary(pooled)
             result["tasks_view"]["measurable"] = sum(v["measurable"] for v in result["tasks_view_by_ledger"].values())
             result["tasks_view"]["missed"] = sum(v["missed"] for v in result["tasks_view_by_ledger"].values())
@@ -623,9 +652,15 @@ def table(r: dict) -> str:
         lines.append(f"  {name}: commit → screen {lat(v.get('commit_to_screen', {}))}, missed {v.get('missed')} of "
                      f"{v.get('measurable')}")
     led, cl = r.get("ledger", {}), r.get("claims", {})
+    each = {"L0": led.get("writes_per_s", 0),  # with several ledgers, "ledger" is L0's and holds the others'
+            **{k: v.get("writes_per_s", 0) for k, v in led.items() if k.startswith("L") and isinstance(v, dict)}}
     lines += [
         f"first frame {r.get('first_frame_s')} s; ledger sustained {led.get('writes_per_s')} writes/s, "
         f"{led.get('node_commits_per_s')} node commits/s over {led.get('span_s')} s; agent errors {led.get('agent_errors')}",
+        *([f"  in all ({' + '.join(f'{k} {v}' for k, v in each.items())}): {round(sum(each.values()), 1)} writes/s"]
+          if len(each) > 1 else []),
+        *([f"  head: the first {r['head']['tasks']} tasks of each ledger have {r['head']['nodes']} nodes"]
+          if (r.get("head") or {}).get("tasks") else []),
         f"claims: call {lat(cl.get('call', {}))}; longest wait for a claim {cl.get('longest_wait_ms')} ms",
         *(f"  a wait of {w} ms: {calls} claim calls (longest {lc} ms), {polls} polls; ended {at} s after the "
           f"console started ({view}), agent {ag}" for w, calls, lc, polls, at, view, ag
@@ -633,6 +668,9 @@ def table(r: dict) -> str:
         f"PostgreSQL connections (max): agents {c.get('warden-agent', '—')}, console {c.get('warden-console', '—')} "
         f"+ its analysis worker {c.get('warden-analysis', '—')} (together {c.get('console+analysis', '—')}), "
         f"other {({k: v for k, v in c.items() if k not in ('warden-agent', 'warden-console', 'warden-analysis', 'console+analysis')})}",
+        *(["  by ledger, console + analysis worker: " + ", ".join(
+            f"{k.split(':')[0]} {v}" for k, v in sorted(c.items()) if k.endswith(":console+analysis"))]
+          if any(k.endswith(":console+analysis") for k in c) else []),
         f"uptime before: {r.get('uptime_start')}", f"uptime after:  {r.get('uptime_end')}",
     ]
     return "\n".join(lines)
@@ -652,6 +690,9 @@ def main() -> None:
     ap.add_argument("--graph-share", type=float, default=0.35, help="the last share of --duration on a busy graph")
     ap.add_argument("--busy-agents", type=int, default=2, help="agents that go to the busy task first")
     ap.add_argument("--claim", choices=("sticky", "any"), default="sticky")
+    ap.add_argument("--head-nodes", default="auto", type=lambda v: v if v == "auto" else str(int(v)),
+                    help="nodes of each task on the task list's first screen (the first rows/ledgers tasks "
+                         "of every ledger); auto: with --claim any, enough for the whole run, else as the others")
     ap.add_argument("--pg-url", help="an existing server: a fresh database is made there (else a private cluster)")
     ap.add_argument("--cols", type=int, default=100)
     ap.add_argument("--rows", type=int, default=40)

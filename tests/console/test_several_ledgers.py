@@ -5,6 +5,7 @@ the other keeps moving, and it comes back by itself."""
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from pathlib import Path
@@ -237,6 +238,12 @@ async def test_a_ledger_missing_at_start_is_its_outage_not_the_consoles(tmp_path
         await wait_for(pilot, lambda: app.sides[0].loaded and app.sides[0].unavailable is None, timeout=60,
                        what="b opened once it exists")
         await wait_for(pilot, lambda: ("b", "b-only") in rows(app), what="b's rows")
+        # read later than a, b's rows are moved out of the collector's walks too (console/app.py
+        # settle_heap), else every full collection walks its thousands of rows
+        await settle(pilot)
+        tracked = {id(o) for o in gc.get_objects()}
+        assert id(app.tasks_model.rows[0]) not in tracked  # (a's, frozen as before)
+        assert id(app.sides[0].tasks_model.rows[0]) not in tracked, "b's rows are walked by every full collection"
 
 
 @pytest.mark.postgres

@@ -4,7 +4,9 @@ console's connection test).
 ``build(target, tasks, seed)`` — ``tasks`` tasks ``t0000``…, each a layered DAG of 20–200 nodes
 (layers 2–12 wide, every node after the first layer depending on one or two nodes of the layer
 before it), a token budget on every task, built through the public API (``create_task``,
-``add_nodes``) as an operator's tooling would.
+``add_nodes``) as an operator's tooling would. ``head=(k, size)``: the first ``k`` tasks get
+``size`` nodes each — the rows a console in creation order shows, kept busy for a whole run when
+the others are small (``claim(None)`` takes the oldest tasks with work first).
 
 ``agent(...)`` — one agent process (``command(...)`` is its argv): opens the
 ledger with ``Ledger.open`` (``application_name`` ``warden-agent``) and, until its deadline, claims
@@ -78,15 +80,20 @@ def layered_specs(rng: random.Random, size: int) -> list:
     return specs
 
 
-def build(target: str, tasks: int, seed: int, sizes: tuple[int, int] = (20, 200)) -> dict:
-    """The fleet's ledger; returns {task id: node count}."""
+def build(target: str, tasks: int, seed: int, sizes: tuple[int, int] = (20, 200),
+          head: tuple[int, int] = (0, 0)) -> dict:
+    """The fleet's ledger; returns {task id: node count}. ``head``: (k, size), the first k tasks'
+    size (at most 1,000 nodes: the keys are ``n000``…``n999``)."""
     from store import Budget, Ledger
 
+    if head[0] and not 1 <= head[1] <= 1000:
+        raise ValueError(f"a head task of {head[1]} nodes: 1 to 1,000")
     rng = random.Random(seed)
     out: dict[str, int] = {}
     with Ledger.open(target, create=True, application_name="warden-cli") as ledger:
-        for tid in task_ids(tasks):
+        for i, tid in enumerate(task_ids(tasks)):
             size = rng.randint(*sizes)
+            size = head[1] if i < head[0] else size
             ledger.create_task(tid, title=f"fleet task {tid}", workflow="fleet",
                                budget=Budget(tokens=size * 400, wall_s=24 * 3600.0))
             ledger.add_nodes(tid, layered_specs(rng, size))
