@@ -12,9 +12,11 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Iterable
 
+from rich.text import Text
 from textual.binding import Binding
 from textual.widget import Widget
 
+from ..glyphs import MARKS
 from ..merged_tasklist import MergedTaskList, Side, ledger_columns
 from ..follow import Pending
 from ..hub import TasksChanged
@@ -144,6 +146,16 @@ class AllTasksScreen(TaskListScreen):
         model = self.all_model()
         if model.row_at(self.row_list.cursor) is not None:
             self.selected_si = model.side_at(self.row_list.cursor)
+
+    def row_ledger(self) -> Text:
+        """The selected row's ledger, first on the line under the list (``⚠`` when it is down)."""
+        model = self.all_model()
+        si = model.side_at(self.row_list.cursor)
+        if si is None:
+            return Text()
+        side = model.sides[si]
+        down = f" {MARKS['signal']}" if side.unavailable else ""
+        return Text.assemble(f"{safe_line(side.ledger_name)}{down}", (" · ", "dim"))
 
     def selected_side(self) -> Side:
         """The ledger side of the selected row (what a screen pushed from here is bound to)."""

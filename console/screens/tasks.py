@@ -151,6 +151,10 @@ class TaskListScreen(ListScreen):
         self.row_list.refilter(lambda: self.list_model().set_filter(event.value))
         self.update_info()
 
+    def row_ledger(self) -> Text:
+        """What the line under the list says first of the selected row: nothing with one ledger."""
+        return Text()
+
     def update_info(self) -> None:
         model = self.list_model()
         row = model.row_at(self.row_list.cursor)
@@ -163,6 +167,7 @@ class TaskListScreen(ListScreen):
         else:
             t = row.view
             self.selected = t.task_id
+            info.append(self.row_ledger())
             info.append(safe_line(t.task_id), style="bold")
             info.append(f"  {task_status_label(t.status)}")
             if t.origin == "otel":  # warden otel receive: spans only, nothing here can stop the agent
