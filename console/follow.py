@@ -109,6 +109,7 @@ class LedgerFollower:
         # a change on its way has the interpreter to itself.
         self.quiet = threading.Event()
         self.quiet.set()
+        self.loaders: set[int] = set()  # the threads loading a graph now (they wait on ``quiet``)
         self._changed: Callable[[], object] = lambda: None
 
     # ------------------------------------------------------------------ the UI thread's side

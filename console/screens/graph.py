@@ -121,7 +121,9 @@ class TaskGraphScreen(ListScreen):
         it at every select(), waits up to a switch interval each time it wants it back: the first
         rows of a 100k-node graph painted after 1.1 s although the page was read in 0.25 s."""
         worker = get_current_worker()
-        quiet = self.wapp.follower.quiet
+        follower = self.wapp.follower
+        quiet, me = follower.quiet, threading.get_ident()
+        follower.loaders.add(me)
         try:
             for page in graph_pages(self.wapp.feed, self.task_id, page=LOAD_PAGE):
                 if worker.is_cancelled:
@@ -136,6 +138,8 @@ class TaskGraphScreen(ListScreen):
             self.post_message(GraphPageReady(self.task_id, None, generation=generation))
         except LedgerUnavailable as e:
             self.app.post_message(LedgerStatus(str(e), self.wapp.follower))
+        finally:
+            follower.loaders.discard(me)
 
     @on(GraphPageReady)
     def _page(self, msg: GraphPageReady) -> None:

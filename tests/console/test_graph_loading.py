@@ -77,6 +77,7 @@ async def test_a_big_graph_arrives_in_small_pages_each_after_the_last_was_applie
         # ... and once no change is on its way (the follower quiet), waiting for it a bounded time
         assert waited_when_asked[:len(sizes) - 1] == [True] * (len(sizes) - 1)
         assert graph_screen.LIVE_FIRST_S <= 0.1
+        assert app.follower.loaders == set()  # the loading over, a change is not waited on to be drawn
 
 
 async def test_the_follower_is_quiet_once_a_change_is_applied_and_drawn(tmp_path):
@@ -89,6 +90,7 @@ async def test_the_follower_is_quiet_once_a_change_is_applied_and_drawn(tmp_path
         await settle(pilot)
         assert app.follower.quiet.is_set()
         app.follower.quiet = Recorded(log)
+        app.follower.loaders.add(-1)  # as while a graph loads: quiet again once the change is drawn
         hub = app.hub
         real_apply = hub.apply
 
