@@ -42,6 +42,7 @@ UI.
 from __future__ import annotations
 
 import functools
+import dataclasses
 import json
 import os
 import select
@@ -96,6 +97,7 @@ class Alert:
     handoff: str | None = None  # the handoff's id
     evidence: str = ""  # the signal's evidence, or the handoff's question
     event_id: int | None = None  # the journal event that raised it (a handoff)
+    ledger: str | None = None  # with several ledgers open, the short name of the one it is in
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -107,7 +109,7 @@ class Alert:
     def to_json(self) -> JsonObject:
         return {"kind": self.kind, "task": self.task, "node": self.node, "signal": self.signal,
                 "severity": self.severity, "at": iso(self.at), "since": self.since, "summary": self.summary,
-                "handoff": self.handoff, "evidence": self.evidence}
+                "handoff": self.handoff, "evidence": self.evidence, "ledger": self.ledger}
 
     def line(self, limit: int = 200) -> str:
         """The notification's line: the task and node named, made safe (shown with markup=False)."""
@@ -331,8 +333,9 @@ class AlertDesk:
     hook). ``app`` is the Textual app (only its public API is used)."""
 
     def __init__(self, app: AlertApp, *, bell: bool = True, hook: Sequence[str] | None = None,
-                 hook_timeout: float = HOOK_TIMEOUT_S) -> None:
+                 hook_timeout: float = HOOK_TIMEOUT_S, ledger: str | None = None) -> None:
         self.app = app
+        self.ledger = ledger  # named in the hook's JSON (several ledgers open; None with one)
         self.watch = AlertWatch()
         self.bell = bell
         self.hook = list(hook) if hook else None
@@ -458,7 +461,7 @@ class AlertDesk:
     def _run_hook(self, alert: Alert) -> None:
         assert self.hook is not None
         with self._hook_slots:
-            problem = run_hook(self.hook, alert, timeout=self.hook_timeout)
+            problem = run_hook(self.hook, dataclasses.replace(alert, ledger=self.ledger), timeout=self.hook_timeout)
         if problem:
             try:
                 self.app.call_from_thread(self.app.notify, safe_line(problem, limit=300), title="alert hook",

@@ -46,7 +46,7 @@ from .glyphs import ascii_on
 from .hub import TasksChanged
 from .messages import AnalysisReady, LedgerChanged, LedgerStatus
 from .plainterm import font_of, plain_driver
-from .screens import LedgerErrorScreen, TaskListScreen
+from .screens import LedgerErrorScreen, TaskGraphScreen, TaskListScreen
 from .screens.all_tasks import AllTasksScreen, SIDE_ATTR
 from .screens.base import WardenScreen
 from .sides import AllHost, LedgerSide, SideHost, SideParts
@@ -176,6 +176,14 @@ class WardenApp(SideParts, TypeAheadApp, Navigation, App[int]):
             self.pop_screen()
         if not base.show_ledger(name):
             self.notify(f"no ledger named {safe_line(name or '')}", severity="warning", markup=False)
+
+    def open_task_in(self, side: "WardenApp | LedgerSide", task_id: str) -> None:
+        """A task's graph in a given ledger (the palette's "Open task X in NAME" with several
+        ledgers: task ids may be the same in two ledgers, so the entry names its own)."""
+        side.alerts.seen(task_id)
+        screen = TaskGraphScreen(task_id)
+        setattr(screen, SIDE_ATTR, side)
+        self.push_screen(screen)
 
     def host_for(self, node: object) -> object:
         """What ``node`` sees as the app (console/host.py): the app, or its screen's side's host."""
@@ -321,6 +329,10 @@ class WardenApp(SideParts, TypeAheadApp, Navigation, App[int]):
         side = side or self
         side._applied_before, side._applied_at = side._applied_at, monotonic()
         p = side.follower.take_pending()
+        if side.follower.loaders:  # a graph loading waits until this change is drawn
+            self.call_after_refresh(side.follower.settled)
+        else:
+            side.follower.settled()
         if p.status is not None and p.status.fatal:
             if self.sides:  # several ledgers: that one's outage, and it is tried again (the others go on)
                 self._not_opened(side, p)

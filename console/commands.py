@@ -25,6 +25,10 @@ COMMANDS: list[tuple[str, str, str]] = [
 ]
 
 
+#: how many "Open task …" entries the palette offers (the first of the task list's order)
+OPEN_TASKS = 500
+
+
 def action_string(command: str) -> str:
     """A COMMANDS entry as the app's action it runs: ``action_events`` → ``events``,
     ``action_operator:park`` → ``operator('park')``."""
@@ -38,14 +42,22 @@ class WardenCommands(Provider):
         out: list[tuple[str, Callable[[], object], str]] = []
         for name, command, help_text in COMMANDS:
             out.append((name, partial(self.app.run_action, action_string(command)), help_text))
-        several = getattr(self.app, "several", False)
-        if several:  # k9s's :ctx — every open ledger, or one (console/screens/all_tasks.py)
+        if getattr(self.app, "several", False):  # k9s's :ctx — every open ledger, or one (console/screens/all_tasks.py)
             show = getattr(self.app, "show_ledger")
+            open_in = getattr(self.app, "open_task_in")
             out.append(("Ledger: all", partial(show, None), "every open ledger's tasks in one list (l)"))
-            for side in getattr(self.app, "every_side")():
+            sides = getattr(self.app, "every_side")()
+            for side in sides:
                 name = safe_line(side.ledger_name)
                 out.append((f"Ledger: {name}", partial(show, side.ledger_name), f"only {name}'s tasks (l)"))
-        for row in ([] if several else host.tasks_model.rows[:500]):
+            for side in sides:  # a task id may be in two ledgers: each entry names its own
+                name = safe_line(side.ledger_name)
+                for row in side.tasks_model.rows[:OPEN_TASKS // len(sides)]:
+                    tid = row.view.task_id
+                    out.append((f"Open task {safe_line(tid)} in {name}", partial(open_in, side, tid),
+                                safe_line(row.view.title, limit=80) or "task graph"))
+            return out
+        for row in host.tasks_model.rows[:OPEN_TASKS]:
             tid = row.view.task_id
             out.append((f"Open task {safe_line(tid)}", partial(host.open_graph, tid),
                         safe_line(row.view.title, limit=80) or "task graph"))

@@ -62,7 +62,8 @@ class SideParts:
         self.failed: str | None = None
         self.analyst = AnalysisWorker(target, deliver=deliver, report=report, connect_timeout_s=connect_timeout_s)
         self.analysis = AnalysisRuns(self)  # type: ignore[arg-type]  # the app, or a LedgerSide
-        self.alerts = AlertDesk(app, bell=bell, hook=hook)  # type: ignore[arg-type]  # WardenApp
+        self.alerts = AlertDesk(app, bell=bell, hook=hook,  # type: ignore[arg-type]  # WardenApp
+                                ledger=self.ledger_name or None)
         self._applied_at: float | None = None  # monotonic() of the last delta applied
         self._applied_before: float | None = None  # and of the one before it
         self._apply_held = False  # a burst's next delta is held for a later() call

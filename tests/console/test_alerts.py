@@ -166,7 +166,7 @@ def test_alert_json_keys() -> None:
     a = Alert("signal", "t", "n", "repeating", "alarm", NOW, "repeating (alarm): x", since="2027-01-15T08:00:00.000Z",
               evidence="x")
     j = a.to_json()
-    assert set(j) == {"kind", "task", "node", "signal", "severity", "at", "since", "summary", "handoff", "evidence"}
+    assert set(j) == {"kind", "task", "node", "signal", "severity", "at", "since", "summary", "handoff", "evidence", "ledger"}
     assert j["at"] == "2027-01-15T08:00:00.000Z" and json.loads(json.dumps(j)) == j
 
 

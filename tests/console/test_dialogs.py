@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from textual.command import CommandList, CommandPalette
 from textual.widgets import Button, Input, Select, SelectionList, Static
 
 from console.dialogs import (
@@ -40,7 +39,7 @@ from console.screens import (
 )
 from store import Ledger, ManualClock
 
-from tests.support.console_app import NOW, T0, settle, workers_done, graph_of
+from tests.support.console_app import NOW, T0, graph_of, run_from_palette, settle, workers_done
 from tests.support.console_app import make_app as _make_app
 from tests.support.console_app import wait_for as _wait_for
 
@@ -541,27 +540,6 @@ PALETTE = {
     "Open task idle-002": _screen_is(TaskGraphScreen, task_id="idle-002"),
     "Quit": lambda app: app.return_code == 0,
 }
-
-
-async def run_from_palette(pilot, name: str, typed: str | None = None) -> None:
-    """ctrl+p, type, move the highlight to ``name`` among the hits, enter — as an operator would."""
-    app = pilot.app
-    await pilot.press("ctrl+p")
-    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the command palette")
-    palette = app.screen
-    hits = palette.query_one(CommandList)
-    await pilot.press(*(typed or name))
-
-    def hit_names() -> list[str]:
-        return [str(hits.get_option_at_index(i).prompt).split("\n")[0] for i in range(hits.option_count)]
-
-    await wait_for(pilot, lambda: name in hit_names() and hits.highlighted is not None, what=f"the hit {name!r}")
-    target = hit_names().index(name)
-    while hits.highlighted != target:
-        await pilot.press("down" if hits.highlighted < target else "up")
-    await pilot.press("enter")
-    if name != "Quit":
-        await wait_for(pilot, lambda: app.screen is not palette, what="the palette to close")
 
 
 def test_every_palette_command_has_an_expected_effect():

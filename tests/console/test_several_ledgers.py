@@ -6,7 +6,9 @@ the other keeps moving, and it comes back by itself."""
 from __future__ import annotations
 
 import gc
+import json
 import os
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -19,7 +21,8 @@ from console.dialogs.park import ParkDialog
 from console.screens import TaskGraphScreen
 from console.screens.all_tasks import AllTasksScreen
 from store import Ledger
-from tests.support.console_app import build_ledger, graph_loaded, make_app, settle, wait_for, workers_done
+from tests.support.console_app import (build_ledger, graph_loaded, make_app, run_from_palette, settle, wait_for,
+                                       workers_done)
 from tests.support.asks import ask
 from tests.support.tcpproxy import TcpProxy
 
@@ -158,6 +161,25 @@ async def test_opening_a_row_reads_its_own_ledger(two):
         await select(pilot, "a", "report-001")
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen), what="a's graph")
+        await graph_loaded(pilot)
+        assert "only-in-b" not in [n.key for n in app.screen.model.nodes] and len(app.screen.model.nodes) == 8
+
+
+async def test_the_palette_opens_a_task_in_the_ledger_its_entry_names(two):
+    """The same task id in two ledgers is two palette entries, each naming its ledger and opening
+    that ledger's graph — from the list and from the other ledger's graph alike."""
+    a, b = two
+    app = two_app(a, b)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await loaded(pilot)
+        await run_from_palette(pilot, "Open task report-001 in b")
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen), what="b's graph")
+        await graph_loaded(pilot)
+        assert [n.key for n in app.screen.model.nodes] == ["only-in-b"]
+        b_graph = app.screen
+        await run_from_palette(pilot, "Open task report-001 in a")
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen) and app.screen is not b_graph,
+                       what="a's graph")
         await graph_loaded(pilot)
         assert "only-in-b" not in [n.key for n in app.screen.model.nodes] and len(app.screen.model.nodes) == 8
 
@@ -330,11 +352,13 @@ async def test_each_postgresql_ledger_keeps_to_three_connections_of_its_own(pg_t
         assert 2 <= max(counts[k])  # each ledger's own LISTEN and reads at least
 
 
-async def test_a_handoff_in_either_ledger_is_an_alert(two):
+async def test_a_handoff_in_either_ledger_is_an_alert(two, tmp_path):
     """Each ledger's journal has its own ids: a handoff opened in b (whose ids are far below a's) is
-    an alert as much as one in a."""
+    an alert as much as one in a; the --on-alert hook's JSON names the ledger each is in."""
     a, b = two
-    app = two_app(a, b, bell=False)
+    hooked = tmp_path / "alerts.jsonl"
+    code = f"import sys; open({str(hooked)!r}, 'a').write(sys.stdin.read().strip() + '\\n')"
+    app = two_app(a, b, bell=False, on_alert=[sys.executable, "-c", code])
     async with app.run_test(size=(100, 30)) as pilot:
         await loaded(pilot)
         assert app.open_alerts == 0
@@ -348,6 +372,11 @@ async def test_a_handoff_in_either_ledger_is_an_alert(two):
             ask(led, led.claim("b-only", worker="bea"), kind="confirm", question="ship it?",
                 options=[{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}], recommendation="yes")
         await wait_for(pilot, lambda: app.open_alerts == 2, what="b's handoff alerted too (its event ids are below a's)")
+
+        def hooked_alerts() -> list[dict]:
+            return [json.loads(x) for x in hooked.read_text().splitlines()] if hooked.exists() else []
+        await wait_for(pilot, lambda: len(hooked_alerts()) == 2, what="the hook run for each")
+        assert sorted((j["ledger"], j["task"]) for j in hooked_alerts()) == [("a", "a-new"), ("b", "b-only")]
         await select(pilot, "b", "b-only")
         await pilot.press("enter")  # opening b's task sees b's alert, not a's
         await wait_for(pilot, lambda: app.open_alerts == 1, what="b's alert seen")

@@ -11,6 +11,8 @@ import asyncio
 from pathlib import Path
 from typing import Any, Callable
 
+from textual.command import CommandList, CommandPalette
+
 from store import Budget, Ledger, ManualClock
 from tests.support.asks import ask
 from tests.support.waiting import Deadline
@@ -144,3 +146,24 @@ async def workers_done(pilot: Any, node: Any, timeout: float = 30.0) -> None:
         except Exception:  # noqa: BLE001 - failed or cancelled workers are finished too
             pass
     await pilot.pause()
+
+
+async def run_from_palette(pilot: Any, name: str, typed: str | None = None) -> None:
+    """ctrl+p, type, move the highlight to ``name`` among the hits, enter — as an operator would."""
+    app = pilot.app
+    await pilot.press("ctrl+p")
+    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the command palette")
+    palette = app.screen
+    hits = palette.query_one(CommandList)
+    await pilot.press(*(typed or name))
+
+    def hit_names() -> list[str]:
+        return [str(hits.get_option_at_index(i).prompt).split("\n")[0] for i in range(hits.option_count)]
+
+    await wait_for(pilot, lambda: name in hit_names() and hits.highlighted is not None, what=f"the hit {name!r}")
+    target = hit_names().index(name)
+    while hits.highlighted != target:
+        await pilot.press("down" if hits.highlighted < target else "up")
+    await pilot.press("enter")
+    if name != "Quit":
+        await wait_for(pilot, lambda: app.screen is not palette, what="the palette to close")
