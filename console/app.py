@@ -329,6 +329,10 @@ class WardenApp(SideParts, TypeAheadApp, Navigation, App[int]):
         side = side or self
         side._applied_before, side._applied_at = side._applied_at, monotonic()
         p = side.follower.take_pending()
+        if side.follower.loaders:  # a graph loading waits until this change is drawn
+            self.call_after_refresh(side.follower.settled)
+        else:
+            side.follower.settled()
         if p.status is not None and p.status.fatal:
             if self.sides:  # several ledgers: that one's outage, and it is tried again (the others go on)
                 self._not_opened(side, p)

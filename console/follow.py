@@ -15,6 +15,7 @@ shared models and tells the screens that subscribed. Nothing here touches a widg
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
@@ -103,6 +104,12 @@ class LedgerFollower:
         self.loaded = False  # the first full read succeeded
         self.error: str | None = None  # why the ledger is unavailable (None: it is not)
         self.woken: set[str] = set()  # the feed's wake-up reasons since the last read
+        # Clear from a wake-up of the feed until what it brought is applied and drawn (``settled``);
+        # a big graph's loading thread waits on it between pages (console/screens/graph.py), so that
+        # a change on its way has the interpreter to itself.
+        self.quiet = threading.Event()
+        self.quiet.set()
+        self.loaders: set[int] = set()  # the threads loading a graph now (they wait on ``quiet``)
         self._changed: Callable[[], object] = lambda: None
 
     # ------------------------------------------------------------------ the UI thread's side
@@ -139,6 +146,12 @@ class LedgerFollower:
         p, self.pending = self.pending, Pending()
         return p
 
+    def settled(self) -> None:
+        """The delta taken is applied and drawn (the UI thread, after its frame): quiet again
+        unless more is on its way."""
+        if not self.pending and not self.woken:
+            self.quiet.set()
+
     def idle(self) -> bool:
         """Nothing asked for, nothing read that the UI has not taken."""
         return not self.wanted and not self.pending
@@ -168,6 +181,7 @@ class LedgerFollower:
                     self._status(feed.outage or "the ledger is unreachable; reconnecting")
                     continue  # nothing to read until it is back ("change" says so)
                 self.woken.add(reason)
+                self.quiet.clear()
                 kick.set()
 
         pump_task: asyncio.Future[None] | None = None
@@ -218,6 +232,8 @@ class LedgerFollower:
                         pump_task = asyncio.ensure_future(pump())
                 if more:
                     continue
+                if not self.pending and not self.woken:  # nothing on its way (a delta: once drawn)
+                    self.quiet.set()
                 await kick.wait()
                 kick.clear()
                 hold = last_read + self.spacing_s - loop.time()

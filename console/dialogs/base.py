@@ -40,7 +40,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static
 
 from store.errors import StaleRevision, WardenError
 
@@ -49,6 +49,7 @@ from ..host import ConsoleHost, host_of
 from ..operator import resolve_operator
 from ..text import literal, safe, safe_line
 from ..typeahead import TypeAhead, after_pending_keys, redirect_key, replayed
+from ..widgets import KeyFooter
 from .plan import PlanPreview
 
 if TYPE_CHECKING:
@@ -237,7 +238,7 @@ class ActionDialog(WardenModal["Plan | None"]):
             with Horizontal(id="buttons"):
                 yield Button("Cancel", id="cancel", variant="primary", compact=True)
                 yield Button(literal(self.apply_label(None)), id="apply", variant="error", disabled=True, compact=True)
-        yield Footer()
+        yield KeyFooter()
 
     def compose_options(self) -> Iterable[Widget]:
         return ()

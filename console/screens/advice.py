@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, Footer, Static
+from textual.widgets import Button, Static
 
 from store.errors import WardenError
 
@@ -26,6 +26,7 @@ from ..dialogs.base import WardenModal, read_only_notice
 from ..dialogs.opening import open_action
 from ..glyphs import node_status_label
 from ..text import literal, safe_line
+from ..widgets import KeyFooter
 from .resolve import ResolveHandoffScreen
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class AdviceDialog(WardenModal[None]):
             with Horizontal(id="buttons"):
                 yield Button("Cancel", id="cancel", variant="primary", compact=True)
                 yield Button("Accept", id="accept", variant="warning", disabled=True, compact=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#cancel", Button).focus()

@@ -9,14 +9,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from store.views import GraphRow
 
 from ..host import ConsoleHost, host_of
 from ..text import safe_line
 from ..typeahead import TypeAhead, mark, redirect_key
-from ..widgets import InfoLine, RowList, StatusBar
+from ..widgets import InfoLine, KeyFooter, RowList, StatusBar
 
 
 class FilterInput(Input):
@@ -55,7 +55,7 @@ class WardenScreen(Screen[object]):
     def compose(self) -> ComposeResult:
         yield StatusBar(self.header, id="status")
         yield from self.compose_body()
-        yield Footer()
+        yield KeyFooter()
 
     def compose_body(self) -> Iterable[Widget]:
         return ()

@@ -35,6 +35,18 @@ from ..text import safe_line
 from ..widgets import InfoLine, RowList
 from .base import ListScreen
 
+# The rows of a page the loading thread reads after the first (the first: the rows on screen). The
+# thread builds each row in Python (about 6 µs of CPU a row, holding the interpreter the UI draws
+# with) and the UI appends the page to the model (2 µs a row) before the thread reads the next: at
+# 2,000 rows a page each turn held the UI up to 12 + 4 ms of CPU, five to ten times that on a busy
+# machine, and a commit that landed meanwhile waited for it. 500 rows a page keep each turn a
+# quarter of that (docs/console.md "A big graph while it loads").
+LOAD_PAGE = 500
+# Between pages the thread waits, at most this long, while a change of the ledger is on its way to
+# the screen (from the feed's wake-up until the change is drawn: ``LedgerFollower.quiet``), so a
+# commit's read, application and frame never share the interpreter with a page being built.
+LIVE_FIRST_S = 0.05
+
 
 class TaskGraphScreen(ListScreen):
     list_id = "graph"
@@ -109,8 +121,11 @@ class TaskGraphScreen(ListScreen):
         it at every select(), waits up to a switch interval each time it wants it back: the first
         rows of a 100k-node graph painted after 1.1 s although the page was read in 0.25 s."""
         worker = get_current_worker()
+        follower = self.wapp.follower
+        quiet, me = follower.quiet, threading.get_ident()
+        follower.loaders.add(me)
         try:
-            for page in graph_pages(self.wapp.feed, self.task_id):
+            for page in graph_pages(self.wapp.feed, self.task_id, page=LOAD_PAGE):
                 if worker.is_cancelled:
                     return
                 ack = threading.Event()
@@ -118,10 +133,13 @@ class TaskGraphScreen(ListScreen):
                 while not ack.wait(0.2):
                     if worker.is_cancelled:
                         return
+                quiet.wait(LIVE_FIRST_S)  # a change on its way first (bounded: under a fleet's writes it is seldom quiet)
         except NotFound:
             self.post_message(GraphPageReady(self.task_id, None, generation=generation))
         except LedgerUnavailable as e:
             self.app.post_message(LedgerStatus(str(e), self.wapp.follower))
+        finally:
+            follower.loaders.discard(me)
 
     @on(GraphPageReady)
     def _page(self, msg: GraphPageReady) -> None:

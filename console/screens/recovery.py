@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static
 
 from store.errors import WardenError
 
@@ -31,6 +31,7 @@ from ..dialogs.base import WardenModal, read_only_notice
 from ..dialogs.escalate import EscalateDialog
 from ..operator import resolve_operator
 from ..text import safe, safe_line
+from ..widgets import KeyFooter
 
 if TYPE_CHECKING:
     from store.recovery import Check, Recorded, Recovery
@@ -107,7 +108,7 @@ class RecoveryWizardScreen(WardenModal["Recorded | None"]):
                 yield Button("Ask a human…", id="escalate", variant="warning", compact=True)
                 yield Button("Record the verification…", id="record", variant="warning", compact=True)
                 yield Button("Write record", id="apply", variant="warning", compact=True, disabled=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#preview-scroll").focus()

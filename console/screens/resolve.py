@@ -21,7 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, Footer, Input, Label, OptionList, Static
+from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from store.actions import ResolveParams
@@ -35,6 +35,7 @@ from ..operator import resolve_operator
 from ..glyphs import MARKS, NODE_GLYPHS, age_label
 from ..text import literal, safe, safe_line
 from ..typeahead import after_pending_keys
+from ..widgets import KeyFooter
 
 if TYPE_CHECKING:
     from store import Ledger
@@ -195,7 +196,7 @@ class ResolveHandoffScreen(WardenModal[bool]):
             with Horizontal(id="buttons"):
                 yield Button("Close", id="cancel", variant="primary", compact=True)
                 yield Button("Resolve", id="apply", variant="warning", disabled=True, compact=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._load(self.handoff_id)

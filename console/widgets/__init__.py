@@ -1,6 +1,7 @@
 from .figures import gauge, sparkline
+from .footer import KeyFooter
 from .marks import MarkList, Tick
 from .rowlist import Column, RowList
 from .statusbar import InfoLine, StatusBar
 
-__all__ = ["Column", "InfoLine", "MarkList", "RowList", "StatusBar", "Tick", "gauge", "sparkline"]
+__all__ = ["Column", "InfoLine", "KeyFooter", "MarkList", "RowList", "StatusBar", "Tick", "gauge", "sparkline"]

@@ -107,8 +107,7 @@ class SessionStore:
         self._ensure_dir()
         path, _ = self._paths(key)
         blob = (json.dumps({**data, "key": key, "saved_at": time.time()}, sort_keys=True) + "\n").encode()
-        write_atomic(path, blob)
-        os.chmod(path, 0o600)
+        write_atomic(path, blob, mode=0o600)
 
     def drop(self, key: str) -> None:
         path, _ = self._paths(key)

@@ -10,7 +10,8 @@ segment is classed by the characters it uses, never by a list of formats:
 * **id** — letters and digits interleaved (``x2kqp``, ``7d9f8c6b5``, ``aZ3kQ9``), letters without a
   vowel (``bcdfgx``), or a long run whose case changes at random (``lbwsEvSrHD``): what a machine
   draws, not a word. Masked ``*``. Short names (``v2``, ``ec2``, ``s3``, ``utf8``, ``x86``: letters
-  then one or two digits, at most 6 characters) are kept: they name things.
+  then one or two digits, at most 6 characters) and squares (``e2e4``, ``b7``, ``a1h8``: single digits
+  between letters, at most 4 characters — a drawn id that short would collide) are kept: they name things.
 * **word** — letters: kept, case folded.
 
 So every timestamp format (``2027-03-02T09:14:03.123Z``, ``Mar 3 09:14:03``, ``1709370843``),
@@ -28,6 +29,7 @@ never an enumeration.
 **Progress stated in numbers** (:func:`fractions`): ``41/100``, ``page 3 of 9``, ``3 out of 9``,
 ranges ``120,000–130,000 of 1,000,000`` (and ``a-b/n``, ``a to b (of n)``, ``[a, b) / n``,
 ``a..b of n``, ``a — b out of n``), ``shard-03-of-16``, ``45 %``, ``12k of 1.2M``, ``12 files left``,
+``1,464 problem cells remain`` (up to two words between the count and *left*/*remain*),
 ``remaining: 4``. A number next to a retry word (attempt, try, retry, poll, round, restart, wait …)
 or a gauge (cpu, memory, load, rate …) is not progress.
 """
@@ -80,10 +82,16 @@ def segment_class(seg: str, first: bool = True) -> str:
     if not seg or any("\ue000" <= c <= "\ue009" for c in seg):
         return "w"  # a file's own number, kept (store/judges/units.py)
     if seg[0].isdigit():
+        if len(seg) >= 6 and _HEX.fullmatch(seg) and sum(a.isdigit() != b.isdigit() for a, b in zip(seg, seg[1:])) >= 3:
+            return "*"  # hex digits and letters interleaved: a hash or an id drawn, whatever its first character
         return "#"
     if any(c.isdigit() for c in seg):
         # letters then one or two digits, short: a name (v2, ec2, s3, utf8, x86), not a counter (e379)
         if len(seg) <= 6 and re.fullmatch(r"[A-Za-z]+\d{1,2}", seg):
+            return "w"
+        # four characters or fewer, single digits between letters: a square, a move, a cell
+        # (e2e4, a7f2, b1c3) — a machine draws longer ids than that, or they would collide
+        if len(seg) <= 4 and re.fullmatch(r"(?:[A-Za-z]\d)+", seg):
             return "w"
         return "*"
     low = seg.lower()
@@ -250,7 +258,7 @@ _FRACTION = re.compile(
     r"|(?<![\w.])" + _N + r"\s+(?:of|out\s+of)\s+" + _N + r"(?![\w])"  # 3 of 9
     r"|(?<=[\w])[-_]" + r"(\d+)" + r"[-_]of[-_]" + r"(\d+)(?!\d)"  # shard-03-of-16
     r"|(?<![\w.])(" + NUMBER + r")(?:\s?%|\s+(?:per\s?cent|pct)\b)"  # 45 %, 45 percent
-    r"|(?<![\w.])" + _N + r"\s+(?:[a-z]+(?:\(s\)|\(es\))?\s+)?(?:left|remaining|to\s+go)\b"  # 12 files left
+    r"|(?<![\w.])" + _N + r"\s+(?:[a-z]+(?:\(s\)|\(es\))?\s+){0,2}(?:left|remain(?:s|ing)?|to\s+go)\b"  # 12 files left
     r"|\b(?:remaining|left)\s*:?\s*" + _N, re.IGNORECASE)
 FRACTIONS_CHARS = 4096  # characters of an observation read for its fractions
 _BYTES = {"b": 1.0, "k": 1e3, "kb": 1e3, "kib": 1024.0, "m": 1e6, "mb": 1e6, "mib": 1024.0 ** 2, "g": 1e9, "gb": 1e9,

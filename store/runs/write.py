@@ -7,13 +7,19 @@ import os
 from pathlib import Path
 
 
-def write_atomic(path: os.PathLike[str] | str, data: bytes) -> None:
+def write_atomic(path: os.PathLike[str] | str, data: bytes, *, mode: int | None = None) -> None:
     """How an agent writes a run file so a crash never leaves half of it: a temp file in the same
-    directory, fsync, rename over the name (docs/recovery.md). Parent directories are created."""
+    directory (never through a link), fsync, rename over the name (docs/recovery.md). Parent
+    directories are created. ``mode``: the file's (``0o600`` for one holding lease tokens), never
+    wider for a moment; else as ``open`` makes it."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp")
-    with open(tmp, "wb") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o666 if mode is None else mode)
+    with os.fdopen(fd, "wb") as f:
+        if mode is not None:
+            os.fchmod(f.fileno(), mode)  # a temp file left by a crash keeps the mode it was made with
         f.write(data)
         f.flush()
         os.fsync(f.fileno())

@@ -284,6 +284,18 @@ def bench_workloads(stall_trials: int, duration_trials: int, seed: int,
     return out
 
 
+def _by_label(checks: list[dict], stage: float) -> dict:
+    """The checks at ``stage`` by label: ``[count, held, summed chance]``."""
+    by: dict = {}
+    for c in checks:
+        if c["stage"] == stage:
+            got = by.setdefault(c["label"], [0, 0, 0.0])
+            got[0] += 1
+            got[1] += c["held"]
+            got[2] += c["chance"]
+    return by
+
+
 def _expected(durations: Any, trials: int, seed: int, only: str = "") -> dict:
     """The duration workloads' checks without a ledger, each with its chance of holding (over 200
     fresh draws of its pending nodes) beside whether it held: `label held % / chance % (checks)`."""
@@ -296,14 +308,7 @@ def _expected(durations: Any, trials: int, seed: int, only: str = "") -> dict:
         checks = durations.expected_coverage(make, trials=trials, seed=seed)
         row = []
         for st in durations.STAGES:
-            by: dict = {}
-            for c in checks:
-                if c["stage"] == st:
-                    got = by.setdefault(c["label"], [0, 0, 0.0])
-                    got[0] += 1
-                    got[1] += c["held"]
-                    got[2] += c["chance"]
-            cells[f"{name} @ {st}"] = by
+            by = cells[f"{name} @ {st}"] = _by_label(checks, st)
             row.append(" ".join(f"{lab} {100 * h // n} % / {100 * ch / n:.0f} % ({n})" for lab, (n, h, ch) in
                                 sorted(by.items(), key=lambda kv: ("none", "low", "medium", "high").index(kv[0]))))
         print(f"| {name} | " + " | ".join(row) + " |", flush=True)
@@ -323,14 +328,7 @@ def _speeds(durations: Any, trials: int, seed: int) -> dict:
                                              stages=stages)
         row = []
         for st in stages:
-            by: dict = {}
-            for c in checks:
-                if c["stage"] == st:
-                    got = by.setdefault(c["label"], [0, 0, 0.0])
-                    got[0] += 1
-                    got[1] += c["held"]
-                    got[2] += c["chance"]
-            cells[f"{name} @ {st}"] = by
+            by = cells[f"{name} @ {st}"] = _by_label(checks, st)
             row.append(" · ".join(f"{lab} {100 * ch / n:.0f} / {100 * h / n:.0f} % ({n})" for lab, (n, h, ch) in
                                   sorted(by.items(), key=lambda kv: ("high", "medium", "low", "none").index(kv[0]))))
         high = sum(c["label"] == "high" for c in checks)

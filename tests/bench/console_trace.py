@@ -8,7 +8,7 @@ laid beside what the console was doing then: the wake-ups (``wake:<reason>``; ``
 file event; ``wake:check``/``wake:check_moved``, the commit probe's checks), journal reads (``read>``/``read<`` with the thread's CPU time; inside them ``since`` and
 ``tally``), a delta posted to the app (``changed``), deltas applied (``apply>``/``apply<``), the once-a-second ``tick``, analysis runs
 sent to the worker process (``analyse>``: kind and tasks), a graph's pages (``page-read``: read by the
-loading thread; ``page-start``/``page-extend``: applied on the UI thread) and their results applied (``analysed>``/``analysed<``
+loading thread; ``page-start``/``page-extend``: applied on the UI thread; ``page-ack``: the UI's go-ahead for the next) and their results applied (``analysed>``/``analysed<``
 with the run's time in the worker), keys, frames (``frame>``/``frame<``: the compositor's update) and
 every write to the terminal (``out`` bytes), and every garbage collection of the oldest generation
 or longer than 5 ms (``gc`` generation, ms, objects it walked). ``WARDEN_BENCH_HEAP=none`` runs the
@@ -182,6 +182,21 @@ def install() -> None:
             yield page
 
     graph_mod.graph_pages = pages
+    from console import messages as messages_mod  # noqa: PLC0415
+    real_page_init = messages_mod.GraphPageReady.__init__
+
+    def page_init(self, task_id, page, ack=None, **kwargs):  # the UI's go-ahead for the next page
+        if ack is not None:
+            real_set = ack.set
+
+            def traced_set() -> None:
+                note("page-ack")
+                real_set()
+
+            ack.set = traced_set  # type: ignore[method-assign]
+        real_page_init(self, task_id, page, ack, **kwargs)
+
+    messages_mod.GraphPageReady.__init__ = page_init
     wrap(model_mod.GraphModel, "start", "page-start")
     wrap(model_mod.GraphModel, "extend", "page-extend")
     wrap(app_mod.WardenApp, "_tick", "tick")

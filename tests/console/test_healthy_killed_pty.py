@@ -1,5 +1,5 @@
 """The shipped ``warden console`` on a real pty, killed (SIGKILL) inside the apply of a ``healthy``
-mark it was confirmed for (tests/support/hang_in_apply.py stops it there, every row of the mark
+mark it was confirmed for (tests/support/hang_at.py stops it there, every row of the mark
 written): the ledger holds nothing of it — no mark on the node, nothing taught to its kind, no audit
 row, no event, the same revision — and nothing is wedged: the agent beats on and the mark, made
 again with ``warden healthy``, applies. Synchronised on the screen and the marker file only."""
@@ -38,7 +38,7 @@ def test_the_console_killed_inside_a_healthy_apply_leaves_nothing_half_written(t
     assert loops(ledger)
     revision = ledger.task("t").revision
     marker = tmp_path / "inside"
-    term = Terminal([sys.executable, "-m", "tests.support.hang_in_apply", str(marker), "healthy", "console",
+    term = Terminal([sys.executable, "-m", "tests.support.hang_at", str(marker), "apply:healthy", "console",
                      "--ledger", str(path), "--runs", str(tmp_path), "--operator", "carol"], cols=100, rows=30)
     try:
         term.wait_for(shows("a CI watcher"), WAIT_S, "the task list")

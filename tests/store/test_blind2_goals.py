@@ -20,13 +20,7 @@ SEED = 11
 TRIALS = 2
 
 # family → what was measured when it missed its goal
-MISSES: dict[str, str] = {
-    "chess_engine_play": "alarmed 50% (action) / 100% (plain) of 2 trials: each move's result holds a new evaluation "
-                         "beside a line of moves only (drawn-looking tokens, masked as ids), so the moved values are half "
-                         "the result, not most of it; and the action's move is masked too, so every move reads as one action",
-    "spreadsheet_cleanup": "alarmed 50% (action) / 0% (plain) of 2 trials: 'N problem cells remain' falling toward zero is "
-                           "progress, but 'problem' reads as a failure, whose moving numbers are not news",
-}
+MISSES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", family_params(sorted(HEALTHY2), MISSES))

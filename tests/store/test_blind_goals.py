@@ -26,14 +26,13 @@ TRIALS = 2
 
 # family → what was measured when it missed its goal (seed 1, 4 trials per form; docs/estimates.md)
 MISSES: dict[str, str] = {
-    "ci_rerun_same_failure": "caught in time 100% (action) / 75% (plain), median first alarm 4 / 5, alarmed before the loop 0% / 25%",
+    "ci_rerun_same_failure": "caught in time 100% (action) / 75% (plain), median first alarm 4 / 5, alarmed before the loop 0% / 50%",
     "edit_no_match": "caught in time 75% (action) / 75% (plain), median first alarm 5 / 3",
     "error_moves_line_col": "caught in time 75% (action) / 50% (plain), median first alarm 4 / 6",
     "fix_revert_oscillation": "caught in time 50% (action) / 100% (plain), median first alarm 7 / 6",
     "infinite_scroll_stuck": "caught in time 50% (action) / 100% (plain), median first alarm 6 / 4",
     "log_tail_reworded": "caught in time 50% (action) / 50% (plain), median first alarm 7 / 6",
-    "paywalled_sources": "caught in time 25% (action) / 25% (plain), median first alarm 9 / 10",
-    "rate_limited_retry": "caught in time 75% (action) / 100% (plain), median first alarm 5 / 5",
+    "paywalled_sources": "caught in time 50% (action) / 25% (plain), median first alarm 6 / 10",
     "rereading_same_pages": "caught in time 50% (action) / 75% (plain), median first alarm 6 / 5",
     "thinking_fresh_words": "caught in time 100% (action) / 75% (plain), median first alarm 4 / 5",
 }

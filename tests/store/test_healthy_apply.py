@@ -86,7 +86,7 @@ def test_another_attempt_looping_by_the_apply_is_stale_and_nothing_is_taught(led
 
 
 # ---------------------------------------------------------------------- killed mid-apply
-# (tests/support/hang_in_apply.py: the CLI as shipped, stopped inside the apply's transaction)
+# (tests/support/hang_at.py: the CLI as shipped, stopped inside the apply's transaction)
 def test_warden_healthy_killed_inside_its_apply_writes_nothing_and_wedges_nothing(ledger, clock, tmp_path, capsys):
     c, plan = _previewed(ledger, clock)
     revision = ledger.task("t").revision
@@ -94,7 +94,7 @@ def test_warden_healthy_killed_inside_its_apply_writes_nothing_and_wedges_nothin
     argv = ["healthy", "t", "a", "--reason", "polls CI by design", "--yes", "--operator", "carol",
             "--ledger", ledger.target]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([sys.executable, "-m", "tests.support.hang_in_apply", str(marker), "healthy", *argv], env=env,
+    p = subprocess.Popen([sys.executable, "-m", "tests.support.hang_at", str(marker), "apply:healthy", *argv], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_until(lambda: marker.exists() or p.poll() is not None, "the CLI inside its apply", 60)

@@ -27,6 +27,8 @@ from tests.support.observations import LOOPS, PREAMBLE, PROGRESS
     ("[#####     ] 45% downloading", "[########  ] 80% downloading"),
     ("token a8zk2mq9pl0xt4vb3n done", "token q1w2e3r4t5y6u7i8o9 done"),
     ("object at 0x7ffd5a3b2c10", "object at 0x55d1e2f3a4b5"),
+    ("x-request-id: 64f70b16146c2832", "x-request-id: b5d7c2e3bbe0c0b4"),  # a hex id whatever its first character
+    ("commit 9b0e77d4 pushed", "commit ed4f59bf pushed"),
 ])
 def test_what_changes_without_meaning_is_normalised_away(a, b):
     assert N.normalise_line(a) == N.normalise_line(b)
@@ -37,6 +39,7 @@ def test_what_changes_without_meaning_is_normalised_away(a, b):
     ("monitor the build", "sunday the build"),
     ("fixed test_foo in tests/test_a.py", "fixed test_bar in tests/test_b.py"),
     ("deadbeef facade", "cafe facade"),
+    ("bestmove e2e4 ponder e7e5", "bestmove g1f3 ponder b8c6"),  # squares and moves are names, not drawn ids
 ])
 def test_words_stay_words(a, b):
     assert N.normalise_line(a) != N.normalise_line(b)
@@ -209,3 +212,23 @@ def test_values_the_agent_wrote_are_met_when_its_lines_come_back_as_output():
     assert n == 0
     n, _, _ = t.observe(None, 1, result="\n".join(reversed(lines)))
     assert n == 0
+
+
+def test_a_count_left_is_read_with_its_qualifiers_and_its_verb():
+    """``N <words> remain`` counts down like ``N files left``: each step that lowers it is progress,
+    even where its words read as a failure (problem, error)."""
+    from store.judges.fields import fractions
+    assert fractions("Qty: 240 cells changed (rows 232–77,400); 1,464 problem cells remain") == (("down", 1464.0, 0.0),)
+    assert fractions("3 failing checks remaining") == (("down", 3.0, 0.0),)
+    t = N.Tracker()
+    moved = []
+    for col, left in (("Phone", "2,803"), ("SKU", "2,058"), ("Email", "1,793"), ("Qty", "1,704"), ("Date", "1,464")):
+        _, _, p = t.observe(None, 1, action=f"sheetfix book.xlsx --column {col}",
+                            result=f"{col}: trimmed whitespace; 89 cells changed; {left} problem cells remain")
+        moved.append(p.text_progress)
+    assert moved[1:] == [True] * 4
+
+
+def test_a_short_id_of_drawn_characters_is_still_an_id():
+    assert N.normalise_line("job x2kqp9 done") == N.normalise_line("job q7zt3m done")
+    assert N.normalise_line("ref a1b2c3d4 ok") == N.normalise_line("ref k9z8y7x6 ok")

@@ -46,14 +46,16 @@ def wait_for(predicate, timeout: float, what: str, every: float = 0.05):
 
 
 class Run:
-    """``warden run`` around ``sh -c SCRIPT`` in ``cwd``; its output goes to files."""
+    """``warden run`` around ``sh -c SCRIPT`` in ``cwd``; its output goes to files. ``warden``: how
+    Python starts it (the shipped entry, or ``tests/support/hang_at.py`` stopping it at a point)."""
 
     def __init__(self, ledger: str, cwd: Path, script: str, *extra: str, task: str = "t", node: str = "main",
-                 grace: str = "2", stdin=subprocess.DEVNULL, argv: list[str] | None = None) -> None:
+                 grace: str = "2", stdin=subprocess.DEVNULL, argv: list[str] | None = None,
+                 warden: tuple[str, ...] = ("-m", "console")) -> None:
         self.cwd = cwd
         self.out = open(cwd / "run.out", "wb")
         self.err = open(cwd / "run.err", "wb")
-        cmd = [sys.executable, "-m", "console", "run", "--ledger", ledger, "--runs", str(cwd / "runs"),
+        cmd = [sys.executable, *warden, "run", "--ledger", ledger, "--runs", str(cwd / "runs"),
                "--task", task, "--node", node, "--lease", LEASE, "--grace", grace, *extra, "--",
                *(argv or ["sh", "-c", script])]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -230,3 +230,44 @@ def test_kill_9_of_the_supervisor_at_random_moments_leaves_nothing(tmp_path, par
     assert not (cwd / "two-copies").exists(), (cwd / "two-copies").read_text()
     print(f"\n{KILLS // PARTS} kills: everything ended within {max(took):.2f}s (median "
           f"{sorted(took)[len(took) // 2]:.2f}s)", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------- kill -9 at a take-back
+# The supervisor stopped past its lease (a suspended machine), then killed at its take-back of the
+# lapsed lease (tests/support/hang_at.py): inside the renewal's transaction (rolled back: the keeper
+# holds the token the ledger still has), or just after it committed (the keeper holds the old token;
+# the node keeps the renewed lease until it lapses). Either way the keeper ends the command, and a
+# new warden run of the node runs it once — never beside a copy of the first — and finishes it.
+@pytest.mark.parametrize("point", ["renewal", "renewed"])
+def test_kill_9_of_the_supervisor_at_its_take_back_runs_no_second_copy_and_wedges_nothing(tmp_path, point,
+                                                                                         runs_started):
+    ledger = str(tmp_path / "l.db")
+    cwd = tmp_path / "w"
+    cwd.mkdir()
+    task = f"tb{os.getpid()}{point}"
+    marker = tmp_path / "there"
+    run = Run(ledger, cwd, COPY, task=task, grace="0.5",
+              warden=("-m", "tests.support.hang_at", str(marker), point))
+    runs_started.append(run)
+    run.pid("main.pid")
+    os.kill(run.proc.pid, signal.SIGSTOP)
+    try:
+        wait_for(lambda: node(ledger, task=task).lease_until < time.time(), 30, "the lease lapsed")
+    finally:
+        os.kill(run.proc.pid, signal.SIGCONT)
+    wait_for(marker.exists, 30, f"the supervisor at its take-back ({point})")
+    run.proc.kill()
+    run.wait()
+    wait_for(lambda: not _carrying(task), 30, "the command ended by its keeper")
+    with Ledger.open(ledger) as led:
+        renewed = [e for e in led.events(task_id=task) if "lapsed_s" in e.payload]
+    assert len(renewed) == (point == "renewed")  # killed inside the transaction: nothing of it committed
+    wait_for(lambda: node(ledger, task=task).status != "running" or node(ledger, task=task).lease_until < time.time(),
+             30, "the node claimable again")
+    second = Run(ledger, cwd, 'exec 9>>copy.lock; flock -n 9 || echo "$WARDEN_NODE" >> two-copies; echo done',
+                 task=task, grace="0.5")
+    runs_started.append(second)
+    assert second.wait(60) == 0, second.stderr
+    assert not (cwd / "two-copies").exists(), (cwd / "two-copies").read_text()
+    n = node(ledger, task=task)
+    assert n.status == "succeeded" and n.output["last_lines"] == ["done"], (n.status, n.output)

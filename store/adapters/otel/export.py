@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from store.errors import LedgerUnavailable, WardenError
 from store.reading.feed import Feed, passes
+from store.runs.write import write_atomic
 from store.storage.beside import hold_lock, kept_beside
 from store.storage.db import parse_target
 from store.text import safe_line
@@ -266,12 +267,7 @@ class StateFile:
         return True
 
     def save(self, mapper: Mapper) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(mapper.to_json(), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(mapper.to_json()).encode("utf-8"))
 
 
 class Follower:

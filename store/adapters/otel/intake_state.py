@@ -40,6 +40,7 @@ from store.adapters.sessions import claim_from_json, claim_to_json
 from store.errors import WardenError
 from store.facade import Ledger
 from store.jsontypes import JsonObject
+from store.runs.write import write_atomic
 from store.storage.beside import hold_lock, kept_beside
 from store.views import Claim
 
@@ -140,14 +141,7 @@ class IntakeState:
     def _compact(self) -> None:
         """The state as it stands, written to a new file that replaces the old one atomically."""
         assert self.path is not None
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for line in self._lines_now():
-                f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_atomic(self.path, "".join(self._lines_now()).encode("utf-8"), mode=0o600)
         if self._fd is not None:
             os.close(self._fd)
         self._fd = os.open(str(self.path), os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)

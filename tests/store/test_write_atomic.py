@@ -1,0 +1,41 @@
+"""``write_atomic`` (store/runs/write.py), the one way Warden replaces a file of its own whole: run
+files, agent sessions, ``warden otel``'s exporter cursor and receiver state. A file holding lease
+tokens is never wider than its mode, even for a moment or after a crash left its temp file; a link
+planted where the temp file goes is never written through."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from store.runs.write import write_atomic
+
+
+def test_a_mode_holds_from_the_start_even_over_a_temp_file_a_crash_left(tmp_path):
+    target = tmp_path / "state.log"
+    stale = tmp_path / ".state.log.tmp"
+    stale.write_bytes(b"half")
+    os.chmod(stale, 0o644)
+    write_atomic(target, b'{"claim": 1}\n', mode=0o600)
+    assert target.read_bytes() == b'{"claim": 1}\n'
+    assert oct(target.stat().st_mode & 0o777) == "0o600"
+    assert not stale.exists()
+
+
+def test_without_a_mode_the_file_is_made_as_open_makes_it(tmp_path):
+    old = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "state.json", b"{}")
+    finally:
+        os.umask(old)
+    assert oct((tmp_path / "state.json").stat().st_mode & 0o777) == "0o644"
+
+
+def test_a_link_where_the_temp_file_goes_is_not_written_through(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"untouched")
+    os.symlink(elsewhere, tmp_path / ".state.log.tmp")
+    with pytest.raises(OSError):
+        write_atomic(tmp_path / "state.log", b"tokens", mode=0o600)
+    assert elsewhere.read_bytes() == b"untouched" and not (tmp_path / "state.log").exists()
