@@ -142,10 +142,18 @@ class DurationHistory:
               running: Sequence[float] = ()) -> TaskLevel:
         """Where this task's runs of the kind lie (``tasklevel.task_level``; ``running``: the
         elapsed times of its running nodes of the kind) against the kind's runs in other tasks; no
-        own runs (or too few runs elsewhere to judge them by): the prior."""
-        model = self.model_for(kind, task_id)
-        own = self.own(kind, task_id, model) if model.samples < self.count(kind) else []  # (else: the whole history)
-        return task_level(model, own, prior_mu, prior_var, self.params, running)
+        own runs (or too few runs elsewhere to judge them by): the prior. Cached per version and
+        running set: a task's running nodes of a kind share one (its hundreds of running rows in
+        ``estimate_task`` would each re-read every other's censored run)."""
+        running = tuple(running)
+
+        def make() -> TaskLevel:
+            model = self.model_for(kind, task_id)
+            own = self.own(kind, task_id, model) if model.samples < self.count(kind) else []  # (else: the whole history)
+            return task_level(model, own, prior_mu, prior_var, self.params, running)
+
+        return self.remember(("level", kind, self.version(kind), task_id, prior_mu, prior_var, running), make,
+                             TaskLevel)
 
     def count(self, kind: str) -> int:
         return len(self._sorted.get(kind, ()))

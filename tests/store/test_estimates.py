@@ -9,7 +9,7 @@ from statistics import NormalDist
 import pytest
 
 from store import Budget, NodeSpec
-from store.estimation import estimates as E
+from store.estimation import durations, estimates as E
 from store.reading.analysis import TaskAnalysis
 
 
@@ -275,6 +275,28 @@ def test_status_on_a_large_task_uses_the_approximation(ledger, clock):
     assert 400 <= est.p50_s <= est.p80_s < 440 and est.samples == 20  # 40 × 10 s on one worker
     assert "weighs most: 40 step nodes" in est.why
     assert E.estimate_graph(ledger, ledger.graph("big"), params=params).task == est
+
+
+def test_status_reads_a_task_s_speed_once_for_all_its_running_nodes(ledger, clock, monkeypatch):
+    """Above ``mc_max_nodes``, every running row's figure rests on the task's level of its kind,
+    which reads each running node as a censored run: one reading for them all (once per row made
+    hundreds of running nodes quadratic — 400 took ~0.4 s of CPU)."""
+    rng = random.Random(3)
+    history_task(ledger, clock, "step", [rng.lognormvariate(3, 0.4) for _ in range(30)])
+    ledger.create_task("big")
+    ledger.add_nodes("big", [NodeSpec(f"n{i}", "step") for i in range(60)])
+    for i in range(4):  # the task's own runs: slower than its history
+        finish(ledger, clock, "big", f"n{i}", 60 + 10 * i)
+    for i in range(30):
+        assert ledger.claim("big", f"w{i}", lease_s=3600) is not None
+        clock.advance(1)
+    clock.advance(40)  # past the kind's median: censored runs that say something
+    reads = []
+    real = durations.task_level
+    monkeypatch.setattr(durations, "task_level", lambda *a, **k: reads.append(a) or real(*a, **k))
+    est = E.estimate_task(ledger, ledger.task("big"), params=E.EstimateParams(mc_max_nodes=10))
+    assert est.p80_s is not None and any("slower than its history" in w for w in est.why), est
+    assert len(reads) == 1, len(reads)
 
 
 # ---------------------------------------------------------------------- incremental
