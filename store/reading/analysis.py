@@ -165,12 +165,13 @@ class TaskAnalysis:
         self._norm = [0.0, 0.0, 0]  # tokens, units, nodes over succeeded nodes that reported units
         self._norm_stale = False  # rows without tokens_used counted: re-read the sums (``_token_sums``)
         self._running_set: set[str] = set()
-        self._elapsed_at: tuple[float, dict[str, tuple[float, ...]]] | None = None
+        self._elapsed_now: float | None = None  # the moment ``_elapsed`` was read at (None: read again)
+        self._elapsed_by: dict[str, tuple[float, ...]] = {}
         self._parked_set: set[str] = set()
         for n in self.nodes.values():
             self._count(n, +1)
         self._est_cache: dict[str, tuple[tuple[object, ...], Estimate, NodeDist | None]] = {}
-        self._bases: dict[tuple[str, float | None, int, tuple[float, ...]], NodeDist | None] = {}
+        self._bases: dict[tuple[str, float | None, int], tuple[tuple[float, ...], NodeDist | None]] = {}
         self.cursor = ledger.last_event_id() if cursor is None else cursor
         if rows is None:
             self._history_at = self.cursor
@@ -179,7 +180,7 @@ class TaskAnalysis:
 
     # ------------------------------------------------------------------ bookkeeping
     def _count(self, n: GraphRow, sign: int) -> None:
-        self._elapsed_at = None  # (a node's status or claim, or its kind's history, may have changed)
+        self._elapsed_now = None  # (a node's status or claim, or its kind's history, may have changed)
         for bucket, member in ((self._running_set, n.status == "running"),
                                (self._parked_set, n.status == "parked" and n.park_until is not None)):
             if member:
@@ -215,7 +216,7 @@ class TaskAnalysis:
         """Apply one journal event and the fresh views of the nodes it changed. Returns the keys
         whose estimate or signals may have moved; a task-level change returns every key, as a
         live view of the node keys (no 100k-key copy for callers that ignore it)."""
-        self._elapsed_at = None
+        self._elapsed_now = None
         if event.task_id is not None and event.task_id != self.task_id:
             return set()
         fresh = event.id > self.cursor
@@ -296,28 +297,34 @@ class TaskAnalysis:
         return d
 
     def _elapsed(self, now: float) -> dict[str, tuple[float, ...]]:
-        """The running nodes' elapsed times per kind (``estimates.running_elapsed``), once per ``now``."""
-        if self._elapsed_at is None or self._elapsed_at[0] != now:
-            self._elapsed_at = (now, running_elapsed(
-                ((self.nodes[k].kind, self.nodes[k].claimed_at) for k in self._running_set), now, self.history))
-        return self._elapsed_at[1]
+        """The running nodes' elapsed times per kind (``estimates.running_elapsed``), once per ``now``.
+        A kind's tuple is the same object as long as its values are the same: the figures keyed on
+        it (``_base``, ``_dist``'s stamp) compare it by identity, not its hundreds of values per node."""
+        if self._elapsed_now != now:
+            was = self._elapsed_by
+            fresh = running_elapsed(
+                ((self.nodes[k].kind, self.nodes[k].claimed_at) for k in self._running_set), now, self.history)
+            self._elapsed_by = {kind: was[kind] if was.get(kind) == got else got for kind, got in fresh.items()}
+            self._elapsed_now = now
+        return self._elapsed_by
 
     def _base(self, n: GraphRow, running: tuple[float, ...] = ()) -> NodeDist | None:
         """``base_dist`` of a node whose kind has a history, shared by the nodes of the same kind and
-        ``est_wall_s`` until the kind's samples change: thousands of running nodes of a few kinds
-        need a few distributions, not thousands. None: ``node_dist`` works it out itself (no
-        history: the prior or the pooled model; a position trend: one per node)."""
+        ``est_wall_s`` until the kind's samples or its running set change: thousands of running nodes
+        of a few kinds need a few distributions, not thousands. None: ``node_dist`` works it out
+        itself (no history: the prior or the pooled model; a position trend: one per node)."""
         kind = n.kind
         if not self.history.count(kind) or self.history.model(kind).pos_slope:
             return None  # (a position trend: one per node — not kept, a distribution is ~3 KB)
-        key = (kind, n.est_wall_s, self.history.version(kind), running)
-        if key in self._bases:
-            return self._bases[key]
+        key = (kind, n.est_wall_s, self.history.version(kind))
+        hit = self._bases.get(key)
+        if hit is not None and (hit[0] is running or hit[0] == running):
+            return hit[1]
         if len(self._bases) >= BASES_MAX:
             self._bases.clear()
-        hit = self._bases[key] = base_dist(kind, n.est_wall_s, self.history, self.params, None, self.task_id,
-                                               n.position, running)
-        return hit
+        d = base_dist(kind, n.est_wall_s, self.history, self.params, None, self.task_id, n.position, running)
+        self._bases[key] = (running, d)
+        return d
 
     def node_estimates(self, keys: Sequence[str], now: float | None = None) -> dict[str, Estimate]:
         """The estimates of these nodes only (the rows a screen shows): the same figures as
