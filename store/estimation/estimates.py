@@ -358,10 +358,14 @@ def recent_workers(ledger: LedgerCore, task_id: str, now: float, running_owners:
     return max(1, len(who))
 
 
+ELAPSED_STEP = 0.05  # running nodes' elapsed times are read in steps of this (log scale: ~5 %)
+_PER_LOG = 1 / ELAPSED_STEP  # (20.0 exactly)
+
+
 def running_elapsed(running: Iterable[tuple[str, float | None]], now: float,
                     history: DurationHistory) -> dict[str, tuple[float, ...]]:
     """Per kind, how long the task's running nodes of it (``(kind, claimed_at)``) have run:
-    censored runs of the task (``tasklevel.censored``). Rounded to 5 %, and 0 for a node not yet
+    censored runs of the task (``tasklevel.censored``). Rounded to ``ELAPSED_STEP``, and 0 for a node not yet
     past its kind's median (it says little more than that it runs), sorted: a figure kept on
     them (``TaskAnalysis``) keeps between heartbeats."""
     out: dict[str, list[float]] = {}
@@ -369,7 +373,7 @@ def running_elapsed(running: Iterable[tuple[str, float | None]], now: float,
         if claimed_at is None or not history.count(kind):
             continue
         x = math.log(max(now - claimed_at, 1e-3))
-        out.setdefault(kind, []).append(math.exp(round(x * 20) / 20) if x > history.model(kind).mean else 0.0)
+        out.setdefault(kind, []).append(math.exp(round(x * _PER_LOG) / _PER_LOG) if x > history.model(kind).mean else 0.0)
     return {k: tuple(sorted(v)) for k, v in out.items()}
 
 

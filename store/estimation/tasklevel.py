@@ -8,7 +8,8 @@ machine) or faster. Its own finished runs of the kind say which, and how surely.
 ``est_wall_s``), ``τ²`` how much tasks of the kind differ —, and **unlike it**, the same widened by
 ``task_differ_sigma``², weighing ``task_differ_prior``. The mean of the task's ``k`` own runs,
 whose error is ``σ_w² / k`` (the kind's within-task spread, or theirs when wider), updates both
-parts exactly; the posterior is a mixture of two normals, summed up by its mean (the **speed
+parts (the unlike part's variance then widened ``task_speed_widen`` times: its first runs to
+finish read a slow task fast); the posterior is a mixture of two normals, summed up by its mean (the **speed
 factor** ``exp(shift)``) and its variance (which replaces the kind's location variance: the figure
 widens while the task's speed is uncertain), plus the probability ``differs`` that the task is
 unlike its history. A task like its history keeps the kind's figure and label; one unlike it is
