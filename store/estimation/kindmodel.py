@@ -312,20 +312,29 @@ def _position_trend(logs: Sequence[float], positions: Sequence[int | None] | Non
     return slope, centre, min(p for p, _ in pairs), max(p for p, _ in pairs)
 
 
-def _trend(pairs: Sequence[tuple[float, float]], t_min: float, effect_min: float) -> tuple[float, float]:
-    """(slope, centre of x) of y against x by least squares when |t| ≥ ``t_min`` and the slope
-    moves y by at least ``effect_min`` across the x seen; else (0, 0)."""
+def least_squares(pairs: Sequence[tuple[float, float]]) -> tuple[float, float, float, float] | None:
+    """(slope, its standard error, mean x, mean y) of y against x by least squares over ``(x, y)``
+    pairs; None with fewer than three or when x does not vary."""
     k = len(pairs)
-    if k < 12:
-        return 0.0, 0.0
+    if k < 3:
+        return None
     pc = sum(p for p, _ in pairs) / k
     xc = sum(x for _, x in pairs) / k
     sxx = sum((p - pc) ** 2 for p, _ in pairs)
     if sxx <= 0:
-        return 0.0, 0.0
+        return None
     slope = sum((p - pc) * (x - xc) for p, x in pairs) / sxx
     resid = sum((x - xc - slope * (p - pc)) ** 2 for p, x in pairs) / (k - 2)
-    se = math.sqrt(max(resid, 1e-12) / sxx)
+    return slope, math.sqrt(max(resid, 1e-12) / sxx), pc, xc
+
+
+def _trend(pairs: Sequence[tuple[float, float]], t_min: float, effect_min: float) -> tuple[float, float]:
+    """(slope, centre of x) of y against x by least squares when |t| ≥ ``t_min`` and the slope
+    moves y by at least ``effect_min`` across the x seen; else (0, 0)."""
+    fit = least_squares(pairs) if len(pairs) >= 12 else None
+    if fit is None:
+        return 0.0, 0.0
+    slope, se, pc, _ = fit
     span = max(p for p, _ in pairs) - min(p for p, _ in pairs)
     if abs(slope) / se >= t_min and abs(slope) * span >= effect_min:
         return slope, pc

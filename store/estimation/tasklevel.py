@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Sequence
 
-from store.estimation.kindmodel import DEFAULT_PARAMS, EstimateParams, KindModel
+from store.estimation.kindmodel import DEFAULT_PARAMS, EstimateParams, KindModel, least_squares
 
 _NORMAL = NormalDist()
 
@@ -84,13 +84,9 @@ def task_level(model: KindModel, own: Sequence[float], prior_mu: float, prior_va
     var = sum(w * (v + m * m) for w, m, v in parts) / total - shift * shift
     differs = parts[1][0] / total
     se = math.sqrt(s2k)
-    if k >= params.task_min + 2:
-        ib = (k - 1) / 2
-        fm = sum(finished) / k
-        sxx = sum((i - ib) ** 2 for i in range(k))
-        slope = sum((i - ib) * (x - fm) for i, x in enumerate(finished)) / sxx
-        resid = [x - fm - slope * (i - ib) for i, x in enumerate(finished)]
-        t_se = math.sqrt(max(sum(r * r for r in resid) / (k - 2), 1e-12) / sxx)
+    fit = least_squares(list(enumerate(finished))) if k >= params.task_min + 2 else None
+    if fit is not None:
+        slope, t_se, _, fm = fit
         if slope / t_se >= params.task_trend_t:
             ahead = min(slope * k / 2, 0.7)  # where the trend points, half as many runs again (≤ ×2)
             return TaskLevel(fm + ahead, var + ahead * ahead / 2,
