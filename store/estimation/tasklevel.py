@@ -63,12 +63,13 @@ def task_level(model: KindModel, own: Sequence[float], prior_mu: float, prior_va
         return TaskLevel(0.0, prior_var + tau2, own=k)
     sw2 = max(model.sigma_w if model.sigma_w else model.sigma, 1e-3) ** 2
     finished = [math.log(max(d, 1e-3)) - prior_mu for d in own]
-    logs = finished + censored(finished, [math.log(e) - prior_mu if e > 0 else -math.inf for e in running],
-                               math.sqrt(sw2))
+    imputed, informed = censored(finished, [math.log(e) - prior_mu if e > 0 else -math.inf for e in running],
+                                 math.sqrt(sw2))
+    logs = finished + imputed
     mean = sum(logs) / len(logs)
     own_var = sum((x - mean) ** 2 for x in finished) / (k - 1) if k >= 3 else 0.0
     # × location_inflation, as the kind's own level: a plug-in figure covers less than it says
-    s2k = params.location_inflation * max(sw2, own_var) / len(logs)
+    s2k = params.location_inflation * max(sw2, own_var) / (k + informed)
     like_history = prior_var + tau2
     # the first runs to finish are the quick ones: early own runs read faster than the task is,
     # so "faster than its history" is believed less readily than "slower"
@@ -95,24 +96,31 @@ def task_level(model: KindModel, own: Sequence[float], prior_mu: float, prior_va
     return TaskLevel(shift, max(var, 0.0), None, k, differs, se, posterior)
 
 
-def censored(finished: Sequence[float], elapsed: Sequence[float], sigma: float) -> list[float]:
+def censored(finished: Sequence[float], elapsed: Sequence[float], sigma: float) -> tuple[list[float], float]:
     """The running nodes' runs as the task's runs too: a run that has lasted ``e`` (log, as
     ``finished``; ``-inf``: just started) will take at least that long — on several workers the
     first runs to finish are the quick ones, and leaving the slow ones out reads the task fast.
     Each is counted at its expected log duration given that it lasts past ``e`` (a normal of
     spread ``sigma`` around the level, re-read three times with them: an expectation-maximisation
-    of the censored normal)."""
+    of the censored normal). With them, how many finished runs they are worth in pinning the
+    level: each its share of a finished run's information, ``λ(λ − a)`` (``λ`` the hazard at its
+    standardised elapsed time ``a``): ~0 for a node that has just started — it says nothing yet —,
+    towards 1 for one long past the level."""
     if not elapsed or not finished:
-        return []
+        return [], 0.0
     level = sum(finished) / len(finished)
     out: list[float] = []
+    informed = 0.0
     for _ in range(3):
         out = []
+        informed = 0.0
         for e in elapsed:
             a = max((e - level) / sigma, -8.0)
-            out.append(level + sigma * _NORMAL.pdf(a) / max(1.0 - _NORMAL.cdf(a), 1e-12))
+            hazard = _NORMAL.pdf(a) / max(1.0 - _NORMAL.cdf(a), 1e-12)
+            out.append(level + sigma * hazard)
+            informed += min(max(hazard * (hazard - a), 0.0), 1.0)
         level = (sum(finished) + sum(out)) / (len(finished) + len(out))
-    return out
+    return out, informed
 
 
 def speed_why(kind: str, level: TaskLevel) -> str:

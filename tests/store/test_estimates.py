@@ -277,6 +277,27 @@ def test_status_on_a_large_task_uses_the_approximation(ledger, clock):
     assert E.estimate_graph(ledger, ledger.graph("big"), params=params).task == est
 
 
+def test_running_nodes_that_have_just_started_say_nothing_of_a_task_s_speed():
+    """A running node counts as a censored run worth its share of a finished run's information:
+    one that has just started, none (eight of them once lifted a task's three runs from low to the
+    kind's high and narrowed its P80, by their number alone); one long past the kind's runs, most."""
+    rng = random.Random(4)
+    h = E.DurationHistory(500, E.DEFAULT_PARAMS)
+    for i in range(200):
+        h.add("k", rng.lognormvariate(math.log(60), 0.7), f"t{i // 8}")
+    for d in (55, 70, 62):
+        h.add("k", d, "me")
+    p80 = lambda d: E.quantile(d.values, 0.8)  # noqa: E731
+    alone = E.base_dist("k", None, h, task_id="me")
+    assert alone is not None and alone.label == "low"  # three runs of a σ 0.7 kind cannot tell its speed
+    for n in (2, 8, 20):
+        started = E.base_dist("k", None, h, task_id="me", running=(0.0,) * n)
+        assert started is not None and started.label == alone.label, (n, started.label)
+        assert p80(started) == pytest.approx(p80(alone), rel=1e-6), n
+    late = E.base_dist("k", None, h, task_id="me", running=(600.0,) * 3)  # 10× the kind's median
+    assert late is not None and p80(late) > 1.3 * p80(alone)
+
+
 def test_status_reads_a_task_s_speed_once_for_all_its_running_nodes(ledger, clock, monkeypatch):
     """Above ``mc_max_nodes``, every running row's figure rests on the task's level of its kind,
     which reads each running node as a censored run: one reading for them all (once per row made
