@@ -11,8 +11,8 @@ from pathlib import Path
 
 def write_atomic(path: os.PathLike[str] | str, data: bytes, *, mode: int | None = None) -> None:
     """How an agent writes a run file so a crash never leaves half of it: a temp file in the same
-    directory (never through a link, never into a FIFO or device), fsync, rename over the name
-    (docs/recovery.md). Parent directories are created. ``mode``: the file's (``0o600`` for one holding lease tokens), never
+    directory (never through a link, never into a FIFO or device), fsync, rename over the name,
+    fsync of the directory (docs/recovery.md). Parent directories are created. ``mode``: the file's (``0o600`` for one holding lease tokens), never
     wider for a moment; else as ``open`` makes it."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -31,6 +31,12 @@ def write_atomic(path: os.PathLike[str] | str, data: bytes, *, mode: int | None 
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, target)
+    # the rename itself survives a power loss only once the directory is synced (docs/recovery.md)
+    dfd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def write_json(path: os.PathLike[str] | str, value: object) -> None:

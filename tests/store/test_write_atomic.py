@@ -6,6 +6,7 @@ planted where the temp file goes is never written through."""
 from __future__ import annotations
 
 import os
+import stat
 import threading
 
 import pytest
@@ -76,3 +77,16 @@ def test_a_fifo_with_a_reader_where_the_temp_file_goes_is_not_written_into(tmp_p
     finally:
         os.close(reader)
     assert not (tmp_path / "state.log").exists()
+
+
+def test_the_rename_is_synced_with_its_directory(tmp_path, monkeypatch):
+    synced: list[tuple[bool, bool]] = []  # (a directory, the new name already there)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append((stat.S_ISDIR(os.fstat(fd).st_mode), (tmp_path / "state.json").exists()))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    write_atomic(tmp_path / "state.json", b"{}")
+    assert synced[-1] == (True, True), synced
