@@ -37,7 +37,16 @@ def action_string(command: str) -> str:
 
 
 class WardenCommands(Provider):
+    # A provider lives as long as one opening of the palette: its entries (up to OPEN_TASKS tasks)
+    # are built once then, not again at every key typed into it.
+    _entries: list[tuple[str, Callable[[], object], str]] | None = None
+
     def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        if self._entries is None:
+            self._entries = self._build()
+        return self._entries
+
+    def _build(self) -> list[tuple[str, Callable[[], object], str]]:
         host = host_of(self.app)
         out: list[tuple[str, Callable[[], object], str]] = []
         for name, command, help_text in COMMANDS:
