@@ -25,7 +25,8 @@ COMMANDS: list[tuple[str, str, str]] = [
 ]
 
 
-#: how many "Open task …" entries the palette offers (the first of the task list's order)
+#: how many "Open task …" entries the palette offers (the first tasks a ledger's model holds, in
+#: the order it read them; a task further on is opened from the list)
 OPEN_TASKS = 500
 
 
