@@ -25,7 +25,8 @@ COMMANDS: list[tuple[str, str, str]] = [
 ]
 
 
-#: how many "Open task …" entries the palette offers (the first of the task list's order)
+#: how many "Open task …" entries the palette offers (the first tasks a ledger's model holds, in
+#: the order it read them; a task further on is opened from the list)
 OPEN_TASKS = 500
 
 
@@ -37,7 +38,16 @@ def action_string(command: str) -> str:
 
 
 class WardenCommands(Provider):
+    # A provider lives as long as one opening of the palette: its entries (up to OPEN_TASKS tasks)
+    # are built once then, not again at every key typed into it.
+    _entries: list[tuple[str, Callable[[], object], str]] | None = None
+
     def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        if self._entries is None:
+            self._entries = self._build()
+        return self._entries
+
+    def _build(self) -> list[tuple[str, Callable[[], object], str]]:
         host = host_of(self.app)
         out: list[tuple[str, Callable[[], object], str]] = []
         for name, command, help_text in COMMANDS:

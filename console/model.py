@@ -9,6 +9,8 @@ goes through ``console.text.safe_line`` before it becomes a cell.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeAlias
 
 from store.jsontypes import JsonMapping
@@ -395,11 +397,14 @@ class GraphModel:
         return out
 
     def position_of_key(self, key: str) -> int | None:
+        """Where the node ``key`` is shown (None: not, or filtered out): a bisection of the shown
+        rows, not a table of them built for one look-up (a refilter asks this of up to 1,000
+        neighbours of the cursor, console/widgets/rowlist.py)."""
         i = self.index.get(key)
-        if i is None:
-            return None
-        got = self.positions([i])
-        return got[0] if got else None
+        if i is None or self._visible is None:
+            return i
+        p = bisect_left(self._visible, i)
+        return p if p < len(self._visible) and self._visible[p] == i else None
 
     def node_at(self, pos: int) -> GraphRow | None:
         if self._visible is not None:

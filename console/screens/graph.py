@@ -10,7 +10,7 @@ model with it.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Hashable, Iterable
+from typing import Iterable
 
 from rich.text import Text
 from textual import on, work
@@ -261,7 +261,7 @@ class TaskGraphScreen(ListScreen):
         m = self.model
         if m is not None:  # the cursor stays on its node, else on the one that took its place
             self.row_list.refilter(lambda: m.set_filter(event.value), key_at=lambda p: _key_of(m.node_at(p)),
-                                   find=_finder(m))
+                                   find=lambda key: m.position_of_key(key) if isinstance(key, str) else None)
         self.update_info()
 
     def rows_arrived(self) -> None:
@@ -330,20 +330,8 @@ class TaskGraphScreen(ListScreen):
 
 
 
-def _key_of(node: GraphRow | None) -> Hashable:
+def _key_of(node: GraphRow | None) -> str | None:
     return None if node is None else node.key
-
-
-def _finder(m: GraphModel) -> Callable[[Hashable], int | None]:
-    """Where a node is shown now (after a refilter): one pass over the shown rows, on first use."""
-    where: dict[Hashable, int] = {}
-
-    def find(key: Hashable) -> int | None:
-        if not where:
-            where.update((_key_of(m.node_at(p)), p) for p in range(m.row_count()))
-        return None if key is None else where.get(key)
-
-    return find
 
 
 __all__ = ["TaskGraphScreen", "NODE_GLYPHS"]

@@ -182,11 +182,15 @@ def loop_signals(task_id: str, node: NodeColumns, act: Activity, observations: S
     if rep is not None:
         first = obs[rep.start]
         last = obs[-1]
+        # a run that reaches back to the first observation read, when the read was cut at its
+        # bound, began earlier: its count is a floor
+        times = (f"at least {rep.observations}" if first is observations[0]
+                 and len(observations) >= th.observations_per_node else str(rep.observations))
         if rep.period == 1 and last.action is not None and last.result is not None:
-            what = (f"the same action got the same result {rep.observations} times in a row: "
+            what = (f"the same action got the same result {times} times in a row: "
                     f"{one_line(last.action, 40)!r} → {one_line(last.result, 40)!r}")
         elif rep.period == 1:
-            what = f"the same observation {rep.observations} times in a row (digest {first.digest[:8]})"
+            what = f"the same observation {times} times in a row (digest {first.digest[:8]})"
         elif retried is not None:
             failed = next(o for o in reversed(obs) if o.flags & FLAG_FAILED)
             what = (f"the same {rep.period} steps again, {rep.observations} in a row, and the same failure: "

@@ -24,7 +24,7 @@ from console.screens import (
 )
 from console.widgets import RowList
 
-from tests.support.console_app import build_ledger, graph_loaded, make_app, settle, wait_for, graph_of
+from tests.support.console_app import build_ledger, graph_loaded, make_app, run_from_palette, settle, wait_for, graph_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,6 +106,23 @@ async def test_a_graph_filter_keeps_the_cursor_on_its_node(ledger_path):
         app.screen.query_one("#filter", Input).value = "status:pending"  # figures, approve, publish
         await pilot.pause()
         assert app.screen.selected_node() == "figures"  # section-2 is not shown: the node after it
+
+
+async def test_the_palette_builds_its_entries_once_per_opening(ledger_path, monkeypatch):
+    """Typing into the palette searches the entries built when it opened (up to 500 tasks'
+    entries), not entries built again at every key."""
+    from console.commands import WardenCommands
+
+    builds = []
+    build = WardenCommands._build
+    monkeypatch.setattr(WardenCommands, "_build", lambda self: builds.append(1) or build(self))
+    app = make_app(ledger_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await run_from_palette(pilot, "Open task idle-002", typed="open task idle")
+        await wait_for(pilot, lambda: isinstance(app.screen, TaskGraphScreen), what="the graph")
+        assert app.screen.selected_task() == "idle-002"
+        assert len(builds) == 1, builds
 
 
 async def test_task_filter(ledger_path):

@@ -107,3 +107,31 @@ async def test_the_follower_is_quiet_once_a_change_is_applied_and_drawn(tmp_path
         before = [e for e in log[:applied] if e in ("clear", "set")]
         assert before and before[-1] == "clear"  # not quiet while the change was on its way
         assert "set" in log[applied:]  # quiet again once it is applied (and drawn)
+
+
+async def test_a_filter_key_on_a_big_graph_looks_up_the_cursors_neighbours_not_every_row(tmp_path, monkeypatch):
+    """A key typed into a big graph's filter keeps the cursor on its node by looking up the rows
+    around it (``RowList.refilter``), each by a bisection: not a pass over every shown row."""
+    from textual.widgets import Input
+
+    from console.model import GraphModel
+    from console.widgets.rowlist import NEIGHBOURS
+
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        ledger.create_task("wide", title="many nodes")
+        ledger.add_nodes("wide", [NodeSpec(f"n{i:05d}") for i in range(NODES)])
+    app = make_app(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await graph_loaded(pilot)
+        await settle(pilot)
+        calls = []
+        node_at = GraphModel.node_at
+        monkeypatch.setattr(GraphModel, "node_at", lambda self, pos: calls.append(pos) or node_at(self, pos))
+        app.screen.query_one("#filter", Input).value = "n0"  # every node still shown
+        await wait_for(pilot, lambda: graph_of(app).filter_text == "n0", what="the filter applied")
+        await settle(pilot)
+        assert app.screen.selected_node() == "n00000"
+        assert len(calls) < NEIGHBOURS + 200 < NODES, len(calls)

@@ -74,6 +74,21 @@ def test_repeating_fires_on_three_identical_observations(ledger, clock, running)
     assert s.since == clock() - 20
 
 
+def test_a_run_longer_than_what_is_read_is_counted_as_a_floor(ledger, clock, running):
+    """The judge reads a node's last ``observations_per_node`` observations: a run that fills them
+    began earlier, so its count is said as a floor, not as the run's length."""
+    bound = S.DEFAULT_THRESHOLDS.observations_per_node
+    beat(ledger, clock, running, "new thing")
+    for _ in range(bound - 2):
+        beat(ledger, clock, running, "waiting for CI")
+    (s,) = sigs(ledger, kind="repeating")
+    assert s.evidence.startswith(f"the same observation {bound - 2} times in a row")  # all of it was read
+    for _ in range(6):
+        beat(ledger, clock, running, "waiting for CI")
+    (s,) = sigs(ledger, kind="repeating")
+    assert s.evidence.startswith(f"the same observation at least {bound} times in a row")
+
+
 def test_observations_of_an_earlier_attempt_do_not_count(ledger, clock, running):
     for _ in range(6):  # the first "same" is new; the next five add nothing
         beat(ledger, clock, running, "same")

@@ -6,6 +6,8 @@ planted where the temp file goes is never written through."""
 from __future__ import annotations
 
 import os
+import stat
+import threading
 
 import pytest
 
@@ -39,3 +41,52 @@ def test_a_link_where_the_temp_file_goes_is_not_written_through(tmp_path):
     with pytest.raises(OSError):
         write_atomic(tmp_path / "state.log", b"tokens", mode=0o600)
     assert elsewhere.read_bytes() == b"untouched" and not (tmp_path / "state.log").exists()
+
+
+def test_a_fifo_where_the_temp_file_goes_is_refused_not_waited_on(tmp_path):
+    os.mkfifo(tmp_path / ".state.log.tmp")
+    done: list[object] = []
+
+    def write() -> None:
+        try:
+            write_atomic(tmp_path / "state.log", b"tokens", mode=0o600)
+            done.append("written")
+        except OSError as e:
+            done.append(e)
+
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    t.join(30.0)
+    waited = t.is_alive()
+    if waited:  # the open waits for a reader for ever: give it one so the thread ends, then fail
+        os.close(os.open(tmp_path / ".state.log.tmp", os.O_RDONLY | os.O_NONBLOCK))
+        t.join(30.0)
+    assert not waited, "write_atomic waited on a FIFO for a reader"
+    assert done and isinstance(done[0], OSError), done
+    assert not (tmp_path / "state.log").exists()
+
+
+def test_a_fifo_with_a_reader_where_the_temp_file_goes_is_not_written_into(tmp_path):
+    fifo = tmp_path / ".state.log.tmp"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with pytest.raises(OSError):
+            write_atomic(tmp_path / "state.log", b"tokens", mode=0o600)
+        assert os.read(reader, 100) == b""  # nothing was written into it
+    finally:
+        os.close(reader)
+    assert not (tmp_path / "state.log").exists()
+
+
+def test_the_rename_is_synced_with_its_directory(tmp_path, monkeypatch):
+    synced: list[tuple[bool, bool]] = []  # (a directory, the new name already there)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append((stat.S_ISDIR(os.fstat(fd).st_mode), (tmp_path / "state.json").exists()))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    write_atomic(tmp_path / "state.json", b"{}")
+    assert synced[-1] == (True, True), synced
